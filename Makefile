@@ -1,0 +1,52 @@
+# Two commands do all the set-up on a fresh machine:
+#   make reproduce   create .venv, install the pinned dependencies, run the quick profile
+#   make test        same set-up, then the test suite, snakemake --lint and dry runs
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
+export PATH := $(BIN):$(PATH)
+CORES ?= 2
+PROFILE ?= quick
+# Raw-data mirror: $NOISYOR_RAW_DATA if set, else ../shared/data when present, else download.
+NOISYOR_RAW_DATA ?= $(if $(wildcard ../shared/data/README.md),$(abspath ../shared/data),)
+export NOISYOR_RAW_DATA
+SNAKEMAKE := $(BIN)/snakemake --cores $(CORES)
+
+.PHONY: setup reproduce test lint dryrun report bench lock clean
+
+$(VENV)/.installed: envs/requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r envs/requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+setup: $(VENV)/.installed
+
+reproduce: setup
+	@start=$$(date +%s); \
+	$(SNAKEMAKE) --config profile=$(PROFILE) --printshellcmds; \
+	echo "reproduce ($(PROFILE) profile): total wall time $$(( $$(date +%s) - start )) s"
+
+test: setup lint dryrun
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(SNAKEMAKE) --lint
+
+dryrun: setup
+	$(SNAKEMAKE) --dry-run --quiet --config profile=quick
+	$(SNAKEMAKE) --dry-run --quiet --config profile=paper
+
+# Regenerate envs/requirements.txt from the current venv (after changing pyproject.toml).
+lock: setup
+	{ echo "# Exact pins installed by 'make' into .venv (pip freeze; torch is the CPU wheel 2.13.0)."; \
+	  echo "# Regenerate after changing pyproject.toml: make lock"; \
+	  $(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; \
+	} > envs/requirements.txt
+
+clean:
+	rm -rf results/data results/figures results/tables results/runs results/logs results/benchmarks .snakemake

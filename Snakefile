@@ -1,0 +1,19 @@
+# noisyor-bench: regenerate every table and figure of "Amortized Inference of Variational
+# Bounds for Learning Noisy-OR". The science is in the package under workflow/; each rule is a
+# short call of its CLI. Choose the experiment grid with --config profile=smoke|quick|paper.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/datasets.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

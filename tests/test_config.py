@@ -1,0 +1,64 @@
+"""Config validation: every kind of bad input is caught up front with the key named."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from noisyor_bench.cli import main
+from noisyor_bench.config import load_config, load_yaml, validate_config
+from noisyor_bench.errors import ConfigError
+
+
+@pytest.fixture
+def cfg(repo):
+    return load_yaml(repo / "config" / "config.yaml")
+
+
+def test_shipped_config_is_valid(cfg):
+    validated = validate_config(cfg)
+    assert validated["profile"] == "quick"
+    assert {"smoke", "quick", "paper"} <= set(validated["profiles"])
+    assert len([n for n in validated["datasets"] if n.startswith("syn-random-")]) == 7
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda c: c.update(bogus=1), "'bogus' was unexpected"),
+        (lambda c: c.update(profile="fast"), "allowed values: ['paper', 'quick', 'smoke']"),
+        (lambda c: c["datasets"]["syn-pattern"].update(mu=1.5), "datasets.syn-pattern.mu"),
+        (lambda c: c["datasets"]["syn-random-1"].update(D="fifty"), "datasets.syn-random-1.D"),
+        (lambda c: c["datasets"]["syn-random-1"].pop("s"), "'s' is a required property"),
+        (lambda c: c["datasets"]["syn-pattern"].update(patterns="letters"), "allowed values: ['syn-pattern', 'mnist']"),
+        (lambda c: c["datasets"]["syn-pattern"].update(colour="red"), "'colour' was unexpected"),
+        (lambda c: c["profiles"]["quick"].update(datasets=["nope"]), "unknown dataset 'nope'"),
+        (lambda c: c["profiles"]["quick"].update(speed=3), "profiles.quick"),
+    ],
+)
+def test_invalid_config_names_the_key(cfg, mutate, message):
+    bad = copy.deepcopy(cfg)
+    mutate(bad)
+    with pytest.raises(ConfigError) as err:
+        validate_config(bad)
+    assert message in str(err.value)
+
+
+def test_yaml_is_loaded_safely(tmp_path):
+    evil = tmp_path / "evil.yaml"
+    evil.write_text("profile: !!python/object/apply:os.system ['echo pwned']\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_yaml(evil)
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_cli_reports_user_errors_without_traceback(capsys, tmp_path, repo):
+    code = main(["make-dataset", "--name", "nope", "--config", str(repo / "config" / "config.yaml"), "--out", str(tmp_path / "x.npz")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "unknown dataset 'nope'" in err and "Traceback" not in err

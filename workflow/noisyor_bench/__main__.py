@@ -1,0 +1,7 @@
+"""``python -m noisyor_bench``: the same CLI as ``noisyor-bench``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

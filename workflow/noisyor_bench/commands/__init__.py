@@ -1,0 +1,7 @@
+"""CLI subcommands, one module per stage.
+
+Each module defines ``register(subparsers)`` which adds its subcommand(s) and sets
+``func`` on the parser (a callable taking the parsed ``argparse.Namespace`` and returning an
+exit code).  :mod:`noisyor_bench.cli` discovers the modules here, so adding a stage never
+touches a shared file.
+"""

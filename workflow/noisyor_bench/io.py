@@ -1,0 +1,93 @@
+"""Atomic file output.
+
+Every artifact is first written to a temporary file in the destination directory and then
+renamed over the target, so an interrupted job never leaves a half-written file that a later
+run would mistake for a finished one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` on success."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def to_json(obj: Any) -> str:
+    """Stable JSON text (sorted keys, trailing newline) so equal content gives equal bytes."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n"
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
+    write_text_atomic(path, to_json(obj))
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def write_npz_atomic(path: str | os.PathLike[str], **arrays: np.ndarray) -> None:
+    """Write an uncompressed-deterministic ``.npz``.
+
+    ``np.savez_compressed`` stamps zip entries with the current time, which would make
+    identical data give different bytes; we build the archive with a fixed timestamp.
+    """
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, mode="w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(arrays):
+            arr_buf = io.BytesIO()
+            np.lib.format.write_array(arr_buf, np.asarray(arrays[name]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, arr_buf.getvalue())
+    write_bytes_atomic(path, buf.getvalue())
+
+
+def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Load every array of an ``.npz`` (no pickles) into a plain dict."""
+    with np.load(path, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}

@@ -1,0 +1,93 @@
+"""The one interface every inference method implements.
+
+A method owns a factorised Bernoulli posterior ``q(z | x)`` and, in learning mode, the
+generative parameters of a :class:`~noisyor_bench.model.NoisyOR`.  In inference mode the
+generative model is fixed at the ground truth and only the inference side is fitted.
+
+* ``fit(x_train, x_val, ...)`` fits the *global* parameters (an encoder and/or the
+  generative model) on training data, using the validation set only for early stopping and
+  model selection.
+* ``posterior(x)`` returns ``q(z_k = 1 | x)`` for new data.  Amortized methods run their
+  encoder; non-amortized methods (SVI, LB-CDI, UB-CDI) optimise their per-datapoint
+  parameters on ``x`` with the generative model held fixed -- which is how the paper
+  evaluates them on held-out data (Section 4.2).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Literal
+
+import torch
+
+from ..model import NoisyOR
+
+Mode = Literal["inference", "learning"]
+
+
+@dataclass
+class FitBudget:
+    """Limits of one fit: epochs (or fixed-point rounds), patience and evaluation cadence."""
+
+    max_epochs: int = 200
+    patience: int = 10
+    batch_size: int = 128
+    eval_every: int = 1
+
+
+@dataclass
+class EpochRecord:
+    """One row of the training curve (``curve.csv``); ``extra`` holds method-specific columns."""
+
+    epoch: int
+    train_nelbo: float
+    val_nelbo: float | None
+    seconds: float
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class InferenceMethod(ABC):
+    """Base class; subclasses set ``name`` and ``amortized`` and implement the abstract API."""
+
+    name: ClassVar[str]
+    amortized: ClassVar[bool]
+
+    def __init__(
+        self,
+        model: NoisyOR,
+        mode: Mode,
+        hparams: dict[str, Any],
+        seed: int,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.mode = mode
+        self.hparams = dict(hparams)
+        self.seed = seed
+        self.device = torch.device(device)
+
+    @abstractmethod
+    def fit(
+        self,
+        x_train: torch.Tensor,
+        x_val: torch.Tensor,
+        budget: FitBudget,
+        progress: Callable[[EpochRecord], None] | None = None,
+    ) -> list[EpochRecord]:
+        """Fit the global parameters; return the training curve."""
+
+    @abstractmethod
+    def posterior(self, x: torch.Tensor) -> torch.Tensor:
+        """``q(z_k = 1 | x)`` for each row of ``x``: shape (N, K), values in [0, 1]."""
+
+    @property
+    @abstractmethod
+    def generative(self) -> NoisyOR:
+        """The generative model currently used (ground truth in inference mode)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume a fit (tensors and plain values only)."""
+        raise NotImplementedError(f"{self.name} does not support checkpointing")
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError(f"{self.name} does not support checkpointing")
