@@ -48,7 +48,7 @@ def generating_parameters(
     elif family == "random":
         from .synrandom import params_rng, random_parameters
 
-        theta, theta0, mu = random_parameters(spec, params_rng(int(spec["seed"])))
+        theta, theta0, mu = random_parameters(spec, params_rng(int(spec["seed"])), name=name)
         info = {"reading": "see docs/syn_random.md"}
     else:
         raise ConfigError(f"datasets.{name}.family: {family!r} is not allowed; allowed values: ['pattern', 'random']")
