@@ -10,6 +10,7 @@ configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
+include: "rules/rawdata.smk"
 include: "rules/datasets.smk"
 
 

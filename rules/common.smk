@@ -8,6 +8,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from noisyor_bench.config import active_profile, raw_data_dir, validate_config
 from noisyor_bench.errors import ConfigError
+from snakemake.exceptions import WorkflowError
 
 try:
     config = validate_config(config)
@@ -18,19 +19,17 @@ PROFILE = active_profile(config)
 RESULTS = config["results_dir"]
 RAW_DATA_DIR = raw_data_dir(config)
 
-# Every rule calls the package CLI with the interpreter that runs Snakemake (the project's
-# venv, or the conda env of `--sdm conda`), with the package importable from workflow/.
-CLI = (
-    f"PYTHONPATH={shlex.quote(str(Path(workflow.basedir) / 'workflow'))}${{PYTHONPATH:+:$PYTHONPATH}} "
-    "python -m noisyor_bench"
-)
-CONDA_ENV = "../envs/environment.yaml"  # relative to rules/, for `--sdm conda`
-RAW_ARG = f"--raw-data-dir {shlex.quote(str(RAW_DATA_DIR))}" if RAW_DATA_DIR else ""
-
 
 def R(path):
     """A path under the configured results directory."""
     return f"{RESULTS}/{path}"
+
+
+# Every rule calls the package CLI `noisyor-bench`, installed in the project's venv (`make`)
+# or in the conda env of `--sdm conda` (envs/environment.yaml installs the package).
+CONDA_ENV = "../envs/environment.yaml"  # relative to rules/, for `--sdm conda`
+RAW_ARG = f"--raw-data-dir {shlex.quote(str(RAW_DATA_DIR))}" if RAW_DATA_DIR else ""
+CACHE_DIR = R("raw")
 
 
 def json_param(obj):
@@ -52,3 +51,11 @@ def all_targets():
     for name in PROFILE["datasets"]:
         targets.append(R(f"figures/patterns_{name}.png"))
     return targets
+
+
+def dataset_raw_inputs(wildcards):
+    """Raw files a dataset is built from (for provenance and rerun triggers)."""
+    from noisyor_bench.rawdata import dataset_raw_keys, expected_location
+
+    spec = config["datasets"][wildcards.name]
+    return [expected_location(key, RAW_DATA_DIR, R("raw")) for key in dataset_raw_keys(spec)]

@@ -1,14 +1,6 @@
 # Stage 1: synthetic datasets (paper Section 4.1, Tables 2-3, Fig. 2).
 
 
-def dataset_raw_inputs(wildcards):
-    """Raw files a dataset is built from (for provenance and rerun triggers)."""
-    from noisyor_bench.rawdata import dataset_raw_keys, expected_location
-
-    spec = config["datasets"][wildcards.name]
-    return [expected_location(key, RAW_DATA_DIR, R("raw")) for key in dataset_raw_keys(spec)]
-
-
 rule make_dataset:
     input:
         dataset_raw_inputs,
@@ -17,6 +9,8 @@ rule make_dataset:
         meta=R("data/{name}.json"),
     params:
         spec=lambda wildcards: json_param(config["datasets"][wildcards.name]),
+        raw=RAW_ARG,
+        cache=CACHE_DIR,
     conda:
         CONDA_ENV
     log:
@@ -26,8 +20,8 @@ rule make_dataset:
     wildcard_constraints:
         name="|".join(config["datasets"]),
     shell:
-        "{CLI} make-dataset --name {wildcards.name} --spec {params.spec} {RAW_ARG}"
-        " --cache-dir {RESULTS}/raw --out {output.npz} > {log} 2>&1"
+        "noisyor-bench make-dataset --name {wildcards.name} --spec {params.spec} {params.raw}"
+        " --cache-dir {params.cache} --out {output.npz} > {log} 2>&1"
 
 
 rule plot_patterns:
@@ -49,7 +43,7 @@ rule plot_patterns:
     benchmark:
         benchmark_path("plot_patterns", "{name}")
     shell:
-        "{CLI} plot-patterns --dataset {input.npz} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
+        "noisyor-bench plot-patterns --dataset {input.npz} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
 
 
 rule dataset_table:
@@ -70,4 +64,4 @@ rule dataset_table:
     benchmark:
         benchmark_path("dataset_table", "all")
     shell:
-        "{CLI} dataset-table {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench dataset-table {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

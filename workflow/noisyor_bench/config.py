@@ -18,9 +18,6 @@ import yaml
 
 from .errors import ConfigError
 
-RAW_DATA_ENV = "NOISYOR_RAW_DATA"
-
-
 def load_yaml(path: str | os.PathLike[str]) -> Any:
     """Parse a YAML file with the safe loader; a missing or malformed file is a ConfigError."""
     try:
@@ -103,5 +100,6 @@ def active_profile(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 def raw_data_dir(cfg: Mapping[str, Any]) -> Path | None:
     """The raw-data mirror: config key ``raw_data_dir``, else ``$NOISYOR_RAW_DATA``, else None."""
-    value = cfg.get("raw_data_dir") or os.environ.get(RAW_DATA_ENV) or None
-    return Path(value) if value else None
+    from .rawdata import resolve_raw_data_dir
+
+    return resolve_raw_data_dir(cfg.get("raw_data_dir"))

@@ -1,0 +1,24 @@
+"""CLI: fetch and verify one raw input (download mode of the workflow)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..rawdata import REGISTRY, fetch, key_for_relpath, resolve_raw_data_dir
+
+
+def cmd_fetch_raw(args: argparse.Namespace) -> int:
+    key = args.key or key_for_relpath(args.relpath)
+    path = fetch(key, resolve_raw_data_dir(args.raw_data_dir), args.cache_dir)
+    print(path)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fetch-raw", help="fetch a raw input into the cache (or check it in the mirror) and verify it")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--key", choices=sorted(REGISTRY), help="registry key of the raw input")
+    which.add_argument("--relpath", help="path of the raw input inside a mirror, e.g. mnist/t10k-images-idx3-ubyte.gz")
+    p.add_argument("--raw-data-dir", help="raw-data mirror (default: $NOISYOR_RAW_DATA, else download)")
+    p.add_argument("--cache-dir", default="results/raw", help="where downloads are stored")
+    p.set_defaults(func=cmd_fetch_raw)
