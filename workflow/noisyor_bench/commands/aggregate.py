@@ -1,0 +1,176 @@
+"""CLI: synthetic-data tables, figures and claim verdicts (paper Sections 4.2-4.4, Figs. 3-5, Table 4).
+
+Every input is an explicit list of files (Snakemake expands them), never a directory glob,
+so the workflow DAG knows every input.  ``--runs`` takes run directories or their
+``metrics.json`` files, interchangeably.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def cmd_table_fig3a(args: argparse.Namespace) -> int:
+    from ..aggregate import collect_runs, fig3a_markdown, fig3a_table, write_table
+
+    table = fig3a_table(collect_runs(args.runs))
+    write_table(table, args.out_csv, fig3a_markdown(table), args.out_md)
+    log.info("fig3a: %d rows -> %s", len(table), args.out_csv)
+    return 0
+
+
+def cmd_table4(args: argparse.Namespace) -> int:
+    from ..aggregate import collect_runs, parse_missing_reasons, table4_markdown, table4_table, write_table
+
+    table = table4_table(collect_runs(args.runs), parse_missing_reasons(args.missing_reason))
+    write_table(table, args.out_csv, table4_markdown(table), args.out_md)
+    log.info("table4: %d cells (%d measured) -> %s", len(table), int((table["status"] == "measured").sum()), args.out_csv)
+    return 0
+
+
+def _dataset_titles(paths: list[str] | None) -> dict[str, str]:
+    """Panel titles ``name (D=.., K=.., sparsity ..%)`` from dataset sidecars."""
+    from ..io import read_json
+
+    titles = {}
+    for path in paths or []:
+        sidecar = Path(path).with_suffix(".json")
+        if not sidecar.exists():
+            raise ConfigError(f"--datasets: sidecar {sidecar} of {path} not found")
+        meta = read_json(sidecar)
+        sparsity = meta.get("sparsity_percent", {}).get("all")
+        extra = f", sparsity {sparsity:.1f}%" if isinstance(sparsity, (int, float)) else ""
+        titles[meta["name"]] = f"{meta['name']} (D={meta['D']}, K={meta['K']}{extra})"
+    return titles
+
+
+def cmd_figure_fig5(args: argparse.Namespace) -> int:
+    from ..aggregate import collect_runs, fig5_markdown, fig5_table, write_table
+    from ..plots.figures import plot_fig5
+
+    table = fig5_table(collect_runs(args.runs))
+    write_table(table, args.out_csv, fig5_markdown(table), args.out_md)
+    plot_fig5(table, args.out_png, args.out_pdf, titles=_dataset_titles(args.datasets))
+    log.info("fig5: %d datasets -> %s", table["dataset"].nunique(), args.out_png)
+    return 0
+
+
+def cmd_figure_fig3b(args: argparse.Namespace) -> int:
+    from ..aggregate import collect_curves, fig3b_markdown, write_table
+    from ..plots.figures import plot_fig3b
+
+    curves = collect_curves(args.runs)
+    write_table(curves, args.out_csv, fig3b_markdown(curves), args.out_md)
+    plot_fig3b(curves, args.out_png, args.out_pdf)
+    log.info("fig3b: %d seeds -> %s", curves["seed"].nunique(), args.out_png)
+    return 0
+
+
+def cmd_figure_patterns(args: argparse.Namespace) -> int:
+    from ..aggregate import collect_runs, load_dataset_truth, load_posterior, recovery_markdown, recovery_table, write_table
+    from ..plots.figures import PatternRow, plot_pattern_grid, representative_runs, row_title
+    from ..recovery import match_patterns
+
+    if not 0.0 < args.threshold <= 1.0:
+        raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold}")
+    theta, theta0, shape, name = load_dataset_truth(args.dataset)
+    if shape is None:
+        raise ConfigError(f"--dataset {args.dataset}: no image_shape in its sidecar; pattern grids need image data")
+    runs = collect_runs(args.runs)
+    if set(runs["dataset"]) != {name}:
+        raise ConfigError(f"--runs are from dataset(s) {sorted(set(runs['dataset']))}, --dataset is {name!r}")
+    table = recovery_table(runs, theta, args.threshold)
+    write_table(table, args.out_csv, recovery_markdown(table), args.out_md)
+    rows = []
+    for pick in representative_runs(table).to_dict("records"):
+        post = load_posterior(pick["run_dir"])
+        rows.append(PatternRow(row_title(pick, table), post["theta"], post.get("theta0"),
+                               match_patterns(theta, post["theta"], args.threshold)))
+    title = args.title or f"Learned patterns on {name} (matched to the true order; threshold {args.threshold:g})"
+    plot_pattern_grid(theta, theta0, rows, shape, args.out_png, args.out_pdf, title=title)
+    log.info("patterns %s: %d runs, %d rows -> %s", name, len(table), len(rows), args.out_png)
+    return 0
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    from ..aggregate import read_tables
+    from ..claims import synthetic_claims, write_claims
+
+    claims = synthetic_claims(read_tables(args.tables))
+    write_claims(claims, args.out_csv, args.out_md, title="Claims of the paper (synthetic data, Sections 4.2-4.4)")
+    for c in claims:
+        log.info("%-45s %s", c.claim_id, c.verdict)
+    return 0
+
+
+def cmd_claims_merge(args: argparse.Namespace) -> int:
+    from ..claims import read_claims, write_claims
+
+    claims = [c for path in args.claims for c in read_claims(path)]
+    write_claims(claims, args.out_csv, args.out_md)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    runs_help = "run directories or their metrics.json files"
+
+    p = sub.add_parser("table-fig3a", help="paper Fig. 3a table: NELBO/F1/EM per (N_train, method) beside the paper")
+    p.add_argument("--runs", nargs="+", required=True, help=runs_help)
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.set_defaults(func=cmd_table_fig3a)
+
+    p = sub.add_parser("table4", help="paper Table 4: held-out NELBO, N_train x method, beside the paper")
+    p.add_argument("--runs", nargs="+", required=True, help=runs_help)
+    p.add_argument("--missing-reason", action="append", default=[], metavar="[METHOD=]TEXT",
+                   help="text for cells without runs; 'lb-cdi=TEXT' for one method (repeatable)")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.set_defaults(func=cmd_table4)
+
+    p = sub.add_parser("figure-fig5", help="paper Fig. 5: NELBO vs N_train per SYN-RANDOM dataset (+ data table)")
+    p.add_argument("--runs", nargs="+", required=True, help=runs_help)
+    p.add_argument("--datasets", nargs="*", help="dataset .npz files (their sidecars give panel titles)")
+    p.add_argument("--out-png", required=True)
+    p.add_argument("--out-pdf")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md")
+    p.set_defaults(func=cmd_figure_fig5)
+
+    p = sub.add_parser("figure-fig3b", help="paper Fig. 3b: UB-CDI LL-UB and ELBO per fixed-point round (+ data)")
+    p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (with curve.csv)")
+    p.add_argument("--out-png", required=True)
+    p.add_argument("--out-pdf")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md")
+    p.set_defaults(func=cmd_figure_fig3b)
+
+    p = sub.add_parser("figure-patterns", help="paper Fig. 4 / supp. Figs. 1-2: learned patterns + recovery table")
+    p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (with posterior_test.npz)")
+    p.add_argument("--dataset", required=True, help="the dataset .npz (true theta; sidecar gives image_shape)")
+    p.add_argument("--threshold", type=float, default=0.8, help="matched cosine similarity counted as recovered")
+    p.add_argument("--title")
+    p.add_argument("--out-png", required=True)
+    p.add_argument("--out-pdf")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md")
+    p.set_defaults(func=cmd_figure_patterns)
+
+    p = sub.add_parser("claims", help="verdicts on the paper's synthetic-data claims from the table CSVs")
+    p.add_argument("--tables", nargs="+", required=True,
+                   help="CSVs from table-fig3a, table4, figure-fig5, figure-fig3b, figure-patterns (any subset)")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md")
+    p.set_defaults(func=cmd_claims)
+
+    p = sub.add_parser("claims-merge", help="concatenate claims CSVs of several stages into one")
+    p.add_argument("--claims", nargs="+", required=True, help="claims CSVs")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md")
+    p.set_defaults(func=cmd_claims_merge)
