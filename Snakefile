@@ -12,6 +12,7 @@ configfile: "config/config.yaml"
 include: "rules/common.smk"
 include: "rules/rawdata.smk"
 include: "rules/datasets.smk"
+include: "rules/text.smk"
 
 
 rule all:

@@ -45,9 +45,24 @@ def benchmark_path(rule_name, stem):
     return R(f"benchmarks/{rule_name}/{stem}.tsv")
 
 
+def raw_inputs(*keys):
+    """Locations of raw inputs (mirror files, or <results>/raw files made by fetch_raw)."""
+    from noisyor_bench.rawdata import expected_location
+
+    return [str(expected_location(key, RAW_DATA_DIR, CACHE_DIR)) for key in keys]
+
+
+def pmi_reference_input():
+    """The PMI reference corpus: a raw-input key of the registry, or a user path."""
+    from noisyor_bench.rawdata import REGISTRY
+
+    ref = config["pmi"]["reference"]
+    return raw_inputs(ref) if ref in REGISTRY else [ref]
+
+
 def all_targets():
     """Everything `rule all` builds for the active profile."""
-    targets = [R("tables/datasets.csv"), R("tables/datasets.md")]
+    targets = [R("tables/datasets.csv"), R("tables/datasets.md"), R("pmi/cooccurrence.npz"), R("data/reuters.npz")]
     for name in PROFILE["datasets"]:
         targets.append(R(f"figures/patterns_{name}.png"))
     return targets
@@ -55,7 +70,7 @@ def all_targets():
 
 def dataset_raw_inputs(wildcards):
     """Raw files a dataset is built from (for provenance and rerun triggers)."""
-    from noisyor_bench.rawdata import dataset_raw_keys, expected_location
+    from noisyor_bench.rawdata import dataset_raw_keys
 
     spec = config["datasets"][wildcards.name]
-    return [expected_location(key, RAW_DATA_DIR, R("raw")) for key in dataset_raw_keys(spec)]
+    return raw_inputs(*dataset_raw_keys(spec))

@@ -73,8 +73,13 @@ class InferenceMethod(ABC):
         x_val: torch.Tensor,
         budget: FitBudget,
         progress: Callable[[EpochRecord], None] | None = None,
+        checkpoint_path: str | None = None,
     ) -> list[EpochRecord]:
-        """Fit the global parameters; return the training curve."""
+        """Fit the global parameters; return the training curve.
+
+        ``checkpoint_path``: where to save resumable state after each epoch (and resume
+        from, when it exists); methods without resumable state may ignore it.
+        """
 
     @abstractmethod
     def posterior(self, x: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,70 @@
+# Stage: real corpora (paper Section 4.5, supplement Section 5.1): ingestion and the cached
+# co-occurrence counts of the PMI reference corpus.
+
+
+rule ingest_neurips:
+    input:
+        raw_inputs("nltk-wordnet", "nltk-stopwords", "neurips-titles-tsv"),
+    output:
+        npz=R("data/neurips-titles.npz"),
+        vocab=R("data/neurips-titles.vocab.txt"),
+        meta=R("data/neurips-titles.json"),
+    params:
+        corpus=config["corpora"]["neurips-titles"],
+        raw=RAW_ARG,
+        cache=CACHE_DIR,
+    conda:
+        CONDA_ENV
+    log:
+        log_path("ingest_neurips", "neurips-titles"),
+    benchmark:
+        benchmark_path("ingest_neurips", "neurips-titles")
+    shell:
+        "noisyor-bench ingest-neurips {params.raw} --cache-dir {params.cache} --seed {params.corpus[seed]}"
+        " --lemmatizer {params.corpus[lemmatizer]} --stopwords {params.corpus[stopwords]}"
+        " --out {output.npz} > {log} 2>&1"
+
+
+rule ingest_reuters:
+    input:
+        raw_inputs("nltk-wordnet", "nltk-stopwords", "nltk-reuters"),
+    output:
+        npz=R("data/reuters.npz"),
+        vocab=R("data/reuters.vocab.txt"),
+        meta=R("data/reuters.json"),
+    params:
+        corpus=config["corpora"]["reuters"],
+        raw=RAW_ARG,
+        cache=CACHE_DIR,
+    conda:
+        CONDA_ENV
+    log:
+        log_path("ingest_reuters", "reuters"),
+    benchmark:
+        benchmark_path("ingest_reuters", "reuters")
+    shell:
+        "noisyor-bench ingest-reuters {params.raw} --cache-dir {params.cache} --seed {params.corpus[seed]}"
+        " --val-fraction {params.corpus[val_fraction]} --vocab-scope {params.corpus[vocab_scope]}"
+        " --out {output.npz} > {log} 2>&1"
+
+
+rule pmi_counts:
+    input:
+        raw=pmi_reference_input(),
+        vocab=R("data/neurips-titles.vocab.txt"),
+        meta=R("data/neurips-titles.json"),
+    output:
+        R("pmi/cooccurrence.npz"),
+    params:
+        pmi=config["pmi"],
+        raw=RAW_ARG,
+        cache=CACHE_DIR,
+    conda:
+        CONDA_ENV
+    log:
+        log_path("pmi_counts", "cooccurrence"),
+    benchmark:
+        benchmark_path("pmi_counts", "cooccurrence")
+    shell:
+        "noisyor-bench pmi-counts {params.raw} --cache-dir {params.cache} --reference {params.pmi[reference]}"
+        " --window {params.pmi[window]} --vocab {input.vocab} --out {output} > {log} 2>&1"
