@@ -1,0 +1,145 @@
+"""CLI: ``noisyor-bench train`` -- one training run -> one run directory (see runs.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..evaluation import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES
+from ..exact import MAX_EXACT_K
+from .. import methods as methods_pkg
+from ..io import read_json
+from ..methods.base import FitBudget
+
+
+def parse_json_arg(text: str, argument: str) -> Any:
+    """A JSON value given inline or as ``@path``; errors name the argument."""
+    try:
+        if text.startswith("@"):
+            return json.loads(Path(text[1:]).read_text(encoding="utf-8"))
+        return json.loads(text)
+    except OSError as err:
+        raise ConfigError(f"{argument}: cannot read {text[1:]!r} ({err.strerror})") from None
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{argument}: not valid JSON ({err})") from None
+
+
+def parse_hparams(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    value = parse_json_arg(text, "--hparams")
+    if not isinstance(value, dict):
+        raise ConfigError(f"--hparams: expected a JSON object like '{{\"lr\": 0.001}}'; got {type(value).__name__}")
+    return value
+
+
+# flag -> minimum of the integer options (None: option not given)
+_INT_FLAGS = {
+    "n_train": ("--n-train", 1),
+    "seed": ("--seed", 0),
+    "max_epochs": ("--max-epochs", 1),
+    "patience": ("--patience", 1),
+    "batch_size": ("--batch-size", 1),
+    "eval_every": ("--eval-every", 1),
+    "eval_samples": ("--eval-samples", 1),
+    "iw_samples": ("--iw-samples", 0),
+    "exact_max_k": ("--exact-max-k", 0),
+    "threads": ("--threads", 1),
+    "latents": ("--latents", 1),
+}
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Reject bad values up front, naming the flag and what is allowed."""
+    if args.method not in methods_pkg.METHOD_NAMES:
+        raise ConfigError(f"--method: unknown method {args.method!r}; allowed: {', '.join(methods_pkg.METHOD_NAMES)}")
+    for attr, (flag, minimum) in _INT_FLAGS.items():
+        value = getattr(args, attr, None)
+        if value is not None and value < minimum:
+            raise ConfigError(f"{flag}: must be an integer >= {minimum}; got {value}")
+    if args.latents is not None and args.mode != "learning":
+        raise ConfigError("--latents: only allowed with --mode learning (inference uses the dataset's K)")
+
+
+def spec_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~noisyor_bench.runs.RunSpec` described by the parsed arguments."""
+    from ..runs import RunSpec
+
+    check_args(args)
+    defaults = FitBudget()
+    budget = FitBudget(
+        **{
+            name: getattr(args, name) if getattr(args, name) is not None else getattr(defaults, name)
+            for name in ("max_epochs", "patience", "batch_size", "eval_every")
+        }
+    )
+    spec = RunSpec(
+        dataset=Path(args.dataset),
+        method=args.method,
+        mode=args.mode,
+        n_train=args.n_train,
+        seed=args.seed,
+        out_dir=Path(args.out),
+        dataset_name=args.dataset_name,
+        experiment=args.experiment,
+        hparams=parse_hparams(args.hparams),
+        budget=budget,
+        n_samples=args.eval_samples,
+        iw_samples=args.iw_samples,
+        exact_max_k=args.exact_max_k,
+        device=args.device,
+        threads=args.threads,
+        n_latent=args.latents,
+        val_metrics=not args.no_val_metrics,
+        resume=not args.no_resume,
+    )
+    spec.validate()
+    return spec
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from ..runs import METRICS_FILE, execute_run, headline
+
+    spec = spec_from_args(args)
+    out = execute_run(spec)
+    metrics = read_json(out / METRICS_FILE)
+    print(out)
+    print(headline(metrics))
+    return 0
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True, help="dataset .npz (results/data/<name>.npz)")
+    p.add_argument("--dataset-name", help="name recorded in metrics.json (default: the file's stem)")
+    p.add_argument("--method", required=True, help=f"inference method: {', '.join(methods_pkg.METHOD_NAMES)}")
+    p.add_argument("--mode", required=True, choices=("inference", "learning"),
+                   help="inference: generative model fixed at the ground truth; learning: learned jointly")
+    p.add_argument("--n-train", type=int, required=True, help="training rows (the first N of the pool)")
+    p.add_argument("--seed", type=int, required=True, help="run seed (initialisation, sampling, evaluation)")
+    p.add_argument("--hparams", help="method hyperparameters as a JSON object, or @file.json")
+    p.add_argument("--max-epochs", type=int, help=f"epoch limit (default {FitBudget.max_epochs})")
+    p.add_argument("--patience", type=int, help=f"early-stopping patience in evaluations (default {FitBudget.patience})")
+    p.add_argument("--batch-size", type=int, help=f"minibatch size (default {FitBudget.batch_size})")
+    p.add_argument("--eval-every", type=int, help=f"validate every N epochs (default {FitBudget.eval_every})")
+    p.add_argument("--eval-samples", type=int, default=DEFAULT_N_SAMPLES,
+                   help="discrete posterior samples per test point for NELBO and F1/EM (default %(default)s)")
+    p.add_argument("--iw-samples", type=int, default=DEFAULT_IW_SAMPLES,
+                   help="samples of the importance-weighted bound; 0 skips it (default %(default)s)")
+    p.add_argument("--exact-max-k", type=int, default=MAX_EXACT_K,
+                   help="exact log p(x) by 2^K enumeration when K <= this (default %(default)s)")
+    p.add_argument("--latents", type=int, help="learning mode only: number of latent causes K (default: the dataset's)")
+    p.add_argument("--experiment", default="default", help="experiment name recorded in metrics.json")
+    p.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
+    p.add_argument("--threads", type=int, help="torch intra-op threads (default: $OMP_NUM_THREADS or torch's)")
+    p.add_argument("--no-val-metrics", action="store_true", help="skip the test-protocol NELBO on the validation split")
+    p.add_argument("--no-resume", action="store_true", help="discard a checkpoint left by a killed run")
+    p.add_argument("--out", required=True, help="run directory, e.g. results/runs/<exp>/<dataset>/<method>/n<N>/seed<S>")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train one method on one dataset and evaluate it on the test split")
+    add_train_arguments(p)
+    p.set_defaults(func=cmd_train)

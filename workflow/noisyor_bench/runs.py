@@ -1,0 +1,578 @@
+"""One training run -> one directory: the interface later stages and auditors read.
+
+``results/runs/<experiment>/<dataset>/<method>/n<N_train>/seed<seed>/`` holds
+
+* ``metrics.json`` -- held-out test metrics (:mod:`noisyor_bench.evaluation`), timings and
+  the run's identity (dataset + sha256, method, mode, N_train, seed, hyperparameters, budget,
+  device, versions);
+* ``posterior_test.npz`` -- ``q`` (N_test x K, float64) and the generative parameters
+  ``theta``, ``theta0``, ``mu`` used for evaluation: every test metric can be recomputed from
+  this file and the dataset alone (``noisyor-bench evaluate``);
+* ``curve.csv`` -- the training curve (one row per epoch / fixed-point round).
+
+Protocol (paper Section 4.2): the method fits on the first ``N_train`` rows of the training
+pool, selects its model on the validation split only, and is evaluated on the test split
+once, at the end.  In learning mode the learned latents are matched to the true ones by the
+Hungarian algorithm before F1/EM.
+
+Atomicity and resume: everything is written into ``<out_dir>.partial/`` and renamed onto
+``<out_dir>`` only when complete, so a killed run never leaves a directory that looks
+finished.  A stale ``<out_dir>`` is removed before training starts (the directory is either
+the output of the latest invocation or absent).  The partial directory keeps the trainer's
+checkpoint; re-running the same spec resumes from it (a different spec discards it).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import inspect
+import io
+import logging
+import math
+import os
+import platform
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping
+
+import numpy as np
+import torch
+
+from . import __version__
+from . import methods as methods_pkg
+from .device import describe, pick_device, set_threads
+from .errors import ConfigError, DataError
+from .evaluation import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, evaluate, match_latents, nelbo, weight_similarity
+from .exact import MAX_EXACT_K
+from .io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
+from .methods.base import EpochRecord, FitBudget, InferenceMethod
+from .model import NoisyOR
+from .training import stream_seed
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+METRICS_FILE = "metrics.json"
+POSTERIOR_FILE = "posterior_test.npz"
+CURVE_FILE = "curve.csv"
+CHECKPOINT_FILE = "checkpoint.pt"
+SPEC_FILE = "spec.json"
+CURVE_COLUMNS = ("epoch", "train_nelbo", "val_nelbo", "seconds")
+
+REQUIRED_ARRAYS = ("x_train", "x_val", "x_test", "theta", "theta0", "mu")
+# Metrics recomputable from posterior_test.npz + the dataset (compared by `evaluate`).
+RECOMPUTED_METRICS = (
+    "nelbo",
+    "nelbo_sem",
+    "f1",
+    "em",
+    "f1_map",
+    "em_map",
+    "exact_nll",
+    "exact_elbo",
+    "exact_nelbo",
+    "exact_gap",
+    "mc_gap",
+    "iw_nll",
+    "latent_match_cosine",
+)
+
+Mode = Literal["inference", "learning"]
+MODES: tuple[str, ...] = ("inference", "learning")
+
+
+def run_dir(results_dir: str | Path, experiment: str, dataset: str, method: str, n_train: int, seed: int) -> Path:
+    """``results_dir/runs/<experiment>/<dataset>/<method>/n<N_train>/seed<seed>``."""
+    return Path(results_dir) / "runs" / experiment / dataset / method / f"n{int(n_train)}" / f"seed{int(seed)}"
+
+
+def partial_dir(out_dir: str | Path) -> Path:
+    """The working directory of a run in progress: ``<out_dir>.partial``."""
+    out = Path(out_dir)
+    return out.with_name(out.name + ".partial")
+
+
+@dataclass
+class RunSpec:
+    """Everything that defines one run.
+
+    ``out_dir`` is the final run directory (see :func:`run_dir`).  ``n_latent`` (learning
+    mode only) overrides K, e.g. to learn more causes than the ground truth has; F1/EM are
+    then ``None``.  ``iw_samples=0`` skips the importance-weighted bound; ``val_metrics``
+    adds the test-protocol NELBO on the validation split (``val_nelbo``, for model selection
+    across runs, e.g. the hyperparameter search).
+    """
+
+    dataset: Path
+    method: str
+    mode: Mode
+    n_train: int
+    seed: int
+    out_dir: Path
+    dataset_name: str | None = None
+    experiment: str = "default"
+    hparams: dict[str, Any] = field(default_factory=dict)
+    budget: FitBudget = field(default_factory=FitBudget)
+    n_samples: int = DEFAULT_N_SAMPLES
+    iw_samples: int = DEFAULT_IW_SAMPLES
+    exact_max_k: int = MAX_EXACT_K
+    device: str = "auto"
+    threads: int | None = None
+    n_latent: int | None = None
+    val_metrics: bool = True
+    resume: bool = True
+
+    def __post_init__(self) -> None:
+        self.dataset = Path(self.dataset)
+        self.out_dir = Path(self.out_dir)
+        if self.dataset_name is None:
+            self.dataset_name = self.dataset.stem
+
+    def validate(self) -> None:
+        """Argument checks that need no file access (ConfigError naming the field)."""
+        if self.mode not in MODES:
+            raise ConfigError(f"mode {self.mode!r} is not allowed; allowed values: {', '.join(MODES)}")
+        for name in ("n_train", "n_samples"):
+            _check_int(name, getattr(self, name), minimum=1)
+        _check_int("seed", self.seed, minimum=0)
+        _check_int("iw_samples", self.iw_samples, minimum=0)
+        _check_int("exact_max_k", self.exact_max_k, minimum=0)
+        for name in ("max_epochs", "patience", "batch_size", "eval_every"):
+            _check_int(f"budget.{name}", getattr(self.budget, name), minimum=1)
+        if self.threads is not None:
+            _check_int("threads", self.threads, minimum=1)
+        if self.n_latent is not None:
+            _check_int("n_latent", self.n_latent, minimum=1)
+            if self.mode != "learning":
+                raise ConfigError("n_latent (a K different from the dataset's) is only allowed in learning mode")
+        if not isinstance(self.hparams, Mapping):
+            raise ConfigError(f"hparams must be a JSON object (mapping); got {type(self.hparams).__name__}")
+
+
+def check_layout(spec: RunSpec) -> None:
+    """If ``out_dir`` follows ``<experiment>/<dataset>/<method>/n<N>/seed<S>``, it must agree
+    with the spec (the aggregation rejects disagreeing runs; fail before training instead)."""
+    parts = spec.out_dir.parts
+    if len(parts) < 5 or not re.fullmatch(r"n\d+", parts[-2]) or not re.fullmatch(r"seed\d+", parts[-1]):
+        return
+    expected = {
+        "experiment": (parts[-5], spec.experiment, "--experiment"),
+        "dataset": (parts[-4], spec.dataset_name, "--dataset-name"),
+        "method": (parts[-3], spec.method, "--method"),
+        "n_train": (parts[-2], f"n{spec.n_train}", "--n-train"),
+        "seed": (parts[-1], f"seed{spec.seed}", "--seed"),
+    }
+    wrong = [f"{k}: path has {a!r}, run has {b!r} ({flag})" for k, (a, b, flag) in expected.items() if a != b]
+    if wrong:
+        raise ConfigError(f"output directory {spec.out_dir} disagrees with the run: " + "; ".join(wrong))
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto``/``cpu``/``cuda[:N]`` as a device; ConfigError for unknown or absent devices."""
+    try:
+        device = pick_device(name)
+    except RuntimeError:
+        raise ConfigError(f"device {name!r} is not a valid torch device; use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {name!r} requested but CUDA is not available; use --device auto or cpu")
+    if device.type not in ("cpu", "cuda"):
+        raise ConfigError(f"device {name!r} is not supported; use auto, cpu, cuda or cuda:N")
+    return device
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}; got {value!r}")
+
+
+# ---------------------------------------------------------------------------------- dataset
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def load_dataset(path: str | Path) -> dict[str, np.ndarray]:
+    """Load and check a dataset ``.npz`` (keys and shapes); DataError names file and key."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"dataset file {path} does not exist; build it with 'noisyor-bench make-dataset'")
+    try:
+        data = load_npz(path)
+    except Exception as err:  # corrupt zip / pickled arrays
+        raise DataError(f"cannot read dataset {path}: {err}") from None
+    missing = [k for k in REQUIRED_ARRAYS if k not in data]
+    if missing:
+        raise DataError(f"dataset {path} lacks arrays {missing}; it holds {sorted(data)}")
+    d, k = np.shape(data["theta"]) if np.ndim(data["theta"]) == 2 else (None, None)
+    if d is None or np.shape(data["theta0"]) != (d,) or np.shape(data["mu"]) != (k,):
+        raise DataError(
+            f"dataset {path}: inconsistent parameters theta {np.shape(data['theta'])}, "
+            f"theta0 {np.shape(data['theta0'])}, mu {np.shape(data['mu'])}"
+        )
+    for split in ("train", "val", "test"):
+        x = data[f"x_{split}"]
+        if x.ndim != 2 or x.shape[1] != d:
+            raise DataError(f"dataset {path}: x_{split} has shape {x.shape}, expected (N, D={d})")
+        z = data.get(f"z_{split}")
+        if z is not None and z.shape != (x.shape[0], k):
+            raise DataError(f"dataset {path}: z_{split} has shape {z.shape}, expected ({x.shape[0]}, K={k})")
+    return data
+
+
+def training_rows(data: Mapping[str, np.ndarray], n_train: int, path: str | Path) -> np.ndarray:
+    """The first ``n_train`` rows of the training pool (smaller sets are prefixes of larger)."""
+    pool = data["x_train"].shape[0]
+    if n_train > pool:
+        raise DataError(
+            f"n_train={n_train} exceeds the training pool of {path} ({pool} rows); "
+            f"use n_train <= {pool} or rebuild the dataset with a larger n_train_pool"
+        )
+    return data["x_train"][:n_train]
+
+
+def ground_truth(data: Mapping[str, np.ndarray]) -> NoisyOR:
+    return NoisyOR.from_numpy(data["theta"], data["theta0"], data["mu"])
+
+
+def shape_model(d: int, k: int) -> NoisyOR:
+    """A placeholder model carrying only the shape (D, K) for learning with a chosen K.
+
+    Learning-mode methods use only ``model.D`` and ``model.K`` (see
+    :func:`noisyor_bench.generative.make_generative`); the values are neutral anyway.
+    """
+    return NoisyOR.from_numpy(np.full((d, k), 0.1), np.full(d, 0.05), np.full(k, 0.2))
+
+
+# ---------------------------------------------------------------------------------- evaluation
+def evaluate_posterior(
+    posterior: Mapping[str, np.ndarray],
+    data: Mapping[str, np.ndarray],
+    mode: str,
+    n_samples: int,
+    iw_samples: int,
+    exact_max_k: int,
+    eval_seed: int,
+) -> dict[str, Any]:
+    """Test metrics from a ``posterior_test.npz`` content and the dataset.
+
+    The single code path used by :func:`execute_run` and by ``noisyor-bench evaluate``, so a
+    recomputation reproduces the recorded numbers exactly.  Learning mode: Hungarian matching
+    of the learned to the true weight columns (when both K agree), recorded with the mean
+    cosine similarity of the matched columns; inference mode: identity.
+    """
+    model = NoisyOR.from_numpy(posterior["theta"], posterior["theta0"], posterior["mu"])
+    z_test = data.get("z_test")
+    extra: dict[str, Any] = {"latent_matching": "identity", "latent_permutation": None, "latent_match_cosine": None}
+    perm = None
+    if mode == "learning":
+        extra["latent_matching"] = "hungarian"
+        theta_true = np.asarray(data["theta"])
+        if theta_true.shape == np.shape(posterior["theta"]):
+            perm = match_latents(posterior["theta"], theta_true)
+            sim = weight_similarity(posterior["theta"], theta_true)
+            extra["latent_permutation"] = [int(i) for i in perm]
+            extra["latent_match_cosine"] = float(np.mean(sim[perm, np.arange(len(perm))]))
+        else:
+            extra["latent_matching"] = None  # K differs: no matching, no F1/EM
+            z_test = None
+    metrics = evaluate(
+        model,
+        data["x_test"],
+        posterior["q"],
+        z_true=z_test,
+        n_samples=n_samples,
+        iw_samples=iw_samples,
+        seed=eval_seed,
+        exact_max_k=exact_max_k,
+        permutation=perm,
+    )
+    metrics.update(extra)
+    return metrics
+
+
+def json_safe(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Replace non-finite floats by ``None`` (strict JSON) and list them in ``nonfinite_metrics``."""
+    out, bad = {}, []
+    for key, value in metrics.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            out[key] = None
+            bad.append(f"{key}={value}")
+        else:
+            out[key] = value
+    out["nonfinite_metrics"] = bad
+    return out
+
+
+def _check_posterior(q: torch.Tensor, n: int, k: int, method: str) -> np.ndarray:
+    arr = q.detach().cpu().double().numpy() if isinstance(q, torch.Tensor) else np.asarray(q, dtype=np.float64)
+    if arr.shape != (n, k):
+        raise RuntimeError(f"method {method!r} returned a posterior of shape {arr.shape}, expected ({n}, {k})")
+    if not np.all((arr >= 0) & (arr <= 1)):
+        raise RuntimeError(f"method {method!r} returned posterior values outside [0, 1] or NaN")
+    return arr
+
+
+# ---------------------------------------------------------------------------------- outputs
+def curve_csv(records: list[EpochRecord]) -> str:
+    """``epoch, train_nelbo, val_nelbo, seconds`` then the sorted union of ``extra`` keys."""
+    extras = sorted({k for r in records for k in r.extra})
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([*CURVE_COLUMNS, *extras])
+    for r in records:
+        row = [r.epoch, r.train_nelbo, r.val_nelbo, r.seconds, *(r.extra.get(k) for k in extras)]
+        writer.writerow(["" if v is None else repr(float(v)) if isinstance(v, float) else v for v in row])
+    return buf.getvalue()
+
+
+class _Progress:
+    """tqdm bar over epochs (stderr, off when not a TTY) plus one log line per epoch."""
+
+    def __init__(self, total: int, desc: str) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, unit="epoch", file=sys.stderr, disable=None, leave=False)
+
+    def __call__(self, record: EpochRecord) -> None:
+        val = "-" if record.val_nelbo is None else f"{record.val_nelbo:.4f}"
+        if not self.bar.disable:
+            self.bar.n = min(record.epoch, self.bar.total or record.epoch)
+            self.bar.set_postfix(train=f"{record.train_nelbo:.4f}", val=val, refresh=True)
+        log.info("epoch %d: train NELBO %.4f, val NELBO %s (%.2fs)", record.epoch, record.train_nelbo, val, record.seconds)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _fit(
+    method: InferenceMethod,
+    x_train: torch.Tensor,
+    x_val: torch.Tensor,
+    budget: FitBudget,
+    progress: Callable[[EpochRecord], None],
+    checkpoint: Path,
+) -> tuple[list[EpochRecord], bool]:
+    """Call ``fit``, passing the checkpoint when the method supports one."""
+    if "checkpoint_path" in inspect.signature(method.fit).parameters:
+        resumed = checkpoint.exists()
+        if resumed:
+            log.info("resuming from checkpoint %s", checkpoint)
+        return method.fit(x_train, x_val, budget, progress, checkpoint_path=checkpoint), resumed  # type: ignore[call-arg]
+    # TODO(resume): this method's fit() takes no checkpoint_path; it restarts from scratch.
+    log.info("method %s does not support checkpoints; a killed run restarts from scratch", type(method).__name__)
+    return method.fit(x_train, x_val, budget, progress), False
+
+
+def _identity(spec: RunSpec, data: Mapping[str, np.ndarray], sha: str, device: torch.device, threads: int) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "experiment": spec.experiment,
+        "dataset": spec.dataset_name,
+        "dataset_file": spec.dataset.name,
+        "dataset_sha256": sha,
+        "method": spec.method,
+        "mode": spec.mode,
+        "n_train": int(spec.n_train),
+        "n_val": int(data["x_val"].shape[0]),
+        "n_test": int(data["x_test"].shape[0]),
+        "seed": int(spec.seed),
+        "D": int(data["theta"].shape[0]),
+        "K_true": int(data["theta"].shape[1]),
+        "hparams": dict(spec.hparams),
+        "budget": dataclasses.asdict(spec.budget),
+        "device": str(device),
+        "device_name": describe(device),
+        "threads": int(threads),
+        "noisyor_bench_version": __version__,
+        "torch_version": torch.__version__,
+        "numpy_version": np.__version__,
+        "python_version": platform.python_version(),
+    }
+
+
+def _resume_key(spec: RunSpec, sha: str, device: torch.device) -> dict[str, Any]:
+    """What a checkpoint in the partial directory must agree on to be resumed."""
+    return {
+        "dataset_sha256": sha,
+        "method": spec.method,
+        "mode": spec.mode,
+        "n_train": int(spec.n_train),
+        "seed": int(spec.seed),
+        "hparams": dict(spec.hparams),
+        "budget": dataclasses.asdict(spec.budget),
+        "n_latent": spec.n_latent,
+        "device_type": device.type,
+    }
+
+
+def _prepare_partial(spec: RunSpec, key: dict[str, Any]) -> Path:
+    """Create ``<out_dir>.partial``; keep its checkpoint only if it belongs to this spec."""
+    work = partial_dir(spec.out_dir)
+    spec_path = work / SPEC_FILE
+    if work.exists():
+        same = spec.resume and spec_path.exists() and _read_json_or_none(spec_path) == key
+        if not same:
+            log.info("discarding stale working directory %s", work)
+            shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(spec_path, key)
+    return work
+
+
+def _read_json_or_none(path: Path) -> Any:
+    try:
+        return read_json(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _publish(work: Path, out_dir: Path) -> None:
+    """Rename the finished working directory onto ``out_dir`` (replacing an old one)."""
+    for name in (CHECKPOINT_FILE, SPEC_FILE):
+        (work / name).unlink(missing_ok=True)
+    old = out_dir.with_name(out_dir.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if out_dir.exists():
+        os.replace(out_dir, old)
+    os.replace(work, out_dir)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+# ---------------------------------------------------------------------------------- the run
+def execute_run(spec: RunSpec) -> Path:
+    """Train, select on validation, evaluate on test once, write the run directory; return it."""
+    spec.validate()
+    check_layout(spec)
+    method_cls = methods_pkg.get_method(spec.method)  # ConfigError listing the allowed names
+    data = load_dataset(spec.dataset)
+    x_train = torch.as_tensor(training_rows(data, spec.n_train, spec.dataset))
+    x_val = torch.as_tensor(data["x_val"])
+    truth = ground_truth(data)
+    if spec.n_latent is not None and spec.n_latent != truth.K:
+        model_in = shape_model(truth.D, spec.n_latent)
+    else:
+        model_in = truth
+    threads = set_threads(spec.threads)
+    device = resolve_device(spec.device)
+    sha = file_sha256(spec.dataset)
+    method = method_cls(model_in, spec.mode, dict(spec.hparams), spec.seed, device)
+
+    if spec.out_dir.exists():
+        log.info("removing previous run directory %s", spec.out_dir)
+        shutil.rmtree(spec.out_dir)
+    work = _prepare_partial(spec, _resume_key(spec, sha, device))
+
+    log.info(
+        "%s/%s/%s n_train=%d seed=%d mode=%s on %s (%d threads)",
+        spec.experiment, spec.dataset_name, spec.method, spec.n_train, spec.seed, spec.mode, device, threads,
+    )
+    progress = _Progress(spec.budget.max_epochs, f"{spec.method} n{spec.n_train} s{spec.seed}")
+    t0 = time.perf_counter()
+    try:
+        records, resumed = _fit(method, x_train, x_val, spec.budget, progress, work / CHECKPOINT_FILE)
+    finally:
+        progress.close()
+    train_seconds = time.perf_counter() - t0
+
+    generative = method.generative.detach()
+    # Validation split with the test protocol: a method-independent selection criterion.
+    t0 = time.perf_counter()
+    val_nelbo = None
+    if spec.val_metrics:
+        q_val = _check_posterior(method.posterior(x_val), x_val.shape[0], generative.K, spec.method)
+        gen_val = torch.Generator().manual_seed(stream_seed(spec.seed, "evaluation-val"))
+        val_nelbo = float(nelbo(generative, data["x_val"], q_val, spec.n_samples, gen_val).mean())
+    val_seconds = time.perf_counter() - t0
+
+    # Test split: touched once, at the end, with the selected model.
+    t0 = time.perf_counter()
+    q_test = _check_posterior(method.posterior(torch.as_tensor(data["x_test"])), data["x_test"].shape[0], generative.K, spec.method)
+    posterior_seconds = time.perf_counter() - t0
+    arrays = {"q": q_test, **generative.numpy()}
+    eval_seed = stream_seed(spec.seed, "evaluation")
+    t0 = time.perf_counter()
+    metrics = evaluate_posterior(arrays, data, spec.mode, spec.n_samples, spec.iw_samples, spec.exact_max_k, eval_seed)
+    metrics["val_nelbo"] = val_nelbo
+    eval_seconds = time.perf_counter() - t0
+
+    vals = [r.val_nelbo for r in records if r.val_nelbo is not None and math.isfinite(r.val_nelbo)]
+    out: dict[str, Any] = _identity(spec, data, sha, device, threads)
+    out.update(json_safe(metrics))
+    out.update(
+        K=int(generative.K),
+        n_latent=spec.n_latent,
+        exact_max_k=int(spec.exact_max_k),
+        hparams_resolved=_resolved_hparams(method),
+        epochs=int(records[-1].epoch) if records else 0,
+        best_epoch=_opt_int(getattr(method, "best_epoch", None)),
+        stop_reason=getattr(method, "stop_reason", None),
+        best_curve_val_nelbo=min(vals) if vals else None,
+        resumed=bool(resumed),
+        train_seconds=train_seconds,
+        val_seconds=val_seconds,
+        posterior_seconds=posterior_seconds,
+        eval_seconds=eval_seconds,
+    )
+    write_npz_atomic(work / POSTERIOR_FILE, **arrays)
+    write_text_atomic(work / CURVE_FILE, curve_csv(records))
+    write_json_atomic(work / METRICS_FILE, out)
+    _publish(work, spec.out_dir)
+    log.info("wrote %s", spec.out_dir)
+    return spec.out_dir
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _resolved_hparams(method: InferenceMethod) -> dict[str, Any] | None:
+    """The method's hyperparameters after defaults: its dataclass ``hp`` if it has one, else
+    its ``hparams`` dict (which methods may replace by the resolved values)."""
+    hp = getattr(method, "hp", None)
+    if hp is not None and dataclasses.is_dataclass(hp) and not isinstance(hp, type):
+        values = dataclasses.asdict(hp)
+    elif isinstance(getattr(method, "hparams", None), Mapping):
+        values = dict(method.hparams)
+    else:
+        return None
+    return {str(k): v if v is None or isinstance(v, (bool, int, float, str)) else str(v) for k, v in values.items()}
+
+
+TIMING_KEYS = ("train_seconds", "val_seconds", "posterior_seconds", "eval_seconds")
+HEADLINE_KEYS = ("nelbo", "f1", "em", "exact_nll", "exact_gap", "iw_nll", "val_nelbo")
+
+
+def headline(metrics: Mapping[str, Any]) -> str:
+    """One line of the main metrics for the terminal."""
+
+    def fmt(v: Any) -> str:
+        return "n/a" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
+
+    return ", ".join(f"{k}={fmt(metrics.get(k))}" for k in HEADLINE_KEYS)
+
+
+__all__ = [
+    "METRICS_FILE",
+    "POSTERIOR_FILE",
+    "CURVE_FILE",
+    "RECOMPUTED_METRICS",
+    "RunSpec",
+    "evaluate_posterior",
+    "execute_run",
+    "file_sha256",
+    "headline",
+    "load_dataset",
+    "partial_dir",
+    "run_dir",
+]
