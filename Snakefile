@@ -13,6 +13,15 @@ include: "rules/common.smk"
 include: "rules/rawdata.smk"
 include: "rules/datasets.smk"
 include: "rules/text.smk"
+include: "rules/training.smk"
+include: "rules/aggregate.smk"
+
+
+wildcard_constraints:
+    experiment="[A-Za-z0-9_-]+",
+    dataset="[A-Za-z0-9_-]+",
+    method="avi|acp|svi|lb-cdi|ub-cdi",
+    n="[0-9]+",
 
 
 rule all:

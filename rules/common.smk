@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
+from noisyor_bench import grid
 from noisyor_bench.config import active_profile, raw_data_dir, validate_config
 from noisyor_bench.errors import ConfigError
 from snakemake.exceptions import WorkflowError
@@ -16,6 +17,11 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 
 PROFILE = active_profile(config)
+SEEDS = grid.seeds(config)
+DEVICE = PROFILE.get("device", "auto")
+THREADS = int(PROFILE.get("threads", 1))
+GPUS_PER_JOB = int(PROFILE.get("gpus_per_job", 0))
+RUN_FILES = ("metrics.json", "posterior_test.npz", "curve.csv")
 RESULTS = config["results_dir"]
 RAW_DATA_DIR = raw_data_dir(config)
 
@@ -60,11 +66,77 @@ def pmi_reference_input():
     return raw_inputs(ref) if ref in REGISTRY else [ref]
 
 
+def cell_of(wildcards):
+    """The grid cell named by a job's wildcards (the mode comes from the experiment)."""
+    exp = grid.experiments(config)[wildcards.experiment]
+    return grid.Cell(wildcards.experiment, wildcards.dataset, wildcards.method, int(wildcards.n), exp["mode"])
+
+
+def search_result(wildcards):
+    """best.json of the cell's search, or nothing when the cell uses the defaults."""
+    cell = cell_of(wildcards)
+    return [R(f"search/{cell.path}/best.json")] if grid.n_draws(config, cell) > 1 else []
+
+
+def run_files(experiment, dataset, method, n, files=RUN_FILES):
+    """The per-seed files a train_cell job writes (wildcard patterns or concrete values)."""
+    return [
+        R(f"runs/{experiment}/{dataset}/{method}/n{n}/seed{seed}/{f}") for seed in SEEDS for f in files
+    ]
+
+
+def experiment_files(experiment, files=("metrics.json",), methods=None):
+    """Run files of every cell of an experiment in the active profile (empty if absent)."""
+    return [
+        path
+        for cell in grid.cells(config, experiment)
+        if methods is None or cell.method in methods
+        for path in run_files(cell.experiment, cell.dataset, cell.method, cell.n_train, files)
+    ]
+
+
+def experiment_datasets(experiment):
+    """Dataset files of an experiment (for figures that label panels by dataset)."""
+    exp = grid.experiments(config).get(experiment)
+    return [R(f"data/{ds}.npz") for ds in exp["datasets"]] if exp else []
+
+
+def recovery_dataset(experiment):
+    """The one dataset whose true patterns a recovery figure compares against."""
+    (dataset,) = grid.experiments(config)[experiment]["datasets"]
+    return dataset
+
+
+def synthetic_tables():
+    """Aggregated tables of the synthetic experiments present in the profile (for claims)."""
+    exps = grid.experiments(config)
+    tables = []
+    if "fig3a" in exps:
+        tables += [R("tables/fig3a.csv"), R("tables/fig3b.csv")]
+    tables += [R(f"tables/{e}_recovery.csv") for e in ("fig4", "suppfig2") if e in exps]
+    tables += [R(f"tables/{e}.csv") for e in ("fig5", "table4") if e in exps]
+    return tables
+
+
+def claim_tables():
+    """Claim tables of every stage, merged into results/tables/claims.csv."""
+    return [R("tables/claims_synthetic.csv")]
+
+
 def all_targets():
     """Everything `rule all` builds for the active profile."""
     targets = [R("tables/datasets.csv"), R("tables/datasets.md"), R("pmi/cooccurrence.npz"), R("data/reuters.npz")]
     for name in PROFILE["datasets"]:
         targets.append(R(f"figures/patterns_{name}.png"))
+    exps = grid.experiments(config)
+    if "fig3a" in exps:
+        targets += [R("tables/fig3a.md"), R("figures/fig3b.png")]
+    targets += [R(f"figures/{e}_patterns.png") for e in ("fig4", "suppfig2") if e in exps]
+    if "fig5" in exps:
+        targets.append(R("figures/fig5.png"))
+    if "table4" in exps:
+        targets.append(R("tables/table4.md"))
+    targets += [R("tables/claims.csv"), R("tables/claims.md")]
     return targets
 
 

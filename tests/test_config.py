@@ -62,3 +62,27 @@ def test_cli_reports_user_errors_without_traceback(capsys, tmp_path, repo):
     assert code == 2
     err = capsys.readouterr().err
     assert "unknown dataset 'nope'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]), "unknown method 'vae'"),
+        (
+            lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(avi=[5000]),
+            "N_train = 5000 exceeds the training pool of syn-pattern (1000 rows",
+        ),
+        (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(acp=[0]), "N_train = 0 is only for"),
+        (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(mode="learn"), "allowed values: ['inference', 'learning']"),
+        (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(datasets=["mnist"]), "unknown dataset 'mnist'"),
+        (lambda c: c["profiles"]["quick"]["budget"].update(max_epochs="ten"), "profiles.quick.budget.max_epochs"),
+        (lambda c: c["profiles"]["quick"]["budget"].update(epochs=3), "'epochs' was unexpected"),
+        (lambda c: c["search_spaces"]["avi"].update(lr={"gaussian": [0, 1]}), "search_spaces.avi.lr"),
+    ],
+)
+def test_invalid_grid_fails_before_any_job(cfg, mutate, message):
+    bad = copy.deepcopy(cfg)
+    mutate(bad)
+    with pytest.raises(ConfigError) as err:
+        validate_config(bad)
+    assert message in str(err.value)

@@ -73,7 +73,15 @@ def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+def training_pools(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """Rows available for training per dataset (runs take the first N_train of them)."""
+    return {name: int(spec["n_train_pool"]) for name, spec in cfg["datasets"].items()}
+
+
 def _check_cross_references(cfg: Mapping[str, Any]) -> None:
+    from .grid import validate_grid
+    from .methods import METHOD_NAMES
+
     profiles = cfg["profiles"]
     if cfg["profile"] not in profiles:
         raise ConfigError(f"profile: {cfg['profile']!r} is not defined; allowed values: {sorted(profiles)}")
@@ -83,6 +91,7 @@ def _check_cross_references(cfg: Mapping[str, Any]) -> None:
                 raise ConfigError(
                     f"profiles.{pname}.datasets: unknown dataset {ds!r}; allowed values: {sorted(cfg['datasets'])}"
                 )
+    validate_grid(cfg, METHOD_NAMES, training_pools(cfg))
 
 
 def load_config(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:

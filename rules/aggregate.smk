@@ -1,0 +1,142 @@
+# Stage: tables, figures and claim verdicts of the synthetic experiments (paper Sections
+# 4.2-4.4, Figs. 3-5, Table 4, supplement Figs. 1-2), from the run directories.
+REPORT_INFERENCE = "4.2 Inference (SYN-PATTERN, ground truth fixed)"
+REPORT_RECOVERY = "4.3 Parameter estimation"
+REPORT_GENERATIVE = "4.4 Generative modeling (SYN-RANDOM)"
+
+
+rule table_fig3a:
+    input:
+        experiment_files("fig3a"),
+    output:
+        csv=report(R("tables/fig3a.csv"), caption="../docs/captions/fig3a.rst", category=REPORT_INFERENCE),
+        md=R("tables/fig3a.md"),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("table_fig3a", "fig3a"),
+    benchmark:
+        benchmark_path("table_fig3a", "fig3a")
+    shell:
+        "noisyor-bench table-fig3a --runs {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule figure_fig3b:
+    input:
+        experiment_files("fig3a", ("metrics.json", "curve.csv"), methods=("ub-cdi",)),
+    output:
+        png=report(R("figures/fig3b.png"), caption="../docs/captions/fig3b.rst", category=REPORT_INFERENCE),
+        pdf=R("figures/fig3b.pdf"),
+        csv=R("tables/fig3b.csv"),
+        md=R("tables/fig3b.md"),
+    params:
+        runs=lambda w, input: [f for f in input if f.endswith("metrics.json")],
+    conda:
+        CONDA_ENV
+    log:
+        log_path("figure_fig3b", "fig3b"),
+    benchmark:
+        benchmark_path("figure_fig3b", "fig3b")
+    shell:
+        "noisyor-bench figure-fig3b --runs {params.runs} --out-png {output.png} --out-pdf {output.pdf}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule figure_patterns:
+    input:
+        runs=lambda w: experiment_files(w.experiment, ("metrics.json", "posterior_test.npz")),
+        dataset=lambda w: R(f"data/{recovery_dataset(w.experiment)}.npz"),
+    output:
+        png=report(
+            R("figures/{experiment}_patterns.png"),
+            caption="../docs/captions/patterns_learned.rst",
+            category=REPORT_RECOVERY,
+            labels={"figure": "{experiment}"},
+        ),
+        pdf=R("figures/{experiment}_patterns.pdf"),
+        csv=R("tables/{experiment}_recovery.csv"),
+        md=R("tables/{experiment}_recovery.md"),
+    wildcard_constraints:
+        experiment="fig4|suppfig2",
+    params:
+        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+    conda:
+        CONDA_ENV
+    log:
+        log_path("figure_patterns", "{experiment}"),
+    benchmark:
+        benchmark_path("figure_patterns", "{experiment}")
+    shell:
+        "noisyor-bench figure-patterns --runs {params.runs} --dataset {input.dataset}"
+        " --out-png {output.png} --out-pdf {output.pdf} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule figure_fig5:
+    input:
+        runs=experiment_files("fig5"),
+        datasets=experiment_datasets("fig5"),
+    output:
+        png=report(R("figures/fig5.png"), caption="../docs/captions/fig5.rst", category=REPORT_GENERATIVE),
+        pdf=R("figures/fig5.pdf"),
+        csv=R("tables/fig5.csv"),
+        md=R("tables/fig5.md"),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("figure_fig5", "fig5"),
+    benchmark:
+        benchmark_path("figure_fig5", "fig5")
+    shell:
+        "noisyor-bench figure-fig5 --runs {input.runs} --datasets {input.datasets} --out-png {output.png}"
+        " --out-pdf {output.pdf} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule table4:
+    input:
+        experiment_files("table4"),
+    output:
+        csv=report(R("tables/table4.csv"), caption="../docs/captions/table4.rst", category=REPORT_GENERATIVE),
+        md=R("tables/table4.md"),
+    params:
+        missing=json_param("not run in this profile (profiles.<profile>.experiments.table4.runs)"),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("table4", "table4"),
+    benchmark:
+        benchmark_path("table4", "table4")
+    shell:
+        "noisyor-bench table4 --runs {input} --missing-reason {params.missing}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule claims_synthetic:
+    input:
+        synthetic_tables(),
+    output:
+        csv=R("tables/claims_synthetic.csv"),
+        md=R("tables/claims_synthetic.md"),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("claims_synthetic", "claims"),
+    benchmark:
+        benchmark_path("claims_synthetic", "claims")
+    shell:
+        "noisyor-bench claims --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule claims:
+    input:
+        claim_tables(),
+    output:
+        csv=report(R("tables/claims.csv"), caption="../docs/captions/claims.rst", category="Claims"),
+        md=R("tables/claims.md"),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("claims", "claims"),
+    benchmark:
+        benchmark_path("claims", "claims")
+    shell:
+        "noisyor-bench claims-merge --claims {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

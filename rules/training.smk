@@ -1,0 +1,67 @@
+import os
+
+# Stage: training. One job per grid cell (experiment, dataset, method, N_train): first its
+# random search (all draws in one process, selected on validation NELBO), then its runs over
+# the profile's seeds. Grid, budgets and draws come from noisyor_bench.grid (see common.smk).
+
+
+rule search:
+    input:
+        dataset=R("data/{dataset}.npz"),
+    output:
+        best=R("search/{experiment}/{dataset}/{method}/n{n}/best.json"),
+        table=R("search/{experiment}/{dataset}/{method}/n{n}/search.csv"),
+    params:
+        mode=lambda w: cell_of(w).mode,
+        seed=SEEDS[0],
+        draws=lambda w: json_param(grid.draws(config, cell_of(w))),
+        budget=lambda w: json_param(grid.budget(config, cell_of(w))),
+        evaluation=json_param(grid.evaluation(config)),
+        device=DEVICE,
+        out_dir=lambda w, output: os.path.dirname(output.best),
+    threads: THREADS
+    resources:
+        gpu=GPUS_PER_JOB,
+    conda:
+        CONDA_ENV
+    log:
+        log_path("search", "{experiment}/{dataset}/{method}/n{n}"),
+    benchmark:
+        benchmark_path("search", "{experiment}/{dataset}/{method}/n{n}")
+    shell:
+        "noisyor-bench search --dataset {input.dataset} --dataset-name {wildcards.dataset}"
+        " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
+        " --n-train {wildcards.n} --seed {params.seed} --draws {params.draws} --budget {params.budget}"
+        " --evaluation {params.evaluation} --device {params.device} --threads {threads}"
+        " --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule train_cell:
+    input:
+        dataset=R("data/{dataset}.npz"),
+        best=search_result,
+    output:
+        run_files("{experiment}", "{dataset}", "{method}", "{n}"),
+    params:
+        mode=lambda w: cell_of(w).mode,
+        seeds=" ".join(str(s) for s in SEEDS),
+        best=lambda w, input: f"--best {input.best}" if input.best else "",
+        budget=lambda w: json_param(grid.budget(config, cell_of(w))),
+        evaluation=json_param(grid.evaluation(config)),
+        device=DEVICE,
+        results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+    threads: THREADS
+    resources:
+        gpu=GPUS_PER_JOB,
+    conda:
+        CONDA_ENV
+    log:
+        log_path("train_cell", "{experiment}/{dataset}/{method}/n{n}"),
+    benchmark:
+        benchmark_path("train_cell", "{experiment}/{dataset}/{method}/n{n}")
+    shell:
+        "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
+        " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
+        " --n-train {wildcards.n} --seeds {params.seeds} {params.best} --budget {params.budget}"
+        " --evaluation {params.evaluation} --device {params.device} --threads {threads}"
+        " --results-dir {params.results} > {log} 2>&1"

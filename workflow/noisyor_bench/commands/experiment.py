@@ -1,0 +1,157 @@
+"""CLI: one grid cell per job -- its random search, then its runs over seeds.
+
+Snakemake ignores ``group:`` when running locally, and every process pays 2-5 s to import
+torch, so the workflow's unit of work is a *cell* (experiment, dataset, method, N_train):
+``search`` runs all draws of the cell's random search in one process and ``train-cell``
+runs all seeds with the chosen hyperparameters.  Each run still writes its own directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+SEARCH_TABLE = "search.csv"
+BEST_FILE = "best.json"
+
+
+def _json(text: str, argument: str) -> Any:
+    try:
+        if text.startswith("@"):
+            return json.loads(Path(text[1:]).read_text(encoding="utf-8"))
+        return json.loads(text)
+    except (OSError, json.JSONDecodeError) as err:
+        raise ConfigError(f"{argument}: not valid JSON ({err})") from None
+
+
+def _spec(args: argparse.Namespace, hparams: dict[str, Any], seed: int, out_dir: Path, evaluate_test: bool):
+    from ..methods.base import FitBudget
+    from ..runs import RunSpec
+
+    budget = _json(args.budget, "--budget")
+    evaluation = _json(args.evaluation, "--evaluation")
+    return RunSpec(
+        dataset=Path(args.dataset),
+        dataset_name=args.dataset_name,
+        experiment=args.experiment,
+        method=args.method,
+        mode=args.mode,
+        n_train=args.n_train,
+        seed=seed,
+        out_dir=out_dir,
+        hparams=hparams,
+        budget=FitBudget(**budget),
+        n_samples=int(evaluation.get("samples", 100)),
+        iw_samples=int(evaluation.get("iw_samples", 100)) if evaluate_test else 0,
+        device=args.device,
+        threads=args.threads,
+        evaluate_test=evaluate_test,
+    )
+
+
+def _completed_draw(draw_dir: Path, hparams: dict[str, Any]) -> dict[str, Any] | None:
+    """Metrics of a draw finished by an earlier (interrupted) invocation with the same hparams."""
+    from ..io import read_json
+
+    path = draw_dir / "metrics.json"
+    if not path.exists():
+        return None
+    metrics = read_json(path)
+    return metrics if metrics.get("hparams") == hparams else None
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ..io import write_json_atomic, write_text_atomic
+    from ..runs import execute_run
+    from ..search import best_draw
+
+    draws = _json(args.draws, "--draws")
+    if not isinstance(draws, list) or not draws:
+        raise ConfigError("--draws: expected a non-empty JSON list of hyperparameter dicts (draw 0 first)")
+    out = Path(args.out_dir)
+    rows = []
+    for index, hparams in enumerate(draws):
+        draw_dir = out / f"draw{index}"
+        metrics = _completed_draw(draw_dir, hparams)
+        if metrics is None:
+            execute_run(_spec(args, hparams, args.seed, draw_dir, evaluate_test=False))
+            metrics = _completed_draw(draw_dir, hparams)
+        val = metrics.get("val_nelbo")
+        rows.append(
+            {
+                "draw": index,
+                "val_nelbo": val if val is not None else math.nan,
+                "epochs": metrics.get("epochs"),
+                "train_seconds": metrics.get("train_seconds"),
+                "hparams": json.dumps(hparams, sort_keys=True),
+            }
+        )
+        log.info("draw %d/%d: validation NELBO %s", index + 1, len(draws), val)
+    table = pd.DataFrame(rows)
+    best = best_draw(dict(zip(table["draw"], table["val_nelbo"])))
+    write_text_atomic(out / SEARCH_TABLE, table.to_csv(index=False))
+    write_json_atomic(
+        out / BEST_FILE,
+        {
+            "draw": best,
+            "hparams": draws[best],
+            "val_nelbo": float(table.loc[table["draw"] == best, "val_nelbo"].iloc[0]),
+            "criterion": "lowest validation NELBO (test protocol: discrete samples), test set untouched",
+            "n_draws": len(draws),
+        },
+    )
+    print(f"best draw {best} of {len(draws)}: {draws[best]}")
+    return 0
+
+
+def cmd_train_cell(args: argparse.Namespace) -> int:
+    from ..io import read_json
+    from ..runs import execute_run, headline, run_dir
+
+    hparams: dict[str, Any] = {}
+    if args.best:
+        hparams = dict(read_json(args.best)["hparams"])
+    for seed in args.seeds:
+        out = run_dir(args.results_dir, args.experiment, args.dataset_name, args.method, args.n_train, seed)
+        execute_run(_spec(args, hparams, seed, out, evaluate_test=True))
+        print(f"{out}: {headline(read_json(out / 'metrics.json'))}")
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True, help="dataset .npz")
+    p.add_argument("--dataset-name", required=True, help="dataset name (the runs/ path component)")
+    p.add_argument("--experiment", required=True, help="experiment name, e.g. fig3a")
+    p.add_argument("--method", required=True, help="avi, acp, svi, lb-cdi or ub-cdi")
+    p.add_argument("--mode", required=True, choices=["inference", "learning"])
+    p.add_argument("--n-train", type=int, required=True, help="first N_train rows of the training pool (0: none)")
+    p.add_argument("--budget", default="{}", help="FitBudget fields as JSON (max_epochs, patience, batch_size)")
+    p.add_argument("--evaluation", default="{}", help='JSON {"samples": 100, "iw_samples": 100}')
+    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda[:N]")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("search", help="random hyperparameter search of one cell, selected on validation NELBO")
+    _common(p)
+    p.add_argument("--seed", type=int, required=True, help="training seed of the search draws")
+    p.add_argument("--draws", required=True, help="JSON list (or @file) of hyperparameter dicts; draw 0 = defaults")
+    p.add_argument("--out-dir", required=True, help="search directory: draw<i>/, search.csv, best.json")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("train-cell", help="train one cell for several seeds (one run directory per seed)")
+    _common(p)
+    p.add_argument("--seeds", type=int, nargs="+", required=True)
+    p.add_argument("--best", help="best.json of the cell's search (default: the method's default hyperparameters)")
+    p.add_argument("--results-dir", default="results")
+    p.set_defaults(func=cmd_train_cell)
