@@ -83,6 +83,7 @@ RECOMPUTED_METRICS = (
     "latent_match_cosine",
 )
 
+NON_AMORTIZED = ("svi", "lb-cdi", "ub-cdi")
 Mode = Literal["inference", "learning"]
 MODES: tuple[str, ...] = ("inference", "learning")
 
@@ -139,8 +140,11 @@ class RunSpec:
         """Argument checks that need no file access (ConfigError naming the field)."""
         if self.mode not in MODES:
             raise ConfigError(f"mode {self.mode!r} is not allowed; allowed values: {', '.join(MODES)}")
-        for name in ("n_train", "n_samples"):
-            _check_int(name, getattr(self, name), minimum=1)
+        _check_int("n_samples", self.n_samples, minimum=1)
+        # N_train = 0: a non-amortized method in inference mode has no global parameters to
+        # fit; it is optimised directly on the held-out data (paper Section 4.2).
+        held_out_only = self.mode == "inference" and self.method in NON_AMORTIZED
+        _check_int("n_train", self.n_train, minimum=0 if held_out_only else 1)
         _check_int("seed", self.seed, minimum=0)
         _check_int("iw_samples", self.iw_samples, minimum=0)
         _check_int("exact_max_k", self.exact_max_k, minimum=0)
