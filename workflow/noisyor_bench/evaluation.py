@@ -50,8 +50,7 @@ perfect agreement, so we score it 1 (sklearn ``zero_division=1.0``).  This keeps
 (every cause occurs among >= 1000 test points), only on tiny subsets.
 """
 
-DEFAULT_N_SAMPLES = 100
-DEFAULT_IW_SAMPLES = 100
+from .constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES  # noqa: E402  (re-exported)
 
 
 # ---------------------------------------------------------------------------------- helpers

@@ -20,7 +20,7 @@ import torch
 from .errors import ConfigError
 from .model import NoisyOR, log1mexp
 
-MAX_EXACT_K = 20
+from .constants import MAX_EXACT_K  # noqa: E402  (re-exported)
 
 
 def check_enumerable(k: int, max_k: int = MAX_EXACT_K) -> None:

@@ -13,7 +13,9 @@
 Protocol (paper Section 4.2): the method fits on the first ``N_train`` rows of the training
 pool, selects its model on the validation split only, and is evaluated on the test split
 once, at the end.  In learning mode the learned latents are matched to the true ones by the
-Hungarian algorithm before F1/EM.
+Hungarian algorithm before F1/EM.  Real corpora (no ``theta``/``theta0``/``mu``/``z`` arrays,
+paper Section 4.5, supplement 5.1) run in learning mode with an explicit ``n_latent``; their
+truth-dependent metrics (F1/EM, exact, latent matching) are ``null``.
 
 Atomicity and resume: everything is written into ``<out_dir>.partial/`` and renamed onto
 ``<out_dir>`` only when complete, so a killed run never leaves a directory that looks
@@ -65,7 +67,9 @@ CHECKPOINT_FILE = "checkpoint.pt"
 SPEC_FILE = "spec.json"
 CURVE_COLUMNS = ("epoch", "train_nelbo", "val_nelbo", "seconds")
 
-REQUIRED_ARRAYS = ("x_train", "x_val", "x_test", "theta", "theta0", "mu")
+REQUIRED_ARRAYS = ("x_train", "x_val", "x_test")
+# Ground truth of synthetic datasets: all three or none (real corpora have none).
+TRUTH_ARRAYS = ("theta", "theta0", "mu")
 # Metrics recomputable from posterior_test.npz + the dataset (compared by `evaluate`).
 RECOMPUTED_METRICS = (
     "nelbo",
@@ -215,14 +219,23 @@ def load_dataset(path: str | Path) -> dict[str, np.ndarray]:
     except Exception as err:  # corrupt zip / pickled arrays
         raise DataError(f"cannot read dataset {path}: {err}") from None
     missing = [k for k in REQUIRED_ARRAYS if k not in data]
+    truth = [k for k in TRUTH_ARRAYS if k in data]
+    if truth and len(truth) < len(TRUTH_ARRAYS):
+        missing += [k for k in TRUTH_ARRAYS if k not in data]
     if missing:
         raise DataError(f"dataset {path} lacks arrays {missing}; it holds {sorted(data)}")
-    d, k = np.shape(data["theta"]) if np.ndim(data["theta"]) == 2 else (None, None)
-    if d is None or np.shape(data["theta0"]) != (d,) or np.shape(data["mu"]) != (k,):
-        raise DataError(
-            f"dataset {path}: inconsistent parameters theta {np.shape(data['theta'])}, "
-            f"theta0 {np.shape(data['theta0'])}, mu {np.shape(data['mu'])}"
-        )
+    if truth:
+        d, k = np.shape(data["theta"]) if np.ndim(data["theta"]) == 2 else (None, None)
+        if d is None or np.shape(data["theta0"]) != (d,) or np.shape(data["mu"]) != (k,):
+            raise DataError(
+                f"dataset {path}: inconsistent parameters theta {np.shape(data['theta'])}, "
+                f"theta0 {np.shape(data['theta0'])}, mu {np.shape(data['mu'])}"
+            )
+    else:  # a real corpus (paper Section 4.5, supplement 5.1): no parameters, no latents
+        d, k = (data["x_train"].shape[1] if data["x_train"].ndim == 2 else None), None
+        stray = [f"z_{s}" for s in ("train", "val", "test") if f"z_{s}" in data]
+        if stray:
+            raise DataError(f"dataset {path} has latents {stray} but no ground-truth theta/theta0/mu")
     for split in ("train", "val", "test"):
         x = data[f"x_{split}"]
         if x.ndim != 2 or x.shape[1] != d:
@@ -244,8 +257,32 @@ def training_rows(data: Mapping[str, np.ndarray], n_train: int, path: str | Path
     return data["x_train"][:n_train]
 
 
+def has_truth(data: Mapping[str, np.ndarray]) -> bool:
+    """Whether a dataset carries generative ground truth (synthetic) or not (real corpora)."""
+    return "theta" in data
+
+
 def ground_truth(data: Mapping[str, np.ndarray]) -> NoisyOR:
     return NoisyOR.from_numpy(data["theta"], data["theta0"], data["mu"])
+
+
+def initial_model(spec: RunSpec, data: Mapping[str, np.ndarray]) -> NoisyOR:
+    """The model handed to the method: the truth, or a shape-only model for a chosen K.
+
+    A dataset without ground truth (a real corpus, paper Section 4.5 / supplement 5.1) can
+    only be *learned*, with an explicit number of latents; ConfigError otherwise.
+    """
+    if not has_truth(data):
+        if spec.mode != "learning" or spec.n_latent is None:
+            raise ConfigError(
+                f"dataset {spec.dataset} has no ground truth (theta/theta0/mu): it needs mode 'learning' "
+                f"and n_latent (K, --latents); got mode={spec.mode!r}, n_latent={spec.n_latent!r}"
+            )
+        return shape_model(int(data["x_train"].shape[1]), spec.n_latent)
+    truth = ground_truth(data)
+    if spec.n_latent is not None and spec.n_latent != truth.K:
+        return shape_model(truth.D, spec.n_latent)
+    return truth
 
 
 def shape_model(d: int, k: int) -> NoisyOR:
@@ -272,13 +309,20 @@ def evaluate_posterior(
     The single code path used by :func:`execute_run` and by ``noisyor-bench evaluate``, so a
     recomputation reproduces the recorded numbers exactly.  Learning mode: Hungarian matching
     of the learned to the true weight columns (when both K agree), recorded with the mean
-    cosine similarity of the matched columns; inference mode: identity.
+    cosine similarity of the matched columns; inference mode: identity.  A dataset without
+    ground truth (a real corpus) gets no matching, no F1/EM and no exact metrics: the 2^K
+    enumeration checks bounds against synthetic truths, and at K=20 with D~1,300 words it
+    would cost ~10^12 operations per run.
     """
     model = NoisyOR.from_numpy(posterior["theta"], posterior["theta0"], posterior["mu"])
     z_test = data.get("z_test")
     extra: dict[str, Any] = {"latent_matching": "identity", "latent_permutation": None, "latent_match_cosine": None}
     perm = None
-    if mode == "learning":
+    if not has_truth(data):
+        extra["latent_matching"] = None
+        z_test = None
+        exact_max_k = 0
+    elif mode == "learning":
         extra["latent_matching"] = "hungarian"
         theta_true = np.asarray(data["theta"])
         if theta_true.shape == np.shape(posterior["theta"]):
@@ -390,8 +434,8 @@ def _identity(spec: RunSpec, data: Mapping[str, np.ndarray], sha: str, device: t
         "n_val": int(data["x_val"].shape[0]),
         "n_test": int(data["x_test"].shape[0]),
         "seed": int(spec.seed),
-        "D": int(data["theta"].shape[0]),
-        "K_true": int(data["theta"].shape[1]),
+        "D": int(data["x_train"].shape[1]),
+        "K_true": int(data["theta"].shape[1]) if has_truth(data) else None,
         "hparams": dict(spec.hparams),
         "budget": dataclasses.asdict(spec.budget),
         "device": str(device),
@@ -463,11 +507,7 @@ def execute_run(spec: RunSpec) -> Path:
     data = load_dataset(spec.dataset)
     x_train = torch.as_tensor(training_rows(data, spec.n_train, spec.dataset))
     x_val = torch.as_tensor(data["x_val"])
-    truth = ground_truth(data)
-    if spec.n_latent is not None and spec.n_latent != truth.K:
-        model_in = shape_model(truth.D, spec.n_latent)
-    else:
-        model_in = truth
+    model_in = initial_model(spec, data)
     threads = set_threads(spec.threads)
     device = resolve_device(spec.device)
     sha = file_sha256(spec.dataset)
@@ -525,7 +565,7 @@ def execute_run(spec: RunSpec) -> Path:
     out.update(
         K=int(generative.K),
         n_latent=spec.n_latent,
-        exact_max_k=int(spec.exact_max_k),
+        exact_max_k=int(spec.exact_max_k) if has_truth(data) else 0,
         hparams_resolved=_resolved_hparams(method),
         epochs=int(records[-1].epoch) if records else 0,
         best_epoch=_opt_int(getattr(method, "best_epoch", None)),
@@ -585,6 +625,7 @@ __all__ = [
     "evaluate_posterior",
     "execute_run",
     "file_sha256",
+    "has_truth",
     "headline",
     "load_dataset",
     "partial_dir",

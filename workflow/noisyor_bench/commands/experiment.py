@@ -54,6 +54,7 @@ def _spec(args: argparse.Namespace, hparams: dict[str, Any], seed: int, out_dir:
         device=args.device,
         threads=args.threads,
         evaluate_test=evaluate_test,
+        n_latent=getattr(args, "latents", None),
     )
 
 
@@ -153,5 +154,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(p)
     p.add_argument("--seeds", type=int, nargs="+", required=True)
     p.add_argument("--best", help="best.json of the cell's search (default: the method's default hyperparameters)")
+    p.add_argument("--latents", type=int, default=None,
+                   help="K to learn (learning mode; required for datasets without ground truth, e.g. text corpora)")
     p.add_argument("--results-dir", default="results")
     p.set_defaults(func=cmd_train_cell)

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..evaluation import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES
-from ..exact import MAX_EXACT_K
+from ..constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
 from .. import methods as methods_pkg
 from ..io import read_json
-from ..methods.base import FitBudget
+from ..fitting import FitBudget
 
 
 def parse_json_arg(text: str, argument: str) -> Any:

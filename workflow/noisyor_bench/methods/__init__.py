@@ -5,7 +5,10 @@ from __future__ import annotations
 import importlib
 
 from ..errors import ConfigError
-from .base import InferenceMethod
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the base class imports torch; the registry must not
+    from .base import InferenceMethod
 
 # name -> "module:Class" inside this package
 _REGISTRY: dict[str, str] = {
@@ -19,7 +22,7 @@ _REGISTRY: dict[str, str] = {
 METHOD_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 
 
-def get_method(name: str) -> type[InferenceMethod]:
+def get_method(name: str) -> "type[InferenceMethod]":
     """The method class registered under ``name`` (e.g. ``"acp"``)."""
     try:
         module_name, class_name = _REGISTRY[name].split(":")

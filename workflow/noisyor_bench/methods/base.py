@@ -16,35 +16,14 @@ generative model is fixed at the ground truth and only the inference side is fit
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Literal
 
 import torch
 
+from ..fitting import EpochRecord, FitBudget
 from ..model import NoisyOR
 
 Mode = Literal["inference", "learning"]
-
-
-@dataclass
-class FitBudget:
-    """Limits of one fit: epochs (or fixed-point rounds), patience and evaluation cadence."""
-
-    max_epochs: int = 200
-    patience: int = 10
-    batch_size: int = 128
-    eval_every: int = 1
-
-
-@dataclass
-class EpochRecord:
-    """One row of the training curve (``curve.csv``); ``extra`` holds method-specific columns."""
-
-    epoch: int
-    train_nelbo: float
-    val_nelbo: float | None
-    seconds: float
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class InferenceMethod(ABC):

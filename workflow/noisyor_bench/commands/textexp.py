@@ -1,0 +1,147 @@
+"""CLI: real-corpus tables, figures and claims (paper Table 5; supplement Figs. 3-6).
+
+Training is ``noisyor-bench train-cell --mode learning --latents K`` on the corpus; these
+commands read the finished run directories (``--runs`` takes run directories or their
+``metrics.json``, interchangeably; Snakemake passes explicit lists, never globs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def cmd_topics_table(args: argparse.Namespace) -> int:
+    from ..aggregate import write_table
+    from ..text.pmi import CooccurrenceTable
+    from ..textexp.common import collect_text_runs
+    from ..textexp.topics import read_vocabulary, table5_markdown, topics_table
+
+    if args.top_words < 2:
+        raise ConfigError(f"--top-words must be >= 2 (PMI averages word pairs); got {args.top_words}")
+    if args.best_topics < 1:
+        raise ConfigError(f"--best-topics must be >= 1; got {args.best_topics}")
+    cooc = CooccurrenceTable.load(args.cooccurrence)
+    reference = str(cooc.meta.get("reference") or cooc.meta.get("reference_name") or args.cooccurrence)
+    table = topics_table(collect_text_runs(args.runs), read_vocabulary(args.vocab), cooc, args.top_words)
+    write_table(table, args.out_csv, table5_markdown(table, args.best_topics, reference), args.out_md)
+    log.info("table5: %d runs, %d topic rows -> %s", table["run_dir"].nunique(), len(table), args.out_csv)
+    return 0
+
+
+def cmd_classify(args: argparse.Namespace) -> int:
+    from ..aggregate import write_table
+    from ..runs import file_sha256
+    from ..textexp.classify import baseline_em, classification_markdown, classification_table, load_labelled_test, summary
+    from ..textexp.common import check_dataset, collect_text_runs
+    from ..textexp.plots import plot_classification
+
+    runs = collect_text_runs(args.runs)
+    check_dataset(runs, file_sha256(args.dataset), args.dataset)
+    x_test, y_test, _ = load_labelled_test(args.dataset)
+    table = classification_table(runs, x_test, y_test, args.folds, args.seed, args.max_iter)
+    write_table(table, args.out_csv, classification_markdown(table), args.out_md)
+    plot_classification(summary(table), baseline_em(table), args.folds, args.out_png, args.out_pdf)
+    log.info("classification: %d runs, baseline EM %.2f -> %s", len(runs), baseline_em(table), args.out_csv)
+    return 0
+
+
+def cmd_tsne(args: argparse.Namespace) -> int:
+    from ..aggregate import write_table
+    from ..runs import file_sha256
+    from ..textexp.classify import load_labelled_test
+    from ..textexp.common import check_dataset, collect_text_runs
+    from ..textexp.plots import plot_tsne
+    from ..textexp.tsne import tsne_panels, tsne_table
+
+    if args.perplexity <= 0:
+        raise ConfigError(f"--perplexity must be > 0; got {args.perplexity}")
+    if args.neighbors < 1:
+        raise ConfigError(f"--neighbors must be >= 1; got {args.neighbors}")
+    runs = collect_text_runs(args.runs)
+    if runs["K"].nunique() != 1:
+        raise ConfigError(f"--runs: one t-SNE figure shows one K; got K = {sorted(runs['K'].unique())}")
+    check_dataset(runs, file_sha256(args.dataset), args.dataset)
+    _, y_test, names = load_labelled_test(args.dataset)
+    panels = tsne_panels(runs, y_test, args.perplexity, args.seed, args.neighbors)
+    write_table(tsne_table(panels, runs, args.perplexity, args.seed, names), args.out_csv)
+    plot_tsne(panels, names, args.out_png, args.out_pdf)
+    log.info("tsne K=%d: %d panels -> %s", int(runs["K"].iloc[0]), len(panels), args.out_png)
+    return 0
+
+
+def cmd_tsne_table(args: argparse.Namespace) -> int:
+    from ..aggregate import read_table, write_table
+    from ..textexp.tsne import tsne_markdown
+
+    import pandas as pd
+
+    table = pd.concat([read_table(p) for p in args.tables], ignore_index=True)
+    table = table.sort_values(["K", "n_train", "method", "seed"], ascending=[True, False, True, True])
+    write_table(table.reset_index(drop=True), args.out_csv, tsne_markdown(table), args.out_md)
+    return 0
+
+
+def cmd_claims_text(args: argparse.Namespace) -> int:
+    from ..aggregate import read_tables
+    from ..claims import write_claims
+    from ..textexp.claims import text_claims
+
+    claims = text_claims(read_tables(args.tables), best_topics=args.best_topics)
+    write_claims(claims, args.out_csv, args.out_md,
+                 title="Claims of the paper (real corpora: Section 4.5, supplement Section 5.1)")
+    for c in claims:
+        log.info("%-50s %s", c.claim_id, c.verdict)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("topics-table", help="Table 5: top words and PMI of the learned topics (NeurIPS titles)")
+    p.add_argument("--runs", nargs="+", required=True, help="table5 run directories or metrics.json files")
+    p.add_argument("--vocab", required=True, help="corpus vocabulary (results/data/neurips-titles.vocab.txt)")
+    p.add_argument("--cooccurrence", required=True, help="PMI co-occurrence table (results/pmi/cooccurrence.npz)")
+    p.add_argument("--top-words", type=int, default=10, help="words per topic (the paper: 10)")
+    p.add_argument("--best-topics", type=int, default=4, help="topics shown per model (the paper: 4)")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.set_defaults(func=cmd_topics_table)
+
+    p = sub.add_parser("classify", help="supplement Fig. 3: EM of a linear classifier on test posteriors (CV on test)")
+    p.add_argument("--runs", nargs="+", required=True, help="classification run directories or metrics.json files")
+    p.add_argument("--dataset", required=True, help="labelled corpus (results/data/reuters.npz)")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds on the test set (the paper: 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shuffled folds (same folds for every run)")
+    p.add_argument("--max-iter", type=int, default=1000, help="logistic-regression iterations")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.add_argument("--out-png", required=True)
+    p.add_argument("--out-pdf", required=True)
+    p.set_defaults(func=cmd_classify)
+
+    p = sub.add_parser("tsne", help="supplement Figs. 4-6: t-SNE of test posteriors for one K, with k-NN accuracy")
+    p.add_argument("--runs", nargs="+", required=True, help="runs of one K (rows: method, columns: N_train)")
+    p.add_argument("--dataset", required=True, help="labelled corpus (results/data/reuters.npz)")
+    p.add_argument("--perplexity", type=float, default=30.0)
+    p.add_argument("--seed", type=int, default=0, help="t-SNE random_state")
+    p.add_argument("--neighbors", type=int, default=5, help="k of the k-NN accuracy companion")
+    p.add_argument("--out-png", required=True)
+    p.add_argument("--out-pdf", required=True)
+    p.add_argument("--out-csv", required=True)
+    p.set_defaults(func=cmd_tsne)
+
+    p = sub.add_parser("tsne-table", help="merge the per-K t-SNE tables into one table (CSV + Markdown)")
+    p.add_argument("--tables", nargs="+", required=True)
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.set_defaults(func=cmd_tsne_table)
+
+    p = sub.add_parser("claims-text", help="verdicts of the paper's real-corpus claims from the text tables")
+    p.add_argument("--tables", nargs="+", required=True, help="table5.csv, classification.csv, tsne.csv")
+    p.add_argument("--best-topics", type=int, default=4, help="topics compared rank by rank (Table 5 shows 4)")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.set_defaults(func=cmd_claims_text)

@@ -1,0 +1,9 @@
+"""Defaults shared by the CLI and the numerical modules, importable without torch.
+
+The CLI builds its parsers at every start; keeping these here lets ``noisyor-bench --help``
+and the light subcommands (datasets, tables, figures) start without importing torch.
+"""
+
+DEFAULT_N_SAMPLES = 100  # discrete samples of q per test point for the NELBO (supplement Sec. 3)
+DEFAULT_IW_SAMPLES = 100  # importance samples per test point for the IW bound
+MAX_EXACT_K = 20  # largest K for which 2^K enumeration is allowed
