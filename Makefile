@@ -32,7 +32,7 @@ reproduce: setup
 	echo "reproduce ($(PROFILE) profile): total wall time $$(( $$(date +%s) - start )) s"
 
 test: setup lint dryrun
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: setup
 	$(SNAKEMAKE) --lint
