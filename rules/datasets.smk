@@ -10,7 +10,7 @@ rule make_dataset:
     params:
         spec=lambda wildcards: json_param(config["datasets"][wildcards.name]),
         raw=RAW_ARG,
-        cache=CACHE_DIR,
+        cache=lambda w: CACHE_DIR,
     conda:
         CONDA_ENV
     log:

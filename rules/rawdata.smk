@@ -7,7 +7,7 @@ if RAW_DATA_DIR is None:
         output:
             R("raw/{relpath}"),
         params:
-            cache=CACHE_DIR,
+            cache=lambda w: CACHE_DIR,
         conda:
             CONDA_ENV
         log:

@@ -12,7 +12,7 @@ rule ingest_neurips:
     params:
         corpus=config["corpora"]["neurips-titles"],
         raw=RAW_ARG,
-        cache=CACHE_DIR,
+        cache=lambda w: CACHE_DIR,
     conda:
         CONDA_ENV
     log:
@@ -35,7 +35,7 @@ rule ingest_reuters:
     params:
         corpus=config["corpora"]["reuters"],
         raw=RAW_ARG,
-        cache=CACHE_DIR,
+        cache=lambda w: CACHE_DIR,
     conda:
         CONDA_ENV
     log:
@@ -58,7 +58,7 @@ rule pmi_counts:
     params:
         pmi=config["pmi"],
         raw=RAW_ARG,
-        cache=CACHE_DIR,
+        cache=lambda w: CACHE_DIR,
     conda:
         CONDA_ENV
     log:

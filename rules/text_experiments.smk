@@ -1,0 +1,241 @@
+# Stage: real-corpus experiments -- paper Section 4.5 (Table 5, topic model on NeurIPS titles)
+# and supplement Section 5.1 (Fig. 3 Reuters classification, Figs. 4-6 t-SNE). The grid is
+# profiles.<p>.text (noisyor_bench.textexp.grid); one train job per (experiment, corpus, method,
+# N_train) cell runs all seeds (noisyor-bench train-cell --latents K, learning mode).
+import os
+
+from noisyor_bench.textexp import grid as textgrid
+
+try:
+    textgrid.validate_text(config)
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
+
+TEXT = textgrid.text_section(config)
+TEXT_SEEDS = textgrid.seeds(config)
+REPORT_TOPICS = "4.5 Topic models"
+REPORT_CLASSIFICATION = "Supplement 5.1 Document classification"
+
+
+def text_run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
+    """Per-seed files of one text cell (wildcard patterns or concrete values)."""
+    return [
+        R(f"runs/{experiment}/{dataset}/{method}/n{n}/seed{s}/{f}")
+        for s in (TEXT_SEEDS if seeds is None else seeds)
+        for f in files
+    ]
+
+
+def text_cell_files(cells, files=("metrics.json",), seeds=None):
+    return [p for c in cells for p in text_run_files(c.experiment, c.dataset, c.method, c.n_train, files, seeds)]
+
+
+def classification_cells():
+    return [c for k in textgrid.classification_ks(config) for c in textgrid.cells(config, textgrid.classification_experiment(k))]
+
+
+def tsne_files(k, files=("metrics.json", "posterior_test.npz")):
+    """Runs shown in the t-SNE figure of one K: the t-SNE N_train columns, first seed."""
+    return text_cell_files(textgrid.tsne_cells(config, int(k)), files, seeds=TEXT_SEEDS[:1])
+
+
+def text_targets():
+    """Tables and figures of the real-corpus experiments of the active profile."""
+    targets = []
+    if TEXT.get("topics"):
+        targets += [R("tables/table5.csv"), R("tables/table5.md")]
+    if TEXT.get("classification"):
+        targets += [R("tables/classification.md"), R("figures/classification.png")]
+    if TEXT.get("tsne"):
+        targets += [R(f"figures/tsne_K{k}.png") for k in textgrid.classification_ks(config)]
+        targets += [R("tables/tsne.md")]
+    return targets
+
+
+def text_tables():
+    """Aggregated text tables the claims are checked on."""
+    tables = []
+    if TEXT.get("topics"):
+        tables.append(R("tables/table5.csv"))
+    if TEXT.get("classification"):
+        tables.append(R("tables/classification.csv"))
+    if TEXT.get("tsne"):
+        tables.append(R("tables/tsne.csv"))
+    return tables
+
+
+def text_claim_tables():
+    """The text claim table (for claim_tables() in common.smk), if the profile has text experiments."""
+    return [R("tables/claims_text.csv")] if text_tables() else []
+
+
+# The generic synthetic train_cell rule's output pattern also matches text run directories; its
+# input functions fail for text experiments, and this makes the choice explicit.
+ruleorder: train_text_cell > train_cell
+
+
+rule text_hparams:
+    input:
+        dataset=R("data/{dataset}.npz"),
+    output:
+        R("hparams/text/{dataset}.json"),
+    wildcard_constraints:
+        dataset="neurips-titles|reuters",
+    conda:
+        CONDA_ENV
+    log:
+        log_path("text_hparams", "{dataset}"),
+    benchmark:
+        benchmark_path("text_hparams", "{dataset}")
+    shell:
+        "noisyor-bench text-hparams --dataset {input.dataset} --out {output} > {log} 2>&1"
+
+
+rule train_text_cell:
+    input:
+        dataset=R("data/{dataset}.npz"),
+        hparams=R("hparams/text/{dataset}.json"),
+    output:
+        text_run_files("{experiment}", "{dataset}", "{method}", "{n}"),
+    wildcard_constraints:
+        experiment="table5|classification-K[0-9]+",
+        dataset="neurips-titles|reuters",
+        method="avi|acp",
+    params:
+        latents=lambda w: textgrid.experiment_latents(config, w.experiment),
+        seeds=" ".join(str(s) for s in TEXT_SEEDS),
+        budget=json_param(textgrid.budget(config)),
+        evaluation=json_param(grid.evaluation(config)),
+        device=DEVICE,
+        results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+    threads: THREADS
+    resources:
+        gpu=GPUS_PER_JOB,
+    conda:
+        CONDA_ENV
+    log:
+        log_path("train_text_cell", "{experiment}/{dataset}/{method}/n{n}"),
+    benchmark:
+        benchmark_path("train_text_cell", "{experiment}/{dataset}/{method}/n{n}")
+    shell:
+        "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
+        " --experiment {wildcards.experiment} --method {wildcards.method} --mode learning"
+        " --n-train {wildcards.n} --seeds {params.seeds} --latents {params.latents} --best {input.hparams}"
+        " --budget {params.budget} --evaluation {params.evaluation} --device {params.device}"
+        " --threads {threads} --results-dir {params.results} > {log} 2>&1"
+
+
+rule table5:
+    input:
+        runs=text_cell_files(textgrid.cells(config, textgrid.TOPICS_EXPERIMENT), ("metrics.json", "posterior_test.npz")),
+        vocab=R("data/neurips-titles.vocab.txt"),
+        cooccurrence=R("pmi/cooccurrence.npz"),
+    output:
+        csv=report(R("tables/table5.csv"), caption="../docs/captions/table5.rst", category=REPORT_TOPICS),
+        md=R("tables/table5.md"),
+    params:
+        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        top_words=lambda w: TEXT["topics"]["top_words"],
+        best_topics=lambda w: TEXT["topics"]["best_topics"],
+    conda:
+        CONDA_ENV
+    log:
+        log_path("table5", "table5"),
+    benchmark:
+        benchmark_path("table5", "table5")
+    shell:
+        "noisyor-bench topics-table --runs {params.runs} --vocab {input.vocab} --cooccurrence {input.cooccurrence}"
+        " --top-words {params.top_words} --best-topics {params.best_topics}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule classification:
+    input:
+        runs=text_cell_files(classification_cells(), ("metrics.json", "posterior_test.npz")),
+        dataset=R("data/reuters.npz"),
+    output:
+        csv=R("tables/classification.csv"),
+        md=R("tables/classification.md"),
+        png=report(
+            R("figures/classification.png"), caption="../docs/captions/classification.rst", category=REPORT_CLASSIFICATION
+        ),
+        pdf=R("figures/classification.pdf"),
+    params:
+        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        folds=lambda w: TEXT["classification"]["folds"],
+        seed=TEXT_SEEDS[0],
+    conda:
+        CONDA_ENV
+    log:
+        log_path("classification", "classification"),
+    benchmark:
+        benchmark_path("classification", "classification")
+    shell:
+        "noisyor-bench classify --runs {params.runs} --dataset {input.dataset} --folds {params.folds}"
+        " --seed {params.seed} --out-csv {output.csv} --out-md {output.md} --out-png {output.png}"
+        " --out-pdf {output.pdf} > {log} 2>&1"
+
+
+rule tsne:
+    input:
+        runs=lambda w: tsne_files(w.K),
+        dataset=R("data/reuters.npz"),
+    output:
+        png=report(
+            R("figures/tsne_K{K}.png"),
+            caption="../docs/captions/tsne.rst",
+            category=REPORT_CLASSIFICATION,
+            labels={"figure": "t-SNE, K = {K}"},
+        ),
+        pdf=R("figures/tsne_K{K}.pdf"),
+        csv=R("tables/tsne_K{K}.csv"),
+    wildcard_constraints:
+        K="[0-9]+",
+    params:
+        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        perplexity=lambda w: TEXT["tsne"]["perplexity"],
+        seed=TEXT_SEEDS[0],
+    conda:
+        CONDA_ENV
+    log:
+        log_path("tsne", "K{K}"),
+    benchmark:
+        benchmark_path("tsne", "K{K}")
+    shell:
+        "noisyor-bench tsne --runs {params.runs} --dataset {input.dataset} --perplexity {params.perplexity}"
+        " --seed {params.seed} --out-png {output.png} --out-pdf {output.pdf} --out-csv {output.csv} > {log} 2>&1"
+
+
+rule tsne_table:
+    input:
+        [R(f"tables/tsne_K{k}.csv") for k in textgrid.classification_ks(config)] if TEXT.get("tsne") else [],
+    output:
+        csv=R("tables/tsne.csv"),
+        md=R("tables/tsne.md"),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("tsne_table", "tsne"),
+    benchmark:
+        benchmark_path("tsne_table", "tsne")
+    shell:
+        "noisyor-bench tsne-table --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule claims_text:
+    input:
+        text_tables(),
+    output:
+        csv=R("tables/claims_text.csv"),
+        md=R("tables/claims_text.md"),
+    params:
+        best_topics=lambda w: (TEXT.get("topics") or {}).get("best_topics", 4),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("claims_text", "claims"),
+    benchmark:
+        benchmark_path("claims_text", "claims")
+    shell:
+        "noisyor-bench claims-text --tables {input} --best-topics {params.best_topics}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
