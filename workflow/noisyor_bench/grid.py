@@ -49,10 +49,15 @@ def cells(cfg: Mapping[str, Any], experiment: str | None = None) -> list[Cell]:
         if experiment is not None and name != experiment:
             continue
         for dataset in exp["datasets"]:
-            for method, sizes in exp["runs"].items():
+            for method, sizes in runs_for(exp, dataset).items():
                 for n in sizes:
                     out.append(Cell(name, dataset, method, int(n), exp["mode"]))
     return out
+
+
+def runs_for(exp: Mapping[str, Any], dataset: str) -> dict[str, list[int]]:
+    """method -> N_train list of one dataset: ``dataset_runs[dataset]`` if given, else ``runs``."""
+    return dict((exp.get("dataset_runs") or {}).get(dataset) or exp["runs"])
 
 
 def seeds(cfg: Mapping[str, Any]) -> list[int]:
@@ -101,7 +106,13 @@ def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools:
             for ds in exp["datasets"]:
                 if ds not in pools:
                     raise ConfigError(f"{where}.datasets: unknown dataset {ds!r}; allowed values: {sorted(pools)}")
-            for method, sizes in exp["runs"].items():
+            for ds in exp.get("dataset_runs") or {}:
+                if ds not in exp["datasets"]:
+                    raise ConfigError(
+                        f"{where}.dataset_runs: {ds!r} is not one of the experiment's datasets {exp['datasets']}"
+                    )
+            all_runs = [exp["runs"], *(exp.get("dataset_runs") or {}).values()]
+            for method, sizes in ((m, n) for runs in all_runs for m, n in runs.items()):
                 if method not in known_methods:
                     raise ConfigError(
                         f"{where}.runs: unknown method {method!r}; allowed values: {list(known_methods)}"

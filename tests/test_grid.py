@@ -1,0 +1,74 @@
+"""The experiment grid: cells, per-dataset runs, budgets and search draws from the config."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from noisyor_bench import grid
+from noisyor_bench.config import load_yaml, validate_config
+from noisyor_bench.errors import ConfigError
+
+
+@pytest.fixture
+def cfg(repo):
+    raw = load_yaml(repo / "config" / "config.yaml")
+    raw["profiles"]["t"] = {
+        "datasets": ["syn-pattern", "syn-random-1"],
+        "seeds": [3, 4],
+        "budget": {"max_epochs": 7},
+        "search": {"draws": 4, "seed": 9},
+        "experiments": {
+            "e": {
+                "mode": "learning",
+                "datasets": ["syn-pattern", "syn-random-1"],
+                "runs": {"avi": [20, 100], "svi": [100]},
+                "dataset_runs": {"syn-random-1": {"acp": [50]}},
+                "budget": {"patience": 2},
+            }
+        },
+    }
+    raw["profile"] = "t"
+    return validate_config(raw)
+
+
+def test_cells_follow_runs_and_dataset_overrides(cfg):
+    cells = grid.cells(cfg)
+    assert [(c.dataset, c.method, c.n_train) for c in cells] == [
+        ("syn-pattern", "avi", 20),
+        ("syn-pattern", "avi", 100),
+        ("syn-pattern", "svi", 100),
+        ("syn-random-1", "acp", 50),
+    ]
+    assert {c.mode for c in cells} == {"learning"}
+    assert cells[0].path == "e/syn-pattern/avi/n20"
+    assert grid.seeds(cfg) == [3, 4]
+
+
+def test_budget_layers_defaults_profile_experiment(cfg):
+    cell = grid.cells(cfg)[0]
+    assert grid.budget(cfg, cell) == {"max_epochs": 7, "patience": 2, "batch_size": 128}
+
+
+def test_only_methods_with_a_search_space_are_searched(cfg):
+    avi, _, svi, acp = grid.cells(cfg)
+    assert grid.n_draws(cfg, avi) == 4 and grid.n_draws(cfg, acp) == 4
+    assert grid.n_draws(cfg, svi) == 1 and grid.draws(cfg, svi) == [{}]
+    draws = grid.draws(cfg, avi)
+    assert draws[0] == {} and len(draws) == 4 and all(d for d in draws[1:])
+    assert grid.draws(cfg, avi) == draws  # deterministic: plain values for Snakemake params
+
+
+def test_dataset_runs_must_name_an_experiment_dataset(cfg):
+    bad = copy.deepcopy(cfg)
+    bad["profiles"]["t"]["experiments"]["e"]["dataset_runs"] = {"multi-mnist": {"avi": [10]}}
+    with pytest.raises(ConfigError, match="dataset_runs: 'multi-mnist' is not one of"):
+        validate_config(bad)
+
+
+def test_dataset_runs_are_checked_against_the_pool(cfg):
+    bad = copy.deepcopy(cfg)
+    bad["profiles"]["t"]["experiments"]["e"]["dataset_runs"] = {"syn-random-1": {"acp": [10001]}}
+    with pytest.raises(ConfigError, match="N_train = 10001 exceeds the training pool of syn-random-1"):
+        validate_config(bad)
