@@ -111,21 +111,21 @@ def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools:
                     raise ConfigError(
                         f"{where}.dataset_runs: {ds!r} is not one of the experiment's datasets {exp['datasets']}"
                     )
-            all_runs = [exp["runs"], *(exp.get("dataset_runs") or {}).values()]
-            for method, sizes in ((m, n) for runs in all_runs for m, n in runs.items()):
-                if method not in known_methods:
-                    raise ConfigError(
-                        f"{where}.runs: unknown method {method!r}; allowed values: {list(known_methods)}"
-                    )
-                for n in sizes:
-                    if n == 0 and method in AMORTIZED:
+            for ds in exp["datasets"]:
+                runs_key = f"dataset_runs.{ds}" if ds in (exp.get("dataset_runs") or {}) else "runs"
+                for method, sizes in runs_for(exp, ds).items():
+                    if method not in known_methods:
                         raise ConfigError(
-                            f"{where}.runs.{method}: N_train = 0 is only for non-amortized methods "
-                            f"(optimised on the held-out set); {method} needs training data"
+                            f"{where}.{runs_key}: unknown method {method!r}; allowed values: {list(known_methods)}"
                         )
-                    for ds in exp["datasets"]:
+                    for n in sizes:
+                        if n == 0 and method in AMORTIZED:
+                            raise ConfigError(
+                                f"{where}.{runs_key}.{method}: N_train = 0 is only for non-amortized methods "
+                                f"(optimised on the held-out set); {method} needs training data"
+                            )
                         if n > pools[ds]:
                             raise ConfigError(
-                                f"{where}.runs.{method}: N_train = {n} exceeds the training pool of "
+                                f"{where}.{runs_key}.{method}: N_train = {n} exceeds the training pool of "
                                 f"{ds} ({pools[ds]} rows, datasets.{ds}.n_train_pool)"
                             )
