@@ -203,8 +203,6 @@ class AmortizedMethod(InferenceMethod):
         samples, validation samples) all derive from ``seed``.  ``dtype`` (if given)
         overrides the ``dtype`` hyperparameter."""
         super().__init__(model, mode, dict(hparams), seed, device)
-        if mode not in ("inference", "learning"):
-            raise ConfigError(f"unknown mode {mode!r}; allowed: inference, learning")
         hp = parse_hparams(hparams)
         if dtype is not None:
             names = {v: k for k, v in DTYPES.items()}

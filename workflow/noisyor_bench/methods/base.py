@@ -20,6 +20,7 @@ from typing import Any, Callable, ClassVar, Literal
 
 import torch
 
+from ..errors import ConfigError
 from ..fitting import EpochRecord, FitBudget
 from ..model import NoisyOR
 
@@ -40,6 +41,8 @@ class InferenceMethod(ABC):
         seed: int,
         device: torch.device | str = "cpu",
     ) -> None:
+        if mode not in ("inference", "learning"):
+            raise ConfigError(f"{self.name}: unknown mode {mode!r}; allowed: inference, learning")
         self.mode = mode
         self.hparams = dict(hparams)
         self.seed = seed

@@ -53,6 +53,7 @@ from ..bounds import (
     torch_dtype,
 )
 from ..errors import ConfigError, DataError
+from ..training import stream_generator
 from ..generative import GenerativeModule, make_generative
 from ..model import NoisyOR
 from .base import EpochRecord, FitBudget, InferenceMethod, Mode
@@ -102,8 +103,6 @@ class LBCDI(InferenceMethod):
         super().__init__(model, mode, hparams, seed, device)
         self.hparams = resolve_hparams(self.name, DEFAULTS, hparams)
         h = self.hparams
-        if mode not in ("inference", "learning"):
-            raise ConfigError(f"{self.name}: unknown mode {mode!r}; allowed: inference, learning")
         for key in ("max_rounds", "estep_rounds", "val_rounds", "m_steps"):
             require(self.name, h[key] >= 0, key, h[key], ">= 0")
         for key in ("r_iters", "eval_samples"):
@@ -112,7 +111,8 @@ class LBCDI(InferenceMethod):
         require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
         require(self.name, h["leak_floor"] > 0, "leak_floor", h["leak_floor"], "> 0")
         self.dtype = torch_dtype(self.name, h["dtype"])
-        init_gen = torch.Generator().manual_seed(seed)
+        # Same stream as AVI/ACP: with one seed every learning-mode method starts from the same theta.
+        init_gen = stream_generator(seed, "generative-init")
         self.module: GenerativeModule = make_generative(mode, model, init_gen, dtype=self.dtype, device=self.device)
         self.epoch = 0
         self._optimizer: torch.optim.Optimizer | None = None

@@ -48,6 +48,7 @@ from ..bounds import (
 )
 from ..elbo import bernoulli_kl_from_logits
 from ..errors import ConfigError, DataError
+from ..training import stream_generator
 from ..generative import GenerativeModule, make_generative
 from ..model import NoisyOR
 from .base import EpochRecord, FitBudget, InferenceMethod, Mode
@@ -114,8 +115,6 @@ class SVI(InferenceMethod):
         super().__init__(model, mode, hparams, seed, device)
         self.hparams = resolve_hparams(self.name, DEFAULTS, hparams)
         h = self.hparams
-        if mode not in ("inference", "learning"):
-            raise ConfigError(f"{self.name}: unknown mode {mode!r}; allowed: inference, learning")
         for key in ("lr_local", "lr_global", "leak_floor"):
             require(self.name, h[key] > 0, key, h[key], "> 0")
         for key in ("local_steps", "r_iters", "steps_per_epoch", "eval_samples"):
@@ -125,7 +124,7 @@ class SVI(InferenceMethod):
         require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
         self.dtype = torch_dtype(self.name, h["dtype"])
         self.module: GenerativeModule = make_generative(
-            mode, model, torch.Generator().manual_seed(seed), dtype=self.dtype, device=self.device
+            mode, model, stream_generator(seed, "generative-init"), dtype=self.dtype, device=self.device
         )
         self.epoch = 0
         self.local_logits: torch.Tensor | None = None  # (N_train, K), learning mode
