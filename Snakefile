@@ -15,6 +15,7 @@ include: "rules/datasets.smk"
 include: "rules/text.smk"
 include: "rules/training.smk"
 include: "rules/aggregate.smk"
+include: "rules/text_experiments.smk"
 
 
 wildcard_constraints:

@@ -120,7 +120,7 @@ def synthetic_tables():
 
 def claim_tables():
     """Claim tables of every stage, merged into results/tables/claims.csv."""
-    return [R("tables/claims_synthetic.csv")]
+    return [R("tables/claims_synthetic.csv")] + text_claim_tables()
 
 
 def all_targets():
@@ -136,6 +136,7 @@ def all_targets():
         targets.append(R("figures/fig5.png"))
     if "table4" in exps:
         targets.append(R("tables/table4.md"))
+    targets += text_targets()
     targets += [R("tables/claims.csv"), R("tables/claims.md")]
     return targets
 
@@ -146,3 +147,74 @@ def dataset_raw_inputs(wildcards):
 
     spec = config["datasets"][wildcards.name]
     return raw_inputs(*dataset_raw_keys(spec))
+
+
+# ---------------------------------------------------------------------------------------
+# Real-corpus experiments (rules/text_experiments.smk): the profile's `text` grid
+# (noisyor_bench.textexp.grid), validated here like the synthetic grid.
+from noisyor_bench.textexp import grid as textgrid
+
+try:
+    textgrid.validate_text(config)
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
+
+TEXT = textgrid.text_section(config)
+TEXT_SEEDS = textgrid.seeds(config)
+
+
+def text_run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
+    """Per-seed files of one text cell (wildcard patterns or concrete values)."""
+    return [
+        R(f"runs/{experiment}/{dataset}/{method}/n{n}/seed{s}/{f}")
+        for s in (TEXT_SEEDS if seeds is None else seeds)
+        for f in files
+    ]
+
+
+def text_cell_files(cells, files=("metrics.json",), seeds=None):
+    return [p for c in cells for p in text_run_files(c.experiment, c.dataset, c.method, c.n_train, files, seeds)]
+
+
+def classification_cells():
+    return [c for k in textgrid.classification_ks(config) for c in textgrid.cells(config, textgrid.classification_experiment(k))]
+
+
+def tsne_files(k, files=("metrics.json", "posterior_test.npz")):
+    """Runs shown in the t-SNE figure of one K: the t-SNE N_train columns, first seed."""
+    return text_cell_files(textgrid.tsne_cells(config, int(k)), files, seeds=TEXT_SEEDS[:1])
+
+
+def text_targets():
+    """Tables and figures of the real-corpus experiments of the active profile."""
+    targets = []
+    if TEXT.get("topics"):
+        targets += [R("tables/table5.csv"), R("tables/table5.md")]
+    if TEXT.get("classification"):
+        targets += [R("tables/classification.md"), R("figures/classification.png")]
+    if TEXT.get("tsne"):
+        targets += [R(f"figures/tsne_K{k}.png") for k in textgrid.classification_ks(config)]
+        targets += [R("tables/tsne.md")]
+    return targets
+
+
+def text_tables():
+    """Aggregated text tables the claims are checked on."""
+    tables = []
+    if TEXT.get("topics"):
+        tables.append(R("tables/table5.csv"))
+    if TEXT.get("classification"):
+        tables.append(R("tables/classification.csv"))
+    if TEXT.get("tsne"):
+        tables.append(R("tables/tsne.csv"))
+    return tables
+
+
+def text_claim_tables():
+    """The text claim table (for claim_tables() in common.smk), if the profile has text experiments."""
+    return [R("tables/claims_text.csv")] if text_tables() else []
+
+
+def tsne_tables():
+    """Per-K t-SNE tables merged into tables/tsne.csv."""
+    return [R(f"tables/tsne_K{k}.csv") for k in textgrid.classification_ks(config)] if TEXT.get("tsne") else []

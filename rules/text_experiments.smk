@@ -2,71 +2,8 @@
 # and supplement Section 5.1 (Fig. 3 Reuters classification, Figs. 4-6 t-SNE). The grid is
 # profiles.<p>.text (noisyor_bench.textexp.grid); one train job per (experiment, corpus, method,
 # N_train) cell runs all seeds (noisyor-bench train-cell --latents K, learning mode).
-import os
-
-from noisyor_bench.textexp import grid as textgrid
-
-try:
-    textgrid.validate_text(config)
-except ConfigError as err:
-    raise WorkflowError(str(err)) from None
-
-TEXT = textgrid.text_section(config)
-TEXT_SEEDS = textgrid.seeds(config)
 REPORT_TOPICS = "4.5 Topic models"
 REPORT_CLASSIFICATION = "Supplement 5.1 Document classification"
-
-
-def text_run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
-    """Per-seed files of one text cell (wildcard patterns or concrete values)."""
-    return [
-        R(f"runs/{experiment}/{dataset}/{method}/n{n}/seed{s}/{f}")
-        for s in (TEXT_SEEDS if seeds is None else seeds)
-        for f in files
-    ]
-
-
-def text_cell_files(cells, files=("metrics.json",), seeds=None):
-    return [p for c in cells for p in text_run_files(c.experiment, c.dataset, c.method, c.n_train, files, seeds)]
-
-
-def classification_cells():
-    return [c for k in textgrid.classification_ks(config) for c in textgrid.cells(config, textgrid.classification_experiment(k))]
-
-
-def tsne_files(k, files=("metrics.json", "posterior_test.npz")):
-    """Runs shown in the t-SNE figure of one K: the t-SNE N_train columns, first seed."""
-    return text_cell_files(textgrid.tsne_cells(config, int(k)), files, seeds=TEXT_SEEDS[:1])
-
-
-def text_targets():
-    """Tables and figures of the real-corpus experiments of the active profile."""
-    targets = []
-    if TEXT.get("topics"):
-        targets += [R("tables/table5.csv"), R("tables/table5.md")]
-    if TEXT.get("classification"):
-        targets += [R("tables/classification.md"), R("figures/classification.png")]
-    if TEXT.get("tsne"):
-        targets += [R(f"figures/tsne_K{k}.png") for k in textgrid.classification_ks(config)]
-        targets += [R("tables/tsne.md")]
-    return targets
-
-
-def text_tables():
-    """Aggregated text tables the claims are checked on."""
-    tables = []
-    if TEXT.get("topics"):
-        tables.append(R("tables/table5.csv"))
-    if TEXT.get("classification"):
-        tables.append(R("tables/classification.csv"))
-    if TEXT.get("tsne"):
-        tables.append(R("tables/tsne.csv"))
-    return tables
-
-
-def text_claim_tables():
-    """The text claim table (for claim_tables() in common.smk), if the profile has text experiments."""
-    return [R("tables/claims_text.csv")] if text_tables() else []
 
 
 # The generic synthetic train_cell rule's output pattern also matches text run directories; its
@@ -195,6 +132,7 @@ rule tsne:
         runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
         perplexity=lambda w: TEXT["tsne"]["perplexity"],
         seed=TEXT_SEEDS[0],
+    threads: 1  # the t-SNE map depends on the thread count: fixed for reproducibility
     conda:
         CONDA_ENV
     log:
@@ -203,12 +141,13 @@ rule tsne:
         benchmark_path("tsne", "K{K}")
     shell:
         "noisyor-bench tsne --runs {params.runs} --dataset {input.dataset} --perplexity {params.perplexity}"
-        " --seed {params.seed} --out-png {output.png} --out-pdf {output.pdf} --out-csv {output.csv} > {log} 2>&1"
+        " --seed {params.seed} --threads {threads} --out-png {output.png} --out-pdf {output.pdf}"
+        " --out-csv {output.csv} > {log} 2>&1"
 
 
 rule tsne_table:
     input:
-        [R(f"tables/tsne_K{k}.csv") for k in textgrid.classification_ks(config)] if TEXT.get("tsne") else [],
+        tsne_tables(),
     output:
         csv=R("tables/tsne.csv"),
         md=R("tables/tsne.md"),

@@ -1,4 +1,7 @@
 import os
+import re
+
+SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config)) or "(?!)"
 
 # Stage: training. One job per grid cell (experiment, dataset, method, N_train): first its
 # random search (all draws in one process, selected on validation NELBO), then its runs over
@@ -19,6 +22,8 @@ rule search:
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
         out_dir=lambda w, output: os.path.dirname(output.best),
+    wildcard_constraints:
+        experiment=SYNTHETIC_EXPERIMENTS,
     threads: THREADS
     resources:
         gpu=GPUS_PER_JOB,
@@ -50,6 +55,8 @@ rule train_cell:
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
         results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+    wildcard_constraints:
+        experiment=SYNTHETIC_EXPERIMENTS,
     threads: THREADS
     resources:
         gpu=GPUS_PER_JOB,

@@ -15,6 +15,16 @@ from ..errors import ConfigError
 log = logging.getLogger(__name__)
 
 
+def cmd_text_hparams(args: argparse.Namespace) -> int:
+    from ..io import write_json_atomic
+    from ..textexp.hparams import hparams_record
+
+    record = hparams_record(args.dataset)
+    write_json_atomic(args.out, record)
+    log.info("text hyperparameters for %s: %s -> %s", args.dataset, record["hparams"], args.out)
+    return 0
+
+
 def cmd_topics_table(args: argparse.Namespace) -> int:
     from ..aggregate import write_table
     from ..text.pmi import CooccurrenceTable
@@ -36,7 +46,13 @@ def cmd_topics_table(args: argparse.Namespace) -> int:
 def cmd_classify(args: argparse.Namespace) -> int:
     from ..aggregate import write_table
     from ..runs import file_sha256
-    from ..textexp.classify import baseline_em, classification_markdown, classification_table, load_labelled_test, summary
+    from ..textexp.classify import (
+        baseline_em,
+        classification_markdown,
+        classification_table,
+        load_labelled_test,
+        summary,
+    )
     from ..textexp.common import check_dataset, collect_text_runs
     from ..textexp.plots import plot_classification
 
@@ -67,7 +83,9 @@ def cmd_tsne(args: argparse.Namespace) -> int:
         raise ConfigError(f"--runs: one t-SNE figure shows one K; got K = {sorted(runs['K'].unique())}")
     check_dataset(runs, file_sha256(args.dataset), args.dataset)
     _, y_test, names = load_labelled_test(args.dataset)
-    panels = tsne_panels(runs, y_test, args.perplexity, args.seed, args.neighbors)
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1; got {args.threads}")
+    panels = tsne_panels(runs, y_test, args.perplexity, args.seed, args.neighbors, args.threads)
     write_table(tsne_table(panels, runs, args.perplexity, args.seed, names), args.out_csv)
     plot_tsne(panels, names, args.out_png, args.out_pdf)
     log.info("tsne K=%d: %d panels -> %s", int(runs["K"].iloc[0]), len(panels), args.out_png)
@@ -75,10 +93,10 @@ def cmd_tsne(args: argparse.Namespace) -> int:
 
 
 def cmd_tsne_table(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from ..aggregate import read_table, write_table
     from ..textexp.tsne import tsne_markdown
-
-    import pandas as pd
 
     table = pd.concat([read_table(p) for p in args.tables], ignore_index=True)
     table = table.sort_values(["K", "n_train", "method", "seed"], ascending=[True, False, True, True])
@@ -100,6 +118,11 @@ def cmd_claims_text(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("text-hparams", help="AVI/ACP hyperparameters for a text corpus (init scaled to D; for train-cell --best)")
+    p.add_argument("--dataset", required=True, help="corpus .npz (x_train)")
+    p.add_argument("--out", required=True, help="JSON with 'hparams' (read by train-cell --best)")
+    p.set_defaults(func=cmd_text_hparams)
+
     p = sub.add_parser("topics-table", help="Table 5: top words and PMI of the learned topics (NeurIPS titles)")
     p.add_argument("--runs", nargs="+", required=True, help="table5 run directories or metrics.json files")
     p.add_argument("--vocab", required=True, help="corpus vocabulary (results/data/neurips-titles.vocab.txt)")
@@ -128,6 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--perplexity", type=float, default=30.0)
     p.add_argument("--seed", type=int, default=0, help="t-SNE random_state")
     p.add_argument("--neighbors", type=int, default=5, help="k of the k-NN accuracy companion")
+    p.add_argument("--threads", type=int, default=1, help="OpenMP threads of t-SNE (the map depends on it; default 1)")
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf", required=True)
     p.add_argument("--out-csv", required=True)

@@ -19,8 +19,17 @@ import numpy as np
 import pandas as pd
 
 from ..aggregate import paper_numbers
-from ..claims import (INCONCLUSIVE, NO_DATA, NOT_REPRODUCED, REPRODUCED, Claim, Interval, combine, difference_ci,
-                      verdict_above)
+from ..claims import (
+    INCONCLUSIVE,
+    NO_DATA,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Claim,
+    Interval,
+    combine,
+    difference_ci,
+    verdict_above,
+)
 
 PMI_SIMILAR_MARGIN = 0.3
 """Equivalence margin (PMI, natural log) for "ACP and AVI achieve similar average PMI" at

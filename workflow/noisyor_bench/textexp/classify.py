@@ -24,7 +24,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..aggregate import CI_NOTE, format_ci, markdown_table, method_label, method_rank, summarise
+from ..aggregate import (
+    CI_NOTE,
+    format_ci,
+    markdown_table,
+    method_label,
+    method_rank,
+    parse_values,
+    summarise,
+)
 from ..errors import ConfigError, DataError
 from ..io import load_npz
 from .common import load_run_posterior
@@ -73,6 +81,7 @@ def cv_exact_match(features: np.ndarray, y: np.ndarray, folds: int, seed: int,
                    max_iter: int = DEFAULT_MAX_ITER) -> list[float]:
     """EM (percent) on each held-out fold of a shuffled ``folds``-fold split of the documents."""
     from sklearn.model_selection import KFold
+    from threadpoolctl import threadpool_limits
 
     features = np.asarray(features, dtype=np.float64)
     if features.shape[0] != y.shape[0]:
@@ -82,7 +91,7 @@ def cv_exact_match(features: np.ndarray, y: np.ndarray, folds: int, seed: int,
     scores = []
     for train, test in KFold(n_splits=folds, shuffle=True, random_state=seed).split(features):
         clf = make_classifier(max_iter)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), threadpool_limits(limits=1):  # one BLAS thread: same result everywhere
             # A label absent from (or present in) every training document of a fold: the
             # one-vs-rest wrapper predicts it constantly, which is the right thing here.
             warnings.filterwarnings("ignore", message="Label .* is present in all training examples")
@@ -140,7 +149,7 @@ def classification_markdown(table: pd.DataFrame) -> str:
     rows = []
     for r in s.assign(_m=s["method"].map(method_rank)).sort_values(["K", "n_train", "_m"]).to_dict("records"):
         rows.append([r["K"], r["n_train"], method_label(r["method"]), format_ci(r["em_mean"], r["em_ci95"], r["em_n"]),
-                     r["em_values"].replace(";", "; ")])
+                     "; ".join(f"s{seed}: {v:.2f}" for seed, v in parse_values(r["em_values"]).items())])
     folds = int(table["folds"].iloc[0]) if len(table) else 0
     cv_seed = table["cv_seed"].iloc[0] if len(table) else ""
     n_docs = int(table["n_docs"].iloc[0]) if len(table) else 0

@@ -146,7 +146,7 @@ def validate_text(cfg: Mapping[str, Any]) -> None:
         if tsne:
             _unique(tsne["n_train"], f"{where}.tsne.n_train")
             allowed = sorted(int(n) for n in cls.get("n_train", []))
-            extra = sorted(set(int(n) for n in tsne["n_train"]) - set(allowed))
+            extra = sorted({int(n) for n in tsne["n_train"]} - set(allowed))
             if extra:
                 raise ConfigError(
                     f"{where}.tsne.n_train: {extra} not in {where}.classification.n_train {allowed}; the t-SNE "

@@ -21,7 +21,15 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..aggregate import CI_NOTE, format_ci, markdown_table, mean_ci, method_label, method_rank, paper_numbers
+from ..aggregate import (
+    CI_NOTE,
+    format_ci,
+    markdown_table,
+    mean_ci,
+    method_label,
+    method_rank,
+    paper_numbers,
+)
 from ..errors import DataError
 from ..text.pmi import CooccurrenceTable, model_topics, score_topics
 from .common import load_run_posterior
@@ -119,7 +127,7 @@ def _fmt(v: Any, digits: int = 2) -> str:
 
 def _block(g: pd.DataFrame, method: str, n_train: int, best_topics: int) -> str:
     """One Table 5 block: the shown seed's best topics as word columns, PMI in the last row."""
-    means = dict(zip(g.groupby("seed")["mean_pmi"].first().index, g.groupby("seed")["mean_pmi"].first()))
+    means = {int(k): float(v) for k, v in g.groupby("seed")["mean_pmi"].first().items()}
     shown = median_seed(means)
     mean, _, n, ci = mean_ci([v for v in means.values() if not math.isnan(v)])
     top = g[g["seed"] == shown].sort_values("rank").head(best_topics)
@@ -128,6 +136,7 @@ def _block(g: pd.DataFrame, method: str, n_train: int, best_topics: int) -> str:
     header = [f"Topic {i + 1} (z_{int(k)})" for i, k in enumerate(top["topic"])]
     rows = [[c[j] if j < len(c) else "" for c in cols] for j in range(depth)]
     rows.append([f"PMI: {_fmt(v)}" for v in top["pmi"]])
+    rows.append([f"({int(u)}/{int(u + k)} pairs)" for u, k in zip(top["pairs_used"], top["pairs_skipped"])])
     title = (f"### N_train = {n_train}, {method_label(method)} (PMI = {format_ci(mean, ci, n)} over {n} seed(s); "
              f"shown: seed {shown}, PMI = {_fmt(means[shown])})\n\n")
     return title + markdown_table(header, rows)
@@ -160,8 +169,8 @@ def table5_markdown(table: pd.DataFrame, best_topics: int, reference: str = "the
         f"# Table 5: top-{words} words of the best {best_topics} topics on NeurIPS titles (K = {k})\n\n"
         f"Paper: {src['item']}, Section {src['section']}. Topic words: the largest theta_ik of each latent z_k. "
         "PMI of a topic: mean pairwise PMI of its words (5-word windows, natural log, pairs never seen together "
-        "skipped); a model's PMI: mean over its topics. Topics are ranked by PMI; the block shows the seed whose "
-        "mean PMI is the median over seeds (lower median for an even count).\n\n"
+        "skipped; '(u/n pairs)' = pairs with a defined PMI); a model's PMI: mean over its topics. Topics are ranked by "
+        "PMI; the block shows the seed whose mean PMI is the median over seeds (lower median for an even count).\n\n"
         + REFERENCE_NOTE.format(reference=reference) + "\n"
         + "\n".join(blocks)
         + "\n## Summary: mean PMI over topics, ours beside the paper's\n\n"
