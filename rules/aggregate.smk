@@ -98,7 +98,9 @@ rule table4:
         csv=report(R("tables/table4.csv"), caption="../docs/captions/table4.rst", category=REPORT_GENERATIVE),
         md=R("tables/table4.md"),
     params:
-        missing=json_param("not run in this profile (profiles.<profile>.experiments.table4.runs)"),
+        missing=" ".join(
+            f"--missing-reason {shlex.quote(item)}" for item in missing_reasons("table4")
+        ),
     conda:
         CONDA_ENV
     log:
@@ -106,7 +108,7 @@ rule table4:
     benchmark:
         benchmark_path("table4", "table4")
     shell:
-        "noisyor-bench table4 --runs {input} --missing-reason {params.missing}"
+        "noisyor-bench table4 --runs {input} {params.missing}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 

@@ -101,6 +101,13 @@ def experiment_datasets(experiment):
     return [R(f"data/{ds}.npz") for ds in exp["datasets"]] if exp else []
 
 
+def missing_reasons(experiment):
+    """``[METHOD=]TEXT`` items for cells an experiment's table shows without runs."""
+    exp = grid.experiments(config).get(experiment) or {}
+    default = f"not run in this profile (profiles.{config['profile']}.experiments.{experiment}.runs)"
+    return [default] + [f"{m}={why}" for m, why in sorted((exp.get("not_run") or {}).items())]
+
+
 def recovery_dataset(experiment):
     """The one dataset whose true patterns a recovery figure compares against."""
     (dataset,) = grid.experiments(config)[experiment]["datasets"]

@@ -51,6 +51,23 @@ def test_budget_layers_defaults_profile_experiment(cfg):
     assert grid.budget(cfg, cell) == {"max_epochs": 7, "patience": 2, "batch_size": 128}
 
 
+def test_method_budget_overrides_apply_to_that_method_only(cfg):
+    cfg = copy.deepcopy(cfg)
+    cfg["profiles"]["t"]["method_budget"] = {"svi": {"eval_every": 5, "max_epochs": 9}}
+    cfg["profiles"]["t"]["experiments"]["e"]["method_budget"] = {"svi": {"max_epochs": 3}}
+    cfg = validate_config(cfg)
+    avi, _, svi, _ = grid.cells(cfg)
+    assert grid.budget(cfg, svi) == {"max_epochs": 3, "patience": 2, "batch_size": 128, "eval_every": 5}
+    assert grid.budget(cfg, avi) == {"max_epochs": 7, "patience": 2, "batch_size": 128}
+
+
+def test_method_budget_rejects_unknown_methods(cfg):
+    bad = copy.deepcopy(cfg)
+    bad["profiles"]["t"]["method_budget"] = {"vae": {"max_epochs": 3}}
+    with pytest.raises(ConfigError, match="method_budget"):
+        validate_config(bad)
+
+
 def test_only_methods_with_a_search_space_are_searched(cfg):
     avi, _, svi, acp = grid.cells(cfg)
     assert grid.n_draws(cfg, avi) == 4 and grid.n_draws(cfg, acp) == 4

@@ -252,3 +252,27 @@ def test_stream_seeds() -> None:
     assert torch.equal(a, torch.rand(3, generator=stream_generator(4, "x")))
     with pytest.raises(ConfigError, match="seed"):
         stream_seed(-1, "x")
+
+
+def test_min_epoch_steps_makes_whole_passes_until_enough_steps() -> None:
+    # N = 37 in batches of 10: 4 steps per pass; 9 steps need 3 passes (12 steps) per epoch.
+    seen: list[torch.Tensor] = []
+    trainer = _make(FitBudget(max_epochs=2, patience=5, batch_size=10, min_epoch_steps=9), seen=seen)
+    trainer.run()
+    assert trainer.state.step == 2 * 12
+    for p in range(6):  # every pass is a permutation of all points
+        visited = torch.cat(seen[4 * p : 4 * (p + 1)])
+        assert sorted(visited.tolist()) == list(range(N))
+
+
+def test_min_epoch_steps_resume_is_bit_identical(tmp_path: Path) -> None:
+    budget = FitBudget(max_epochs=3, patience=5, batch_size=16, min_epoch_steps=7)
+    ref = _make(budget)
+    ref.run()
+    path = tmp_path / "ckpt.pt"
+    with pytest.raises(_Interrupt):
+        _make(budget, checkpoint=path).run(_interrupt_after(1))
+    resumed = _make(budget, checkpoint=path)
+    resumed.run()
+    assert resumed.state.step == ref.state.step == 3 * 9  # 3 batches per pass: 7 steps take 3 passes
+    assert torch.equal(resumed.module.w, ref.module.w)

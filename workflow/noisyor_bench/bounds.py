@@ -83,7 +83,6 @@ from typing import Any, Callable, Mapping
 import torch
 import torch.nn.functional as F
 
-from .elbo import negative_term
 from .errors import ConfigError
 from .evaluation import nelbo
 from .exact import exact_elbo
@@ -503,6 +502,21 @@ def _scatter_rows(values: torch.Tensor, rows: torch.Tensor, n: int) -> torch.Ten
     return out.index_add(0, rows, values)
 
 
+def inactive_sum(values: torch.Tensor, pos: PositiveEntries, n: int) -> torch.Tensor:
+    """``sum_{i: x_ni=0} values[i]`` per data point, for values (D,) or (D, K): (n,) or (n, K).
+
+    Equals ``(1 - x) @ values``, computed as column sums minus the positive entries' share:
+    O(P * K) rather than O(n * D * K).
+    """
+    return values.sum(0) - _scatter_rows(values[pos.cols], pos.rows, n)
+
+
+def lb_negative_term(model: NoisyOR, pos: PositiveEntries, q: torch.Tensor) -> torch.Tensor:
+    """``-sum_{i: x_i=0} (theta_i0 + theta_i . q)`` per data point (:func:`noisyor_bench.elbo.negative_term`), (n,)."""
+    n = q.shape[0]
+    return -(inactive_sum(model.theta0, pos, n) + (q * inactive_sum(model.theta, pos, n)).sum(-1))
+
+
 def lb_natural_params(
     model: NoisyOR,
     x: torch.Tensor,
@@ -518,7 +532,7 @@ def lb_natural_params(
     """
     if gains is None:
         gains = lb_gains(model.theta[pos.cols], lb_leak(model, pos, leak_floor), r)
-    return torch.logit(model.mu) + _scatter_rows(gains, pos.rows, x.shape[0]) - (1 - x) @ model.theta
+    return torch.logit(model.mu) + _scatter_rows(gains, pos.rows, x.shape[0]) - inactive_sum(model.theta, pos, x.shape[0])
 
 
 def lb_loglik(
@@ -548,7 +562,7 @@ def lb_elbo(
     pos_term = _scatter_rows(per_entry, pos.rows, x.shape[0])
     if kl is None:
         kl = bernoulli_kl(q, model.mu)
-    return pos_term + negative_term(model, x, q) - kl
+    return pos_term + lb_negative_term(model, pos, q) - kl
 
 
 @dataclass
@@ -572,7 +586,7 @@ def lb_q_step(
     """Exact ``q``-step for fixed ``r``: ``(q*, LL-LB(r))`` with ``q* = sigmoid(eta)``."""
     eta = lb_natural_params(model, x, pos, r, leak_floor, gains)
     pos_const = _scatter_rows(f_pos(lb_leak(model, pos, leak_floor)), pos.rows, x.shape[0])
-    ll = pos_const - (1 - x) @ model.theta0 + (torch.log1p(-model.mu) + F.softplus(eta)).sum(-1)
+    ll = pos_const - inactive_sum(model.theta0, pos, x.shape[0]) + (torch.log1p(-model.mu) + F.softplus(eta)).sum(-1)
     return torch.sigmoid(eta), ll
 
 
@@ -649,7 +663,7 @@ def lb_estep(
     return state
 
 
-def row_chunks(x: torch.Tensor, width: int, max_numbers: int = 2**22) -> list[slice]:
+def row_chunks(x: torch.Tensor, width: int, max_numbers: int = 2**18) -> list[slice]:
     """Consecutive row slices of ``x`` holding at most ``max_numbers`` (positive entries x ``width``) each.
 
     Keeps the (P, K) tensors of the lower bound bounded in memory on large data sets; a single

@@ -13,6 +13,14 @@ class FitBudget:
     patience: int = 10
     batch_size: int = 128
     eval_every: int = 1
+    # Minibatch trainers (AVI, ACP): an epoch is as many passes over the training set as it
+    # takes to make at least this many optimiser steps, so that small training sets (N=10-100,
+    # one minibatch) are not stopped after a handful of steps by an epoch budget sized for
+    # thousands of points.  1 = one pass (the usual epoch).
+    min_epoch_steps: int = 1
+
+
+BUDGET_FIELDS = ("max_epochs", "patience", "batch_size", "eval_every", "min_epoch_steps")
 
 
 @dataclass

@@ -65,10 +65,17 @@ def seeds(cfg: Mapping[str, Any]) -> list[int]:
 
 
 def budget(cfg: Mapping[str, Any], cell: Cell) -> dict[str, int]:
-    """Fit budget: defaults < profile ``budget`` < experiment ``budget``."""
+    """Fit budget: defaults < profile ``budget`` < experiment ``budget`` < profile
+    ``method_budget[method]`` < experiment ``method_budget[method]``."""
+    prof, exp = profile(cfg), experiments(cfg)[cell.experiment]
     merged = dict(DEFAULT_BUDGET)
-    merged.update(profile(cfg).get("budget") or {})
-    merged.update(experiments(cfg)[cell.experiment].get("budget") or {})
+    for layer in (
+        prof.get("budget"),
+        exp.get("budget"),
+        (prof.get("method_budget") or {}).get(cell.method),
+        (exp.get("method_budget") or {}).get(cell.method),
+    ):
+        merged.update(layer or {})
     return merged
 
 

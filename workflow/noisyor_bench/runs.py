@@ -52,6 +52,7 @@ from .device import describe, pick_device, set_threads
 from .errors import ConfigError, DataError
 from .evaluation import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, evaluate, match_latents, nelbo, weight_similarity
 from .exact import MAX_EXACT_K
+from .fitting import BUDGET_FIELDS
 from .io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
 from .methods.base import EpochRecord, FitBudget, InferenceMethod
 from .model import NoisyOR
@@ -152,7 +153,7 @@ class RunSpec:
         _check_int("seed", self.seed, minimum=0)
         _check_int("iw_samples", self.iw_samples, minimum=0)
         _check_int("exact_max_k", self.exact_max_k, minimum=0)
-        for name in ("max_epochs", "patience", "batch_size", "eval_every"):
+        for name in BUDGET_FIELDS:
             _check_int(f"budget.{name}", getattr(self.budget, name), minimum=1)
         if self.threads is not None:
             _check_int("threads", self.threads, minimum=1)

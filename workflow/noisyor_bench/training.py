@@ -14,7 +14,8 @@ supplies
 * an optimiser over ``module``'s parameters, a :class:`~noisyor_bench.methods.base.FitBudget`,
   a CPU ``torch.Generator`` for shuffling and any further generators ``loss_fn`` draws from.
 
-Per epoch: one pass over a fresh permutation of ``range(n_train)`` in minibatches; then (every
+Per epoch: one pass (or, with ``budget.min_epoch_steps``, as many as make that many steps) over
+a fresh permutation of ``range(n_train)`` in minibatches; then (every
 ``eval_every`` epochs and at the last epoch) ``val_fn``; the module state with the lowest
 monitored loss is kept; training stops after ``patience`` evaluations without improvement or
 at ``max_epochs``; the best state is restored at the end.
@@ -60,6 +61,7 @@ from torch import nn
 
 from .errors import ConfigError, DataError, UserError
 from .io import atomic_path
+from .fitting import BUDGET_FIELDS
 from .methods.base import EpochRecord, FitBudget
 
 CHECKPOINT_VERSION = 1
@@ -96,7 +98,7 @@ def stream_generator(seed: int, stream: str, device: torch.device | str = "cpu")
 
 def validate_budget(budget: FitBudget) -> None:
     """Reject budgets that cannot describe a run (ConfigError naming the field)."""
-    for name in ("max_epochs", "patience", "batch_size", "eval_every"):
+    for name in BUDGET_FIELDS:
         value = getattr(budget, name)
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"fit budget {name} must be an integer >= 1; got {value!r}")
@@ -175,6 +177,12 @@ class Trainer:
         """``"patience"`` (early stop) or ``"max_epochs"``; empty before the run ends."""
         return self.state.stop_reason
 
+    @property
+    def passes_per_epoch(self) -> int:
+        """Passes over the training set per epoch: enough for ``budget.min_epoch_steps`` steps."""
+        batches = math.ceil(self.n_train / self.budget.batch_size)
+        return max(1, math.ceil(self.budget.min_epoch_steps / batches))
+
     def run(self, progress: ProgressFn | None = None) -> list[EpochRecord]:
         """Train (or resume), restore the best state into ``module`` and return the curve."""
         if self.checkpoint_path is not None and self.checkpoint_path.exists():
@@ -194,11 +202,12 @@ class Trainer:
         start = time.perf_counter()
         epoch = self.state.epoch + 1
         self.module.train()
-        perm = torch.randperm(self.n_train, generator=self.generators["shuffle"])
         total = 0.0
-        for batch_idx in torch.split(perm, self.budget.batch_size):
-            total += self._step(batch_idx, epoch) * len(batch_idx)
-        train = total / self.n_train
+        for _ in range(self.passes_per_epoch):
+            perm = torch.randperm(self.n_train, generator=self.generators["shuffle"])
+            for batch_idx in torch.split(perm, self.budget.batch_size):
+                total += self._step(batch_idx, epoch) * len(batch_idx)
+        train = total / (self.n_train * self.passes_per_epoch)
         self.state.last_train = train
         self._check_parameters(epoch)
         val = None

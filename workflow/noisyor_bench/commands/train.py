@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
 from .. import methods as methods_pkg
 from ..io import read_json
-from ..fitting import FitBudget
+from ..fitting import BUDGET_FIELDS, FitBudget
 
 
 def parse_json_arg(text: str, argument: str) -> Any:
@@ -43,6 +43,7 @@ _INT_FLAGS = {
     "patience": ("--patience", 1),
     "batch_size": ("--batch-size", 1),
     "eval_every": ("--eval-every", 1),
+    "min_epoch_steps": ("--min-epoch-steps", 1),
     "eval_samples": ("--eval-samples", 1),
     "iw_samples": ("--iw-samples", 0),
     "exact_max_k": ("--exact-max-k", 0),
@@ -72,7 +73,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     budget = FitBudget(
         **{
             name: getattr(args, name) if getattr(args, name) is not None else getattr(defaults, name)
-            for name in ("max_epochs", "patience", "batch_size", "eval_every")
+            for name in BUDGET_FIELDS
         }
     )
     spec = RunSpec(
@@ -123,6 +124,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--patience", type=int, help=f"early-stopping patience in evaluations (default {FitBudget.patience})")
     p.add_argument("--batch-size", type=int, help=f"minibatch size (default {FitBudget.batch_size})")
     p.add_argument("--eval-every", type=int, help=f"validate every N epochs (default {FitBudget.eval_every})")
+    p.add_argument("--min-epoch-steps", type=int,
+                   help="AVI/ACP: passes per epoch until this many optimiser steps (default 1 = one pass)")
     p.add_argument("--eval-samples", type=int, default=DEFAULT_N_SAMPLES,
                    help="discrete posterior samples per test point for NELBO and F1/EM (default %(default)s)")
     p.add_argument("--iw-samples", type=int, default=DEFAULT_IW_SAMPLES,

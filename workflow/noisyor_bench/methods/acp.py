@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ..model import NoisyOR
+from ..sparse import ActiveSet, active_matmul, linear_at_active
 from .amortized import AmortizedMethod, acp_logits
 
 
@@ -32,5 +33,12 @@ class ACP(AmortizedMethod):
         """Variational parameters of the conjugate bound (eq. 7/14), ``>= 0``: (N, D)."""
         return F.softplus(self.encoder(x))
 
-    def logits(self, x: torch.Tensor, model: NoisyOR, prior_logits: torch.Tensor) -> torch.Tensor:
-        return acp_logits(x, self.psi(x), model.theta, prior_logits)
+    def logits(
+        self, x: torch.Tensor, model: NoisyOR, prior_logits: torch.Tensor, active: ActiveSet | None = None
+    ) -> torch.Tensor:
+        if active is None or not active.sparse_linear:
+            return acp_logits(x, self.psi(x), model.theta, prior_logits)
+        # Eq. 11 rewritten over the active entries: sum_{x_i=1} (psi_i + 1) theta_ik - sum_i theta_ik
+        # + logit(mu_k); psi is needed (and computed) only where x_i = 1.
+        psi_active = F.softplus(linear_at_active(active, self.hidden(x, active), self.encoder[-1]))
+        return active_matmul(active, model.theta, psi_active + 1.0) - model.theta.sum(0) + prior_logits

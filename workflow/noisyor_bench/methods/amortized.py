@@ -40,6 +40,7 @@ from ..elbo import elbo
 from ..errors import ConfigError, DataError
 from ..generative import GenerativeInit, GenerativeModule, make_generative
 from ..model import NoisyOR
+from ..sparse import ActiveSet, active_linear, wants_sparse
 from ..training import Trainer, stream_generator, validate_budget
 from .base import EpochRecord, FitBudget, InferenceMethod, Mode
 
@@ -241,12 +242,28 @@ class AmortizedMethod(InferenceMethod):
         """Number of encoder outputs (K for AVI, D for ACP)."""
 
     @abstractmethod
-    def logits(self, x: torch.Tensor, model: NoisyOR, prior_logits: torch.Tensor) -> torch.Tensor:
+    def logits(
+        self, x: torch.Tensor, model: NoisyOR, prior_logits: torch.Tensor, active: ActiveSet | None = None
+    ) -> torch.Tensor:
         """Logits of ``q(z_k = 1 | x)``, shape (N, K), from float ``x`` (N, D).
 
         ``model`` / ``prior_logits`` must come from the same ``generative.model()`` call as
         the ELBO so gradients through ``q`` (ACP) reach the generative parameters.
+        ``active``: the active entries of ``x``, for the sparse path (same values).
         """
+
+    def hidden(self, x: torch.Tensor, active: ActiveSet | None = None) -> torch.Tensor:
+        """The encoder's last hidden layer; its first layer reads only the active inputs if given."""
+        layers = list(self.encoder)
+        first = layers[0]
+        h = active_linear(active, first) if active is not None and active.sparse_linear else first(x)
+        for layer in layers[1:-1]:
+            h = layer(h)
+        return h
+
+    def encode(self, x: torch.Tensor, active: ActiveSet | None = None) -> torch.Tensor:
+        """The encoder's output (N, out_dim)."""
+        return self.encoder[-1](self.hidden(x, active))
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -265,13 +282,21 @@ class AmortizedMethod(InferenceMethod):
 
     # ------------------------------------------------------------------ objective
     def batch_nelbo(
-        self, x: torch.Tensor, n_samples: int, temperature: float | None, generator: torch.Generator | None
+        self,
+        x: torch.Tensor,
+        n_samples: int,
+        temperature: float | None,
+        generator: torch.Generator | None,
+        active: ActiveSet | None = None,
     ) -> torch.Tensor:
-        """Per-datapoint NELBO (negative eq. 16) of float ``x`` on ``self.device``: (N,)."""
+        """Per-datapoint NELBO (negative eq. 16) of float ``x`` on ``self.device``: (N,).
+
+        ``active`` (the active entries of ``x``) selects the sparse computation.
+        """
         gen = self.generative_module
         model = gen.model()
-        logits = self.logits(x, model, gen.prior_logits())
-        return -elbo(model, x, logits, n_samples, temperature, generator)
+        logits = self.logits(x, model, gen.prior_logits(), active)
+        return -elbo(model, x, logits, n_samples, temperature, generator, active=active)
 
     @torch.no_grad()
     def nelbo(self, x: Any, n_samples: int = 100, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -283,7 +308,7 @@ class AmortizedMethod(InferenceMethod):
         self.net.eval()
         rows = max(1, min(EVAL_BATCH_SIZE, EVAL_MAX_ELEMENTS // (n_samples * self.D)))
         out = [
-            self.batch_nelbo(chunk.to(self.dtype), n_samples, None, generator).double().cpu()
+            self.batch_nelbo(chunk.to(self.dtype), n_samples, None, generator, _active_or_none(chunk)).double().cpu()
             for chunk in torch.split(xb, rows)
         ]
         return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
@@ -315,10 +340,13 @@ class AmortizedMethod(InferenceMethod):
         if xv.shape[0] == 0:
             raise DataError("x_val is empty: the validation set selects the best epoch")
         sample_gen = stream_generator(self.seed, "elbo-samples", self.device)
+        train_active = _active_or_none(xt)  # computed once; batches take their rows
 
         def loss_fn(batch_idx: torch.Tensor, step: int) -> torch.Tensor:
-            x = xt[batch_idx.to(self.device)].to(self.dtype)
-            return self.batch_nelbo(x, self.hp.n_samples, temperature(step, self.hp), sample_gen)
+            rows = batch_idx.to(self.device)
+            x = xt[rows].to(self.dtype)
+            active = None if train_active is None else train_active.select(rows)
+            return self.batch_nelbo(x, self.hp.n_samples, temperature(step, self.hp), sample_gen, active)
 
         def val_fn() -> float:
             g = stream_generator(self.seed, "validation", self.device)
@@ -369,7 +397,7 @@ class AmortizedMethod(InferenceMethod):
         gen = self.generative_module
         model, prior = gen.model(), gen.prior_logits()
         out = [
-            torch.sigmoid(self.logits(chunk.to(self.dtype), model, prior).double()).cpu()
+            torch.sigmoid(self.logits(chunk.to(self.dtype), model, prior, _active_or_none(chunk)).double()).cpu()
             for chunk in torch.split(xb, EVAL_BATCH_SIZE)
         ]
         return torch.cat(out) if out else torch.zeros((0, self.K), dtype=torch.float64)
@@ -407,6 +435,11 @@ class AmortizedMethod(InferenceMethod):
             )
         self.net.load_state_dict(state["net"])
         self.net.eval()
+
+
+def _active_or_none(x: torch.Tensor) -> ActiveSet | None:
+    """The active entries of ``x`` when it is sparse enough for the sparse path to pay."""
+    return ActiveSet.of(x) if wants_sparse(x) else None
 
 
 def acp_logits(x: torch.Tensor, psi: torch.Tensor, theta: torch.Tensor, prior_logits: torch.Tensor) -> torch.Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..model import NoisyOR
+from ..sparse import ActiveSet
 from .amortized import AmortizedMethod
 
 
@@ -21,5 +22,7 @@ class AVI(AmortizedMethod):
     def encoder_out_dim(self) -> int:
         return self.K
 
-    def logits(self, x: torch.Tensor, model: NoisyOR, prior_logits: torch.Tensor) -> torch.Tensor:
-        return self.encoder(x)
+    def logits(
+        self, x: torch.Tensor, model: NoisyOR, prior_logits: torch.Tensor, active: ActiveSet | None = None
+    ) -> torch.Tensor:
+        return self.encode(x, active)
