@@ -50,3 +50,7 @@ lock: setup
 
 clean:
 	rm -rf results/data results/figures results/tables results/runs results/logs results/benchmarks .snakemake
+
+# Throughput of the project's trainers against a dense reference (issue 7); see benchmarks/README.md.
+bench: setup
+	$(BIN)/python benchmarks/bench.py

@@ -276,3 +276,11 @@ def test_min_epoch_steps_resume_is_bit_identical(tmp_path: Path) -> None:
     resumed.run()
     assert resumed.state.step == ref.state.step == 3 * 9  # 3 batches per pass: 7 steps take 3 passes
     assert torch.equal(resumed.module.w, ref.module.w)
+
+
+def test_budget_from_mapping_names_unknown_keys() -> None:
+    from noisyor_bench.fitting import budget_from_mapping
+
+    assert budget_from_mapping({"max_epochs": 3, "min_epoch_steps": 5}) == FitBudget(max_epochs=3, min_epoch_steps=5)
+    with pytest.raises(ConfigError, match="unknown key.*'max_epoch'.*allowed: max_epochs"):
+        budget_from_mapping({"max_epoch": 3}, "--budget")

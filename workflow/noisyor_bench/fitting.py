@@ -23,6 +23,16 @@ class FitBudget:
 BUDGET_FIELDS = ("max_epochs", "patience", "batch_size", "eval_every", "min_epoch_steps")
 
 
+def budget_from_mapping(values: dict, where: str = "budget") -> FitBudget:
+    """A :class:`FitBudget` from a JSON/YAML mapping; unknown keys raise ConfigError naming them."""
+    from .errors import ConfigError
+
+    unknown = sorted(set(values) - set(BUDGET_FIELDS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(BUDGET_FIELDS)}")
+    return FitBudget(**values)
+
+
 @dataclass
 class EpochRecord:
     """One row of the training curve (``curve.csv``); ``extra`` holds method-specific columns."""

@@ -33,7 +33,7 @@ def _json(text: str, argument: str) -> Any:
 
 
 def _spec(args: argparse.Namespace, hparams: dict[str, Any], seed: int, out_dir: Path, evaluate_test: bool):
-    from ..methods.base import FitBudget
+    from ..fitting import budget_from_mapping
     from ..runs import RunSpec
 
     budget = _json(args.budget, "--budget")
@@ -48,7 +48,7 @@ def _spec(args: argparse.Namespace, hparams: dict[str, Any], seed: int, out_dir:
         seed=seed,
         out_dir=out_dir,
         hparams=hparams,
-        budget=FitBudget(**budget),
+        budget=budget_from_mapping(budget, "--budget"),
         n_samples=int(evaluation.get("samples", 100)),
         iw_samples=int(evaluation.get("iw_samples", 100)) if evaluate_test else 0,
         device=args.device,
@@ -136,7 +136,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", required=True, help="avi, acp, svi, lb-cdi or ub-cdi")
     p.add_argument("--mode", required=True, choices=["inference", "learning"])
     p.add_argument("--n-train", type=int, required=True, help="first N_train rows of the training pool (0: none)")
-    p.add_argument("--budget", default="{}", help="FitBudget fields as JSON (max_epochs, patience, batch_size)")
+    p.add_argument("--budget", default="{}", help="FitBudget fields as JSON (max_epochs, patience, batch_size, eval_every, min_epoch_steps)")
     p.add_argument("--evaluation", default="{}", help='JSON {"samples": 100, "iw_samples": 100}')
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda[:N]")
     p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
