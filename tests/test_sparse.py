@@ -30,10 +30,11 @@ def test_active_set_lists_each_rows_active_columns_in_order():
     active = ActiveSet.of(x)
     assert active.width == int(x.sum(1).max())
     assert active.nnz == int(x.sum())
+    index, mask = active.padded()
     for n in range(x.shape[0]):
         expected = np.flatnonzero(x[n].numpy())
-        got = active.index[n][active.mask[n]].numpy()
-        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(index[n][mask[n]].numpy(), expected)
+        np.testing.assert_array_equal(active.cols[active.rows == n].numpy(), expected)
     assert active.density() == pytest.approx(float(x.mean()))
 
 
@@ -43,8 +44,22 @@ def test_select_trims_to_the_rows_largest_count():
     sub = ActiveSet.of(x).select(rows)
     assert sub.width == int(x[rows].sum(1).max())
     ref = ActiveSet.of(x[rows])
-    np.testing.assert_array_equal(sub.index[sub.mask].numpy(), ref.index[ref.mask].numpy())
-    np.testing.assert_array_equal(sub.mask.sum(1).numpy(), ref.mask.sum(1).numpy())
+    np.testing.assert_array_equal(sub.cols.numpy(), ref.cols.numpy())
+    np.testing.assert_array_equal(sub.rows.numpy(), ref.rows.numpy())
+    np.testing.assert_array_equal(sub.counts.numpy(), x[rows].sum(1).numpy())
+    np.testing.assert_array_equal(ActiveSet.of(x).select(slice(2, 5)).cols.numpy(), ActiveSet.of(x[2:5]).cols.numpy())
+
+
+@pytest.mark.parametrize("copies", [1, 3])
+def test_replicated_pattern_and_its_transpose_are_the_stacked_matrix(copies):
+    x, _, _ = _data()
+    p = ActiveSet.of(x).replicated(copies)
+    values = torch.arange(1, p.nnz + 1, dtype=DTYPE)
+    stacked = x.repeat(copies, 1)
+    dense = p.matrix(values).to_dense()
+    torch.testing.assert_close(dense != 0, stacked != 0)
+    torch.testing.assert_close(p.matrix_t(values).to_dense(), dense.t())
+    np.testing.assert_array_equal(p.row.numpy(), np.nonzero(stacked.numpy())[0])
 
 
 def _dense_positive(model: NoisyOR, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
@@ -90,7 +105,7 @@ def test_active_matmul_with_weights_matches_dense_product():
     active = ActiveSet.of(x)
     mat = model.theta.clone().requires_grad_(True)
     w_full = torch.rand(x.shape, generator=g, dtype=DTYPE).requires_grad_(True)
-    w_active = torch.gather(w_full, 1, active.index)  # the weights at the active slots
+    w_active = w_full[x > 0]  # the weights at the active entries, row-major
     out = active_matmul(active, mat, w_active)
     ref = (x * w_full) @ mat
     torch.testing.assert_close(out, ref)
@@ -111,7 +126,25 @@ def test_active_linear_layers_match_dense_linear():
     active = ActiveSet.of(x)
     at_active = linear_at_active(active, h, last)
     full = last(h)
-    torch.testing.assert_close(at_active[active.mask], torch.gather(full, 1, active.index)[active.mask])
+    torch.testing.assert_close(at_active, full[x > 0])
+    up = torch.randn(at_active.shape, generator=g, dtype=DTYPE)
+    params = (h.requires_grad_(True), last.weight, last.bias)
+    g_sparse = torch.autograd.grad((linear_at_active(active, h, last) * up).sum(), params)
+    g_dense = torch.autograd.grad((last(h)[x > 0] * up).sum(), params)
+    for a, b in zip(g_sparse, g_dense):
+        torch.testing.assert_close(a, b)
+
+
+def test_primitives_pass_gradcheck():
+    from noisyor_bench.sparse import sddmm, spmm
+
+    x, _, g = _data(n=5, d=6, k=3, density=0.5)
+    p = ActiveSet.of(x).pattern
+    values = torch.rand(p.nnz, generator=g, dtype=DTYPE).requires_grad_(True)
+    b = torch.rand((6, 3), generator=g, dtype=DTYPE).requires_grad_(True)
+    a = torch.rand((5, 3), generator=g, dtype=DTYPE).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda v, m: spmm(p, v, m), (values, b))
+    assert torch.autograd.gradcheck(lambda l, r: sddmm(p, l, r), (a, b))
 
 
 @pytest.fixture(params=[True, False], ids=["sparse-linear", "dense-linear"])

@@ -172,7 +172,12 @@ def _as_binary(x: Any, d: int, name: str, device: torch.device) -> torch.Tensor:
     x = torch.as_tensor(x)
     if x.ndim != 2 or x.shape[1] != d:
         raise DataError(f"{name} must have shape (N, {d}); got {tuple(x.shape)}")
-    if not bool(((x == 0) | (x == 1)).all()):
+    # uint8/bool (how datasets are stored): one max instead of two comparisons over N x D.
+    if x.dtype in (torch.uint8, torch.bool):
+        binary = x.numel() == 0 or int(x.max()) <= 1
+    else:
+        binary = bool(((x == 0) | (x == 1)).all())
+    if not binary:
         raise DataError(f"{name} must contain only 0/1 values (binary observations)")
     return x.to(device=device, dtype=torch.uint8)
 
@@ -315,12 +320,16 @@ class AmortizedMethod(InferenceMethod):
 
     # ------------------------------------------------------------------ fit
     def make_optimizer(self) -> torch.optim.Adam:
-        """Adam with ``betas=(beta1, 0.999)``; generative parameters at ``gen_lr`` (default ``lr``)."""
+        """Adam with ``betas=(beta1, 0.999)``; generative parameters at ``gen_lr`` (default ``lr``).
+
+        ``fused=True``: PyTorch picks its multi-tensor kernels only on CUDA by default; on the
+        CPU the per-tensor loop cost about 1 ms per step, a third of a NeurIPS-titles step.
+        """
         groups: list[dict[str, Any]] = [{"params": list(self.encoder.parameters()), "lr": self.hp.lr}]
         gen_params = list(self.generative_module.parameters())
         if gen_params:
             groups.append({"params": gen_params, "lr": self.hp.gen_lr if self.hp.gen_lr is not None else self.hp.lr})
-        return torch.optim.Adam(groups, lr=self.hp.lr, betas=(self.hp.beta1, 0.999))
+        return torch.optim.Adam(groups, lr=self.hp.lr, betas=(self.hp.beta1, 0.999), fused=True)
 
     def fit(
         self,
