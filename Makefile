@@ -1,6 +1,9 @@
 # Two commands do all the set-up on a fresh machine:
-#   make reproduce   create .venv, install the pinned dependencies, run the quick profile
+#   make reproduce   create .venv, install the pinned dependencies, run the quick profile, build the report
 #   make test        same set-up, then the test suite, snakemake --lint and dry runs
+# Variables: PROFILE (experiment grid: smoke|quick|paper), SMK_PROFILE (how jobs run: the
+# Snakemake profile profiles/<name>: default = local, gpu, slurm), CORES (overrides the
+# Snakemake profile's cores).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -8,12 +11,14 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
-CORES ?= 2
+CORES ?=
 PROFILE ?= quick
+SMK_PROFILE ?= default
+REPORT ?= results/report.zip
 # Raw-data mirror: $NOISYOR_RAW_DATA if set, else ../shared/data when present, else download.
 NOISYOR_RAW_DATA ?= $(if $(wildcard ../shared/data/README.md),$(abspath ../shared/data),)
 export NOISYOR_RAW_DATA
-SNAKEMAKE := $(BIN)/snakemake --cores $(CORES)
+SNAKEMAKE := $(BIN)/snakemake --workflow-profile profiles/$(SMK_PROFILE) $(if $(CORES),--cores $(CORES))
 
 .PHONY: setup reproduce test lint dryrun report bench lock clean
 
@@ -28,8 +33,16 @@ setup: $(VENV)/.installed
 
 reproduce: setup
 	@start=$$(date +%s); \
-	$(SNAKEMAKE) --config profile=$(PROFILE) --printshellcmds; \
+	$(SNAKEMAKE) --config profile=$(PROFILE); \
 	echo "reproduce ($(PROFILE) profile): total wall time $$(( $$(date +%s) - start )) s"
+	$(MAKE) --no-print-directory report
+
+# Snakemake's self-contained report of the last run: every table and figure with its caption,
+# grouped by paper section, the claims and the runtime per rule. A zip (one folder of files and
+# report.html), not a single .html: the figures would make one HTML file slow to open.
+report: setup
+	$(SNAKEMAKE) --config profile=$(PROFILE) --report $(REPORT)
+	@echo "report: $(REPORT) (unzip it and open report/report.html)"
 
 test: setup lint dryrun
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
@@ -49,7 +62,7 @@ lock: setup
 	} > envs/requirements.txt
 
 clean:
-	rm -rf results/data results/figures results/tables results/runs results/logs results/benchmarks .snakemake
+	rm -rf results/data results/figures results/tables results/runs results/logs results/benchmarks $(REPORT) .snakemake
 
 # Throughput of the project's trainers against a dense reference (issue 7); see benchmarks/README.md.
 bench: setup

@@ -9,6 +9,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+report: "docs/captions/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/rawdata.smk"
 include: "rules/datasets.smk"
@@ -16,6 +19,7 @@ include: "rules/text.smk"
 include: "rules/training.smk"
 include: "rules/aggregate.smk"
 include: "rules/text_experiments.smk"
+include: "rules/report.smk"
 
 
 wildcard_constraints:
@@ -28,4 +32,5 @@ wildcard_constraints:
 rule all:
     input:
         all_targets(),
+        runtime_targets(),
     default_target: True

@@ -1,15 +1,12 @@
 # Stage: tables, figures and claim verdicts of the synthetic experiments (paper Sections
 # 4.2-4.4, Figs. 3-5, Table 4, supplement Figs. 1-2), from the run directories.
-REPORT_INFERENCE = "4.2 Inference (SYN-PATTERN, ground truth fixed)"
-REPORT_RECOVERY = "4.3 Parameter estimation"
-REPORT_GENERATIVE = "4.4 Generative modeling (SYN-RANDOM)"
 
 
 rule table_fig3a:
     input:
         experiment_files("fig3a"),
     output:
-        csv=report(R("tables/fig3a.csv"), caption="../docs/captions/fig3a.rst", category=REPORT_INFERENCE),
+        csv=paper_report(R("tables/fig3a.csv"), "fig3a", REPORT_INFERENCE, "Fig. 3a: NELBO, F1, exact match (table)"),
         md=R("tables/fig3a.md"),
     conda:
         CONDA_ENV
@@ -25,7 +22,7 @@ rule figure_fig3b:
     input:
         experiment_files("fig3a", ("metrics.json", "curve.csv"), methods=("ub-cdi",)),
     output:
-        png=report(R("figures/fig3b.png"), caption="../docs/captions/fig3b.rst", category=REPORT_INFERENCE),
+        png=paper_report(R("figures/fig3b.png"), "fig3b", REPORT_INFERENCE, "Fig. 3b: UB-CDI learning curve"),
         pdf=R("figures/fig3b.pdf"),
         csv=R("tables/fig3b.csv"),
         md=R("tables/fig3b.md"),
@@ -47,14 +44,16 @@ rule figure_patterns:
         runs=lambda w: experiment_files(w.experiment, ("metrics.json", "posterior_test.npz")),
         dataset=lambda w: R(f"data/{recovery_dataset(w.experiment)}.npz"),
     output:
-        png=report(
-            R("figures/{experiment}_patterns.png"),
-            caption="../docs/captions/patterns_learned.rst",
-            category=REPORT_RECOVERY,
-            labels={"figure": "{experiment}"},
+        png=paper_report(
+            R("figures/{experiment}_patterns.png"), "patterns_learned", REPORT_RECOVERY, recovery_artifact
         ),
         pdf=R("figures/{experiment}_patterns.pdf"),
-        csv=R("tables/{experiment}_recovery.csv"),
+        csv=paper_report(
+            R("tables/{experiment}_recovery.csv"),
+            "recovery",
+            REPORT_RECOVERY,
+            lambda w: recovery_artifact(w) + " (patterns recovered, table)",
+        ),
         md=R("tables/{experiment}_recovery.md"),
     wildcard_constraints:
         experiment="fig4|suppfig2",
@@ -76,9 +75,9 @@ rule figure_fig5:
         runs=experiment_files("fig5"),
         datasets=experiment_datasets("fig5"),
     output:
-        png=report(R("figures/fig5.png"), caption="../docs/captions/fig5.rst", category=REPORT_GENERATIVE),
+        png=paper_report(R("figures/fig5.png"), "fig5", REPORT_GENERATIVE, "Fig. 5: NELBO vs N_train, SYN-RANDOM 1-6"),
         pdf=R("figures/fig5.pdf"),
-        csv=R("tables/fig5.csv"),
+        csv=paper_report(R("tables/fig5.csv"), "fig5", REPORT_GENERATIVE, "Fig. 5 (numbers, table)"),
         md=R("tables/fig5.md"),
     conda:
         CONDA_ENV
@@ -95,7 +94,7 @@ rule table4:
     input:
         experiment_files("table4"),
     output:
-        csv=report(R("tables/table4.csv"), caption="../docs/captions/table4.rst", category=REPORT_GENERATIVE),
+        csv=paper_report(R("tables/table4.csv"), "table4", REPORT_GENERATIVE, "Table 4: NELBO, SYN-RANDOM D=500 K=100"),
         md=R("tables/table4.md"),
     params:
         missing=" ".join(
@@ -132,7 +131,7 @@ rule claims:
     input:
         claim_tables(),
     output:
-        csv=report(R("tables/claims.csv"), caption="../docs/captions/claims.rst", category="Claims"),
+        csv=paper_report(R("tables/claims.csv"), "claims", REPORT_CLAIMS, "Verdict per paper claim (table)"),
         md=R("tables/claims.md"),
     conda:
         CONDA_ENV

@@ -38,6 +38,46 @@ RAW_ARG = f"--raw-data-dir {shlex.quote(str(RAW_DATA_DIR))}" if RAW_DATA_DIR els
 CACHE_DIR = R("raw")
 
 
+# Report (`snakemake --report`, rules/report.smk): one category per paper section (the report
+# sorts categories by name), each result labelled with the paper artifact it regenerates and
+# captioned from docs/captions/<name>.rst (paths relative to rules/).
+REPORT_DATASETS = "4.1 Datasets (Tables 2-3, Fig. 2)"
+REPORT_INFERENCE = "4.2 Inference (Fig. 3)"
+REPORT_RECOVERY = "4.3 Parameter estimation (Fig. 4, supp. Figs. 1-2)"
+REPORT_GENERATIVE = "4.4 Generative modeling (Fig. 5, Table 4)"
+REPORT_TEXT = "4.5 Topic models / supplement 5.1"
+REPORT_CLAIMS = "Claims"
+REPORT_RUNTIME = "Runtime"
+
+
+def paper_report(path, caption, category, artifact, subcategory=None):
+    """``report()`` of a result: caption docs/captions/<caption>.rst, label = the paper artifact.
+
+    ``artifact`` is a string (may name wildcards) or a function of the wildcards; it must be
+    unique within its category, since the report lists a category's results by label.
+    """
+    labels = (lambda w: {"artifact": artifact(w)}) if callable(artifact) else {"artifact": artifact}
+    return report(
+        path,
+        caption=f"../docs/captions/{caption}.rst",
+        category=category,
+        subcategory=subcategory,
+        labels=labels,
+    )
+
+
+def recovery_artifact(wildcards):
+    """Report label of a parameter-recovery result: which paper figure(s) it regenerates."""
+    if wildcards.experiment == "fig4":
+        return "Fig. 4 + supp. Fig. 1: learned patterns, SYN-PATTERN"
+    return "Supp. Fig. 2: learned patterns, MULTI-MNIST"
+
+
+def runtime_targets():
+    """Outputs of runtime_table (rules/report.smk), which rule all builds after every other artifact."""
+    return [R("tables/runtime.csv"), R("tables/runtime.md"), R("tables/runtime_jobs.csv"), R("figures/runtime.png")]
+
+
 def json_param(obj):
     """A config value as a shell-quoted compact JSON argument (deterministic: sorted keys)."""
     return shlex.quote(json.dumps(obj, sort_keys=True, separators=(",", ":")))
@@ -158,13 +198,8 @@ def dataset_raw_inputs(wildcards):
 
 # ---------------------------------------------------------------------------------------
 # Real-corpus experiments (rules/text_experiments.smk): the profile's `text` grid
-# (noisyor_bench.textexp.grid), validated here like the synthetic grid.
+# (noisyor_bench.textexp.grid), validated with the rest of the config by validate_config above.
 from noisyor_bench.textexp import grid as textgrid
-
-try:
-    textgrid.validate_text(config)
-except ConfigError as err:
-    raise WorkflowError(str(err)) from None
 
 TEXT = textgrid.text_section(config)
 TEXT_SEEDS = textgrid.seeds(config)

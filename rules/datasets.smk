@@ -29,11 +29,8 @@ rule plot_patterns:
         npz=R("data/{name}.npz"),
         meta=R("data/{name}.json"),
     output:
-        png=report(
-            R("figures/patterns_{name}.png"),
-            caption="../docs/captions/patterns.rst",
-            category="4.1 Synthetic datasets",
-            labels={"dataset": "{name}", "figure": "Fig. 2 (generating patterns)"},
+        png=paper_report(
+            R("figures/patterns_{name}.png"), "patterns", REPORT_DATASETS, "Fig. 2: generating patterns, {name}"
         ),
         pdf=R("figures/patterns_{name}.pdf"),
     conda:
@@ -50,11 +47,8 @@ rule dataset_table:
     input:
         expand(R("data/{name}.npz"), name=PROFILE["datasets"]),
     output:
-        csv=report(
-            R("tables/datasets.csv"),
-            caption="../docs/captions/datasets_table.rst",
-            category="4.1 Synthetic datasets",
-            labels={"table": "Tables 2-3 (dataset parameters and sparsity)"},
+        csv=paper_report(
+            R("tables/datasets.csv"), "datasets_table", REPORT_DATASETS, "Tables 2-3: dataset parameters, sparsity"
         ),
         md=R("tables/datasets.md"),
     conda:

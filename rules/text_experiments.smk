@@ -2,8 +2,9 @@
 # and supplement Section 5.1 (Fig. 3 Reuters classification, Figs. 4-6 t-SNE). The grid is
 # profiles.<p>.text (noisyor_bench.textexp.grid); one train job per (experiment, corpus, method,
 # N_train) cell runs all seeds (noisyor-bench train-cell --latents K, learning mode).
-REPORT_TOPICS = "4.5 Topic models"
-REPORT_CLASSIFICATION = "Supplement 5.1 Document classification"
+REPORT_TOPICS = "Table 5: topics (NeurIPS titles)"  # subcategories of REPORT_TEXT
+REPORT_CLASSIFICATION = "Supplement 5.1: Reuters classification"
+REPORT_TSNE = "Supplement 5.1: t-SNE"
 
 
 # The generic synthetic train_cell rule's output pattern also matches text run directories; its
@@ -68,7 +69,7 @@ rule table5:
         vocab=R("data/neurips-titles.vocab.txt"),
         cooccurrence=R("pmi/cooccurrence.npz"),
     output:
-        csv=report(R("tables/table5.csv"), caption="../docs/captions/table5.rst", category=REPORT_TOPICS),
+        csv=paper_report(R("tables/table5.csv"), "table5", REPORT_TEXT, "Table 5: top words and PMI", REPORT_TOPICS),
         md=R("tables/table5.md"),
     params:
         runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
@@ -91,10 +92,20 @@ rule classification:
         runs=text_cell_files(classification_cells(), ("metrics.json", "posterior_test.npz")),
         dataset=R("data/reuters.npz"),
     output:
-        csv=R("tables/classification.csv"),
+        csv=paper_report(
+            R("tables/classification.csv"),
+            "classification",
+            REPORT_TEXT,
+            "Supp. Fig. 3 (numbers, table)",
+            REPORT_CLASSIFICATION,
+        ),
         md=R("tables/classification.md"),
-        png=report(
-            R("figures/classification.png"), caption="../docs/captions/classification.rst", category=REPORT_CLASSIFICATION
+        png=paper_report(
+            R("figures/classification.png"),
+            "classification",
+            REPORT_TEXT,
+            "Supp. Fig. 3: exact match vs N_train",
+            REPORT_CLASSIFICATION,
         ),
         pdf=R("figures/classification.pdf"),
     params:
@@ -118,11 +129,8 @@ rule tsne:
         runs=lambda w: tsne_files(w.K),
         dataset=R("data/reuters.npz"),
     output:
-        png=report(
-            R("figures/tsne_K{K}.png"),
-            caption="../docs/captions/tsne.rst",
-            category=REPORT_CLASSIFICATION,
-            labels={"figure": "t-SNE, K = {K}"},
+        png=paper_report(
+            R("figures/tsne_K{K}.png"), "tsne", REPORT_TEXT, "Supp. Figs. 4-6: t-SNE, K = {K}", REPORT_TSNE
         ),
         pdf=R("figures/tsne_K{K}.pdf"),
         csv=R("tables/tsne_K{K}.csv"),
@@ -149,7 +157,9 @@ rule tsne_table:
     input:
         tsne_tables(),
     output:
-        csv=R("tables/tsne.csv"),
+        csv=paper_report(
+            R("tables/tsne.csv"), "tsne_table", REPORT_TEXT, "Supp. Figs. 4-6: 5-NN accuracy (table)", REPORT_TSNE
+        ),
         md=R("tables/tsne.md"),
     conda:
         CONDA_ENV

@@ -78,6 +78,15 @@ def test_cli_reports_user_errors_without_traceback(capsys, tmp_path, repo):
         (lambda c: c["profiles"]["quick"]["budget"].update(max_epochs="ten"), "profiles.quick.budget.max_epochs"),
         (lambda c: c["profiles"]["quick"]["budget"].update(epochs=3), "'epochs' was unexpected"),
         (lambda c: c["search_spaces"]["avi"].update(lr={"gaussian": [0, 1]}), "search_spaces.avi.lr"),
+        # the real-corpus grid is checked by the same validation (CLI and Snakefile alike)
+        (
+            lambda c: c["profiles"]["quick"]["text"]["tsne"].update(n_train=[4543, 777]),
+            "profiles.quick.text.tsne.n_train: [777] not in profiles.quick.text.classification.n_train",
+        ),
+        (
+            lambda c: c["profiles"]["quick"]["text"]["topics"].update(best_topics=99),
+            "profiles.quick.text.topics.best_topics = 99 exceeds",
+        ),
     ],
 )
 def test_invalid_grid_fails_before_any_job(cfg, mutate, message):
@@ -86,3 +95,39 @@ def test_invalid_grid_fails_before_any_job(cfg, mutate, message):
     with pytest.raises(ConfigError) as err:
         validate_config(bad)
     assert message in str(err.value)
+
+
+METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi']"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "key", "allowed"),
+    [
+        (lambda c: c.update(bogus=1), "'bogus' was unexpected",
+         "allowed keys: corpora, datasets, pmi, profile, profiles, raw_data_dir, results_dir, search_spaces"),
+        (lambda c: c["profiles"]["quick"]["budget"].update(epochs=3), "profiles.quick.budget: ",
+         "allowed keys: batch_size, eval_every, max_epochs, min_epoch_steps, patience"),
+        (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(colour=1), "profiles.quick.experiments.fig3a: ",
+         "allowed keys: budget, dataset_runs, datasets, method_budget, mode, not_run, runs, search"),
+        (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
+         "profiles.quick.experiments.fig3a.runs: unknown method 'vae'", f"allowed values: {METHODS}"),
+        (lambda c: c["profiles"]["quick"].setdefault("method_budget", {}).update(vae={"max_epochs": 3}),
+         "profiles.quick.method_budget: 'vae'", f"allowed values: {METHODS}"),
+        (lambda c: c["search_spaces"].update(vae={}), "search_spaces: unknown method(s) 'vae'", f"allowed values: {METHODS}"),
+        (lambda c: c.update(profile="fast"), "profile: 'fast'", "allowed values: ['paper', 'quick', 'smoke']"),
+        (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(mode="learn"),
+         "profiles.quick.experiments.fig3a.mode: 'learn'", "allowed values: ['inference', 'learning']"),
+        (lambda c: c["datasets"]["syn-random-1"].update(D="fifty"), "datasets.syn-random-1.D: 'fifty'",
+         "is not of type 'integer'"),
+        (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(avi=[5000]),
+         "profiles.quick.experiments.fig3a.runs.avi: N_train = 5000",
+         "exceeds the training pool of syn-pattern (1000 rows, datasets.syn-pattern.n_train_pool)"),
+    ],
+)
+def test_invalid_config_names_the_key_and_the_allowed_values(cfg, mutate, key, allowed):
+    """Issue 6: the message names the offending key *and* what would have been accepted."""
+    bad = copy.deepcopy(cfg)
+    mutate(bad)
+    with pytest.raises(ConfigError) as err:
+        validate_config(bad)
+    assert key in str(err.value) and allowed in str(err.value)

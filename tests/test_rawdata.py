@@ -201,6 +201,7 @@ def test_mirror_mode_missing_file(tmp_path: Path, fake_entries) -> None:
         fetch("t-gz", tmp_path, tmp_path / "cache")
     msg = str(err.value)
     assert "'t-gz'" in msg and str((tmp_path / "sub/file.gz").resolve()) in msg
+    assert f"expected sha256 {_sha(GZ_PINNED)}" in msg
     assert "raw_data_dir" in msg and "NOISYOR_RAW_DATA" in msg and "internet" in msg
 
 

@@ -34,7 +34,8 @@ from noisyor_bench.runs import (
     run_dir,
 )
 
-TIMING_KEYS = {"train_seconds", "val_seconds", "posterior_seconds", "eval_seconds"}
+# provenance: start/end time, and the sha256 of curve.csv (whose `seconds` column is a timing)
+TIMING_KEYS = {"train_seconds", "val_seconds", "posterior_seconds", "eval_seconds", "provenance"}
 DOCUMENTED_KEYS = {
     "nelbo", "f1", "em", "exact_nll", "exact_elbo", "exact_nelbo", "exact_gap", "iw_nll",
     "train_seconds", "eval_seconds", "epochs", "hparams", "dataset", "experiment", "method", "mode",
@@ -403,3 +404,42 @@ def test_real_avi_resume_matches_uninterrupted(dataset: Path, tmp_path: Path, mo
     assert resumed["resumed"] is True and whole["resumed"] is False
     drop = TIMING_KEYS | {"resumed"}
     assert {k: v for k, v in resumed.items() if k not in drop} == {k: v for k, v in whole.items() if k not in drop}
+
+
+@pytest.mark.parametrize(
+    ("method", "mode", "hparams"),
+    [
+        ("svi", "learning", {"posterior_steps": 20}),
+        ("lb-cdi", "learning", {}),
+        ("ub-cdi", "inference", {"max_rounds": 6, "tol": 0.0}),
+    ],
+)
+def test_real_classical_resume_matches_uninterrupted(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, mode: str, hparams: dict[str, Any]
+) -> None:
+    """The classical methods checkpoint too (methods/fitloop.py): killed after epoch 2, rerun, same numbers."""
+    import noisyor_bench.runs as runs
+
+    kw = dict(method=method, mode=mode, n_train=60, seed=0, hparams=hparams,
+              budget=FitBudget(max_epochs=4, batch_size=32, patience=100))
+    whole = execute_run(make_spec(dataset, tmp_path / "whole", **kw))
+    original = runs._Progress.__call__
+
+    def crash_after_two(self: Any, record: EpochRecord) -> None:
+        original(self, record)
+        if record.epoch == 2:
+            raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(runs._Progress, "__call__", crash_after_two)
+    out = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(make_spec(dataset, out, **kw))
+    assert (partial_dir(out) / "checkpoint.pt").exists()
+    monkeypatch.setattr(runs._Progress, "__call__", original)
+    execute_run(make_spec(dataset, out, **kw))
+    m_resumed, m_whole = read_json(out / METRICS_FILE), read_json(whole / METRICS_FILE)
+    assert m_resumed["resumed"] is True and m_whole["resumed"] is False
+    assert m_whole["stop_reason"] in ("max_epochs", "converged")
+    drop = TIMING_KEYS | {"resumed"}
+    assert {k: v for k, v in m_resumed.items() if k not in drop} == {k: v for k, v in m_whole.items() if k not in drop}
+    assert (out / POSTERIOR_FILE).read_bytes() == (whole / POSTERIOR_FILE).read_bytes()

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from noisyor_bench.errors import ConfigError, UserError
+from noisyor_bench.errors import ConfigError, DataError, UserError
 from noisyor_bench.methods.base import EpochRecord, FitBudget
 from noisyor_bench.training import (
     NonFiniteLossError,
@@ -284,3 +284,13 @@ def test_budget_from_mapping_names_unknown_keys() -> None:
     assert budget_from_mapping({"max_epochs": 3, "min_epoch_steps": 5}) == FitBudget(max_epochs=3, min_epoch_steps=5)
     with pytest.raises(ConfigError, match="unknown key.*'max_epoch'.*allowed: max_epochs"):
         budget_from_mapping({"max_epoch": 3}, "--budget")
+
+
+def test_corrupt_or_foreign_checkpoint_is_a_data_error(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt.pt"
+    ckpt.write_bytes(b"PK\x03\x04 truncated zip")
+    with pytest.raises(DataError, match=r"cannot read training checkpoint .*ckpt.pt \(\w+\): it is corrupt.*--no-resume"):
+        _make(FitBudget(max_epochs=2), checkpoint=ckpt).run()
+    torch.save({"version": 999}, ckpt)
+    with pytest.raises(DataError, match="has version 999, expected 1"):
+        _make(FitBudget(max_epochs=2), checkpoint=ckpt).run()

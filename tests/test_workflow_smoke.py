@@ -11,8 +11,10 @@ import csv
 import json
 import math
 import os
+import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,104 @@ def test_a_finished_dag_has_nothing_left_to_do(smoke_results):
     proc = snakemake(REPO, smoke_results, MIRROR, "--dry-run", "--quiet", "rules")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_runtime_table_counts_every_job(smoke_results):
+    """The report's runtime section reads one benchmark file per job, training included."""
+    from conftest import REPO
+
+    from noisyor_bench import grid
+    from noisyor_bench.config import load_config
+
+    cfg = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})
+    with open(smoke_results / "tables" / "runtime.csv", newline="") as fh:
+        rules = {r["rule"]: r for r in csv.DictReader(fh)}
+    assert int(rules["train_cell"]["jobs"]) == len(grid.cells(cfg))
+    assert float(rules["train_cell"]["total_s"]) > 0
+    assert {"make_dataset", "search", "train_text_cell", "claims"} <= set(rules)
+    assert "slowest jobs" in (smoke_results / "tables" / "runtime.md").read_text()
+
+
+def test_report_builds_with_every_paper_artifact(smoke_results):
+    """`snakemake --report` (make report) on the smoke results: a zip with results and captions."""
+    from conftest import MIRROR, REPO
+
+    from noisyor_bench.config import load_config
+
+    report = smoke_results / "report.zip"
+    proc = snakemake(REPO, smoke_results, MIRROR, "--report", str(report))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with zipfile.ZipFile(report) as zf:
+        names = zf.namelist()
+        html = zf.read("report/report.html").decode()
+    for artifact in ("claims.csv", "fig3a.csv", "fig3b.png", "fig5.png", "table4.csv", "datasets.csv",
+                     "fig4_patterns.png", "suppfig2_patterns.png", "table5.csv", "classification.png",
+                     "tsne.csv", "runtime.csv", "runtime.png"):
+        assert any(n.endswith("/" + artifact) for n in names), artifact
+    for category in ("4.1 Datasets", "4.2 Inference", "4.3 Parameter estimation", "4.4 Generative modeling",
+                     "4.5 Topic models / supplement 5.1", "Claims", "Runtime"):
+        assert category in html, category
+    # captions name the paper artifact; their Jinja is rendered with each job's wildcards and params
+    folds = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})["profiles"]["smoke"]["text"]["classification"]["folds"]
+    for caption in ("Paper Fig. 3b", "Paper Tables 2 and 3", "Supplement Fig. 2 (Section 4.3", "Paper claims",
+                    f"by {folds}-fold cross-validation"):
+        assert caption in html, caption
+    assert "snakemake.wildcards" not in html and "snakemake.params" not in html
+
+
+def planned_jobs(dry_run_output: str) -> set[tuple[str, str]]:
+    """(rule, wildcards) of every job a non-quiet dry run lists."""
+    jobs, current = set(), None
+    for line in dry_run_output.splitlines():
+        head = re.match(r"^(?:local)?rule (\S+):$", line)
+        if head:
+            if current:
+                jobs.add(tuple(current))
+            current = [head.group(1), ""]
+        elif current and (wc := re.match(r"^\s+wildcards: (.*)$", line)):
+            current[1] = ",".join(sorted(wc.group(1).split(", ")))
+    if current:
+        jobs.add(tuple(current))
+    return jobs
+
+
+def _cell_wildcards(cell) -> str:
+    return ",".join(sorted([f"experiment={cell.experiment}", f"dataset={cell.dataset}",
+                            f"method={cell.method}", f"n={cell.n_train}"]))
+
+
+@pytest.mark.parametrize("overlay, experiment, downstream", [
+    # a fit budget: the experiment's searches and trainings, then its figure
+    ({"experiments": {"fig5": {"budget": {"max_epochs": 3}}}}, "fig5", [("figure_fig5", "")]),
+    # the number of search draws: the searches, and the trainings that read their best.json
+    ({"experiments": {"fig4": {"search": {"draws": 3}}}}, "fig4", [("figure_patterns", "experiment=fig4")]),
+])
+def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(smoke_results, tmp_path, overlay, experiment, downstream):
+    """Rule params are plain deterministic values, so Snakemake's params trigger is exact:
+    changing one experiment's setting plans its search/train jobs and what aggregates them,
+    and no job of any other experiment."""
+    import yaml
+    from conftest import MIRROR, REPO
+
+    from noisyor_bench import grid
+    from noisyor_bench.config import load_config
+    from snakemake.utils import update_config
+
+    (tmp_path / "overlay.yaml").write_text(yaml.safe_dump({"profiles": {"smoke": overlay}}))
+    proc = snakemake(REPO, smoke_results, MIRROR, "--dry-run", "--configfile", str(tmp_path / "overlay.yaml"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    cfg = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})
+    update_config(cfg["profiles"]["smoke"], overlay)
+    cells = grid.cells(cfg, experiment)
+    searched = [c for c in cells if grid.n_draws(cfg, c) > 1]
+    # a new budget reaches every cell; new draws only the cells with a search
+    trained = cells if "budget" in overlay["experiments"][experiment] else searched
+    expected = (
+        {("search", _cell_wildcards(c)) for c in searched}
+        | {("train_cell", _cell_wildcards(c)) for c in trained}
+        | set(downstream)
+        | {("claims_synthetic", ""), ("claims", ""), ("runtime_table", ""), ("all", "")}
+    )
+    assert trained and len(trained) < len(grid.cells(cfg))
+    assert planned_jobs(proc.stdout) == expected

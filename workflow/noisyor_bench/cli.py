@@ -9,7 +9,7 @@ import pkgutil
 import sys
 from typing import Sequence
 
-from . import __version__, commands
+from . import __version__, commands, provenance
 from .errors import UserError
 
 log = logging.getLogger("noisyor_bench")
@@ -30,15 +30,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; a successful one that wrote ``--out-*`` files gets their provenance
+    sidecars (``<output>.prov.json``, :func:`noisyor_bench.provenance.write_sidecars`)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(arguments)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
     try:
-        return int(args.func(args) or 0)
+        with provenance.command_context(arguments, args.command) as ctx:
+            code = int(args.func(args) or 0)
+            if code == 0:
+                provenance.write_sidecars(args, ctx)
+            return code
     except UserError as err:
         print(f"noisyor-bench {args.command}: error: {err}", file=sys.stderr)
         return 2

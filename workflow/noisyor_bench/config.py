@@ -91,7 +91,15 @@ def _check_cross_references(cfg: Mapping[str, Any]) -> None:
                 raise ConfigError(
                     f"profiles.{pname}.datasets: unknown dataset {ds!r}; allowed values: {sorted(cfg['datasets'])}"
                 )
+    unknown = sorted(set(cfg.get("search_spaces") or {}) - set(METHOD_NAMES))
+    if unknown:
+        raise ConfigError(
+            f"search_spaces: unknown method(s) {', '.join(map(repr, unknown))}; allowed values: {list(METHOD_NAMES)}"
+        )
     validate_grid(cfg, METHOD_NAMES, training_pools(cfg))
+    from .textexp.grid import validate_text
+
+    validate_text(cfg)
 
 
 def load_config(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:

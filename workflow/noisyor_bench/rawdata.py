@@ -347,7 +347,9 @@ def verify(key: str, path: str | os.PathLike[str]) -> str:
     f = entry(key)
     p = Path(path)
     if not p.is_file():
-        raise DataError(f"raw input {key!r}: file not found: {p.resolve()}\n{_fix_hint(f)}")
+        raise DataError(
+            f"raw input {key!r}: file not found: {p.resolve()} (expected sha256 {f.sha256}, {f.size} bytes)\n{_fix_hint(f)}"
+        )
     memo = _stat_key(key, p)
     if memo in _VERIFIED:
         return _VERIFIED[memo]

@@ -4,7 +4,7 @@
 
 * ``metrics.json`` -- held-out test metrics (:mod:`noisyor_bench.evaluation`), timings and
   the run's identity (dataset + sha256, method, mode, N_train, seed, hyperparameters, budget,
-  device, versions);
+  device, versions) and its ``provenance`` record (:mod:`noisyor_bench.provenance`);
 * ``posterior_test.npz`` -- ``q`` (N_test x K, float64) and the generative parameters
   ``theta``, ``theta0``, ``mu`` used for evaluation: every test metric can be recomputed from
   this file and the dataset alone (``noisyor-bench evaluate``);
@@ -31,6 +31,7 @@ import dataclasses
 import hashlib
 import inspect
 import io
+import json
 import logging
 import math
 import os
@@ -48,6 +49,7 @@ import torch
 
 from . import __version__
 from . import methods as methods_pkg
+from . import provenance
 from .device import describe, pick_device, set_threads
 from .errors import ConfigError, DataError
 from .evaluation import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, evaluate, match_latents, nelbo, weight_similarity
@@ -56,7 +58,7 @@ from .fitting import BUDGET_FIELDS
 from .io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
 from .methods.base import EpochRecord, FitBudget, InferenceMethod
 from .model import NoisyOR
-from .training import stream_seed
+from .training import NonFiniteLossError, stream_seed
 
 log = logging.getLogger(__name__)
 
@@ -411,15 +413,29 @@ def _fit(
     progress: Callable[[EpochRecord], None],
     checkpoint: Path,
 ) -> tuple[list[EpochRecord], bool]:
-    """Call ``fit``, passing the checkpoint when the method supports one."""
+    """Call ``fit``, passing the checkpoint when the method supports one.
+
+    Every registered method does (AVI/ACP through ``training.Trainer``, SVI/LB-CDI/UB-CDI
+    through ``methods.fitloop``); the fallback keeps third-party methods working.  Returns
+    the curve and whether the fit resumed from a checkpoint left by an interrupted run.
+    """
     if "checkpoint_path" in inspect.signature(method.fit).parameters:
         resumed = checkpoint.exists()
         if resumed:
             log.info("resuming from checkpoint %s", checkpoint)
         return method.fit(x_train, x_val, budget, progress, checkpoint_path=checkpoint), resumed  # type: ignore[call-arg]
-    # TODO(resume): this method's fit() takes no checkpoint_path; it restarts from scratch.
     log.info("method %s does not support checkpoints; a killed run restarts from scratch", type(method).__name__)
     return method.fit(x_train, x_val, budget, progress), False
+
+
+def _diverged_run(spec: RunSpec, work: Path, err: NonFiniteLossError) -> NonFiniteLossError:
+    """``err`` prefixed with the run's identity, saying what was kept and how to go on."""
+    return NonFiniteLossError(
+        f"run {spec.experiment}/{spec.dataset_name}/{spec.method}/n{spec.n_train}/seed{spec.seed} "
+        f"(mode {spec.mode}, hparams {json.dumps(dict(spec.hparams), sort_keys=True)}) stopped: {err} "
+        f"Kept for inspection: {work} (with the latest checkpoint, taken at a finite epoch, if any; re-running "
+        "the same command resumes there and diverges again, a run with changed hyperparameters starts afresh)."
+    )
 
 
 def _identity(spec: RunSpec, data: Mapping[str, np.ndarray], sha: str, device: torch.device, threads: int) -> dict[str, Any]:
@@ -502,6 +518,7 @@ def _publish(work: Path, out_dir: Path) -> None:
 # ---------------------------------------------------------------------------------- the run
 def execute_run(spec: RunSpec) -> Path:
     """Train, select on validation, evaluate on test once, write the run directory; return it."""
+    clock = provenance.Stopwatch()
     spec.validate()
     check_layout(spec)
     method_cls = methods_pkg.get_method(spec.method)  # ConfigError listing the allowed names
@@ -527,6 +544,8 @@ def execute_run(spec: RunSpec) -> Path:
     t0 = time.perf_counter()
     try:
         records, resumed = _fit(method, x_train, x_val, spec.budget, progress, work / CHECKPOINT_FILE)
+    except NonFiniteLossError as err:
+        raise _diverged_run(spec, work, err) from err
     finally:
         progress.close()
     train_seconds = time.perf_counter() - t0
@@ -581,6 +600,7 @@ def execute_run(spec: RunSpec) -> Path:
     if arrays is not None:
         write_npz_atomic(work / POSTERIOR_FILE, **arrays)
     write_text_atomic(work / CURVE_FILE, curve_csv(records))
+    out["provenance"] = provenance.run_record(spec, sha, device, threads, work, clock)
     write_json_atomic(work / METRICS_FILE, out)
     _publish(work, spec.out_dir)
     log.info("wrote %s", spec.out_dir)

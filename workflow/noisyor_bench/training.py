@@ -1,8 +1,9 @@
 """A generic minibatch trainer with early stopping, best-state restore and exact resume.
 
 Any method whose global parameters live in one ``nn.Module`` and whose objective is a mean
-of per-datapoint losses can use :class:`Trainer` (AVI and ACP do; SVI can).  The caller
-supplies
+of per-datapoint losses can use :class:`Trainer` (AVI and ACP do; the classical methods keep
+their own loops and share :func:`write_checkpoint` / :func:`read_checkpoint` through
+:mod:`noisyor_bench.methods.fitloop`).  The caller supplies
 
 * ``loss_fn(batch_idx, step) -> (B,) tensor``: per-datapoint losses of the training points
   ``batch_idx`` (a CPU int64 tensor of row indices) at optimiser step ``step`` (0-based,
@@ -246,10 +247,8 @@ class Trainer:
 
     def _diverged(self, epoch: int, what: str) -> NonFiniteLossError:
         s = self.state
-        return NonFiniteLossError(
-            f"{what} at epoch {epoch}, optimiser step {s.step} (0-based); last finite train loss "
-            f"{_fmt(s.last_train)}, last finite validation loss {_fmt(s.last_val)}. "
-            "Training diverged: lower the learning rate (hyperparameter 'lr') or check the data."
+        return diverged(
+            f"{what} at epoch {epoch}, optimiser step {s.step} (0-based)", s.last_train, s.last_val, lower_lr_hint("'lr'")
         )
 
     # ------------------------------------------------------------------ stopping
@@ -281,17 +280,10 @@ class Trainer:
             "progress": asdict(self.state),
             "history": [asdict(r) for r in self.history],
         }
-        with atomic_path(self.checkpoint_path) as tmp:
-            torch.save(payload, tmp)
+        write_checkpoint(self.checkpoint_path, payload)
 
     def _load_checkpoint(self, path: Path) -> None:
-        try:
-            payload = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # corrupt / foreign file
-            raise DataError(f"cannot read training checkpoint {path}: {exc}. Delete it to start afresh.") from exc
-        if payload.get("version") != CHECKPOINT_VERSION:
-            raise DataError(f"checkpoint {path} has version {payload.get('version')!r}, expected {CHECKPOINT_VERSION}")
-        _check_fingerprint(path, payload["fingerprint"], self.fingerprint)
+        payload = read_checkpoint(path, self.fingerprint)
         missing = set(payload["generators"]) ^ set(self.generators)
         if missing:
             raise DataError(
@@ -323,10 +315,60 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     return torch.load(Path(path), map_location="cpu", weights_only=True)
 
 
+def write_checkpoint(path: str | Path, payload: Mapping[str, Any]) -> None:
+    """``torch.save`` into a temporary file, then rename: a kill never leaves half a checkpoint."""
+    with atomic_path(path) as tmp:
+        torch.save(dict(payload), tmp)
+
+
+def read_checkpoint(path: str | Path, fingerprint: Mapping[str, Any]) -> dict[str, Any]:
+    """Load a checkpoint written by :func:`write_checkpoint` for the run ``fingerprint``.
+
+    ``weights_only=True``: a checkpoint holds tensors and plain values, never pickled code.
+    DataError for an unreadable file or another format version, ConfigError when the
+    checkpoint belongs to another run configuration.
+    """
+    path = Path(path)
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # corrupt / foreign file
+        raise DataError(
+            f"cannot read training checkpoint {path} ({type(exc).__name__}): it is corrupt, truncated or not "
+            "a noisyor-bench checkpoint. Delete it (or re-run with --no-resume) to start afresh."
+        ) from exc
+    if not isinstance(payload, dict) or payload.get("version") != CHECKPOINT_VERSION:
+        version = payload.get("version") if isinstance(payload, dict) else None
+        raise DataError(
+            f"checkpoint {path} has version {version!r}, expected {CHECKPOINT_VERSION}. "
+            "Delete it (or re-run with --no-resume) to start afresh."
+        )
+    _check_fingerprint(path, payload.get("fingerprint", {}), fingerprint)
+    return payload
+
+
+def diverged(where: str, last_train: float | None, last_val: float | None, hint: str) -> NonFiniteLossError:
+    """The error of a diverged fit: where it happened, the last finite losses and ``hint``
+    (what to change, e.g. which learning rate).  The caller that knows the run
+    (``runs.execute_run``) prefixes the run's identity."""
+    return NonFiniteLossError(
+        f"{where}; last finite train loss {_fmt(last_train)}, last finite validation loss {_fmt(last_val)}. "
+        f"Training diverged: {hint}."
+    )
+
+
+def lower_lr_hint(keys: str) -> str:
+    """The usual remedy of a divergence, naming the learning-rate hyperparameter(s) ``keys``."""
+    return f"lower the learning rate (hyperparameter {keys}) or check the data"
+
+
 __all__ = [
     "NonFiniteLossError",
     "Trainer",
+    "diverged",
     "load_checkpoint",
+    "lower_lr_hint",
+    "read_checkpoint",
+    "write_checkpoint",
     "stream_generator",
     "stream_seed",
     "validate_budget",

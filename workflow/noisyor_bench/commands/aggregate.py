@@ -37,12 +37,14 @@ def cmd_table4(args: argparse.Namespace) -> int:
 def _dataset_titles(paths: list[str] | None) -> dict[str, str]:
     """Panel titles ``name (D=.., K=.., sparsity ..%)`` from dataset sidecars."""
     from ..io import read_json
+    from ..provenance import note_input
 
     titles = {}
     for path in paths or []:
         sidecar = Path(path).with_suffix(".json")
         if not sidecar.exists():
             raise ConfigError(f"--datasets: sidecar {sidecar} of {path} not found")
+        note_input(sidecar, "dataset sidecar")
         meta = read_json(sidecar)
         sparsity = meta.get("sparsity_percent", {}).get("all")
         extra = f", sparsity {sparsity:.1f}%" if isinstance(sparsity, (int, float)) else ""
@@ -75,11 +77,14 @@ def cmd_figure_fig3b(args: argparse.Namespace) -> int:
 def cmd_figure_patterns(args: argparse.Namespace) -> int:
     from ..aggregate import collect_runs, load_dataset_truth, load_posterior, recovery_markdown, recovery_table, write_table
     from ..plots.figures import PatternRow, plot_pattern_grid, representative_runs, row_title
+    from ..provenance import note_input
     from ..recovery import match_patterns
 
     if not 0.0 < args.threshold <= 1.0:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold}")
     theta, theta0, shape, name = load_dataset_truth(args.dataset)
+    if Path(args.dataset).with_suffix(".json").is_file():  # read for the image shape
+        note_input(Path(args.dataset).with_suffix(".json"), "dataset sidecar")
     if shape is None:
         raise ConfigError(f"--dataset {args.dataset}: no image_shape in its sidecar; pattern grids need image data")
     runs = collect_runs(args.runs)

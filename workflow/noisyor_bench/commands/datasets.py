@@ -46,6 +46,8 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
     arrays, sidecar = build_dataset(args.name, spec, mirror, args.cache_dir)
     sidecar["raw_data_dir"] = str(mirror) if mirror else None
     write_npz_atomic(args.out, **arrays)
+    # Only the sidecar carries the record (timestamps): the .npz stays byte-identical.
+    sidecar["provenance"] = _dataset_provenance(args, spec, mirror)
     write_json_atomic(sidecar_path(args.out), sidecar)
     s = sidecar["sparsity_percent"]["all"]
     paper = sidecar.get("paper_sparsity_percent")
@@ -53,10 +55,31 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dataset_provenance(args: argparse.Namespace, spec: Any, mirror: Path | None) -> dict[str, Any]:
+    """The sidecar's provenance: the config entry and the raw files it was built from."""
+    from .. import provenance
+    from ..rawdata import dataset_raw_keys, entry, expected_location
+
+    base = Path(args.out).parent
+    inputs = [
+        provenance.file_entry(
+            expected_location(key, mirror, args.cache_dir), f"raw:{key}", base, pinned_sha256=entry(key).sha256
+        )
+        for key in dataset_raw_keys(spec)
+    ]
+    if args.spec is None:
+        inputs.insert(0, provenance.file_entry(args.config, "config", base))
+    source = "--spec" if args.spec is not None else f"{args.config}: datasets.{args.name}"
+    config = {"name": args.name, "source": source, "entry": spec}
+    return provenance.artifact_record("dataset", inputs, [args.out], base, config)
+
+
 def cmd_plot_patterns(args: argparse.Namespace) -> int:
     from ..plots.patterns import plot_patterns
+    from ..provenance import note_input
 
     data = load_npz(args.dataset)
+    note_input(sidecar_path(args.dataset), "dataset sidecar")
     meta = read_json(sidecar_path(args.dataset))
     shape = tuple(meta["image_shape"]) if meta.get("image_shape") else None
     title = f"{meta['name']}: generating patterns (D={meta['D']}, K={meta['K']})"
@@ -68,11 +91,14 @@ TABLE_COLUMNS = ["dataset", "D", "K", "mu", "n_train_pool", "n_test", "sparsity"
 
 
 def dataset_rows(paths: list[str]) -> list[dict[str, Any]]:
+    from ..provenance import note_input
+
     rows = []
     for path in paths:
         sidecar = sidecar_path(path)
         if not sidecar.exists():
             raise DataError(f"dataset sidecar {sidecar} is missing; rebuild {path} with 'noisyor-bench make-dataset'")
+        note_input(sidecar, "dataset sidecar")
         meta = read_json(sidecar)
         cfg = meta["config"]
         measured = meta["sparsity_percent"]["all"]

@@ -1,16 +1,20 @@
-"""CLI: ``noisyor-bench evaluate RUN_DIR --dataset PATH`` -- recompute a run's test metrics.
+"""CLI: ``noisyor-bench verify RUN_DIR`` (alias ``evaluate``) -- recompute a run's test metrics.
 
 Reads ``posterior_test.npz`` and the settings recorded in ``metrics.json`` (samples, seed,
 mode), recomputes every metric from the dataset's test split with the same code path as the
 run (:func:`noisyor_bench.runs.evaluate_posterior`), prints recorded vs recomputed and exits
 1 when any differs beyond the tolerance (evaluation is CPU float64 with a recorded seed, so
-they agree to rounding).  The basis of a later ``verify`` command.
+they agree to rounding) or when ``posterior_test.npz``/``curve.csv`` differ from the sha256
+in the run's provenance record.  Without ``--dataset`` the dataset is found from that record
+(its recorded path, relative to the run directory, the current directory or the results
+directory the run lives in) and accepted only if its sha256 is the one the run used.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -67,16 +71,106 @@ def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]
     return recorded, json_safe(recomputed)
 
 
+def results_dir_of(run: Path) -> Path | None:
+    """``<results>`` of ``<results>/runs/<exp>/<dataset>/<method>/n<N>/seed<S>``, if the run is laid out so."""
+    parents = run.resolve().parents
+    return parents[5] if len(parents) > 5 and parents[4].name == "runs" else None
+
+
+def _dataset_entry(recorded: Mapping[str, Any]) -> dict[str, Any] | None:
+    prov = recorded.get("provenance") or {}
+    return next((e for e in prov.get("inputs") or [] if e.get("role") == "dataset"), None)
+
+
+def dataset_candidates(run: Path, recorded: Mapping[str, Any]) -> list[Path]:
+    """Where the run's dataset may be now, most specific first (duplicates removed)."""
+    entry = _dataset_entry(recorded)
+    prov = recorded.get("provenance") or {}
+    cands: list[Path] = []
+    name = recorded.get("dataset_file")
+    if entry is not None:
+        path = Path(entry["path"])
+        name = path.name
+        if entry.get("relpath"):
+            cands.append(run / entry["relpath"])
+        cands.append(path)  # absolute, or relative to the current directory
+        cwd = (prov.get("command") or {}).get("cwd")
+        if cwd and not path.is_absolute():
+            cands.append(Path(cwd) / path)
+    results = results_dir_of(run)
+    if results is not None and name:
+        cands.append(results / "data" / name)
+    unique: dict[Path, Path] = {}
+    for c in cands:
+        unique.setdefault(c.resolve(), c)
+    return list(unique.values())
+
+
+def locate_dataset(run: Path, recorded: Mapping[str, Any]) -> Path:
+    """The dataset file the run used, found from its record and checked by sha256."""
+    from ..provenance import sha256
+
+    entry = _dataset_entry(recorded)
+    want = (entry or {}).get("sha256") or recorded.get("dataset_sha256")
+    cands = dataset_candidates(run, recorded)
+    existing = [c for c in cands if c.is_file()]
+    for c in existing:
+        if want is None or sha256(c) == want:
+            return Path(os.path.relpath(c.resolve()))
+    tried = ", ".join(str(c) for c in cands) or "(the run records no dataset path)"
+    if not existing:
+        raise DataError(
+            f"the dataset of run {run} was not found; looked at: {tried}. "
+            "Pass it with --dataset PATH, or rebuild it (noisyor-bench provenance on the run's metrics.json "
+            "shows its config)"
+        )
+    found = ", ".join(f"{c} (sha256 {sha256(c)[:12]}...)" for c in existing)
+    raise DataError(
+        f"the dataset of run {run} has changed: the run used sha256 {str(want)[:12]}..., but {found}. "
+        "It was rebuilt with another config or is corrupt; rebuild it from the recorded config or pass the "
+        "original file with --dataset PATH"
+    )
+
+
+def check_run_files(run: Path, recorded: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(file, status)`` of the run files whose sha256 the provenance record holds."""
+    from ..provenance import sha256
+
+    rows = []
+    for entry in (recorded.get("provenance") or {}).get("outputs") or []:
+        path = run / entry["path"]
+        if not path.is_file():
+            status = "MISSING"
+        else:
+            status = "ok" if sha256(path) == entry.get("sha256") else "CHANGED since recorded"
+        rows.append((entry["path"], status))
+    return rows
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "null"
     return f"{v:.10g}" if isinstance(v, float) else str(v)
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ..runs import RECOMPUTED_METRICS
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..runs import METRICS_FILE, RECOMPUTED_METRICS
 
-    recorded, recomputed = recompute(Path(args.run_dir), Path(args.dataset))
+    run = Path(args.run_dir)
+    metrics_path = run / METRICS_FILE
+    if not metrics_path.is_file():
+        raise DataError(f"{metrics_path} is missing: {run} is not a finished run directory")
+    try:
+        recorded = read_json(metrics_path)
+    except ValueError as err:
+        raise DataError(f"{metrics_path}: not valid JSON ({err})") from None
+    dataset = Path(args.dataset) if args.dataset else locate_dataset(run, recorded)
+    recorded, recomputed = recompute(run, dataset)
+    print(f"run: {run}")
+    print(f"dataset: {dataset} (sha256 matches the run's record)")
+    files = check_run_files(run, recorded)
+    for name, status in files:
+        print(f"{name}: {status}")
     rows = compare(recorded, recomputed, RECOMPUTED_METRICS, args.rtol)
     rows.append(("latent_permutation", recorded.get("latent_permutation"), recomputed.get("latent_permutation"),
                  recorded.get("latent_permutation") == recomputed.get("latent_permutation")))
@@ -85,16 +179,28 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for key, a, b, ok in rows:
         print(f"{key:<{width}}  {_fmt(a):>20}  {_fmt(b):>20}{'' if ok else '  MISMATCH'}")
     bad = [r[0] for r in rows if not r[3]]
+    changed = [name for name, status in files if status != "ok"]
     if bad:
         print(f"{len(bad)} metric(s) differ beyond rtol={args.rtol}: {', '.join(bad)}")
+    if changed:
+        print(f"run file(s) differ from the provenance record: {', '.join(changed)}")
+    if bad or changed:
         return 1
     print(f"all {len(rows)} metrics reproduced (rtol={args.rtol})")
     return 0
 
 
+cmd_evaluate = cmd_verify  # the original name of the command
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("evaluate", help="recompute a run directory's test metrics and compare with metrics.json")
-    p.add_argument("run_dir", help="a run directory (holding metrics.json and posterior_test.npz)")
-    p.add_argument("--dataset", required=True, help="the dataset .npz the run was trained on")
-    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default %(default)s)")
-    p.set_defaults(func=cmd_evaluate)
+    for name, help_text in (
+        ("verify", "recompute a run's test metrics from posterior_test.npz and check them against metrics.json"),
+        ("evaluate", "alias of verify"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("run_dir", help="a run directory (holding metrics.json and posterior_test.npz)")
+        p.add_argument("--dataset",
+                       help="the dataset .npz the run was trained on (default: found from the run's provenance)")
+        p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default %(default)s)")
+        p.set_defaults(func=cmd_verify)

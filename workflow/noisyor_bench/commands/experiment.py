@@ -104,6 +104,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     write_json_atomic(
         out / BEST_FILE,
         {
+            "provenance": _search_provenance(args, draws, out),
             "draw": best,
             "hparams": draws[best],
             "val_nelbo": float(table.loc[table["draw"] == best, "val_nelbo"].iloc[0]),
@@ -115,17 +116,51 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) -> dict[str, Any]:
+    """best.json's record: the dataset, every draw's metrics.json, the search settings."""
+    from .. import provenance
+
+    inputs = [provenance.file_entry(args.dataset, "dataset", out)]
+    inputs += [provenance.file_entry(out / f"draw{i}" / "metrics.json", f"draw{i}", out) for i in range(len(draws))]
+    config = {
+        "draws": draws,
+        "seed": args.seed,
+        "budget": _json(args.budget, "--budget"),
+        "evaluation": _json(args.evaluation, "--evaluation"),
+        "criterion": "lowest validation NELBO",
+    }
+    return provenance.artifact_record("search", inputs, [out / SEARCH_TABLE], out, config)
+
+
 def cmd_train_cell(args: argparse.Namespace) -> int:
+    from .. import provenance
     from ..io import read_json
     from ..runs import execute_run, headline, run_dir
 
     hparams: dict[str, Any] = {}
     if args.best:
+        provenance.note_input(args.best, "--best (hyperparameters)")
         hparams = dict(read_json(args.best)["hparams"])
+    # Seeds are independent runs: a divergence (NaN loss) in one keeps the finished seeds'
+    # run directories and the failing run's .partial directory, trains the remaining seeds,
+    # then fails naming every diverged run.  Any other error stops at once.
+    from ..training import NonFiniteLossError
+
+    diverged: list[str] = []
     for seed in args.seeds:
         out = run_dir(args.results_dir, args.experiment, args.dataset_name, args.method, args.n_train, seed)
-        execute_run(_spec(args, hparams, seed, out, evaluate_test=True))
+        try:
+            execute_run(_spec(args, hparams, seed, out, evaluate_test=True))
+        except NonFiniteLossError as err:
+            log.error("%s", err)
+            diverged.append(f"seed {seed}: {err}")
+            continue
         print(f"{out}: {headline(read_json(out / 'metrics.json'))}")
+    if diverged:
+        kept = len(args.seeds) - len(diverged)
+        raise NonFiniteLossError(
+            f"{len(diverged)} of {len(args.seeds)} seeds diverged ({kept} finished and kept):\n  " + "\n  ".join(diverged)
+        )
     return 0
 
 

@@ -12,7 +12,7 @@ import argparse
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..errors import ConfigError, DataError
 from ..io import read_json, write_json_atomic, write_npz_atomic, write_text_atomic
@@ -38,9 +38,28 @@ def _mirror(args: argparse.Namespace) -> Path | None:
 
 
 def _input_record(key: str, path: Path) -> dict[str, str]:
-    from ..rawdata import sha256_file
+    from ..provenance import sha256
 
-    return {"key": key, "file": path.name, "sha256": sha256_file(path)}
+    return {"key": key, "file": path.name, "sha256": sha256(path), "path": str(path)}
+
+
+def _provenance(
+    kind: str, inputs: list[dict[str, Any]], out: str, outputs: list[Path], extra: Iterable[tuple[Path, str]] = ()
+) -> dict[str, Any]:
+    """The sidecar's provenance record: raw inputs (``_input_record``s) and other files read."""
+    from .. import provenance
+    from ..rawdata import REGISTRY
+
+    base = Path(out).parent
+    entries = [
+        provenance.file_entry(r["path"], f"raw:{r['key']}", base, pinned_sha256=REGISTRY[r["key"]].sha256)
+        if r.get("key") in REGISTRY
+        else provenance.file_entry(r["path"], "reference", base)
+        for r in inputs
+        if r.get("path")
+    ]
+    entries += [provenance.file_entry(p, role, base) for p, role in extra]
+    return provenance.artifact_record(kind, entries, outputs, base)
 
 
 def _options(args: argparse.Namespace) -> Any:
@@ -62,6 +81,7 @@ def _write_corpus(out: str, arrays: dict[str, Any], vocab: list[str], sidecar: d
 
     write_npz_atomic(out, **arrays)
     write_text_atomic(vocab_path(out), vocabulary_text(vocab))
+    sidecar["provenance"] = _provenance("corpus", sidecar.get("inputs", []), out, [Path(out), vocab_path(out)])
     write_json_atomic(sidecar_path(out), sidecar)
 
 
@@ -113,11 +133,16 @@ def cmd_ingest_reuters(args: argparse.Namespace) -> int:
     return 0
 
 
+def _corpus_sidecar(vocab_file: str | Path) -> Path:
+    """<name>.vocab.txt -> <name>.json (the corpus sidecar)."""
+    return Path(vocab_file).with_name(Path(vocab_file).name.removesuffix(".vocab.txt") + ".json")
+
+
 def _corpus_options(vocab_files: list[str]) -> dict[str, str] | None:
     """The preprocessing options recorded beside each vocabulary; they must agree."""
     found: dict[str, dict[str, str]] = {}
     for v in vocab_files:
-        side = Path(v).with_name(Path(v).name.removesuffix(".vocab.txt") + ".json")
+        side = _corpus_sidecar(v)
         if side.exists():
             pre = read_json(side).get("preprocessing", {})
             found[v] = {k: pre[k] for k in ("lemmatizer", "stopwords", "token_pattern") if k in pre}
@@ -148,6 +173,7 @@ def cmd_pmi_counts(args: argparse.Namespace) -> int:
 
         ref_record["sha256"] = sha256_file(reference)
     ref_record["file"] = reference.name
+    ref_record["path"] = str(reference)
     recorded = _corpus_options(args.vocab)
     options = PreprocessOptions.from_dict(recorded) if recorded else _options(args)
     if recorded is None:
@@ -163,9 +189,13 @@ def cmd_pmi_counts(args: argparse.Namespace) -> int:
     table.meta["reference_sha256"] = ref_record.get("sha256")
     table.save(args.out)
     absent = [w for w, n in zip(table.vocabulary, table.unigram) if n == 0]
+    inputs = [ref_record] + [r for r in records if r["key"] != "nltk-reuters"]
+    read = [(Path(v), "--vocab") for v in args.vocab]
+    read += [(p, "corpus-sidecar") for v in args.vocab if (p := _corpus_sidecar(v)).is_file()]
     write_json_atomic(
         sidecar_path(args.out),
         {
+            "provenance": _provenance("pmi", inputs, args.out, [Path(args.out)], read),
             **table.meta,
             "vocabulary_files": [Path(v).name for v in args.vocab],
             "vocabulary_size": len(vocab),
@@ -173,7 +203,7 @@ def cmd_pmi_counts(args: argparse.Namespace) -> int:
             "n_pairs_seen": int(table.pair_count.size),
             "words_absent_from_reference": absent,
             "count_seconds": round(seconds, 1),
-            "inputs": [ref_record] + [r for r in records if r["key"] != "nltk-reuters"],
+            "inputs": inputs,
         },
     )
     log.info(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from ..errors import ConfigError
 
@@ -16,10 +17,14 @@ log = logging.getLogger(__name__)
 
 
 def cmd_text_hparams(args: argparse.Namespace) -> int:
+    from .. import provenance
     from ..io import write_json_atomic
     from ..textexp.hparams import hparams_record
 
     record = hparams_record(args.dataset)
+    record["provenance"] = provenance.artifact_record(
+        "hparams", [provenance.file_entry(args.dataset, "dataset", Path(args.out).parent)], [], Path(args.out).parent
+    )
     write_json_atomic(args.out, record)
     log.info("text hyperparameters for %s: %s -> %s", args.dataset, record["hparams"], args.out)
     return 0

@@ -16,6 +16,7 @@ generative model is fixed at the ground truth and only the inference side is fit
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal
 
 import torch
@@ -55,12 +56,14 @@ class InferenceMethod(ABC):
         x_val: torch.Tensor,
         budget: FitBudget,
         progress: Callable[[EpochRecord], None] | None = None,
-        checkpoint_path: str | None = None,
+        checkpoint_path: str | Path | None = None,
     ) -> list[EpochRecord]:
         """Fit the global parameters; return the training curve.
 
         ``checkpoint_path``: where to save resumable state after each epoch (and resume
-        from, when it exists); methods without resumable state may ignore it.
+        from, when it exists).  A fit resumed from it returns the whole curve and ends
+        bit-identical to an uninterrupted fit (every method of the registry does this;
+        ``runs.execute_run`` falls back to a fresh start for a method without the argument).
         """
 
     @abstractmethod

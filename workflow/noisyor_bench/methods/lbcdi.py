@@ -30,6 +30,12 @@ bounded size, never as an ``N x D x K`` tensor.
 Inference mode runs the E-step only, with the generative model fixed at the ground truth,
 directly on the data given to ``posterior`` (``fit`` runs it on the validation data and
 records one row per round).
+
+Resume: ``fit(..., checkpoint_path=...)`` saves after every EM iteration (inference: every
+round) the parameters, the M-step's Adam state, the warm-started ``r`` of the training and
+validation E-steps (inference: ``q``, ``r``, LL-LB of every row), the evaluation generator,
+the early-stopping state and the curve (:mod:`.fitloop`); a fit started with that file
+continues after the saved iteration and ends bit-identical to an uninterrupted fit.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 import torch
@@ -53,10 +60,11 @@ from ..bounds import (
     torch_dtype,
 )
 from ..errors import ConfigError, DataError
-from ..training import stream_generator
+from ..training import lower_lr_hint, stream_generator
 from ..generative import GenerativeModule, make_generative
 from ..model import NoisyOR
 from .base import EpochRecord, FitBudget, InferenceMethod, Mode
+from .fitloop import FitLoop, clone_tensors, fingerprint
 from .ubcdi import _lap
 
 DEFAULTS: dict[str, Any] = {
@@ -118,6 +126,9 @@ class LBCDI(InferenceMethod):
         self._optimizer: torch.optim.Optimizer | None = None
         self._train: list[_Chunk] | None = None
         self._val: list[_Chunk] | None = None
+        self._saved_r: dict[str, list[torch.Tensor] | None] = {}  # from load_state_dict, used by the next fit
+        self.best_epoch: int | None = None
+        self.stop_reason: str | None = None
 
     # ------------------------------------------------------------------ API
     @property
@@ -130,6 +141,7 @@ class LBCDI(InferenceMethod):
         x_val: torch.Tensor,
         budget: FitBudget,
         progress: Callable[[EpochRecord], None] | None = None,
+        checkpoint_path: str | Path | None = None,
     ) -> list[EpochRecord]:
         """Inference mode: the E-step on ``x_val``; learning mode: variational EM on ``x_train``.
 
@@ -140,10 +152,21 @@ class LBCDI(InferenceMethod):
         M-step, ``val_nelbo`` as above on ``x_val`` (every ``eval_every`` iterations, warm
         started), early stopping with ``patience`` evaluations; the best parameters by
         ``val_nelbo`` are restored at the end.  ``seconds``: wall time of the epoch (including its evaluation).
+        ``checkpoint_path``: save after every iteration / round, and resume from it when it exists.
         """
+        generator = self._eval_generator()
+        loop = FitLoop(
+            fingerprint(self, budget, torch.as_tensor(x_train), torch.as_tensor(x_val)),
+            checkpoint_path,
+            {"evaluation": generator},
+            hint=lower_lr_hint("'lr', the M-step's"),
+        )
         if self.mode == "inference":
-            return self._fit_inference(x_val, budget, progress)
-        return self._fit_learning(x_train, x_val, budget, progress)
+            records = self._fit_inference(x_val, budget, progress, loop, generator)
+        else:
+            records = self._fit_learning(x_train, x_val, budget, progress, loop, generator)
+        self.best_epoch, self.stop_reason = loop.best_epoch, loop.stop_reason
+        return records
 
     @torch.no_grad()
     def posterior(self, x: torch.Tensor) -> torch.Tensor:
@@ -154,15 +177,26 @@ class LBCDI(InferenceMethod):
         return torch.cat([c.q for c in chunks]).to(torch.float64)
 
     def state_dict(self) -> dict[str, Any]:
+        """Learning state after the last completed EM iteration: parameters, Adam state and the
+        warm-started ``r`` of the training and validation E-steps (``q`` and LL-LB are
+        recomputed from ``r`` at the start of every iteration, so ``r`` is all they need)."""
+        return self._state(copy_tensors=True)
+
+    def _state(self, copy_tensors: bool) -> dict[str, Any]:
+        """:meth:`state_dict`; without copies for a checkpoint written at once (``r`` can take GBs)."""
+        same = (lambda t: t.clone()) if copy_tensors else (lambda t: t)
         return {
             "method": self.name,
             "hparams": dict(self.hparams),
             "epoch": self.epoch,
-            "generative": {k: v.detach().clone() for k, v in self.module.state_dict().items()},
+            "generative": clone_tensors(self.module.state_dict()),
             "optimizer": None if self._optimizer is None else copy.deepcopy(self._optimizer.state_dict()),
+            "train_r": None if self._train is None else [same(c.r) for c in self._train],
+            "val_r": None if self._val is None else [same(c.r) for c in self._val],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`; the saved ``r`` takes effect on the next ``fit`` (same data)."""
         if state.get("method") != self.name:
             raise ConfigError(f"{self.name}: checkpoint is for method {state.get('method')!r}")
         self.module.load_state_dict(state["generative"])
@@ -171,30 +205,44 @@ class LBCDI(InferenceMethod):
             self._optimizer = self._make_optimizer()
             self._optimizer.load_state_dict(state["optimizer"])
         self._train = self._val = None
+        self._saved_r = {"train": state.get("train_r"), "val": state.get("val_r")}
 
     # ------------------------------------------------------------------ inference mode
     @torch.no_grad()
     def _fit_inference(
-        self, x_val: torch.Tensor, budget: FitBudget, progress: Callable[[EpochRecord], None] | None
+        self,
+        x_val: torch.Tensor,
+        budget: FitBudget,
+        progress: Callable[[EpochRecord], None] | None,
+        loop: FitLoop,
+        generator: torch.Generator,
     ) -> list[EpochRecord]:
         model = self.generative
         x = self._as_data(x_val)
         chunks = self._make_chunks(model, x)
+        saved = loop.resume()
+        if saved is not None:
+            _restore_chunks(chunks, saved, ("q", "r", "ll"))
+        if loop.finished:
+            return list(loop.records)
+        rounds = min(self.hparams["max_rounds"], budget.max_epochs)
         clock = [time.perf_counter()]
-        generator = self._eval_generator()
-        records: list[EpochRecord] = []
 
-        def record(t: int) -> None:
+        def state() -> dict[str, Any]:  # written at once: no copies
+            return {key: [getattr(c, key) for c in chunks] for key in ("q", "r", "ll")}
+
+        def record(t: int, converged: bool) -> None:
             q = torch.cat([c.q for c in chunks])
             ll = float(torch.cat([c.ll for c in chunks]).mean())
             elbo = float(elbo_of_q(model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator).mean())
             rec = EpochRecord(t, -ll, -elbo, _lap(clock), {"ll_lb": ll, "elbo": elbo})
-            records.append(rec)
+            loop.end_epoch(rec, state, stop="converged" if converged else "", max_epochs=rounds)
             if progress is not None:
                 progress(rec)
 
-        self._run_rounds(model, chunks, min(self.hparams["max_rounds"], budget.max_epochs), on_round=record)
-        return records
+        start = None if saved is None else loop.state.epoch
+        self._run_rounds(model, chunks, rounds, on_round=record, start=start)
+        return list(loop.records)
 
     # ------------------------------------------------------------------ learning mode
     def _fit_learning(
@@ -203,21 +251,33 @@ class LBCDI(InferenceMethod):
         x_val: torch.Tensor,
         budget: FitBudget,
         progress: Callable[[EpochRecord], None] | None,
+        loop: FitLoop,
+        generator: torch.Generator,
     ) -> list[EpochRecord]:
         h = self.hparams
         xt, xv = self._as_data(x_train), self._as_data(x_val)
+        saved = loop.resume()
+        if saved is not None:
+            self.load_state_dict(saved)
+        else:
+            self.epoch = 0
         if self._optimizer is None:
             self._optimizer = self._make_optimizer()
         with torch.no_grad():
             model = self.generative
+            saved_r = self._saved_r
             if self._train is None:
                 self._train = self._make_chunks(model, xt)
+                if saved_r.get("train") is not None:
+                    _restore_chunks(self._train, {"r": saved_r["train"]}, ("r",))
             if self._val is None:
                 self._val = self._make_chunks(model, xv)
-        generator = self._eval_generator()
-        records: list[EpochRecord] = []
-        best_val, best_state, bad_evals = float("inf"), None, 0
-        for epoch in range(self.epoch + 1, budget.max_epochs + 1):
+                if saved_r.get("val") is not None:
+                    _restore_chunks(self._val, {"r": saved_r["val"]}, ("r",))
+            self._saved_r = {}
+        for epoch in range(loop.state.epoch + 1, budget.max_epochs + 1):
+            if loop.finished:
+                break
             start = time.perf_counter()
             with torch.no_grad():
                 self._refresh(self.generative, self._train)
@@ -228,20 +288,19 @@ class LBCDI(InferenceMethod):
             if epoch % budget.eval_every == 0 or epoch == budget.max_epochs:
                 val_nelbo = self._validate(xv, generator)
             rec = EpochRecord(epoch, -train_obj, val_nelbo, time.perf_counter() - start)
-            records.append(rec)
+            loop.end_epoch(
+                rec,
+                lambda: self._state(copy_tensors=False),
+                params=self.module.named_parameters(),
+                best_fn=lambda: clone_tensors(self.module.state_dict()),
+                patience=budget.patience,
+                max_epochs=budget.max_epochs,
+            )
             if progress is not None:
                 progress(rec)
-            if val_nelbo is not None:
-                if val_nelbo < best_val:
-                    best_val, bad_evals = val_nelbo, 0
-                    best_state = {k: v.detach().clone() for k, v in self.module.state_dict().items()}
-                else:
-                    bad_evals += 1
-                    if bad_evals >= budget.patience:
-                        break
-        if best_state is not None:
-            self.module.load_state_dict(best_state)
-        return records
+        if loop.best_params is not None:
+            self.module.load_state_dict(loop.best_params)
+        return list(loop.records)
 
     def _m_step(self, n_total: int) -> float:
         """``mu = mean q`` (closed form), then ``m_steps`` Adam steps on (theta, theta0); returns the mean objective."""
@@ -294,14 +353,20 @@ class LBCDI(InferenceMethod):
         chunks: list[_Chunk],
         max_rounds: int,
         tol: float | None = None,
-        on_round: Callable[[int], None] | None = None,
+        on_round: Callable[[int, bool], None] | None = None,
+        start: int | None = None,
     ) -> int:
-        """E-step rounds over all chunks in lockstep; stop when the largest LL-LB gain is <= ``tol``."""
+        """E-step rounds over all chunks in lockstep; stop when the largest LL-LB gain is <= ``tol``.
+
+        ``on_round(t, converged)`` sees round 0 (the incoming state) and every round after.
+        ``start``: the chunks hold the state after round ``start`` (a resumed fit): continue
+        with round ``start + 1`` and do not report round 0 again.
+        """
         tol = self.hparams["tol"] if tol is None else tol
-        if on_round is not None:
-            on_round(0)
-        t = 0
-        for t in range(1, max_rounds + 1):
+        if on_round is not None and start is None:
+            on_round(0, False)
+        t = start or 0
+        for t in range(t + 1, max_rounds + 1):
             gain = -float("inf")
             for c in chunks:
                 q, r, ll = lb_round(model, c.x, c.pos, c.q, c.r, self.hparams["r_iters"], self.hparams["leak_floor"])
@@ -309,7 +374,7 @@ class LBCDI(InferenceMethod):
                     gain = max(gain, float((ll - c.ll).max()))
                 c.q, c.r, c.ll = q, r, ll
             if on_round is not None:
-                on_round(t)
+                on_round(t, gain <= tol)
             if gain <= tol:
                 break
         return t
@@ -325,6 +390,18 @@ class LBCDI(InferenceMethod):
     def _eval_generator(self) -> torch.Generator:
         """CPU generator of the Monte Carlo ELBO in the curve (used only when K > exact_max_k)."""
         return torch.Generator().manual_seed(self.seed)
+
+
+def _restore_chunks(chunks: list[_Chunk], saved: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """Put saved per-chunk tensors back; the chunking is a function of the data, so it must match."""
+    for key in keys:
+        tensors = saved[key]
+        if len(tensors) != len(chunks) or any(t.shape != getattr(c, key).shape for t, c in zip(tensors, chunks)):
+            raise DataError(
+                f"lb-cdi: the checkpoint's E-step state ({key!r}) does not fit this data; delete the checkpoint to start afresh"
+            )
+        for c, t in zip(chunks, tensors):
+            setattr(c, key, t.to(device=getattr(c, key).device, dtype=getattr(c, key).dtype))
 
 
 __all__ = ["DEFAULTS", "LBCDI"]

@@ -24,12 +24,21 @@ Adam step on the generative parameters with ``q`` fixed -- the local/global alte
 stochastic variational inference.  ``posterior(x)`` optimises fresh logits on ``x`` with the
 generative model fixed ("for non-amortized methods ... we optimize the variational parameter
 on samples from held-out set directly", Section 4.2); inference mode does only that.
+
+Resume: ``fit(..., checkpoint_path=...)`` saves after every epoch the generative parameters,
+the global Adam state, the training logits with their row-wise Adam moments, the
+warm-started validation logits and moments, the shuffling and evaluation generators, the
+early-stopping state and the curve (inference mode: the logits, moments and ``r`` of the
+fit on ``x_val``) (:mod:`.fitloop`); a fit started with that file continues after the saved
+epoch and ends bit-identical to an uninterrupted fit.
 """
 
 from __future__ import annotations
 
 import copy
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 import torch
@@ -48,10 +57,11 @@ from ..bounds import (
 )
 from ..elbo import bernoulli_kl_from_logits
 from ..errors import ConfigError, DataError
-from ..training import stream_generator
+from ..training import lower_lr_hint, stream_generator
 from ..generative import GenerativeModule, make_generative
 from ..model import NoisyOR
 from .base import EpochRecord, FitBudget, InferenceMethod, Mode
+from .fitloop import FitLoop, clone_tensors, fingerprint
 from .ubcdi import _lap
 
 DEFAULTS: dict[str, Any] = {
@@ -97,6 +107,35 @@ class RowAdam:
         v_hat = v / (1 - b2**t).unsqueeze(-1)
         param[rows] -= self.lr * m_hat / (v_hat.sqrt() + self.eps)
 
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"m": self.m.clone(), "v": self.v.clone(), "t": self.t.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        for key in ("m", "v", "t"):
+            current = getattr(self, key)
+            if state[key].shape != current.shape:
+                raise DataError(
+                    f"svi: saved Adam moments {key!r} have shape {tuple(state[key].shape)}, "
+                    f"expected {tuple(current.shape)}; delete the checkpoint to start afresh"
+                )
+            setattr(self, key, state[key].to(device=current.device, dtype=current.dtype).clone())
+
+
+@dataclass
+class _FreshProgress:
+    """Where a fit of fresh logits stands (everything besides the logits and their Adam moments).
+
+    ``r`` (per row chunk, warm-started) and ``prev`` (the mean objective after the last epoch,
+    ``None`` before the start) decide the next steps and the convergence test, so a resumed
+    fit needs them as much as the logits.
+    """
+
+    r: list[torch.Tensor | None] = field(default_factory=list)
+    done: int = 0  # logit steps taken
+    epoch: int = 0
+    prev: float | None = None
+    converged: bool = False
+
 
 class SVI(InferenceMethod):
     """Per-datapoint variational parameters on the Jaakkola-Jordan lower bound (not amortized)."""
@@ -132,6 +171,8 @@ class SVI(InferenceMethod):
         self._val_logits: torch.Tensor | None = None
         self._val_adam: RowAdam | None = None
         self._optimizer: torch.optim.Optimizer | None = None
+        self.best_epoch: int | None = None
+        self.stop_reason: str | None = None
 
     # ------------------------------------------------------------------ API
     @property
@@ -144,6 +185,7 @@ class SVI(InferenceMethod):
         x_val: torch.Tensor,
         budget: FitBudget,
         progress: Callable[[EpochRecord], None] | None = None,
+        checkpoint_path: str | Path | None = None,
     ) -> list[EpochRecord]:
         """Inference mode: fit fresh logits on ``x_val``; learning mode: SVI on ``x_train``.
 
@@ -153,43 +195,74 @@ class SVI(InferenceMethod):
         ``x_train``): ``train_nelbo = -mean`` minibatch objective at the global steps,
         ``val_nelbo`` of warm-started logits on ``x_val`` after ``val_steps`` steps; early
         stopping with ``patience`` evaluations, best parameters restored.  ``seconds``: wall
-        time of the epoch (including its evaluation).
+        time of the epoch (including its evaluation).  ``checkpoint_path``: save after every
+        epoch, and resume from it when it exists.
         """
-        if self.mode == "inference":
-            return self._fit_inference(x_val, budget, progress)
-        return self._fit_learning(x_train, x_val, budget, progress)
+        generator = self._eval_generator()
+        generators = {"evaluation": generator}
+        shuffle = None
+        if self.mode == "learning":
+            shuffle = torch.Generator().manual_seed(self.seed + 1)
+            generators["shuffle"] = shuffle
+        loop = FitLoop(
+            fingerprint(self, budget, torch.as_tensor(x_train), torch.as_tensor(x_val)),
+            checkpoint_path,
+            generators,
+            hint=lower_lr_hint("'lr_global' or 'lr_local'"),
+        )
+        if shuffle is None:
+            records = self._fit_inference(x_val, budget, progress, loop, generator)
+        else:
+            records = self._fit_learning(x_train, x_val, budget, progress, loop, generator, shuffle)
+        self.best_epoch, self.stop_reason = loop.best_epoch, loop.stop_reason
+        return records
 
     def posterior(self, x: torch.Tensor) -> torch.Tensor:
         """``q`` from fresh logits optimised on ``x`` (generative model fixed), (N, K)."""
         x = self._as_data(x)
         model = self.generative
         logits, adam = self._fresh_logits(model, x.shape[0])
-        self._fit_fresh(model, x, logits, adam, self.hparams["posterior_steps"])
+        self._fit_fresh(model, x, logits, adam, self.hparams["posterior_steps"], _FreshProgress())
         return torch.sigmoid(logits).to(torch.float64)
 
     def state_dict(self) -> dict[str, Any]:
+        """Learning state after the last completed epoch: generative parameters, global Adam
+        state, training and (warm-started) validation logits with their row-wise Adam moments."""
         return {
             "method": self.name,
             "hparams": dict(self.hparams),
             "epoch": self.epoch,
-            "generative": {k: v.detach().clone() for k, v in self.module.state_dict().items()},
-            "local_logits": None if self.local_logits is None else self.local_logits.clone(),
+            "generative": clone_tensors(self.module.state_dict()),
             "optimizer": None if self._optimizer is None else copy.deepcopy(self._optimizer.state_dict()),
+            "local_logits": _clone_or_none(self.local_logits),
+            "local_adam": None if self._local_adam is None else self._local_adam.state_dict(),
+            "val_logits": _clone_or_none(self._val_logits),
+            "val_adam": None if self._val_adam is None else self._val_adam.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores the generative parameters, the training logits, the global Adam state and the
-        epoch counter; the per-row Adam moments of the logits restart from zero."""
+        """Restore :meth:`state_dict` (all of it: a following ``fit`` continues exactly)."""
         if state.get("method") != self.name:
             raise ConfigError(f"{self.name}: checkpoint is for method {state.get('method')!r}")
         self.module.load_state_dict(state["generative"])
         self.epoch = int(state["epoch"])
-        logits = state.get("local_logits")
-        self.local_logits = None if logits is None else logits.to(device=self.device, dtype=self.dtype).clone()
-        self._local_adam = None
+        self._optimizer = None
         if state.get("optimizer") is not None and self.module.learnable:
             self._optimizer = torch.optim.Adam(self.module.parameters(), lr=self.hparams["lr_global"])
             self._optimizer.load_state_dict(state["optimizer"])
+        self.local_logits, self._local_adam = self._restore_logits(state.get("local_logits"), state.get("local_adam"))
+        self._val_logits, self._val_adam = self._restore_logits(state.get("val_logits"), state.get("val_adam"))
+
+    def _restore_logits(
+        self, logits: torch.Tensor | None, adam: dict[str, torch.Tensor] | None
+    ) -> tuple[torch.Tensor | None, RowAdam | None]:
+        if logits is None:
+            return None, None
+        logits = logits.to(device=self.device, dtype=self.dtype).clone()
+        row_adam = RowAdam((logits.shape[0], logits.shape[1]), self.hparams["lr_local"], self.dtype, self.device)
+        if adam is not None:
+            row_adam.load_state_dict(adam)
+        return logits, row_adam
 
     # ------------------------------------------------------------------ objective pieces
     def _objective(
@@ -238,17 +311,24 @@ class SVI(InferenceMethod):
         logits: torch.Tensor,
         adam: RowAdam,
         max_steps: int,
+        state: _FreshProgress,
         on_epoch: Callable[[int, float], None] | None = None,
     ) -> None:
         """Optimise ``logits`` on ``x`` in row chunks (rows are independent, so chunking is exact).
 
-        Epochs of ``steps_per_epoch`` steps until ``max_steps`` or the mean objective rose by
-        changed by less than ``tol`` in an epoch; ``on_epoch(epoch, mean objective)`` after each (0 = start).
+        Epochs of ``steps_per_epoch`` steps until ``max_steps`` or the mean objective changed
+        by less than ``tol`` in an epoch; ``on_epoch(epoch, mean objective)`` after each (0 =
+        start).  ``state`` is updated in place; the ``state`` of an interrupted fit (with its
+        logits and moments) continues where that fit stopped.
         """
         h = self.hparams
         chunks = [(torch.arange(s.start, s.stop, device=self.device), x[s]) for s in row_chunks(x, model.K)]
         pos = [PositiveEntries.of(xc) for _, xc in chunks]
-        r: list[torch.Tensor | None] = [None] * len(chunks)
+        r = state.r
+        if not r:
+            r.extend([None] * len(chunks))
+        elif len(r) != len(chunks):
+            raise DataError("svi: the saved fitting state does not fit this data; delete the checkpoint to start afresh")
 
         def mean_objective() -> float:
             with torch.no_grad():
@@ -258,45 +338,60 @@ class SVI(InferenceMethod):
                     total += float(obj.sum())
             return total / max(1, x.shape[0])
 
-        prev = mean_objective()
-        if on_epoch is not None:
-            on_epoch(0, prev)
-        done, epoch = 0, 0
-        while done < max_steps:
-            steps = min(h["steps_per_epoch"], max_steps - done)
+        if state.prev is None:
+            state.prev = mean_objective()
+            if on_epoch is not None:
+                on_epoch(0, state.prev)
+        while state.done < max_steps and not state.converged:
+            steps = min(h["steps_per_epoch"], max_steps - state.done)
             for j, (rows, xc) in enumerate(chunks):
                 r[j], _ = self._local_steps(model, xc, pos[j], logits, rows, adam, steps, r[j])
-            done += steps
-            epoch += 1
+            state.done += steps
+            state.epoch += 1
             cur = mean_objective()
+            state.converged = abs(cur - state.prev) < h["tol"]
+            state.prev = cur
             if on_epoch is not None:
-                on_epoch(epoch, cur)
-            if abs(cur - prev) < h["tol"]:
-                break
-            prev = cur
+                on_epoch(state.epoch, cur)
 
     # ------------------------------------------------------------------ inference mode
     def _fit_inference(
-        self, x_val: torch.Tensor, budget: FitBudget, progress: Callable[[EpochRecord], None] | None
+        self,
+        x_val: torch.Tensor,
+        budget: FitBudget,
+        progress: Callable[[EpochRecord], None] | None,
+        loop: FitLoop,
+        generator: torch.Generator,
     ) -> list[EpochRecord]:
         model = self.generative
         x = self._as_data(x_val)
         logits, adam = self._fresh_logits(model, x.shape[0])
-        generator = self._eval_generator()
+        fresh = _FreshProgress()
+        saved = loop.resume()
+        if saved is not None:
+            logits.copy_(saved["logits"])
+            adam.load_state_dict(saved["adam"])
+            fresh = _FreshProgress(**saved["progress"])
+        if loop.finished:
+            return list(loop.records)
+        max_steps = min(self.hparams["posterior_steps"], budget.max_epochs * self.hparams["steps_per_epoch"])
         clock = [time.perf_counter()]
-        records: list[EpochRecord] = []
+
+        def state() -> dict[str, Any]:
+            r = [None if t is None else t.clone() for t in fresh.r]
+            return {"logits": logits.clone(), "adam": adam.state_dict(), "progress": {**vars(fresh), "r": r}}
 
         def record(epoch: int, objective: float) -> None:
             q = torch.sigmoid(logits)
             elbo = float(elbo_of_q(model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator).mean())
             rec = EpochRecord(epoch, -objective, -elbo, _lap(clock), {"lb_elbo": objective, "elbo": elbo})
-            records.append(rec)
+            ended = "converged" if fresh.converged else "max_epochs" if fresh.done >= max_steps else ""
+            loop.end_epoch(rec, state, stop=ended)
             if progress is not None:
                 progress(rec)
 
-        max_steps = min(self.hparams["posterior_steps"], budget.max_epochs * self.hparams["steps_per_epoch"])
-        self._fit_fresh(model, x, logits, adam, max_steps, on_epoch=record)
-        return records
+        self._fit_fresh(model, x, logits, adam, max_steps, fresh, on_epoch=record)
+        return list(loop.records)
 
     # ------------------------------------------------------------------ learning mode
     def _fit_learning(
@@ -305,23 +400,28 @@ class SVI(InferenceMethod):
         x_val: torch.Tensor,
         budget: FitBudget,
         progress: Callable[[EpochRecord], None] | None,
+        loop: FitLoop,
+        generator: torch.Generator,
+        shuffle: torch.Generator,
     ) -> list[EpochRecord]:
         h = self.hparams
         xt, xv = self._as_data(x_train), self._as_data(x_val)
         n, k = xt.shape[0], self.module.K
+        saved = loop.resume()
+        if saved is not None:
+            self.load_state_dict(saved)
+        else:
+            self.epoch = 0
         if self.local_logits is None or self.local_logits.shape != (n, k):
             self.local_logits = torch.logit(self.generative.mu).expand(n, k).clone()
+            self._local_adam = None
         if self._local_adam is None:
             self._local_adam = RowAdam((n, k), h["lr_local"], self.dtype, self.device)
         if self._optimizer is None:
             self._optimizer = torch.optim.Adam(self.module.parameters(), lr=h["lr_global"])
-        shuffle = torch.Generator().manual_seed(self.seed + 1)
-        for _ in range(self.epoch):  # resume: replay the permutations already used
-            torch.randperm(n, generator=shuffle)
-        generator = self._eval_generator()
-        records: list[EpochRecord] = []
-        best_val, best_state, bad_evals = float("inf"), None, 0
-        for epoch in range(self.epoch + 1, budget.max_epochs + 1):
+        for epoch in range(loop.state.epoch + 1, budget.max_epochs + 1):
+            if loop.finished:
+                break
             start = time.perf_counter()
             order = torch.randperm(n, generator=shuffle).to(self.device)
             total = 0.0
@@ -333,20 +433,19 @@ class SVI(InferenceMethod):
             if epoch % budget.eval_every == 0 or epoch == budget.max_epochs:
                 val_nelbo = self._validate(xv, generator)
             rec = EpochRecord(epoch, -total / n, val_nelbo, time.perf_counter() - start)
-            records.append(rec)
+            loop.end_epoch(
+                rec,
+                self.state_dict,
+                params=[*self.module.named_parameters(), ("local_logits", self.local_logits)],
+                best_fn=lambda: clone_tensors(self.module.state_dict()),
+                patience=budget.patience,
+                max_epochs=budget.max_epochs,
+            )
             if progress is not None:
                 progress(rec)
-            if val_nelbo is not None:
-                if val_nelbo < best_val:
-                    best_val, bad_evals = val_nelbo, 0
-                    best_state = {key: v.detach().clone() for key, v in self.module.state_dict().items()}
-                else:
-                    bad_evals += 1
-                    if bad_evals >= budget.patience:
-                        break
-        if best_state is not None:
-            self.module.load_state_dict(best_state)
-        return records
+        if loop.best_params is not None:
+            self.module.load_state_dict(loop.best_params)
+        return list(loop.records)
 
     def _svi_step(self, xb: torch.Tensor, rows: torch.Tensor) -> float:
         """Local steps on the minibatch's logits, then one global step; returns the summed objective."""
@@ -379,7 +478,7 @@ class SVI(InferenceMethod):
         if self._val_logits is None or self._val_logits.shape[0] != xv.shape[0]:
             self._val_logits, self._val_adam = self._fresh_logits(model, xv.shape[0])
         assert self._val_adam is not None
-        self._fit_fresh(model, xv, self._val_logits, self._val_adam, self.hparams["val_steps"])
+        self._fit_fresh(model, xv, self._val_logits, self._val_adam, self.hparams["val_steps"], _FreshProgress())
         q = torch.sigmoid(self._val_logits)
         return -float(elbo_of_q(model, xv, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator).mean())
 
@@ -394,6 +493,10 @@ class SVI(InferenceMethod):
     def _eval_generator(self) -> torch.Generator:
         """CPU generator of the Monte Carlo ELBO in the curve (used only when K > exact_max_k)."""
         return torch.Generator().manual_seed(self.seed)
+
+
+def _clone_or_none(t: torch.Tensor | None) -> torch.Tensor | None:
+    return None if t is None else t.detach().clone()
 
 
 __all__ = ["DEFAULTS", "RowAdam", "SVI"]

@@ -1,0 +1,71 @@
+"""The Snakemake profiles under profiles/ parse and give jobs the resources they document."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+PROFILES = ("default", "gpu", "slurm")
+
+
+def dry_run(profile: str, results: Path, grid: str) -> str:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("NOISYOR_RAW_DATA", str(REPO.parent / "shared" / "data"))
+    cmd = [str(Path(sys.executable).parent / "snakemake"), "--workflow-profile", f"profiles/{profile}",
+           "--dry-run", "--nolock", "--config", f"profile={grid}", f"results_dir={results}"]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"workflow specific profile profiles/{profile}" in proc.stderr
+    return proc.stdout
+
+
+def job_resources(output: str, rule: str) -> list[str]:
+    """The `resources:` line of every job of ``rule`` in a dry run."""
+    blocks = re.split(r"\n(?=(?:local)?rule \S+:\n)", output)
+    return [m.group(1) for b in blocks if b.startswith(f"rule {rule}:\n")
+            for m in [re.search(r"\n\s+resources: (.*)", b)] if m]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_profile_parses_and_plans_the_dag(profile, tmp_path):
+    out = dry_run(profile, tmp_path / "results", "smoke")
+    assert re.search(r"^total\s+\d+", out, re.M)
+
+
+def test_gpu_profile_gives_every_training_job_one_gpu(tmp_path):
+    out = dry_run("gpu", tmp_path / "results", "smoke")  # smoke: gpus_per_job 0 in the config
+    for rule in ("search", "train_cell", "train_text_cell"):
+        resources = job_resources(out, rule)
+        assert resources and all("gpu=1" in r for r in resources), (rule, resources[:2])
+    assert all("gpu=1" not in r for r in job_resources(out, "make_dataset"))
+
+
+def test_slurm_profile_sets_limits_per_rule(tmp_path):
+    out = dry_run("slurm", tmp_path / "results", "paper")
+    train = job_resources(out, "train_cell")
+    assert train and all("runtime=720" in r and "mem_mb=16000" in r and "gpu=1" in r for r in train)
+    assert all("runtime=30" in r and "mem_mb=4000" in r for r in job_resources(out, "table4"))
+
+
+def test_slurm_profile_documents_every_entry():
+    """Every value in profiles/slurm has a comment line right above it; account and partition
+    are left for the user (commented out, marked FILL IN)."""
+    lines = (REPO / "profiles" / "slurm" / "config.yaml").read_text().splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^\s*[\w-]+:\s*\S", line) and not line.lstrip().startswith("#"):
+            above = lines[i - 1].strip()
+            assert above.startswith("#"), f"line {i + 1} has no comment: {line!r}"
+    settings = yaml.safe_load("\n".join(lines))
+    assert settings["executor"] == "slurm"
+    assert "slurm_account" not in settings["default-resources"]
+    text = "\n".join(lines)
+    assert re.search(r"FILL IN.*\n\s*# slurm_account:", text) and re.search(r"FILL IN.*\n\s*# slurm_partition:", text)

@@ -1,0 +1,44 @@
+"""CLI: runtime per rule from Snakemake's benchmark files (the report's "Runtime" section).
+
+Benchmark files are not declared outputs of any rule, so this command reads a directory
+rather than a file list; the workflow runs it after every artifact so the directory is complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def cmd_runtime_table(args: argparse.Namespace) -> int:
+    from ..aggregate import write_table
+    from ..errors import ConfigError
+    from ..runtime import collect, markdown, per_rule, plot
+
+    if args.top < 1:
+        raise ConfigError(f"--top must be >= 1, got {args.top}")
+    jobs = collect(args.benchmarks)
+    rules = per_rule(jobs)
+    write_table(rules, args.out_csv, markdown(rules, jobs, args.top), args.out_md)
+    if args.out_jobs_csv:
+        write_table(jobs, args.out_jobs_csv)
+    if args.out_png:
+        plot(rules, args.out_png)
+    log.info("runtime: %d jobs of %d rules, %.0f s in total -> %s", len(jobs), len(rules), jobs["s"].sum(), args.out_csv)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "runtime-table",
+        help="per-rule runtime (jobs, total/mean/max s, slowest job) from Snakemake benchmark TSVs",
+    )
+    p.add_argument("--benchmarks", required=True, help="directory <results>/benchmarks (<rule>/<job>.tsv)")
+    p.add_argument("--out-csv", required=True, help="per-rule totals")
+    p.add_argument("--out-md", required=True, help="per-rule totals and the slowest jobs")
+    p.add_argument("--out-jobs-csv", help="every job, slowest first (the base of compute extrapolations)")
+    p.add_argument("--out-png", help="bar chart of total seconds per rule")
+    p.add_argument("--top", type=int, default=10, help="slowest jobs listed in the Markdown (default 10)")
+    p.set_defaults(func=cmd_runtime_table)
