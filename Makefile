@@ -62,7 +62,9 @@ lock: setup
 	} > envs/requirements.txt
 
 clean:
-	rm -rf results/data results/figures results/tables results/runs results/logs results/benchmarks $(REPORT) .snakemake
+	# Everything the workflow wrote (results/README.md is tracked and stays; results/raw holds downloads).
+	rm -rf results/data results/pmi results/search results/hparams results/runs results/tables results/figures \
+		results/logs results/benchmarks $(REPORT) .snakemake
 
 # Throughput of the project's trainers against a dense reference (issue 7); see benchmarks/README.md.
 bench: setup
