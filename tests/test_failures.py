@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
 from noisyor_bench.io import read_json, write_npz_atomic
@@ -46,21 +47,7 @@ NOT_COMPARED = TIMING_KEYS | {"resumed", "provenance"}
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny synthetic dataset (D=10, K=3) as ``make-dataset`` would write it."""
-    rng = np.random.default_rng(0)
-    d, k = 10, 3
-    theta = rng.gamma(2.0, 0.7, size=(d, k)) * (rng.random((d, k)) < 0.6)
-    theta[np.arange(k), np.arange(k)] = 1.5
-    mu = np.array([0.2, 0.3, 0.25])
-    model = NoisyOR.from_numpy(theta, np.full(d, 0.05), mu)
-    g = torch.Generator().manual_seed(1)
-    arrays: dict[str, np.ndarray] = {"theta": theta, "theta0": np.full(d, 0.05), "mu": mu}
-    for split, n in (("train", 60), ("val", 30), ("test", 40)):
-        z, x = model.sample(n, generator=g)
-        arrays[f"x_{split}"] = x.numpy().astype(np.uint8)
-        arrays[f"z_{split}"] = z.numpy().astype(np.uint8)
-    path = tmp_path_factory.mktemp("data") / "toy.npz"
-    write_npz_atomic(path, **arrays)
-    return path
+    return write_toy_dataset(tmp_path_factory.mktemp("data") / "toy.npz")
 
 
 def train_argv(dataset: Path, out: Path, method: str, *extra: str) -> list[str]:

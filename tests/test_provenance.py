@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from toydata import write_toy_dataset
 
 from noisyor_bench import provenance as P
 from noisyor_bench.cli import main
@@ -161,20 +162,9 @@ def test_argument_inputs_and_directories(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A results tree with a tiny synthetic dataset (no sidecar) under data/."""
-    rng = np.random.default_rng(0)
-    d, k = 10, 3
-    theta = rng.gamma(2.0, 0.7, size=(d, k)) * (rng.random((d, k)) < 0.6)
-    theta[np.arange(k), np.arange(k)] = 1.5
-    mu = np.array([0.2, 0.3, 0.25])
-    model = NoisyOR.from_numpy(theta, np.full(d, 0.05), mu)
-    g = torch.Generator().manual_seed(1)
-    arrays: dict[str, np.ndarray] = {"theta": theta, "theta0": np.full(d, 0.05), "mu": mu}
-    for split, n in (("train", 40), ("val", 20), ("test", 30)):
-        z, x = model.sample(n, generator=g)
-        arrays[f"x_{split}"] = x.numpy().astype(np.uint8)
-        arrays[f"z_{split}"] = z.numpy().astype(np.uint8)
     root = tmp_path_factory.mktemp("prov") / "results"
-    write_npz_atomic(root / "data" / "toy.npz", **arrays)
+    (root / "data").mkdir(parents=True)
+    write_toy_dataset(root / "data" / "toy.npz", n_train=40, n_val=20, n_test=30)
     return root
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from toydata import write_toy_dataset
 
 import noisyor_bench.methods as methods_pkg
 from noisyor_bench.cli import main
@@ -115,20 +116,7 @@ def fake_registry(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    rng = np.random.default_rng(0)
-    d, k = 10, 3
-    theta = rng.gamma(2.0, 0.7, size=(d, k)) * (rng.random((d, k)) < 0.6)
-    theta[np.arange(k), np.arange(k)] = 1.5  # every cause has a distinct pixel
-    model = NoisyOR.from_numpy(theta, np.full(d, 0.05), np.array([0.2, 0.3, 0.25]))
-    g = torch.Generator().manual_seed(1)
-    arrays: dict[str, np.ndarray] = {"theta": theta, "theta0": np.full(d, 0.05), "mu": np.array([0.2, 0.3, 0.25])}
-    for split, n in (("train", 60), ("val", 30), ("test", 40)):
-        z, x = model.sample(n, generator=g)
-        arrays[f"x_{split}"] = x.numpy().astype(np.uint8)
-        arrays[f"z_{split}"] = z.numpy().astype(np.uint8)
-    path = tmp_path_factory.mktemp("data") / "toy.npz"
-    write_npz_atomic(path, **arrays)
-    return path
+    return write_toy_dataset(tmp_path_factory.mktemp("data") / "toy.npz")
 
 
 def make_spec(dataset: Path, out: Path, **kw: Any) -> RunSpec:
