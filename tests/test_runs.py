@@ -128,6 +128,24 @@ def make_spec(dataset: Path, out: Path, **kw: Any) -> RunSpec:
     return RunSpec(**base)
 
 
+def _interrupt_after_epoch_2(monkeypatch: pytest.MonkeyPatch, spec: RunSpec) -> None:
+    """Run ``spec`` and kill it (KeyboardInterrupt) after epoch 2, as a killed job would stop."""
+    import noisyor_bench.runs as runs
+
+    original = runs._Progress.__call__
+
+    def crash_after_two(self: Any, record: EpochRecord) -> None:
+        original(self, record)
+        if record.epoch == 2:
+            raise KeyboardInterrupt("killed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runs._Progress, "__call__", crash_after_two)
+        with pytest.raises(KeyboardInterrupt):
+            execute_run(spec)
+
+
+
 def without_timings(m: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in m.items() if k not in TIMING_KEYS}
 
@@ -370,24 +388,12 @@ def test_real_avi_end_to_end(dataset: Path, tmp_path: Path, capsys: pytest.Captu
 def test_real_avi_resume_matches_uninterrupted(dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Kill AVI after epoch 2 (its checkpoint is written), rerun: same numbers as one go."""
     pytest.importorskip("noisyor_bench.methods.avi")
-    import noisyor_bench.runs as runs
-
     kw = dict(method="avi", n_train=60, seed=0, budget=FitBudget(max_epochs=4, batch_size=32), hparams={"hidden_dim": 8})
     whole = read_json(execute_run(make_spec(dataset, tmp_path / "whole", **kw)) / METRICS_FILE)
 
-    original = runs._Progress.__call__
-
-    def crash_after_two(self: Any, record: EpochRecord) -> None:
-        original(self, record)
-        if record.epoch == 2:
-            raise KeyboardInterrupt("killed")
-
-    monkeypatch.setattr(runs._Progress, "__call__", crash_after_two)
     out = tmp_path / "resumed"
-    with pytest.raises(KeyboardInterrupt):
-        execute_run(make_spec(dataset, out, **kw))
+    _interrupt_after_epoch_2(monkeypatch, make_spec(dataset, out, **kw))
     assert not out.exists() and (partial_dir(out) / "checkpoint.pt").exists()
-    monkeypatch.setattr(runs._Progress, "__call__", original)
     resumed = read_json(execute_run(make_spec(dataset, out, **kw)) / METRICS_FILE)
     assert resumed["resumed"] is True and whole["resumed"] is False
     drop = TIMING_KEYS | {"resumed"}
@@ -406,24 +412,12 @@ def test_real_classical_resume_matches_uninterrupted(
     dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, mode: str, hparams: dict[str, Any]
 ) -> None:
     """The classical methods checkpoint too (methods/fitloop.py): killed after epoch 2, rerun, same numbers."""
-    import noisyor_bench.runs as runs
-
     kw = dict(method=method, mode=mode, n_train=60, seed=0, hparams=hparams,
               budget=FitBudget(max_epochs=4, batch_size=32, patience=100))
     whole = execute_run(make_spec(dataset, tmp_path / "whole", **kw))
-    original = runs._Progress.__call__
-
-    def crash_after_two(self: Any, record: EpochRecord) -> None:
-        original(self, record)
-        if record.epoch == 2:
-            raise KeyboardInterrupt("killed")
-
-    monkeypatch.setattr(runs._Progress, "__call__", crash_after_two)
     out = tmp_path / "resumed"
-    with pytest.raises(KeyboardInterrupt):
-        execute_run(make_spec(dataset, out, **kw))
+    _interrupt_after_epoch_2(monkeypatch, make_spec(dataset, out, **kw))
     assert (partial_dir(out) / "checkpoint.pt").exists()
-    monkeypatch.setattr(runs._Progress, "__call__", original)
     execute_run(make_spec(dataset, out, **kw))
     m_resumed, m_whole = read_json(out / METRICS_FILE), read_json(whole / METRICS_FILE)
     assert m_resumed["resumed"] is True and m_whole["resumed"] is False

@@ -101,15 +101,15 @@ class _LogLik:
     (attributes used by the IW bound; the NELBO takes it at ``z = q`` in closed form).
     Only the positive part needs the rates, and only at the (n, i) pairs with ``x_ni = 1``
     (80-98% of the benchmark's observations are zeros): :func:`noisyor_bench.sparse.positive_loglik`
-    evaluates them in O(s * nnz * K).  Blocks of rows keep its (rows, M, K) and (rows, s, M)
-    intermediates near ``chunk_elements`` numbers.
+    evaluates them in O(s * nnz * K).  Blocks of rows keep its intermediates (the s-fold
+    stacked pattern and the rates at its s * nnz entries) below ``chunk_elements`` numbers.
     """
 
     def __init__(self, model: NoisyOR, x: torch.Tensor, max_samples: int, chunk_elements: int) -> None:
         self.model = model
         n, d = x.shape
         active = ActiveSet.of(x)
-        # positive_loglik holds (rows, M, K) gathered weights and (rows, s, M) rates.
+        # A block's s * nnz stacked entries are at most rows * width * s <= rows * width * max(K, s).
         width = max(1, active.width)
         rows = max(1, chunk_elements // (width * max(model.K, max_samples)))
         self.blocks: list[tuple[slice, ActiveSet]] = []
