@@ -64,9 +64,11 @@ def seeds(cfg: Mapping[str, Any]) -> list[int]:
     return [int(s) for s in profile(cfg).get("seeds", [0])]
 
 
-def budget(cfg: Mapping[str, Any], cell: Cell) -> dict[str, int]:
+def budget(cfg: Mapping[str, Any], cell: Cell) -> dict[str, int | float]:
     """Fit budget: defaults < profile ``budget`` < experiment ``budget`` < profile
-    ``method_budget[method]`` < experiment ``method_budget[method]``."""
+    ``method_budget[method]`` < experiment ``method_budget[method]``.  Keys absent from every
+    layer (e.g. ``convergence_window``, ``convergence_rel_tol``) take the
+    :class:`~noisyor_bench.fitting.FitBudget` defaults in the run."""
     prof, exp = profile(cfg), experiments(cfg)[cell.experiment]
     merged = dict(DEFAULT_BUDGET)
     for layer in (

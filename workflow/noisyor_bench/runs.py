@@ -54,7 +54,8 @@ from .device import describe, pick_device, set_threads
 from .errors import ConfigError, DataError
 from .evaluation import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, evaluate, match_latents, nelbo, weight_similarity
 from .exact import MAX_EXACT_K
-from .fitting import BUDGET_FIELDS
+from .convergence import Convergence, assess
+from .fitting import check_budget, fit_budget_fields
 from .io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
 from .methods.base import EpochRecord, FitBudget, InferenceMethod
 from .model import NoisyOR
@@ -155,8 +156,7 @@ class RunSpec:
         _check_int("seed", self.seed, minimum=0)
         _check_int("iw_samples", self.iw_samples, minimum=0)
         _check_int("exact_max_k", self.exact_max_k, minimum=0)
-        for name in BUDGET_FIELDS:
-            _check_int(f"budget.{name}", getattr(self.budget, name), minimum=1)
+        check_budget(self.budget, "budget.")
         if self.threads is not None:
             _check_int("threads", self.threads, minimum=1)
         if self.n_latent is not None:
@@ -474,7 +474,7 @@ def _resume_key(spec: RunSpec, sha: str, device: torch.device) -> dict[str, Any]
         "n_train": int(spec.n_train),
         "seed": int(spec.seed),
         "hparams": dict(spec.hparams),
-        "budget": dataclasses.asdict(spec.budget),
+        "budget": fit_budget_fields(spec.budget),
         "n_latent": spec.n_latent,
         "device_type": device.type,
     }
@@ -591,6 +591,7 @@ def execute_run(spec: RunSpec) -> Path:
         best_epoch=_opt_int(getattr(method, "best_epoch", None)),
         stop_reason=getattr(method, "stop_reason", None),
         best_curve_val_nelbo=min(vals) if vals else None,
+        **convergence_keys(run_convergence(method, records, spec)),
         resumed=bool(resumed),
         train_seconds=train_seconds,
         val_seconds=val_seconds,
@@ -605,6 +606,27 @@ def execute_run(spec: RunSpec) -> Path:
     _publish(work, spec.out_dir)
     log.info("wrote %s", spec.out_dir)
     return spec.out_dir
+
+
+def run_convergence(method: InferenceMethod, records: list[EpochRecord], spec: RunSpec) -> Convergence:
+    """The method's own verdict (every registered method sets ``convergence`` in ``fit``), else
+    the same rule applied here to the curve (a third-party method)."""
+    verdict = getattr(method, "convergence", None)
+    if isinstance(verdict, Convergence):
+        return verdict
+    held_out = spec.mode == "inference" and spec.method in NON_AMORTIZED
+    best = getattr(method, "best_epoch", None)
+    return assess(records, getattr(method, "stop_reason", None), best, spec.budget, applicable=not held_out)
+
+
+def convergence_keys(verdict: Convergence) -> dict[str, Any]:
+    """metrics.json's ``converged`` (true / false / null) and ``convergence`` (the numbers)."""
+    return {"converged": verdict.converged, "convergence": json_safe_nested(verdict.as_dict())}
+
+
+def json_safe_nested(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Non-finite floats of a flat mapping as ``None`` (strict JSON)."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in values.items()}
 
 
 def _opt_int(v: Any) -> int | None:

@@ -62,7 +62,8 @@ from torch import nn
 
 from .errors import ConfigError, DataError, UserError
 from .io import atomic_path
-from .fitting import BUDGET_FIELDS
+from .convergence import Convergence, assess
+from .fitting import check_budget, fit_budget_fields
 from .methods.base import EpochRecord, FitBudget
 
 CHECKPOINT_VERSION = 1
@@ -99,10 +100,7 @@ def stream_generator(seed: int, stream: str, device: torch.device | str = "cpu")
 
 def validate_budget(budget: FitBudget) -> None:
     """Reject budgets that cannot describe a run (ConfigError naming the field)."""
-    for name in BUDGET_FIELDS:
-        value = getattr(budget, name)
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise ConfigError(f"fit budget {name} must be an integer >= 1; got {value!r}")
+    check_budget(budget, "fit budget")
 
 
 def _clone_state(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -162,7 +160,7 @@ class Trainer:
         self.checkpoint_path = Path(checkpoint_path) if checkpoint_path is not None else None
         self.extra_fn = extra_fn
         self.fingerprint = dict(fingerprint or {})
-        self.fingerprint["budget"] = asdict(budget)
+        self.fingerprint["budget"] = fit_budget_fields(budget)
         self.fingerprint["n_train"] = self.n_train
         self.state = _Progress()
         self.history: list[EpochRecord] = []
@@ -177,6 +175,11 @@ class Trainer:
     def stop_reason(self) -> str:
         """``"patience"`` (early stop) or ``"max_epochs"``; empty before the run ends."""
         return self.state.stop_reason
+
+    def convergence(self) -> Convergence:
+        """Whether the finished fit converged (:func:`noisyor_bench.convergence.assess`)."""
+        best = self.state.best_epoch or None
+        return assess(self.history, self.stop_reason, best, self.budget)
 
     @property
     def passes_per_epoch(self) -> int:

@@ -171,7 +171,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", required=True, help="avi, acp, svi, lb-cdi or ub-cdi")
     p.add_argument("--mode", required=True, choices=["inference", "learning"])
     p.add_argument("--n-train", type=int, required=True, help="first N_train rows of the training pool (0: none)")
-    p.add_argument("--budget", default="{}", help="FitBudget fields as JSON (max_epochs, patience, batch_size, eval_every, min_epoch_steps)")
+    p.add_argument("--budget", default="{}", help="FitBudget fields as JSON (max_epochs, patience, batch_size, eval_every, min_epoch_steps, convergence_window, convergence_rel_tol)")
     p.add_argument("--evaluation", default="{}", help='JSON {"samples": 100, "iw_samples": 100}')
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda[:N]")
     p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")

@@ -44,6 +44,7 @@ _INT_FLAGS = {
     "batch_size": ("--batch-size", 1),
     "eval_every": ("--eval-every", 1),
     "min_epoch_steps": ("--min-epoch-steps", 1),
+    "convergence_window": ("--convergence-window", 1),
     "eval_samples": ("--eval-samples", 1),
     "iw_samples": ("--iw-samples", 0),
     "exact_max_k": ("--exact-max-k", 0),
@@ -126,6 +127,11 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-every", type=int, help=f"validate every N epochs (default {FitBudget.eval_every})")
     p.add_argument("--min-epoch-steps", type=int,
                    help="AVI/ACP: passes per epoch until this many optimiser steps (default 1 = one pass)")
+    p.add_argument("--convergence-window", type=int,
+                   help="evaluations judged for convergence at the epoch limit (default %d)" % FitBudget.convergence_window)
+    p.add_argument("--convergence-rel-tol", type=float,
+                   help="converged at the epoch limit if the window improved the best validation NELBO by less than "
+                        "this fraction (default %g)" % FitBudget.convergence_rel_tol)
     p.add_argument("--eval-samples", type=int, default=DEFAULT_N_SAMPLES,
                    help="discrete posterior samples per test point for NELBO and F1/EM (default %(default)s)")
     p.add_argument("--iw-samples", type=int, default=DEFAULT_IW_SAMPLES,

@@ -41,6 +41,7 @@ from ..errors import ConfigError, DataError
 from ..generative import GenerativeInit, GenerativeModule, make_generative
 from ..model import NoisyOR
 from ..sparse import ActiveSet, active_linear, wants_sparse
+from ..convergence import Convergence
 from ..training import Trainer, stream_generator, validate_budget
 from .base import EpochRecord, FitBudget, InferenceMethod, Mode
 
@@ -240,6 +241,7 @@ class AmortizedMethod(InferenceMethod):
         self.net.eval()
         self.best_epoch: int | None = None
         self.stop_reason: str | None = None
+        self.convergence: Convergence | None = None  # set by fit (noisyor_bench.convergence)
 
     # ------------------------------------------------------------------ subclass hooks
     @abstractmethod
@@ -382,6 +384,7 @@ class AmortizedMethod(InferenceMethod):
         finally:
             self.net.eval()
         self.best_epoch, self.stop_reason = trainer.best_epoch, trainer.stop_reason
+        self.convergence = trainer.convergence()
         return history
 
     def _fingerprint(self, xt: torch.Tensor, xv: torch.Tensor) -> dict[str, Any]:

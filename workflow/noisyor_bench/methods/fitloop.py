@@ -36,8 +36,9 @@ from typing import Any, Callable, Iterable, Mapping
 
 import torch
 
+from ..convergence import Convergence, assess
 from ..errors import DataError
-from ..fitting import EpochRecord, FitBudget
+from ..fitting import EpochRecord, FitBudget, fit_budget_fields
 from ..training import CHECKPOINT_VERSION, diverged, read_checkpoint, write_checkpoint
 
 CHECKPOINT_KIND = "classical-fit"
@@ -67,7 +68,7 @@ def fingerprint(method: Any, budget: FitBudget, x_train: torch.Tensor, x_val: to
         "mode": method.mode,
         "seed": int(method.seed),
         "hparams": dict(method.hparams),
-        "budget": asdict(budget),
+        "budget": fit_budget_fields(budget),
         "n_train": int(x_train.shape[0]),
         "n_val": int(x_val.shape[0]),
         "shape": [int(x_val.shape[1]), int(method.generative.K)],
@@ -142,6 +143,11 @@ class FitLoop:
     @property
     def stop_reason(self) -> str | None:
         return self.state.stop_reason or None
+
+    def convergence(self, budget: FitBudget, applicable: bool = True) -> Convergence:
+        """Whether the finished fit converged (:func:`noisyor_bench.convergence.assess`);
+        ``applicable=False`` for an inference-mode fit on held-out rows (no training budget)."""
+        return assess(self.records, self.stop_reason, self.best_epoch, budget, applicable)
 
     def end_epoch(
         self,

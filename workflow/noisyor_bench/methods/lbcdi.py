@@ -64,6 +64,7 @@ from ..training import lower_lr_hint, stream_generator
 from ..generative import GenerativeModule, make_generative
 from ..model import NoisyOR
 from .base import EpochRecord, FitBudget, InferenceMethod, Mode
+from ..convergence import Convergence
 from .fitloop import FitLoop, clone_tensors, fingerprint
 from .ubcdi import _lap
 
@@ -129,6 +130,7 @@ class LBCDI(InferenceMethod):
         self._saved_r: dict[str, list[torch.Tensor] | None] = {}  # from load_state_dict, used by the next fit
         self.best_epoch: int | None = None
         self.stop_reason: str | None = None
+        self.convergence: Convergence | None = None  # set by fit (noisyor_bench.convergence)
 
     # ------------------------------------------------------------------ API
     @property
@@ -166,6 +168,8 @@ class LBCDI(InferenceMethod):
         else:
             records = self._fit_learning(x_train, x_val, budget, progress, loop, generator)
         self.best_epoch, self.stop_reason = loop.best_epoch, loop.stop_reason
+        # Inference mode fits held-out rows with the true model: no training budget to judge.
+        self.convergence = loop.convergence(budget, applicable=self.mode == "learning")
         return records
 
     @torch.no_grad()

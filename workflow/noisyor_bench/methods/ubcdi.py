@@ -68,6 +68,7 @@ from ..bounds import (
 )
 from ..errors import ConfigError, DataError
 from ..model import NoisyOR
+from ..convergence import Convergence
 from .fitloop import FitLoop, fingerprint
 from .base import EpochRecord, FitBudget, InferenceMethod, Mode
 
@@ -117,6 +118,7 @@ class UBCDI(InferenceMethod):
         self.rounds_done = 0
         self.best_epoch: int | None = None
         self.stop_reason: str | None = None
+        self.convergence: Convergence | None = None  # set by fit (noisyor_bench.convergence)
 
     # ------------------------------------------------------------------ API
     @property
@@ -184,6 +186,8 @@ class UBCDI(InferenceMethod):
             generator.manual_seed(self.seed)
             records = self._rounds_with_curve(x, budget, progress, loop, generator, None)
         self.stop_reason = loop.stop_reason
+        # Rounds on held-out rows with the true model: only its own criterion ("converged") counts.
+        self.convergence = loop.convergence(budget, applicable=False)
         return records
 
     def _rounds_with_curve(
