@@ -9,6 +9,15 @@ Machine-readable CSVs keep, per cell and metric, ``<m>_mean, <m>_std, <m>_n, <m>
 ``<m>_values`` (the per-seed values as ``seed:value;seed:value``), so :mod:`.claims` can form
 paired per-seed differences from the written tables alone.  Every table has an ``artifact``
 column naming what it is (``fig3a``, ``table4``, ``fig5``, ``recovery``, ``fig3b``).
+
+Convergence (issue 12): every summary row carries ``n_runs`` (runs in the cell) and
+``n_converged`` (runs whose ``metrics.json`` does not say ``converged: false``; ``null`` --
+no training budget to converge, e.g. SVI/LB-CDI/UB-CDI optimised on the held-out set -- and
+runs written before the key existed count as converged), so a verdict can say when it rests
+on runs stopped by their budget.  Deterministic cells -- SVI, LB-CDI and UB-CDI in inference
+mode, whose posterior does not depend on the seed -- are one setting, not a sample: their
+row is marked ``deterministic`` and shows one value (the mean of the seeds' evaluations,
+``<m>_n = 1``, no CI) instead of a zero-width interval.
 """
 
 from __future__ import annotations
@@ -45,6 +54,9 @@ RUN_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed
 FIG3A_METRICS: tuple[str, ...] = ("nelbo", "f1", "em", "exact_nll", "exact_gap")
 CI_LEVEL = 0.95
 DEFAULT_MISSING_REASON = "not run in this profile"
+DETERMINISTIC_IN_INFERENCE: tuple[str, ...] = ("svi", "lb-cdi", "ub-cdi")
+"""Methods whose inference-mode posterior is a deterministic optimisation on the held-out rows
+with the true model (no seed enters it; ``runs.NON_AMORTIZED``): one value per setting."""
 
 
 # ------------------------------------------------------------------------------ paper numbers
@@ -150,6 +162,10 @@ def read_metrics(path: str | Path) -> dict[str, Any]:
     for key, value in data.items():
         if key == "hparams":
             row["hparams"] = json.dumps(value, sort_keys=True)
+        elif key == "convergence" and isinstance(value, dict):
+            # the numbers behind `converged`, as convergence_<key> columns (convergence tables)
+            row.update({f"convergence_{k}": v for k, v in value.items()
+                        if v is None or isinstance(v, (str, bool, *_NUMBER))})
         elif key in METRIC_KEYS:
             if value is not None and (isinstance(value, bool) or not isinstance(value, _NUMBER)):
                 raise DataError(f"{path}: metric {key!r} must be a number or null, found {value!r}")
@@ -219,9 +235,11 @@ def single_value(runs: pd.DataFrame, column: str, what: str) -> Any:
 def summarise(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str], level: float = CI_LEVEL) -> pd.DataFrame:
     """Mean, std, n, CI half-width and per-seed values of ``metrics`` per group of ``by``.
 
-    Columns: ``by``, ``n_seeds``, ``seeds``, then per metric ``<m>_mean, <m>_std, <m>_n,
-    <m>_ci95, <m>_values``.  NaN metric values (null in metrics.json) are left out of that
-    metric's statistics, so ``<m>_n`` may be smaller than ``n_seeds``.
+    Columns: ``by``, ``n_seeds``, ``seeds``, ``n_runs``, ``n_converged``, ``deterministic``,
+    then per metric ``<m>_mean, <m>_std, <m>_n, <m>_ci95, <m>_values``.  NaN metric values
+    (null in metrics.json) are left out of that metric's statistics, so ``<m>_n`` may be
+    smaller than ``n_seeds``.  A deterministic group (:func:`is_deterministic`) has ``<m>_n``
+    = 1 and no std / CI; its ``<m>_values`` still list every seed's evaluation.
     """
     missing = [c for c in (*by, "seed", *metrics) if c not in df.columns]
     if missing:
@@ -233,20 +251,69 @@ def summarise(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str], level
         row: dict[str, Any] = dict(zip(by, key))
         row["n_seeds"] = int(len(group))
         row["seeds"] = ";".join(str(int(s)) for s in group["seed"])
+        row.update(convergence_counts(group))
+        fixed = is_deterministic(group)
+        row["deterministic"] = fixed
         for m in metrics:
             ok = group[m].notna()
             vals = group.loc[ok, m].astype(float).to_numpy()
             mean, std, n, ci = mean_ci(vals, level)
+            if fixed and n > 0:
+                std, n, ci = float("nan"), 1, float("nan")
             row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_n": n, f"{m}_ci95": ci})
             row[f"{m}_values"] = format_values(group.loc[ok, "seed"], vals)
         rows.append(row)
-    columns = [*by, "n_seeds", "seeds"] + [f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")]
+    columns = ([*by, "n_seeds", "seeds", "n_runs", "n_converged", "deterministic"]
+               + [f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")])
     return pd.DataFrame(rows, columns=columns)
 
 
+def convergence_counts(runs: pd.DataFrame) -> dict[str, int]:
+    """``n_runs`` and ``n_converged`` of a group of runs: a run counts as converged unless its
+    ``converged`` is false (null = no fit to converge; no column = runs from before the key)."""
+    n = int(len(runs))
+    if "converged" not in runs.columns:
+        return {"n_runs": n, "n_converged": n}
+    unconverged = int(sum(isinstance(v, (bool, np.bool_)) and not v for v in runs["converged"]))
+    return {"n_runs": n, "n_converged": n - unconverged}
+
+
+def is_deterministic(runs: pd.DataFrame) -> bool:
+    """Whether every run of a group is an inference-mode SVI/LB-CDI/UB-CDI run (one setting)."""
+    if runs.empty or "mode" not in runs.columns:
+        return False
+    return bool(((runs["mode"] == "inference") & runs["method"].isin(DETERMINISTIC_IN_INFERENCE)).all())
+
+
 def _cell(row: Mapping[str, Any], metric: str, digits: int) -> str:
-    return format_ci(row.get(f"{metric}_mean", float("nan")), row.get(f"{metric}_ci95", float("nan")),
-                     row.get(f"{metric}_n", 0), digits)
+    """``mean ± CI`` (``(deterministic)`` for one setting), flagged when some runs did not converge."""
+    mean = row.get(f"{metric}_mean", float("nan"))
+    if _flag(row.get("deterministic")) and not _missing(mean):
+        text = f"{float(mean):.{digits}f} (deterministic)"
+    else:
+        text = format_ci(mean, row.get(f"{metric}_ci95", float("nan")), row.get(f"{metric}_n", 0), digits)
+    return text + convergence_mark(row) if text else text
+
+
+def convergence_mark(row: Mapping[str, Any]) -> str:
+    """`` [1/2 conv.]`` when fewer runs converged than ran (the table notes explain it), else ``""``."""
+    n, c = row.get("n_runs"), row.get("n_converged")
+    if _missing(n) or _missing(c) or int(c) >= int(n):
+        return ""
+    return f" [{int(c)}/{int(n)} conv.]"
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _flag(v: Any) -> bool:
+    """A boolean cell (True/False, or 'True'/'False' read back from a CSV); NaN/None = False."""
+    if _missing(v):
+        return False
+    if isinstance(v, str):
+        return v.strip().lower() == "true"
+    return bool(v)
 
 
 def _paper(value: Any, digits: int = 1) -> str:
@@ -281,7 +348,10 @@ def write_table(frame: pd.DataFrame, csv_path: str | Path | None, md_text: str |
 
 CI_NOTE = (
     "Cells: mean ± half-width of the 95% Student-t confidence interval of the mean over seeds "
-    "(t_{0.975,n-1}·s/√n); '(n=1)' = a single seed, no interval.\n"
+    "(t_{0.975,n-1}·s/√n); '(n=1)' = a single seed, no interval; '(deterministic)' = SVI/LB-CDI/UB-CDI "
+    "optimised on the held-out set, whose posterior does not depend on the seed: one value, no interval; "
+    "'[c/n conv.]' = only c of the cell's n runs converged (the others stopped at their epoch limit still "
+    "improving; tables/convergence_<experiment>.md).\n"
 )
 
 
@@ -322,7 +392,8 @@ def fig3a_table(runs: pd.DataFrame, paper: Mapping[str, Any] | None = None) -> p
 
 def _with_stat_columns(frame: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """Make sure every stat column exists (a table of only 'not run' rows still has them)."""
-    for col in ["n_seeds", "seeds"] + [f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")]:
+    for col in ["n_seeds", "seeds", "n_runs", "n_converged", "deterministic"] + [
+            f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")]:
         if col not in frame.columns:
             frame[col] = np.nan
     return frame
@@ -569,6 +640,7 @@ def recovery_table(runs: pd.DataFrame, theta_true: np.ndarray, threshold: float,
             "assignment": ";".join(str(int(v)) for v in rec.assignment),
             "paper_recovered": p.get("recovered"), "paper_statement": p.get("statement", ""),
             "paper_source": p.get("source", ""), "run_dir": r["run_dir"],
+            **convergence_counts(pd.DataFrame([r])),
         })
     frame = pd.DataFrame(rows)
     order = frame.assign(_r=frame["method"].map(method_rank)).sort_values(["_r", "n_train", "seed"], ascending=[True, False, True])
@@ -584,14 +656,15 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
         p = g.iloc[0]
         paper_count = "" if pd.isna(p["paper_recovered"]) else f"{int(p['paper_recovered'])}/{int(p['n_true'])}"
         statement = p["paper_statement"] if isinstance(p["paper_statement"], str) else ""
+        conv = (f"{int(g['n_converged'].sum())}/{int(g['n_runs'].sum())}" if "n_converged" in g.columns else "")
         keyed.append(((method_rank(method), -int(n_train)), [
             method_label(method), int(n_train),
             ", ".join(str(int(v)) for v in g["recovered"]) + f" (of {int(p['n_true'])})",
-            format_ci(mean, ci, n, 2), format_ci(sim_mean, sim_ci, sn, digits), paper_count, statement,
+            format_ci(mean, ci, n, 2), format_ci(sim_mean, sim_ci, sn, digits), conv, paper_count, statement,
         ]))
     rows = [row for _, row in sorted(keyed, key=lambda kr: kr[0])]
     header = ["Method", "N_train", "recovered per seed", "recovered (mean ± CI)", "mean matched similarity",
-              "paper recovered", "paper statement"]
+              "runs converged", "paper recovered", "paper statement"]
     threshold = float(table["threshold"].iloc[0]) if len(table) else float("nan")
     dataset = table["dataset"].iloc[0] if len(table) else ""
     return (

@@ -4,6 +4,11 @@ Same rules as :mod:`noisyor_bench.claims`: verdicts from 95% CIs of differences 
 (paired when the seeds match), *inconclusive* when the CI straddles the bound or a side has a
 single value (n=1), *inconclusive* with "no data" when the profile did not run the cells.
 
+Budget-limited (issue 12): every claim reads per-run rows carrying ``n_runs`` / ``n_converged``
+(:func:`~noisyor_bench.textexp.common.add_convergence_columns`); a claim resting on a run that
+did not converge gets the verdict ``budget-limited``, its statistical verdict kept
+(:func:`noisyor_bench.claims.budget_aware`).
+
 Pooling.  The classification and t-SNE statements are made about all panels of supplement
 Figs. 3-6 together (every K), so they are checked **pooled over K**: the sample is the set of
 paired ACP - AVI differences over (K, N_train, seed) cells, and the CI is the one-sample t
@@ -20,15 +25,19 @@ import pandas as pd
 
 from ..aggregate import paper_numbers
 from ..claims import (
+    BUDGET_RULE,
     INCONCLUSIVE,
     NO_DATA,
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
     Interval,
+    budget_aware,
     combine,
     difference_ci,
+    note_evidence,
     verdict_above,
+    verdict_within,
 )
 
 PMI_SIMILAR_MARGIN = 0.3
@@ -41,7 +50,7 @@ LARGE_N_THRESHOLD = 1000
 classification accuracy": checked on every N_train > 1000 of the grid."""
 
 RULE_GREATER = ("reproduced if the 95% CI of the difference lies entirely above 0, not reproduced if entirely "
-                "below 0, else inconclusive (fewer than 2 paired values: inconclusive, n=1)")
+                "below 0, else inconclusive (fewer than 2 paired values: inconclusive, n=1)" + BUDGET_RULE)
 SUPP_FIG3 = "Supplement Figure 3, Section 5.1 Document classification, supplement lines 77-89"
 SUPP_TSNE = "Supplement Figures 4-6, Section 5.1 Document classification, supplement line 91"
 
@@ -62,18 +71,6 @@ def _paper_table5(method: str, n_train: int) -> dict[str, Any]:
     return {}
 
 
-def verdict_within(iv: Interval, margin: float) -> str:
-    """Claim "|difference| is small": reproduced if the CI lies inside (-margin, margin), not
-    reproduced if it lies entirely outside [-margin, margin], else inconclusive."""
-    if math.isnan(iv.low) or math.isnan(iv.high):
-        return INCONCLUSIVE
-    if -margin < iv.low and iv.high < margin:
-        return REPRODUCED
-    if iv.low > margin or iv.high < -margin:
-        return NOT_REPRODUCED
-    return INCONCLUSIVE
-
-
 def paired_pooled(a: Mapping[Any, float], b: Mapping[Any, float]) -> Interval:
     """CI of mean(a - b) over the keys both sides have (one-sample t on the paired differences)."""
     common = sorted(k for k in set(a) & set(b) if not (math.isnan(a[k]) or math.isnan(b[k])))
@@ -90,6 +87,7 @@ def _run_pmi(t: pd.DataFrame | None, method: str, n_train: int) -> dict[int, flo
     if t is None or t.empty:
         return {}
     g = t[(t["method"] == method) & (t["n_train"] == n_train)]
+    note_evidence(g)
     return {int(s): float(v) for s, v in g.groupby("seed")["mean_pmi"].first().items()}
 
 
@@ -97,9 +95,11 @@ def _ranked_pmi(t: pd.DataFrame | None, method: str, n_train: int, rank: int) ->
     if t is None or t.empty:
         return {}
     g = t[(t["method"] == method) & (t["n_train"] == n_train) & (t["rank"] == rank)]
+    note_evidence(g)
     return {int(s): float(v) for s, v in zip(g["seed"], g["pmi"])}
 
 
+@budget_aware
 def claim_pmi_acp_higher(tables: Mapping[str, pd.DataFrame], n_train: int = 2000) -> Claim:
     """(a) With N_train = 2000 ACP's mean PMI over topics is higher than AVI's (2.75 vs 2.55 in the paper)."""
     cid = f"table5-acp-higher-mean-pmi-n{n_train}"
@@ -116,6 +116,7 @@ def claim_pmi_acp_higher(tables: Mapping[str, pd.DataFrame], n_train: int = 2000
     return Claim(cid, statement, loc, verdict_above(iv), numbers, rule)
 
 
+@budget_aware
 def claim_best_topics_acp_higher(tables: Mapping[str, pd.DataFrame], n_train: int = 2000, best: int = 4) -> Claim:
     """(a') "all four selected topics in ACP have better average pairwise PMI scores than AVI" (N_train = 2000)."""
     cid = f"table5-acp-best-topics-higher-pmi-n{n_train}"
@@ -136,6 +137,7 @@ def claim_best_topics_acp_higher(tables: Mapping[str, pd.DataFrame], n_train: in
     return Claim(cid, statement, loc, combine(verdicts), "ACP−AVI " + "; ".join(parts), rule)
 
 
+@budget_aware
 def claim_pmi_similar(tables: Mapping[str, pd.DataFrame], n_train: int = 5241,
                       margin: float = PMI_SIMILAR_MARGIN) -> Claim:
     """(b) With N_train = 5241 ACP and AVI achieve similar mean PMI."""
@@ -144,7 +146,7 @@ def claim_pmi_similar(tables: Mapping[str, pd.DataFrame], n_train: int = 5241,
     loc = _table5_loc("text line 346")
     rule = (f"equivalence with margin {margin:g}: reproduced if the 95% CI of mean PMI(ACP) − mean PMI(AVI) lies "
             f"inside ±{margin:g}, not reproduced if it lies entirely outside, else inconclusive (n=1: inconclusive); "
-            "margin = the gap the paper itself calls similar (2.78 − 2.49)")
+            "margin = the gap the paper itself calls similar (2.78 − 2.49)" + BUDGET_RULE)
     acp, avi = _run_pmi(tables.get("table5"), "acp", n_train), _run_pmi(tables.get("table5"), "avi", n_train)
     if not acp or not avi:
         return _no_data(cid, statement, loc, rule, f"table5 rows ACP/AVI at N_train={n_train}")
@@ -157,6 +159,7 @@ def claim_pmi_similar(tables: Mapping[str, pd.DataFrame], n_train: int = 5241,
 # ------------------------------------------------------------------------------ supplement Fig. 3
 def _em(t: pd.DataFrame, method: str, ns: set[int]) -> dict[tuple[int, int, int], float]:
     g = t[(t["features"] == "q") & (t["method"] == method)]
+    note_evidence(g[g["n_train"].astype(int).isin(ns)])
     return {(int(k), int(n), int(s)): float(v) for k, n, s, v in zip(g["K"], g["n_train"], g["seed"], g["em"])
             if int(n) in ns}
 
@@ -198,6 +201,7 @@ def _classification_claim(tables: Mapping[str, pd.DataFrame], cid: str, statemen
     return Claim(cid, statement, SUPP_FIG3, verdict_above(iv), numbers, rule)
 
 
+@budget_aware
 def claim_em_acp_small(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(c) ACP classifies better than AVI with the smallest training set."""
     return _classification_claim(
@@ -206,6 +210,7 @@ def claim_em_acp_small(tables: Mapping[str, pd.DataFrame]) -> Claim:
         "performance (EM) with smaller training sets", "acp", "avi", smallest, "= the smallest of the grid")
 
 
+@budget_aware
 def claim_em_avi_large(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(d) AVI classifies better than ACP with more than 1000 training documents."""
     return _classification_claim(
@@ -215,6 +220,7 @@ def claim_em_avi_large(tables: Mapping[str, pd.DataFrame]) -> Claim:
 
 
 # ------------------------------------------------------------------------------ supplement Figs. 4-6
+@budget_aware
 def claim_tsne_acp_separates(tables: Mapping[str, pd.DataFrame], metric: str = "knn_acc_2d") -> Claim:
     """(e) With small training sets ACP's posteriors separate the categories better than AVI's."""
     cid = "suppfig4-6-acp-separates-categories-small-n"
@@ -234,6 +240,7 @@ def claim_tsne_acp_separates(tables: Mapping[str, pd.DataFrame], metric: str = "
 
     def vals(method: str) -> dict[tuple[int, int, int], float]:
         g = t[(t["method"] == method) & t["n_train"].isin(small)]
+        note_evidence(g)
         return {(int(k), int(n), int(s)): float(v) for k, n, s, v in zip(g["K"], g["n_train"], g["seed"], g[metric])}
 
     a, b = vals("acp"), vals("avi")

@@ -35,7 +35,7 @@ from ..aggregate import (
 )
 from ..errors import ConfigError, DataError
 from ..io import load_npz
-from .common import load_run_posterior
+from .common import add_convergence_columns, load_run_posterior
 
 ARTIFACT = "classification"
 DEFAULT_MAX_ITER = 1000
@@ -127,7 +127,7 @@ def classification_table(runs: pd.DataFrame, x_test: np.ndarray, y_test: np.ndar
         frame[col] = frame[col].astype("Int64")
     frame = frame.assign(_b=frame["features"] != "x", _m=frame["method"].map(method_rank))
     frame = frame.sort_values(["_b", "K", "n_train", "_m", "seed"]).drop(columns=["_b", "_m"])
-    return frame.reset_index(drop=True)
+    return add_convergence_columns(frame.reset_index(drop=True), runs)
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..aggregate import collect_runs
+from ..aggregate import collect_runs, convergence_counts
 from ..errors import DataError
 from ..io import load_npz
 from .grid import classification_latents
@@ -54,3 +54,16 @@ def check_dataset(runs: pd.DataFrame, sha256: str, path: str | Path) -> None:
     if len(wrong):
         raise DataError(f"run {wrong['run_dir'].iloc[0]} was trained on another file than {path} "
                         f"(sha256 {str(wrong['dataset_sha256'].iloc[0])[:12]}... vs {sha256[:12]}...)")
+
+
+def add_convergence_columns(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``n_runs`` and ``n_converged`` (issue 12, contract 2) of each row's run, by ``run_dir``:
+    1 and 0/1 for a run's row (null ``converged`` = converged), 0 and 0 for a row without a run
+    (the classification baseline)."""
+    counts = {str(r["run_dir"]): convergence_counts(runs[runs["run_dir"] == r["run_dir"]])
+              for r in runs.to_dict("records")}
+    none = {"n_runs": 0, "n_converged": 0}
+    out = frame.copy()
+    for col in ("n_runs", "n_converged"):
+        out[col] = [counts.get(str(d), none)[col] for d in out["run_dir"]]
+    return out

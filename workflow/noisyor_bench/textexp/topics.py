@@ -32,13 +32,13 @@ from ..aggregate import (
 )
 from ..errors import DataError
 from ..text.pmi import CooccurrenceTable, model_topics, score_topics
-from .common import load_run_posterior
+from .common import add_convergence_columns, load_run_posterior
 
 ARTIFACT = "table5"
 COLUMNS = (
     "artifact", "experiment", "dataset", "method", "n_train", "seed", "K", "topic", "rank", "words", "pmi",
     "pairs_used", "pairs_skipped", "mu", "mean_pmi", "topics_defined", "run_dir",
-)
+)  # + n_runs, n_converged of the row's run (textexp.common.add_convergence_columns)
 
 REFERENCE_NOTE = (
     "PMI reference corpus: {reference}, a stand-in for the paper's full English Wikipedia (about 2 billion "
@@ -97,7 +97,7 @@ def topics_table(runs: pd.DataFrame, vocabulary: Sequence[str], table: Cooccurre
         part["K"] = int(theta.shape[1])
         part["artifact"] = ARTIFACT
         parts.append(part)
-    frame = pd.concat(parts, ignore_index=True)[list(COLUMNS)]
+    frame = add_convergence_columns(pd.concat(parts, ignore_index=True)[list(COLUMNS)], runs)
     frame = frame.assign(_m=frame["method"].map(method_rank))
     frame = frame.sort_values(["n_train", "_m", "seed", "rank"], ascending=[False, True, True, True])
     return frame.drop(columns="_m").reset_index(drop=True)

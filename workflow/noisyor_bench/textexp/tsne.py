@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from .common import load_run_posterior
+from .common import add_convergence_columns, load_run_posterior
 
 ARTIFACT = "tsne"
 DEFAULT_NEIGHBORS = 5
@@ -156,7 +156,7 @@ def tsne_table(panels: Sequence[Panel], runs: pd.DataFrame, perplexity: float, s
             "category_counts": ";".join(f"{n}:{int(c)}" for n, c in zip(label_names, counts)),
             "run_dir": dirs.get((p.method, p.n_train, p.seed, p.K), ""),
         })
-    return pd.DataFrame(rows)
+    return add_convergence_columns(pd.DataFrame(rows), runs)
 
 
 def tsne_markdown(table: pd.DataFrame) -> str:
