@@ -273,3 +273,168 @@ def test_write_read_claims_roundtrip(tmp_path):
 def test_claim_rejects_unknown_verdict():
     with pytest.raises(ValueError, match="verdict"):
         Claim("x", "s", "l", "maybe", "n", "r")
+
+
+# ------------------------------------------------------------------------------ budget-limited (issue 12)
+def _with(table: pd.DataFrame, **cols: dict) -> pd.DataFrame:
+    """``table`` plus columns given per row key (n_train, method) -> value; other rows keep the default."""
+    out = table.copy()
+    for col, spec in cols.items():
+        default = spec.pop("*", np.nan)
+        out[col] = [spec.get((int(n), m), default) for n, m in zip(out["n_train"], out["method"])]
+    return out
+
+
+CLEAR_WIN = {(20, "acp"): seeds(22.0, 22.4, 22.2), (20, "avi"): seeds(37.0, 38.0, 37.5)}
+CLEAR_LOSS = {(20, "acp"): seeds(40.0, 40.4, 40.2), (20, "avi"): seeds(37.0, 38.0, 37.5)}
+
+
+@pytest.mark.parametrize("cells, columns, verdict, statistical, limits", [
+    # no convergence / baseline columns: treated as converged, the statistics decide
+    (CLEAR_WIN, {}, REPRODUCED, REPRODUCED, None),
+    # every run converged, no cell below the baseline
+    (CLEAR_WIN, {"n_runs": {"*": 3}, "n_converged": {"*": 3}, "below_baseline": {"*": False}},
+     REPRODUCED, REPRODUCED, None),
+    # one AVI run stopped at its limit still improving: budget-limited, reproduced kept
+    (CLEAR_WIN, {"n_runs": {"*": 3}, "n_converged": {"*": 3, (20, "avi"): 2}},
+     C.BUDGET_LIMITED, REPRODUCED, "1 of 6 runs unconverged"),
+    # a cell worse than the independent baseline, all converged: budget-limited too
+    (CLEAR_LOSS, {"n_runs": {"*": 3}, "n_converged": {"*": 3}, "below_baseline": {"*": False, (20, "acp"): True}},
+     C.BUDGET_LIMITED, NOT_REPRODUCED, "1 cell below the independent baseline"),
+    # both at once, counted together; a "not reproduced" is never bare
+    (CLEAR_LOSS, {"n_runs": {"*": 3}, "n_converged": {"*": 1}, "below_baseline": {"*": True}},
+     C.BUDGET_LIMITED, NOT_REPRODUCED, "4 of 6 runs unconverged; 2 cells below the independent baseline"),
+    # booleans read back from a CSV as strings
+    (CLEAR_WIN, {"below_baseline": {"*": "False", (20, "avi"): "True"}}, C.BUDGET_LIMITED, REPRODUCED,
+     "1 cell below the independent baseline"),
+])
+def test_budget_limited_verdict_table_driven(cells, columns, verdict, statistical, limits):
+    table = _with(fig3a(cells), **{k: dict(v) for k, v in columns.items()})
+    claim = C.claim_acp_beats_avi({"fig3a": table}, 20)
+    assert (claim.verdict, claim.statistical_verdict) == (verdict, statistical)
+    if limits is None:
+        assert "budget-limited" not in claim.numbers
+    else:
+        assert f"budget-limited: {limits} (statistical verdict: {statistical})" in claim.numbers
+    converged = int(table["n_converged"].sum()) if "n_converged" in table else 6  # else: one run per seed value
+    assert claim.evidence.startswith(f"{converged}/6 runs converged")
+
+
+def test_budget_limited_on_per_run_rows_and_only_rows_read():
+    # recovery rows are runs: one unconverged AVI seed makes the n200 claim budget-limited
+    rows = recovery({("syn-pattern", "acp", 200): [8, 8, 8], ("syn-pattern", "avi", 200): [6, 6, 6]})
+    rows["n_runs"], rows["n_converged"] = 1, [1, 1, 1, 1, 0, 1]
+    rows["run_dir"] = [f"r{i}" for i in range(len(rows))]
+    claim = C.claim_recovery_n200({"recovery": rows})
+    assert (claim.verdict, claim.statistical_verdict) == (C.BUDGET_LIMITED, REPRODUCED)
+    assert claim.evidence == "5/6 runs converged; no baseline in the tables"
+    # an unconverged run in a cell the claim does not read changes nothing
+    other = pd.concat([rows.assign(n_converged=1), recovery({("syn-pattern", "acp", 1000): [8]}).assign(
+        n_runs=1, n_converged=0, run_dir="x")], ignore_index=True)
+    assert C.claim_recovery_n200({"recovery": other}).verdict == REPRODUCED
+    # no data stays inconclusive "no data", never budget-limited
+    assert C.claim_recovery_n1000({"recovery": rows}).verdict == INCONCLUSIVE
+
+
+def test_claims_csv_roundtrip_keeps_statistical_verdict(tmp_path):
+    table = _with(fig3a(CLEAR_WIN), n_runs={"*": 3}, n_converged={"*": 2})
+    claims = [C.claim_acp_beats_avi({"fig3a": table}, 20), C.claim_acp_beats_avi({}, 100)]
+    C.write_claims(claims, tmp_path / "c.csv", tmp_path / "c.md")
+    back = C.read_claims(tmp_path / "c.csv")
+    assert back == claims and back[0].verdict == C.BUDGET_LIMITED and back[0].statistical_verdict == REPRODUCED
+    assert "1 budget-limited" in (tmp_path / "c.md").read_text()
+    with pytest.raises(ValueError, match="statistical verdict"):
+        Claim("x", "s", "l", C.BUDGET_LIMITED, "n", "r", statistical_verdict=C.BUDGET_LIMITED)
+
+
+# ------------------------------------------------------------------------------ deterministic methods
+def test_compare_against_a_constant_is_a_one_sample_interval():
+    sample = seeds(14.0, 14.3, 14.1, 14.4)
+    const = C.Side({0: 22.0, 1: 22.0}, deterministic=True)
+    iv = C.compare(C.Side(sample), const)
+    ref = stats.ttest_1samp(list(sample.values()), 22.0).confidence_interval(0.95)
+    assert iv.kind == "vs constant" and (iv.low, iv.high) == pytest.approx((ref.low - 22.0, ref.high - 22.0))
+    flipped = C.compare(const, C.Side(sample))
+    assert (flipped.estimate, flipped.low, flipped.high) == pytest.approx((-iv.estimate, -iv.high, -iv.low))
+    both = C.compare(const, C.Side({0: 20.5}, deterministic=True))
+    assert (both.estimate, both.low, both.high, both.kind) == (1.5, 1.5, 1.5, "constants")
+    assert C.verdict_above(both) == REPRODUCED  # two constants differ exactly
+    # a single-seed sample against a constant has no CI
+    assert math.isnan(C.compare(C.Side({0: 1.0}), const).low)
+
+
+def test_deterministic_svi_is_a_constant_in_claim_4():
+    amort = {(1000, "avi"): seeds(14.0, 14.1, 14.2), (1000, "acp"): seeds(14.3, 14.4, 14.5)}
+    # SVI's two seeds are the same number: as a sample its zero variance would make Welch's CI the
+    # amortized side's alone; as a constant the interval is the one-sample t of AVI/ACP against 22
+    table = fig3a({**amort, (0, "svi"): seeds(22.0, 22.0)})
+    table["deterministic"] = [m == "svi" for m in table["method"]]
+    claim = C.claim_nonamortized_worse({"fig3a": table}, "svi")
+    assert claim.verdict == REPRODUCED and "vs constant" in claim.numbers and "welch" not in claim.numbers
+    assert "SVI 22.00 (deterministic)" in claim.numbers
+    # close to the constant: AVI − 14.25 = -0.15 ± 0.25 and ACP − 14.25 = +0.15 ± 0.25 both straddle 0
+    near = fig3a({**amort, (0, "svi"): seeds(14.25, 14.25)}).assign(deterministic=lambda d: d["method"] == "svi")
+    assert C.claim_nonamortized_worse({"fig3a": near}, "svi").verdict == INCONCLUSIVE
+
+
+def test_aggregate_marks_deterministic_cells_and_counts_convergence():
+    from noisyor_bench import aggregate as A
+
+    runs = pd.DataFrame({
+        "method": ["svi", "svi", "acp", "acp", "acp"], "mode": ["inference"] * 3 + ["learning"] * 2,
+        "n_train": [0, 0, 20, 20, 20], "seed": [0, 1, 0, 1, 0],
+        "nelbo": [22.0, 22.2, 10.0, 11.0, 12.0], "converged": [None, None, True, False, True],
+    })
+    runs.loc[4, "n_train"] = 30
+    out = A.summarise(runs, ["method", "n_train"], ["nelbo"]).set_index(["method", "n_train"])
+    svi, acp = out.loc[("svi", 0)], out.loc[("acp", 20)]
+    assert bool(svi["deterministic"]) and svi["nelbo_n"] == 1 and math.isnan(svi["nelbo_ci95"])
+    assert svi["nelbo_mean"] == pytest.approx(22.1) and A.parse_values(svi["nelbo_values"]) == {0: 22.0, 1: 22.2}
+    assert (svi["n_runs"], svi["n_converged"]) == (2, 2)  # null: no fit of its own, counts as converged
+    assert not bool(acp["deterministic"]) and (acp["n_runs"], acp["n_converged"]) == (2, 1)
+    assert A._cell(dict(svi), "nelbo", 2) == "22.10 (deterministic)"
+    assert A._cell(dict(acp), "nelbo", 2).endswith(" [1/2 conv.]")
+
+
+# ------------------------------------------------------------------------------ Fig. 5 in full
+def _fig5_three(avi_small, acp_small, avi_large, acp_large, extra=None):
+    cells = {("syn-random-1", 30, "avi"): avi_small, ("syn-random-1", 30, "acp"): acp_small,
+             ("syn-random-1", 1000, "avi"): avi_large, ("syn-random-1", 1000, "acp"): acp_large}
+    cells.update(extra or {})
+    return {"fig5": fig5(cells)}
+
+
+@pytest.mark.parametrize("avi_large, acp_large, expected", [
+    # margin = 1% of the level (~10 nats) = 0.1; paired differences 0.01, 0.03, -0.02: CI inside +-0.1
+    (seeds(10.01, 10.03, 9.98), seeds(10.0, 10.0, 10.0), REPRODUCED),
+    # ACP better by ~0.5 nats at large N: entirely outside the margin -> not "on par" (not "slightly better")
+    (seeds(10.5, 10.52, 10.49), seeds(10.0, 10.0, 10.0), NOT_REPRODUCED),
+    # a wide interval straddling the margin
+    (seeds(10.0, 10.3, 9.9), seeds(10.0, 10.0, 10.0), INCONCLUSIVE),
+])
+def test_fig5_on_par_equivalence(avi_large, acp_large, expected):
+    tables = _fig5_three(seeds(12.0, 12.1, 12.2), seeds(11.0, 11.0, 11.1), avi_large, acp_large)
+    claim = C.claim_fig5_on_par_large_n(tables, "syn-random-1")
+    assert claim.verdict == expected and "N_train=1000" in claim.numbers
+    level = (np.mean(list(avi_large.values())) + 10.0) / 2
+    assert f"margin ±{0.01 * level:.3f} nats" in claim.numbers
+    assert "1%" in claim.rule and "Table 4" in claim.rule
+
+
+def test_fig5_small_n_and_vs_classical():
+    tables = _fig5_three(seeds(12.0, 12.1, 12.2), seeds(11.0, 11.0, 11.1), seeds(10.0, 10.1, 9.9),
+                         seeds(10.0, 10.0, 10.0),
+                         {("syn-random-1", 30, "svi"): seeds(13.0, 13.1, 13.2),
+                          ("syn-random-1", 30, "lb-cdi"): seeds(11.5, 11.6, 11.4)})
+    small = C.claim_fig5_acp_better_small_n(tables, "syn-random-1")
+    assert small.verdict == REPRODUCED and "N_train=30" in small.numbers
+    vs = C.claim_fig5_acp_beats_classical(tables, "syn-random-1")
+    assert vs.verdict == REPRODUCED and "ACP−SVI" in vs.numbers and "ACP−LB-CDI" in vs.numbers
+    # the quick table's contradiction (LB-CDI 11.32 vs ACP 13.25) is a "not reproduced"
+    worse = _fig5_three(seeds(14.0, 14.1, 14.2), seeds(13.2, 13.3, 13.25), seeds(10.0, 10.1, 9.9),
+                        seeds(10.0, 10.0, 10.0), {("syn-random-1", 30, "lb-cdi"): seeds(11.3, 11.35, 11.31)})
+    assert C.claim_fig5_acp_beats_classical(worse, "syn-random-1").verdict == NOT_REPRODUCED
+    assert C.claim_fig5_acp_beats_classical(_fig5_three(*[seeds(1.0, 2.0)] * 4), "syn-random-1").numbers.startswith(
+        "no data")
+    one_n = {"fig5": fig5({("syn-random-1", 30, "avi"): seeds(1.0, 2.0), ("syn-random-1", 30, "acp"): seeds(1.0, 2.0)})}
+    assert C.claim_fig5_on_par_large_n(one_n, "syn-random-1").numbers.startswith("no data")

@@ -248,12 +248,13 @@ class Evidence:
 
     rows: dict[tuple[Any, ...], tuple[int, int, bool | None]] = field(default_factory=dict)
 
-    def note(self, table: pd.DataFrame) -> None:
-        """Record ``table``'s rows (one per cell or per run); a row read twice counts once."""
+    def note(self, table: pd.DataFrame, n_values: int = 1) -> None:
+        """Record ``table``'s rows (one per cell or per run); a row read twice counts once.
+        ``n_values``: runs per row when the table has neither ``n_runs`` nor ``n_seeds``."""
         for label, r in table.iterrows():
             run = r.get("run_dir") if "run_dir" in table.columns else None
             key = (str(r.get("artifact", "")), run if isinstance(run, str) else label)
-            n_runs = _count(r.get("n_runs"), _count(r.get("n_seeds"), 1))
+            n_runs = _count(r.get("n_runs"), _count(r.get("n_seeds"), n_values))
             n_conv = _count(r.get("n_converged"), n_runs)
             below = None if _missing(r.get("below_baseline")) else _flag(r.get("below_baseline"))
             self.rows[key] = (n_runs, min(n_conv, n_runs), below)
@@ -303,10 +304,11 @@ class Evidence:
 _COLLECTORS: list[Evidence] = []
 
 
-def note_evidence(rows: pd.DataFrame) -> None:
-    """Tell the claim being checked (if any) which table rows it rests on."""
+def note_evidence(rows: pd.DataFrame, n_values: int = 1) -> None:
+    """Tell the claim being checked (if any) which table rows it rests on (``n_values``: runs
+    per row when the table does not say)."""
     if _COLLECTORS and rows is not None and not rows.empty:
-        _COLLECTORS[-1].note(rows)
+        _COLLECTORS[-1].note(rows, n_values)
 
 
 def _count(value: Any, default: int) -> int:
@@ -426,7 +428,7 @@ def _side(table: pd.DataFrame | None, metric: str, **where: Any) -> Side:
         return Side({})
     values = parse_values(rows[f"{metric}_values"].iloc[0])
     if values:
-        note_evidence(rows)
+        note_evidence(rows, len(values))
     fixed = "deterministic" in rows.columns and not _missing(rows["deterministic"].iloc[0]) and _flag(
         rows["deterministic"].iloc[0])
     return Side(values, fixed)
