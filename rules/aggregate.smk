@@ -141,3 +141,44 @@ rule claims:
         benchmark_path("claims", "claims")
     shell:
         "noisyor-bench claims-merge --claims {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+# Convergence (issue 12): did each run converge (metrics.json `converged`, `convergence`), per
+# experiment, and the summary over all experiments (learning-mode share).
+rule convergence_table:
+    input:
+        lambda w: convergence_run_files(w.experiment),
+    output:
+        csv=paper_report(
+            R("tables/convergence_{experiment}.csv"),
+            "convergence",
+            REPORT_CONVERGENCE,
+            "Convergence per run: {experiment}",
+        ),
+        md=R("tables/convergence_{experiment}.md"),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("convergence_table", "{experiment}"),
+    benchmark:
+        benchmark_path("convergence_table", "{experiment}")
+    shell:
+        "noisyor-bench convergence-table --runs {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule convergence_summary:
+    input:
+        convergence_tables(),
+    output:
+        csv=paper_report(
+            R("tables/convergence.csv"), "convergence_summary", REPORT_CONVERGENCE, "Convergence summary (table)"
+        ),
+        md=R("tables/convergence.md"),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("convergence_summary", "convergence"),
+    benchmark:
+        benchmark_path("convergence_summary", "convergence")
+    shell:
+        "noisyor-bench convergence-summary --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

@@ -47,6 +47,7 @@ REPORT_RECOVERY = "4.3 Parameter estimation (Fig. 4, supp. Figs. 1-2)"
 REPORT_GENERATIVE = "4.4 Generative modeling (Fig. 5, Table 4)"
 REPORT_TEXT = "4.5 Topic models / supplement 5.1"
 REPORT_CLAIMS = "Claims"
+REPORT_CONVERGENCE = "Convergence"
 REPORT_RUNTIME = "Runtime"
 
 
@@ -185,6 +186,7 @@ def all_targets():
         targets.append(R("tables/table4.md"))
     targets += text_targets()
     targets += [R("tables/claims.csv"), R("tables/claims.md")]
+    targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]
     return targets
 
 
@@ -260,3 +262,24 @@ def text_claim_tables():
 def tsne_tables():
     """Per-K t-SNE tables merged into tables/tsne.csv."""
     return [R(f"tables/tsne_K{k}.csv") for k in textgrid.classification_ks(config)] if TEXT.get("tsne") else []
+
+
+# ---------------------------------------------------------------------------------------
+# Convergence tables (rules/aggregate.smk): one per experiment with runs -- the synthetic grid
+# and the real-corpus experiments, which write the same run directories.
+def convergence_experiments():
+    """Every experiment of the active profile that has runs, synthetic then text, in a stable order."""
+    synthetic = sorted(grid.experiments(config))
+    text = sorted({c.experiment for c in textgrid.cells(config)})
+    return synthetic + [e for e in text if e not in synthetic]
+
+
+def convergence_run_files(experiment):
+    """metrics.json of every run of an experiment (synthetic or text)."""
+    if experiment in grid.experiments(config):
+        return experiment_files(experiment)
+    return text_cell_files(textgrid.cells(config, experiment))
+
+
+def convergence_tables():
+    return [R(f"tables/convergence_{e}.csv") for e in convergence_experiments()]

@@ -184,3 +184,52 @@ def test_real_runs_with_a_lenient_tolerance_and_held_out_classical(toy: Path, tm
     # SVI learning: FitLoop applies the same rule (2 evaluations < W + 1 at the limit)
     m = _run(toy, tmp_path / "svil", FitBudget(max_epochs=2, batch_size=32), {"val_steps": 5}, method="svi")
     assert m["converged"] is False and m["convergence"]["rule"] == TOO_FEW_EVALUATIONS
+
+
+# ------------------------------------------------------------------------------ convergence tables
+def _fake_run(root: Path, experiment: str, method: str, mode: str, n: int, seed: int, converged, rule: str,
+              rel: float | None) -> Path:
+    from noisyor_bench.io import write_json_atomic
+
+    run = root / "runs" / experiment / "syn-random-1" / method / f"n{n}" / f"seed{seed}"
+    write_json_atomic(run / "metrics.json", {
+        "experiment": experiment, "dataset": "syn-random-1", "method": method, "mode": mode, "n_train": n,
+        "seed": seed, "nelbo": 10.0 + seed, "epochs": 15, "best_epoch": 15, "stop_reason": "max_epochs",
+        "converged": converged, "convergence": {"converged": converged, "rule": rule, "max_epochs": 15, "window": 5,
+                                                "rel_tol": 1e-3, "evaluations": 15, "relative_improvement": rel,
+                                                "best_before_window": 11.0, "best_within_window": 10.9}})
+    return run
+
+
+def test_convergence_table_and_summary_cli(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from noisyor_bench.cli import main
+
+    fig5 = [_fake_run(tmp_path, "fig5", "avi", "learning", 30, 0, True, PLATEAU, 1e-4),
+            _fake_run(tmp_path, "fig5", "avi", "learning", 30, 1, False, STILL_IMPROVING, 0.02),
+            _fake_run(tmp_path, "fig5", "acp", "learning", 30, 0, False, STILL_IMPROVING, 0.05),
+            _fake_run(tmp_path, "fig5", "acp", "learning", 30, 1, True, EARLY_STOPPING, 0.01)]
+    fig3a = [_fake_run(tmp_path, "fig3a", "svi", "inference", 0, s, None, NOT_APPLICABLE, 0.2) for s in (0, 1)]
+    out = tmp_path / "tables"
+    for name, runs in (("fig5", fig5), ("fig3a", fig3a)):
+        assert main(["convergence-table", "--runs", *map(str, runs), "--out-csv", str(out / f"convergence_{name}.csv"),
+                     "--out-md", str(out / f"convergence_{name}.md")]) == 0
+    table = pd.read_csv(out / "convergence_fig5.csv")
+    assert list(table.columns)[:10] == ["artifact", "experiment", "dataset", "method", "mode", "n_train", "seed",
+                                         "converged", "rule", "stop_reason"]
+    assert table.set_index(["method", "seed"])["converged"].to_dict() == {
+        ("avi", 0): True, ("avi", 1): False, ("acp", 0): False, ("acp", 1): True}
+    md = (out / "convergence_fig5.md").read_text()
+    assert "4 runs: 2 converged, 2 not converged (2 still improving), 0 not applicable" in md
+    assert "learning mode: 2/4 converged (50%)" in md
+    assert main(["convergence-summary", "--tables", str(out / "convergence_fig5.csv"), str(out / "convergence_fig3a.csv"),
+                 "--out-csv", str(out / "convergence.csv"), "--out-md", str(out / "convergence.md")]) == 0
+    summary = pd.read_csv(out / "convergence.csv").set_index(["experiment", "method"])
+    assert summary.loc[("fig5", "avi"), ["n_runs", "n_converged", "n_unconverged"]].tolist() == [2, 1, 1]
+    assert summary.loc[("fig3a", "svi"), ["n_not_applicable", "n_converged"]].tolist() == [2, 0]
+    assert summary.loc[("all", "all"), ["n_runs", "n_converged"]].tolist() == [4, 2]  # learning mode only
+    assert "Learning mode overall: 2 of 4 runs converged (50%)" in (out / "convergence.md").read_text()
+    # a table of two experiments is refused
+    assert main(["convergence-table", "--runs", str(fig5[0]), str(fig3a[0]), "--out-csv", str(out / "x.csv"),
+                 "--out-md", str(out / "x.md")]) == 2

@@ -65,6 +65,9 @@ def test_every_artifact_is_built(smoke_results):
         "figures/fig5.png",
         "tables/table4.md",
         "tables/claims.csv",
+        "tables/convergence.md",
+        "tables/convergence_fig5.md",
+        "tables/convergence_table5.csv",
         "data/neurips-titles.npz",
         "data/reuters.npz",
         "pmi/cooccurrence.npz",
@@ -112,7 +115,29 @@ def test_claims_table_has_a_verdict_per_claim(smoke_results):
     with open(smoke_results / "tables" / "claims.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) >= 8
-    assert {r["verdict"] for r in rows} <= {"reproduced", "not reproduced", "inconclusive"}
+    assert {r["verdict"] for r in rows} <= {"reproduced", "not reproduced", "inconclusive", "budget-limited"}
+    # the smoke budget (2 epochs) leaves learning runs unconverged: never a bare statistical verdict on them
+    for r in rows:
+        if r["verdict"] == "budget-limited":
+            assert r["statistical_verdict"] in {"reproduced", "not reproduced", "inconclusive"}
+            assert "runs unconverged" in r["numbers"] or "below the independent baseline" in r["numbers"]
+
+
+def test_runs_record_convergence_and_tables_count_it(smoke_results):
+    """Every run's metrics.json says whether it converged; the tables carry n_runs / n_converged."""
+    runs = sorted(smoke_results.glob("runs/*/*/*/n*/seed*/metrics.json"))
+    for path in runs:
+        m = json.loads(path.read_text())
+        assert m["converged"] in (True, False, None) and m["convergence"]["rule"], path
+        if m["mode"] == "learning":
+            assert m["converged"] is not None, path
+    with open(smoke_results / "tables" / "fig5.csv", newline="") as fh:
+        fig5 = list(csv.DictReader(fh))
+    assert all(int(r["n_converged"]) <= int(r["n_runs"]) for r in fig5)
+    with open(smoke_results / "tables" / "convergence.csv", newline="") as fh:
+        summary = {(r["experiment"], r["method"]): r for r in csv.DictReader(fh)}
+    assert int(summary[("all", "all")]["n_runs"]) == sum(
+        json.loads(p.read_text())["mode"] == "learning" for p in runs)
 
 
 def test_a_finished_dag_has_nothing_left_to_do(smoke_results):
@@ -154,10 +179,10 @@ def test_report_builds_with_every_paper_artifact(smoke_results):
         html = zf.read("report/report.html").decode()
     for artifact in ("claims.csv", "fig3a.csv", "fig3b.png", "fig5.png", "table4.csv", "datasets.csv",
                      "fig4_patterns.png", "suppfig2_patterns.png", "table5.csv", "classification.png",
-                     "tsne.csv", "runtime.csv", "runtime.png"):
+                     "tsne.csv", "runtime.csv", "runtime.png", "convergence.csv", "convergence_fig5.csv"):
         assert any(n.endswith("/" + artifact) for n in names), artifact
     for category in ("4.1 Datasets", "4.2 Inference", "4.3 Parameter estimation", "4.4 Generative modeling",
-                     "4.5 Topic models / supplement 5.1", "Claims", "Runtime"):
+                     "4.5 Topic models / supplement 5.1", "Claims", "Convergence", "Runtime"):
         assert category in html, category
     # captions name the paper artifact; their Jinja is rendered with each job's wildcards and params
     folds = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})["profiles"]["smoke"]["text"]["classification"]["folds"]
@@ -190,9 +215,11 @@ def _cell_wildcards(cell) -> str:
 
 @pytest.mark.parametrize("overlay, experiment, downstream", [
     # a fit budget: the experiment's searches and trainings, then its figure
-    ({"experiments": {"fig5": {"budget": {"max_epochs": 3}}}}, "fig5", [("figure_fig5", "")]),
+    ({"experiments": {"fig5": {"budget": {"max_epochs": 3}}}}, "fig5",
+     [("figure_fig5", ""), ("convergence_table", "experiment=fig5")]),
     # the number of search draws: the searches, and the trainings that read their best.json
-    ({"experiments": {"fig4": {"search": {"draws": 3}}}}, "fig4", [("figure_patterns", "experiment=fig4")]),
+    ({"experiments": {"fig4": {"search": {"draws": 3}}}}, "fig4",
+     [("figure_patterns", "experiment=fig4"), ("convergence_table", "experiment=fig4")]),
 ])
 def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(smoke_results, tmp_path, overlay, experiment, downstream):
     """Rule params are plain deterministic values, so Snakemake's params trigger is exact:
@@ -219,7 +246,7 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(smoke_resul
         {("search", _cell_wildcards(c)) for c in searched}
         | {("train_cell", _cell_wildcards(c)) for c in trained}
         | set(downstream)
-        | {("claims_synthetic", ""), ("claims", ""), ("runtime_table", ""), ("all", "")}
+        | {("claims_synthetic", ""), ("claims", ""), ("convergence_summary", ""), ("runtime_table", ""), ("all", "")}
     )
     assert trained and len(trained) < len(grid.cells(cfg))
     assert planned_jobs(proc.stdout) == expected

@@ -114,6 +114,26 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_convergence_table(args: argparse.Namespace) -> int:
+    from ..aggregate import collect_runs, write_table
+    from ..convergence_tables import convergence_markdown, convergence_table, summary_line
+
+    table = convergence_table(collect_runs(args.runs))
+    write_table(table, args.out_csv, convergence_markdown(table), args.out_md)
+    log.info("convergence %s: %s", table["experiment"].iloc[0], summary_line(table))
+    return 0
+
+
+def cmd_convergence_summary(args: argparse.Namespace) -> int:
+    from ..aggregate import write_table
+    from ..convergence_tables import read_convergence_tables, summary_markdown, summary_table
+
+    summary = summary_table(read_convergence_tables(args.tables))
+    write_table(summary, args.out_csv, summary_markdown(summary), args.out_md)
+    log.info("convergence summary: %d rows -> %s", len(summary), args.out_md)
+    return 0
+
+
 def cmd_claims_merge(args: argparse.Namespace) -> int:
     from ..claims import read_claims, write_claims
 
@@ -173,6 +193,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md")
     p.set_defaults(func=cmd_claims)
+
+    p = sub.add_parser("convergence-table",
+                       help="one row per run of an experiment: converged, rule, stop reason, epochs, improvement")
+    p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (one experiment)")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.set_defaults(func=cmd_convergence_table)
+
+    p = sub.add_parser("convergence-summary",
+                       help="converged / total per experiment and method, learning-mode share overall")
+    p.add_argument("--tables", nargs="+", required=True, help="CSVs from convergence-table")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.set_defaults(func=cmd_convergence_summary)
 
     p = sub.add_parser("claims-merge", help="concatenate claims CSVs of several stages into one")
     p.add_argument("--claims", nargs="+", required=True, help="claims CSVs")
