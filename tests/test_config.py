@@ -77,6 +77,9 @@ def test_cli_reports_user_errors_without_traceback(capsys, tmp_path, repo):
         (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(datasets=["mnist"]), "unknown dataset 'mnist'"),
         (lambda c: c["profiles"]["quick"]["budget"].update(max_epochs="ten"), "profiles.quick.budget.max_epochs"),
         (lambda c: c["profiles"]["quick"]["budget"].update(epochs=3), "'epochs' was unexpected"),
+        (lambda c: c["profiles"]["quick"]["budget"].update(convergence_rel_tol=0), "profiles.quick.budget.convergence_rel_tol"),
+        (lambda c: c["profiles"]["quick"]["text"]["budget"].update(convergence_window=0),
+         "profiles.quick.text.budget.convergence_window"),
         (lambda c: c["search_spaces"]["avi"].update(lr={"gaussian": [0, 1]}), "search_spaces.avi.lr"),
         # the real-corpus grid is checked by the same validation (CLI and Snakefile alike)
         (
@@ -106,7 +109,8 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi']"
         (lambda c: c.update(bogus=1), "'bogus' was unexpected",
          "allowed keys: corpora, datasets, pmi, profile, profiles, raw_data_dir, results_dir, search_spaces"),
         (lambda c: c["profiles"]["quick"]["budget"].update(epochs=3), "profiles.quick.budget: ",
-         "allowed keys: batch_size, eval_every, max_epochs, min_epoch_steps, patience"),
+         "allowed keys: batch_size, convergence_rel_tol, convergence_window, eval_every, max_epochs, min_epoch_steps, "
+         "patience"),
         (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(colour=1), "profiles.quick.experiments.fig3a: ",
          "allowed keys: budget, dataset_runs, datasets, method_budget, mode, not_run, runs, search"),
         (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]),

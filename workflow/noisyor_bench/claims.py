@@ -329,6 +329,8 @@ def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
     """``claim`` with its evidence recorded; budget-limited (contract 3) when the evidence
     includes unconverged runs or cells below the independent baseline."""
     statistical = claim.statistical_verdict or claim.verdict
+    if claim.numbers.startswith(NO_DATA):  # rows read before a missing part decide nothing
+        return replace(claim, statistical_verdict=statistical, evidence="")
     if not evidence.limited or statistical not in STATISTICAL_VERDICTS:
         return replace(claim, statistical_verdict=statistical, evidence=evidence.text())
     numbers = f"{claim.numbers}; budget-limited: {evidence.limits()} (statistical verdict: {statistical})"
