@@ -46,8 +46,8 @@ rule search:
 # One train_cell rule per seed list (grid.seed_groups): a rule's outputs, one set per seed, are
 # fixed, so experiments with seeds of their own (e.g. quick's fig4) get `train_cell_<experiment>`;
 # logs and benchmarks of all of them go under train_cell/ (one line in the runtime table). Profiles
-# that set resources by rule name (profiles/gpu, profiles/slurm) name `train_cell`; the others
-# get the resources declared here.
+# that set resources by rule name (profiles/gpu, profiles/slurm) list `train_cell` and
+# `train_cell_fig4` (the quick grid's); a new experiment with seeds of its own needs an entry there.
 for _suffix, _experiments, _seeds in grid.seed_groups(config):
 
     rule:
