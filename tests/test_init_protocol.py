@@ -146,3 +146,21 @@ def test_search_draws_and_final_seeds_are_independent_runs(tmp_path: Path) -> No
     assert len({d0["init_seed"], d1["init_seed"], runs[0]["init_seed"], runs[1]["init_seed"]}) == 4
     # the final seed-0 run is not the winning draw replayed (same hparams, seed 0)
     assert runs[0]["val_nelbo"] not in (d0["val_nelbo"], d1["val_nelbo"])
+
+
+def test_checkpoint_of_another_init_key_is_not_resumed(tmp_path: Path) -> None:
+    """The key is part of the checkpoint fingerprint and of the run's resume key."""
+    from noisyor_bench.methods.base import FitBudget
+    from noisyor_bench.runs import _resume_key
+
+    g = torch.Generator().manual_seed(0)
+    x = (torch.rand((30, D), generator=g) < 0.3).to(torch.uint8)
+    ckpt = tmp_path / "checkpoint.pt"
+    budget = FitBudget(max_epochs=1, patience=1, batch_size=16)
+    get_method("acp")(shape_model(), "learning", {}, 0, "cpu", init_key=key(0)).fit(x, x, budget, checkpoint_path=ckpt)
+    other = get_method("acp")(shape_model(), "learning", {}, 0, "cpu", init_key=key(1))
+    with pytest.raises(ConfigError, match="init_key"):
+        other.fit(x, x, budget, checkpoint_path=ckpt)
+    spec = RunSpec(dataset=tmp_path / "d.npz", method="acp", mode="learning", n_train=5, seed=0,
+                   out_dir=tmp_path / "r", init_key=key(0))
+    assert _resume_key(spec, "sha", torch.device("cpu"))["init_key"] == key(0)
