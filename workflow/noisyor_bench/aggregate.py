@@ -574,7 +574,9 @@ def load_posterior(run_dir: str | Path) -> dict[str, np.ndarray]:
 
 def recovery_table(runs: pd.DataFrame, theta_true: np.ndarray, threshold: float,
                    paper: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """One row per run: patterns recovered (Hungarian match, :mod:`.recovery`) beside the paper's statement."""
+    """One row per run: patterns recovered (Hungarian match, :mod:`.recovery`) beside the paper's statement,
+    the run's ``val_nelbo`` and ``all_recovered``, and its cell's success rate over seeds (Wilson
+    interval) and selected run (:func:`with_recovery_summary`)."""
     from .recovery import match_patterns
 
     dataset = single_value(runs, "dataset", "recovery")
