@@ -119,11 +119,14 @@ def search_result(wildcards):
     return [R(f"search/{cell.path}/best.json")] if grid.n_draws(config, cell) > 1 else []
 
 
-def run_files(experiment, dataset, method, n, files=RUN_FILES):
-    """The per-seed files a train_cell job writes (wildcard patterns or concrete values)."""
-    return [
-        R(f"runs/{experiment}/{dataset}/{method}/n{n}/seed{seed}/{f}") for seed in SEEDS for f in files
-    ]
+def run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
+    """The per-seed files a train_cell job writes (wildcard patterns or concrete values).
+
+    Seeds: ``seeds`` if given, else the experiment's (``grid.seeds``: its own or the profile's).
+    """
+    if seeds is None:
+        seeds = grid.seeds(config, experiment) if experiment in grid.experiments(config) else SEEDS
+    return [R(f"runs/{experiment}/{dataset}/{method}/n{n}/seed{seed}/{f}") for seed in seeds for f in files]
 
 
 def experiment_files(experiment, files=("metrics.json",), methods=None):

@@ -5,7 +5,9 @@ SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config))
 
 # Stage: training. One job per grid cell (experiment, dataset, method, N_train): first its
 # random search (all draws in one process, selected on validation NELBO), then its runs over
-# the profile's seeds. Grid, budgets and draws come from noisyor_bench.grid (see common.smk).
+# the experiment's seeds (its own `seeds`, else the profile's). Grid, budgets, seeds and draws come
+# from noisyor_bench.grid (see common.smk). Each draw and seed derives its initialisation from
+# (cell, draw or final, seed) inside the CLI (noisyor_bench.training.run_init_key).
 
 
 rule search:
@@ -16,7 +18,7 @@ rule search:
         table=R("search/{experiment}/{dataset}/{method}/n{n}/search.csv"),
     params:
         mode=lambda w: cell_of(w).mode,
-        seed=SEEDS[0],
+        seed=lambda w: grid.seeds(config, w.experiment)[0],
         draws=lambda w: json_param(grid.draws(config, cell_of(w))),
         budget=lambda w: json_param(grid.budget(config, cell_of(w))),
         evaluation=json_param(grid.evaluation(config)),
@@ -41,34 +43,43 @@ rule search:
         " --out-dir {params.out_dir} > {log} 2>&1"
 
 
-rule train_cell:
-    input:
-        dataset=R("data/{dataset}.npz"),
-        best=search_result,
-    output:
-        run_files("{experiment}", "{dataset}", "{method}", "{n}"),
-    params:
-        mode=lambda w: cell_of(w).mode,
-        seeds=" ".join(str(s) for s in SEEDS),
-        best=lambda w, input: f"--best {input.best}" if input.best else "",
-        budget=lambda w: json_param(grid.budget(config, cell_of(w))),
-        evaluation=json_param(grid.evaluation(config)),
-        device=DEVICE,
-        results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
-    wildcard_constraints:
-        experiment=SYNTHETIC_EXPERIMENTS,
-    threads: THREADS
-    resources:
-        gpu=GPUS_PER_JOB,
-    conda:
-        CONDA_ENV
-    log:
-        log_path("train_cell", "{experiment}/{dataset}/{method}/n{n}"),
-    benchmark:
-        benchmark_path("train_cell", "{experiment}/{dataset}/{method}/n{n}")
-    shell:
-        "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
-        " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
-        " --n-train {wildcards.n} --seeds {params.seeds} {params.best} --budget {params.budget}"
-        " --evaluation {params.evaluation} --device {params.device} --threads {threads}"
-        " --results-dir {params.results} > {log} 2>&1"
+# One train_cell rule per seed list (grid.seed_groups): a rule's outputs, one set per seed, are
+# fixed, so experiments with seeds of their own (e.g. quick's fig4) get `train_cell_<experiment>`;
+# logs and benchmarks of all of them go under train_cell/ (one line in the runtime table). Profiles
+# that set resources by rule name (profiles/gpu, profiles/slurm) list `train_cell` and
+# `train_cell_fig4` (the quick grid's); a new experiment with seeds of its own needs an entry there.
+for _suffix, _experiments, _seeds in grid.seed_groups(config):
+
+    rule:
+        name:
+            f"train_cell{_suffix}"
+        input:
+            dataset=R("data/{dataset}.npz"),
+            best=search_result,
+        output:
+            run_files("{experiment}", "{dataset}", "{method}", "{n}", seeds=_seeds),
+        params:
+            mode=lambda w: cell_of(w).mode,
+            seeds=" ".join(str(s) for s in _seeds),
+            best=lambda w, input: f"--best {input.best}" if input.best else "",
+            budget=lambda w: json_param(grid.budget(config, cell_of(w))),
+            evaluation=json_param(grid.evaluation(config)),
+            device=DEVICE,
+            results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+        wildcard_constraints:
+            experiment="|".join(re.escape(e) for e in _experiments) or "(?!)",
+        threads: THREADS
+        resources:
+            gpu=GPUS_PER_JOB,
+        conda:
+            CONDA_ENV
+        log:
+            log_path("train_cell", "{experiment}/{dataset}/{method}/n{n}"),
+        benchmark:
+            benchmark_path("train_cell", "{experiment}/{dataset}/{method}/n{n}")
+        shell:
+            "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
+            " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
+            " --n-train {wildcards.n} --seeds {params.seeds} {params.best} --budget {params.budget}"
+            " --evaluation {params.evaluation} --device {params.device} --threads {threads}"
+            " --results-dir {params.results} > {log} 2>&1"

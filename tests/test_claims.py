@@ -42,8 +42,11 @@ def fig5(cells: dict[tuple[str, int, str], dict[int, float]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def recovery(cells: dict[tuple[str, str, int], list[int]], n_true: int = 8) -> pd.DataFrame:
-    rows = [{"artifact": "recovery", "dataset": d, "method": m, "n_train": n, "seed": s, "recovered": r, "n_true": n_true}
+def recovery(cells: dict[tuple[str, str, int], list[int]], n_true: int = 8,
+             val: dict[tuple[str, str, int], list[float]] | None = None) -> pd.DataFrame:
+    """Recovery rows; ``val`` (optional) gives each seed's validation NELBO."""
+    rows = [{"artifact": "recovery", "dataset": d, "method": m, "n_train": n, "seed": s, "recovered": r, "n_true": n_true,
+             **({"val_nelbo": val[(d, m, n)][s]} if val else {})}
             for (d, m, n), counts in cells.items() for s, r in enumerate(counts)]
     return pd.DataFrame(rows)
 
@@ -114,85 +117,42 @@ NOISY_A, NOISY_B = seeds(22.0, 25.0, 19.0), seeds(23.0, 21.0, 24.0)
 
 
 @pytest.mark.parametrize("acp,avi,expected", [
-    (GOOD, BAD, REPRODUCED),
-    (BAD, GOOD, NOT_REPRODUCED),
-    (NOISY_A, NOISY_B, INCONCLUSIVE),
-    (seeds(22.0), seeds(37.0), INCONCLUSIVE),
-])
-def test_claim_acp_beats_avi(acp, avi, expected):
-    tables = {"fig3a": fig3a({(20, "acp"): acp, (20, "avi"): avi})}
-    claim = C.claim_acp_beats_avi(tables, 20)
-    assert claim.verdict == expected
-    assert claim.claim_id == "fig3a-acp-beats-avi-n20"
-    assert "37.2" in claim.numbers  # the paper's AVI number is quoted
-
-
-def test_claim_no_data():
-    claim = C.claim_acp_beats_avi({"fig3a": fig3a({(20, "acp"): GOOD})}, 100)
-    assert claim.verdict == INCONCLUSIVE and claim.numbers.startswith("no data")
-    assert C.claim_acp_beats_avi({}, 20).numbers.startswith("no data")
-
-
-# ------------------------------------------------------------------------------ claim 2
-@pytest.mark.parametrize("avi,acp,expected", [
-    (seeds(14.0, 14.1, 14.05), seeds(14.4, 14.5, 14.45), REPRODUCED),  # AVI better
-    (seeds(14.4, 14.52, 14.45), seeds(14.4, 14.5, 14.45), REPRODUCED),  # equal within margin
-    (seeds(15.0, 15.1, 15.05), seeds(14.4, 14.5, 14.45), NOT_REPRODUCED),  # AVI worse by 0.6 > 0.2
-    (seeds(14.0, 15.4, 14.5), seeds(14.4, 14.5, 14.45), INCONCLUSIVE),
-])
-def test_claim_avi_as_good_at_1000(avi, acp, expected):
-    tables = {"fig3a": fig3a({(1000, "avi"): avi, (1000, "acp"): acp})}
-    assert C.claim_avi_as_good_at_1000(tables).verdict == expected
-
-
-# ------------------------------------------------------------------------------ claim 3
-DOWN = [-13.0, -14.0, -14.5, -14.6]  # LL-UB tightening: an upper bound that decreases
-UP = [-15.0, -14.0, -13.5, -13.4]
-
-
-@pytest.mark.parametrize("per_seed,expected", [
-    ({0: (DOWN, UP[::-1]), 1: ([x - 0.1 for x in DOWN], [x - 0.3 for x in UP[::-1]]),
-      2: ([x + 0.2 for x in DOWN], [x + 0.2 for x in UP[::-1]])}, REPRODUCED),
-    ({0: (UP, UP[::-1]), 1: ([x - 0.1 for x in UP], UP[::-1]), 2: ([x + 0.1 for x in UP], UP[::-1])}, NOT_REPRODUCED),
-    ({0: (DOWN, UP[::-1])}, INCONCLUSIVE),  # one seed
-])
-def test_claim_ubcdi_curve(per_seed, expected):
-    claim = C.claim_ubcdi_curve({"fig3b": curves(per_seed)})
-    assert claim.verdict == expected
-
-
-def test_claim_ubcdi_uses_last_round_of_each_seed():
-    # seed 1 stops after 2 rounds; its last value must be compared, not a missing row
-    per_seed = {0: (DOWN, [-40.0, -80.0, -88.0, -87.0]), 1: (DOWN[:2], [-40.5, -85.0]),
-                2: (DOWN, [-39.0, -80.0, -86.0, -86.5])}
-    claim = C.claim_ubcdi_curve({"fig3b": curves(per_seed)})
-    assert claim.verdict == REPRODUCED
-    assert "last -86.167" in claim.numbers  # mean of -87.0, -85.0, -86.5
-
-
-# ------------------------------------------------------------------------------ claim 4
-def test_claim_nonamortized_worse():
-    amort = {(1000, "avi"): seeds(14.0, 14.1, 14.2), (1000, "acp"): seeds(14.3, 14.4, 14.5)}
-    worse = C.claim_nonamortized_worse({"fig3a": fig3a({**amort, (0, "lb-cdi"): seeds(22.0, 22.4, 22.2)})}, "lb-cdi")
-    assert worse.verdict == REPRODUCED and "welch" in worse.numbers
-    better = C.claim_nonamortized_worse({"fig3a": fig3a({**amort, (0, "svi"): seeds(10.0, 10.4, 10.2)})}, "svi")
-    assert better.verdict == NOT_REPRODUCED
-    mixed = C.claim_nonamortized_worse({"fig3a": fig3a({**amort, (0, "svi"): seeds(14.25, 14.1, 14.5)})}, "svi")
-    assert mixed.verdict == INCONCLUSIVE
-    assert C.claim_nonamortized_worse({"fig3a": fig3a(amort)}, "svi").numbers.startswith("no data")
-
-
-# ------------------------------------------------------------------------------ claim 5
-@pytest.mark.parametrize("acp,avi,expected", [
-    ([8, 8, 7], [6, 7, 8], REPRODUCED),  # majority rule in both methods
-    ([8, 7, 7], [6, 6, 6], NOT_REPRODUCED),  # ACP misses in the majority of seeds
-    ([8, 8, 8], [8, 8, 6], NOT_REPRODUCED),  # AVI recovers all in the majority
-    ([8, 7], [6, 6], INCONCLUSIVE),  # tie
+    # Wilson 95% intervals: 4/4 -> (0.510, 1), 0/4 -> (0, 0.490): both clear of 1/2
+    ([8, 8, 8, 8], [6, 7, 5, 6], REPRODUCED),
+    ([8, 8, 7], [6, 6, 6, 6], INCONCLUSIVE),  # ACP 2/3 -> (0.21, 0.94) straddles 1/2
+    ([7, 7, 6, 7], [6, 6, 6, 6], NOT_REPRODUCED),  # ACP 0/4 recovers all: interval below 1/2
+    ([8, 8, 8, 8], [8, 8, 8, 8], NOT_REPRODUCED),  # AVI recovers all in 4/4: "misses" fails
+    ([8, 8], [6, 6], INCONCLUSIVE),  # 2 seeds: (0.34, 1) at best -- no longer a "majority"
     ([8], [6], INCONCLUSIVE),  # n=1
+    ([8] * 9 + [7], [6] * 9 + [8], REPRODUCED),  # ACP 9/10 -> (0.60, 0.98); AVI 1/10 -> (0.02, 0.40)
+    ([8] * 9 + [7], [6] * 8 + [8, 8], INCONCLUSIVE),  # AVI 2/10 -> (0.06, 0.51) touches 1/2
 ])
 def test_claim_recovery_n200(acp, avi, expected):
     tables = {"recovery": recovery({("syn-pattern", "acp", 200): acp, ("syn-pattern", "avi", 200): avi})}
     assert C.claim_recovery_n200(tables).verdict == expected
+
+
+def test_claim_recovery_success_rate_and_selected_run_in_numbers():
+    """7/10 seeds recover all: Wilson (0.397, 0.892) by hand -> inconclusive; the selected run is reported."""
+    acp = [8, 8, 7, 8, 8, 6, 8, 8, 7, 8]
+    val = {("syn-pattern", m, 1000): [10.9, 10.8, 10.4, 11.0, 10.7, 10.4, 10.95, 10.85, 10.6, 10.75]
+           for m in ("acp", "avi")}
+    tables = {"recovery": recovery({("syn-pattern", "acp", 1000): acp, ("syn-pattern", "avi", 1000): [8] * 10},
+                                   val=val)}
+    claim = C.claim_recovery_n1000(tables)
+    assert claim.verdict == INCONCLUSIVE  # ACP's interval straddles 1/2; AVI 10/10 -> (0.72, 1) alone would pass
+    assert "ACP: all 8 recovered in 7/10 (70%; Wilson 95% CI 40–89%)" in claim.numbers
+    assert "AVI: all 8 recovered in 10/10 (100%; Wilson 95% CI 72–100%)" in claim.numbers
+    # lowest validation NELBO 10.4 at seeds 2 and 5: ties go to the lower seed (2, which misses one)
+    assert "selected on val. NELBO seed 2: 7/8;" in claim.numbers
+    assert "Wilson" in claim.rule and "1/2" in claim.rule
+
+
+def test_claim_recovery_without_val_nelbo_reports_no_selection():
+    tables = {"recovery": recovery({("syn-pattern", "lb-cdi", 1000): [3] * 5, ("syn-pattern", "svi", 1000): [2] * 5})}
+    claim = C.claim_recovery_nonamortized(tables)
+    assert claim.verdict == REPRODUCED  # 0/5 recover all: (0, 0.43) below 1/2 -> "misses" holds for both
+    assert "n/a (no validation NELBO)" in claim.numbers
 
 
 def test_claim_recovery_other_dataset_is_no_data():

@@ -89,3 +89,32 @@ def test_dataset_runs_are_checked_against_the_pool(cfg):
     bad["profiles"]["t"]["experiments"]["e"]["dataset_runs"] = {"syn-random-1": {"acp": [10001]}}
     with pytest.raises(ConfigError, match="N_train = 10001 exceeds the training pool of syn-random-1"):
         validate_config(bad)
+
+
+def test_experiment_seeds_replace_the_profile_seeds(cfg):
+    assert grid.seeds(cfg, "e") == [3, 4]  # no own seeds: the profile's
+    assert grid.seed_groups(cfg) == [("", ["e"], [3, 4])]
+    raw = copy.deepcopy(cfg)
+    raw["profiles"]["t"]["experiments"]["e"]["seeds"] = list(range(10))
+    raw["profiles"]["t"]["experiments"]["f-2"] = {"mode": "inference", "datasets": ["syn-pattern"],
+                                                   "runs": {"avi": [20]}, "seeds": [3, 4]}
+    raw = validate_config(raw)
+    assert grid.seeds(raw, "e") == list(range(10))
+    assert grid.seeds(raw) == [3, 4]
+    # one training rule per seed list: the profile's (suffix "") first, then each experiment of its own
+    assert grid.seed_groups(raw) == [("", ["f-2"], [3, 4]), ("_e", ["e"], list(range(10)))]
+
+
+@pytest.mark.parametrize("seeds", [[], [1, 1], [-1], ["0"], 3])
+def test_experiment_seeds_are_validated(cfg, seeds):
+    raw = copy.deepcopy(cfg)
+    raw["profiles"]["t"]["experiments"]["e"]["seeds"] = seeds
+    with pytest.raises(ConfigError, match="seeds"):
+        validate_config(raw)
+
+
+def test_quick_profile_runs_ten_recovery_seeds(repo):
+    raw = load_yaml(repo / "config" / "config.yaml")
+    raw["profile"] = "quick"
+    cfg = validate_config(raw)
+    assert len(grid.seeds(cfg, "fig4")) >= 10

@@ -49,6 +49,14 @@ def test_gpu_profile_gives_every_training_job_one_gpu(tmp_path):
     assert all("gpu=1" not in r for r in job_resources(out, "make_dataset"))
 
 
+def test_gpu_profile_covers_the_rules_of_experiments_with_own_seeds(tmp_path):
+    """quick's fig4 has seeds of its own, so it trains under rule train_cell_fig4 (grid.seed_groups)."""
+    out = dry_run("gpu", tmp_path / "results", "quick")
+    resources = job_resources(out, "train_cell_fig4")
+    assert resources and all("gpu=1" in r for r in resources)
+    assert "seed9/metrics.json" in out and "runs/fig5/syn-random-1/avi/n30/seed2" not in out
+
+
 def test_slurm_profile_sets_limits_per_rule(tmp_path):
     out = dry_run("slurm", tmp_path / "results", "paper")
     train = job_resources(out, "train_cell")

@@ -9,6 +9,7 @@ the held-out set (paper Section 4.2).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -60,8 +61,29 @@ def runs_for(exp: Mapping[str, Any], dataset: str) -> dict[str, list[int]]:
     return dict((exp.get("dataset_runs") or {}).get(dataset) or exp["runs"])
 
 
-def seeds(cfg: Mapping[str, Any]) -> list[int]:
-    return [int(s) for s in profile(cfg).get("seeds", [0])]
+def seeds(cfg: Mapping[str, Any], experiment: str | None = None) -> list[int]:
+    """Seeds of the profile, or of ``experiment``: its own ``seeds`` if it has them (e.g. more
+    seeds where runs take seconds and a success rate over seeds is reported), else the profile's."""
+    prof = profile(cfg)
+    own = (experiments(cfg).get(experiment) or {}).get("seeds") if experiment is not None else None
+    return [int(s) for s in (own if own is not None else prof.get("seeds", [0]))]
+
+
+def seed_groups(cfg: Mapping[str, Any]) -> list[tuple[str, list[str], list[int]]]:
+    """How the training rules split the experiments by seed list: ``(rule suffix, experiments,
+    seeds)``.  A Snakemake rule's outputs (one set of files per seed) are fixed per rule, so
+    the experiments on the profile's seeds share rule ``train_cell`` (suffix ``""``, listed
+    first even when empty) and each experiment with seeds of its own gets ``train_cell_<name>``
+    (non-word characters of the name as ``_``)."""
+    default = seeds(cfg)
+    shared, own = [], []
+    for name in sorted(experiments(cfg)):
+        mine = seeds(cfg, name)
+        if mine == default:
+            shared.append(name)
+        else:
+            own.append(("_" + re.sub(r"\W", "_", name), [name], mine))
+    return [("", shared, default), *own]
 
 
 def budget(cfg: Mapping[str, Any], cell: Cell) -> dict[str, int | float]:

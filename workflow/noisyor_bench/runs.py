@@ -59,7 +59,7 @@ from .fitting import check_budget, fit_budget_fields
 from .io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
 from .methods.base import EpochRecord, FitBudget, InferenceMethod
 from .model import NoisyOR
-from .training import NonFiniteLossError, stream_seed
+from .training import NonFiniteLossError, derive_init_seed, stream_seed
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,10 @@ class RunSpec:
     mode only) overrides K, e.g. to learn more causes than the ground truth has; F1/EM are
     then ``None``.  ``iw_samples=0`` skips the importance-weighted bound; ``val_metrics``
     adds the test-protocol NELBO on the validation split (``val_nelbo``, for model selection
-    across runs, e.g. the hyperparameter search).
+    across runs, e.g. the hyperparameter search).  ``init_key`` (the grid's runs set it,
+    :func:`~noisyor_bench.training.run_init_key`: cell and search draw or ``final``) makes the
+    run's initialisation and other training streams derive from (cell, draw-or-final, seed)
+    rather than from the seed alone; ``None`` keeps them on the seed.
     """
 
     dataset: Path
@@ -137,6 +140,7 @@ class RunSpec:
     val_metrics: bool = True
     resume: bool = True
     evaluate_test: bool = True
+    init_key: str | None = None
 
     def __post_init__(self) -> None:
         self.dataset = Path(self.dataset)
@@ -163,6 +167,8 @@ class RunSpec:
             _check_int("n_latent", self.n_latent, minimum=1)
             if self.mode != "learning":
                 raise ConfigError("n_latent (a K different from the dataset's) is only allowed in learning mode")
+        if self.init_key is not None and (not isinstance(self.init_key, str) or not self.init_key):
+            raise ConfigError(f"init_key must be a non-empty string or None; got {self.init_key!r}")
         if not isinstance(self.hparams, Mapping):
             raise ConfigError(f"hparams must be a JSON object (mapping); got {type(self.hparams).__name__}")
 
@@ -428,6 +434,22 @@ def _fit(
     return method.fit(x_train, x_val, budget, progress), False
 
 
+def _construct(method_cls: type[InferenceMethod], model: NoisyOR, spec: RunSpec, device: torch.device) -> InferenceMethod:
+    """The method for ``spec``, its streams derived from (seed, ``init_key``).
+
+    Every registered method takes ``init_key``; a third-party method without the argument is
+    accepted only for runs without a key (its streams then follow the seed as before).
+    """
+    if spec.init_key is None:
+        return method_cls(model, spec.mode, dict(spec.hparams), spec.seed, device)
+    if "init_key" not in inspect.signature(method_cls).parameters:
+        raise ConfigError(
+            f"method {spec.method!r} ({method_cls.__name__}) takes no init_key, so its initialisation cannot "
+            f"follow the run's key {spec.init_key!r}; add the argument (see methods.base.InferenceMethod)"
+        )
+    return method_cls(model, spec.mode, dict(spec.hparams), spec.seed, device, init_key=spec.init_key)
+
+
 def _diverged_run(spec: RunSpec, work: Path, err: NonFiniteLossError) -> NonFiniteLossError:
     """``err`` prefixed with the run's identity, saying what was kept and how to go on."""
     return NonFiniteLossError(
@@ -451,6 +473,8 @@ def _identity(spec: RunSpec, data: Mapping[str, np.ndarray], sha: str, device: t
         "n_val": int(data["x_val"].shape[0]),
         "n_test": int(data["x_test"].shape[0]),
         "seed": int(spec.seed),
+        "init_key": spec.init_key,
+        "init_seed": derive_init_seed(spec.seed, spec.init_key),
         "D": int(data["x_train"].shape[1]),
         "K_true": int(data["theta"].shape[1]) if has_truth(data) else None,
         "hparams": dict(spec.hparams),
@@ -473,6 +497,7 @@ def _resume_key(spec: RunSpec, sha: str, device: torch.device) -> dict[str, Any]
         "mode": spec.mode,
         "n_train": int(spec.n_train),
         "seed": int(spec.seed),
+        "init_key": spec.init_key,
         "hparams": dict(spec.hparams),
         "budget": fit_budget_fields(spec.budget),
         "n_latent": spec.n_latent,
@@ -529,7 +554,7 @@ def execute_run(spec: RunSpec) -> Path:
     threads = set_threads(spec.threads)
     device = resolve_device(spec.device)
     sha = file_sha256(spec.dataset)
-    method = method_cls(model_in, spec.mode, dict(spec.hparams), spec.seed, device)
+    method = _construct(method_cls, model_in, spec, device)
 
     if spec.out_dir.exists():
         log.info("removing previous run directory %s", spec.out_dir)

@@ -4,6 +4,13 @@ Snakemake ignores ``group:`` when running locally, and every process pays 2-5 s 
 torch, so the workflow's unit of work is a *cell* (experiment, dataset, method, N_train):
 ``search`` runs all draws of the cell's random search in one process and ``train-cell``
 runs all seeds with the chosen hyperparameters.  Each run still writes its own directory.
+
+Initialisation is part of the protocol: every run's random streams derive from its seed and
+its ``init_key`` (:func:`~noisyor_bench.training.run_init_key`), the cell (experiment,
+dataset, N_train -- not the method) plus ``draw<d>`` for search draw ``d`` or ``final`` for the
+reported seeds.  So each draw and each seed starts from its own initialisation, the final
+seed-0 run is not the search winner replayed, and AVI/ACP/SVI/LB-CDI of one (cell, draw or
+final, seed) share theta's initialisation (paired comparisons).
 """
 
 from __future__ import annotations
@@ -32,9 +39,18 @@ def _json(text: str, argument: str) -> Any:
         raise ConfigError(f"{argument}: not valid JSON ({err})") from None
 
 
-def _spec(args: argparse.Namespace, hparams: dict[str, Any], seed: int, out_dir: Path, evaluate_test: bool):
+def _spec(
+    args: argparse.Namespace,
+    hparams: dict[str, Any],
+    seed: int,
+    out_dir: Path,
+    evaluate_test: bool,
+    draw: int | None = None,
+):
+    """The RunSpec of one seed of the cell: search draw ``draw``, or a final run (``None``)."""
     from ..fitting import budget_from_mapping
     from ..runs import RunSpec
+    from ..training import run_init_key
 
     budget = _json(args.budget, "--budget")
     evaluation = _json(args.evaluation, "--evaluation")
@@ -55,18 +71,21 @@ def _spec(args: argparse.Namespace, hparams: dict[str, Any], seed: int, out_dir:
         threads=args.threads,
         evaluate_test=evaluate_test,
         n_latent=getattr(args, "latents", None),
+        init_key=run_init_key(args.experiment, args.dataset_name, args.n_train, draw),
     )
 
 
-def _completed_draw(draw_dir: Path, hparams: dict[str, Any]) -> dict[str, Any] | None:
-    """Metrics of a draw finished by an earlier (interrupted) invocation with the same hparams."""
+def _completed_draw(draw_dir: Path, hparams: dict[str, Any], init_key: str) -> dict[str, Any] | None:
+    """Metrics of a draw finished by an earlier (interrupted) invocation of the same run
+    (same hyperparameters and initialisation key)."""
     from ..io import read_json
 
     path = draw_dir / "metrics.json"
     if not path.exists():
         return None
     metrics = read_json(path)
-    return metrics if metrics.get("hparams") == hparams else None
+    same = metrics.get("hparams") == hparams and metrics.get("init_key") == init_key
+    return metrics if same else None
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -83,10 +102,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     rows = []
     for index, hparams in enumerate(draws):
         draw_dir = out / f"draw{index}"
-        metrics = _completed_draw(draw_dir, hparams)
+        spec = _spec(args, hparams, args.seed, draw_dir, evaluate_test=False, draw=index)
+        metrics = _completed_draw(draw_dir, hparams, spec.init_key)
         if metrics is None:
-            execute_run(_spec(args, hparams, args.seed, draw_dir, evaluate_test=False))
-            metrics = _completed_draw(draw_dir, hparams)
+            execute_run(spec)
+            metrics = _completed_draw(draw_dir, hparams, spec.init_key)
         val = metrics.get("val_nelbo")
         rows.append(
             {
@@ -119,12 +139,14 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) -> dict[str, Any]:
     """best.json's record: the dataset, every draw's metrics.json, the search settings."""
     from .. import provenance
+    from ..training import run_init_key
 
     inputs = [provenance.file_entry(args.dataset, "dataset", out)]
     inputs += [provenance.file_entry(out / f"draw{i}" / "metrics.json", f"draw{i}", out) for i in range(len(draws))]
     config = {
         "draws": draws,
         "seed": args.seed,
+        "init_keys": [run_init_key(args.experiment, args.dataset_name, args.n_train, i) for i in range(len(draws))],
         "budget": _json(args.budget, "--budget"),
         "evaluation": _json(args.evaluation, "--evaluation"),
         "criterion": "lowest validation NELBO",
@@ -180,7 +202,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("search", help="random hyperparameter search of one cell, selected on validation NELBO")
     _common(p)
-    p.add_argument("--seed", type=int, required=True, help="training seed of the search draws")
+    p.add_argument("--seed", type=int, required=True,
+                   help="seed of the search draws (each draw's initialisation derives from cell, draw index and seed)")
     p.add_argument("--draws", required=True, help="JSON list (or @file) of hyperparameter dicts; draw 0 = defaults")
     p.add_argument("--out-dir", required=True, help="search directory: draw<i>/, search.csv, best.json")
     p.set_defaults(func=cmd_search)

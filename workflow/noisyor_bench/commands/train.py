@@ -96,6 +96,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         n_latent=args.latents,
         val_metrics=not args.no_val_metrics,
         resume=not args.no_resume,
+        init_key=getattr(args, "init_key", None),
     )
     spec.validate()
     return spec
@@ -120,6 +121,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="inference: generative model fixed at the ground truth; learning: learned jointly")
     p.add_argument("--n-train", type=int, required=True, help="training rows (the first N of the pool)")
     p.add_argument("--seed", type=int, required=True, help="run seed (initialisation, sampling, evaluation)")
+    p.add_argument("--init-key",
+                   help="initialisation key, e.g. fig4/syn-pattern/n1000/final (what the grid's train-cell uses) or "
+                        ".../draw3 (a search draw): the run's training streams derive from (seed, key); "
+                        "default: from the seed alone")
     p.add_argument("--hparams", help="method hyperparameters as a JSON object, or @file.json")
     p.add_argument("--max-epochs", type=int, help=f"epoch limit (default {FitBudget.max_epochs})")
     p.add_argument("--patience", type=int, help=f"early-stopping patience in evaluations (default {FitBudget.patience})")

@@ -204,12 +204,16 @@ class AmortizedMethod(InferenceMethod):
         seed: int,
         device: torch.device | str = "cpu",
         dtype: torch.dtype | None = None,
+        init_key: str | None = None,
     ) -> None:
         """``model``: the ground truth in inference mode; in learning mode only its shape
         (D, K) is used.  Random streams (generative init, encoder init, shuffling, ELBO
-        samples, validation samples) all derive from ``seed``.  ``dtype`` (if given)
-        overrides the ``dtype`` hyperparameter."""
-        super().__init__(model, mode, dict(hparams), seed, device)
+        samples, validation samples) all derive from ``self.init_seed`` (``seed`` and
+        ``init_key``, see :class:`~noisyor_bench.methods.base.InferenceMethod`); the
+        generative initialisation's stream name is shared with every other method, so AVI
+        and ACP (and SVI, LB-CDI) of one (seed, init_key) start from the same theta.
+        ``dtype`` (if given) overrides the ``dtype`` hyperparameter."""
+        super().__init__(model, mode, dict(hparams), seed, device, init_key=init_key)
         hp = parse_hparams(hparams)
         if dtype is not None:
             names = {v: k for k, v in DTYPES.items()}
@@ -223,7 +227,7 @@ class AmortizedMethod(InferenceMethod):
         gen = make_generative(
             mode,
             model,
-            generator=stream_generator(seed, "generative-init"),
+            generator=stream_generator(self.init_seed, "generative-init"),
             init=self.hp.generative_init(),
             dtype=self.dtype,
             device=self.device,
@@ -233,7 +237,7 @@ class AmortizedMethod(InferenceMethod):
             self.encoder_out_dim(),
             self.hp.hidden_layers,
             self.hp.hidden_dim,
-            generator=stream_generator(seed, f"{self.name}-encoder-init"),
+            generator=stream_generator(self.init_seed, f"{self.name}-encoder-init"),
             dtype=self.dtype,
             device=self.device,
         )
@@ -350,7 +354,7 @@ class AmortizedMethod(InferenceMethod):
         xv = _as_binary(x_val, self.D, "x_val", self.device)
         if xv.shape[0] == 0:
             raise DataError("x_val is empty: the validation set selects the best epoch")
-        sample_gen = stream_generator(self.seed, "elbo-samples", self.device)
+        sample_gen = stream_generator(self.init_seed, "elbo-samples", self.device)
         train_active = _active_or_none(xt)  # computed once; batches take their rows
 
         def loss_fn(batch_idx: torch.Tensor, step: int) -> torch.Tensor:
@@ -360,7 +364,7 @@ class AmortizedMethod(InferenceMethod):
             return self.batch_nelbo(x, self.hp.n_samples, temperature(step, self.hp), sample_gen, active)
 
         def val_fn() -> float:
-            g = stream_generator(self.seed, "validation", self.device)
+            g = stream_generator(self.init_seed, "validation", self.device)
             return float(self.nelbo(xv, self.hp.val_samples, g).mean())
 
         def extra_fn(steps_done: int) -> dict[str, float]:
@@ -372,7 +376,7 @@ class AmortizedMethod(InferenceMethod):
             optimizer=self.make_optimizer(),
             n_train=xt.shape[0],
             budget=budget,
-            shuffle_generator=stream_generator(self.seed, "shuffle"),
+            shuffle_generator=stream_generator(self.init_seed, "shuffle"),
             val_fn=val_fn,
             generators={"elbo": sample_gen},
             checkpoint_path=checkpoint_path,
@@ -392,6 +396,8 @@ class AmortizedMethod(InferenceMethod):
             "method": self.name,
             "mode": self.mode,
             "seed": int(self.seed),
+            "init_key": self.init_key,
+            "init_seed": int(self.init_seed),
             "hparams": asdict(self.hp),
             "shape": [self.D, self.K],
             "dtype": str(self.dtype),

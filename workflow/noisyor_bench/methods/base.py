@@ -41,12 +41,22 @@ class InferenceMethod(ABC):
         hparams: dict[str, Any],
         seed: int,
         device: torch.device | str = "cpu",
+        init_key: str | None = None,
     ) -> None:
+        """``seed``: the run's seed; ``init_key`` (e.g. ``"fig4/syn-pattern/n1000/final"``,
+        :func:`~noisyor_bench.training.run_init_key`): what the run's random streams derive
+        from besides the seed.  ``self.init_seed`` (= ``seed`` without a key) is the root of
+        every training stream (generative and encoder initialisation, shuffling, Monte Carlo
+        noise); methods must draw from it, never from ``seed`` directly."""
+        from ..training import derive_init_seed  # training imports this module
+
         if mode not in ("inference", "learning"):
             raise ConfigError(f"{self.name}: unknown mode {mode!r}; allowed: inference, learning")
         self.mode = mode
         self.hparams = dict(hparams)
         self.seed = seed
+        self.init_key = init_key
+        self.init_seed = derive_init_seed(seed, init_key)
         self.device = torch.device(device)
 
     @abstractmethod

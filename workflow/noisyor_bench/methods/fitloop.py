@@ -67,6 +67,8 @@ def fingerprint(method: Any, budget: FitBudget, x_train: torch.Tensor, x_val: to
         "method": method.name,
         "mode": method.mode,
         "seed": int(method.seed),
+        "init_key": getattr(method, "init_key", None),
+        "init_seed": int(getattr(method, "init_seed", method.seed)),
         "hparams": dict(method.hparams),
         "budget": fit_budget_fields(budget),
         "n_train": int(x_train.shape[0]),

@@ -108,8 +108,9 @@ class LBCDI(InferenceMethod):
         hparams: dict[str, Any],
         seed: int,
         device: torch.device | str = "cpu",
+        init_key: str | None = None,
     ) -> None:
-        super().__init__(model, mode, hparams, seed, device)
+        super().__init__(model, mode, hparams, seed, device, init_key=init_key)
         self.hparams = resolve_hparams(self.name, DEFAULTS, hparams)
         h = self.hparams
         for key in ("max_rounds", "estep_rounds", "val_rounds", "m_steps"):
@@ -120,8 +121,8 @@ class LBCDI(InferenceMethod):
         require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
         require(self.name, h["leak_floor"] > 0, "leak_floor", h["leak_floor"], "> 0")
         self.dtype = torch_dtype(self.name, h["dtype"])
-        # Same stream as AVI/ACP: with one seed every learning-mode method starts from the same theta.
-        init_gen = stream_generator(seed, "generative-init")
+        # Same stream as AVI/ACP: with one (seed, init_key) every learning-mode method starts from the same theta.
+        init_gen = stream_generator(self.init_seed, "generative-init")
         self.module: GenerativeModule = make_generative(mode, model, init_gen, dtype=self.dtype, device=self.device)
         self.epoch = 0
         self._optimizer: torch.optim.Optimizer | None = None
@@ -393,7 +394,7 @@ class LBCDI(InferenceMethod):
 
     def _eval_generator(self) -> torch.Generator:
         """CPU generator of the Monte Carlo ELBO in the curve (used only when K > exact_max_k)."""
-        return torch.Generator().manual_seed(self.seed)
+        return torch.Generator().manual_seed(self.init_seed)
 
 
 def _restore_chunks(chunks: list[_Chunk], saved: dict[str, Any], keys: tuple[str, ...]) -> None:

@@ -151,8 +151,9 @@ class SVI(InferenceMethod):
         hparams: dict[str, Any],
         seed: int,
         device: torch.device | str = "cpu",
+        init_key: str | None = None,
     ) -> None:
-        super().__init__(model, mode, hparams, seed, device)
+        super().__init__(model, mode, hparams, seed, device, init_key=init_key)
         self.hparams = resolve_hparams(self.name, DEFAULTS, hparams)
         h = self.hparams
         for key in ("lr_local", "lr_global", "leak_floor"):
@@ -164,7 +165,7 @@ class SVI(InferenceMethod):
         require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
         self.dtype = torch_dtype(self.name, h["dtype"])
         self.module: GenerativeModule = make_generative(
-            mode, model, stream_generator(seed, "generative-init"), dtype=self.dtype, device=self.device
+            mode, model, stream_generator(self.init_seed, "generative-init"), dtype=self.dtype, device=self.device
         )
         self.epoch = 0
         self.local_logits: torch.Tensor | None = None  # (N_train, K), learning mode
@@ -204,7 +205,7 @@ class SVI(InferenceMethod):
         generators = {"evaluation": generator}
         shuffle = None
         if self.mode == "learning":
-            shuffle = torch.Generator().manual_seed(self.seed + 1)
+            shuffle = torch.Generator().manual_seed(self.init_seed + 1)
             generators["shuffle"] = shuffle
         loop = FitLoop(
             fingerprint(self, budget, torch.as_tensor(x_train), torch.as_tensor(x_val)),
@@ -496,7 +497,7 @@ class SVI(InferenceMethod):
 
     def _eval_generator(self) -> torch.Generator:
         """CPU generator of the Monte Carlo ELBO in the curve (used only when K > exact_max_k)."""
-        return torch.Generator().manual_seed(self.seed)
+        return torch.Generator().manual_seed(self.init_seed)
 
 
 def _clone_or_none(t: torch.Tensor | None) -> torch.Tensor | None:

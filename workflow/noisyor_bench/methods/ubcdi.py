@@ -99,8 +99,9 @@ class UBCDI(InferenceMethod):
         hparams: dict[str, Any],
         seed: int,
         device: torch.device | str = "cpu",
+        init_key: str | None = None,
     ) -> None:
-        super().__init__(model, mode, hparams, seed, device)
+        super().__init__(model, mode, hparams, seed, device, init_key=init_key)
         self.hparams = resolve_hparams(self.name, DEFAULTS, hparams)
         h = self.hparams
         if mode != "inference":
@@ -183,7 +184,7 @@ class UBCDI(InferenceMethod):
         except _ReplayDiverged as err:
             log.warning("%s; starting afresh", err)
             loop.restart()
-            generator.manual_seed(self.seed)
+            generator.manual_seed(self.init_seed)
             records = self._rounds_with_curve(x, budget, progress, loop, generator, None)
         self.stop_reason = loop.stop_reason
         # Rounds on held-out rows with the true model: only its own criterion ("converged") counts.
@@ -256,7 +257,7 @@ class UBCDI(InferenceMethod):
 
     def _eval_generator(self) -> torch.Generator:
         """CPU generator of the Monte Carlo ELBO in the curve (used only when K > exact_max_k)."""
-        return torch.Generator().manual_seed(self.seed)
+        return torch.Generator().manual_seed(self.init_seed)
 
 
 class _ReplayDiverged(Exception):
