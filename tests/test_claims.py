@@ -282,12 +282,13 @@ def test_budget_limited_verdict_table_driven(cells, columns, verdict, statistica
 
 def test_budget_limited_on_per_run_rows_and_only_rows_read():
     # recovery rows are runs: one unconverged AVI seed makes the n200 claim budget-limited
-    rows = recovery({("syn-pattern", "acp", 200): [8, 8, 8], ("syn-pattern", "avi", 200): [6, 6, 6]})
-    rows["n_runs"], rows["n_converged"] = 1, [1, 1, 1, 1, 0, 1]
+    # (5 seeds a side: a 5/5 success rate has the Wilson interval (0.57, 1), above 1/2)
+    rows = recovery({("syn-pattern", "acp", 200): [8] * 5, ("syn-pattern", "avi", 200): [6] * 5})
+    rows["n_runs"], rows["n_converged"] = 1, [1, 1, 1, 1, 1, 1, 1, 0, 1, 1]
     rows["run_dir"] = [f"r{i}" for i in range(len(rows))]
     claim = C.claim_recovery_n200({"recovery": rows})
     assert (claim.verdict, claim.statistical_verdict) == (C.BUDGET_LIMITED, REPRODUCED)
-    assert claim.evidence == "5/6 runs converged; no baseline in the tables"
+    assert claim.evidence == "9/10 runs converged; no baseline in the tables"
     # an unconverged run in a cell the claim does not read changes nothing
     other = pd.concat([rows.assign(n_converged=1), recovery({("syn-pattern", "acp", 1000): [8]}).assign(
         n_runs=1, n_converged=0, run_dir="x")], ignore_index=True)
