@@ -92,6 +92,28 @@ def write_npz_atomic(path: str | os.PathLike[str], **arrays: np.ndarray) -> None
 
 
 def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Load every array of an ``.npz`` (no pickles) into a plain dict."""
-    with np.load(path, allow_pickle=False) as data:
-        return {k: data[k] for k in data.files}
+    """Load every array of an ``.npz`` (no pickles) into a plain dict.
+
+    The one loader of ``.npz`` files: anything that is not a readable archive of plain
+    arrays is a :class:`~noisyor_bench.errors.DataError` naming the file (never numpy's
+    advice to allow pickles, which would be unsafe and wrong).
+    """
+    import zipfile
+
+    from .errors import DataError
+
+    with open(path, "rb") as fh:  # a missing/unreadable file: OSError naming it
+        is_zip = zipfile.is_zipfile(fh)
+    if not is_zip:
+        raise DataError(f"{path} is not an npz archive (truncated, or another kind of file); rebuild it")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except ValueError as err:  # object arrays: pickles are refused
+        if "pickle" in str(err):
+            raise DataError(f"{path} holds pickled (object) arrays, which are refused for safety; rebuild it") from None
+        raise DataError(f"{path} is a corrupt npz archive: {err}") from None
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError) as err:
+        if isinstance(err, OSError) and err.filename is not None:
+            raise
+        raise DataError(f"{path} is a corrupt npz archive: {err}") from None
