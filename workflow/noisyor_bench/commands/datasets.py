@@ -48,6 +48,8 @@ def dataset_integrity(npz_path: str | Path) -> str | None:
         record = read_json(side).get("provenance") or {}
     except (ValueError, AttributeError) as err:
         return f"{side}: corrupt sidecar ({err})"
+    if not isinstance(record, dict):
+        return f"{side}: corrupt sidecar (its 'provenance' is not an object)"
     recorded = next((o.get("sha256") for o in record.get("outputs") or [] if Path(o.get("path", "")).name == npz.name), None)
     if recorded is None:
         return None
@@ -129,8 +131,13 @@ def dataset_rows(paths: list[str]) -> list[dict[str, Any]]:
         sidecar = sidecar_path(path)
         if not sidecar.exists():
             raise DataError(f"dataset sidecar {sidecar} is missing; rebuild {path} with 'noisyor-bench make-dataset'")
+        problem = dataset_integrity(path)  # a table of a damaged dataset would pass as right
+        if problem:
+            raise DataError(f"{problem}; rebuild it with 'noisyor-bench make-dataset'")
         note_input(sidecar, "dataset sidecar")
         meta = read_json(sidecar)
+        if not isinstance(meta, dict) or not {"config", "sparsity_percent", "name"} <= set(meta):
+            raise DataError(f"dataset sidecar {sidecar} is corrupt (not a make-dataset sidecar); rebuild {path}")
         cfg = meta["config"]
         measured = meta["sparsity_percent"]["all"]
         paper = meta.get("paper_sparsity_percent")
