@@ -32,6 +32,8 @@ rule verify_raw:
         CONDA_ENV
     log:
         log_path("verify_raw", "{key}"),
+    benchmark:
+        benchmark_path("verify_raw", "{key}")
     wildcard_constraints:
         key=RAW_KEY_PATTERN,
     shell:

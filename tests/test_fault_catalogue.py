@@ -162,6 +162,10 @@ def fail_evaluation(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runs, "evaluate_posterior", fail)
 
 
+def table_argv() -> list[str]:
+    return ["table-fig3a", "--runs", str(RUN), "--out-csv", "t.csv", "--out-md", "t.md"]
+
+
 def write(path: str, text: str) -> str:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(text)
@@ -271,6 +275,20 @@ CASES = [
         "dataset-table", "data/x.npz", "--out-csv", "t.csv", "--out-md", "t.md"])[2], 2, ("data/x.json is corrupt",)),
     Case("dataset-table-no-sidecar", lambda t, m: ["dataset-table", str(DATA), "--out-csv", "t.csv", "--out-md", "t.md"],
          2, ("data/toy.json is missing",)),
+    # ---- clear messages: aggregation inputs
+    Case("table-run-metrics-corrupt", lambda t, m: ((RUN / "metrics.json").write_text("{oops"), table_argv())[1],
+         2, ("metrics.json: not valid JSON",)),
+    Case("table-run-metrics-missing", lambda t, m: ((RUN / "metrics.json").unlink(), table_argv())[1],
+         2, ("metrics.json not found",)),
+    Case("table-run-metrics-not-object", lambda t, m: ((RUN / "metrics.json").write_text("[1]"), table_argv())[1],
+         2, ("expected a JSON object",)),
+    Case("figure-run-curve-wrong-format", lambda t, m: ((RUN / "curve.csv").write_text("epoch\n"), [
+        "figure-fig3b", "--runs", str(RUN), "--out-png", "f.png", "--out-csv", "f.csv"])[1],
+         2, ("curve.csv", "missing")),
+    Case("claims-table-not-csv", lambda t, m: (Path("g.csv").write_bytes(b"\x1f\x8b\x08binary"), [
+        "claims", "--tables", "g.csv", "--out-csv", "c.csv"])[1], 2, ("g.csv", "not a readable CSV")),
+    Case("claims-table-missing", lambda t, m: ["claims", "--tables", "none.csv", "--out-csv", "c.csv"],
+         2, ("none.csv", "not found")),
     # ---- clear messages: JSON arguments
     Case("make-dataset-spec-missing-keys", lambda t, m: ["make-dataset", "--name", "x", "--spec", '{"family": "random"}',
                                                           "--out", "data/x.npz"],
@@ -345,6 +363,45 @@ def test_fault(case: Case, template: Path, tmp_path: Path, monkeypatch: pytest.M
         assert path.is_file() and path.read_bytes() == content, f"finished output lost or changed: {path}"
     if case.after is not None:
         case.after()
+
+
+# ---------------------------------------------------------------------------------- real signals
+@pytest.mark.slow
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_signal_during_a_rerun_keeps_the_finished_run(template: Path, tmp_path: Path, signame: str) -> None:
+    """A rerun (another budget) of a finished run is stopped by a real signal after its first
+    checkpoint: the finished run is intact, the partial directory keeps the checkpoint, and
+    SIGINT (Ctrl-C) says how to resume and exits 130."""
+    import signal
+    import time
+
+    from test_failures import CLI, checkpoint_epoch
+
+    world = tmp_path / "world"
+    shutil.copytree(template, world, symlinks=True)
+    before = {p: (world / p).read_bytes() for p in FINISHED}
+    argv = train_argv(RUN, "--max-epochs", "3000", "--patience", "3000")  # the last --max-epochs counts
+    log = tmp_path / "err.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([*CLI, *argv], cwd=world, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline = time.monotonic() + 300
+            while (checkpoint_epoch(world / "results/runs/exp/toy/svi/n60/seed0.partial/checkpoint.pt") or 0) < 1:
+                assert proc.poll() is None, log.read_text()
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            proc.send_signal(getattr(signal, signame))
+        finally:
+            proc.wait(timeout=60)
+    for path, content in before.items():
+        assert (world / path).read_bytes() == content
+    assert (world / "results/runs/exp/toy/svi/n60/seed0.partial/checkpoint.pt").is_file()
+    if signame == "SIGINT":
+        text = log.read_text()
+        assert proc.returncode == 130 and "Traceback" not in text
+        assert "interrupted; the same command resumes from results/runs/exp/toy/svi/n60/seed0.partial" in text
+    else:
+        assert proc.returncode == -getattr(signal, signame)
 
 
 # ---------------------------------------------------------------------------------- Snakemake
