@@ -108,7 +108,7 @@ def raw_inputs(*keys):
 
 
 def raw_stamps(*keys):
-    """Stamps of rule verify_raw (rules/rawdata.smk) for raw inputs: a rule reading raw files
+    """Stamps written by verify_raw (rules/rawdata.smk) for raw inputs. Every rule reading raw files
     takes these too, so it starts only after every file it reads is verified.  ancient(): a
     stamp orders the jobs but its mtime triggers nothing (a raw file that really changed is an
     input of the rule itself and triggers the rebuild, after its verification)."""
