@@ -328,3 +328,13 @@ def _check_built_datasets():
 
 if not getattr(workflow, "remote_exec", False):
     _check_built_datasets()
+
+
+# One writer per results directory (issue 18): Snakemake's own lock covers a working directory,
+# not a results_dir shared by invocations from different working directories.  Taken when the
+# workflow starts executing jobs (onstart: not in dry runs, lint, or the per-job processes of
+# cluster executors), held until this Snakemake process ends.
+onstart:
+    from noisyor_bench.io import lock_results_dir
+
+    workflow._noisyor_results_lock = lock_results_dir(RESULTS)

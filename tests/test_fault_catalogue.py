@@ -408,7 +408,8 @@ def test_signal_during_a_rerun_keeps_the_finished_run(template: Path, tmp_path: 
 def _snakemake(workdir: Path, results: Path, mirror: Path | None, *targets: str) -> subprocess.CompletedProcess[str]:
     config = [f"results_dir={results}", "profile=smoke"] + ([f"raw_data_dir={mirror}"] if mirror else [])
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(REPO / "config" / "config.yaml"), "--cores", "1", "--config", *config, "--", *targets]
+           "--configfile", str(REPO / "config" / "config.yaml"), "--cores", "1", "--config", *config,
+           *[t for t in targets if t.startswith("-")], "--", *[t for t in targets if not t.startswith("-")]]
     env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=workdir)
 
@@ -465,3 +466,37 @@ def test_snakemake_truncated_dataset_stops_before_scheduling(tmp_path: Path) -> 
     assert "corrupted dataset file" in done.stderr and "syn-pattern.npz" in done.stderr
     assert "--rerun-triggers" in done.stderr
     assert (run / "metrics.json").read_text() == "{}"
+
+
+@pytest.mark.slow
+def test_two_invocations_one_results_dir_from_different_working_directories(tmp_path: Path) -> None:
+    """While one invocation (here: a process holding the results lock, as Snakemake's onstart
+    does) writes a results directory, a second one from another working directory is refused
+    before any job runs, naming the first; a dry run is still allowed."""
+    results = tmp_path / "results"
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from noisyor_bench.io import lock_results_dir; "
+         f"f = lock_results_dir({str(results)!r}); print('locked', flush=True); time.sleep(120)"],
+        cwd=first, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "workflow")},
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        target = str(results / "data" / "syn-random-1.npz")
+        dry = _snakemake(second, results, None, "--dry-run", target)
+        assert dry.returncode == 0, dry.stderr[-2000:]
+        done = _snakemake(second, results, None, target)
+        assert done.returncode != 0
+        assert "is being written by another invocation" in done.stderr and str(first) in done.stderr
+        assert not (results / "data").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    again = _snakemake(second, results, None, "--dry-run", target)  # the lock died with its holder
+    assert again.returncode == 0
+    from noisyor_bench.io import lock_results_dir
+
+    lock = lock_results_dir(results)  # free again
+    lock.close()

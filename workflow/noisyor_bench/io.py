@@ -117,3 +117,41 @@ def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         if isinstance(err, OSError) and err.filename is not None:
             raise
         raise DataError(f"{path} is a corrupt npz archive: {err}") from None
+
+
+LOCK_FILE = ".noisyor-bench.lock"
+
+
+def lock_results_dir(results_dir: str | os.PathLike[str]) -> Any:
+    """Hold an exclusive lock on ``results_dir`` for the life of this process; return the
+    open lock file (keep a reference: closing it releases the lock).
+
+    Snakemake locks the outputs of a *working directory*; two invocations from different
+    working directories that write the same results directory would overwrite each other's
+    outputs.  This lock (``fcntl.flock`` on ``<results_dir>/.noisyor-bench.lock``, released
+    by the kernel when the process ends, even on SIGKILL) refuses the second one, naming the
+    first.  :class:`~noisyor_bench.errors.UserError` when another process holds it.
+    """
+    import fcntl
+
+    from .errors import UserError
+
+    root = Path(results_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LOCK_FILE
+    fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 -- held open on purpose
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "another process"
+        fh.close()
+        raise UserError(
+            f"results directory {root} is being written by another invocation ({holder}); wait for it to "
+            f"finish, or choose another results_dir. The lock ({path}) is released when that process ends."
+        ) from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"pid {os.getpid()} on {os.uname().nodename}, working directory {os.getcwd()}\n")
+    fh.flush()
+    return fh
