@@ -63,8 +63,8 @@ lock: setup
 
 clean:
 	# Everything the workflow wrote (results/README.md is tracked and stays; results/raw holds downloads).
-	rm -rf results/data results/pmi results/search results/hparams results/runs results/tables results/figures \
-		results/logs results/benchmarks $(REPORT) .snakemake
+	rm -rf results/data results/raw_verified results/pmi results/search results/hparams results/runs results/tables results/figures \
+		results/logs results/benchmarks results/.noisyor-bench.lock $(REPORT) .snakemake
 
 # Throughput of the project's trainers against a dense reference (issue 7); see benchmarks/README.md.
 bench: setup

@@ -22,9 +22,11 @@ include: "rules/text_experiments.smk"
 include: "rules/report.smk"
 
 
+# NAME_PATTERN (noisyor_bench.constants) is also what the config validation requires of
+# dataset, corpus and experiment names, so no configured name can escape the results directory.
 wildcard_constraints:
-    experiment="[A-Za-z0-9_-]+",
-    dataset="[A-Za-z0-9_-]+",
+    experiment=NAME_PATTERN,
+    dataset=NAME_PATTERN,
     method="avi|acp|svi|lb-cdi|ub-cdi",
     n="[0-9]+",
 

@@ -7,7 +7,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from noisyor_bench import grid
-from noisyor_bench.config import active_profile, raw_data_dir, validate_config
+from noisyor_bench.config import active_profile, budget_warnings, raw_data_dir, validate_config
+from noisyor_bench.constants import NAME_PATTERN
 from noisyor_bench.errors import ConfigError
 from snakemake.exceptions import WorkflowError
 
@@ -17,6 +18,14 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 
 PROFILE = active_profile(config)
+_BUDGET_WARNINGS = budget_warnings(config)  # schema-valid but absurd budgets (issue 18)
+if _BUDGET_WARNINGS:
+    print(
+        f"noisyor-bench: {len(_BUDGET_WARNINGS)} budget warning(s) for profile {config['profile']} "
+        "(patience not below max_epochs, batch_size above N_train); 'noisyor-bench check-config "
+        f"--set profile={config['profile']}' lists them with their keys",
+        file=sys.stderr,
+    )
 SEEDS = grid.seeds(config)
 DEVICE = PROFILE.get("device", "auto")
 THREADS = int(PROFILE.get("threads", 1))
@@ -99,12 +108,39 @@ def raw_inputs(*keys):
     return [str(expected_location(key, RAW_DATA_DIR, CACHE_DIR)) for key in keys]
 
 
+def raw_stamps(*keys):
+    """Stamps written by verify_raw (rules/rawdata.smk) for raw inputs. Every rule reading raw files
+    takes these too, so it starts only after every file it reads is verified.  ancient(): a
+    stamp orders the jobs but its mtime triggers nothing (a raw file that really changed is an
+    input of the rule itself and triggers the rebuild, after its verification)."""
+    return [ancient(R(f"raw_verified/{key}.json")) for key in keys]
+
+
+def _raw_key_pattern():
+    from noisyor_bench.rawdata import REGISTRY
+
+    import re
+
+    return "|".join(re.escape(k) for k in sorted(REGISTRY))
+
+
+RAW_KEY_PATTERN = _raw_key_pattern()
+
+
 def pmi_reference_input():
     """The PMI reference corpus: a raw-input key of the registry, or a user path."""
     from noisyor_bench.rawdata import REGISTRY
 
     ref = config["pmi"]["reference"]
     return raw_inputs(ref) if ref in REGISTRY else [ref]
+
+
+def pmi_reference_stamps():
+    """verify_raw stamp of the PMI reference corpus when it is a raw input of the registry."""
+    from noisyor_bench.rawdata import REGISTRY
+
+    ref = config["pmi"]["reference"]
+    return raw_stamps(ref) if ref in REGISTRY else []
 
 
 def cell_of(wildcards):
@@ -201,6 +237,13 @@ def dataset_raw_inputs(wildcards):
     return raw_inputs(*dataset_raw_keys(spec))
 
 
+def dataset_raw_stamps(wildcards):
+    """verify_raw stamps of the raw files a dataset is built from."""
+    from noisyor_bench.rawdata import dataset_raw_keys
+
+    return raw_stamps(*dataset_raw_keys(config["datasets"][wildcards.name]))
+
+
 # ---------------------------------------------------------------------------------------
 # Real-corpus experiments (rules/text_experiments.smk): the profile's `text` grid
 # (noisyor_bench.textexp.grid), validated with the rest of the config by validate_config above.
@@ -286,3 +329,37 @@ def convergence_run_files(experiment):
 
 def convergence_tables():
     return [R(f"tables/convergence_{e}.csv") for e in convergence_experiments()]
+
+
+# Corrupted derived datasets (issue 18).  A dataset .npz whose bytes differ from the sha256
+# its sidecar recorded when it was built (truncated, overwritten, half-copied) would make
+# Snakemake rerun every dependant (its mtime is newer), deleting finished run files before
+# the first job fails on the bad file.  The check runs here, when the DAG is built, so the
+# workflow stops before any job is scheduled and names the file and the way out.
+def _check_built_datasets():
+    from noisyor_bench.commands.datasets import dataset_integrity
+
+    problems = [p for name in config["datasets"] if (p := dataset_integrity(R(f"data/{name}.npz")))]
+    if problems:
+        raise WorkflowError(
+            "corrupted dataset file(s); nothing was scheduled, no output was removed:\n  "
+            + "\n  ".join(problems)
+            + "\nMove each away (mv FILE FILE.corrupt) and run again: it is rebuilt from the config, "
+            "byte-identical to the original; to keep the finished runs that depend on it, add "
+            "'--rerun-triggers params input software-env code' to that invocation (their inputs' "
+            "contents are unchanged, only the mtime is newer)."
+        )
+
+
+if not getattr(workflow, "remote_exec", False):
+    _check_built_datasets()
+
+
+# One writer per results directory (issue 18): Snakemake's own lock covers a working directory,
+# not a results_dir shared by invocations from different working directories.  Taken when the
+# workflow starts executing jobs (onstart: not in dry runs, lint, or the per-job processes of
+# cluster executors), held until this Snakemake process ends.
+onstart:
+    from noisyor_bench.io import lock_results_dir
+
+    workflow._noisyor_results_lock = lock_results_dir(RESULTS)

@@ -3,7 +3,8 @@
 
 rule make_dataset:
     input:
-        dataset_raw_inputs,
+        raw=dataset_raw_inputs,
+        verified=dataset_raw_stamps,
     output:
         npz=R("data/{name}.npz"),
         meta=R("data/{name}.json"),

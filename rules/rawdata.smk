@@ -16,3 +16,25 @@ if RAW_DATA_DIR is None:
             benchmark_path("fetch_raw", "{relpath}")
         shell:
             "noisyor-bench fetch-raw --relpath {wildcards.relpath} --cache-dir {params.cache} > {log} 2>&1"
+
+
+# Raw inputs are verified in a step of their own: every rule that reads raw files also takes
+# their stamps (raw_stamps in common.smk) as input.  A corrupted (newer) mirror file makes
+# Snakemake schedule this job and the derived ones; this job fails on the checksum, its only
+# output is the stamp, and the derived jobs never start -- Snakemake removes a job's outputs
+# only when the job itself starts, so the valid derived files (and their sidecars) are kept.
+rule verify_raw:
+    input:
+        lambda w: raw_inputs(w.key),
+    output:
+        R("raw_verified/{key}.json"),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("verify_raw", "{key}"),
+    benchmark:
+        benchmark_path("verify_raw", "{key}")
+    wildcard_constraints:
+        key=RAW_KEY_PATTERN,
+    shell:
+        "noisyor-bench verify-raw --key {wildcards.key} --path {input} --out {output} > {log} 2>&1"

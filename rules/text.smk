@@ -4,7 +4,8 @@
 
 rule ingest_neurips:
     input:
-        raw_inputs("nltk-wordnet", "nltk-stopwords", "neurips-titles-tsv"),
+        raw=raw_inputs("nltk-wordnet", "nltk-stopwords", "neurips-titles-tsv"),
+        verified=raw_stamps("nltk-wordnet", "nltk-stopwords", "neurips-titles-tsv"),
     output:
         npz=R("data/neurips-titles.npz"),
         vocab=R("data/neurips-titles.vocab.txt"),
@@ -27,7 +28,8 @@ rule ingest_neurips:
 
 rule ingest_reuters:
     input:
-        raw_inputs("nltk-wordnet", "nltk-stopwords", "nltk-reuters"),
+        raw=raw_inputs("nltk-wordnet", "nltk-stopwords", "nltk-reuters"),
+        verified=raw_stamps("nltk-wordnet", "nltk-stopwords", "nltk-reuters"),
     output:
         npz=R("data/reuters.npz"),
         vocab=R("data/reuters.vocab.txt"),
@@ -51,6 +53,7 @@ rule ingest_reuters:
 rule pmi_counts:
     input:
         raw=pmi_reference_input(),
+        verified=pmi_reference_stamps(),
         vocab=R("data/neurips-titles.vocab.txt"),
         meta=R("data/neurips-titles.json"),
     output:

@@ -253,10 +253,12 @@ def test_missing_dataset_and_bad_arrays(tmp_path: Path) -> None:
 def test_crash_leaves_no_final_directory_then_resumes(dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     execute_run(make_spec(dataset, out))  # an old, complete run of the same spec
+    old = {p.name: p.read_bytes() for p in out.iterdir()}
     FakeMethod.crash_at = 3
     with pytest.raises(RuntimeError, match="simulated crash"):
         execute_run(make_spec(dataset, out))
-    assert not out.exists()  # neither the stale old run nor a half-written new one
+    # The finished run is intact (replaced only at publish, issue 18); no half-written new one.
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == old
     work = partial_dir(out)
     assert (work / "checkpoint.pt").exists() and not (work / METRICS_FILE).exists()
 

@@ -49,6 +49,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as err:
         print(f"noisyor-bench {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:  # Ctrl-C; resumable work raises errors.Interrupted saying how
+        print(f"noisyor-bench {args.command}: {err or 'interrupted'}", file=sys.stderr)
+        return 130
+    except OSError as err:
+        # The environment, not the code: an unreadable input, a read-only or full output
+        # location (EACCES, EROFS, ENOSPC).  Name the path and the operating system's reason.
+        if err.filename is None:
+            raise
+        print(f"noisyor-bench {args.command}: error: {os_error_message(err)}", file=sys.stderr)
+        return 2
+
+
+def os_error_message(err: OSError) -> str:
+    """``<path>: <OS reason> (errno name)`` of an OSError, with both paths of a rename."""
+    import errno
+
+    where = str(err.filename) + (f" -> {err.filename2}" if err.filename2 is not None else "")
+    code = errno.errorcode.get(err.errno or 0, "")
+    reason = err.strerror or str(err)
+    return f"{where}: {reason}{f' ({code})' if code else ''}"
 
 
 if __name__ == "__main__":

@@ -26,7 +26,17 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except yaml.YAMLError as err:
-        raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
+        raise ConfigError(yaml_error_message(path, err)) from None
+
+
+def yaml_error_message(path: str | os.PathLike[str], err: yaml.YAMLError) -> str:
+    """``<file>:<line>:<column>: <problem>`` of a YAML error (1-based, like an editor)."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = " ".join(str(x) for x in (getattr(err, "context", None), getattr(err, "problem", None)) if x) or str(err)
+    if "constructor for the tag" in problem:
+        problem += " (tags such as !!python/... are refused: configs are read with YAML's safe loader)"
+    return f"{where}: invalid YAML: {problem}"
 
 
 def schema() -> dict[str, Any]:
@@ -73,14 +83,74 @@ def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+def validate_dataset_spec(name: str, spec: Any, where: str) -> None:
+    """One ``datasets.<name>`` entry (e.g. ``make-dataset --spec``) against the config schema."""
+    full = schema()
+    sub = {"$schema": full["$schema"], "$defs": full["$defs"], **full["properties"]["datasets"]["additionalProperties"]}
+    validator = jsonschema.validators.validator_for(sub)(sub)
+    errors = sorted(validator.iter_errors(spec), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = "\n  ".join(_describe(e).replace("<top level>", f"datasets.{name}") for e in errors)
+        raise ConfigError(f"{where}: invalid dataset entry:\n  {lines}")
+
+
+def budget_warnings(cfg: Mapping[str, Any]) -> list[str]:
+    """Schema-valid but absurd budgets of the active profile, each naming the keys.
+
+    patience (in evaluations) not below max_epochs / eval_every: early stopping can never
+    trigger; batch_size above N_train: every epoch is one full batch.
+    """
+    from .grid import budget, cells
+
+    where = f"profiles.{cfg['profile']}"
+    found: dict[tuple[str, str], list[str]] = {}  # (experiment, problem) -> cells, one line each
+    for cell in cells(cfg):
+        b = budget(cfg, cell)
+        evaluations = b["max_epochs"] // max(1, b.get("eval_every", 1))
+        if b["patience"] >= evaluations:
+            problem = (f"budget patience = {b['patience']} is not below max_epochs / eval_every = {evaluations} "
+                       "evaluations: early stopping can never trigger")
+            found.setdefault((cell.experiment, problem), []).append(f"{cell.method} n{cell.n_train}")
+        if 0 < cell.n_train < b["batch_size"]:
+            problem = f"budget batch_size = {b['batch_size']} exceeds N_train (the training set): one full batch per epoch"
+            found.setdefault((cell.experiment, problem), []).append(f"{cell.method} n{cell.n_train}")
+    return [f"{where}.experiments.{exp}: {problem} ({', '.join(cells_)})" for (exp, problem), cells_ in found.items()]
+
+
 def training_pools(cfg: Mapping[str, Any]) -> dict[str, int]:
     """Rows available for training per dataset (runs take the first N_train of them)."""
     return {name: int(spec["n_train_pool"]) for name, spec in cfg["datasets"].items()}
 
 
+def check_name(value: Any, where: str) -> None:
+    """A name used as a path component under results_dir must match NAME_PATTERN."""
+    import re
+
+    from .constants import NAME_PATTERN
+
+    if not isinstance(value, str) or not re.fullmatch(NAME_PATTERN, value):
+        raise ConfigError(
+            f"{where}: name {value!r} is not allowed; names become paths under results_dir and must match "
+            f"{NAME_PATTERN} (letters, digits, '_' and '-')"
+        )
+
+
+def _check_names(cfg: Mapping[str, Any]) -> None:
+    """Dataset, corpus and experiment names (the rules' wildcards) stay inside results_dir."""
+    for name in cfg["datasets"]:
+        check_name(name, f"datasets.{name}")
+    for name in cfg.get("corpora") or {}:
+        check_name(name, f"corpora.{name}")
+    for pname, prof in cfg["profiles"].items():
+        for ename in prof.get("experiments") or {}:
+            check_name(ename, f"profiles.{pname}.experiments.{ename}")
+
+
 def _check_cross_references(cfg: Mapping[str, Any]) -> None:
     from .grid import validate_grid
     from .methods import METHOD_NAMES
+
+    _check_names(cfg)
 
     profiles = cfg["profiles"]
     if cfg["profile"] not in profiles:

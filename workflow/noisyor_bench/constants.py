@@ -7,3 +7,8 @@ and the light subcommands (datasets, tables, figures) start without importing to
 DEFAULT_N_SAMPLES = 100  # discrete samples of q per test point for the NELBO (supplement Sec. 3)
 DEFAULT_IW_SAMPLES = 100  # importance samples per test point for the IW bound
 MAX_EXACT_K = 20  # largest K for which 2^K enumeration is allowed
+
+# Names that become path components under results_dir (datasets, experiments, corpora): the
+# one pattern behind the Snakefile's wildcard constraints, the config validation and the CLI's
+# run paths, so no name can escape the results directory ('..', '/', '.') (issue 18).
+NAME_PATTERN = r"[A-Za-z0-9_-]+"

@@ -16,3 +16,7 @@ class ConfigError(UserError):
 
 class DataError(UserError):
     """A raw or derived data file is missing, corrupt or inconsistent."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C / SIGINT during work that can be resumed; the message says how (CLI exit 130)."""

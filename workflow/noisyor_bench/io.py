@@ -92,6 +92,66 @@ def write_npz_atomic(path: str | os.PathLike[str], **arrays: np.ndarray) -> None
 
 
 def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Load every array of an ``.npz`` (no pickles) into a plain dict."""
-    with np.load(path, allow_pickle=False) as data:
-        return {k: data[k] for k in data.files}
+    """Load every array of an ``.npz`` (no pickles) into a plain dict.
+
+    The one loader of ``.npz`` files: anything that is not a readable archive of plain
+    arrays is a :class:`~noisyor_bench.errors.DataError` naming the file (never numpy's
+    advice to allow pickles, which would be unsafe and wrong).
+    """
+    import zipfile
+
+    from .errors import DataError
+
+    with open(path, "rb") as fh:  # a missing/unreadable file: OSError naming it
+        is_zip = zipfile.is_zipfile(fh)
+    if not is_zip:
+        raise DataError(f"{path} is not an npz archive (truncated, or another kind of file); rebuild it")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except ValueError as err:  # object arrays: pickles are refused
+        if "pickle" in str(err):
+            raise DataError(f"{path} holds pickled (object) arrays, which are refused for safety; rebuild it") from None
+        raise DataError(f"{path} is a corrupt npz archive: {err}") from None
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError) as err:
+        if isinstance(err, OSError) and err.filename is not None:
+            raise
+        raise DataError(f"{path} is a corrupt npz archive: {err}") from None
+
+
+LOCK_FILE = ".noisyor-bench.lock"
+
+
+def lock_results_dir(results_dir: str | os.PathLike[str]) -> Any:
+    """Hold an exclusive lock on ``results_dir`` for the life of this process; return the
+    open lock file (keep a reference: closing it releases the lock).
+
+    Snakemake locks the outputs of a *working directory*; two invocations from different
+    working directories that write the same results directory would overwrite each other's
+    outputs.  This lock (``fcntl.flock`` on ``<results_dir>/.noisyor-bench.lock``, released
+    by the kernel when the process ends, even on SIGKILL) refuses the second one, naming the
+    first.  :class:`~noisyor_bench.errors.UserError` when another process holds it.
+    """
+    import fcntl
+
+    from .errors import UserError
+
+    root = Path(results_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LOCK_FILE
+    fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 -- held open on purpose
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "another process"
+        fh.close()
+        raise UserError(
+            f"results directory {root} is being written by another invocation ({holder}); wait for it to "
+            f"finish, or choose another results_dir. The lock ({path}) is released when that process ends."
+        ) from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"pid {os.getpid()} on {os.uname().nodename}, working directory {os.getcwd()}\n")
+    fh.flush()
+    return fh

@@ -19,9 +19,10 @@ truth-dependent metrics (F1/EM, exact, latent matching) are ``null``.
 
 Atomicity and resume: everything is written into ``<out_dir>.partial/`` and renamed onto
 ``<out_dir>`` only when complete, so a killed run never leaves a directory that looks
-finished.  A stale ``<out_dir>`` is removed before training starts (the directory is either
-the output of the latest invocation or absent).  The partial directory keeps the trainer's
-checkpoint; re-running the same spec resumes from it (a different spec discards it).
+finished.  An existing ``<out_dir>`` (a finished earlier run) is left untouched until the new
+run is complete: :func:`_publish` swaps the directories at the end, so a rerun that is killed,
+diverges or fails keeps the finished run intact (issue 18).  The partial directory keeps the
+trainer's checkpoint; re-running the same spec resumes from it (a different spec discards it).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from . import __version__
 from . import methods as methods_pkg
 from . import provenance
 from .device import describe, pick_device, set_threads
-from .errors import ConfigError, DataError
+from .errors import ConfigError, DataError, Interrupted
 from .evaluation import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, evaluate, match_latents, nelbo, weight_similarity
 from .exact import MAX_EXACT_K
 from .convergence import Convergence, assess
@@ -97,7 +98,13 @@ MODES: tuple[str, ...] = ("inference", "learning")
 
 
 def run_dir(results_dir: str | Path, experiment: str, dataset: str, method: str, n_train: int, seed: int) -> Path:
-    """``results_dir/runs/<experiment>/<dataset>/<method>/n<N_train>/seed<seed>``."""
+    """``results_dir/runs/<experiment>/<dataset>/<method>/n<N_train>/seed<seed>``; names that
+    would leave ``results_dir/runs`` (``..``, ``/``) are a ConfigError."""
+    from .config import check_name
+
+    check_name(experiment, "experiment")
+    check_name(dataset, "dataset name")
+    check_name(method, "method")
     return Path(results_dir) / "runs" / experiment / dataset / method / f"n{int(n_train)}" / f"seed{int(seed)}"
 
 
@@ -252,7 +259,24 @@ def load_dataset(path: str | Path) -> dict[str, np.ndarray]:
         z = data.get(f"z_{split}")
         if z is not None and z.shape != (x.shape[0], k):
             raise DataError(f"dataset {path}: z_{split} has shape {z.shape}, expected ({x.shape[0]}, K={k})")
+    if truth:
+        check_generative(data, f"dataset {path}")
     return data
+
+
+def check_generative(arrays: Mapping[str, np.ndarray], where: str) -> None:
+    """Noisy-OR parameters must be valid: finite theta, theta0 >= 0 (failure log-probabilities)
+    and prior probabilities mu in (0, 1); otherwise DataError naming the array (issue 18:
+    an invalid truth used to surface as a fake divergence or a traceback in the matching)."""
+    for key in ("theta", "theta0"):
+        a = np.asarray(arrays[key], dtype=float)
+        if not np.all(np.isfinite(a)):
+            raise DataError(f"{where}: {key} has {int(np.sum(~np.isfinite(a)))} non-finite value(s) (NaN/inf)")
+        if np.any(a < 0):
+            raise DataError(f"{where}: {key} has negative value(s) (min {a.min():.4g}); noisy-OR weights are >= 0")
+    mu = np.asarray(arrays["mu"], dtype=float)
+    if not np.all((mu > 0) & (mu < 1)):
+        raise DataError(f"{where}: mu must lie in (0, 1) (prior probabilities); got values in [{np.nanmin(mu):.4g}, {np.nanmax(mu):.4g}]")
 
 
 def training_rows(data: Mapping[str, np.ndarray], n_train: int, path: str | Path) -> np.ndarray:
@@ -556,9 +580,7 @@ def execute_run(spec: RunSpec) -> Path:
     sha = file_sha256(spec.dataset)
     method = _construct(method_cls, model_in, spec, device)
 
-    if spec.out_dir.exists():
-        log.info("removing previous run directory %s", spec.out_dir)
-        shutil.rmtree(spec.out_dir)
+    # A finished run at out_dir stays until _publish replaces it (never removed up front).
     work = _prepare_partial(spec, _resume_key(spec, sha, device))
 
     log.info(
@@ -571,6 +593,8 @@ def execute_run(spec: RunSpec) -> Path:
         records, resumed = _fit(method, x_train, x_val, spec.budget, progress, work / CHECKPOINT_FILE)
     except NonFiniteLossError as err:
         raise _diverged_run(spec, work, err) from err
+    except KeyboardInterrupt:  # Ctrl-C / SIGINT: the checkpoint in work is exact (issue 18)
+        raise Interrupted(f"interrupted; the same command resumes from {work}") from None
     finally:
         progress.close()
     train_seconds = time.perf_counter() - t0

@@ -31,11 +31,44 @@ def sidecar_path(npz_path: str | Path) -> Path:
     return Path(npz_path).with_suffix(".json")
 
 
+def dataset_integrity(npz_path: str | Path) -> str | None:
+    """None if a built dataset is intact (or not built yet), else what is wrong with it.
+
+    Intact: its bytes have the sha256 its sidecar recorded when ``make-dataset`` wrote it.
+    A dataset without a sidecar or without a recorded sha256 is not judged (Snakemake
+    rebuilds a dataset whose sidecar is missing anyway).
+    """
+    from ..provenance import sha256
+
+    npz = Path(npz_path)
+    side = sidecar_path(npz)
+    if not npz.is_file() or not side.is_file():
+        return None
+    try:
+        record = read_json(side).get("provenance") or {}
+    except (ValueError, AttributeError) as err:
+        return f"{side}: corrupt sidecar ({err})"
+    if not isinstance(record, dict):
+        return f"{side}: corrupt sidecar (its 'provenance' is not an object)"
+    recorded = next((o.get("sha256") for o in record.get("outputs") or [] if Path(o.get("path", "")).name == npz.name), None)
+    if recorded is None:
+        return None
+    now = sha256(npz)
+    if now != recorded:
+        return (f"{npz}: sha256 {now[:12]}... differs from the {recorded[:12]}... recorded in {side} when it was built "
+                f"({npz.stat().st_size} bytes now; truncated, overwritten or replaced)")
+    return None
+
+
 def cmd_make_dataset(args: argparse.Namespace) -> int:
     from ..datasets.build import build_dataset
 
     if args.spec is not None:
+        from ..config import check_name, validate_dataset_spec
+
         spec = _json_arg(args.spec, "--spec")
+        check_name(args.name, "--name")
+        validate_dataset_spec(args.name, spec, "--spec")
         mirror = Path(args.raw_data_dir) if args.raw_data_dir else raw_data_dir({})
     else:
         cfg = load_config(args.config)
@@ -98,8 +131,13 @@ def dataset_rows(paths: list[str]) -> list[dict[str, Any]]:
         sidecar = sidecar_path(path)
         if not sidecar.exists():
             raise DataError(f"dataset sidecar {sidecar} is missing; rebuild {path} with 'noisyor-bench make-dataset'")
+        problem = dataset_integrity(path)  # a table of a damaged dataset would pass as right
+        if problem:
+            raise DataError(f"{problem}; rebuild it with 'noisyor-bench make-dataset'")
         note_input(sidecar, "dataset sidecar")
         meta = read_json(sidecar)
+        if not isinstance(meta, dict) or not {"config", "sparsity_percent", "name"} <= set(meta):
+            raise DataError(f"dataset sidecar {sidecar} is corrupt (not a make-dataset sidecar); rebuild {path}")
         cfg = meta["config"]
         measured = meta["sparsity_percent"]["all"]
         paper = meta.get("paper_sparsity_percent")

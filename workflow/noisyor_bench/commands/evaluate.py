@@ -56,9 +56,7 @@ def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]
         )
     data = load_dataset(dataset)
     posterior = load_npz(posterior_path)
-    for key in ("q", "theta", "theta0", "mu"):
-        if key not in posterior:
-            raise DataError(f"{posterior_path} lacks array {key!r}")
+    check_posterior_arrays(posterior, posterior_path, int(data["x_test"].shape[0]), int(data["x_test"].shape[1]))
     recomputed = evaluate_posterior(
         posterior,
         data,
@@ -69,6 +67,28 @@ def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]
         eval_seed=int(recorded["eval_seed"]),
     )
     return recorded, json_safe(recomputed)
+
+
+def check_posterior_arrays(posterior: Mapping[str, Any], path: Path, n_test: int, d: int) -> None:
+    """``posterior_test.npz`` holds q (N_test x K, in [0, 1]) and valid parameters of matching
+    shapes; DataError naming the file and the array otherwise."""
+    import numpy as np
+
+    from ..runs import check_generative
+
+    missing = [k for k in ("q", "theta", "theta0", "mu") if k not in posterior]
+    if missing:
+        raise DataError(f"{path} lacks array(s) {missing}; it holds {sorted(posterior)}")
+    q, theta = np.asarray(posterior["q"]), np.asarray(posterior["theta"])
+    k = theta.shape[1] if theta.ndim == 2 else None
+    shapes = {"q": (q.shape, (n_test, k)), "theta": (theta.shape, (d, k)),
+              "theta0": (np.shape(posterior["theta0"]), (d,)), "mu": (np.shape(posterior["mu"]), (k,))}
+    wrong = [f"{name} has shape {got}, expected {want}" for name, (got, want) in shapes.items() if got != want]
+    if wrong:
+        raise DataError(f"{path}: wrong shapes ({'; '.join(wrong)}; N_test={n_test}, D={d})")
+    if not (np.issubdtype(q.dtype, np.number) and np.all(np.isfinite(q)) and np.all((q >= 0) & (q <= 1))):
+        raise DataError(f"{path}: q must hold finite probabilities in [0, 1]")
+    check_generative(posterior, str(path))
 
 
 def results_dir_of(run: Path) -> Path | None:
@@ -154,7 +174,7 @@ def _fmt(v: Any) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..runs import METRICS_FILE, RECOMPUTED_METRICS
+    from ..runs import METRICS_FILE, POSTERIOR_FILE, RECOMPUTED_METRICS
 
     run = Path(args.run_dir)
     metrics_path = run / METRICS_FILE
@@ -163,14 +183,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
     try:
         recorded = read_json(metrics_path)
     except ValueError as err:
-        raise DataError(f"{metrics_path}: not valid JSON ({err})") from None
+        raise DataError(f"{metrics_path} is corrupt: not valid JSON ({err})") from None
+    # The record's hashes first: a truncated, replaced or deleted run file is named as such,
+    # never fed to the recomputation (issue 18).
+    files = check_run_files(run, recorded)
+    for name, status in files:
+        print(f"{name}: {status}")
+    changed = [name for name, status in files if status != "ok"]
+    if POSTERIOR_FILE in changed:
+        print(f"run file(s) differ from the provenance record: {', '.join(changed)}; {run / POSTERIOR_FILE} "
+              "was truncated, replaced or deleted after the run: rerun the run (or restore the file)")
+        return 1
     dataset = Path(args.dataset) if args.dataset else locate_dataset(run, recorded)
     recorded, recomputed = recompute(run, dataset)
     print(f"run: {run}")
     print(f"dataset: {dataset} (sha256 matches the run's record)")
-    files = check_run_files(run, recorded)
-    for name, status in files:
-        print(f"{name}: {status}")
     rows = compare(recorded, recomputed, RECOMPUTED_METRICS, args.rtol)
     rows.append(("latent_permutation", recorded.get("latent_permutation"), recomputed.get("latent_permutation"),
                  recorded.get("latent_permutation") == recomputed.get("latent_permutation")))
@@ -179,7 +206,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     for key, a, b, ok in rows:
         print(f"{key:<{width}}  {_fmt(a):>20}  {_fmt(b):>20}{'' if ok else '  MISMATCH'}")
     bad = [r[0] for r in rows if not r[3]]
-    changed = [name for name, status in files if status != "ok"]
     if bad:
         print(f"{len(bad)} metric(s) differ beyond rtol={args.rtol}: {', '.join(bad)}")
     if changed:

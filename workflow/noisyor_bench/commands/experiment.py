@@ -94,6 +94,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from ..io import write_json_atomic, write_text_atomic
     from ..runs import execute_run
     from ..search import best_draw
+    from ..training import NonFiniteLossError
 
     draws = _json(args.draws, "--draws")
     if not isinstance(draws, list) or not draws:
@@ -104,9 +105,16 @@ def cmd_search(args: argparse.Namespace) -> int:
         draw_dir = out / f"draw{index}"
         spec = _spec(args, hparams, args.seed, draw_dir, evaluate_test=False, draw=index)
         metrics = _completed_draw(draw_dir, hparams, spec.init_key)
+        reason = ""
         if metrics is None:
-            execute_run(spec)
-            metrics = _completed_draw(draw_dir, hparams, spec.init_key)
+            try:
+                execute_run(spec)
+                metrics = _completed_draw(draw_dir, hparams, spec.init_key)
+            except NonFiniteLossError as err:
+                # A diverging draw is a result of the search (issue 18): recorded with an
+                # infinite validation NELBO and the reason; its .partial directory is kept.
+                log.warning("draw %d diverged: %s", index, err)
+                metrics, reason = {"val_nelbo": math.inf}, f"diverged: {err}"
         val = metrics.get("val_nelbo")
         rows.append(
             {
@@ -115,10 +123,16 @@ def cmd_search(args: argparse.Namespace) -> int:
                 "epochs": metrics.get("epochs"),
                 "train_seconds": metrics.get("train_seconds"),
                 "hparams": json.dumps(hparams, sort_keys=True),
+                "reason": reason,
             }
         )
         log.info("draw %d/%d: validation NELBO %s", index + 1, len(draws), val)
     table = pd.DataFrame(rows)
+    if (table["reason"] != "").all():
+        raise NonFiniteLossError(
+            f"every draw of the search in {out} diverged:\n  "
+            + "\n  ".join(f"draw {r['draw']} {r['hparams']}: {r['reason']}" for r in rows)
+        )
     best = best_draw(dict(zip(table["draw"], table["val_nelbo"])))
     write_text_atomic(out / SEARCH_TABLE, table.to_csv(index=False))
     write_json_atomic(
@@ -142,7 +156,9 @@ def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) ->
     from ..training import run_init_key
 
     inputs = [provenance.file_entry(args.dataset, "dataset", out)]
-    inputs += [provenance.file_entry(out / f"draw{i}" / "metrics.json", f"draw{i}", out) for i in range(len(draws))]
+    # Diverged draws have no metrics.json (search.csv records them with their reason).
+    finished = [i for i in range(len(draws)) if (out / f"draw{i}" / "metrics.json").is_file()]
+    inputs += [provenance.file_entry(out / f"draw{i}" / "metrics.json", f"draw{i}", out) for i in finished]
     config = {
         "draws": draws,
         "seed": args.seed,
@@ -162,7 +178,7 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
     hparams: dict[str, Any] = {}
     if args.best:
         provenance.note_input(args.best, "--best (hyperparameters)")
-        hparams = dict(read_json(args.best)["hparams"])
+        hparams = _best_hparams(Path(args.best))
     # Seeds are independent runs: a divergence (NaN loss) in one keeps the finished seeds'
     # run directories and the failing run's .partial directory, trains the remaining seeds,
     # then fails naming every diverged run.  Any other error stops at once.
@@ -184,6 +200,14 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
             f"{len(diverged)} of {len(args.seeds)} seeds diverged ({kept} finished and kept):\n  " + "\n  ".join(diverged)
         )
     return 0
+
+
+def _best_hparams(path: Path) -> dict[str, Any]:
+    """``hparams`` of a search's best.json, validated (ConfigError naming --best and the file)."""
+    best = _json(f"@{path}", f"--best {path}")
+    if not isinstance(best, dict) or not isinstance(best.get("hparams"), dict):
+        raise ConfigError(f"--best {path}: expected a search's best.json, a JSON object with an 'hparams' object")
+    return dict(best["hparams"])
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -35,10 +35,14 @@ class Found:
 
 
 def _read_json(path: Path) -> Any:
+    """A JSON file's content; None if unreadable; DataError if it is not valid JSON (a corrupt
+    metrics.json or sidecar is reported as corrupt, not as a file without a record)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except OSError:
         return None
+    except ValueError as err:
+        raise DataError(f"{path} is corrupt: not valid JSON ({err}); rebuild it (or restore it)") from None
 
 
 def _embedded(path: Path) -> dict[str, Any] | None:
@@ -201,13 +205,27 @@ def _node(path: Path, found: Found, level: int, depth: int | None, seen: set[Pat
         elif current is not None and not str(entry.get("role", "")).startswith(("raw:", "config")):
             item["expanded"] = "no record"  # made by hand or by code older than the records
         node["inputs"].append(item)
+    # Every other output the record names (a run's posterior_test.npz and curve.csv, a table's
+    # .md beside its .csv): an auditing command checks every file of its record (issue 18).
+    node["outputs"] = [
+        _output_item(entry, found.base) for entry in found.record.get("outputs") or [] if entry is not found.output
+    ]
     return node
+
+
+def _output_item(entry: dict[str, Any], base: Path) -> dict[str, Any]:
+    """A file the record lists as an output of the same command (e.g. a run's posterior_test.npz)."""
+    rel = entry.get("relpath") or entry.get("path")
+    path = base / rel if rel else None
+    st, sha = check(entry, path if path is not None and path.exists() else None)
+    return {"path": _display(path) if path else entry.get("path"), "role": "output", "recorded_sha256": entry.get("sha256"),
+            "current_sha256": sha, "status": st}
 
 
 def problems(node: dict[str, Any]) -> list[str]:
     """Every file of the tree whose hash differs from its record, or that is missing."""
     out = [f"{node['path']}: {node['status']}"] if node["status"] in (CHANGED, MISSING) else []
-    for item in node["inputs"]:
+    for item in [*node.get("outputs", []), *node["inputs"]]:
         if item["status"] in (CHANGED, MISSING):
             out.append(f"{item['path']} ({item['role']}): {item['status']}")
         if "node" in item:
@@ -268,6 +286,10 @@ def render(node: dict[str, Any], indent: int = 0, head: bool = True) -> list[str
     t = node.get("time") or {}
     if t:
         lines.append(f"{pad}time: {t.get('start')} -> {t.get('end')} ({t.get('wall_seconds')} s)")
+    for item in node.get("outputs", []):
+        flag = item["status"] + (f": recorded {_short(item['recorded_sha256'])}, now {_short(item['current_sha256'])}"
+                                  if item["status"] == CHANGED else "")
+        lines.append(f"{pad}output {item['path']}  (sha256 {_short(item['recorded_sha256'])})  [{flag}]")
     lines.append(f"{pad}inputs ({len(node['inputs'])}):" if node["inputs"] else f"{pad}inputs: none")
     for item in node["inputs"]:
         flag = item["status"]
