@@ -76,9 +76,9 @@ class GenerativeInit:
       Re-measured with the generative learning rate of 3e-2 on SYN-PATTERN (issue 12,
       ``benchmarks/learning_curves.py``, ``docs/convergence.md``): (0, 0.1) recovered 2-6 of
       8 against 3-7 for (0, 0.02), with worse test NELBO -- the larger start does not help.
-      The small start is reachable-from only with a generative learning rate well above the
-      encoder's: the learned rates grow at most like ``theta_high * e^(gen_lr * steps)``,
-      hence ``AmortizedHParams.gen_lr = 1e-2``.
+      The small start works only with a generative learning rate well above the encoder's:
+      the learned rates grow at most like ``theta_high * e^(gen_lr * steps)``, hence
+      ``AmortizedHParams.gen_lr = 1e-2``.
     * Why the upper rate shrinks with D: an active cause costs about ``sum_i theta_ik =
       D * theta_high / 2`` nats on its negative pixels; 0.64 at D = 64, but 5 at D = 500 and
       6 at D = 784, so the first steps switch every cause off and the learned model collapses
