@@ -40,7 +40,7 @@ AMORTIZED = {
     "syn-random-5": (0.021, 0.3, 25),
     "syn-random-6": (0.021, 0.3, 25),
     "syn-random-7": (0.0186, 0.31, 22),  # 19-26
-    "multi-mnist": (0.0207, 0.70, 105),  # best epoch 94 of 100 at N_train = 2,000
+    "multi-mnist": (0.0207, 0.70, 110),  # best epoch 94 (AVI) / 103 (ACP) at N_train = 2,000
     "neurips-titles": (0.0074, 0.013, 13),  # best epoch 8-11
     "reuters": (0.016, 0.05, 13),  # step at K = 150; epochs as NeurIPS (not measured)
 }
