@@ -141,6 +141,22 @@ def test_hyperparameters_are_validated() -> None:
         AVI(block_model(), "training", {}, 0)  # type: ignore[arg-type]
 
 
+def test_generative_learning_rate_default_and_override() -> None:
+    """The generative model has its own Adam rate, 1e-2 by default (issue 12: at the encoder's
+    1e-3 the learned rates cannot leave 0.02 * e^(1e-3 * steps) within the budget); an explicit
+    ``gen_lr`` overrides it and ``gen_lr: null`` falls back to ``lr``."""
+
+    def group_lrs(hparams: dict) -> list[float]:
+        return [g["lr"] for g in ACP(block_model(), "learning", hparams, 0).make_optimizer().param_groups]
+
+    assert parse_hparams({}).gen_lr == 1e-2 and parse_hparams({}).lr == 1e-3
+    assert group_lrs({}) == [1e-3, 1e-2]  # encoder, generative
+    assert group_lrs({"gen_lr": 3e-2, "lr": 5e-4}) == [5e-4, 3e-2]
+    assert group_lrs({"gen_lr": None, "lr": 5e-4}) == [5e-4, 5e-4]
+    with pytest.raises(ConfigError, match="'gen_lr'"):
+        parse_hparams({"gen_lr": 0.0})
+
+
 def test_registry_resolves_both_methods() -> None:
     assert get_method("avi") is AVI and get_method("acp") is ACP
     assert AVI.amortized and ACP.amortized
@@ -177,7 +193,19 @@ def test_make_generative_modes() -> None:
     assert torch.equal(a.model().theta, b.model().theta)
     init = GenerativeInit()
     theta = a.model().theta
-    assert bool((theta >= init.theta_low - 1e-12).all() and (theta <= init.theta_high + 1e-12).all())
+    assert bool((theta >= init.theta_low - 1e-12).all() and (theta <= init.high(12) + 1e-12).all())
+    # The default upper rate keeps an active cause's cost at D * theta_high / 2 = 0.64 nats for
+    # D > 64 and is 0.02 below (issue 12: a larger start collapses every cause at D = 500).
+    assert init.high(12) == 0.02 and init.high(64) == 0.02
+    assert init.high(500) == pytest.approx(1.28 / 500) and init.high(1294) == pytest.approx(1.28 / 1294)
+    wide = make_generative("learning", NoisyOR(torch.zeros(500, 3, dtype=F64), torch.ones(500, dtype=F64),
+                                               torch.full((3,), 0.5, dtype=F64)),
+                           generator=torch.Generator().manual_seed(1), dtype=F64).model().theta
+    wide = wide.detach()
+    assert float(wide.max()) <= 1.28 / 500 + 1e-12 and float(wide.max()) > 0.9 * 1.28 / 500
+    assert GenerativeInit(theta_high=0.3).high(500) == 0.3
+    with pytest.raises(ConfigError, match="theta_low"):
+        GenerativeInit(theta_low=0.01).high(1000)
     assert torch.allclose(a.model().mu, torch.full((4,), init.mu, dtype=F64))
     with pytest.raises(ConfigError, match="mu"):
         GenerativeInit(mu=1.0)

@@ -169,6 +169,19 @@ def test_claim_recovery_mnist_counts():
     assert C.claim_recovery_mnist(tables).verdict == NOT_REPRODUCED
 
 
+def test_claim_recovery_mnist_smaller_cell_is_labelled():
+    """The quick profile runs MULTI-MNIST at N_train = 2,000 (8,000 cannot converge in its budget):
+    the claim is checked there and says so; with 8,000 present, 8,000 is used."""
+    small = {("multi-mnist", "acp", 2000): [8, 9, 8], ("multi-mnist", "avi", 2000): [6, 7, 5],
+             ("multi-mnist", "acp", 500): [1, 1, 1], ("multi-mnist", "avi", 500): [5, 5, 5]}
+    claim = C.claim_recovery_mnist({"recovery": recovery(small, n_true=10)})
+    assert claim.verdict == REPRODUCED and "N_train = 2000, not the paper's 8000" in claim.numbers
+    assert claim.claim_id == "suppfig2-acp-recovers-more-than-avi-n8000"
+    both = {**small, ("multi-mnist", "acp", 8000): [6, 7, 5], ("multi-mnist", "avi", 8000): [8, 9, 8]}
+    claim = C.claim_recovery_mnist({"recovery": recovery(both, n_true=10)})
+    assert claim.verdict == NOT_REPRODUCED and "not the paper's" not in claim.numbers
+
+
 # ------------------------------------------------------------------------------ claim 6
 def test_claim_acp_lowest_table4():
     base = {(1000, "acp"): seeds(157.0, 157.2, 157.1), (1000, "avi"): seeds(159.0, 159.3, 159.1),

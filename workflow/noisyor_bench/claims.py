@@ -659,10 +659,28 @@ def claim_recovery_nonamortized(tables: Mapping[str, pd.DataFrame]) -> Claim:
         {"lb-cdi": "misses at least one pattern", "svi": "misses at least one pattern"})
 
 
+MNIST_PAPER_N = 8000
+
+
+def _mnist_n_train(tables: Mapping[str, pd.DataFrame]) -> int:
+    """The paper's N_train = 8,000 if the recovery table has it, else its largest multi-mnist
+    N_train (the quick profile runs a smaller cell that converges within its budget)."""
+    t = tables.get("recovery")
+    if t is None or t.empty:
+        return MNIST_PAPER_N
+    sizes = {int(n) for n in t.loc[t["dataset"] == "multi-mnist", "n_train"]}
+    return MNIST_PAPER_N if MNIST_PAPER_N in sizes or not sizes else max(sizes)
+
+
 @budget_aware
-def claim_recovery_mnist(tables: Mapping[str, pd.DataFrame], n_train: int = 8000) -> Claim:
-    """(5d) Supplement Fig. 2: on MULTI-MNIST with 8K points ACP recovers more patterns than AVI."""
-    cid = f"suppfig2-acp-recovers-more-than-avi-n{n_train}"
+def claim_recovery_mnist(tables: Mapping[str, pd.DataFrame], n_train: int | None = None) -> Claim:
+    """(5d) Supplement Fig. 2: on MULTI-MNIST with 8K points ACP recovers more patterns than AVI.
+
+    Without 8K rows (quick profile: N_train = 2,000, docs/convergence.md) the claim is checked on
+    the largest N_train measured and its numbers say so; the claim id stays the paper's.
+    """
+    n = _mnist_n_train(tables) if n_train is None else n_train
+    cid = f"suppfig2-acp-recovers-more-than-avi-n{MNIST_PAPER_N if n_train is None else n_train}"
     statement = ("MULTI-MNIST with reduced training data (8K): the number of patterns detected by AVI decreases "
                  "largely while ACP recovers all but two (supplement Fig. 2); checked as: ACP recovers more "
                  "patterns than AVI")
@@ -670,16 +688,18 @@ def claim_recovery_mnist(tables: Mapping[str, pd.DataFrame], n_train: int = 8000
     rule = ("ACP recovered − AVI recovered > 0 (recovered counts per seed); " + RULE_LESS
             + "; reported beside it: each method's success rate (all recovered, Wilson 95% interval) and the run "
             "selected on validation NELBO (not part of the verdict)")
-    acp = _recovered(tables, "multi-mnist", "acp", n_train)
-    avi = _recovered(tables, "multi-mnist", "avi", n_train)
+    acp = _recovered(tables, "multi-mnist", "acp", n)
+    avi = _recovered(tables, "multi-mnist", "avi", n)
     if acp.empty or avi.empty:
-        return _no_data(cid, statement, loc, rule, f"recovery rows ACP/AVI multi-mnist N_train={n_train}")
+        return _no_data(cid, statement, loc, rule, f"recovery rows ACP/AVI multi-mnist N_train={n}")
     a = dict(zip(acp["seed"].astype(int), acp["recovered"].astype(float)))
     b = dict(zip(avi["seed"].astype(int), avi["recovered"].astype(float)))
     iv = difference_ci(a, b)
     details = "; ".join(_recovery_numbers(rows.sort_values("seed"), m)[2] for m, rows in (("acp", acp), ("avi", avi)))
     numbers = (f"ACP−AVI recovered = {iv.text()}; ACP {_mean(a)}, AVI {_mean(b)} of {int(acp['n_true'].iloc[0])}; "
                + details)
+    if n != MNIST_PAPER_N:
+        numbers += f" (measured at N_train = {n}, not the paper's {MNIST_PAPER_N}: a smaller cell of this profile)"
     return Claim(cid, statement, loc, verdict_above(iv), numbers, rule)
 
 
