@@ -161,7 +161,7 @@ def run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
     Seeds: ``seeds`` if given, else the experiment's (``grid.seeds``: its own or the profile's).
     """
     if seeds is None:
-        seeds = grid.seeds(config, experiment) if experiment in grid.experiments(config) else SEEDS
+        seeds = grid.seeds(config, experiment, dataset) if experiment in grid.experiments(config) else SEEDS
     return [R(f"runs/{experiment}/{dataset}/{method}/n{n}/seed{seed}/{f}") for seed in seeds for f in files]
 
 

@@ -18,7 +18,7 @@ rule search:
         table=R("search/{experiment}/{dataset}/{method}/n{n}/search.csv"),
     params:
         mode=lambda w: cell_of(w).mode,
-        seed=lambda w: grid.seeds(config, w.experiment)[0],
+        seed=lambda w: grid.seeds(config, w.experiment, w.dataset)[0],
         draws=lambda w: json_param(grid.draws(config, cell_of(w))),
         budget=lambda w: json_param(grid.budget(config, cell_of(w))),
         evaluation=json_param(grid.evaluation(config)),
@@ -44,30 +44,33 @@ rule search:
 
 
 # One train_cell rule per seed list (grid.seed_groups): a rule's outputs, one set per seed, are
-# fixed, so experiments with seeds of their own (e.g. quick's fig4) get `train_cell_<experiment>`;
-# logs and benchmarks of all of them go under train_cell/ (one line in the runtime table). Profiles
-# that set resources by rule name (profiles/gpu, profiles/slurm) list `train_cell` and
-# `train_cell_fig4` (the quick grid's); a new experiment with seeds of its own needs an entry there.
-for _suffix, _experiments, _seeds in grid.seed_groups(config):
+# fixed, so experiments with seeds of their own (e.g. quick's fig4) get `train_cell_<experiment>`
+# and experiments whose datasets run different seed lists (`dataset_seeds`, e.g. quick's fig5)
+# get `train_cell_<experiment>_<n>seeds`, restricted to those datasets; logs and benchmarks of all
+# of them go under train_cell/ (one line in the runtime table). Profiles that set resources by
+# rule name (profiles/gpu, profiles/slurm) list the quick grid's rule names; a new experiment
+# with seeds of its own needs an entry there.
+for _group in grid.seed_groups(config):
 
     rule:
         name:
-            f"train_cell{_suffix}"
+            f"train_cell{_group.suffix}"
         input:
             dataset=R("data/{dataset}.npz"),
             best=search_result,
         output:
-            run_files("{experiment}", "{dataset}", "{method}", "{n}", seeds=_seeds),
+            run_files("{experiment}", "{dataset}", "{method}", "{n}", seeds=_group.seeds),
         params:
             mode=lambda w: cell_of(w).mode,
-            seeds=" ".join(str(s) for s in _seeds),
+            seeds=" ".join(str(s) for s in _group.seeds),
             best=lambda w, input: f"--best {input.best}" if input.best else "",
             budget=lambda w: json_param(grid.budget(config, cell_of(w))),
             evaluation=json_param(grid.evaluation(config)),
             device=DEVICE,
             results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
         wildcard_constraints:
-            experiment="|".join(re.escape(e) for e in _experiments) or "(?!)",
+            experiment="|".join(re.escape(e) for e in _group.experiments) or "(?!)",
+            dataset="|".join(re.escape(d) for d in _group.datasets) if _group.datasets else NAME_PATTERN,
         threads: THREADS
         resources:
             gpu=GPUS_PER_JOB,

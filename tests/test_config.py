@@ -112,7 +112,7 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi']"
          "allowed keys: batch_size, convergence_rel_tol, convergence_window, eval_every, max_epochs, min_epoch_steps, "
          "patience"),
         (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(colour=1), "profiles.quick.experiments.fig3a: ",
-         "allowed keys: budget, dataset_runs, datasets, method_budget, mode, not_run, runs, search"),
+         "allowed keys: budget, dataset_runs, dataset_seeds, datasets, method_budget, mode, not_run, runs, search"),
         (lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
          "profiles.quick.experiments.fig3a.runs: unknown method 'vae'", f"allowed values: {METHODS}"),
         (lambda c: c["profiles"]["quick"].setdefault("method_budget", {}).update(vae={"max_epochs": 3}),

@@ -93,7 +93,7 @@ def test_dataset_runs_are_checked_against_the_pool(cfg):
 
 def test_experiment_seeds_replace_the_profile_seeds(cfg):
     assert grid.seeds(cfg, "e") == [3, 4]  # no own seeds: the profile's
-    assert grid.seed_groups(cfg) == [("", ["e"], [3, 4])]
+    assert grid.seed_groups(cfg) == [grid.SeedGroup("", ("e",), None, (3, 4))]
     raw = copy.deepcopy(cfg)
     raw["profiles"]["t"]["experiments"]["e"]["seeds"] = list(range(10))
     raw["profiles"]["t"]["experiments"]["f-2"] = {"mode": "inference", "datasets": ["syn-pattern"],
@@ -102,7 +102,28 @@ def test_experiment_seeds_replace_the_profile_seeds(cfg):
     assert grid.seeds(raw, "e") == list(range(10))
     assert grid.seeds(raw) == [3, 4]
     # one training rule per seed list: the profile's (suffix "") first, then each experiment of its own
-    assert grid.seed_groups(raw) == [("", ["f-2"], [3, 4]), ("_e", ["e"], list(range(10)))]
+    assert grid.seed_groups(raw) == [grid.SeedGroup("", ("f-2",), None, (3, 4)),
+                                     grid.SeedGroup("_e", ("e",), None, tuple(range(10)))]
+
+
+def test_dataset_seeds_replace_the_experiment_seeds_for_one_dataset(cfg):
+    raw = copy.deepcopy(cfg)
+    exp = raw["profiles"]["t"]["experiments"]["e"]
+    exp["datasets"] = ["syn-pattern", "syn-random-1"]
+    exp["dataset_seeds"] = {"syn-random-1": [0, 1, 2, 3, 4]}
+    raw = validate_config(raw)
+    assert grid.seeds(raw, "e", "syn-random-1") == [0, 1, 2, 3, 4]
+    assert grid.seeds(raw, "e", "syn-pattern") == [3, 4]  # the profile's
+    # one rule per seed list of the experiment, each restricted to its datasets
+    assert grid.seed_groups(raw) == [
+        grid.SeedGroup("", (), None, (3, 4)),
+        grid.SeedGroup("_e_2seeds", ("e",), ("syn-pattern",), (3, 4)),
+        grid.SeedGroup("_e_5seeds", ("e",), ("syn-random-1",), (0, 1, 2, 3, 4)),
+    ]
+    bad = copy.deepcopy(raw)
+    bad["profiles"]["t"]["experiments"]["e"]["dataset_seeds"] = {"syn-random-7": [0]}
+    with pytest.raises(ConfigError, match="dataset_seeds: 'syn-random-7' is not one of the experiment's datasets"):
+        validate_config(bad)
 
 
 @pytest.mark.parametrize("seeds", [[], [1, 1], [-1], ["0"], 3])

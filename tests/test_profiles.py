@@ -50,11 +50,15 @@ def test_gpu_profile_gives_every_training_job_one_gpu(tmp_path):
 
 
 def test_gpu_profile_covers_the_rules_of_experiments_with_own_seeds(tmp_path):
-    """quick's fig4 has seeds of its own, so it trains under rule train_cell_fig4 (grid.seed_groups)."""
+    """quick's fig4 has seeds of its own, so it trains under rule train_cell_fig4; fig5's datasets
+    differ (dataset_seeds), so it trains under train_cell_fig5_2seeds / _5seeds (grid.seed_groups)."""
     out = dry_run("gpu", tmp_path / "results", "quick")
-    resources = job_resources(out, "train_cell_fig4")
-    assert resources and all("gpu=1" in r for r in resources)
-    assert "seed9/metrics.json" in out and "runs/fig5/syn-random-1/avi/n30/seed2" not in out
+    for rule in ("train_cell_fig4", "train_cell_fig5_2seeds", "train_cell_fig5_5seeds"):
+        resources = job_resources(out, rule)
+        assert resources and all("gpu=1" in r for r in resources), rule
+    assert "seed9/metrics.json" in out
+    # 5 seeds on the D = 50 panels of Fig. 5, the profile's 2 at D = 500
+    assert "runs/fig5/syn-random-1/avi/n30/seed4" in out and "runs/fig5/syn-random-4/avi/n30/seed2" not in out
 
 
 def test_slurm_profile_sets_limits_per_rule(tmp_path):

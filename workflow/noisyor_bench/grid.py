@@ -61,29 +61,59 @@ def runs_for(exp: Mapping[str, Any], dataset: str) -> dict[str, list[int]]:
     return dict((exp.get("dataset_runs") or {}).get(dataset) or exp["runs"])
 
 
-def seeds(cfg: Mapping[str, Any], experiment: str | None = None) -> list[int]:
-    """Seeds of the profile, or of ``experiment``: its own ``seeds`` if it has them (e.g. more
-    seeds where runs take seconds and a success rate over seeds is reported), else the profile's."""
+def seeds(cfg: Mapping[str, Any], experiment: str | None = None, dataset: str | None = None) -> list[int]:
+    """Seeds of the profile, of ``experiment`` or of one of its datasets: the experiment's
+    ``dataset_seeds[dataset]`` if given, else its own ``seeds``, else the profile's.  More seeds
+    where runs take seconds (a success rate or a CI over seeds is reported), fewer where a run
+    takes minutes (e.g. quick's Fig. 5: 5 seeds on the D = 50 panels, 2 at D = 500)."""
     prof = profile(cfg)
-    own = (experiments(cfg).get(experiment) or {}).get("seeds") if experiment is not None else None
+    exp = (experiments(cfg).get(experiment) or {}) if experiment is not None else {}
+    own = (exp.get("dataset_seeds") or {}).get(dataset) if dataset is not None else None
+    if own is None:
+        own = exp.get("seeds")
     return [int(s) for s in (own if own is not None else prof.get("seeds", [0]))]
 
 
-def seed_groups(cfg: Mapping[str, Any]) -> list[tuple[str, list[str], list[int]]]:
-    """How the training rules split the experiments by seed list: ``(rule suffix, experiments,
-    seeds)``.  A Snakemake rule's outputs (one set of files per seed) are fixed per rule, so
-    the experiments on the profile's seeds share rule ``train_cell`` (suffix ``""``, listed
-    first even when empty) and each experiment with seeds of its own gets ``train_cell_<name>``
-    (non-word characters of the name as ``_``)."""
+@dataclass(frozen=True)
+class SeedGroup:
+    """Cells trained by one ``train_cell<suffix>`` rule: its experiments, its datasets (``None``:
+    any) and their common seed list."""
+
+    suffix: str
+    experiments: tuple[str, ...]
+    datasets: tuple[str, ...] | None
+    seeds: tuple[int, ...]
+
+
+def seed_groups(cfg: Mapping[str, Any]) -> list[SeedGroup]:
+    """How the training rules split the cells by seed list.  A Snakemake rule's outputs (one set
+    of files per seed) are fixed per rule, so the experiments whose every dataset runs the
+    profile's seeds share rule ``train_cell`` (suffix ``""``, listed first even when empty); an
+    experiment with one seed list of its own gets ``train_cell_<name>`` (non-word characters as
+    ``_``); one whose datasets differ (``dataset_seeds``) gets one rule per seed list,
+    ``train_cell_<name>_<n>seeds``, restricted to those datasets."""
     default = seeds(cfg)
-    shared, own = [], []
+    shared: list[str] = []
+    own: list[SeedGroup] = []
     for name in sorted(experiments(cfg)):
-        mine = seeds(cfg, name)
-        if mine == default:
-            shared.append(name)
-        else:
-            own.append(("_" + re.sub(r"\W", "_", name), [name], mine))
-    return [("", shared, default), *own]
+        exp = experiments(cfg)[name]
+        by_seeds: dict[tuple[int, ...], list[str]] = {}
+        for ds in exp["datasets"]:
+            by_seeds.setdefault(tuple(seeds(cfg, name, ds)), []).append(ds)
+        tag = re.sub(r"\W", "_", name)
+        if len(by_seeds) == 1:
+            (only,) = by_seeds
+            if list(only) == default:
+                shared.append(name)
+            else:
+                own.append(SeedGroup(f"_{tag}", (name,), None, only))
+            continue
+        for i, (group_seeds, datasets) in enumerate(sorted(by_seeds.items(), key=lambda kv: (len(kv[0]), kv[0]))):
+            suffix = f"_{tag}_{len(group_seeds)}seeds"
+            if any(g.suffix == suffix for g in own):
+                suffix += f"_{i}"
+            own.append(SeedGroup(suffix, (name,), tuple(sorted(datasets)), group_seeds))
+    return [SeedGroup("", tuple(shared), None, tuple(default)), *own]
 
 
 def budget(cfg: Mapping[str, Any], cell: Cell) -> dict[str, int | float]:
@@ -137,11 +167,12 @@ def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools:
             for ds in exp["datasets"]:
                 if ds not in pools:
                     raise ConfigError(f"{where}.datasets: unknown dataset {ds!r}; allowed values: {sorted(pools)}")
-            for ds in exp.get("dataset_runs") or {}:
-                if ds not in exp["datasets"]:
-                    raise ConfigError(
-                        f"{where}.dataset_runs: {ds!r} is not one of the experiment's datasets {exp['datasets']}"
-                    )
+            for key in ("dataset_runs", "dataset_seeds"):
+                for ds in exp.get(key) or {}:
+                    if ds not in exp["datasets"]:
+                        raise ConfigError(
+                            f"{where}.{key}: {ds!r} is not one of the experiment's datasets {exp['datasets']}"
+                        )
             for ds in exp["datasets"]:
                 runs_key = f"dataset_runs.{ds}" if ds in (exp.get("dataset_runs") or {}) else "runs"
                 for method, sizes in runs_for(exp, ds).items():
