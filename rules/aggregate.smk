@@ -18,6 +18,33 @@ rule table_fig3a:
         "noisyor-bench table-fig3a --runs {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 
+rule figure_fig3a_sensitivity:
+    input:
+        runs=sensitivity_runs(),
+        dataset=R("data/syn-pattern.npz"),
+    output:
+        csv=paper_report(
+            R("tables/fig3a_sensitivity.csv"), "fig3a_sensitivity", REPORT_INFERENCE,
+            "Fig. 3a sensitivity: SVI/LB-CDI vs per-datapoint steps (table)",
+        ),
+        md=R("tables/fig3a_sensitivity.md"),
+        png=paper_report(
+            R("figures/fig3a_sensitivity.png"), "fig3a_sensitivity", REPORT_INFERENCE,
+            "Fig. 3a sensitivity: SVI/LB-CDI vs per-datapoint steps",
+        ),
+        pdf=R("figures/fig3a_sensitivity.pdf"),
+    threads: THREADS
+    conda:
+        CONDA_ENV
+    log:
+        log_path("figure_fig3a_sensitivity", "fig3a"),
+    benchmark:
+        benchmark_path("figure_fig3a_sensitivity", "fig3a")
+    shell:
+        "noisyor-bench sensitivity --runs {input.runs} --dataset {input.dataset} --threads {threads}"
+        " --out-csv {output.csv} --out-md {output.md} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
+
+
 rule figure_fig3b:
     input:
         experiment_files("fig3a", ("metrics.json", "curve.csv"), methods=("ub-cdi",)),

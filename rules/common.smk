@@ -194,6 +194,16 @@ def recovery_dataset(experiment):
     return dataset
 
 
+def sensitivity_runs():
+    """First-seed Fig. 3a runs of SVI and LB-CDI on SYN-PATTERN (deterministic methods: one seed
+    suffices), for the sensitivity figure; empty when the profile has none."""
+    return [
+        R(f"runs/fig3a/{c.dataset}/{c.method}/n{c.n_train}/seed{SEEDS[0]}/metrics.json")
+        for c in grid.cells(config, "fig3a")
+        if c.method in ("svi", "lb-cdi") and c.dataset == "syn-pattern" and c.n_train == 0
+    ]
+
+
 def synthetic_tables():
     """Aggregated tables of the synthetic experiments present in the profile (for claims)."""
     exps = grid.experiments(config)
@@ -218,6 +228,8 @@ def all_targets():
     exps = grid.experiments(config)
     if "fig3a" in exps:
         targets += [R("tables/fig3a.md"), R("figures/fig3b.png")]
+    if sensitivity_runs():
+        targets += [R("tables/fig3a_sensitivity.md"), R("figures/fig3a_sensitivity.png")]
     targets += [R(f"figures/{e}_patterns.png") for e in ("fig4", "suppfig2") if e in exps]
     if "fig5" in exps:
         targets.append(R("figures/fig5.png"))

@@ -103,6 +103,27 @@ def test_topics_table_top_words_and_pmi_by_hand(tmp_path: Path) -> None:
     assert t0["mu"] == pytest.approx(0.3) and set(table["K"]) == {2}
 
 
+def test_all_topics_mean_beside_best_selection_by_hand(tmp_path: Path) -> None:
+    """mean_pmi averages every topic with a defined PMI (unseen pairs skipped, a topic of only unseen
+    pairs left out); mean_pmi_best averages the best N of them; the Markdown shows both."""
+    # topic 0: 3 defined pairs; topic 1: 1 defined, 2 skipped; topic 2 (eps delta gamma): no pair defined
+    theta = topic_theta([[0, 1, 2], [3, 5, 4], [4, 3, 2]])
+    run = make_run(tmp_path, "table5", "neurips-titles", "acp", 2000, 0, {"theta": theta, "q": np.zeros((1, 3))})
+    p0 = np.mean([hand_pmi("alpha", "beta"), hand_pmi("alpha", "gamma"), hand_pmi("beta", "gamma")])
+    p1 = hand_pmi("delta", "zeta")
+    for best, expected in ((1, max(p0, p1)), (2, (p0 + p1) / 2), (3, (p0 + p1) / 2)):
+        table = topics_table(collect_text_runs([run]), VOCAB, cooc_table(), top_words=3, best_topics=best)
+        assert table["mean_pmi"].iloc[0] == pytest.approx((p0 + p1) / 2, abs=1e-12)
+        assert table["mean_pmi_best"].iloc[0] == pytest.approx(expected, abs=1e-12)
+        assert set(table["best_topics"]) == {best} and set(table["topics_defined"]) == {2}
+    t2 = table[table["topic"] == 2].iloc[0]
+    assert math.isnan(t2["pmi"]) and (t2["pairs_used"], t2["pairs_skipped"]) == (0, 3)
+    md = table5_markdown(topics_table(collect_text_runs([run]), VOCAB, cooc_table(), 3, best_topics=1), best_topics=1)
+    assert "mean PMI, all 3 topics (ours)" in md and "mean PMI, best 1 (ours)" in md
+    assert "left out" in md and "n_ij = 0" in md  # how unseen pairs are scored
+    assert "| 5/9 |" in md  # skipped / all pairs of the run
+
+
 def test_topics_table_rejects_wrong_vocabulary(tmp_path: Path) -> None:
     run = make_run(tmp_path, "table5", "neurips-titles", "acp", 2000, 0, {"theta": np.ones((4, 2)), "q": np.zeros((1, 2))})
     with pytest.raises(DataError, match="vocabulary has 6 words"):
@@ -271,6 +292,8 @@ def test_pmi_claims_verdicts() -> None:
     # rank-wise best topics: rank 1 only here, best=1
     assert TC.claim_best_topics_acp_higher(up, 2000, best=1).verdict == REPRODUCED
     assert TC.claim_best_topics_acp_higher(up, 2000, best=2).verdict == INCONCLUSIVE  # no rank-2 rows
+    # a best-topics claim shows the all-topics mean beside its rank-wise numbers
+    assert "mean PMI over all topics: ACP 2.10, AVI 1.13" in TC.claim_best_topics_acp_higher(up, 2000, best=1).numbers
 
 
 def test_similarity_verdict_by_hand_intervals() -> None:

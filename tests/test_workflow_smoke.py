@@ -60,6 +60,8 @@ def test_every_artifact_is_built(smoke_results):
         "figures/patterns_multi-mnist.png",
         "tables/fig3a.md",
         "figures/fig3b.png",
+        "tables/fig3a_sensitivity.md",
+        "figures/fig3a_sensitivity.png",
         "figures/fig4_patterns.png",
         "figures/suppfig2_patterns.png",
         "figures/fig5.png",
@@ -177,7 +179,7 @@ def test_report_builds_with_every_paper_artifact(smoke_results):
     with zipfile.ZipFile(report) as zf:
         names = zf.namelist()
         html = zf.read("report/report.html").decode()
-    for artifact in ("claims.csv", "fig3a.csv", "fig3b.png", "fig5.png", "table4.csv", "datasets.csv",
+    for artifact in ("claims.csv", "fig3a.csv", "fig3b.png", "fig3a_sensitivity.png", "fig3a_sensitivity.csv", "fig5.png", "table4.csv", "datasets.csv",
                      "fig4_patterns.png", "suppfig2_patterns.png", "table5.csv", "classification.png",
                      "tsne.csv", "runtime.csv", "runtime.png", "convergence.csv", "convergence_fig5.csv"):
         assert any(n.endswith("/" + artifact) for n in names), artifact

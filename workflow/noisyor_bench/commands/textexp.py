@@ -42,7 +42,8 @@ def cmd_topics_table(args: argparse.Namespace) -> int:
         raise ConfigError(f"--best-topics must be >= 1; got {args.best_topics}")
     cooc = CooccurrenceTable.load(args.cooccurrence)
     reference = str(cooc.meta.get("reference") or cooc.meta.get("reference_name") or args.cooccurrence)
-    table = topics_table(collect_text_runs(args.runs), read_vocabulary(args.vocab), cooc, args.top_words)
+    table = topics_table(collect_text_runs(args.runs), read_vocabulary(args.vocab), cooc, args.top_words,
+                         args.best_topics)
     write_table(table, args.out_csv, table5_markdown(table, args.best_topics, reference), args.out_md)
     log.info("table5: %d runs, %d topic rows -> %s", table["run_dir"].nunique(), len(table), args.out_csv)
     return 0

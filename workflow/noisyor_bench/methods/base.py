@@ -16,6 +16,7 @@ generative model is fixed at the ground truth and only the inference side is fit
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal
 
@@ -26,6 +27,19 @@ from ..fitting import EpochRecord, FitBudget
 from ..model import NoisyOR
 
 Mode = Literal["inference", "learning"]
+
+
+@dataclass(frozen=True)
+class PosteriorProgress:
+    """How far a non-amortized ``posterior(x)`` optimised its per-datapoint parameters.
+
+    ``steps``: optimisation steps taken (SVI: Adam steps on the logits; LB-CDI: E-step
+    rounds), at most the method's cap (SVI ``posterior_steps``, LB-CDI ``max_rounds``);
+    ``converged``: whether the method's tolerance stopped it before the cap.
+    """
+
+    steps: int
+    converged: bool
 
 
 class InferenceMethod(ABC):

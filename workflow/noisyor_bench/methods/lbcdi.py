@@ -63,7 +63,7 @@ from ..errors import ConfigError, DataError
 from ..training import lower_lr_hint, stream_generator
 from ..generative import GenerativeModule, make_generative
 from ..model import NoisyOR
-from .base import EpochRecord, FitBudget, InferenceMethod, Mode
+from .base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
 from ..convergence import Convergence
 from .fitloop import FitLoop, clone_tensors, fingerprint
 from .ubcdi import _lap
@@ -132,6 +132,8 @@ class LBCDI(InferenceMethod):
         self.best_epoch: int | None = None
         self.stop_reason: str | None = None
         self.convergence: Convergence | None = None  # set by fit (noisyor_bench.convergence)
+        self.posterior_progress: PosteriorProgress | None = None  # of the last posterior() call
+        self._rounds_converged = False  # whether the last _run_rounds stopped by its tolerance
 
     # ------------------------------------------------------------------ API
     @property
@@ -178,7 +180,8 @@ class LBCDI(InferenceMethod):
         """``q`` after the E-step run to convergence on ``x`` with the current generative model, (N, K)."""
         model = self.generative
         chunks = self._make_chunks(model, self._as_data(x))
-        self._run_rounds(model, chunks, self.hparams["max_rounds"])
+        rounds = self._run_rounds(model, chunks, self.hparams["max_rounds"])
+        self.posterior_progress = PosteriorProgress(steps=rounds, converged=self._rounds_converged)
         return torch.cat([c.q for c in chunks]).to(torch.float64)
 
     def state_dict(self) -> dict[str, Any]:
@@ -368,6 +371,7 @@ class LBCDI(InferenceMethod):
         with round ``start + 1`` and do not report round 0 again.
         """
         tol = self.hparams["tol"] if tol is None else tol
+        self._rounds_converged = False
         if on_round is not None and start is None:
             on_round(0, False)
         t = start or 0
@@ -381,6 +385,7 @@ class LBCDI(InferenceMethod):
             if on_round is not None:
                 on_round(t, gain <= tol)
             if gain <= tol:
+                self._rounds_converged = True
                 break
         return t
 

@@ -60,7 +60,7 @@ from ..errors import ConfigError, DataError
 from ..training import lower_lr_hint, stream_generator
 from ..generative import GenerativeModule, make_generative
 from ..model import NoisyOR
-from .base import EpochRecord, FitBudget, InferenceMethod, Mode
+from .base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
 from ..convergence import Convergence
 from .fitloop import FitLoop, clone_tensors, fingerprint
 from .ubcdi import _lap
@@ -176,6 +176,7 @@ class SVI(InferenceMethod):
         self.best_epoch: int | None = None
         self.stop_reason: str | None = None
         self.convergence: Convergence | None = None  # set by fit (noisyor_bench.convergence)
+        self.posterior_progress: PosteriorProgress | None = None  # of the last posterior() call
 
     # ------------------------------------------------------------------ API
     @property
@@ -227,7 +228,9 @@ class SVI(InferenceMethod):
         x = self._as_data(x)
         model = self.generative
         logits, adam = self._fresh_logits(model, x.shape[0])
-        self._fit_fresh(model, x, logits, adam, self.hparams["posterior_steps"], _FreshProgress())
+        fresh = _FreshProgress()
+        self._fit_fresh(model, x, logits, adam, self.hparams["posterior_steps"], fresh)
+        self.posterior_progress = PosteriorProgress(steps=fresh.done, converged=fresh.converged)
         return torch.sigmoid(logits).to(torch.float64)
 
     def state_dict(self) -> dict[str, Any]:

@@ -134,7 +134,17 @@ def claim_best_topics_acp_higher(tables: Mapping[str, pd.DataFrame], n_train: in
         iv = difference_ci(acp, avi)
         verdicts.append(verdict_above(iv))
         parts.append(f"rank {r}: {iv.text()}")
-    return Claim(cid, statement, loc, combine(verdicts), "ACP−AVI " + "; ".join(parts), rule)
+    return Claim(cid, statement, loc, combine(verdicts), "ACP−AVI " + "; ".join(parts) + _all_topics_beside(t, n_train),
+                 rule)
+
+
+def _all_topics_beside(t: pd.DataFrame | None, n_train: int) -> str:
+    """The mean PMI over all topics, to read beside numbers about a best-topics selection."""
+    acp, avi = _run_pmi(t, "acp", n_train), _run_pmi(t, "avi", n_train)
+    if not acp or not avi:
+        return ""
+    return (f"; beside it, mean PMI over all topics: ACP {_mean(acp)}, AVI {_mean(avi)}, "
+            f"ACP−AVI = {difference_ci(acp, avi).text()}")
 
 
 @budget_aware
