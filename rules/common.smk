@@ -141,6 +141,12 @@ def experiment_datasets(experiment):
     return [R(f"data/{ds}.npz") for ds in exp["datasets"]] if exp else []
 
 
+def baseline_files(experiment):
+    """results/baselines/<dataset>.json of an experiment's datasets (rule baselines, rules/aggregate.smk)."""
+    exp = grid.experiments(config).get(experiment)
+    return [R(f"baselines/{ds}.json") for ds in exp["datasets"]] if exp else []
+
+
 def missing_reasons(experiment):
     """``[METHOD=]TEXT`` items for cells an experiment's table shows without runs."""
     exp = grid.experiments(config).get(experiment) or {}
