@@ -10,11 +10,11 @@ rule baselines:
     output:
         R("baselines/{dataset}.json"),
     params:
-        n_train=lambda w: " ".join(str(n) for n in grid.baseline_n_train(config, w.dataset)),
+        n_train=lambda w: " ".join(str(n) for n in baseline_n_train(w.dataset)),
         samples=lambda w: grid.evaluation(config)["samples"],
         opts=lambda w: grid.baseline_settings(config),
     wildcard_constraints:
-        dataset="|".join(config["datasets"]),
+        dataset="|".join([*config["datasets"], "neurips-titles"]),
     threads: 1
     conda:
         CONDA_ENV

@@ -196,3 +196,15 @@ def test_table4_and_fig3a_get_reference_rows():
     assert "below_baseline" not in f3.columns  # inference mode: no learned model to flag
     assert "true model (exact)" in aggregate.fig3a_markdown(f3)
     claims.claim_acp_beats_avi({"fig3a": f3}, 20)
+
+
+def test_text_note_flags_cells_worse_than_the_baseline():
+    runs = pd.DataFrame([{"experiment": "table5", "dataset": "neurips-titles", "method": m, "n_train": 2000, "seed": s,
+                          "nelbo": v} for m, vs in (("avi", (29.9, 29.7)), ("acp", (29.0, 29.2))) for s, v in enumerate(vs)])
+    base = {"neurips-titles": {"dataset": "neurips-titles", "independent_bernoulli": {"rows": [{"n_train": 2000, "nelbo": 29.31}]},
+                               "true_model": None}}
+    md = aggregate.nelbo_baseline_markdown(runs, base)
+    lines = {line.split("|")[2].strip(): line for line in md.splitlines() if line.startswith("| neurips")}
+    assert aggregate.BELOW_MARK in lines["AVI"] and aggregate.BELOW_MARK not in lines["ACP"]
+    assert "29.31" in lines["AVI"]
+    assert aggregate.nelbo_baseline_markdown(runs, {}) == ""

@@ -435,6 +435,22 @@ def reference_markdown(table: pd.DataFrame, digits: int = 2) -> str:
             + markdown_table(["dataset", "reference", "score", "test rows scored", "how"], rows))
 
 
+def nelbo_baseline_markdown(runs: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], digits: int = 2) -> str:
+    """A note for tables that do not report NELBO (Table 5): each cell's held-out NELBO beside
+    the independent-Bernoulli baseline of its training rows, flagged when worse ('' without baselines)."""
+    if not baselines:
+        return ""
+    summary = summarise(runs, ["dataset", "method", "n_train"], ["nelbo"])
+    summary = add_baseline_columns(summary, baselines)
+    rows = [[r["dataset"], method_label(r["method"]), int(r["n_train"]), _flag(r, _cell(r, "nelbo", digits)),
+             _num(r["baseline_nelbo"], digits)]
+            for r in summary.sort_values(["dataset", "n_train", "method"]).to_dict("records")]
+    return ("\n## Held-out NELBO beside the independent-Bernoulli baseline\n\n"
+            "NELBO of the runs above on the test split (nats per document); independent Bernoulli: one rate per "
+            "word fitted on the same N_train training documents (docs/baselines.md).\n" + BELOW_NOTE + "\n"
+            + markdown_table(["dataset", "method", "N_train", "NELBO", "indep. Bernoulli"], rows))
+
+
 def _learning_rows(table: pd.DataFrame) -> pd.DataFrame:
     """The method rows of a table (reference rows left out)."""
     return table[table["status"] != BASELINE_STATUS] if "status" in table.columns else table
