@@ -430,8 +430,10 @@ def reference_markdown(table: pd.DataFrame, digits: int = 2) -> str:
             for r in ref.to_dict("records")]
     return ("\n## Reference: the true model on the test split\n\n"
             "What the generating noisy-OR scores (nats per data point): its exact −log p(x) where 2^K states "
-            "can be enumerated, else its importance-weighted bound; and its NELBO under converged per-datapoint "
-            "mean-field inference (what mean-field learning could reach with the true parameters).\n\n"
+            "can be enumerated, else its importance-weighted bound (an upper bound on −log p(x)); and its NELBO "
+            "under converged per-datapoint mean-field inference (LB-CDI's E-step, the posterior of the "
+            "inference-mode LB-CDI runs): what mean-field learning could reach with the true parameters, an upper "
+            "limit where the Jaakkola–Jordan bound is loose (docs/baselines.md).\n\n"
             + markdown_table(["dataset", "reference", "score", "test rows scored", "how"], rows))
 
 
