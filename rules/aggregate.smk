@@ -2,9 +2,36 @@
 # 4.2-4.4, Figs. 3-5, Table 4, supplement Figs. 1-2), from the run directories.
 
 
+rule baselines:
+    # Reference scores of one dataset for the NELBO tables: independent Bernoulli per N_train
+    # of the profile's cells, true model (exact / IW bound / per-datapoint ELBO); docs/baselines.md.
+    input:
+        R("data/{dataset}.npz"),
+    output:
+        R("baselines/{dataset}.json"),
+    params:
+        n_train=lambda w: " ".join(str(n) for n in baseline_n_train(w.dataset)),
+        samples=lambda w: grid.evaluation(config)["samples"],
+        opts=lambda w: grid.baseline_settings(config),
+    wildcard_constraints:
+        dataset="|".join([*config["datasets"], "neurips-titles"]),
+    threads: 1
+    conda:
+        CONDA_ENV
+    log:
+        log_path("baselines", "{dataset}"),
+    benchmark:
+        benchmark_path("baselines", "{dataset}")
+    shell:
+        "noisyor-bench baselines --dataset {input} --dataset-name {wildcards.dataset} --n-train {params.n_train}"
+        " --samples {params.samples} --max-rows {params.opts[max_rows]} --iw-samples {params.opts[iw_samples]}"
+        " --max-rounds {params.opts[max_rounds]} --threads {threads} --out-json {output} > {log} 2>&1"
+
+
 rule table_fig3a:
     input:
-        experiment_files("fig3a"),
+        runs=experiment_files("fig3a"),
+        baselines=baseline_files("fig3a"),
     output:
         csv=paper_report(R("tables/fig3a.csv"), "fig3a", REPORT_INFERENCE, "Fig. 3a: NELBO, F1, exact match (table)"),
         md=R("tables/fig3a.md"),
@@ -15,7 +42,8 @@ rule table_fig3a:
     benchmark:
         benchmark_path("table_fig3a", "fig3a")
     shell:
-        "noisyor-bench table-fig3a --runs {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench table-fig3a --runs {input.runs} --baselines {input.baselines}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 
 rule figure_fig3a_sensitivity:
@@ -70,6 +98,7 @@ rule figure_patterns:
     input:
         runs=lambda w: experiment_files(w.experiment, ("metrics.json", "posterior_test.npz")),
         dataset=lambda w: R(f"data/{recovery_dataset(w.experiment)}.npz"),
+        baselines=lambda w: baseline_files(w.experiment),
     output:
         png=paper_report(
             R("figures/{experiment}_patterns.png"), "patterns_learned", REPORT_RECOVERY, recovery_artifact
@@ -93,7 +122,7 @@ rule figure_patterns:
     benchmark:
         benchmark_path("figure_patterns", "{experiment}")
     shell:
-        "noisyor-bench figure-patterns --runs {params.runs} --dataset {input.dataset}"
+        "noisyor-bench figure-patterns --runs {params.runs} --dataset {input.dataset} --baselines {input.baselines}"
         " --out-png {output.png} --out-pdf {output.pdf} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 
@@ -101,6 +130,7 @@ rule figure_fig5:
     input:
         runs=experiment_files("fig5"),
         datasets=experiment_datasets("fig5"),
+        baselines=baseline_files("fig5"),
     output:
         png=paper_report(R("figures/fig5.png"), "fig5", REPORT_GENERATIVE, "Fig. 5: NELBO vs N_train, SYN-RANDOM 1-6"),
         pdf=R("figures/fig5.pdf"),
@@ -113,13 +143,15 @@ rule figure_fig5:
     benchmark:
         benchmark_path("figure_fig5", "fig5")
     shell:
-        "noisyor-bench figure-fig5 --runs {input.runs} --datasets {input.datasets} --out-png {output.png}"
+        "noisyor-bench figure-fig5 --runs {input.runs} --datasets {input.datasets} --baselines {input.baselines}"
+        " --out-png {output.png}"
         " --out-pdf {output.pdf} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 
 rule table4:
     input:
-        experiment_files("table4"),
+        runs=experiment_files("table4"),
+        baselines=baseline_files("table4"),
     output:
         csv=paper_report(R("tables/table4.csv"), "table4", REPORT_GENERATIVE, "Table 4: NELBO, SYN-RANDOM D=500 K=100"),
         md=R("tables/table4.md"),
@@ -134,7 +166,7 @@ rule table4:
     benchmark:
         benchmark_path("table4", "table4")
     shell:
-        "noisyor-bench table4 --runs {input} {params.missing}"
+        "noisyor-bench table4 --runs {input.runs} --baselines {input.baselines} {params.missing}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 

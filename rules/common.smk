@@ -181,6 +181,19 @@ def experiment_datasets(experiment):
     return [R(f"data/{ds}.npz") for ds in exp["datasets"]] if exp else []
 
 
+def baseline_files(experiment):
+    """results/baselines/<dataset>.json of an experiment's datasets (rule baselines, rules/aggregate.smk)."""
+    exp = grid.experiments(config).get(experiment)
+    return [R(f"baselines/{ds}.json") for ds in exp["datasets"]] if exp else []
+
+
+def baseline_n_train(dataset):
+    """N_train values a dataset's baselines need: its synthetic cells, or the Table 5 grid (NeurIPS titles)."""
+    if dataset in config["datasets"]:
+        return grid.baseline_n_train(config, dataset)
+    return sorted(int(n) for n in (TEXT.get("topics") or {}).get("n_train", []))
+
+
 def missing_reasons(experiment):
     """``[METHOD=]TEXT`` items for cells an experiment's table shows without runs."""
     exp = grid.experiments(config).get(experiment) or {}

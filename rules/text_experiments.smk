@@ -68,6 +68,7 @@ rule table5:
         runs=text_cell_files(textgrid.cells(config, textgrid.TOPICS_EXPERIMENT), ("metrics.json", "posterior_test.npz")),
         vocab=R("data/neurips-titles.vocab.txt"),
         cooccurrence=R("pmi/cooccurrence.npz"),
+        baselines=R("baselines/neurips-titles.json"),
     output:
         csv=paper_report(R("tables/table5.csv"), "table5", REPORT_TEXT, "Table 5: top words and PMI", REPORT_TOPICS),
         md=R("tables/table5.md"),
@@ -83,7 +84,7 @@ rule table5:
         benchmark_path("table5", "table5")
     shell:
         "noisyor-bench topics-table --runs {params.runs} --vocab {input.vocab} --cooccurrence {input.cooccurrence}"
-        " --top-words {params.top_words} --best-topics {params.best_topics}"
+        " --top-words {params.top_words} --best-topics {params.best_topics} --baselines {input.baselines}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 

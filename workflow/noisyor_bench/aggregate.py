@@ -383,16 +383,192 @@ CI_NOTE = (
 )
 
 
+# ------------------------------------------------------------------------------ baselines
+BASELINE_STATUS = "baseline"
+"""``status`` of reference rows (independent Bernoulli, true model): never "measured", so
+:func:`noisyor_bench.claims._values` and the plots' method lines leave them out."""
+BASELINE_LABELS: dict[str, str] = {
+    "indep-bernoulli": "independent Bernoulli",
+    "true-exact": "true model (exact)",
+    "true-iw": "true model (IW bound)",
+    "true-elbo": "true model (ELBO, per-datapoint)",
+}
+BELOW_MARK = "†"
+BELOW_NOTE = (f"{BELOW_MARK}: mean NELBO worse (higher) than the independent-Bernoulli baseline fitted on the "
+              "same N_train training rows (`below_baseline` in the CSV): the model has learned less than the "
+              "pixel marginals.\n")
+
+
+def read_baselines(paths: Sequence[str | Path] | None) -> dict[str, dict[str, Any]]:
+    """``results/baselines/<dataset>.json`` files (``noisyor-bench baselines``) by dataset name."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in paths or []:
+        path = Path(path)
+        try:
+            record = read_json(path)
+        except FileNotFoundError:
+            raise DataError(f"{path}: baselines file not found (made by 'noisyor-bench baselines')") from None
+        except (OSError, json.JSONDecodeError) as err:
+            raise DataError(f"{path}: not valid JSON ({err})") from None
+        if not isinstance(record, dict) or "dataset" not in record or "independent_bernoulli" not in record:
+            raise DataError(f"{path}: not a baselines file (expected keys 'dataset', 'independent_bernoulli')")
+        if record["dataset"] in out:
+            raise DataError(f"{path}: a second baselines file for dataset {record['dataset']!r}")
+        out[str(record["dataset"])] = record
+    return out
+
+
+def baseline_nelbo(baselines: Mapping[str, Mapping[str, Any]], dataset: str, n_train: int) -> float:
+    """Independent-Bernoulli NLL of ``dataset`` fitted on ``n_train`` rows; NaN when not computed."""
+    record = baselines.get(dataset)
+    if not record:
+        return float("nan")
+    for row in record["independent_bernoulli"]["rows"]:
+        if int(row["n_train"]) == int(n_train):
+            return float(row["nelbo"])
+    return float("nan")
+
+
+def add_baseline_columns(table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """``baseline_nelbo`` and ``below_baseline`` (mean NELBO > baseline) on every learning-mode row.
+
+    Rows without a measurement (``status`` not "measured") or without a baseline get
+    ``below_baseline = False``.
+    """
+    table = table.copy()
+    base = [baseline_nelbo(baselines, r["dataset"], int(r["n_train"])) for r in table.to_dict("records")]
+    table["baseline_nelbo"] = base
+    measured = table["status"] == "measured" if "status" in table.columns else pd.Series(True, index=table.index)
+    mean = pd.to_numeric(table["nelbo_mean"], errors="coerce") if "nelbo_mean" in table.columns else np.nan
+    table["below_baseline"] = (measured & (mean > table["baseline_nelbo"])).astype(bool)
+    return table
+
+
+def baseline_rows(baselines: Mapping[str, Mapping[str, Any]], dataset: str, n_values: Iterable[int],
+                  artifact: str) -> list[dict[str, Any]]:
+    """Reference rows (status "baseline") of one dataset: the independent Bernoulli at each N_train
+    of ``n_values`` that has a baseline, then the true model (``n_train`` 0: it uses no training data)."""
+    record = baselines.get(dataset)
+    if not record:
+        return []
+    rows = []
+
+    def row(method: str, n_train: int, value: Any, n_scored: Any, note: str) -> dict[str, Any]:
+        return {"artifact": artifact, "dataset": dataset, "n_train": int(n_train), "method": method,
+                "method_label": BASELINE_LABELS[method], "status": BASELINE_STATUS, "nelbo_mean": float(value),
+                "nelbo_n": 1, "n_test_scored": n_scored, "note": note}
+
+    wanted = {int(n) for n in n_values}
+    for r in record["independent_bernoulli"]["rows"]:
+        if int(r["n_train"]) in wanted:
+            rows.append(row("indep-bernoulli", r["n_train"], r["nelbo"], r.get("n_test_scored"),
+                            record["independent_bernoulli"].get("smoothing", "")))
+    truth = record.get("true_model") or {}
+    if truth.get("exact_nll") is not None:
+        rows.append(row("true-exact", 0, truth["exact_nll"], truth.get("exact_n_test_scored"),
+                        "exact -log p(x) by enumeration of the 2^K latent states"))
+    if truth.get("iw_nll") is not None:
+        rows.append(row("true-iw", 0, truth["iw_nll"], truth.get("n_test_scored"),
+                        f"importance-weighted bound, {truth.get('iw_samples')} samples, proposal = LB-CDI q; "
+                        f"{truth.get('rows', '')}"))
+    if truth.get("elbo_nelbo") is not None:
+        rounds = ((truth.get("inference") or {}).get("hparams") or {}).get("max_rounds")
+        same = truth.get("exact_nll_scored_rows")
+        same = f"; exact −log p(x) on these rows {float(same):.2f}" if same is not None else ""
+        rows.append(row("true-elbo", 0, truth["elbo_nelbo"], truth.get("n_test_scored"),
+                        f"NELBO of LB-CDI's E-step (<= {rounds} rounds) with the truth fixed; {truth.get('rows', '')}"
+                        + same))
+    return rows
+
+
+def with_baselines(table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], artifact: str,
+                   learning: bool = True) -> pd.DataFrame:
+    """``table`` with baseline columns (learning mode) and the reference rows of each of its datasets appended."""
+    if not baselines:
+        return table
+    if learning:
+        table = add_baseline_columns(table, baselines)
+    extra = []
+    for dataset in dict.fromkeys(table["dataset"]):
+        ns = sorted({int(n) for n in table.loc[table["dataset"] == dataset, "n_train"] if int(n) > 0})
+        extra += baseline_rows(baselines, dataset, ns, artifact)
+    if not extra:
+        return table
+    if "status" not in table.columns:
+        table = table.assign(status="measured")
+    ref = pd.DataFrame(extra)
+    if learning:
+        ref["baseline_nelbo"] = np.nan
+        ref["below_baseline"] = False
+    return pd.concat([table, ref], ignore_index=True)
+
+
+def _flag(row: Mapping[str, Any], text: str) -> str:
+    """A cell's text with the below-baseline mark when its row is flagged."""
+    return f"{text} {BELOW_MARK}" if text and bool(row.get("below_baseline", False)) else text
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return ""
+    return "" if math.isnan(v) else f"{v:.{digits}f}"
+
+
+def reference_markdown(table: pd.DataFrame, digits: int = 2) -> str:
+    """The true-model reference rows of a table as a short Markdown section ('' if none)."""
+    if "status" not in table.columns:
+        return ""
+    ref = table[(table["status"] == BASELINE_STATUS) & (table["method"] != "indep-bernoulli")]
+    if ref.empty:
+        return ""
+    rows = [[r["dataset"], r["method_label"], _num(r["nelbo_mean"], digits),
+             "" if pd.isna(r.get("n_test_scored")) else int(r["n_test_scored"]), r.get("note", "")]
+            for r in ref.to_dict("records")]
+    return ("\n## Reference: the true model on the test split\n\n"
+            "What the generating noisy-OR scores (nats per data point): its exact −log p(x) where 2^K states "
+            "can be enumerated, else its importance-weighted bound (an upper bound on −log p(x)); and its NELBO "
+            "under converged per-datapoint mean-field inference (LB-CDI's E-step, the posterior of the "
+            "inference-mode LB-CDI runs): what mean-field learning could reach with the true parameters, an upper "
+            "limit where the Jaakkola–Jordan bound is loose (docs/baselines.md).\n\n"
+            + markdown_table(["dataset", "reference", "score", "test rows scored", "how"], rows))
+
+
+def nelbo_baseline_markdown(runs: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], digits: int = 2) -> str:
+    """A note for tables that do not report NELBO (Table 5): each cell's held-out NELBO beside
+    the independent-Bernoulli baseline of its training rows, flagged when worse ('' without baselines)."""
+    if not baselines:
+        return ""
+    summary = summarise(runs, ["dataset", "method", "n_train"], ["nelbo"])
+    summary = add_baseline_columns(summary, baselines)
+    rows = [[r["dataset"], method_label(r["method"]), int(r["n_train"]), _flag(r, _cell(r, "nelbo", digits)),
+             _num(r["baseline_nelbo"], digits)]
+            for r in summary.sort_values(["dataset", "n_train", "method"]).to_dict("records")]
+    return ("\n## Held-out NELBO beside the independent-Bernoulli baseline\n\n"
+            "NELBO of the runs above on the test split (nats per document); independent Bernoulli: one rate per "
+            "word fitted on the same N_train training documents (docs/baselines.md).\n" + BELOW_NOTE + "\n"
+            + markdown_table(["dataset", "method", "N_train", "NELBO", "indep. Bernoulli"], rows))
+
+
+def _learning_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The method rows of a table (reference rows left out)."""
+    return table[table["status"] != BASELINE_STATUS] if "status" in table.columns else table
+
+
 # ------------------------------------------------------------------------------ Fig. 3a
 def _fig3a_order(n_train: int, method: str) -> tuple[int, int, int]:
     """Paper order: amortized rows by N_train descending, then the held-out-optimised (N=0) rows."""
     return (1 if int(n_train) == 0 else 0, -int(n_train), method_rank(method))
 
 
-def fig3a_table(runs: pd.DataFrame, paper: Mapping[str, Any] | None = None) -> pd.DataFrame:
+def fig3a_table(runs: pd.DataFrame, paper: Mapping[str, Any] | None = None,
+                baselines: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """Fig. 3a (inference on SYN-PATTERN): one row per (N_train, method), paper rows first-class.
 
     Rows the paper reports but the runs lack keep the paper's numbers with ``status = not run``.
+    ``baselines`` (:func:`read_baselines`) adds reference rows (``status = baseline``): the
+    independent Bernoulli at each amortized N_train and the true model's exact −log p(x).
     """
     paper = paper_numbers() if paper is None else paper
     dataset = single_value(runs, "dataset", "fig3a")
@@ -415,7 +591,8 @@ def fig3a_table(runs: pd.DataFrame, paper: Mapping[str, Any] | None = None) -> p
         if m is not None:
             row.update({k: v for k, v in m.items() if k not in ("n_train", "method")})
         rows.append(row)
-    return _with_stat_columns(pd.DataFrame(rows), FIG3A_METRICS)
+    table = _with_stat_columns(pd.DataFrame(rows), FIG3A_METRICS)
+    return with_baselines(table, baselines or {}, "fig3a", learning=False)
 
 
 def _with_stat_columns(frame: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
@@ -432,6 +609,10 @@ def fig3a_markdown(table: pd.DataFrame, digits: int = 2) -> str:
               "exact −log p(x)", "exact gap", "seeds"]
     rows = []
     for r in table.to_dict("records"):
+        if r["status"] == BASELINE_STATUS:
+            rows.append([_n_label(r["n_train"]), r["method_label"], _num(r["nelbo_mean"], digits), "", "", "", "", "",
+                         "", "", "reference"])
+            continue
         if r["status"] != "measured":
             rows.append([_n_label(r["n_train"]), r["method_label"], "not run", _paper(r["paper_nelbo"]), "",
                          _paper(r["paper_f1"]), "", _paper(r["paper_em"]), "", "", ""])
@@ -450,7 +631,9 @@ def fig3a_markdown(table: pd.DataFrame, digits: int = 2) -> str:
         "NELBO: held-out negative ELBO, nats per data point (lower is better); F1 (macro) and EM in percent "
         "(higher is better). exact −log p(x): exact held-out negative log-likelihood under the true model; "
         "exact gap = exact NELBO − exact −log p(x) = mean KL(q ‖ p(z|x)) ≥ 0. "
-        "N_train '-': optimised directly on the held-out set (SVI, LB-CDI, UB-CDI).\n"
+        "N_train '-': optimised directly on the held-out set (SVI, LB-CDI, UB-CDI). Reference rows: "
+        "independent Bernoulli fitted on N_train training rows; true model (exact): −log p(x) of the fixed "
+        "generative model (every row's model here).\n"
         + CI_NOTE + "\n" + markdown_table(header, rows)
     )
 
@@ -469,7 +652,8 @@ def parse_missing_reasons(items: Sequence[str] | None) -> dict[str, str]:
 
 
 def table4_table(runs: pd.DataFrame, missing_reasons: Mapping[str, str] | None = None,
-                 paper: Mapping[str, Any] | None = None) -> pd.DataFrame:
+                 paper: Mapping[str, Any] | None = None,
+                 baselines: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """Table 4 (generative modelling, SYN-RANDOM D=500 K=100): long form, one row per (N_train, method).
 
     Cells the runs lack get ``status = not run`` and ``note`` = the reason for that method
@@ -501,51 +685,65 @@ def table4_table(runs: pd.DataFrame, missing_reasons: Mapping[str, str] | None =
             if m is not None:
                 row.update({k: v for k, v in m.items() if k not in ("n_train", "method")})
             rows.append(row)
-    return _with_stat_columns(pd.DataFrame(rows), ["nelbo"])
+    return with_baselines(_with_stat_columns(pd.DataFrame(rows), ["nelbo"]), baselines or {}, "table4")
 
 
 def table4_markdown(table: pd.DataFrame, digits: int = 2) -> str:
+    full, table = table, _learning_rows(table)
+    has_base = "baseline_nelbo" in table.columns
     methods = list(dict.fromkeys(table["method"]))
     header = ["N_train"] + [h for m in methods for h in (method_label(m), f"{method_label(m)} (paper)")]
+    header += ["indep. Bernoulli"] if has_base else []
     rows = []
     for n_train, group in table.groupby("n_train", sort=False):
         cells: list[str] = [str(int(n_train))]
         by_method = {r["method"]: r for r in group.to_dict("records")}
         for m in methods:
             r = by_method[m]
-            cells.append(_cell(r, "nelbo", digits) if r["status"] == "measured" else r["note"])
+            cells.append(_flag(r, _cell(r, "nelbo", digits)) if r["status"] == "measured" else r["note"])
             cells.append(_paper(r["paper_nelbo"]) or (f"– ({r['paper_note'].split(': ', 1)[-1]})" if r["paper_note"] else ""))
+        if has_base:
+            cells.append(_num(group["baseline_nelbo"].iloc[0], digits))
         rows.append(cells)
     src = paper_numbers()["table4"]["source"]
     dataset = table["dataset"].iloc[0] if len(table) else ""
     return (
         f"# Table 4: generative modelling on {dataset} (paper {src['item']}, Section {src['section']})\n\n"
         "Held-out NELBO in nats per data point (lower is better), generative parameters learned on N_train points.\n"
-        + CI_NOTE + "\n" + markdown_table(header, rows)
+        + CI_NOTE + (BELOW_NOTE if has_base else "") + "\n" + markdown_table(header, rows) + reference_markdown(full, digits)
     )
 
 
 # ------------------------------------------------------------------------------ Fig. 5 data
-def fig5_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 5 data: held-out NELBO per (dataset, N_train, method); the paper gives no numbers."""
+def fig5_table(runs: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """Fig. 5 data: held-out NELBO per (dataset, N_train, method); the paper gives no numbers.
+
+    With ``baselines``: a ``status`` column ("measured"), ``baseline_nelbo``/``below_baseline``
+    and the reference rows (``status = baseline``) of every dataset.
+    """
     summary = summarise(runs, ["dataset", "n_train", "method"], ["nelbo"])
     summary.insert(0, "artifact", "fig5")
     summary.insert(4, "method_label", summary["method"].map(method_label))
     order = summary.assign(_r=summary["method"].map(method_rank)).sort_values(["dataset", "n_train", "_r"])
-    return order.drop(columns="_r").reset_index(drop=True)
+    return with_baselines(order.drop(columns="_r").reset_index(drop=True), baselines or {}, "fig5")
 
 
 def fig5_markdown(table: pd.DataFrame, digits: int = 2) -> str:
+    full, table = table, _learning_rows(table)
+    has_base = "baseline_nelbo" in table.columns
     methods = sorted(set(table["method"]), key=method_rank)
-    header = ["dataset", "N_train"] + [method_label(m) for m in methods]
+    header = ["dataset", "N_train"] + [method_label(m) for m in methods] + (["indep. Bernoulli"] if has_base else [])
     rows = []
     for (dataset, n_train), group in table.groupby(["dataset", "n_train"], sort=True):
         by_method = {r["method"]: r for r in group.to_dict("records")}
-        rows.append([dataset, int(n_train)] + [_cell(by_method[m], "nelbo", digits) if m in by_method else "" for m in methods])
+        cells = [_flag(by_method[m], _cell(by_method[m], "nelbo", digits)) if m in by_method else "" for m in methods]
+        base = [_num(group["baseline_nelbo"].iloc[0], digits)] if has_base else []
+        rows.append([dataset, int(n_train)] + cells + base)
     note = paper_numbers()["fig5"]["note"].strip()
     return (
         "# Fig. 5 data: held-out NELBO on SYN-RANDOM vs N_train\n\n"
-        f"Paper: {note}\n\n" + CI_NOTE + "\n" + markdown_table(header, rows)
+        f"Paper: {note}\n\n" + CI_NOTE + (BELOW_NOTE if has_base else "") + "\n" + markdown_table(header, rows)
+        + reference_markdown(full, digits)
     )
 
 
@@ -644,10 +842,15 @@ def load_posterior(run_dir: str | Path) -> dict[str, np.ndarray]:
 
 
 def recovery_table(runs: pd.DataFrame, theta_true: np.ndarray, threshold: float,
-                   paper: Mapping[str, Any] | None = None) -> pd.DataFrame:
+                   paper: Mapping[str, Any] | None = None,
+                   baselines: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """One row per run: patterns recovered (Hungarian match, :mod:`.recovery`) beside the paper's statement,
     the run's ``val_nelbo`` and ``all_recovered``, and its cell's success rate over seeds (Wilson
-    interval) and selected run (:func:`with_recovery_summary`)."""
+    interval) and selected run (:func:`with_recovery_summary`).
+
+    With ``baselines``: the run's held-out ``nelbo``, the cell's ``baseline_nelbo`` and
+    ``below_baseline`` (the cell's mean NELBO over seeds is worse than the baseline).
+    """
     from .recovery import match_patterns
 
     dataset = single_value(runs, "dataset", "recovery")
@@ -675,6 +878,11 @@ def recovery_table(runs: pd.DataFrame, theta_true: np.ndarray, threshold: float,
             "all_recovered": rec.n_recovered == rec.n_true,
         })
     frame = pd.DataFrame(rows)
+    if baselines:
+        frame["nelbo"] = [float(r["nelbo"]) for r in runs.to_dict("records")]
+        cell_mean = frame.groupby(["method", "n_train"])["nelbo"].transform("mean")
+        frame["baseline_nelbo"] = [baseline_nelbo(baselines, dataset, int(n)) for n in frame["n_train"]]
+        frame["below_baseline"] = (cell_mean > frame["baseline_nelbo"]).astype(bool)
     order = frame.assign(_r=frame["method"].map(method_rank)).sort_values(["_r", "n_train", "seed"], ascending=[True, False, True])
     return with_recovery_summary(order.drop(columns="_r").reset_index(drop=True))
 
@@ -755,6 +963,7 @@ def format_selected(row: Mapping[str, Any]) -> str:
 
 
 def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
+    has_base = "baseline_nelbo" in table.columns
     keyed = []
     summary = recovery_summary(table).set_index(["method", "n_train"])
     for (method, n_train), g in table.groupby(["method", "n_train"], sort=False):
@@ -767,17 +976,22 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
         paper_count = "" if pd.isna(p["paper_recovered"]) else f"{int(p['paper_recovered'])}/{int(p['n_true'])}"
         statement = p["paper_statement"] if isinstance(p["paper_statement"], str) else ""
         conv = (f"{int(g['n_converged'].sum())}/{int(g['n_runs'].sum())}" if "n_converged" in g.columns else "")
+        extra = []
+        if has_base:
+            nel_mean, _, nn, nel_ci = mean_ci(g["nelbo"].to_numpy(float))
+            extra = [_flag(p, format_ci(nel_mean, nel_ci, nn, 2)), _num(p["baseline_nelbo"], 2)]
         keyed.append(((method_rank(method), -int(n_train)), [
             method_label(method), int(n_train),
             ", ".join(str(int(v)) for v in g["recovered"]) + f" (of {int(p['n_true'])})",
             format_success(int(s["n_all_recovered"]), int(s["n_seeds"]), float(s["success_ci_low"]),
                            float(s["success_ci_high"])),
             format_ci(mean, ci, n, 2), format_selected({**s.to_dict(), "n_true": int(p["n_true"])}),
-            format_ci(sim_mean, sim_ci, sn, digits), conv, paper_count, statement,
+            format_ci(sim_mean, sim_ci, sn, digits), *extra, conv, paper_count, statement,
         ]))
     rows = [row for _, row in sorted(keyed, key=lambda kr: kr[0])]
     header = ["Method", "N_train", "recovered per seed", "seeds recovering all", "recovered (mean ± CI)",
-              "selected on val. NELBO", "mean matched similarity", "runs converged", "paper recovered",
+              "selected on val. NELBO", "mean matched similarity",
+              *(["NELBO", "indep. Bernoulli"] if has_base else []), "runs converged", "paper recovered",
               "paper statement"]
     threshold = float(table["threshold"].iloc[0]) if len(table) else float("nan")
     dataset = table["dataset"].iloc[0] if len(table) else ""
@@ -788,8 +1002,9 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
         f"is ≥ {threshold:g}. Paper counts are read from the text. *Seeds recovering all*: the share of "
         "seeds whose run recovers every true pattern, with its Wilson 95% interval. *Selected on val. NELBO*: "
         "the run the protocol would report, the seed with the lowest validation NELBO (test set untouched), "
-        "and its count.\n" + CI_NOTE + "\n"
-        + markdown_table(header, rows)
+        "and its count.\n" + CI_NOTE
+        + ("NELBO: held-out NELBO of the learned model (nats per data point). " + BELOW_NOTE if has_base else "")
+        + "\n" + markdown_table(header, rows)
     )
 
 

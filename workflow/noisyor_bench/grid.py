@@ -139,6 +139,21 @@ def evaluation(cfg: Mapping[str, Any]) -> dict[str, int]:
     return merged
 
 
+DEFAULT_BASELINES = {"max_rows": 500, "iw_samples": 1000, "max_rounds": 200}
+
+
+def baseline_settings(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """True-model scoring of ``noisyor-bench baselines``: defaults < profile ``baselines``."""
+    merged = dict(DEFAULT_BASELINES)
+    merged.update(profile(cfg).get("baselines") or {})
+    return merged
+
+
+def baseline_n_train(cfg: Mapping[str, Any], dataset: str) -> list[int]:
+    """Every N_train > 0 of the active profile's cells on ``dataset``: the baselines it needs."""
+    return sorted({c.n_train for c in cells(cfg) if c.dataset == dataset and c.n_train > 0})
+
+
 def search_space(cfg: Mapping[str, Any], method: str) -> dict[str, Any]:
     return dict((cfg.get("search_spaces") or {}).get(method) or {})
 

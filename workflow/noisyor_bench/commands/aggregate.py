@@ -17,18 +17,20 @@ log = logging.getLogger(__name__)
 
 
 def cmd_table_fig3a(args: argparse.Namespace) -> int:
-    from ..aggregate import collect_runs, fig3a_markdown, fig3a_table, write_table
+    from ..aggregate import collect_runs, fig3a_markdown, fig3a_table, read_baselines, write_table
 
-    table = fig3a_table(collect_runs(args.runs))
+    table = fig3a_table(collect_runs(args.runs), baselines=read_baselines(args.baselines))
     write_table(table, args.out_csv, fig3a_markdown(table), args.out_md)
     log.info("fig3a: %d rows -> %s", len(table), args.out_csv)
     return 0
 
 
 def cmd_table4(args: argparse.Namespace) -> int:
-    from ..aggregate import collect_runs, parse_missing_reasons, table4_markdown, table4_table, write_table
+    from ..aggregate import (collect_runs, parse_missing_reasons, read_baselines, table4_markdown, table4_table,
+                             write_table)
 
-    table = table4_table(collect_runs(args.runs), parse_missing_reasons(args.missing_reason))
+    table = table4_table(collect_runs(args.runs), parse_missing_reasons(args.missing_reason),
+                         baselines=read_baselines(args.baselines))
     write_table(table, args.out_csv, table4_markdown(table), args.out_md)
     log.info("table4: %d cells (%d measured) -> %s", len(table), int((table["status"] == "measured").sum()), args.out_csv)
     return 0
@@ -53,10 +55,10 @@ def _dataset_titles(paths: list[str] | None) -> dict[str, str]:
 
 
 def cmd_figure_fig5(args: argparse.Namespace) -> int:
-    from ..aggregate import collect_runs, fig5_markdown, fig5_table, write_table
+    from ..aggregate import collect_runs, fig5_markdown, fig5_table, read_baselines, write_table
     from ..plots.figures import plot_fig5
 
-    table = fig5_table(collect_runs(args.runs))
+    table = fig5_table(collect_runs(args.runs), read_baselines(args.baselines))
     write_table(table, args.out_csv, fig5_markdown(table), args.out_md)
     plot_fig5(table, args.out_png, args.out_pdf, titles=_dataset_titles(args.datasets))
     log.info("fig5: %d datasets -> %s", table["dataset"].nunique(), args.out_png)
@@ -75,7 +77,8 @@ def cmd_figure_fig3b(args: argparse.Namespace) -> int:
 
 
 def cmd_figure_patterns(args: argparse.Namespace) -> int:
-    from ..aggregate import collect_runs, load_dataset_truth, load_posterior, recovery_markdown, recovery_table, write_table
+    from ..aggregate import (collect_runs, load_dataset_truth, load_posterior, read_baselines, recovery_markdown,
+                             recovery_table, write_table)
     from ..plots.figures import PatternRow, plot_pattern_grid, representative_runs, row_title
     from ..provenance import note_input
     from ..recovery import match_patterns
@@ -90,7 +93,7 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
     runs = collect_runs(args.runs)
     if set(runs["dataset"]) != {name}:
         raise ConfigError(f"--runs are from dataset(s) {sorted(set(runs['dataset']))}, --dataset is {name!r}")
-    table = recovery_table(runs, theta, args.threshold)
+    table = recovery_table(runs, theta, args.threshold, baselines=read_baselines(args.baselines))
     write_table(table, args.out_csv, recovery_markdown(table), args.out_md)
     rows = []
     for pick in representative_runs(table).to_dict("records"):
@@ -144,15 +147,18 @@ def cmd_claims_merge(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     runs_help = "run directories or their metrics.json files"
+    baselines_help = "results/baselines/<dataset>.json files (noisyor-bench baselines): reference rows and columns"
 
     p = sub.add_parser("table-fig3a", help="paper Fig. 3a table: NELBO/F1/EM per (N_train, method) beside the paper")
     p.add_argument("--runs", nargs="+", required=True, help=runs_help)
+    p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p.set_defaults(func=cmd_table_fig3a)
 
     p = sub.add_parser("table4", help="paper Table 4: held-out NELBO, N_train x method, beside the paper")
     p.add_argument("--runs", nargs="+", required=True, help=runs_help)
+    p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
     p.add_argument("--missing-reason", action="append", default=[], metavar="[METHOD=]TEXT",
                    help="text for cells without runs; 'lb-cdi=TEXT' for one method (repeatable)")
     p.add_argument("--out-csv", required=True)
@@ -161,6 +167,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("figure-fig5", help="paper Fig. 5: NELBO vs N_train per SYN-RANDOM dataset (+ data table)")
     p.add_argument("--runs", nargs="+", required=True, help=runs_help)
+    p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
     p.add_argument("--datasets", nargs="*", help="dataset .npz files (their sidecars give panel titles)")
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf")
@@ -178,6 +185,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("figure-patterns", help="paper Fig. 4 / supp. Figs. 1-2: learned patterns + recovery table")
     p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (with posterior_test.npz)")
+    p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
     p.add_argument("--dataset", required=True, help="the dataset .npz (true theta; sidecar gives image_shape)")
     p.add_argument("--threshold", type=float, default=0.8, help="matched cosine similarity counted as recovered")
     p.add_argument("--title")

@@ -31,7 +31,7 @@ def cmd_text_hparams(args: argparse.Namespace) -> int:
 
 
 def cmd_topics_table(args: argparse.Namespace) -> int:
-    from ..aggregate import write_table
+    from ..aggregate import nelbo_baseline_markdown, read_baselines, write_table
     from ..text.pmi import CooccurrenceTable
     from ..textexp.common import collect_text_runs
     from ..textexp.topics import read_vocabulary, table5_markdown, topics_table
@@ -42,9 +42,10 @@ def cmd_topics_table(args: argparse.Namespace) -> int:
         raise ConfigError(f"--best-topics must be >= 1; got {args.best_topics}")
     cooc = CooccurrenceTable.load(args.cooccurrence)
     reference = str(cooc.meta.get("reference") or cooc.meta.get("reference_name") or args.cooccurrence)
-    table = topics_table(collect_text_runs(args.runs), read_vocabulary(args.vocab), cooc, args.top_words,
-                         args.best_topics)
-    write_table(table, args.out_csv, table5_markdown(table, args.best_topics, reference), args.out_md)
+    runs = collect_text_runs(args.runs)
+    table = topics_table(runs, read_vocabulary(args.vocab), cooc, args.top_words, args.best_topics)
+    note = nelbo_baseline_markdown(runs, read_baselines(args.baselines))
+    write_table(table, args.out_csv, table5_markdown(table, args.best_topics, reference) + note, args.out_md)
     log.info("table5: %d runs, %d topic rows -> %s", table["run_dir"].nunique(), len(table), args.out_csv)
     return 0
 
@@ -135,6 +136,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cooccurrence", required=True, help="PMI co-occurrence table (results/pmi/cooccurrence.npz)")
     p.add_argument("--top-words", type=int, default=10, help="words per topic (the paper: 10)")
     p.add_argument("--best-topics", type=int, default=4, help="topics shown per model (the paper: 4)")
+    p.add_argument("--baselines", nargs="*", default=[],
+                   help="results/baselines/neurips-titles.json (noisyor-bench baselines): NELBO vs baseline note")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p.set_defaults(func=cmd_topics_table)

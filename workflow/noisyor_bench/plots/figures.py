@@ -13,7 +13,7 @@ import contextlib
 import math
 import os
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 
-from ..aggregate import mean_ci, method_label, method_rank
+from ..aggregate import BASELINE_LABELS, mean_ci, method_label, method_rank
 from ..recovery import Recovery, activation_probabilities
 from . import save_figure
 
@@ -227,9 +227,24 @@ def _n_label(n: float) -> str:
     return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
 
 
+_REFERENCE_STYLES: dict[str, dict[str, Any]] = {
+    "indep-bernoulli": {"ls": "--", "marker": "x", "ms": 4},
+    "true-exact": {"ls": ":"},
+    "true-iw": {"ls": ":"},
+    "true-elbo": {"ls": "-."},
+}
+
+
 def plot_fig5(table: pd.DataFrame, path_png: str | os.PathLike[str], path_pdf: str | os.PathLike[str] | None = None,
               titles: Mapping[str, str] | None = None, title: str | None = None) -> None:
-    """Held-out NELBO vs N_train (log axis), one panel per dataset, one line per method with a 95% CI band."""
+    """Held-out NELBO vs N_train (log axis), one panel per dataset, one line per method with a 95% CI band.
+
+    Reference rows (``status = baseline``, :func:`noisyor_bench.aggregate.with_baselines`) are
+    drawn as grey lines: the independent Bernoulli against N_train (dashed) and the true model
+    (horizontal: exact or IW bound dotted, per-datapoint ELBO dash-dotted).
+    """
+    refs = table[table["status"] == "baseline"] if "status" in table.columns else table.iloc[0:0]
+    table = table[table["status"] != "baseline"] if "status" in table.columns else table
     datasets = sorted(table["dataset"].unique())
     if not datasets:
         raise ValueError("no Fig. 5 rows to plot")
@@ -251,6 +266,14 @@ def plot_fig5(table: pd.DataFrame, path_png: str | os.PathLike[str], path_pdf: s
                 ax.plot(x, mean, marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6, color=method_color(m),
                         label=method_label(m))
                 ax.fill_between(x, mean - ci, mean + ci, color=method_color(m), alpha=0.18, lw=0)
+            for ref, style in _REFERENCE_STYLES.items():
+                g = refs[(refs["dataset"] == dataset) & (refs["method"] == ref)].sort_values("n_train")
+                if g.empty:
+                    continue
+                if ref == "indep-bernoulli":
+                    ax.plot(g["n_train"].to_numpy(float), g["nelbo_mean"].to_numpy(float), color="0.35", lw=1.2, **style)
+                else:
+                    ax.axhline(float(g["nelbo_mean"].iloc[0]), color="0.2", lw=1.0, **style)
             ax.set_xscale("log")
             ticks = sorted(d["n_train"].unique())
             ax.set_xticks(ticks, [_n_label(n) for n in ticks])
@@ -262,8 +285,12 @@ def plot_fig5(table: pd.DataFrame, path_png: str | os.PathLike[str], path_pdf: s
             ax.axis("off")
         handles = [Line2D([], [], color=method_color(m), marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6)
                    for m in methods]
-        fig.legend(handles, [method_label(m) for m in methods], loc="outside lower center", ncol=len(methods),
-                   frameon=False)
+        labels = [method_label(m) for m in methods]
+        for ref, style in _REFERENCE_STYLES.items():
+            if (refs["method"] == ref).any():
+                handles.append(Line2D([], [], color="0.35" if ref == "indep-bernoulli" else "0.2", lw=1.2, **style))
+                labels.append(BASELINE_LABELS[ref])
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 5), frameon=False)
         n_lo, n_hi = int(table["nelbo_n"].min()), int(table["nelbo_n"].max())
         seeds = "1 seed per point, no CI bands" if n_hi < 2 else (
             f"mean over {n_lo if n_lo == n_hi else f'{n_lo}-{n_hi}'} seeds, 95% CI bands")
