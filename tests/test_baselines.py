@@ -182,7 +182,10 @@ def test_table4_and_fig3a_get_reference_rows():
     assert bool(measured.loc["avi", "below_baseline"]) and not bool(measured.loc["acp", "below_baseline"])
     assert not t4.loc[t4["status"] == "not run", "below_baseline"].any()
     claim = claims.claim_acp_lowest_table4({"table4": t4})
-    assert "indep" not in claim.numbers and "true" not in claim.numbers
+    # reference rows are no competitors of ACP (the numbers compare ACP with AVI only) ...
+    assert "−INDEP" not in claim.numbers.upper() and "−TRUE" not in claim.numbers.upper()
+    # ... but AVI's cell below the baseline makes the verdict budget-limited
+    assert claim.verdict == claims.BUDGET_LIMITED and "1 cell below the independent baseline" in claim.numbers
     assert aggregate.BELOW_MARK in aggregate.table4_markdown(t4)
 
     fig3a_runs = runs.assign(experiment="fig3a", mode="inference", n_train=20, dataset="syn-pattern")

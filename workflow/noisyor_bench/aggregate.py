@@ -503,7 +503,7 @@ def with_baselines(table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any
     return pd.concat([table, ref], ignore_index=True)
 
 
-def _flag(row: Mapping[str, Any], text: str) -> str:
+def _mark_below(row: Mapping[str, Any], text: str) -> str:
     """A cell's text with the below-baseline mark when its row is flagged."""
     return f"{text} {BELOW_MARK}" if text and bool(row.get("below_baseline", False)) else text
 
@@ -542,7 +542,7 @@ def nelbo_baseline_markdown(runs: pd.DataFrame, baselines: Mapping[str, Mapping[
         return ""
     summary = summarise(runs, ["dataset", "method", "n_train"], ["nelbo"])
     summary = add_baseline_columns(summary, baselines)
-    rows = [[r["dataset"], method_label(r["method"]), int(r["n_train"]), _flag(r, _cell(r, "nelbo", digits)),
+    rows = [[r["dataset"], method_label(r["method"]), int(r["n_train"]), _mark_below(r, _cell(r, "nelbo", digits)),
              _num(r["baseline_nelbo"], digits)]
             for r in summary.sort_values(["dataset", "n_train", "method"]).to_dict("records")]
     return ("\n## Held-out NELBO beside the independent-Bernoulli baseline\n\n"
@@ -700,7 +700,7 @@ def table4_markdown(table: pd.DataFrame, digits: int = 2) -> str:
         by_method = {r["method"]: r for r in group.to_dict("records")}
         for m in methods:
             r = by_method[m]
-            cells.append(_flag(r, _cell(r, "nelbo", digits)) if r["status"] == "measured" else r["note"])
+            cells.append(_mark_below(r, _cell(r, "nelbo", digits)) if r["status"] == "measured" else r["note"])
             cells.append(_paper(r["paper_nelbo"]) or (f"– ({r['paper_note'].split(': ', 1)[-1]})" if r["paper_note"] else ""))
         if has_base:
             cells.append(_num(group["baseline_nelbo"].iloc[0], digits))
@@ -736,7 +736,7 @@ def fig5_markdown(table: pd.DataFrame, digits: int = 2) -> str:
     rows = []
     for (dataset, n_train), group in table.groupby(["dataset", "n_train"], sort=True):
         by_method = {r["method"]: r for r in group.to_dict("records")}
-        cells = [_flag(by_method[m], _cell(by_method[m], "nelbo", digits)) if m in by_method else "" for m in methods]
+        cells = [_mark_below(by_method[m], _cell(by_method[m], "nelbo", digits)) if m in by_method else "" for m in methods]
         base = [_num(group["baseline_nelbo"].iloc[0], digits)] if has_base else []
         rows.append([dataset, int(n_train)] + cells + base)
     note = paper_numbers()["fig5"]["note"].strip()
@@ -979,7 +979,7 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
         extra = []
         if has_base:
             nel_mean, _, nn, nel_ci = mean_ci(g["nelbo"].to_numpy(float))
-            extra = [_flag(p, format_ci(nel_mean, nel_ci, nn, 2)), _num(p["baseline_nelbo"], 2)]
+            extra = [_mark_below(p, format_ci(nel_mean, nel_ci, nn, 2)), _num(p["baseline_nelbo"], 2)]
         keyed.append(((method_rank(method), -int(n_train)), [
             method_label(method), int(n_train),
             ", ".join(str(int(v)) for v in g["recovered"]) + f" (of {int(p['n_true'])})",
