@@ -25,7 +25,7 @@ include: "rules/report.smk"
 wildcard_constraints:
     experiment="[A-Za-z0-9_-]+",
     dataset="[A-Za-z0-9_-]+",
-    method="avi|acp|svi|lb-cdi|ub-cdi",
+    method="avi|acp|svi|lb-cdi|ub-cdi|acp-sg",
     n="[0-9]+",
 
 
