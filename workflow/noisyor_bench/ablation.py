@@ -94,6 +94,13 @@ def _converged(row: Mapping[str, Any]) -> bool:
     return value is None or bool(pd.isna(value)) or bool(value)
 
 
+def hparams_equal(a: Any, b: Any) -> bool:
+    """Hyperparameters of two runs (JSON strings or dicts) are the same."""
+    def norm(v: Any) -> Any:
+        return json.loads(v) if isinstance(v, str) else v
+    return norm(a) == norm(b)
+
+
 def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else float("nan")
 
@@ -248,13 +255,6 @@ def mechanism_claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
             f"({experiment}, {dataset}, N_train={int(small['n_train'])})",
             PAPER_LOCATION, verdict_below(iv), "; ".join(parts), MECHANISM_RULE))
     return claims
-
-
-def hparams_equal(a: Any, b: Any) -> bool:
-    """Hyperparameters of two runs (JSON strings or dicts) are the same."""
-    def norm(v: Any) -> Any:
-        return json.loads(v) if isinstance(v, str) else v
-    return norm(a) == norm(b)
 
 
 __all__ = ["ThetaDistance", "ablation_markdown", "ablation_table", "mechanism_claims"]
