@@ -273,22 +273,37 @@ def test_table_errors_name_the_problem(tmp_path: Path) -> None:
         AB.ablation_table(only_sg)
 
 
-@pytest.mark.parametrize(("sg_shift", "verdict"), [(0.5, REPRODUCED), (-0.5, NOT_REPRODUCED), (0.0, INCONCLUSIVE)])
-def test_mechanism_claim_verdict_from_the_paired_ci(tmp_path: Path, sg_shift: float, verdict: str) -> None:
+NOISE = {0: 0.01, 1: -0.02, 2: 0.03, 3: -0.01, 4: 0.0}
+
+
+@pytest.mark.parametrize(("sg_shift", "advantage", "verdict"), [
+    (0.5, 0.6, REPRODUCED),  # cutting the path costs 0.5 of a 0.6 advantage
+    (-0.5, 0.6, NOT_REPRODUCED),  # cutting the path helps
+    (0.0, 0.6, NOT_REPRODUCED),  # no effect: the whole advantage survives without the path
+    (0.05, 0.6, NOT_REPRODUCED),  # hurts, but only a twelfth of the advantage is lost
+    (0.5, 0.0, INCONCLUSIVE),  # hurts, but ACP has no advantage over AVI to explain
+])
+def test_mechanism_claim_verdict_from_the_paired_cis(tmp_path: Path, sg_shift: float, advantage: float,
+                                                     verdict: str) -> None:
     seeds = range(5)
-    noise = {0: 0.01, 1: -0.02, 2: 0.03, 3: -0.01, 4: 0.0}
     acp = {s: 10.0 + 0.1 * s for s in seeds}
-    sg = {s: acp[s] + sg_shift + noise[s] for s in seeds}
-    avi = {s: 11.0 for s in seeds}
+    sg = {s: acp[s] + sg_shift + NOISE[s] for s in seeds}
+    avi = {s: acp[s] + advantage - NOISE[s] / 2 for s in seeds}
     paths = _runs(tmp_path, acp, sg, avi, n=200)
     paths += _runs(tmp_path, {s: 9.0 for s in seeds}, {s: 9.0 - 0.3 for s in seeds}, avi, n=1000)
     table = AB.ablation_table(collect_runs(paths), {"syn-pattern": _truth()})
+    row = table.set_index("n_train").loc[200]
+    if advantage:
+        assert row["advantage_share_lost"] == pytest.approx(np.mean([sg[s] - acp[s] for s in seeds])
+                                                            / np.mean([avi[s] - acp[s] for s in seeds]))
+    else:
+        assert np.isnan(row["advantage_share_lost"])
     csv = tmp_path / "ablation.csv"
     table.to_csv(csv, index=False)
     claims = [c for c in synthetic_claims(read_tables([csv])) if c.claim_id.startswith("mechanism")]
     assert [c.claim_id for c in claims] == ["mechanism-gradient-through-q-fig4-syn-pattern"]
     assert claims[0].verdict == verdict  # decided at the smallest N_train (200), not at 1000
-    assert "N=200" in claims[0].numbers and "N=1000" in claims[0].numbers
+    assert claims[0].numbers.startswith("N=200: (a)") and "N=1000" in claims[0].numbers
     assert "line 188" in claims[0].location
 
 
