@@ -158,13 +158,13 @@ def _cell_row(experiment: str, dataset: str, n_train: int, sg: Mapping[int, Mapp
                                    if advantage is not None and advantage > 0 else float("nan"))
     thetas = {m: {s: load_posterior(r["run_dir"])["theta"] for s, r in rows.items()}
               for m, rows in (("acp", acp), ("sg", sg), ("avi", avi))}
-    for other, key in (("sg", "sg"), ("avi", "avi")):
+    for other in ("sg", "avi"):
         common = sorted(set(thetas["acp"]) & set(thetas[other]))
         dist = {s: ThetaDistance.between(thetas["acp"][s], thetas[other][s]) for s in common}
         for field in ("mad", "rel_mad", "mean_cosine"):
             vals = [getattr(dist[s], field) for s in common]
-            row[f"theta_{field}_acp_{key}"] = _mean(vals)
-            row[f"theta_{field}_acp_{key}_values"] = format_values(common, vals)
+            row[f"theta_{field}_acp_{other}"] = _mean(vals)
+            row[f"theta_{field}_acp_{other}_values"] = format_values(common, vals)
     row.update(_recovery_columns(thetas, truth, threshold, level))
     return row
 
