@@ -27,7 +27,7 @@ include: "rules/report.smk"
 wildcard_constraints:
     experiment=NAME_PATTERN,
     dataset=NAME_PATTERN,
-    method="avi|acp|svi|lb-cdi|ub-cdi",
+    method="avi|acp|svi|lb-cdi|ub-cdi|acp-sg",
     n="[0-9]+",
 
 

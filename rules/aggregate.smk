@@ -170,6 +170,28 @@ rule table4:
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 
+rule ablation_table:
+    input:
+        runs=ablation_files(),
+        datasets=sorted({R(f"data/{ds}.npz") for _, ds, _ in ablation_cells()}),
+    output:
+        csv=paper_report(
+            R("tables/ablation_acp_sg.csv"), "ablation", REPORT_ABLATION, "ACP vs ACP-SG, paired by seed (table)"
+        ),
+        md=R("tables/ablation_acp_sg.md"),
+    params:
+        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+    conda:
+        CONDA_ENV
+    log:
+        log_path("ablation_table", "ablation_acp_sg"),
+    benchmark:
+        benchmark_path("ablation_table", "ablation_acp_sg")
+    shell:
+        "noisyor-bench ablation-table --runs {params.runs} --datasets {input.datasets}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
 rule claims_synthetic:
     input:
         synthetic_tables(),

@@ -57,6 +57,7 @@ REPORT_GENERATIVE = "4.4 Generative modeling (Fig. 5, Table 4)"
 REPORT_TEXT = "4.5 Topic models / supplement 5.1"
 REPORT_CLAIMS = "Claims"
 REPORT_CONVERGENCE = "Convergence"
+REPORT_ABLATION = "Ablation (ours): ACP with theta stopped in eq. 11"
 REPORT_RUNTIME = "Runtime"
 
 
@@ -225,7 +226,29 @@ def synthetic_tables():
         tables += [R("tables/fig3a.csv"), R("tables/fig3b.csv")]
     tables += [R(f"tables/{e}_recovery.csv") for e in ("fig4", "suppfig2") if e in exps]
     tables += [R(f"tables/{e}.csv") for e in ("fig5", "table4") if e in exps]
+    tables += ablation_tables()
     return tables
+
+
+def ablation_cells():
+    """(experiment, dataset, N_train) of every ACP-SG cell (the ablation of ACP) in the active profile."""
+    return sorted({(c.experiment, c.dataset, c.n_train) for c in grid.cells(config) if c.method == "acp-sg"})
+
+
+def ablation_files(files=("metrics.json", "posterior_test.npz")):
+    """Run files the ablation table pairs by seed: ACP-SG, ACP and AVI in each ACP-SG cell (AVI where it ran)."""
+    wanted = set(ablation_cells())
+    return [
+        path
+        for cell in grid.cells(config)
+        if (cell.experiment, cell.dataset, cell.n_train) in wanted and cell.method in ("acp-sg", "acp", "avi")
+        for path in run_files(cell.experiment, cell.dataset, cell.method, cell.n_train, files)
+    ]
+
+
+def ablation_tables():
+    """The ablation table (for claims and rule all), if the profile runs ACP-SG."""
+    return [R("tables/ablation_acp_sg.csv")] if ablation_cells() else []
 
 
 def claim_tables():
@@ -248,6 +271,7 @@ def all_targets():
         targets.append(R("figures/fig5.png"))
     if "table4" in exps:
         targets.append(R("tables/table4.md"))
+    targets += [R("tables/ablation_acp_sg.md") for _ in ablation_tables()]
     targets += text_targets()
     targets += [R("tables/claims.csv"), R("tables/claims.md")]
     targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]

@@ -100,7 +100,7 @@ def test_invalid_grid_fails_before_any_job(cfg, mutate, message):
     assert message in str(err.value)
 
 
-METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi']"
+METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
 
 
 @pytest.mark.parametrize(

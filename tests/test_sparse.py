@@ -173,7 +173,7 @@ def test_elbo_sparse_and_dense_agree_with_the_same_noise(temperature, linear_spa
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["avi", "acp"])
+@pytest.mark.parametrize("name", ["avi", "acp", "acp-sg"])
 def test_amortized_nelbo_and_gradients_agree_between_paths(name, linear_sparse):
     x, model, _ = _data(n=11, d=17, k=4, density=0.2)
     assert ActiveSet.of(x).sparse_linear == linear_sparse

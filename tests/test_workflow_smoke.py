@@ -1,8 +1,8 @@
 """The smoke profile of the Snakemake DAG, end to end: every rule executes once.
 
 This is the test that proves the workflow, not just the package: datasets, ingestion, the
-random search, training of all five methods, aggregation, figures and claims, through the
-same `noisyor-bench` commands a user runs.  It takes a few minutes on 2 cores.
+random search, training of all five methods and the ablation ACP-SG, aggregation, figures and
+claims, through the same `noisyor-bench` commands a user runs.  It takes a few minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ def test_every_artifact_is_built(smoke_results):
         "figures/suppfig2_patterns.png",
         "figures/fig5.png",
         "tables/table4.md",
+        "tables/ablation_acp_sg.md",
         "tables/claims.csv",
         "tables/convergence.md",
         "tables/convergence_fig5.md",
@@ -98,7 +99,7 @@ def test_runs_have_finite_metrics_and_the_public_files(smoke_results):
         assert m["test_evaluated"] is True
         for name in ("posterior_test.npz", "curve.csv"):
             assert (path.parent / name).is_file(), path.parent / name
-    assert methods == {"avi", "acp", "svi", "lb-cdi", "ub-cdi"}
+    assert methods == {"avi", "acp", "svi", "lb-cdi", "ub-cdi", "acp-sg"}
 
 
 def test_search_never_touches_the_test_set(smoke_results):
@@ -118,6 +119,7 @@ def test_claims_table_has_a_verdict_per_claim(smoke_results):
         rows = list(csv.DictReader(fh))
     assert len(rows) >= 8
     assert {r["verdict"] for r in rows} <= {"reproduced", "not reproduced", "inconclusive", "budget-limited"}
+    assert "mechanism-gradient-through-q-fig4-syn-pattern" in {r["claim_id"] for r in rows}  # the ablation's claim
     # the smoke budget (2 epochs) leaves learning runs unconverged: never a bare statistical verdict on them
     for r in rows:
         if r["verdict"] == "budget-limited":
@@ -181,10 +183,12 @@ def test_report_builds_with_every_paper_artifact(smoke_results):
         html = zf.read("report/report.html").decode()
     for artifact in ("claims.csv", "fig3a.csv", "fig3b.png", "fig3a_sensitivity.png", "fig3a_sensitivity.csv", "fig5.png", "table4.csv", "datasets.csv",
                      "fig4_patterns.png", "suppfig2_patterns.png", "table5.csv", "classification.png",
-                     "tsne.csv", "runtime.csv", "runtime.png", "convergence.csv", "convergence_fig5.csv"):
+                     "tsne.csv", "runtime.csv", "runtime.png", "convergence.csv", "convergence_fig5.csv",
+                     "ablation_acp_sg.csv"):
         assert any(n.endswith("/" + artifact) for n in names), artifact
     for category in ("4.1 Datasets", "4.2 Inference", "4.3 Parameter estimation", "4.4 Generative modeling",
-                     "4.5 Topic models / supplement 5.1", "Claims", "Convergence", "Runtime"):
+                     "4.5 Topic models / supplement 5.1", "Claims", "Convergence", "Runtime",
+                     "Ablation (ours)"):
         assert category in html, category
     # captions name the paper artifact; their Jinja is rendered with each job's wildcards and params
     folds = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})["profiles"]["smoke"]["text"]["classification"]["folds"]
@@ -221,7 +225,8 @@ def _cell_wildcards(cell) -> str:
      [("figure_fig5", ""), ("convergence_table", "experiment=fig5")]),
     # the number of search draws: the searches, and the trainings that read their best.json
     ({"experiments": {"fig4": {"search": {"draws": 3}}}}, "fig4",
-     [("figure_patterns", "experiment=fig4"), ("convergence_table", "experiment=fig4")]),
+     [("figure_patterns", "experiment=fig4"), ("convergence_table", "experiment=fig4"),
+      ("ablation_table", "")]),
 ])
 def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(smoke_results, tmp_path, overlay, experiment, downstream):
     """Rule params are plain deterministic values, so Snakemake's params trigger is exact:

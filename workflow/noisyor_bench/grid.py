@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .errors import ConfigError
+from .methods import LEARNING_ONLY
 from .search import sample_hparams
 
-AMORTIZED = ("avi", "acp")
+AMORTIZED = ("avi", "acp", "acp-sg")
 DEFAULT_BUDGET = {"max_epochs": 200, "patience": 10, "batch_size": 128}
 DEFAULT_EVALUATION = {"samples": 100, "iw_samples": 1000}
 
@@ -194,6 +195,11 @@ def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools:
                     if method not in known_methods:
                         raise ConfigError(
                             f"{where}.{runs_key}: unknown method {method!r}; allowed values: {list(known_methods)}"
+                        )
+                    if method in LEARNING_ONLY and exp["mode"] != "learning":
+                        raise ConfigError(
+                            f"{where}.{runs_key}.{method}: {method} is a learning-mode ablation (ACP with theta "
+                            f"stopped in eq. 11; with theta fixed it equals acp); this experiment's mode is {exp['mode']!r}"
                         )
                     for n in sizes:
                         if n == 0 and method in AMORTIZED:

@@ -106,6 +106,25 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ablation_table(args: argparse.Namespace) -> int:
+    from ..ablation import ablation_markdown, ablation_table
+    from ..aggregate import collect_runs, load_dataset_truth, write_table
+    from ..provenance import note_input
+
+    if not 0.0 < args.threshold <= 1.0:
+        raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold}")
+    truths = {}
+    for path in args.datasets or []:
+        theta, _, _, name = load_dataset_truth(path)
+        if Path(path).with_suffix(".json").is_file():  # read for the dataset's name
+            note_input(Path(path).with_suffix(".json"), "dataset sidecar")
+        truths[name] = theta
+    table = ablation_table(collect_runs(args.runs), truths, args.threshold)
+    write_table(table, args.out_csv, ablation_markdown(table), args.out_md)
+    log.info("ablation: %d cells -> %s", len(table), args.out_csv)
+    return 0
+
+
 def cmd_claims(args: argparse.Namespace) -> int:
     from ..aggregate import read_tables
     from ..claims import synthetic_claims, write_claims
@@ -195,9 +214,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-md")
     p.set_defaults(func=cmd_figure_patterns)
 
+    p = sub.add_parser("ablation-table",
+                       help="ablation ACP vs ACP-SG (theta stopped in eq. 11), paired by seed: NELBO, theta distance, recovery")
+    p.add_argument("--runs", nargs="+", required=True,
+                   help=runs_help + " of ACP, ACP-SG and AVI cells (with posterior_test.npz)")
+    p.add_argument("--datasets", nargs="*", help="dataset .npz files whose true theta gives the recovery columns")
+    p.add_argument("--threshold", type=float, default=0.8, help="matched cosine similarity counted as recovered")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md")
+    p.set_defaults(func=cmd_ablation_table)
+
     p = sub.add_parser("claims", help="verdicts on the paper's synthetic-data claims from the table CSVs")
     p.add_argument("--tables", nargs="+", required=True,
-                   help="CSVs from table-fig3a, table4, figure-fig5, figure-fig3b, figure-patterns (any subset)")
+                   help="CSVs from table-fig3a, table4, figure-fig5, figure-fig3b, figure-patterns, ablation-table "
+                        "(any subset)")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md")
     p.set_defaults(func=cmd_claims)

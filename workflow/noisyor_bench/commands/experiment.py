@@ -214,7 +214,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, help="dataset .npz")
     p.add_argument("--dataset-name", required=True, help="dataset name (the runs/ path component)")
     p.add_argument("--experiment", required=True, help="experiment name, e.g. fig3a")
-    p.add_argument("--method", required=True, help="avi, acp, svi, lb-cdi or ub-cdi")
+    p.add_argument("--method", required=True, help="avi, acp, svi, lb-cdi, ub-cdi or acp-sg (learning mode only)")
     p.add_argument("--mode", required=True, choices=["inference", "learning"])
     p.add_argument("--n-train", type=int, required=True, help="first N_train rows of the training pool (0: none)")
     p.add_argument("--budget", default="{}", help="FitBudget fields as JSON (max_epochs, patience, batch_size, eval_every, min_epoch_steps, convergence_window, convergence_rel_tol)")

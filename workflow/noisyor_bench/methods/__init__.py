@@ -17,7 +17,11 @@ _REGISTRY: dict[str, str] = {
     "svi": "svi:SVI",
     "lb-cdi": "lbcdi:LBCDI",
     "ub-cdi": "ubcdi:UBCDI",
+    "acp-sg": "acp:ACPStopGrad",  # ablation: ACP with theta detached in eq. 11 (learning mode only)
 }
+
+LEARNING_ONLY: tuple[str, ...] = ("acp-sg",)
+"""Methods that exist only in learning mode (refused in inference experiments)."""
 
 METHOD_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 

@@ -207,6 +207,9 @@ class AmortizedMethod(InferenceMethod):
     """
 
     amortized = True
+    encoder_stream: str | None = None
+    """Name whose ``<name>-encoder-init`` stream draws the encoder (``None``: the method's own
+    name).  An ablation of a method sets the method's name so both start from the same network."""
 
     def __init__(
         self,
@@ -249,7 +252,7 @@ class AmortizedMethod(InferenceMethod):
             self.encoder_out_dim(),
             self.hp.hidden_layers,
             self.hp.hidden_dim,
-            generator=stream_generator(self.init_seed, f"{self.name}-encoder-init"),
+            generator=stream_generator(self.init_seed, f"{self.encoder_stream or self.name}-encoder-init"),
             dtype=self.dtype,
             device=self.device,
         )

@@ -32,8 +32,9 @@ METHOD_COLORS: dict[str, str] = {
     "svi": "#009E73",  # bluish green
     "lb-cdi": "#CC79A7",  # reddish purple
     "ub-cdi": "#E69F00",  # orange
+    "acp-sg": "#000000",  # black: the ablation of ACP (theta stopped in eq. 11)
 }
-METHOD_MARKERS: dict[str, str] = {"avi": "o", "acp": "s", "svi": "^", "lb-cdi": "D", "ub-cdi": "v"}
+METHOD_MARKERS: dict[str, str] = {"avi": "o", "acp": "s", "svi": "^", "lb-cdi": "D", "ub-cdi": "v", "acp-sg": "X"}
 LLUB_COLOR = "#333333"
 RECOVERED_EDGE = "#009E73"
 MISSED_EDGE = "#D55E00"
