@@ -6,7 +6,7 @@ rule table_fig3a:
     input:
         experiment_files("fig3a"),
     output:
-        csv=paper_report(R("tables/fig3a.csv"), "fig3a", REPORT_INFERENCE, "Fig. 3a: NELBO, F1, exact match (table)"),
+        csv=R("tables/fig3a.csv"),
         md=R("tables/fig3a.md"),
     conda:
         CONDA_ENV
@@ -48,12 +48,7 @@ rule figure_patterns:
             R("figures/{experiment}_patterns.png"), "patterns_learned", REPORT_RECOVERY, recovery_artifact
         ),
         pdf=R("figures/{experiment}_patterns.pdf"),
-        csv=paper_report(
-            R("tables/{experiment}_recovery.csv"),
-            "recovery",
-            REPORT_RECOVERY,
-            lambda w: recovery_artifact(w) + " (patterns recovered, table)",
-        ),
+        csv=R("tables/{experiment}_recovery.csv"),
         md=R("tables/{experiment}_recovery.md"),
     wildcard_constraints:
         experiment="fig4|suppfig2",
@@ -77,7 +72,7 @@ rule figure_fig5:
     output:
         png=paper_report(R("figures/fig5.png"), "fig5", REPORT_GENERATIVE, "Fig. 5: NELBO vs N_train, SYN-RANDOM 1-6"),
         pdf=R("figures/fig5.pdf"),
-        csv=paper_report(R("tables/fig5.csv"), "fig5", REPORT_GENERATIVE, "Fig. 5 (numbers, table)"),
+        csv=R("tables/fig5.csv"),
         md=R("tables/fig5.md"),
     conda:
         CONDA_ENV
@@ -94,7 +89,7 @@ rule table4:
     input:
         experiment_files("table4"),
     output:
-        csv=paper_report(R("tables/table4.csv"), "table4", REPORT_GENERATIVE, "Table 4: NELBO, SYN-RANDOM D=500 K=100"),
+        csv=R("tables/table4.csv"),
         md=R("tables/table4.md"),
     params:
         missing=" ".join(
@@ -131,7 +126,7 @@ rule claims:
     input:
         claim_tables(),
     output:
-        csv=paper_report(R("tables/claims.csv"), "claims", REPORT_CLAIMS, "Verdict per paper claim (table)"),
+        csv=R("tables/claims.csv"),
         md=R("tables/claims.md"),
     conda:
         CONDA_ENV

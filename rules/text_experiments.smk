@@ -69,7 +69,7 @@ rule table5:
         vocab=R("data/neurips-titles.vocab.txt"),
         cooccurrence=R("pmi/cooccurrence.npz"),
     output:
-        csv=paper_report(R("tables/table5.csv"), "table5", REPORT_TEXT, "Table 5: top words and PMI", REPORT_TOPICS),
+        csv=R("tables/table5.csv"),
         md=R("tables/table5.md"),
     params:
         runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
@@ -92,13 +92,7 @@ rule classification:
         runs=text_cell_files(classification_cells(), ("metrics.json", "posterior_test.npz")),
         dataset=R("data/reuters.npz"),
     output:
-        csv=paper_report(
-            R("tables/classification.csv"),
-            "classification",
-            REPORT_TEXT,
-            "Supp. Fig. 3 (numbers, table)",
-            REPORT_CLASSIFICATION,
-        ),
+        csv=R("tables/classification.csv"),
         md=R("tables/classification.md"),
         png=paper_report(
             R("figures/classification.png"),
@@ -157,9 +151,7 @@ rule tsne_table:
     input:
         tsne_tables(),
     output:
-        csv=paper_report(
-            R("tables/tsne.csv"), "tsne_table", REPORT_TEXT, "Supp. Figs. 4-6: 5-NN accuracy (table)", REPORT_TSNE
-        ),
+        csv=R("tables/tsne.csv"),
         md=R("tables/tsne.md"),
     conda:
         CONDA_ENV

@@ -26,7 +26,25 @@ def build_parser() -> argparse.ArgumentParser:
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
         module.register(sub)
+    _default_output_help(parser)
     return parser
+
+
+OUTPUT_HELP = {"csv": "the table as CSV", "md": "the table as Markdown", "png": "the figure as PNG",
+               "pdf": "the figure as PDF", "html": "the page as HTML", "json": "the record as JSON"}
+
+
+def _default_output_help(parser: argparse.ArgumentParser) -> None:
+    """Help text for ``--out-<kind>`` options registered without one ("output file: the table as CSV")."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _default_output_help(sub)
+        elif not action.help:
+            kind = next((o[len("--out-"):] for o in action.option_strings if o.startswith("--out-")), None)
+            if kind is not None:
+                what = OUTPUT_HELP.get(kind.split("-")[0], f"the {kind.replace('-', ' ')} output")
+                action.help = f"output file: {what}" + (" (required)" if action.required else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
