@@ -8,6 +8,8 @@ rule table_fig3a:
     output:
         csv=R("tables/fig3a.csv"),
         md=R("tables/fig3a.md"),
+    params:
+        runs=lambda w, input: list_param(input),
     conda:
         CONDA_ENV
     log:
@@ -15,7 +17,7 @@ rule table_fig3a:
     benchmark:
         benchmark_path("table_fig3a", "fig3a")
     shell:
-        "noisyor-bench table-fig3a --runs {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench table-fig3a --runs {params.runs} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 
 rule figure_fig3b:
@@ -27,7 +29,7 @@ rule figure_fig3b:
         csv=R("tables/fig3b.csv"),
         md=R("tables/fig3b.md"),
     params:
-        runs=lambda w, input: [f for f in input if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input if f.endswith("metrics.json")),
     conda:
         CONDA_ENV
     log:
@@ -53,7 +55,7 @@ rule figure_patterns:
     wildcard_constraints:
         experiment="fig4|suppfig2",
     params:
-        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
     conda:
         CONDA_ENV
     log:
@@ -74,6 +76,8 @@ rule figure_fig5:
         pdf=R("figures/fig5.pdf"),
         csv=R("tables/fig5.csv"),
         md=R("tables/fig5.md"),
+    params:
+        runs=lambda w, input: list_param(input.runs),
     conda:
         CONDA_ENV
     log:
@@ -81,7 +85,7 @@ rule figure_fig5:
     benchmark:
         benchmark_path("figure_fig5", "fig5")
     shell:
-        "noisyor-bench figure-fig5 --runs {input.runs} --datasets {input.datasets} --out-png {output.png}"
+        "noisyor-bench figure-fig5 --runs {params.runs} --datasets {input.datasets} --out-png {output.png}"
         " --out-pdf {output.pdf} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 
@@ -92,6 +96,7 @@ rule table4:
         csv=R("tables/table4.csv"),
         md=R("tables/table4.md"),
     params:
+        runs=lambda w, input: list_param(input),
         missing=" ".join(
             f"--missing-reason {shlex.quote(item)}" for item in missing_reasons("table4")
         ),
@@ -102,7 +107,7 @@ rule table4:
     benchmark:
         benchmark_path("table4", "table4")
     shell:
-        "noisyor-bench table4 --runs {input} {params.missing}"
+        "noisyor-bench table4 --runs {params.runs} {params.missing}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 

@@ -141,6 +141,24 @@ def json_param(obj):
     return shlex.quote(f"@{path}")
 
 
+def list_param(paths):
+    """A file list for a list option: inline when short, else ``@<results>/params/<sha>.txt``
+    (one path a line; the CLI expands ``@FILE`` items of list options)."""
+    import hashlib
+
+    from noisyor_bench.io import write_text_atomic
+
+    paths = [str(p) for p in paths]
+    text = " ".join(shlex.quote(p) for p in paths)
+    if len(text) <= JSON_INLINE_MAX:
+        return text
+    body = "\n".join(paths) + "\n"
+    path = Path(R(f"params/{hashlib.sha256(body.encode()).hexdigest()[:16]}.txt"))
+    if not path.is_file():
+        write_text_atomic(path, body)
+    return shlex.quote(f"@{path}")
+
+
 def log_path(rule_name, stem):
     return R(f"logs/{rule_name}/{stem}.log")
 

@@ -72,7 +72,7 @@ rule table5:
         csv=R("tables/table5.csv"),
         md=R("tables/table5.md"),
     params:
-        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
         top_words=lambda w: TEXT["topics"]["top_words"],
         best_topics=lambda w: TEXT["topics"]["best_topics"],
     conda:
@@ -103,7 +103,7 @@ rule classification:
         ),
         pdf=R("figures/classification.pdf"),
     params:
-        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
         folds=lambda w: TEXT["classification"]["folds"],
         seed=TEXT_SEEDS[0],
     conda:
@@ -131,7 +131,7 @@ rule tsne:
     wildcard_constraints:
         K="[0-9]+",
     params:
-        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
         perplexity=lambda w: TEXT["tsne"]["perplexity"],
         seed=TEXT_SEEDS[0],
     threads: 1  # the t-SNE map depends on the thread count: fixed for reproducibility

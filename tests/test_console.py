@@ -264,3 +264,17 @@ def test_conda_post_deploy_installs_the_package_from_the_working_directory(tmp_p
     assert ok.returncode == 0 and ok.stdout.strip() == "python -m pip install --no-deps --no-build-isolation -e ."
     elsewhere = subprocess.run(["bash", str(deployed)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert elsewhere.returncode == 1 and "repository root" in elsewhere.stderr
+
+
+def test_list_options_read_at_files(tmp_path: Path):
+    """The workflow passes long run lists as ``--runs @<params>.txt`` (one path a line)."""
+    from noisyor_bench.cli import main
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("x\n1\n")
+    b.write_text("y\n2\n")
+    listing = tmp_path / "tables.txt"
+    listing.write_text(f"{a}\n\n{b}\n")
+    assert main(["table-html", "--tables", f"@{listing}"]) == 0
+    assert (tmp_path / "a.html").is_file() and (tmp_path / "b.html").is_file()
+    assert main(["table-html", "--tables", f"@{tmp_path / 'missing.txt'}"]) == 2

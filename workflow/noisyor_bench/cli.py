@@ -47,6 +47,29 @@ def _default_output_help(parser: argparse.ArgumentParser) -> None:
                 action.help = f"output file: {what}" + (" (required)" if action.required else "")
 
 
+def _expand_list_files(args: argparse.Namespace) -> None:
+    """``@FILE`` items of list-valued options (``--runs @list.txt``): one item per line of FILE.
+
+    The workflow passes long file lists this way to keep its printed commands short.
+    (JSON options, which read ``@FILE`` as JSON, take one string, never a list.)
+    """
+    from pathlib import Path
+
+    for dest, value in vars(args).items():
+        if not isinstance(value, list) or not any(isinstance(v, str) and v.startswith("@") for v in value):
+            continue
+        items: list[str] = []
+        for v in value:
+            if isinstance(v, str) and v.startswith("@"):
+                try:
+                    items += [line.strip() for line in Path(v[1:]).read_text(encoding="utf-8").splitlines() if line.strip()]
+                except OSError as err:
+                    raise UserError(f"--{dest.replace('_', '-')} {v}: cannot read the list ({err})") from None
+            else:
+                items.append(v)
+        setattr(args, dest, items)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; a successful one that wrote ``--out-*`` files gets their provenance
     sidecars (``<output>.prov.json``, :func:`noisyor_bench.provenance.write_sidecars`)."""
@@ -59,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         datefmt="%H:%M:%S",
     )
     try:
+        _expand_list_files(args)
         with provenance.command_context(arguments, args.command) as ctx:
             code = int(args.func(args) or 0)
             if code == 0:

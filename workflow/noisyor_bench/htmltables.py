@@ -40,7 +40,7 @@ table { border-collapse: collapse; }
 th, td { border: 1px solid #d0d7de; padding: 3px 7px; vertical-align: top; }
 th { background: #f6f8fa; position: sticky; top: 0; text-align: left; }
 td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
-td.text { max-width: 60ch; }
+td.text { min-width: 10ch; max-width: 60ch; }
 th.paper, td.paper { background: #f3f0ff; }
 tr.notrun td { color: #8c959f; }
 td.ok { background: #dafbe1; color: #116329; font-weight: 600; }
@@ -117,6 +117,21 @@ def display_frame(frame: pd.DataFrame, digits: int = 2) -> tuple[list[str], list
     return header, rows, kinds
 
 
+def constant_columns(frame: pd.DataFrame) -> dict[str, str]:
+    """Identity columns with one value in every row (stated once above the table, not repeated)."""
+    if len(frame) < 2:
+        return {}
+    stats = {f"{m}_{s}" for m in metric_stems(frame.columns) for s in STAT_SUFFIXES}
+    out = {}
+    for col in frame.columns:
+        if col in stats or col.startswith("paper_") or col in ("verdict", "status"):
+            continue
+        values = frame[col]
+        if values.notna().all() and values.nunique() == 1:
+            out[col] = _number(values.iloc[0])
+    return out
+
+
 def _cell_class(column: str, value: str, kind: str) -> str:
     classes = [kind]
     if column == "verdict":
@@ -157,10 +172,22 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], kinds: Sequ
 def table_page(frame: pd.DataFrame, title: str, csv_name: str | None = None, csv_text: str | None = None,
                digits: int = 2) -> str:
     """The HTML view of one table: title, how to read it, the table, the CSV as a download."""
-    header, rows, kinds = display_frame(frame, digits)
+    if "verdict" in frame.columns and len(frame.columns) > 2:  # the verdict next to the claim it judges
+        cols = [c for c in frame.columns if c != "verdict"]
+        frame = frame[cols[:1] + ["verdict"] + cols[1:]]
+    constants = constant_columns(frame)
+    header, rows, kinds = display_frame(frame.drop(columns=list(constants)), digits)
     status = frame["status"].astype(str).tolist() if "status" in frame.columns else [""] * len(frame)
     row_classes = ["notrun" if s.startswith("not run") else "" for s in status]
     notes = [f"{len(frame)} rows."]
+    if "verdict" in frame.columns:
+        from collections import Counter
+
+        from .summary import counts_text
+
+        notes = [counts_text(Counter(frame["verdict"].fillna("no data").astype(str))) + "."]
+    if constants:
+        notes.append("In every row: " + ", ".join(f"{c} = {v}" for c, v in constants.items()) + ".")
     if metric_stems(frame.columns):
         notes.append(
             "(ours): mean over seeds ± half-width of the 95% Student-t confidence interval "
