@@ -186,7 +186,7 @@ def test_time_estimate_uses_the_measurement_or_scales_the_compute():
     assert "about 18 min" in summary.estimate_time(table, "quick", 1)
     assert "none recorded" in summary.estimate_time(table, "paper", 2)
     real = summary.load_estimates(REPO / "config" / "runtime_estimates.yaml")
-    assert {"smoke", "quick", "paper"} <= set(real["profiles"]) and real["machine"]
+    assert {"quick", "paper"} <= set(real["profiles"]) and real["machine"]
 
 
 # ------------------------------------------------------------------------------ CLI help

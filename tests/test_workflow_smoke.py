@@ -65,6 +65,9 @@ def test_every_artifact_is_built(smoke_results):
         "figures/fig5.png",
         "tables/table4.md",
         "tables/claims.csv",
+        "tables/claims.html",
+        "tables/fig3a.html",
+        "software.html",
         "data/neurips-titles.npz",
         "data/reuters.npz",
         "pmi/cooccurrence.npz",
@@ -152,12 +155,14 @@ def test_report_builds_with_every_paper_artifact(smoke_results):
     with zipfile.ZipFile(report) as zf:
         names = zf.namelist()
         html = zf.read("report/report.html").decode()
-    for artifact in ("claims.csv", "fig3a.csv", "fig3b.png", "fig5.png", "table4.csv", "datasets.csv",
-                     "fig4_patterns.png", "suppfig2_patterns.png", "table5.csv", "classification.png",
-                     "tsne.csv", "runtime.csv", "runtime.png"):
+    # tables as their HTML views (rendered inline by the report), figures as images
+    for artifact in ("claims.html", "fig3a.html", "fig3b.png", "fig5.png", "table4.html", "datasets.html",
+                     "fig4_patterns.png", "suppfig2_patterns.png", "table5.html", "classification.png",
+                     "fig4_recovery.html", "tsne.html", "runtime.html", "runtime.png", "software.html"):
         assert any(n.endswith("/" + artifact) for n in names), artifact
+    assert not any(n.endswith(".csv") for n in names)
     for category in ("4.1 Datasets", "4.2 Inference", "4.3 Parameter estimation", "4.4 Generative modeling",
-                     "4.5 Topic models / supplement 5.1", "Claims", "Runtime"):
+                     "4.5 Topic models / supplement 5.1", "Claims", "Runtime", "Software"):
         assert category in html, category
     # captions name the paper artifact; their Jinja is rendered with each job's wildcards and params
     folds = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})["profiles"]["smoke"]["text"]["classification"]["folds"]
@@ -190,9 +195,10 @@ def _cell_wildcards(cell) -> str:
 
 @pytest.mark.parametrize("overlay, experiment, downstream", [
     # a fit budget: the experiment's searches and trainings, then its figure
-    ({"experiments": {"fig5": {"budget": {"max_epochs": 3}}}}, "fig5", [("figure_fig5", "")]),
+    ({"experiments": {"fig5": {"budget": {"max_epochs": 3}}}}, "fig5", [("figure_fig5", ""), ("table_html_fig5", "")]),
     # the number of search draws: the searches, and the trainings that read their best.json
-    ({"experiments": {"fig4": {"search": {"draws": 3}}}}, "fig4", [("figure_patterns", "experiment=fig4")]),
+    ({"experiments": {"fig4": {"search": {"draws": 3}}}}, "fig4",
+     [("figure_patterns", "experiment=fig4"), ("table_html_experiment_recovery", "experiment=fig4")]),
 ])
 def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(smoke_results, tmp_path, overlay, experiment, downstream):
     """Rule params are plain deterministic values, so Snakemake's params trigger is exact:
@@ -220,6 +226,7 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(smoke_resul
         | {("train_cell", _cell_wildcards(c)) for c in trained}
         | set(downstream)
         | {("claims_synthetic", ""), ("claims", ""), ("runtime_table", ""), ("all", "")}
+        | {("table_html_claims", ""), ("table_html_runtime", ""), ("table_html_runtime_jobs", "")}
     )
     assert trained and len(trained) < len(grid.cells(cfg))
     assert planned_jobs(proc.stdout) == expected
