@@ -82,16 +82,16 @@ def table_view(csv, caption, category, artifact, subcategory=None):
 def _pattern_regex(pattern):
     """A regex matching the concrete paths of a path pattern with {wildcards}."""
     parts = re.split(r"\{[^}]+\}", pattern)
-    return re.compile("[^/]+".join(re.escape(p) for p in parts) + r"\Z")
+    return re.compile(f"{'[^/]+'.join(re.escape(p) for p in parts)}\\Z")
 
 
 def table_view_targets(tables):
     """HTML views of the registered tables among ``tables`` (their CSV or .md in the list)."""
-    csvs = {t[: -len(".md")] + ".csv" if t.endswith(".md") else t for t in tables}
+    csvs = {f"{t[: -len('.md')]}.csv" if t.endswith(".md") else t for t in tables}
     views = []
     for view in TABLE_VIEWS:
         regex = _pattern_regex(view["csv"])
-        views += [c[: -len(".csv")] + ".html" for c in sorted(csvs) if regex.match(c)]
+        views += [f"{c[: -len('.csv')]}.html" for c in sorted(csvs) if regex.match(c)]
     return list(dict.fromkeys(views))
 
 
@@ -100,7 +100,8 @@ def software_commit():
     from noisyor_bench.provenance import code_version
 
     code = code_version()
-    return f"{code.get('commit')}{'+dirty' if code.get('dirty') else ''}"
+    state = "with uncommitted changes" if code.get("dirty") else "clean"
+    return f"{code.get('commit')} ({state})"
 
 
 def recovery_artifact(wildcards):
@@ -137,7 +138,7 @@ def json_param(obj):
         return shlex.quote(text)
     path = Path(R(f"params/{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"))
     if not path.is_file():
-        write_text_atomic(path, text + "\n")
+        write_text_atomic(path, f"{text}\n")
     return shlex.quote(f"@{path}")
 
 
@@ -152,7 +153,7 @@ def list_param(paths):
     text = " ".join(shlex.quote(p) for p in paths)
     if len(text) <= JSON_INLINE_MAX:
         return text
-    body = "\n".join(paths) + "\n"
+    body = "".join(f"{p}\n" for p in paths)
     path = Path(R(f"params/{hashlib.sha256(body.encode()).hexdigest()[:16]}.txt"))
     if not path.is_file():
         write_text_atomic(path, body)

@@ -13,7 +13,7 @@ table_view(
     R("tables/{experiment}_recovery.csv"),
     "recovery",
     REPORT_RECOVERY,
-    lambda w: recovery_artifact(w) + " (patterns recovered, table)",
+    lambda w: f"{recovery_artifact(w)} (patterns recovered, table)",
 )
 table_view(R("tables/fig5.csv"), "fig5", REPORT_GENERATIVE, "Fig. 5 (numbers, table)")
 table_view(R("tables/table4.csv"), "table4", REPORT_GENERATIVE, "Table 4: NELBO, SYN-RANDOM D=500 K=100")
@@ -30,12 +30,12 @@ for _view in TABLE_VIEWS:
 
     rule:
         name:
-            "table_html_" + re.sub(r"[^A-Za-z0-9]+", "_", Path(_view["csv"]).stem).strip("_")
+            f"table_html_{re.sub(r'[^A-Za-z0-9]+', '_', Path(_view['csv']).stem).strip('_')}"
         input:
             _view["csv"],
         output:
             paper_report(
-                _view["csv"][: -len(".csv")] + ".html",
+                f"{_view['csv'][: -len('.csv')]}.html",
                 _view["caption"],
                 _view["category"],
                 _view["artifact"],
