@@ -3,7 +3,7 @@
 #   make test        same set-up, then the test suite, snakemake --lint and dry runs
 # Variables: PROFILE (experiment grid: smoke|quick|paper), SMK_PROFILE (how jobs run: the
 # Snakemake profile profiles/<name>: default = local, gpu, slurm), CORES (overrides the
-# Snakemake profile's cores).
+# Snakemake profile's cores), TORCH (PyTorch build: cpu, or a CUDA build such as cu126).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -18,20 +18,37 @@ REPORT ?= results/report.zip
 # Raw-data mirror: $NOISYOR_RAW_DATA if set, else ../shared/data when present, else download.
 NOISYOR_RAW_DATA ?= $(if $(wildcard ../shared/data/README.md),$(abspath ../shared/data),)
 export NOISYOR_RAW_DATA
+# PyTorch build: cpu (default: the CPU wheel from PyTorch's CPU index, no CUDA libraries) or
+# a CUDA build of PyTorch's index, e.g. TORCH=cu126 (then pip also installs the nvidia-*
+# runtime packages that build needs; the pinned torch==2.13.0 matches 2.13.0+cpu/+cu126).
+TORCH ?= cpu
+TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH)
+# The installers themselves are pinned too (never "upgrade pip" to whatever is newest).
+INSTALLER_PINS := pip==26.3 setuptools==84.2.1 wheel==0.48.0
 SNAKEMAKE := $(BIN)/snakemake --workflow-profile profiles/$(SMK_PROFILE) $(if $(CORES),--cores $(CORES))
 
-.PHONY: setup reproduce test lint dryrun report bench lock clean
+.PHONY: setup reproduce test lint dryrun report bench lock clean readme-results
 
 $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r envs/requirements.txt
+	$(BIN)/python -m pip install --quiet $(INSTALLER_PINS)
+	@if $(BIN)/python -c "import urllib.request; urllib.request.urlopen('$(TORCH_INDEX)/torch/', timeout=15)" 2>/dev/null; then \
+		echo "torch: the $(TORCH) build, from $(TORCH_INDEX)"; \
+		$(BIN)/python -m pip install --quiet --extra-index-url $(TORCH_INDEX) -r envs/requirements.txt; \
+	elif [ "$(TORCH)" = cpu ]; then \
+		echo "torch: $(TORCH_INDEX) is not reachable; installing torch==2.13.0 from the configured pip index"; \
+		echo "       (a stock PyPI gives the CUDA build on Linux: set PIP_EXTRA_INDEX_URL or a local wheel)"; \
+		$(BIN)/python -m pip install --quiet -r envs/requirements.txt; \
+	else \
+		echo "error: TORCH=$(TORCH) needs $(TORCH_INDEX), which is not reachable" >&2; exit 1; \
+	fi
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 setup: $(VENV)/.installed
 
 reproduce: setup
+	@$(BIN)/noisyor-bench estimate-time --profile $(PROFILE) $(if $(CORES),--cores $(CORES)) || true
 	@start=$$(date +%s); \
 	$(SNAKEMAKE) --config profile=$(PROFILE); \
 	echo "reproduce ($(PROFILE) profile): total wall time $$(( $$(date +%s) - start )) s"
@@ -60,11 +77,21 @@ lock: setup
 	  echo "# Regenerate after changing pyproject.toml: make lock"; \
 	  $(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; \
 	} > envs/requirements.txt
+	# envs/environment.yaml (conda, --sdm conda): its header up to "- pip:", then the same pins.
+	{ sed '/^  - pip:$$/q' envs/environment.yaml; \
+	  printf '      - %s\n' "--extra-index-url https://download.pytorch.org/whl/cpu" $(filter-out pip==%,$(INSTALLER_PINS)); \
+	  grep -v -e '^#' -e '^$$' envs/requirements.txt | sed 's/^/      - /'; \
+	} > envs/environment.yaml.new && mv envs/environment.yaml.new envs/environment.yaml
 
 clean:
 	# Everything the workflow wrote (results/README.md is tracked and stays; results/raw holds downloads).
 	rm -rf results/data results/raw_verified results/pmi results/search results/hparams results/runs results/tables results/figures \
-		results/logs results/benchmarks results/.noisyor-bench.lock $(REPORT) .snakemake
+		results/logs results/benchmarks results/baselines results/params results/software.html results/.noisyor-bench.lock \
+		$(REPORT) .snakemake
+
+# README's "Results" block, regenerated from the outputs in results/ (run after make reproduce).
+readme-results: setup
+	$(BIN)/noisyor-bench readme-results --results results --readme README.md
 
 # Throughput of the project's trainers against a dense reference (issue 7); see benchmarks/README.md.
 bench: setup

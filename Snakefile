@@ -36,3 +36,13 @@ rule all:
         all_targets(),
         runtime_targets(),
     default_target: True
+
+
+# The console's last lines: the claims' verdict counts and where the tables and report are.
+onsuccess:
+    from noisyor_bench.summary import run_summary
+
+    try:
+        print(run_summary(RESULTS, report="results/report.zip"), flush=True)
+    except Exception as err:  # a summary must never turn a finished run into a failure
+        print(f"(no claims summary: {err})", flush=True)

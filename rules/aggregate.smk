@@ -33,8 +33,10 @@ rule table_fig3a:
         runs=experiment_files("fig3a"),
         baselines=baseline_files("fig3a"),
     output:
-        csv=paper_report(R("tables/fig3a.csv"), "fig3a", REPORT_INFERENCE, "Fig. 3a: NELBO, F1, exact match (table)"),
+        csv=R("tables/fig3a.csv"),
         md=R("tables/fig3a.md"),
+    params:
+        runs=lambda w, input: list_param(input.runs),
     conda:
         CONDA_ENV
     log:
@@ -42,7 +44,7 @@ rule table_fig3a:
     benchmark:
         benchmark_path("table_fig3a", "fig3a")
     shell:
-        "noisyor-bench table-fig3a --runs {input.runs} --baselines {input.baselines}"
+        "noisyor-bench table-fig3a --runs {params.runs} --baselines {input.baselines}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 
@@ -51,10 +53,7 @@ rule figure_fig3a_sensitivity:
         runs=sensitivity_runs(),
         dataset=R("data/syn-pattern.npz"),
     output:
-        csv=paper_report(
-            R("tables/fig3a_sensitivity.csv"), "fig3a_sensitivity", REPORT_INFERENCE,
-            "Fig. 3a sensitivity: SVI/LB-CDI vs per-datapoint steps (table)",
-        ),
+        csv=R("tables/fig3a_sensitivity.csv"),
         md=R("tables/fig3a_sensitivity.md"),
         png=paper_report(
             R("figures/fig3a_sensitivity.png"), "fig3a_sensitivity", REPORT_INFERENCE,
@@ -82,7 +81,7 @@ rule figure_fig3b:
         csv=R("tables/fig3b.csv"),
         md=R("tables/fig3b.md"),
     params:
-        runs=lambda w, input: [f for f in input if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input if f.endswith("metrics.json")),
     conda:
         CONDA_ENV
     log:
@@ -104,17 +103,12 @@ rule figure_patterns:
             R("figures/{experiment}_patterns.png"), "patterns_learned", REPORT_RECOVERY, recovery_artifact
         ),
         pdf=R("figures/{experiment}_patterns.pdf"),
-        csv=paper_report(
-            R("tables/{experiment}_recovery.csv"),
-            "recovery",
-            REPORT_RECOVERY,
-            lambda w: recovery_artifact(w) + " (patterns recovered, table)",
-        ),
+        csv=R("tables/{experiment}_recovery.csv"),
         md=R("tables/{experiment}_recovery.md"),
     wildcard_constraints:
         experiment="fig4|suppfig2",
     params:
-        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
     conda:
         CONDA_ENV
     log:
@@ -134,8 +128,10 @@ rule figure_fig5:
     output:
         png=paper_report(R("figures/fig5.png"), "fig5", REPORT_GENERATIVE, "Fig. 5: NELBO vs N_train, SYN-RANDOM 1-6"),
         pdf=R("figures/fig5.pdf"),
-        csv=paper_report(R("tables/fig5.csv"), "fig5", REPORT_GENERATIVE, "Fig. 5 (numbers, table)"),
+        csv=R("tables/fig5.csv"),
         md=R("tables/fig5.md"),
+    params:
+        runs=lambda w, input: list_param(input.runs),
     conda:
         CONDA_ENV
     log:
@@ -143,7 +139,7 @@ rule figure_fig5:
     benchmark:
         benchmark_path("figure_fig5", "fig5")
     shell:
-        "noisyor-bench figure-fig5 --runs {input.runs} --datasets {input.datasets} --baselines {input.baselines}"
+        "noisyor-bench figure-fig5 --runs {params.runs} --datasets {input.datasets} --baselines {input.baselines}"
         " --out-png {output.png}"
         " --out-pdf {output.pdf} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
@@ -153,9 +149,10 @@ rule table4:
         runs=experiment_files("table4"),
         baselines=baseline_files("table4"),
     output:
-        csv=paper_report(R("tables/table4.csv"), "table4", REPORT_GENERATIVE, "Table 4: NELBO, SYN-RANDOM D=500 K=100"),
+        csv=R("tables/table4.csv"),
         md=R("tables/table4.md"),
     params:
+        runs=lambda w, input: list_param(input.runs),
         missing=" ".join(
             f"--missing-reason {shlex.quote(item)}" for item in missing_reasons("table4")
         ),
@@ -166,7 +163,7 @@ rule table4:
     benchmark:
         benchmark_path("table4", "table4")
     shell:
-        "noisyor-bench table4 --runs {input.runs} --baselines {input.baselines} {params.missing}"
+        "noisyor-bench table4 --runs {params.runs} --baselines {input.baselines} {params.missing}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 
@@ -175,12 +172,10 @@ rule ablation_table:
         runs=ablation_files(),
         datasets=sorted({R(f"data/{ds}.npz") for _, ds, _ in ablation_cells()}),
     output:
-        csv=paper_report(
-            R("tables/ablation_acp_sg.csv"), "ablation", REPORT_ABLATION, "ACP vs ACP-SG, paired by seed (table)"
-        ),
+        csv=R("tables/ablation_acp_sg.csv"),
         md=R("tables/ablation_acp_sg.md"),
     params:
-        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
     conda:
         CONDA_ENV
     log:
@@ -212,7 +207,7 @@ rule claims:
     input:
         claim_tables(),
     output:
-        csv=paper_report(R("tables/claims.csv"), "claims", REPORT_CLAIMS, "Verdict per paper claim (table)"),
+        csv=R("tables/claims.csv"),
         md=R("tables/claims.md"),
     conda:
         CONDA_ENV
@@ -230,13 +225,10 @@ rule convergence_table:
     input:
         lambda w: convergence_run_files(w.experiment),
     output:
-        csv=paper_report(
-            R("tables/convergence_{experiment}.csv"),
-            "convergence",
-            REPORT_CONVERGENCE,
-            "Convergence per run: {experiment}",
-        ),
+        csv=R("tables/convergence_{experiment}.csv"),
         md=R("tables/convergence_{experiment}.md"),
+    params:
+        runs=lambda w, input: list_param(input),
     conda:
         CONDA_ENV
     log:
@@ -244,16 +236,14 @@ rule convergence_table:
     benchmark:
         benchmark_path("convergence_table", "{experiment}")
     shell:
-        "noisyor-bench convergence-table --runs {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench convergence-table --runs {params.runs} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
 
 rule convergence_summary:
     input:
         convergence_tables(),
     output:
-        csv=paper_report(
-            R("tables/convergence.csv"), "convergence_summary", REPORT_CONVERGENCE, "Convergence summary (table)"
-        ),
+        csv=R("tables/convergence.csv"),
         md=R("tables/convergence.md"),
     conda:
         CONDA_ENV

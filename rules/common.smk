@@ -1,5 +1,6 @@
 # Helpers shared by the rules: validated config, result paths, CLI invocation, JSON params.
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -59,6 +60,7 @@ REPORT_CLAIMS = "Claims"
 REPORT_CONVERGENCE = "Convergence"
 REPORT_ABLATION = "Ablation (ours): ACP with theta stopped in eq. 11"
 REPORT_RUNTIME = "Runtime"
+REPORT_SOFTWARE = "Software"
 
 
 def paper_report(path, caption, category, artifact, subcategory=None):
@@ -77,6 +79,42 @@ def paper_report(path, caption, category, artifact, subcategory=None):
     )
 
 
+# HTML views of the tables (rules/report.smk): Snakemake's report renders .html inline but
+# shows a .csv only as a download link, so each table registered with table_view() gets
+# tables/<name>.html (noisyor-bench table-html) in the report instead of its CSV.
+TABLE_VIEWS = []
+
+
+def table_view(csv, caption, category, artifact, subcategory=None):
+    """Show the table ``csv`` (a path, may name wildcards) in the report as its HTML view."""
+    TABLE_VIEWS.append(dict(csv=csv, caption=caption, category=category, artifact=artifact, subcategory=subcategory))
+
+
+def _pattern_regex(pattern):
+    """A regex matching the concrete paths of a path pattern with {wildcards}."""
+    parts = re.split(r"\{[^}]+\}", pattern)
+    return re.compile(f"{'[^/]+'.join(re.escape(p) for p in parts)}\\Z")
+
+
+def table_view_targets(tables):
+    """HTML views of the registered tables among ``tables`` (their CSV or .md in the list)."""
+    csvs = {f"{t[: -len('.md')]}.csv" if t.endswith(".md") else t for t in tables}
+    views = []
+    for view in TABLE_VIEWS:
+        regex = _pattern_regex(view["csv"])
+        views += [f"{c[: -len('.csv')]}.html" for c in sorted(csvs) if regex.match(c)]
+    return list(dict.fromkeys(views))
+
+
+def software_commit():
+    """The code's git commit (+dirty), a param of the software page so a new commit rewrites it."""
+    from noisyor_bench.provenance import code_version
+
+    code = code_version()
+    state = "with uncommitted changes" if code.get("dirty") else "clean"
+    return f"{code.get('commit')} ({state})"
+
+
 def recovery_artifact(wildcards):
     """Report label of a parameter-recovery result: which paper figure(s) it regenerates."""
     if wildcards.experiment == "fig4":
@@ -86,12 +124,51 @@ def recovery_artifact(wildcards):
 
 def runtime_targets():
     """Outputs of runtime_table (rules/report.smk), which rule all builds after every other artifact."""
-    return [R("tables/runtime.csv"), R("tables/runtime.md"), R("tables/runtime_jobs.csv"), R("figures/runtime.png")]
+    tables = [R("tables/runtime.csv"), R("tables/runtime.md"), R("tables/runtime_jobs.csv"), R("figures/runtime.png")]
+    return tables + table_view_targets(tables)
+
+
+# A JSON argument longer than this goes through a file (`@<results>/params/<sha>.json`): the
+# paper profile's search draws would otherwise make shell lines of thousands of characters.
+JSON_INLINE_MAX = 160
 
 
 def json_param(obj):
-    """A config value as a shell-quoted compact JSON argument (deterministic: sorted keys)."""
-    return shlex.quote(json.dumps(obj, sort_keys=True, separators=(",", ":")))
+    """A config value as a shell-quoted compact JSON argument (deterministic: sorted keys).
+
+    Long values are written once to a file named by their sha256 and passed as ``@file``
+    (every JSON option of the CLI reads ``@file``); the name changes with the content, so
+    Snakemake's params trigger still reruns a job whose value changed.
+    """
+    import hashlib
+
+    from noisyor_bench.io import write_text_atomic
+
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    if len(text) <= JSON_INLINE_MAX:
+        return shlex.quote(text)
+    path = Path(R(f"params/{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"))
+    if not path.is_file():
+        write_text_atomic(path, f"{text}\n")
+    return shlex.quote(f"@{path}")
+
+
+def list_param(paths):
+    """A file list for a list option: inline when short, else ``@<results>/params/<sha>.txt``
+    (one path a line; the CLI expands ``@FILE`` items of list options)."""
+    import hashlib
+
+    from noisyor_bench.io import write_text_atomic
+
+    paths = [str(p) for p in paths]
+    text = " ".join(shlex.quote(p) for p in paths)
+    if len(text) <= JSON_INLINE_MAX:
+        return text
+    body = "".join(f"{p}\n" for p in paths)
+    path = Path(R(f"params/{hashlib.sha256(body.encode()).hexdigest()[:16]}.txt"))
+    if not path.is_file():
+        write_text_atomic(path, body)
+    return shlex.quote(f"@{path}")
 
 
 def log_path(rule_name, stem):
@@ -273,9 +350,9 @@ def all_targets():
         targets.append(R("tables/table4.md"))
     targets += [R("tables/ablation_acp_sg.md") for _ in ablation_tables()]
     targets += text_targets()
-    targets += [R("tables/claims.csv"), R("tables/claims.md")]
+    targets += [R("tables/claims.csv"), R("tables/claims.md"), R("software.html")]
     targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]
-    return targets
+    return targets + table_view_targets(targets + synthetic_tables() + text_tables())
 
 
 def dataset_raw_inputs(wildcards):

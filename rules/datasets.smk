@@ -48,9 +48,7 @@ rule dataset_table:
     input:
         expand(R("data/{name}.npz"), name=PROFILE["datasets"]),
     output:
-        csv=paper_report(
-            R("tables/datasets.csv"), "datasets_table", REPORT_DATASETS, "Tables 2-3: dataset parameters, sparsity"
-        ),
+        csv=R("tables/datasets.csv"),
         md=R("tables/datasets.md"),
     conda:
         CONDA_ENV

@@ -3,6 +3,81 @@
 # the run, from the files of the rules' `benchmark:` directives.
 
 
+# Tables in the report: each is shown as its HTML view (tables/<name>.html, written next to the
+# CSV by `noisyor-bench table-html`; the CSV is a download link inside the view). One line per
+# table: table_view(<CSV path or pattern>, <caption>, <category>, <label>[, <subcategory>]); a
+# table gets its view when its CSV or .md is among the profile's targets (table_view_targets).
+table_view(R("tables/datasets.csv"), "datasets_table", REPORT_DATASETS, "Tables 2-3: dataset parameters, sparsity")
+table_view(R("tables/fig3a.csv"), "fig3a", REPORT_INFERENCE, "Fig. 3a: NELBO, F1, exact match (table)")
+table_view(
+    R("tables/{experiment}_recovery.csv"),
+    "recovery",
+    REPORT_RECOVERY,
+    lambda w: f"{recovery_artifact(w)} (patterns recovered, table)",
+)
+table_view(R("tables/fig5.csv"), "fig5", REPORT_GENERATIVE, "Fig. 5 (numbers, table)")
+table_view(R("tables/table4.csv"), "table4", REPORT_GENERATIVE, "Table 4: NELBO, SYN-RANDOM D=500 K=100")
+table_view(R("tables/table5.csv"), "table5", REPORT_TEXT, "Table 5: top words and PMI", REPORT_TOPICS)
+table_view(R("tables/classification.csv"), "classification", REPORT_TEXT, "Supp. Fig. 3 (numbers, table)", REPORT_CLASSIFICATION)
+table_view(R("tables/tsne.csv"), "tsne_table", REPORT_TEXT, "Supp. Figs. 4-6: 5-NN accuracy (table)", REPORT_TSNE)
+table_view(
+    R("tables/fig3a_sensitivity.csv"),
+    "fig3a_sensitivity",
+    REPORT_INFERENCE,
+    "Fig. 3a sensitivity: SVI/LB-CDI vs per-datapoint steps (table)",
+)
+table_view(R("tables/ablation_acp_sg.csv"), "ablation", REPORT_ABLATION, "ACP vs ACP-SG, paired by seed (table)")
+table_view(R("tables/claims.csv"), "claims", REPORT_CLAIMS, "Verdict per paper claim (table)")
+table_view(R("tables/convergence.csv"), "convergence_summary", REPORT_CONVERGENCE, "Convergence summary (table)")
+table_view(
+    R("tables/convergence_{experiment}.csv"),
+    "convergence",
+    REPORT_CONVERGENCE,
+    lambda w: f"Convergence per run: {w.experiment}",
+)
+table_view(R("tables/runtime.csv"), "runtime", REPORT_RUNTIME, "Runtime per rule (table)")
+table_view(R("tables/runtime_jobs.csv"), "runtime", REPORT_RUNTIME, "Runtime per job (table)")
+
+
+# One small rule per registered table (a rule's report caption and category are fixed).
+for _view in TABLE_VIEWS:
+
+    rule:
+        name:
+            f"table_html_{re.sub(r'[^A-Za-z0-9]+', '_', Path(_view['csv']).stem).strip('_')}"
+        input:
+            _view["csv"],
+        output:
+            paper_report(
+                f"{_view['csv'][: -len('.csv')]}.html",
+                _view["caption"],
+                _view["category"],
+                _view["artifact"],
+                _view["subcategory"],
+            ),
+        conda:
+            CONDA_ENV
+        log:
+            log_path("table_html", Path(_view["csv"]).stem),
+        shell:
+            "noisyor-bench table-html --tables {input} --out-html {output} > {log} 2>&1"
+
+
+# The report's software page: installed versions of the pinned packages, the git commit, the
+# machine. The commit is a param, so a run from another commit rewrites the page.
+rule software_html:
+    output:
+        paper_report(R("software.html"), "software", REPORT_SOFTWARE, "Software versions, git commit, machine"),
+    params:
+        commit=lambda w: software_commit(),
+    conda:
+        CONDA_ENV
+    log:
+        log_path("software_html", "software"),
+    shell:
+        "noisyor-bench software-html --out-html {output} > {log} 2>&1"
+
+
 # Benchmark files are not declared outputs, so no input can name them: the rule takes every
 # other artifact as input (it runs when all jobs have written their benchmark file, and again
 # whenever one of them reran) and reads the benchmark directory.
@@ -10,9 +85,9 @@ rule runtime_table:
     input:
         all_targets(),
     output:
-        csv=paper_report(R("tables/runtime.csv"), "runtime", REPORT_RUNTIME, "Runtime per rule (table)"),
+        csv=R("tables/runtime.csv"),
         md=R("tables/runtime.md"),
-        jobs=paper_report(R("tables/runtime_jobs.csv"), "runtime", REPORT_RUNTIME, "Runtime per job (table)"),
+        jobs=R("tables/runtime_jobs.csv"),
         png=paper_report(R("figures/runtime.png"), "runtime_figure", REPORT_RUNTIME, "Runtime per rule (figure)"),
     params:
         benchmarks=R("benchmarks"),

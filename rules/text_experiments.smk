@@ -70,10 +70,10 @@ rule table5:
         cooccurrence=R("pmi/cooccurrence.npz"),
         baselines=R("baselines/neurips-titles.json"),
     output:
-        csv=paper_report(R("tables/table5.csv"), "table5", REPORT_TEXT, "Table 5: top words and PMI", REPORT_TOPICS),
+        csv=R("tables/table5.csv"),
         md=R("tables/table5.md"),
     params:
-        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
         top_words=lambda w: TEXT["topics"]["top_words"],
         best_topics=lambda w: TEXT["topics"]["best_topics"],
     conda:
@@ -93,13 +93,7 @@ rule classification:
         runs=text_cell_files(classification_cells(), ("metrics.json", "posterior_test.npz")),
         dataset=R("data/reuters.npz"),
     output:
-        csv=paper_report(
-            R("tables/classification.csv"),
-            "classification",
-            REPORT_TEXT,
-            "Supp. Fig. 3 (numbers, table)",
-            REPORT_CLASSIFICATION,
-        ),
+        csv=R("tables/classification.csv"),
         md=R("tables/classification.md"),
         png=paper_report(
             R("figures/classification.png"),
@@ -110,7 +104,7 @@ rule classification:
         ),
         pdf=R("figures/classification.pdf"),
     params:
-        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
         folds=lambda w: TEXT["classification"]["folds"],
         seed=TEXT_SEEDS[0],
     conda:
@@ -138,7 +132,7 @@ rule tsne:
     wildcard_constraints:
         K="[0-9]+",
     params:
-        runs=lambda w, input: [f for f in input.runs if f.endswith("metrics.json")],
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
         perplexity=lambda w: TEXT["tsne"]["perplexity"],
         seed=TEXT_SEEDS[0],
     threads: 1  # the t-SNE map depends on the thread count: fixed for reproducibility
@@ -158,9 +152,7 @@ rule tsne_table:
     input:
         tsne_tables(),
     output:
-        csv=paper_report(
-            R("tables/tsne.csv"), "tsne_table", REPORT_TEXT, "Supp. Figs. 4-6: 5-NN accuracy (table)", REPORT_TSNE
-        ),
+        csv=R("tables/tsne.csv"),
         md=R("tables/tsne.md"),
     conda:
         CONDA_ENV

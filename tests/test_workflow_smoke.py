@@ -71,6 +71,9 @@ def test_every_artifact_is_built(smoke_results):
         "tables/convergence.md",
         "tables/convergence_fig5.md",
         "tables/convergence_table5.csv",
+        "tables/claims.html",
+        "tables/fig3a.html",
+        "software.html",
         "data/neurips-titles.npz",
         "data/reuters.npz",
         "pmi/cooccurrence.npz",
@@ -181,13 +184,16 @@ def test_report_builds_with_every_paper_artifact(smoke_results):
     with zipfile.ZipFile(report) as zf:
         names = zf.namelist()
         html = zf.read("report/report.html").decode()
-    for artifact in ("claims.csv", "fig3a.csv", "fig3b.png", "fig3a_sensitivity.png", "fig3a_sensitivity.csv", "fig5.png", "table4.csv", "datasets.csv",
-                     "fig4_patterns.png", "suppfig2_patterns.png", "table5.csv", "classification.png",
-                     "tsne.csv", "runtime.csv", "runtime.png", "convergence.csv", "convergence_fig5.csv",
-                     "ablation_acp_sg.csv"):
+    # tables as their HTML views (rendered inline by the report), figures as images
+    for artifact in ("claims.html", "fig3a.html", "fig3b.png", "fig3a_sensitivity.png", "fig3a_sensitivity.html",
+                     "fig5.png", "table4.html", "datasets.html", "fig4_patterns.png", "suppfig2_patterns.png",
+                     "table5.html", "classification.png", "fig4_recovery.html", "tsne.html", "runtime.html",
+                     "runtime.png", "software.html", "convergence.html", "convergence_fig5.html",
+                     "ablation_acp_sg.html"):
         assert any(n.endswith("/" + artifact) for n in names), artifact
+    assert not any(n.endswith(".csv") for n in names)
     for category in ("4.1 Datasets", "4.2 Inference", "4.3 Parameter estimation", "4.4 Generative modeling",
-                     "4.5 Topic models / supplement 5.1", "Claims", "Convergence", "Runtime",
+                     "4.5 Topic models / supplement 5.1", "Claims", "Convergence", "Runtime", "Software",
                      "Ablation (ours)"):
         assert category in html, category
     # captions name the paper artifact; their Jinja is rendered with each job's wildcards and params
@@ -222,11 +228,13 @@ def _cell_wildcards(cell) -> str:
 @pytest.mark.parametrize("overlay, experiment, downstream", [
     # a fit budget: the experiment's searches and trainings, then its figure
     ({"experiments": {"fig5": {"budget": {"max_epochs": 3}}}}, "fig5",
-     [("figure_fig5", ""), ("convergence_table", "experiment=fig5")]),
+     [("figure_fig5", ""), ("table_html_fig5", ""), ("convergence_table", "experiment=fig5"),
+      ("table_html_convergence_experiment", "experiment=fig5")]),
     # the number of search draws: the searches, and the trainings that read their best.json
     ({"experiments": {"fig4": {"search": {"draws": 3}}}}, "fig4",
-     [("figure_patterns", "experiment=fig4"), ("convergence_table", "experiment=fig4"),
-      ("ablation_table", "")]),
+     [("figure_patterns", "experiment=fig4"), ("table_html_experiment_recovery", "experiment=fig4"),
+      ("convergence_table", "experiment=fig4"), ("table_html_convergence_experiment", "experiment=fig4"),
+      ("ablation_table", ""), ("table_html_ablation_acp_sg", "")]),
 ])
 def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(smoke_results, tmp_path, overlay, experiment, downstream):
     """Rule params are plain deterministic values, so Snakemake's params trigger is exact:
@@ -254,6 +262,8 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(smoke_resul
         | {("train_cell", _cell_wildcards(c)) for c in trained}
         | set(downstream)
         | {("claims_synthetic", ""), ("claims", ""), ("convergence_summary", ""), ("runtime_table", ""), ("all", "")}
+        | {("table_html_claims", ""), ("table_html_runtime", ""), ("table_html_runtime_jobs", ""),
+           ("table_html_convergence", "")}
     )
     assert trained and len(trained) < len(grid.cells(cfg))
     assert planned_jobs(proc.stdout) == expected

@@ -26,7 +26,48 @@ def build_parser() -> argparse.ArgumentParser:
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
         module.register(sub)
+    _default_output_help(parser)
     return parser
+
+
+OUTPUT_HELP = {"csv": "the table as CSV", "md": "the table as Markdown", "png": "the figure as PNG",
+               "pdf": "the figure as PDF", "html": "the page as HTML", "json": "the record as JSON"}
+
+
+def _default_output_help(parser: argparse.ArgumentParser) -> None:
+    """Help text for ``--out-<kind>`` options registered without one ("output file: the table as CSV")."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _default_output_help(sub)
+        elif not action.help:
+            kind = next((o[len("--out-"):] for o in action.option_strings if o.startswith("--out-")), None)
+            if kind is not None:
+                what = OUTPUT_HELP.get(kind.split("-")[0], f"the {kind.replace('-', ' ')} output")
+                action.help = f"output file: {what}" + (" (required)" if action.required else "")
+
+
+def _expand_list_files(args: argparse.Namespace) -> None:
+    """``@FILE`` items of list-valued options (``--runs @list.txt``): one item per line of FILE.
+
+    The workflow passes long file lists this way to keep its printed commands short.
+    (JSON options, which read ``@FILE`` as JSON, take one string, never a list.)
+    """
+    from pathlib import Path
+
+    for dest, value in vars(args).items():
+        if not isinstance(value, list) or not any(isinstance(v, str) and v.startswith("@") for v in value):
+            continue
+        items: list[str] = []
+        for v in value:
+            if isinstance(v, str) and v.startswith("@"):
+                try:
+                    items += [line.strip() for line in Path(v[1:]).read_text(encoding="utf-8").splitlines() if line.strip()]
+                except OSError as err:
+                    raise UserError(f"--{dest.replace('_', '-')} {v}: cannot read the list ({err})") from None
+            else:
+                items.append(v)
+        setattr(args, dest, items)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         datefmt="%H:%M:%S",
     )
     try:
+        _expand_list_files(args)
         with provenance.command_context(arguments, args.command) as ctx:
             code = int(args.func(args) or 0)
             if code == 0:

@@ -416,20 +416,62 @@ def curve_csv(records: list[EpochRecord]) -> str:
     return buf.getvalue()
 
 
-class _Progress:
-    """tqdm bar over epochs (stderr, off when not a TTY) plus one log line per epoch."""
+PROGRESS_INTERVAL_S = 10.0
+"""At most one progress log line per this many seconds (jobs log to a file, not a terminal)."""
 
-    def __init__(self, total: int, desc: str) -> None:
+
+def _duration(seconds: float) -> str:
+    """``"1:02:03"`` / ``"2:03"``: a duration as a person reads it."""
+    s = int(round(max(seconds, 0.0)))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+class _Progress:
+    """tqdm bar over epochs (stderr, off when not a TTY) plus progress log lines with an ETA.
+
+    Inside a Snakemake job the bar is off and the log goes to the job's log file: a line with
+    the elapsed time and an ETA (epochs left at the mean epoch time so far; early stopping
+    may end sooner) at the first epoch, then at most every ``interval`` seconds, and at the
+    epoch limit.
+    """
+
+    def __init__(self, total: int, desc: str, interval: float = PROGRESS_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         from tqdm import tqdm
 
         self.bar = tqdm(total=total, desc=desc, unit="epoch", file=sys.stderr, disable=None, leave=False)
+        self.total, self.desc, self.interval, self.clock = total, desc, interval, clock
+        self.start = clock()
+        self.first_epoch: int | None = None
+        self.last_line: float | None = None
+
+    def eta(self, epoch: int, now: float) -> float | None:
+        """Seconds to the epoch limit at this process's mean epoch time (None: unknown)."""
+        if not self.total or self.first_epoch is None:
+            return None
+        done = epoch - self.first_epoch + 1
+        return (now - self.start) / done * max(self.total - epoch, 0) if done > 0 else None
 
     def __call__(self, record: EpochRecord) -> None:
         val = "-" if record.val_nelbo is None else f"{record.val_nelbo:.4f}"
         if not self.bar.disable:
             self.bar.n = min(record.epoch, self.bar.total or record.epoch)
             self.bar.set_postfix(train=f"{record.train_nelbo:.4f}", val=val, refresh=True)
-        log.info("epoch %d: train NELBO %.4f, val NELBO %s (%.2fs)", record.epoch, record.train_nelbo, val, record.seconds)
+        if self.first_epoch is None:
+            self.first_epoch = record.epoch
+        now = self.clock()
+        at_limit = bool(self.total) and record.epoch >= self.total
+        if self.last_line is not None and now - self.last_line < self.interval and not at_limit:
+            return
+        self.last_line = now
+        eta = self.eta(record.epoch, now)
+        log.info(
+            "%s: epoch %d/%s, train NELBO %.4f, val NELBO %s, elapsed %s, ETA %s",
+            self.desc, record.epoch, self.total or "?", record.train_nelbo, val, _duration(now - self.start),
+            "?" if eta is None else f"<= {_duration(eta)}",
+        )
 
     def close(self) -> None:
         self.bar.close()

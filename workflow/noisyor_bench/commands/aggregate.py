@@ -207,7 +207,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
     p.add_argument("--dataset", required=True, help="the dataset .npz (true theta; sidecar gives image_shape)")
     p.add_argument("--threshold", type=float, default=0.8, help="matched cosine similarity counted as recovered")
-    p.add_argument("--title")
+    p.add_argument("--title", help="figure title (default: one naming the dataset)")
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf")
     p.add_argument("--out-csv", required=True)

@@ -215,7 +215,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset-name", required=True, help="dataset name (the runs/ path component)")
     p.add_argument("--experiment", required=True, help="experiment name, e.g. fig3a")
     p.add_argument("--method", required=True, help="avi, acp, svi, lb-cdi, ub-cdi or acp-sg (learning mode only)")
-    p.add_argument("--mode", required=True, choices=["inference", "learning"])
+    p.add_argument("--mode", required=True, choices=["inference", "learning"],
+                   help="inference: generative model fixed at the truth; learning: fitted too")
     p.add_argument("--n-train", type=int, required=True, help="first N_train rows of the training pool (0: none)")
     p.add_argument("--budget", default="{}", help="FitBudget fields as JSON (max_epochs, patience, batch_size, eval_every, min_epoch_steps, convergence_window, convergence_rel_tol)")
     p.add_argument("--evaluation", default="{}", help='JSON {"samples": 100, "iw_samples": 100}')
@@ -234,9 +235,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("train-cell", help="train one cell for several seeds (one run directory per seed)")
     _common(p)
-    p.add_argument("--seeds", type=int, nargs="+", required=True)
+    p.add_argument("--seeds", type=int, nargs="+", required=True, help="training seeds, one run directory each")
     p.add_argument("--best", help="best.json of the cell's search (default: the method's default hyperparameters)")
     p.add_argument("--latents", type=int, default=None,
                    help="K to learn (learning mode; required for datasets without ground truth, e.g. text corpora)")
-    p.add_argument("--results-dir", default="results")
+    p.add_argument("--results-dir", default="results", help="results directory; runs go to <dir>/runs/... (default: results)")
     p.set_defaults(func=cmd_train_cell)

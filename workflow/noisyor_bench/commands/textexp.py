@@ -157,7 +157,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tsne", help="supplement Figs. 4-6: t-SNE of test posteriors for one K, with k-NN accuracy")
     p.add_argument("--runs", nargs="+", required=True, help="runs of one K (rows: method, columns: N_train)")
     p.add_argument("--dataset", required=True, help="labelled corpus (results/data/reuters.npz)")
-    p.add_argument("--perplexity", type=float, default=30.0)
+    p.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity (default 30)")
     p.add_argument("--seed", type=int, default=0, help="t-SNE random_state")
     p.add_argument("--neighbors", type=int, default=5, help="k of the k-NN accuracy companion")
     p.add_argument("--threads", type=int, default=1, help="OpenMP threads of t-SNE (the map depends on it; default 1)")
@@ -167,7 +167,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_tsne)
 
     p = sub.add_parser("tsne-table", help="merge the per-K t-SNE tables into one table (CSV + Markdown)")
-    p.add_argument("--tables", nargs="+", required=True)
+    p.add_argument("--tables", nargs="+", required=True, help="per-K t-SNE tables (tables/tsne_K<K>.csv)")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p.set_defaults(func=cmd_tsne_table)

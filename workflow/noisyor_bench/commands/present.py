@@ -1,0 +1,82 @@
+"""CLI: how results are presented -- HTML views of tables, the software page, README's results."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def cmd_table_html(args: argparse.Namespace) -> int:
+    from ..errors import UserError
+    from ..htmltables import csv_to_html, html_path_for
+
+    outs = args.out_html or [str(html_path_for(p)) for p in args.tables]
+    if len(outs) != len(args.tables):
+        raise UserError(f"--out-html names {len(outs)} files for {len(args.tables)} --tables")
+    for csv_path, html_path in zip(args.tables, outs):
+        csv_to_html(csv_path, html_path)
+    log.info("table-html: %d HTML table view(s) written", len(outs))
+    return 0
+
+
+def cmd_software_html(args: argparse.Namespace) -> int:
+    from ..htmltables import software_page
+    from ..io import write_text_atomic
+    from ..provenance import environment
+
+    write_text_atomic(args.out_html, software_page(environment()))
+    return 0
+
+
+def cmd_run_summary(args: argparse.Namespace) -> int:
+    from ..summary import run_summary
+
+    print(run_summary(args.results, args.report))
+    return 0
+
+
+def cmd_readme_results(args: argparse.Namespace) -> int:
+    from ..summary import update_readme
+
+    changed = update_readme(args.readme, args.results)
+    log.info("readme-results: %s %s", args.readme, "updated" if changed else "already current")
+    return 0
+
+
+def cmd_estimate_time(args: argparse.Namespace) -> int:
+    import os
+
+    from ..summary import estimate_time, load_estimates
+
+    cores = args.cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    print(estimate_time(load_estimates(args.table), args.profile, cores), flush=True)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("table-html", help="HTML view of table CSVs (ours ± CI beside the paper; verdicts coloured)")
+    p.add_argument("--tables", nargs="+", required=True, help="table CSVs (results/tables/*.csv)")
+    p.add_argument("--out-html", nargs="+", help="one HTML file per table, in order (default: next to each CSV)")
+    p.set_defaults(func=cmd_table_html)
+
+    p = sub.add_parser("software-html", help="report page: package versions, git commit, machine")
+    p.add_argument("--out-html", required=True, help="HTML file to write")
+    p.set_defaults(func=cmd_software_html)
+
+    p = sub.add_parser("run-summary", help="print the claims' verdict counts and where the outputs are")
+    p.add_argument("--results", default="results", help="results directory (default: results)")
+    p.add_argument("--report", help="path of the Snakemake report, to mention it")
+    p.set_defaults(func=cmd_run_summary)
+
+    p = sub.add_parser("readme-results", help="rewrite README's results block from a results directory")
+    p.add_argument("--results", default="results", help="results directory (default: results)")
+    p.add_argument("--readme", default="README.md", help="README with <!-- results --> markers (default: README.md)")
+    p.set_defaults(func=cmd_readme_results)
+
+    p = sub.add_parser("estimate-time", help="print the expected wall time of a config profile (measured table)")
+    p.add_argument("--profile", default="quick", help="config profile: smoke, quick or paper (default: quick)")
+    p.add_argument("--cores", type=int, help="cores the run may use (default: this machine's)")
+    p.add_argument("--table", default="config/runtime_estimates.yaml", help="measured times per profile")
+    p.set_defaults(func=cmd_estimate_time)
