@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from .aggregate import CI_LEVEL, format_values, load_posterior, markdown_table, parse_values
-from .claims import INCONCLUSIVE, REPRODUCED, Claim, Interval, combine, difference_ci, verdict_above, verdict_below
+from .claims import (BUDGET_RULE, INCONCLUSIVE, REPRODUCED, Claim, Evidence, Interval, combine, difference_ci,
+                     verdict_above, verdict_below, with_evidence)
 from .errors import DataError
 from .evaluation import match_latents, weight_similarity
 from .recovery import DEFAULT_THRESHOLD, match_patterns
@@ -296,11 +297,13 @@ def mechanism_claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
         rest = [f"N={int(r['n_train'])}: ACP−ACP-SG {_ci(r, 'acp_minus_sg_nelbo')}, AVI−ACP-SG "
                 f"{_ci(r, 'avi_minus_sg_nelbo')}, {_model_distance(r)}" for r in g.to_dict("records")[1:]]
         numbers = f"N={int(small['n_train'])}: {decisive}; {_model_distance(small)}" + "".join(f"; {e}" for e in rest)
-        claims.append(Claim(
+        evidence = Evidence()
+        evidence.note(g)  # the cell's ACP, ACP-SG and AVI runs: budget-limited if any did not converge
+        claims.append(with_evidence(Claim(
             f"mechanism-gradient-through-q-{experiment}-{dataset}",
             PAPER_STATEMENT + f"; checked as: without theta's path through q (ACP-SG) ACP loses most of its "
             f"advantage ({experiment}, {dataset}, N_train={int(small['n_train'])})",
-            PAPER_LOCATION, combine(verdicts), numbers, MECHANISM_RULE))
+            PAPER_LOCATION, combine(verdicts), numbers, MECHANISM_RULE + BUDGET_RULE), evidence))
     return claims
 
 
