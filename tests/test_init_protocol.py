@@ -92,7 +92,7 @@ def test_same_cell_draw_seed_gives_same_theta() -> None:
         np.testing.assert_array_equal(initial_theta("acp", 3, key(d)), initial_theta("acp", 3, key(d)))
 
 
-@pytest.mark.parametrize("other", ["acp", "svi", "lb-cdi"])
+@pytest.mark.parametrize("other", ["acp", "acp-sg", "svi", "lb-cdi"])
 @pytest.mark.parametrize("draw", [None, 1])
 def test_methods_of_one_seed_share_the_generative_init(other: str, draw: int | None) -> None:
     a = initial_theta("avi", 4, key(draw))

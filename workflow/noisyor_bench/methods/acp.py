@@ -86,10 +86,11 @@ class ACPStopGrad(ACP):
         seed: int,
         device: torch.device | str = "cpu",
         dtype: torch.dtype | None = None,
+        init_key: str | None = None,
     ) -> None:
         if mode == "inference":
             raise ConfigError(
                 "acp-sg (ACP with theta stopped in eq. 11) is a learning-mode ablation: in inference mode "
                 "theta is fixed and acp-sg equals acp; use it only in learning experiments"
             )
-        super().__init__(model, mode, hparams, seed, device, dtype)
+        super().__init__(model, mode, hparams, seed, device, dtype, init_key)
