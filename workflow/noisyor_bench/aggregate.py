@@ -502,7 +502,12 @@ def with_baselines(table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any
     if learning:
         ref["baseline_nelbo"] = np.nan
         ref["below_baseline"] = False
-    return pd.concat([table, ref], ignore_index=True)
+    out = pd.concat([table, ref], ignore_index=True)
+    # reference rows have no runs: keep the counts integers (empty there), not floats
+    for col in ("n_seeds", "n_runs", "n_converged"):
+        if col in out.columns:
+            out[col] = out[col].astype("Int64")
+    return out
 
 
 def _mark_below(row: Mapping[str, Any], text: str) -> str:
