@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -41,12 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 HP = {"dtype": "float64", "hidden_dim": 8}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _model(d: int = 12, k: int = 4) -> NoisyOR:

@@ -93,7 +93,7 @@ def test_every_job_went_through_the_submit_command(cluster_run):
     counters = [int(n) for n, *_ in submissions]
     assert counters == list(range(1, len(submissions) + 1))
     submitted = [(rule, wildcards) for _, rule, wildcards, _ in submissions]
-    assert len(submitted) == len(set(submitted)) == 10  # make_dataset, 2 searches, 5 trainings, table, figure
+    assert len(submitted) == len(set(submitted)) == 11  # make_dataset, baselines, 2 searches, 5 trainings, table, figure
 
     cfg = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})
     cells = grid.cells(cfg, "fig3a")

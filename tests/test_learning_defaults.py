@@ -16,7 +16,6 @@ docs/convergence.md).
 from __future__ import annotations
 
 import math
-from typing import Iterator
 
 import numpy as np
 import pytest
@@ -30,12 +29,6 @@ from noisyor_bench.recovery import match_patterns
 SEEDS = (0, 1, 2)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def bars_model() -> NoisyOR:

@@ -45,7 +45,9 @@ def test_sha256_file_known_vector_and_multichunk(tmp_path: Path) -> None:
 def test_registry_matches_mirror_readme(mirror: Path) -> None:
     readme = (mirror / "README.md").read_text(encoding="utf-8")
     readme_shas = set(re.findall(r"`([0-9a-f]{64})`", readme))
-    assert readme_shas == {f.sha256 for f in rawdata.REGISTRY.values()}
+    # every input the registry pins is documented in the mirror's README with the same sha256
+    # (the mirror also holds inputs of the other papers, which this registry does not need yet)
+    assert {f.sha256 for f in rawdata.REGISTRY.values()} <= readme_shas
     for f in rawdata.REGISTRY.values():
         assert f"`{f.relpath}`" in readme, f.relpath
         assert f"{f.size:,}" in readme, (f.key, f.size)

@@ -168,15 +168,21 @@ def metrics_path(path: str | Path) -> Path:
 _NUMBER = (int, float)
 
 
+def _read_json_record(path: Path, missing: str) -> Any:
+    """A JSON file's content; DataError naming the file when it is missing (``missing`` says
+    what to do) or not valid JSON."""
+    try:
+        return read_json(path)
+    except FileNotFoundError:
+        raise DataError(f"{path}: {missing}") from None
+    except (OSError, json.JSONDecodeError) as err:
+        raise DataError(f"{path}: not valid JSON ({err})") from None
+
+
 def read_metrics(path: str | Path) -> dict[str, Any]:
     """One run's ``metrics.json`` as a flat dict, validated; errors name the file."""
     path = metrics_path(path)
-    try:
-        data = read_json(path)
-    except FileNotFoundError:
-        raise DataError(f"{path}: metrics.json not found (did the run finish?)") from None
-    except (OSError, json.JSONDecodeError) as err:
-        raise DataError(f"{path}: not valid JSON ({err})") from None
+    data = _read_json_record(path, "metrics.json not found (did the run finish?)")
     if not isinstance(data, dict):
         raise DataError(f"{path}: expected a JSON object, found {type(data).__name__}")
     missing = [k for k in REQUIRED_KEYS if data.get(k) is None]
@@ -406,12 +412,7 @@ def read_baselines(paths: Sequence[str | Path] | None) -> dict[str, dict[str, An
     out: dict[str, dict[str, Any]] = {}
     for path in paths or []:
         path = Path(path)
-        try:
-            record = read_json(path)
-        except FileNotFoundError:
-            raise DataError(f"{path}: baselines file not found (made by 'noisyor-bench baselines')") from None
-        except (OSError, json.JSONDecodeError) as err:
-            raise DataError(f"{path}: not valid JSON ({err})") from None
+        record = _read_json_record(path, "baselines file not found (made by 'noisyor-bench baselines')")
         if not isinstance(record, dict) or "dataset" not in record or "independent_bernoulli" not in record:
             raise DataError(f"{path}: not a baselines file (expected keys 'dataset', 'independent_bernoulli')")
         if record["dataset"] in out:

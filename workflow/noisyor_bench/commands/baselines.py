@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, help="LB-CDI E-step rounds (cap)")
     p.add_argument("--exact-max-k", type=int, default=MAX_EXACT_K, help="exact -log p(x) by enumeration up to this K")
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo estimates")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
     p.add_argument("--no-true-model", action="store_true", help="only the independent-Bernoulli baseline")
     p.add_argument("--out-json", required=True, help="output: results/baselines/<dataset>.json")
     p.set_defaults(func=cmd_baselines)
