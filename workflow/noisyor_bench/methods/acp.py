@@ -14,16 +14,14 @@ reaches the generative parameters through ``q`` as well as directly.  :class:`AC
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
 from ..model import NoisyOR
 from ..sparse import ActiveSet, active_matmul, linear_at_active
 from .amortized import AmortizedMethod, acp_logits
-from .base import Mode
 
 
 class ACP(AmortizedMethod):
@@ -78,19 +76,8 @@ class ACPStopGrad(ACP):
     theta_through_q: ClassVar[bool] = False
     encoder_stream = "acp"
 
-    def __init__(
-        self,
-        model: NoisyOR,
-        mode: Mode,
-        hparams: Mapping[str, Any],
-        seed: int,
-        device: torch.device | str = "cpu",
-        dtype: torch.dtype | None = None,
-        init_key: str | None = None,
-    ) -> None:
-        if mode == "inference":
-            raise ConfigError(
-                "acp-sg (ACP with theta stopped in eq. 11) is a learning-mode ablation: in inference mode "
-                "theta is fixed and acp-sg equals acp; use it only in learning experiments"
-            )
-        super().__init__(model, mode, hparams, seed, device, dtype, init_key)
+    modes = ("learning",)
+    modes_reason = (
+        "acp-sg (ACP with theta stopped in eq. 11) is a learning-mode ablation: in inference mode "
+        "theta is fixed and acp-sg equals acp; use it only in learning experiments"
+    )

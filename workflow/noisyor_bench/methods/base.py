@@ -47,6 +47,10 @@ class InferenceMethod(ABC):
 
     name: ClassVar[str]
     amortized: ClassVar[bool]
+    # The modes a method exists in, and why when not both (its name is then in
+    # ``methods.LEARNING_ONLY``, which the config validation reads without importing torch).
+    modes: ClassVar[tuple[str, ...]] = ("inference", "learning")
+    modes_reason: ClassVar[str] = ""
 
     def __init__(
         self,
@@ -66,6 +70,8 @@ class InferenceMethod(ABC):
 
         if mode not in ("inference", "learning"):
             raise ConfigError(f"{self.name}: unknown mode {mode!r}; allowed: inference, learning")
+        if mode not in self.modes:
+            raise ConfigError(f"{self.name} cannot run in {mode} mode: {self.modes_reason}")
         self.mode = mode
         self.hparams = dict(hparams)
         self.seed = seed
