@@ -22,7 +22,7 @@ include: "rules/text_experiments.smk"
 include: "rules/report.smk"
 
 
-# NAME_PATTERN (noisyor_bench.constants) is also what the config validation requires of
+# NAME_PATTERN (noisyor_bench.infra.constants) is also what the config validation requires of
 # dataset, corpus and experiment names, so no configured name can escape the results directory.
 wildcard_constraints:
     experiment=NAME_PATTERN,
@@ -40,7 +40,7 @@ rule all:
 
 # The console's last lines: the claims' verdict counts and where the tables and report are.
 onsuccess:
-    from noisyor_bench.summary import run_summary
+    from noisyor_bench.reporting.summary import run_summary
 
     try:
         print(run_summary(RESULTS, report="results/report.zip"), flush=True)

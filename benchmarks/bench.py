@@ -127,9 +127,9 @@ def worker(args: argparse.Namespace) -> None:
     else:
         import numpy as np
 
-        from noisyor_bench.methods import get_method
-        from noisyor_bench.methods.base import FitBudget
-        from noisyor_bench.model import NoisyOR
+        from noisyor_bench.inference.registry import get_method
+        from noisyor_bench.inference.base import FitBudget
+        from noisyor_bench.models.noisyor.model import NoisyOR
 
         shape = NoisyOR.from_numpy(np.ones((x.shape[1], k)), np.ones(x.shape[1]), np.full(k, 0.1))
         method = get_method(args.method)(shape, "learning", {}, seed=0)
@@ -152,7 +152,7 @@ def kernel_worker(args: argparse.Namespace) -> None:
     """
     import torch
 
-    from noisyor_bench.sparse import ActiveSet, _sddmm_raw, _spmm_raw
+    from noisyor_bench.models.noisyor.sparse import ActiveSet, _sddmm_raw, _spmm_raw
 
     torch.set_num_threads(args.threads)
     x, _, k = _load(args.dataset, BATCH)

@@ -3,7 +3,7 @@
     python benchmarks/crossover.py syn-random-7 acp
 
 CPU time (``process_time``: robust to other jobs on the machine), best of 3 alternating fits of
-20 steps of 128 rows; the density thresholds of ``noisyor_bench.sparse`` are forced to 1 (every
+20 steps of 128 rows; the density thresholds of ``noisyor_bench.models.noisyor.sparse`` are forced to 1 (every
 batch takes the sparse path) or -1 (every batch the dense one).
 """
 
@@ -21,10 +21,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import bench  # noqa: E402
-import noisyor_bench.sparse as sparse  # noqa: E402
-from noisyor_bench.methods import get_method  # noqa: E402
-from noisyor_bench.methods.base import FitBudget  # noqa: E402
-from noisyor_bench.model import NoisyOR  # noqa: E402
+import noisyor_bench.models.noisyor.sparse as sparse  # noqa: E402
+from noisyor_bench.inference.registry import get_method  # noqa: E402
+from noisyor_bench.inference.base import FitBudget  # noqa: E402
+from noisyor_bench.models.noisyor.model import NoisyOR  # noqa: E402
 
 STEPS = 20
 

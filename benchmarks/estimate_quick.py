@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from noisyor_bench import grid  # noqa: E402
-from noisyor_bench.config import load_config  # noqa: E402
-from noisyor_bench.textexp import grid as textgrid  # noqa: E402
+from noisyor_bench.experiments import grid  # noqa: E402
+from noisyor_bench.experiments.config import load_config  # noqa: E402
+from noisyor_bench.experiments import text_grid as textgrid  # noqa: E402
 
 # Measured costs, CPU seconds on the shared machine while ~10 other processes ran
 # (benchmarks/results/epoch_cost_*.csv, learning_curves_*.csv; docs/convergence.md).

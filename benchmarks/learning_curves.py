@@ -36,11 +36,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from noisyor_bench.fitting import FitBudget
-from noisyor_bench.methods import get_method
-from noisyor_bench.recovery import match_patterns
-from noisyor_bench.runs import has_truth, load_dataset, shape_model, training_rows
-from noisyor_bench.textexp.hparams import corpus_hparams
+from noisyor_bench.inference.fitting import FitBudget
+from noisyor_bench.inference.registry import get_method
+from noisyor_bench.evaluation.recovery import match_patterns
+from noisyor_bench.experiments.runs import has_truth, load_dataset, shape_model, training_rows
+from noisyor_bench.experiments.text_hparams import corpus_hparams
 
 TEXT_K = 20  # Table 5's topic model
 
@@ -77,7 +77,7 @@ def run_one(data: dict, name: str, n_train: int, method: str, gen_lr: float, the
     x_train = training_rows(data, n_train, name)
     truth = has_truth(data)
     if truth:
-        from noisyor_bench.runs import ground_truth
+        from noisyor_bench.experiments.runs import ground_truth
 
         model = ground_truth(data)
         hparams: dict = {}

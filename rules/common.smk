@@ -7,10 +7,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from noisyor_bench import grid
-from noisyor_bench.config import active_profile, budget_warnings, raw_data_dir, validate_config
-from noisyor_bench.constants import NAME_PATTERN
-from noisyor_bench.errors import ConfigError
+from noisyor_bench.experiments import grid
+from noisyor_bench.experiments.config import active_profile, budget_warnings, raw_data_dir, validate_config
+from noisyor_bench.infra.constants import NAME_PATTERN
+from noisyor_bench.infra.errors import ConfigError
 from snakemake.exceptions import WorkflowError
 
 try:
@@ -108,7 +108,7 @@ def table_view_targets(tables):
 
 def software_commit():
     """The code's git commit (+dirty), a param of the software page so a new commit rewrites it."""
-    from noisyor_bench.provenance import code_version
+    from noisyor_bench.infra.provenance import code_version
 
     code = code_version()
     state = "with uncommitted changes" if code.get("dirty") else "clean"
@@ -142,7 +142,7 @@ def json_param(obj):
     """
     import hashlib
 
-    from noisyor_bench.io import write_text_atomic
+    from noisyor_bench.infra.io import write_text_atomic
 
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
     if len(text) <= JSON_INLINE_MAX:
@@ -158,7 +158,7 @@ def list_param(paths):
     (one path a line; the CLI expands ``@FILE`` items of list options)."""
     import hashlib
 
-    from noisyor_bench.io import write_text_atomic
+    from noisyor_bench.infra.io import write_text_atomic
 
     paths = [str(p) for p in paths]
     text = " ".join(shlex.quote(p) for p in paths)
@@ -181,7 +181,7 @@ def benchmark_path(rule_name, stem):
 
 def raw_inputs(*keys):
     """Locations of raw inputs (mirror files, or <results>/raw files made by fetch_raw)."""
-    from noisyor_bench.rawdata import expected_location
+    from noisyor_bench.data.rawdata import expected_location
 
     return [str(expected_location(key, RAW_DATA_DIR, CACHE_DIR)) for key in keys]
 
@@ -195,7 +195,7 @@ def raw_stamps(*keys):
 
 
 def _raw_key_pattern():
-    from noisyor_bench.rawdata import REGISTRY
+    from noisyor_bench.data.rawdata import REGISTRY
 
     import re
 
@@ -207,7 +207,7 @@ RAW_KEY_PATTERN = _raw_key_pattern()
 
 def pmi_reference_input():
     """The PMI reference corpus: a raw-input key of the registry, or a user path."""
-    from noisyor_bench.rawdata import REGISTRY
+    from noisyor_bench.data.rawdata import REGISTRY
 
     ref = config["pmi"]["reference"]
     return raw_inputs(ref) if ref in REGISTRY else [ref]
@@ -215,7 +215,7 @@ def pmi_reference_input():
 
 def pmi_reference_stamps():
     """verify_raw stamp of the PMI reference corpus when it is a raw input of the registry."""
-    from noisyor_bench.rawdata import REGISTRY
+    from noisyor_bench.data.rawdata import REGISTRY
 
     ref = config["pmi"]["reference"]
     return raw_stamps(ref) if ref in REGISTRY else []
@@ -357,7 +357,7 @@ def all_targets():
 
 def dataset_raw_inputs(wildcards):
     """Raw files a dataset is built from (for provenance and rerun triggers)."""
-    from noisyor_bench.rawdata import dataset_raw_keys
+    from noisyor_bench.data.rawdata import dataset_raw_keys
 
     spec = config["datasets"][wildcards.name]
     return raw_inputs(*dataset_raw_keys(spec))
@@ -365,15 +365,15 @@ def dataset_raw_inputs(wildcards):
 
 def dataset_raw_stamps(wildcards):
     """verify_raw stamps of the raw files a dataset is built from."""
-    from noisyor_bench.rawdata import dataset_raw_keys
+    from noisyor_bench.data.rawdata import dataset_raw_keys
 
     return raw_stamps(*dataset_raw_keys(config["datasets"][wildcards.name]))
 
 
 # ---------------------------------------------------------------------------------------
 # Real-corpus experiments (rules/text_experiments.smk): the profile's `text` grid
-# (noisyor_bench.textexp.grid), validated with the rest of the config by validate_config above.
-from noisyor_bench.textexp import grid as textgrid
+# (noisyor_bench.experiments.text_grid), validated with the rest of the config by validate_config above.
+from noisyor_bench.experiments import text_grid as textgrid
 
 TEXT = textgrid.text_section(config)
 TEXT_SEEDS = textgrid.seeds(config)
@@ -486,6 +486,6 @@ if not getattr(workflow, "remote_exec", False):
 # workflow starts executing jobs (onstart: not in dry runs, lint, or the per-job processes of
 # cluster executors), held until this Snakemake process ends.
 onstart:
-    from noisyor_bench.io import lock_results_dir
+    from noisyor_bench.infra.io import lock_results_dir
 
     workflow._noisyor_results_lock = lock_results_dir(RESULTS)

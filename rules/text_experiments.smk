@@ -1,6 +1,6 @@
 # Stage: real-corpus experiments -- paper Section 4.5 (Table 5, topic model on NeurIPS titles)
 # and supplement Section 5.1 (Fig. 3 Reuters classification, Figs. 4-6 t-SNE). The grid is
-# profiles.<p>.text (noisyor_bench.textexp.grid); one train job per (experiment, corpus, method,
+# profiles.<p>.text (noisyor_bench.experiments.text_grid); one train job per (experiment, corpus, method,
 # N_train) cell runs all seeds (noisyor-bench train-cell --latents K, learning mode).
 REPORT_TOPICS = "Table 5: topics (NeurIPS titles)"  # subcategories of REPORT_TEXT
 REPORT_CLASSIFICATION = "Supplement 5.1: Reuters classification"

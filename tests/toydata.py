@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from noisyor_bench.io import write_npz_atomic
-from noisyor_bench.model import NoisyOR
+from noisyor_bench.infra.io import write_npz_atomic
+from noisyor_bench.models.noisyor.model import NoisyOR
 
 
 def write_toy_dataset(path: Path, n_train: int = 60, n_val: int = 30, n_test: int = 40) -> Path:

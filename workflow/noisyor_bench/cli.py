@@ -9,8 +9,9 @@ import pkgutil
 import sys
 from typing import Sequence
 
-from . import __version__, commands, provenance
-from .errors import UserError
+from noisyor_bench import __version__, commands
+from noisyor_bench.infra import provenance
+from noisyor_bench.infra.errors import UserError
 
 log = logging.getLogger("noisyor_bench")
 
@@ -72,7 +73,7 @@ def _expand_list_files(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; a successful one that wrote ``--out-*`` files gets their provenance
-    sidecars (``<output>.prov.json``, :func:`noisyor_bench.provenance.write_sidecars`)."""
+    sidecars (``<output>.prov.json``, :func:`noisyor_bench.infra.provenance.write_sidecars`)."""
     parser = build_parser()
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(arguments)

@@ -11,13 +11,13 @@ import argparse
 import logging
 from pathlib import Path
 
-from ..errors import ConfigError
+from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 
 def cmd_table_fig3a(args: argparse.Namespace) -> int:
-    from ..aggregate import collect_runs, fig3a_markdown, fig3a_table, read_baselines, write_table
+    from noisyor_bench.reporting.aggregate import collect_runs, fig3a_markdown, fig3a_table, read_baselines, write_table
 
     table = fig3a_table(collect_runs(args.runs), baselines=read_baselines(args.baselines))
     write_table(table, args.out_csv, fig3a_markdown(table), args.out_md)
@@ -26,7 +26,7 @@ def cmd_table_fig3a(args: argparse.Namespace) -> int:
 
 
 def cmd_table4(args: argparse.Namespace) -> int:
-    from ..aggregate import (collect_runs, parse_missing_reasons, read_baselines, table4_markdown, table4_table,
+    from noisyor_bench.reporting.aggregate import (collect_runs, parse_missing_reasons, read_baselines, table4_markdown, table4_table,
                              write_table)
 
     table = table4_table(collect_runs(args.runs), parse_missing_reasons(args.missing_reason),
@@ -38,8 +38,8 @@ def cmd_table4(args: argparse.Namespace) -> int:
 
 def _dataset_titles(paths: list[str] | None) -> dict[str, str]:
     """Panel titles ``name (D=.., K=.., sparsity ..%)`` from dataset sidecars."""
-    from ..io import read_json
-    from ..provenance import note_input
+    from noisyor_bench.infra.io import read_json
+    from noisyor_bench.infra.provenance import note_input
 
     titles = {}
     for path in paths or []:
@@ -55,8 +55,8 @@ def _dataset_titles(paths: list[str] | None) -> dict[str, str]:
 
 
 def cmd_figure_fig5(args: argparse.Namespace) -> int:
-    from ..aggregate import collect_runs, fig5_markdown, fig5_table, read_baselines, write_table
-    from ..plots.figures import plot_fig5
+    from noisyor_bench.reporting.aggregate import collect_runs, fig5_markdown, fig5_table, read_baselines, write_table
+    from noisyor_bench.reporting.plots.figures import plot_fig5
 
     table = fig5_table(collect_runs(args.runs), read_baselines(args.baselines))
     write_table(table, args.out_csv, fig5_markdown(table), args.out_md)
@@ -66,8 +66,8 @@ def cmd_figure_fig5(args: argparse.Namespace) -> int:
 
 
 def cmd_figure_fig3b(args: argparse.Namespace) -> int:
-    from ..aggregate import collect_curves, fig3b_markdown, write_table
-    from ..plots.figures import plot_fig3b
+    from noisyor_bench.reporting.aggregate import collect_curves, fig3b_markdown, write_table
+    from noisyor_bench.reporting.plots.figures import plot_fig3b
 
     curves = collect_curves(args.runs)
     write_table(curves, args.out_csv, fig3b_markdown(curves), args.out_md)
@@ -77,11 +77,11 @@ def cmd_figure_fig3b(args: argparse.Namespace) -> int:
 
 
 def cmd_figure_patterns(args: argparse.Namespace) -> int:
-    from ..aggregate import (collect_runs, load_dataset_truth, load_posterior, read_baselines, recovery_markdown,
+    from noisyor_bench.reporting.aggregate import (collect_runs, load_dataset_truth, load_posterior, read_baselines, recovery_markdown,
                              recovery_table, write_table)
-    from ..plots.figures import PatternRow, plot_pattern_grid, representative_runs, row_title
-    from ..provenance import note_input
-    from ..recovery import match_patterns
+    from noisyor_bench.reporting.plots.figures import PatternRow, plot_pattern_grid, representative_runs, row_title
+    from noisyor_bench.infra.provenance import note_input
+    from noisyor_bench.evaluation.recovery import match_patterns
 
     if not 0.0 < args.threshold <= 1.0:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold}")
@@ -107,9 +107,9 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
 
 
 def cmd_ablation_table(args: argparse.Namespace) -> int:
-    from ..ablation import ablation_markdown, ablation_table
-    from ..aggregate import collect_runs, load_dataset_truth, write_table
-    from ..provenance import note_input
+    from noisyor_bench.reporting.acp.ablation import ablation_markdown, ablation_table
+    from noisyor_bench.reporting.aggregate import collect_runs, load_dataset_truth, write_table
+    from noisyor_bench.infra.provenance import note_input
 
     if not 0.0 < args.threshold <= 1.0:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold}")
@@ -126,8 +126,8 @@ def cmd_ablation_table(args: argparse.Namespace) -> int:
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    from ..aggregate import read_tables
-    from ..claims import synthetic_claims, write_claims
+    from noisyor_bench.reporting.aggregate import read_tables
+    from noisyor_bench.reporting.claims import synthetic_claims, write_claims
 
     claims = synthetic_claims(read_tables(args.tables))
     write_claims(claims, args.out_csv, args.out_md, title="Claims of the paper (synthetic data, Sections 4.2-4.4)")
@@ -137,8 +137,8 @@ def cmd_claims(args: argparse.Namespace) -> int:
 
 
 def cmd_convergence_table(args: argparse.Namespace) -> int:
-    from ..aggregate import collect_runs, write_table
-    from ..convergence_tables import convergence_markdown, convergence_table, summary_line
+    from noisyor_bench.reporting.aggregate import collect_runs, write_table
+    from noisyor_bench.reporting.convergence_tables import convergence_markdown, convergence_table, summary_line
 
     table = convergence_table(collect_runs(args.runs))
     write_table(table, args.out_csv, convergence_markdown(table), args.out_md)
@@ -147,8 +147,8 @@ def cmd_convergence_table(args: argparse.Namespace) -> int:
 
 
 def cmd_convergence_summary(args: argparse.Namespace) -> int:
-    from ..aggregate import write_table
-    from ..convergence_tables import read_convergence_tables, summary_markdown, summary_table
+    from noisyor_bench.reporting.aggregate import write_table
+    from noisyor_bench.reporting.convergence_tables import read_convergence_tables, summary_markdown, summary_table
 
     summary = summary_table(read_convergence_tables(args.tables))
     write_table(summary, args.out_csv, summary_markdown(summary), args.out_md)
@@ -157,7 +157,7 @@ def cmd_convergence_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_claims_merge(args: argparse.Namespace) -> int:
-    from ..claims import read_claims, write_claims
+    from noisyor_bench.reporting.claims import read_claims, write_claims
 
     claims = [c for path in args.claims for c in read_claims(path)]
     write_claims(claims, args.out_csv, args.out_md)

@@ -1,6 +1,6 @@
 """CLI: ``noisyor-bench baselines`` -- reference scores of one dataset for the NELBO tables.
 
-Writes ``results/baselines/<dataset>.json`` (:func:`noisyor_bench.baselines.baselines_record`):
+Writes ``results/baselines/<dataset>.json`` (:func:`noisyor_bench.experiments.baselines.baselines_record`):
 the independent-Bernoulli NLL of every ``--n-train`` value and, for synthetic data, the true
 model's exact / importance-weighted / per-datapoint-ELBO scores.  Its provenance sidecar
 ``<out>.prov.json`` is written by the CLI (``--out-json``).
@@ -12,17 +12,17 @@ import argparse
 import logging
 from pathlib import Path
 
-from ..constants import MAX_EXACT_K
+from noisyor_bench.infra.constants import MAX_EXACT_K
 
 log = logging.getLogger(__name__)
 
 
 def cmd_baselines(args: argparse.Namespace) -> int:
-    from ..baselines import baselines_record, true_model_scores
-    from ..device import set_threads
-    from ..errors import ConfigError
-    from ..io import write_json_atomic
-    from ..runs import file_sha256, has_truth, load_dataset
+    from noisyor_bench.experiments.baselines import baselines_record, true_model_scores
+    from noisyor_bench.infra.device import set_threads
+    from noisyor_bench.infra.errors import ConfigError
+    from noisyor_bench.infra.io import write_json_atomic
+    from noisyor_bench.experiments.runs import file_sha256, has_truth, load_dataset
 
     for flag in ("max_rows", "iw_samples", "samples", "max_rounds"):
         value = getattr(args, flag)
@@ -49,7 +49,7 @@ def cmd_baselines(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..baselines import DEFAULT_IW_SAMPLES, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_ROWS
+    from noisyor_bench.experiments.baselines import DEFAULT_IW_SAMPLES, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_ROWS
 
     p = sub.add_parser("baselines", help="independent-Bernoulli and true-model reference scores of a dataset (test split)")
     p.add_argument("--dataset", required=True, help="the dataset .npz")

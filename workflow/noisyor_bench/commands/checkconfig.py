@@ -13,7 +13,7 @@ import sys
 
 import yaml
 
-from ..errors import ConfigError
+from noisyor_bench.infra.errors import ConfigError
 
 
 def _override(text: str) -> tuple[str, object]:
@@ -25,7 +25,7 @@ def _override(text: str) -> tuple[str, object]:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from ..config import active_profile, budget_warnings, load_config
+    from noisyor_bench.experiments.config import active_profile, budget_warnings, load_config
 
     cfg = load_config(args.config, dict(_override(item) for item in args.set or []))
     for warning in budget_warnings(cfg):

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..config import load_config, raw_data_dir
-from ..errors import ConfigError, DataError
-from ..io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.experiments.config import load_config, raw_data_dir
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def dataset_integrity(npz_path: str | Path) -> str | None:
     A dataset without a sidecar or without a recorded sha256 is not judged (Snakemake
     rebuilds a dataset whose sidecar is missing anyway).
     """
-    from ..provenance import sha256
+    from noisyor_bench.infra.provenance import sha256
 
     npz = Path(npz_path)
     side = sidecar_path(npz)
@@ -61,10 +61,10 @@ def dataset_integrity(npz_path: str | Path) -> str | None:
 
 
 def cmd_make_dataset(args: argparse.Namespace) -> int:
-    from ..datasets.build import build_dataset
+    from noisyor_bench.data.synthetic.build import build_dataset
 
     if args.spec is not None:
-        from ..config import check_name, validate_dataset_spec
+        from noisyor_bench.experiments.config import check_name, validate_dataset_spec
 
         spec = _json_arg(args.spec, "--spec")
         check_name(args.name, "--name")
@@ -90,8 +90,8 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
 
 def _dataset_provenance(args: argparse.Namespace, spec: Any, mirror: Path | None) -> dict[str, Any]:
     """The sidecar's provenance: the config entry and the raw files it was built from."""
-    from .. import provenance
-    from ..rawdata import dataset_raw_keys, entry, expected_location
+    from noisyor_bench.infra import provenance
+    from noisyor_bench.data.rawdata import dataset_raw_keys, entry, expected_location
 
     base = Path(args.out).parent
     inputs = [
@@ -108,8 +108,8 @@ def _dataset_provenance(args: argparse.Namespace, spec: Any, mirror: Path | None
 
 
 def cmd_plot_patterns(args: argparse.Namespace) -> int:
-    from ..plots.patterns import plot_patterns
-    from ..provenance import note_input
+    from noisyor_bench.reporting.plots.patterns import plot_patterns
+    from noisyor_bench.infra.provenance import note_input
 
     data = load_npz(args.dataset)
     note_input(sidecar_path(args.dataset), "dataset sidecar")
@@ -124,7 +124,7 @@ TABLE_COLUMNS = ["dataset", "D", "K", "mu", "n_train_pool", "n_test", "sparsity"
 
 
 def dataset_rows(paths: list[str]) -> list[dict[str, Any]]:
-    from ..provenance import note_input
+    from noisyor_bench.infra.provenance import note_input
 
     rows = []
     for path in paths:

@@ -2,7 +2,7 @@
 
 Reads ``posterior_test.npz`` and the settings recorded in ``metrics.json`` (samples, seed,
 mode), recomputes every metric from the dataset's test split with the same code path as the
-run (:func:`noisyor_bench.runs.evaluate_posterior`), prints recorded vs recomputed and exits
+run (:func:`noisyor_bench.experiments.runs.evaluate_posterior`), prints recorded vs recomputed and exits
 1 when any differs beyond the tolerance (evaluation is CPU float64 with a recorded seed, so
 they agree to rounding) or when ``posterior_test.npz``/``curve.csv`` differ from the sha256
 in the run's provenance record.  Without ``--dataset`` the dataset is found from that record
@@ -18,8 +18,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import DataError
-from ..io import load_npz, read_json
+from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.io import load_npz, read_json
 
 DEFAULT_RTOL = 1e-9
 
@@ -41,7 +41,7 @@ def compare(recorded: Mapping[str, Any], recomputed: Mapping[str, Any], keys: tu
 
 def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(recorded metrics, recomputed metrics)`` of a run directory."""
-    from ..runs import METRICS_FILE, POSTERIOR_FILE, json_safe, evaluate_posterior, file_sha256, load_dataset
+    from noisyor_bench.experiments.runs import METRICS_FILE, POSTERIOR_FILE, json_safe, evaluate_posterior, file_sha256, load_dataset
 
     metrics_path, posterior_path = run / METRICS_FILE, run / POSTERIOR_FILE
     for path in (metrics_path, posterior_path):
@@ -74,7 +74,7 @@ def check_posterior_arrays(posterior: Mapping[str, Any], path: Path, n_test: int
     shapes; DataError naming the file and the array otherwise."""
     import numpy as np
 
-    from ..runs import check_generative
+    from noisyor_bench.experiments.runs import check_generative
 
     missing = [k for k in ("q", "theta", "theta0", "mu") if k not in posterior]
     if missing:
@@ -128,7 +128,7 @@ def dataset_candidates(run: Path, recorded: Mapping[str, Any]) -> list[Path]:
 
 def locate_dataset(run: Path, recorded: Mapping[str, Any]) -> Path:
     """The dataset file the run used, found from its record and checked by sha256."""
-    from ..provenance import sha256
+    from noisyor_bench.infra.provenance import sha256
 
     entry = _dataset_entry(recorded)
     want = (entry or {}).get("sha256") or recorded.get("dataset_sha256")
@@ -154,7 +154,7 @@ def locate_dataset(run: Path, recorded: Mapping[str, Any]) -> Path:
 
 def check_run_files(run: Path, recorded: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(file, status)`` of the run files whose sha256 the provenance record holds."""
-    from ..provenance import sha256
+    from noisyor_bench.infra.provenance import sha256
 
     rows = []
     for entry in (recorded.get("provenance") or {}).get("outputs") or []:
@@ -174,7 +174,7 @@ def _fmt(v: Any) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..runs import METRICS_FILE, POSTERIOR_FILE, RECOMPUTED_METRICS
+    from noisyor_bench.experiments.runs import METRICS_FILE, POSTERIOR_FILE, RECOMPUTED_METRICS
 
     run = Path(args.run_dir)
     metrics_path = run / METRICS_FILE

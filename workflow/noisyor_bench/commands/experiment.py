@@ -6,7 +6,7 @@ torch, so the workflow's unit of work is a *cell* (experiment, dataset, method, 
 runs all seeds with the chosen hyperparameters.  Each run still writes its own directory.
 
 Initialisation is part of the protocol: every run's random streams derive from its seed and
-its ``init_key`` (:func:`~noisyor_bench.training.run_init_key`), the cell (experiment,
+its ``init_key`` (:func:`~noisyor_bench.inference.training.run_init_key`), the cell (experiment,
 dataset, N_train -- not the method) plus ``draw<d>`` for search draw ``d`` or ``final`` for the
 reported seeds.  So each draw and each seed starts from its own initialisation, the final
 seed-0 run is not the search winner replayed, and AVI/ACP/SVI/LB-CDI of one (cell, draw or
@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +48,9 @@ def _spec(
     draw: int | None = None,
 ):
     """The RunSpec of one seed of the cell: search draw ``draw``, or a final run (``None``)."""
-    from ..fitting import budget_from_mapping
-    from ..runs import RunSpec
-    from ..training import run_init_key
+    from noisyor_bench.inference.fitting import budget_from_mapping
+    from noisyor_bench.experiments.runs import RunSpec
+    from noisyor_bench.inference.training import run_init_key
 
     budget = _json(args.budget, "--budget")
     evaluation = _json(args.evaluation, "--evaluation")
@@ -78,7 +78,7 @@ def _spec(
 def _completed_draw(draw_dir: Path, hparams: dict[str, Any], init_key: str) -> dict[str, Any] | None:
     """Metrics of a draw finished by an earlier (interrupted) invocation of the same run
     (same hyperparameters and initialisation key)."""
-    from ..io import read_json
+    from noisyor_bench.infra.io import read_json
 
     path = draw_dir / "metrics.json"
     if not path.exists():
@@ -91,10 +91,10 @@ def _completed_draw(draw_dir: Path, hparams: dict[str, Any], init_key: str) -> d
 def cmd_search(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from ..io import write_json_atomic, write_text_atomic
-    from ..runs import execute_run
-    from ..search import best_draw
-    from ..training import NonFiniteLossError
+    from noisyor_bench.infra.io import write_json_atomic, write_text_atomic
+    from noisyor_bench.experiments.runs import execute_run
+    from noisyor_bench.experiments.search import best_draw
+    from noisyor_bench.inference.training import NonFiniteLossError
 
     draws = _json(args.draws, "--draws")
     if not isinstance(draws, list) or not draws:
@@ -152,8 +152,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) -> dict[str, Any]:
     """best.json's record: the dataset, every draw's metrics.json, the search settings."""
-    from .. import provenance
-    from ..training import run_init_key
+    from noisyor_bench.infra import provenance
+    from noisyor_bench.inference.training import run_init_key
 
     inputs = [provenance.file_entry(args.dataset, "dataset", out)]
     # Diverged draws have no metrics.json (search.csv records them with their reason).
@@ -171,9 +171,9 @@ def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) ->
 
 
 def cmd_train_cell(args: argparse.Namespace) -> int:
-    from .. import provenance
-    from ..io import read_json
-    from ..runs import execute_run, headline, run_dir
+    from noisyor_bench.infra import provenance
+    from noisyor_bench.infra.io import read_json
+    from noisyor_bench.experiments.runs import execute_run, headline, run_dir
 
     hparams: dict[str, Any] = {}
     if args.best:
@@ -182,7 +182,7 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
     # Seeds are independent runs: a divergence (NaN loss) in one keeps the finished seeds'
     # run directories and the failing run's .partial directory, trains the remaining seeds,
     # then fails naming every diverged run.  Any other error stops at once.
-    from ..training import NonFiniteLossError
+    from noisyor_bench.inference.training import NonFiniteLossError
 
     diverged: list[str] = []
     for seed in args.seeds:

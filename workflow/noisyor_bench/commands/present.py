@@ -9,8 +9,8 @@ log = logging.getLogger(__name__)
 
 
 def cmd_table_html(args: argparse.Namespace) -> int:
-    from ..errors import UserError
-    from ..htmltables import csv_to_html, html_path_for
+    from noisyor_bench.infra.errors import UserError
+    from noisyor_bench.reporting.htmltables import csv_to_html, html_path_for
 
     outs = args.out_html or [str(html_path_for(p)) for p in args.tables]
     if len(outs) != len(args.tables):
@@ -22,23 +22,23 @@ def cmd_table_html(args: argparse.Namespace) -> int:
 
 
 def cmd_software_html(args: argparse.Namespace) -> int:
-    from ..htmltables import software_page
-    from ..io import write_text_atomic
-    from ..provenance import environment
+    from noisyor_bench.reporting.htmltables import software_page
+    from noisyor_bench.infra.io import write_text_atomic
+    from noisyor_bench.infra.provenance import environment
 
     write_text_atomic(args.out_html, software_page(environment()))
     return 0
 
 
 def cmd_run_summary(args: argparse.Namespace) -> int:
-    from ..summary import run_summary
+    from noisyor_bench.reporting.summary import run_summary
 
     print(run_summary(args.results, args.report))
     return 0
 
 
 def cmd_readme_results(args: argparse.Namespace) -> int:
-    from ..summary import update_readme
+    from noisyor_bench.reporting.summary import update_readme
 
     changed = update_readme(args.readme, args.results)
     log.info("readme-results: %s %s", args.readme, "updated" if changed else "already current")
@@ -48,7 +48,7 @@ def cmd_readme_results(args: argparse.Namespace) -> int:
 def cmd_estimate_time(args: argparse.Namespace) -> int:
     import os
 
-    from ..summary import estimate_time, load_estimates
+    from noisyor_bench.reporting.summary import estimate_time, load_estimates
 
     cores = args.cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     print(estimate_time(load_estimates(args.table), args.profile, cores), flush=True)

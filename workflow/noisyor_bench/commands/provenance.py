@@ -1,7 +1,7 @@
 """CLI: ``noisyor-bench provenance FILE`` -- the chain from a file back to raw inputs and configs.
 
 Any table, figure, run file, dataset or corpus written by the workflow has a provenance record
-(:mod:`noisyor_bench.provenance`): a ``<file>.prov.json`` sidecar, a ``"provenance"`` key in
+(:mod:`noisyor_bench.infra.provenance`): a ``<file>.prov.json`` sidecar, a ``"provenance"`` key in
 its own JSON (``metrics.json``, ``best.json``) or in a companion JSON (a dataset's
 ``<name>.json``).  This command follows the records input by input -- table -> runs ->
 dataset -> raw files -- and re-hashes every input on the way: an input whose sha256 differs
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError, UserError
+from noisyor_bench.infra.errors import DataError, UserError
 
 OK, CHANGED, MISSING, UNHASHED = "ok", "CHANGED since recorded", "MISSING", "no sha256 recorded"
 ARGV_CHARS = 300
@@ -62,7 +62,7 @@ def _output_entry(record: dict[str, Any], base: Path, path: Path) -> dict[str, A
 
 def _record_candidates(path: Path) -> list[Path]:
     """JSON files that may hold the record of ``path``, most specific first."""
-    from ..provenance import sidecar_path
+    from noisyor_bench.infra.provenance import sidecar_path
 
     cands = [sidecar_path(path), path.parent / "metrics.json"]
     name = path.name
@@ -110,7 +110,7 @@ def resolve_input(entry: dict[str, Any], base: Path, record: dict[str, Any]) -> 
 
 def check(entry: dict[str, Any], current: Path | None) -> tuple[str, str | None]:
     """``(status, current sha256)`` of a recorded file entry against the file now."""
-    from ..provenance import current_sha256
+    from noisyor_bench.infra.provenance import current_sha256
 
     if current is None:
         return MISSING, None

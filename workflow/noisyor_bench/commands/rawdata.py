@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..rawdata import REGISTRY, fetch, key_for_relpath, resolve_raw_data_dir, verify
+from noisyor_bench.data.rawdata import REGISTRY, fetch, key_for_relpath, resolve_raw_data_dir, verify
 
 
 def cmd_fetch_raw(args: argparse.Namespace) -> int:
@@ -20,8 +20,8 @@ def cmd_verify_raw(args: argparse.Namespace) -> int:
     The workflow's derived files depend on these stamps, so a corrupted raw file fails this
     job, whose only output is the stamp, before any job that would delete derived outputs.
     """
-    from ..io import write_json_atomic
-    from ..rawdata import sha256_file
+    from noisyor_bench.infra.io import write_json_atomic
+    from noisyor_bench.data.rawdata import sha256_file
 
     how = verify(args.key, args.path)
     write_json_atomic(args.out, {"key": args.key, "path": str(args.path), "matched": how, "sha256": sha256_file(args.path)})

@@ -9,10 +9,10 @@ log = logging.getLogger(__name__)
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
-    from ..aggregate import write_table
-    from ..device import set_threads
-    from ..plots.sensitivity import plot_sensitivity
-    from ..sensitivity import crossing_sentence, crossings, sensitivity_markdown, sensitivity_table
+    from noisyor_bench.reporting.aggregate import write_table
+    from noisyor_bench.infra.device import set_threads
+    from noisyor_bench.reporting.plots.sensitivity import plot_sensitivity
+    from noisyor_bench.reporting.acp.sensitivity import crossing_sentence, crossings, sensitivity_markdown, sensitivity_table
 
     set_threads(args.threads)
     table = sensitivity_table(args.runs, args.dataset, args.steps)

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import ConfigError, DataError
-from ..io import read_json, write_json_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.io import read_json, write_json_atomic, write_npz_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +32,13 @@ def sidecar_path(npz_path: str | Path) -> Path:
 
 
 def _mirror(args: argparse.Namespace) -> Path | None:
-    from ..rawdata import resolve_raw_data_dir
+    from noisyor_bench.data.rawdata import resolve_raw_data_dir
 
     return resolve_raw_data_dir(args.raw_data_dir)
 
 
 def _input_record(key: str, path: Path) -> dict[str, str]:
-    from ..provenance import sha256
+    from noisyor_bench.infra.provenance import sha256
 
     return {"key": key, "file": path.name, "sha256": sha256(path), "path": str(path)}
 
@@ -47,8 +47,8 @@ def _provenance(
     kind: str, inputs: list[dict[str, Any]], out: str, outputs: list[Path], extra: Iterable[tuple[Path, str]] = ()
 ) -> dict[str, Any]:
     """The sidecar's provenance record: raw inputs (``_input_record``s) and other files read."""
-    from .. import provenance
-    from ..rawdata import REGISTRY
+    from noisyor_bench.infra import provenance
+    from noisyor_bench.data.rawdata import REGISTRY
 
     base = Path(out).parent
     entries = [
@@ -63,13 +63,13 @@ def _provenance(
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from ..text.preprocess import PreprocessOptions
+    from noisyor_bench.data.corpora.preprocess import PreprocessOptions
 
     return PreprocessOptions(lemmatizer=args.lemmatizer, stopwords=args.stopwords)
 
 
 def _nltk(args: argparse.Namespace, mirror: Path | None) -> tuple[Path, list[dict[str, str]]]:
-    from ..text.preprocess import NLTK_KEYS, nltk_data_dir
+    from noisyor_bench.data.corpora.preprocess import NLTK_KEYS, nltk_data_dir
 
     nltk_dir = nltk_data_dir(mirror, args.cache_dir)
     records = [_input_record(key, nltk_dir / "corpora" / f"{name}.zip") for key, name in NLTK_KEYS.items()]
@@ -77,7 +77,7 @@ def _nltk(args: argparse.Namespace, mirror: Path | None) -> tuple[Path, list[dic
 
 
 def _write_corpus(out: str, arrays: dict[str, Any], vocab: list[str], sidecar: dict[str, Any]) -> None:
-    from ..text.preprocess import vocabulary_text
+    from noisyor_bench.data.corpora.preprocess import vocabulary_text
 
     write_npz_atomic(out, **arrays)
     write_text_atomic(vocab_path(out), vocabulary_text(vocab))
@@ -86,9 +86,9 @@ def _write_corpus(out: str, arrays: dict[str, Any], vocab: list[str], sidecar: d
 
 
 def cmd_ingest_neurips(args: argparse.Namespace) -> int:
-    from ..rawdata import fetch
-    from ..text import neurips
-    from ..text.preprocess import load_resources
+    from noisyor_bench.data.rawdata import fetch
+    from noisyor_bench.data.corpora import neurips
+    from noisyor_bench.data.corpora.preprocess import load_resources
 
     mirror = _mirror(args)
     tsv = fetch("neurips-titles-tsv", mirror, args.cache_dir)
@@ -108,8 +108,8 @@ def cmd_ingest_neurips(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest_reuters(args: argparse.Namespace) -> int:
-    from ..text import reuters
-    from ..text.preprocess import load_resources
+    from noisyor_bench.data.corpora import reuters
+    from noisyor_bench.data.corpora.preprocess import load_resources
 
     mirror = _mirror(args)
     nltk_dir, records = _nltk(args, mirror)
@@ -153,9 +153,9 @@ def _corpus_options(vocab_files: list[str]) -> dict[str, str] | None:
 
 
 def cmd_pmi_counts(args: argparse.Namespace) -> int:
-    from ..rawdata import REGISTRY, fetch
-    from ..text.pmi import build_cooccurrence
-    from ..text.preprocess import PreprocessOptions, Preprocessor, load_resources, read_vocabulary
+    from noisyor_bench.data.rawdata import REGISTRY, fetch
+    from noisyor_bench.evaluation.pmi import build_cooccurrence
+    from noisyor_bench.data.corpora.preprocess import PreprocessOptions, Preprocessor, load_resources, read_vocabulary
 
     mirror = _mirror(args)
     if args.reference in REGISTRY:
@@ -169,7 +169,7 @@ def cmd_pmi_counts(args: argparse.Namespace) -> int:
                 "(one document per line)"
             )
     if reference.is_file():
-        from ..rawdata import sha256_file
+        from noisyor_bench.data.rawdata import sha256_file
 
         ref_record["sha256"] = sha256_file(reference)
     ref_record["file"] = reference.name
@@ -214,7 +214,7 @@ def cmd_pmi_counts(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from ..text.preprocess import LEMMATIZERS, STOPWORD_STAGES
+    from noisyor_bench.data.corpora.preprocess import LEMMATIZERS, STOPWORD_STAGES
 
     p.add_argument("--raw-data-dir", help="raw-data mirror (default: $NOISYOR_RAW_DATA, else download into --cache-dir)")
     p.add_argument("--cache-dir", default=DEFAULT_CACHE, help="where downloaded raw inputs are kept")

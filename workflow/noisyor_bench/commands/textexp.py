@@ -11,15 +11,15 @@ import argparse
 import logging
 from pathlib import Path
 
-from ..errors import ConfigError
+from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 
 def cmd_text_hparams(args: argparse.Namespace) -> int:
-    from .. import provenance
-    from ..io import write_json_atomic
-    from ..textexp.hparams import hparams_record
+    from noisyor_bench.infra import provenance
+    from noisyor_bench.infra.io import write_json_atomic
+    from noisyor_bench.experiments.text_hparams import hparams_record
 
     record = hparams_record(args.dataset)
     record["provenance"] = provenance.artifact_record(
@@ -31,10 +31,10 @@ def cmd_text_hparams(args: argparse.Namespace) -> int:
 
 
 def cmd_topics_table(args: argparse.Namespace) -> int:
-    from ..aggregate import nelbo_baseline_markdown, read_baselines, write_table
-    from ..text.pmi import CooccurrenceTable
-    from ..textexp.common import collect_text_runs
-    from ..textexp.topics import read_vocabulary, table5_markdown, topics_table
+    from noisyor_bench.reporting.aggregate import nelbo_baseline_markdown, read_baselines, write_table
+    from noisyor_bench.evaluation.pmi import CooccurrenceTable
+    from noisyor_bench.reporting.acp.text_common import collect_text_runs
+    from noisyor_bench.reporting.acp.text_topics import read_vocabulary, table5_markdown, topics_table
 
     if args.top_words < 2:
         raise ConfigError(f"--top-words must be >= 2 (PMI averages word pairs); got {args.top_words}")
@@ -51,17 +51,17 @@ def cmd_topics_table(args: argparse.Namespace) -> int:
 
 
 def cmd_classify(args: argparse.Namespace) -> int:
-    from ..aggregate import write_table
-    from ..runs import file_sha256
-    from ..textexp.classify import (
+    from noisyor_bench.reporting.aggregate import write_table
+    from noisyor_bench.experiments.runs import file_sha256
+    from noisyor_bench.reporting.acp.text_classify import (
         baseline_em,
         classification_markdown,
         classification_table,
         load_labelled_test,
         summary,
     )
-    from ..textexp.common import check_dataset, collect_text_runs
-    from ..textexp.plots import plot_classification
+    from noisyor_bench.reporting.acp.text_common import check_dataset, collect_text_runs
+    from noisyor_bench.reporting.acp.text_plots import plot_classification
 
     runs = collect_text_runs(args.runs)
     check_dataset(runs, file_sha256(args.dataset), args.dataset)
@@ -74,12 +74,12 @@ def cmd_classify(args: argparse.Namespace) -> int:
 
 
 def cmd_tsne(args: argparse.Namespace) -> int:
-    from ..aggregate import write_table
-    from ..runs import file_sha256
-    from ..textexp.classify import load_labelled_test
-    from ..textexp.common import check_dataset, collect_text_runs
-    from ..textexp.plots import plot_tsne
-    from ..textexp.tsne import tsne_panels, tsne_table
+    from noisyor_bench.reporting.aggregate import write_table
+    from noisyor_bench.experiments.runs import file_sha256
+    from noisyor_bench.reporting.acp.text_classify import load_labelled_test
+    from noisyor_bench.reporting.acp.text_common import check_dataset, collect_text_runs
+    from noisyor_bench.reporting.acp.text_plots import plot_tsne
+    from noisyor_bench.reporting.acp.text_tsne import tsne_panels, tsne_table
 
     if args.perplexity <= 0:
         raise ConfigError(f"--perplexity must be > 0; got {args.perplexity}")
@@ -102,8 +102,8 @@ def cmd_tsne(args: argparse.Namespace) -> int:
 def cmd_tsne_table(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from ..aggregate import read_table, write_table
-    from ..textexp.tsne import tsne_markdown
+    from noisyor_bench.reporting.aggregate import read_table, write_table
+    from noisyor_bench.reporting.acp.text_tsne import tsne_markdown
 
     table = pd.concat([read_table(p) for p in args.tables], ignore_index=True)
     table = table.sort_values(["K", "n_train", "method", "seed"], ascending=[True, False, True, True])
@@ -112,9 +112,9 @@ def cmd_tsne_table(args: argparse.Namespace) -> int:
 
 
 def cmd_claims_text(args: argparse.Namespace) -> int:
-    from ..aggregate import read_tables
-    from ..claims import write_claims
-    from ..textexp.claims import text_claims
+    from noisyor_bench.reporting.aggregate import read_tables
+    from noisyor_bench.reporting.claims import write_claims
+    from noisyor_bench.reporting.acp.text_claims import text_claims
 
     claims = text_claims(read_tables(args.tables), best_topics=args.best_topics)
     write_claims(claims, args.out_csv, args.out_md,

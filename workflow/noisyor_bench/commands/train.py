@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
-from .. import methods as methods_pkg
-from ..io import read_json
-from ..fitting import BUDGET_FIELDS, FitBudget
+from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
+from noisyor_bench.inference import registry as methods_pkg
+from noisyor_bench.infra.io import read_json
+from noisyor_bench.inference.fitting import BUDGET_FIELDS, FitBudget
 
 
 def parse_json_arg(text: str, argument: str) -> Any:
@@ -66,8 +66,8 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def spec_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~noisyor_bench.runs.RunSpec` described by the parsed arguments."""
-    from ..runs import RunSpec
+    """The :class:`~noisyor_bench.experiments.runs.RunSpec` described by the parsed arguments."""
+    from noisyor_bench.experiments.runs import RunSpec
 
     check_args(args)
     defaults = FitBudget()
@@ -103,7 +103,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ..runs import METRICS_FILE, execute_run, headline
+    from noisyor_bench.experiments.runs import METRICS_FILE, execute_run, headline
 
     spec = spec_from_args(args)
     out = execute_run(spec)

@@ -1,0 +1,1 @@
+"""Inputs: the raw-data registry, synthetic generators and text corpora."""

@@ -1,0 +1,192 @@
+"""Configuration: safe YAML loading, JSON-schema validation and cross-field checks.
+
+The same validation runs in the Snakefile (before any job is scheduled) and in the CLI, so a
+bad value is reported once, up front, with the key path and the allowed values -- never as a
+traceback from inside a job.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+import jsonschema
+import yaml
+
+from noisyor_bench.infra.errors import ConfigError
+
+def load_yaml(path: str | os.PathLike[str]) -> Any:
+    """Parse a YAML file with the safe loader; a missing or malformed file is a ConfigError."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(yaml_error_message(path, err)) from None
+
+
+def yaml_error_message(path: str | os.PathLike[str], err: yaml.YAMLError) -> str:
+    """``<file>:<line>:<column>: <problem>`` of a YAML error (1-based, like an editor)."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = " ".join(str(x) for x in (getattr(err, "context", None), getattr(err, "problem", None)) if x) or str(err)
+    if "constructor for the tag" in problem:
+        problem += " (tags such as !!python/... are refused: configs are read with YAML's safe loader)"
+    return f"{where}: invalid YAML: {problem}"
+
+
+def schema() -> dict[str, Any]:
+    text = resources.files("noisyor_bench.experiments").joinpath("schemas/config.schema.yaml").read_text("utf-8")
+    return yaml.safe_load(text)
+
+
+def _key_path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    return ".".join(parts) if parts else "<top level>"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """One readable line for a schema violation, naming the key and what is allowed."""
+    # oneOf over dataset families: report the branch matching the declared family.
+    if error.validator == "oneOf" and isinstance(error.instance, dict):
+        family = error.instance.get("family")
+        branch_of = {"pattern": 0, "random": 1}
+        subs = [s for s in error.context or [] if s.schema_path and s.schema_path[0] == branch_of.get(family)]
+        if subs:
+            return "\n  ".join(_describe(s) for s in subs)
+        return f"{_key_path(error)}: 'family' must be 'pattern' or 'random' (got {family!r})"
+    if error.validator in ("additionalProperties", "unevaluatedProperties"):
+        allowed = sorted((error.schema.get("properties") or {}).keys())
+        hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
+        return f"{_key_path(error)}: {error.message}{hint}"
+    if error.validator == "enum":
+        return f"{_key_path(error)}: {error.instance!r} is not allowed; allowed values: {error.validator_value}"
+    return f"{_key_path(error)}: {error.message}"
+
+
+def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate a config dict; return a copy with defaults filled in. Raises ConfigError."""
+    cfg = copy.deepcopy(dict(config))
+    cfg.setdefault("results_dir", "results")
+    cfg.setdefault("raw_data_dir", None)
+    validator_cls = jsonschema.validators.validator_for(schema())
+    validator = validator_cls(schema())
+    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = "\n  ".join(_describe(e) for e in errors)
+        raise ConfigError(f"invalid configuration:\n  {lines}")
+    _check_cross_references(cfg)
+    return cfg
+
+
+def validate_dataset_spec(name: str, spec: Any, where: str) -> None:
+    """One ``datasets.<name>`` entry (e.g. ``make-dataset --spec``) against the config schema."""
+    full = schema()
+    sub = {"$schema": full["$schema"], "$defs": full["$defs"], **full["properties"]["datasets"]["additionalProperties"]}
+    validator = jsonschema.validators.validator_for(sub)(sub)
+    errors = sorted(validator.iter_errors(spec), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = "\n  ".join(_describe(e).replace("<top level>", f"datasets.{name}") for e in errors)
+        raise ConfigError(f"{where}: invalid dataset entry:\n  {lines}")
+
+
+def budget_warnings(cfg: Mapping[str, Any]) -> list[str]:
+    """Schema-valid but absurd budgets of the active profile, each naming the keys.
+
+    patience (in evaluations) not below max_epochs / eval_every: early stopping can never
+    trigger; batch_size above N_train: every epoch is one full batch.
+    """
+    from noisyor_bench.experiments.grid import budget, cells
+
+    where = f"profiles.{cfg['profile']}"
+    found: dict[tuple[str, str], list[str]] = {}  # (experiment, problem) -> cells, one line each
+    for cell in cells(cfg):
+        b = budget(cfg, cell)
+        evaluations = b["max_epochs"] // max(1, b.get("eval_every", 1))
+        if b["patience"] >= evaluations:
+            problem = (f"budget patience = {b['patience']} is not below max_epochs / eval_every = {evaluations} "
+                       "evaluations: early stopping can never trigger")
+            found.setdefault((cell.experiment, problem), []).append(f"{cell.method} n{cell.n_train}")
+        if 0 < cell.n_train < b["batch_size"]:
+            problem = f"budget batch_size = {b['batch_size']} exceeds N_train (the training set): one full batch per epoch"
+            found.setdefault((cell.experiment, problem), []).append(f"{cell.method} n{cell.n_train}")
+    return [f"{where}.experiments.{exp}: {problem} ({', '.join(cells_)})" for (exp, problem), cells_ in found.items()]
+
+
+def training_pools(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """Rows available for training per dataset (runs take the first N_train of them)."""
+    return {name: int(spec["n_train_pool"]) for name, spec in cfg["datasets"].items()}
+
+
+def check_name(value: Any, where: str) -> None:
+    """A name used as a path component under results_dir must match NAME_PATTERN."""
+    import re
+
+    from noisyor_bench.infra.constants import NAME_PATTERN
+
+    if not isinstance(value, str) or not re.fullmatch(NAME_PATTERN, value):
+        raise ConfigError(
+            f"{where}: name {value!r} is not allowed; names become paths under results_dir and must match "
+            f"{NAME_PATTERN} (letters, digits, '_' and '-')"
+        )
+
+
+def _check_names(cfg: Mapping[str, Any]) -> None:
+    """Dataset, corpus and experiment names (the rules' wildcards) stay inside results_dir."""
+    for name in cfg["datasets"]:
+        check_name(name, f"datasets.{name}")
+    for name in cfg.get("corpora") or {}:
+        check_name(name, f"corpora.{name}")
+    for pname, prof in cfg["profiles"].items():
+        for ename in prof.get("experiments") or {}:
+            check_name(ename, f"profiles.{pname}.experiments.{ename}")
+
+
+def _check_cross_references(cfg: Mapping[str, Any]) -> None:
+    from noisyor_bench.experiments.grid import validate_grid
+    from noisyor_bench.inference.registry import METHOD_NAMES
+
+    _check_names(cfg)
+
+    profiles = cfg["profiles"]
+    if cfg["profile"] not in profiles:
+        raise ConfigError(f"profile: {cfg['profile']!r} is not defined; allowed values: {sorted(profiles)}")
+    for pname, prof in profiles.items():
+        for ds in prof.get("datasets", []):
+            if ds not in cfg["datasets"]:
+                raise ConfigError(
+                    f"profiles.{pname}.datasets: unknown dataset {ds!r}; allowed values: {sorted(cfg['datasets'])}"
+                )
+    unknown = sorted(set(cfg.get("search_spaces") or {}) - set(METHOD_NAMES))
+    if unknown:
+        raise ConfigError(
+            f"search_spaces: unknown method(s) {', '.join(map(repr, unknown))}; allowed values: {list(METHOD_NAMES)}"
+        )
+    validate_grid(cfg, METHOD_NAMES, training_pools(cfg))
+    from noisyor_bench.experiments.text_grid import validate_text
+
+    validate_text(cfg)
+
+
+def load_config(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Load, apply top-level ``overrides`` (as ``snakemake --config`` does), validate."""
+    cfg = load_yaml(path)
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    cfg.update(overrides or {})
+    return validate_config(cfg)
+
+
+def active_profile(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(cfg["profiles"][cfg["profile"]])
+
+
+def raw_data_dir(cfg: Mapping[str, Any]) -> Path | None:
+    """The raw-data mirror: config key ``raw_data_dir``, else ``$NOISYOR_RAW_DATA``, else None."""
+    from noisyor_bench.data.rawdata import resolve_raw_data_dir
+
+    return resolve_raw_data_dir(cfg.get("raw_data_dir"))

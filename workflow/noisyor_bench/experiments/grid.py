@@ -1,0 +1,214 @@
+"""The experiment grid of a profile: which runs exist, with which budget and search draws.
+
+A *cell* is one (experiment, dataset, method, N_train) combination; it is trained once per
+seed with the hyperparameters chosen by the cell's random search.  The Snakefile builds its
+jobs from :func:`cells`, and the same functions are tested here, so the DAG and the package
+agree on what the grid is.  ``N_train = 0`` marks non-amortized methods optimised directly on
+the held-out set (paper Section 4.2).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.inference.registry import LEARNING_ONLY
+from noisyor_bench.experiments.search import sample_hparams
+
+AMORTIZED = ("avi", "acp", "acp-sg")
+DEFAULT_BUDGET = {"max_epochs": 200, "patience": 10, "batch_size": 128}
+DEFAULT_EVALUATION = {"samples": 100, "iw_samples": 1000}
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    experiment: str
+    dataset: str
+    method: str
+    n_train: int
+    mode: str
+
+    @property
+    def path(self) -> str:
+        """``<experiment>/<dataset>/<method>/n<N_train>``: the cell's place under runs/ and search/."""
+        return f"{self.experiment}/{self.dataset}/{self.method}/n{self.n_train}"
+
+
+def profile(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(cfg["profiles"][cfg["profile"]])
+
+
+def experiments(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return dict(profile(cfg).get("experiments") or {})
+
+
+def cells(cfg: Mapping[str, Any], experiment: str | None = None) -> list[Cell]:
+    """Every cell of the active profile (or of one experiment), in a stable order."""
+    out = []
+    for name, exp in sorted(experiments(cfg).items()):
+        if experiment is not None and name != experiment:
+            continue
+        for dataset in exp["datasets"]:
+            for method, sizes in runs_for(exp, dataset).items():
+                for n in sizes:
+                    out.append(Cell(name, dataset, method, int(n), exp["mode"]))
+    return out
+
+
+def runs_for(exp: Mapping[str, Any], dataset: str) -> dict[str, list[int]]:
+    """method -> N_train list of one dataset: ``dataset_runs[dataset]`` if given, else ``runs``."""
+    return dict((exp.get("dataset_runs") or {}).get(dataset) or exp["runs"])
+
+
+def seeds(cfg: Mapping[str, Any], experiment: str | None = None, dataset: str | None = None) -> list[int]:
+    """Seeds of the profile, of ``experiment`` or of one of its datasets: the experiment's
+    ``dataset_seeds[dataset]`` if given, else its own ``seeds``, else the profile's.  More seeds
+    where runs take seconds (a success rate or a CI over seeds is reported), fewer where a run
+    takes minutes (e.g. quick's Fig. 5: 5 seeds on the D = 50 panels, 2 at D = 500)."""
+    prof = profile(cfg)
+    exp = (experiments(cfg).get(experiment) or {}) if experiment is not None else {}
+    own = (exp.get("dataset_seeds") or {}).get(dataset) if dataset is not None else None
+    if own is None:
+        own = exp.get("seeds")
+    return [int(s) for s in (own if own is not None else prof.get("seeds", [0]))]
+
+
+@dataclass(frozen=True)
+class SeedGroup:
+    """Cells trained by one ``train_cell<suffix>`` rule: its experiments, its datasets (``None``:
+    any) and their common seed list."""
+
+    suffix: str
+    experiments: tuple[str, ...]
+    datasets: tuple[str, ...] | None
+    seeds: tuple[int, ...]
+
+
+def seed_groups(cfg: Mapping[str, Any]) -> list[SeedGroup]:
+    """How the training rules split the cells by seed list.  A Snakemake rule's outputs (one set
+    of files per seed) are fixed per rule, so the experiments whose every dataset runs the
+    profile's seeds share rule ``train_cell`` (suffix ``""``, listed first even when empty); an
+    experiment with one seed list of its own gets ``train_cell_<name>`` (non-word characters as
+    ``_``); one whose datasets differ (``dataset_seeds``) gets one rule per seed list,
+    ``train_cell_<name>_<n>seeds``, restricted to those datasets."""
+    default = seeds(cfg)
+    shared: list[str] = []
+    own: list[SeedGroup] = []
+    for name in sorted(experiments(cfg)):
+        exp = experiments(cfg)[name]
+        by_seeds: dict[tuple[int, ...], list[str]] = {}
+        for ds in exp["datasets"]:
+            by_seeds.setdefault(tuple(seeds(cfg, name, ds)), []).append(ds)
+        tag = re.sub(r"\W", "_", name)
+        if len(by_seeds) == 1:
+            (only,) = by_seeds
+            if list(only) == default:
+                shared.append(name)
+            else:
+                own.append(SeedGroup(f"_{tag}", (name,), None, only))
+            continue
+        for i, (group_seeds, datasets) in enumerate(sorted(by_seeds.items(), key=lambda kv: (len(kv[0]), kv[0]))):
+            suffix = f"_{tag}_{len(group_seeds)}seeds"
+            if any(g.suffix == suffix for g in own):
+                suffix += f"_{i}"
+            own.append(SeedGroup(suffix, (name,), tuple(sorted(datasets)), group_seeds))
+    return [SeedGroup("", tuple(shared), None, tuple(default)), *own]
+
+
+def budget(cfg: Mapping[str, Any], cell: Cell) -> dict[str, int | float]:
+    """Fit budget: defaults < profile ``budget`` < experiment ``budget`` < profile
+    ``method_budget[method]`` < experiment ``method_budget[method]``.  Keys absent from every
+    layer (e.g. ``convergence_window``, ``convergence_rel_tol``) take the
+    :class:`~noisyor_bench.inference.fitting.FitBudget` defaults in the run."""
+    prof, exp = profile(cfg), experiments(cfg)[cell.experiment]
+    merged = dict(DEFAULT_BUDGET)
+    for layer in (
+        prof.get("budget"),
+        exp.get("budget"),
+        (prof.get("method_budget") or {}).get(cell.method),
+        (exp.get("method_budget") or {}).get(cell.method),
+    ):
+        merged.update(layer or {})
+    return merged
+
+
+def evaluation(cfg: Mapping[str, Any]) -> dict[str, int]:
+    merged = dict(DEFAULT_EVALUATION)
+    merged.update(profile(cfg).get("evaluation") or {})
+    return merged
+
+
+DEFAULT_BASELINES = {"max_rows": 500, "iw_samples": 1000, "max_rounds": 200}
+
+
+def baseline_settings(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """True-model scoring of ``noisyor-bench baselines``: defaults < profile ``baselines``."""
+    merged = dict(DEFAULT_BASELINES)
+    merged.update(profile(cfg).get("baselines") or {})
+    return merged
+
+
+def baseline_n_train(cfg: Mapping[str, Any], dataset: str) -> list[int]:
+    """Every N_train > 0 of the active profile's cells on ``dataset``: the baselines it needs."""
+    return sorted({c.n_train for c in cells(cfg) if c.dataset == dataset and c.n_train > 0})
+
+
+def search_space(cfg: Mapping[str, Any], method: str) -> dict[str, Any]:
+    return dict((cfg.get("search_spaces") or {}).get(method) or {})
+
+
+def n_draws(cfg: Mapping[str, Any], cell: Cell) -> int:
+    """Number of search draws for a cell (1 = defaults only, no search job)."""
+    search = dict(profile(cfg).get("search") or {})
+    search.update(experiments(cfg)[cell.experiment].get("search") or {})
+    if not search_space(cfg, cell.method):
+        return 1
+    return int(search.get("draws", 1))
+
+
+def draws(cfg: Mapping[str, Any], cell: Cell) -> list[dict[str, Any]]:
+    """Hyperparameters of every draw of the cell's search; draw 0 is the defaults."""
+    search_seed = int((profile(cfg).get("search") or {}).get("seed", 0))
+    space = search_space(cfg, cell.method)
+    return [sample_hparams(space, search_seed, d) for d in range(n_draws(cfg, cell))]
+
+
+def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools: Mapping[str, int]) -> None:
+    """Cross-field checks the schema cannot express; raises ConfigError naming the key."""
+    for pname, prof in cfg["profiles"].items():
+        for ename, exp in (prof.get("experiments") or {}).items():
+            where = f"profiles.{pname}.experiments.{ename}"
+            for ds in exp["datasets"]:
+                if ds not in pools:
+                    raise ConfigError(f"{where}.datasets: unknown dataset {ds!r}; allowed values: {sorted(pools)}")
+            for key in ("dataset_runs", "dataset_seeds"):
+                for ds in exp.get(key) or {}:
+                    if ds not in exp["datasets"]:
+                        raise ConfigError(
+                            f"{where}.{key}: {ds!r} is not one of the experiment's datasets {exp['datasets']}"
+                        )
+            for ds in exp["datasets"]:
+                runs_key = f"dataset_runs.{ds}" if ds in (exp.get("dataset_runs") or {}) else "runs"
+                for method, sizes in runs_for(exp, ds).items():
+                    if method not in known_methods:
+                        raise ConfigError(
+                            f"{where}.{runs_key}: unknown method {method!r}; allowed values: {list(known_methods)}"
+                        )
+                    if method in LEARNING_ONLY and exp["mode"] != "learning":
+                        raise ConfigError(
+                            f"{where}.{runs_key}.{method}: {method} is a learning-mode ablation (ACP with theta "
+                            f"stopped in eq. 11; with theta fixed it equals acp); this experiment's mode is {exp['mode']!r}"
+                        )
+                    for n in sizes:
+                        if n == 0 and method in AMORTIZED:
+                            raise ConfigError(
+                                f"{where}.{runs_key}.{method}: N_train = 0 is only for non-amortized methods "
+                                f"(optimised on the held-out set); {method} needs training data"
+                            )
+                        if n > pools[ds]:
+                            raise ConfigError(
+                                f"{where}.{runs_key}.{method}: N_train = {n} exceeds the training pool of "
+                                f"{ds} ({pools[ds]} rows, datasets.{ds}.n_train_pool)"
+                            )

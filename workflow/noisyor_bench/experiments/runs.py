@@ -1,0 +1,767 @@
+"""One training run -> one directory: the interface later stages and auditors read.
+
+``results/runs/<experiment>/<dataset>/<method>/n<N_train>/seed<seed>/`` holds
+
+* ``metrics.json`` -- held-out test metrics (:mod:`noisyor_bench.evaluation.heldout`), timings and
+  the run's identity (dataset + sha256, method, mode, N_train, seed, hyperparameters, budget,
+  device, versions) and its ``provenance`` record (:mod:`noisyor_bench.infra.provenance`);
+* ``posterior_test.npz`` -- ``q`` (N_test x K, float64) and the generative parameters
+  ``theta``, ``theta0``, ``mu`` used for evaluation: every test metric can be recomputed from
+  this file and the dataset alone (``noisyor-bench evaluate``);
+* ``curve.csv`` -- the training curve (one row per epoch / fixed-point round).
+
+Protocol (paper Section 4.2): the method fits on the first ``N_train`` rows of the training
+pool, selects its model on the validation split only, and is evaluated on the test split
+once, at the end.  In learning mode the learned latents are matched to the true ones by the
+Hungarian algorithm before F1/EM.  Real corpora (no ``theta``/``theta0``/``mu``/``z`` arrays,
+paper Section 4.5, supplement 5.1) run in learning mode with an explicit ``n_latent``; their
+truth-dependent metrics (F1/EM, exact, latent matching) are ``null``.
+
+Atomicity and resume: everything is written into ``<out_dir>.partial/`` and renamed onto
+``<out_dir>`` only when complete, so a killed run never leaves a directory that looks
+finished.  An existing ``<out_dir>`` (a finished earlier run) is left untouched until the new
+run is complete: :func:`_publish` swaps the directories at the end, so a rerun that is killed,
+diverges or fails keeps the finished run intact (issue 18).  The partial directory keeps the
+trainer's checkpoint; re-running the same spec resumes from it (a different spec discards it).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import inspect
+import io
+import json
+import logging
+import math
+import os
+import platform
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping
+
+import numpy as np
+import torch
+
+from noisyor_bench import __version__
+from noisyor_bench.inference import registry as methods_pkg
+from noisyor_bench.infra import provenance
+from noisyor_bench.infra.device import describe, pick_device, set_threads
+from noisyor_bench.infra.errors import ConfigError, DataError, Interrupted
+from noisyor_bench.evaluation.heldout import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, evaluate, match_latents, nelbo, weight_similarity
+from noisyor_bench.models.noisyor.exact import MAX_EXACT_K
+from noisyor_bench.inference.convergence import Convergence, assess
+from noisyor_bench.inference.fitting import check_budget, fit_budget_fields
+from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod
+from noisyor_bench.models.noisyor.model import NoisyOR
+from noisyor_bench.inference.training import NonFiniteLossError, derive_init_seed, stream_seed
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+METRICS_FILE = "metrics.json"
+POSTERIOR_FILE = "posterior_test.npz"
+CURVE_FILE = "curve.csv"
+CHECKPOINT_FILE = "checkpoint.pt"
+SPEC_FILE = "spec.json"
+CURVE_COLUMNS = ("epoch", "train_nelbo", "val_nelbo", "seconds")
+
+REQUIRED_ARRAYS = ("x_train", "x_val", "x_test")
+# Ground truth of synthetic datasets: all three or none (real corpora have none).
+TRUTH_ARRAYS = ("theta", "theta0", "mu")
+# Metrics recomputable from posterior_test.npz + the dataset (compared by `evaluate`).
+RECOMPUTED_METRICS = (
+    "nelbo",
+    "nelbo_sem",
+    "f1",
+    "em",
+    "f1_map",
+    "em_map",
+    "exact_nll",
+    "exact_elbo",
+    "exact_nelbo",
+    "exact_gap",
+    "mc_gap",
+    "iw_nll",
+    "latent_match_cosine",
+)
+
+NON_AMORTIZED = ("svi", "lb-cdi", "ub-cdi")
+Mode = Literal["inference", "learning"]
+MODES: tuple[str, ...] = ("inference", "learning")
+
+
+def run_dir(results_dir: str | Path, experiment: str, dataset: str, method: str, n_train: int, seed: int) -> Path:
+    """``results_dir/runs/<experiment>/<dataset>/<method>/n<N_train>/seed<seed>``; names that
+    would leave ``results_dir/runs`` (``..``, ``/``) are a ConfigError."""
+    from noisyor_bench.experiments.config import check_name
+
+    check_name(experiment, "experiment")
+    check_name(dataset, "dataset name")
+    check_name(method, "method")
+    return Path(results_dir) / "runs" / experiment / dataset / method / f"n{int(n_train)}" / f"seed{int(seed)}"
+
+
+def partial_dir(out_dir: str | Path) -> Path:
+    """The working directory of a run in progress: ``<out_dir>.partial``."""
+    out = Path(out_dir)
+    return out.with_name(out.name + ".partial")
+
+
+@dataclass
+class RunSpec:
+    """Everything that defines one run.
+
+    ``out_dir`` is the final run directory (see :func:`run_dir`).  ``n_latent`` (learning
+    mode only) overrides K, e.g. to learn more causes than the ground truth has; F1/EM are
+    then ``None``.  ``iw_samples=0`` skips the importance-weighted bound; ``val_metrics``
+    adds the test-protocol NELBO on the validation split (``val_nelbo``, for model selection
+    across runs, e.g. the hyperparameter search).  ``init_key`` (the grid's runs set it,
+    :func:`~noisyor_bench.inference.training.run_init_key`: cell and search draw or ``final``) makes the
+    run's initialisation and other training streams derive from (cell, draw-or-final, seed)
+    rather than from the seed alone; ``None`` keeps them on the seed.
+    """
+
+    dataset: Path
+    method: str
+    mode: Mode
+    n_train: int
+    seed: int
+    out_dir: Path
+    dataset_name: str | None = None
+    experiment: str = "default"
+    hparams: dict[str, Any] = field(default_factory=dict)
+    budget: FitBudget = field(default_factory=FitBudget)
+    n_samples: int = DEFAULT_N_SAMPLES
+    iw_samples: int = DEFAULT_IW_SAMPLES
+    exact_max_k: int = MAX_EXACT_K
+    device: str = "auto"
+    threads: int | None = None
+    n_latent: int | None = None
+    val_metrics: bool = True
+    resume: bool = True
+    evaluate_test: bool = True
+    init_key: str | None = None
+
+    def __post_init__(self) -> None:
+        self.dataset = Path(self.dataset)
+        self.out_dir = Path(self.out_dir)
+        if self.dataset_name is None:
+            self.dataset_name = self.dataset.stem
+
+    def validate(self) -> None:
+        """Argument checks that need no file access (ConfigError naming the field)."""
+        if self.mode not in MODES:
+            raise ConfigError(f"mode {self.mode!r} is not allowed; allowed values: {', '.join(MODES)}")
+        _check_int("n_samples", self.n_samples, minimum=1)
+        # N_train = 0: a non-amortized method in inference mode has no global parameters to
+        # fit; it is optimised directly on the held-out data (paper Section 4.2).
+        held_out_only = self.mode == "inference" and self.method in NON_AMORTIZED
+        _check_int("n_train", self.n_train, minimum=0 if held_out_only else 1)
+        _check_int("seed", self.seed, minimum=0)
+        _check_int("iw_samples", self.iw_samples, minimum=0)
+        _check_int("exact_max_k", self.exact_max_k, minimum=0)
+        check_budget(self.budget, "budget.")
+        if self.threads is not None:
+            _check_int("threads", self.threads, minimum=1)
+        if self.n_latent is not None:
+            _check_int("n_latent", self.n_latent, minimum=1)
+            if self.mode != "learning":
+                raise ConfigError("n_latent (a K different from the dataset's) is only allowed in learning mode")
+        if self.init_key is not None and (not isinstance(self.init_key, str) or not self.init_key):
+            raise ConfigError(f"init_key must be a non-empty string or None; got {self.init_key!r}")
+        if not isinstance(self.hparams, Mapping):
+            raise ConfigError(f"hparams must be a JSON object (mapping); got {type(self.hparams).__name__}")
+
+
+def check_layout(spec: RunSpec) -> None:
+    """If ``out_dir`` follows ``<experiment>/<dataset>/<method>/n<N>/seed<S>``, it must agree
+    with the spec (the aggregation rejects disagreeing runs; fail before training instead)."""
+    parts = spec.out_dir.parts
+    if len(parts) < 5 or not re.fullmatch(r"n\d+", parts[-2]) or not re.fullmatch(r"seed\d+", parts[-1]):
+        return
+    expected = {
+        "experiment": (parts[-5], spec.experiment, "--experiment"),
+        "dataset": (parts[-4], spec.dataset_name, "--dataset-name"),
+        "method": (parts[-3], spec.method, "--method"),
+        "n_train": (parts[-2], f"n{spec.n_train}", "--n-train"),
+        "seed": (parts[-1], f"seed{spec.seed}", "--seed"),
+    }
+    wrong = [f"{k}: path has {a!r}, run has {b!r} ({flag})" for k, (a, b, flag) in expected.items() if a != b]
+    if wrong:
+        raise ConfigError(f"output directory {spec.out_dir} disagrees with the run: " + "; ".join(wrong))
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto``/``cpu``/``cuda[:N]`` as a device; ConfigError for unknown or absent devices."""
+    try:
+        device = pick_device(name)
+    except RuntimeError:
+        raise ConfigError(f"device {name!r} is not a valid torch device; use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {name!r} requested but CUDA is not available; use --device auto or cpu")
+    if device.type not in ("cpu", "cuda"):
+        raise ConfigError(f"device {name!r} is not supported; use auto, cpu, cuda or cuda:N")
+    return device
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}; got {value!r}")
+
+
+# ---------------------------------------------------------------------------------- dataset
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def load_dataset(path: str | Path) -> dict[str, np.ndarray]:
+    """Load and check a dataset ``.npz`` (keys and shapes); DataError names file and key."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"dataset file {path} does not exist; build it with 'noisyor-bench make-dataset'")
+    try:
+        data = load_npz(path)
+    except Exception as err:  # corrupt zip / pickled arrays
+        raise DataError(f"cannot read dataset {path}: {err}") from None
+    missing = [k for k in REQUIRED_ARRAYS if k not in data]
+    truth = [k for k in TRUTH_ARRAYS if k in data]
+    if truth and len(truth) < len(TRUTH_ARRAYS):
+        missing += [k for k in TRUTH_ARRAYS if k not in data]
+    if missing:
+        raise DataError(f"dataset {path} lacks arrays {missing}; it holds {sorted(data)}")
+    if truth:
+        d, k = np.shape(data["theta"]) if np.ndim(data["theta"]) == 2 else (None, None)
+        if d is None or np.shape(data["theta0"]) != (d,) or np.shape(data["mu"]) != (k,):
+            raise DataError(
+                f"dataset {path}: inconsistent parameters theta {np.shape(data['theta'])}, "
+                f"theta0 {np.shape(data['theta0'])}, mu {np.shape(data['mu'])}"
+            )
+    else:  # a real corpus (paper Section 4.5, supplement 5.1): no parameters, no latents
+        d, k = (data["x_train"].shape[1] if data["x_train"].ndim == 2 else None), None
+        stray = [f"z_{s}" for s in ("train", "val", "test") if f"z_{s}" in data]
+        if stray:
+            raise DataError(f"dataset {path} has latents {stray} but no ground-truth theta/theta0/mu")
+    for split in ("train", "val", "test"):
+        x = data[f"x_{split}"]
+        if x.ndim != 2 or x.shape[1] != d:
+            raise DataError(f"dataset {path}: x_{split} has shape {x.shape}, expected (N, D={d})")
+        z = data.get(f"z_{split}")
+        if z is not None and z.shape != (x.shape[0], k):
+            raise DataError(f"dataset {path}: z_{split} has shape {z.shape}, expected ({x.shape[0]}, K={k})")
+    if truth:
+        check_generative(data, f"dataset {path}")
+    return data
+
+
+def check_generative(arrays: Mapping[str, np.ndarray], where: str) -> None:
+    """Noisy-OR parameters must be valid: finite theta, theta0 >= 0 (failure log-probabilities)
+    and prior probabilities mu in (0, 1); otherwise DataError naming the array (issue 18:
+    an invalid truth used to surface as a fake divergence or a traceback in the matching)."""
+    for key in ("theta", "theta0"):
+        a = np.asarray(arrays[key], dtype=float)
+        if not np.all(np.isfinite(a)):
+            raise DataError(f"{where}: {key} has {int(np.sum(~np.isfinite(a)))} non-finite value(s) (NaN/inf)")
+        if np.any(a < 0):
+            raise DataError(f"{where}: {key} has negative value(s) (min {a.min():.4g}); noisy-OR weights are >= 0")
+    mu = np.asarray(arrays["mu"], dtype=float)
+    if not np.all((mu > 0) & (mu < 1)):
+        raise DataError(f"{where}: mu must lie in (0, 1) (prior probabilities); got values in [{np.nanmin(mu):.4g}, {np.nanmax(mu):.4g}]")
+
+
+def training_rows(data: Mapping[str, np.ndarray], n_train: int, path: str | Path) -> np.ndarray:
+    """The first ``n_train`` rows of the training pool (smaller sets are prefixes of larger)."""
+    pool = data["x_train"].shape[0]
+    if n_train > pool:
+        raise DataError(
+            f"n_train={n_train} exceeds the training pool of {path} ({pool} rows); "
+            f"use n_train <= {pool} or rebuild the dataset with a larger n_train_pool"
+        )
+    return data["x_train"][:n_train]
+
+
+def has_truth(data: Mapping[str, np.ndarray]) -> bool:
+    """Whether a dataset carries generative ground truth (synthetic) or not (real corpora)."""
+    return "theta" in data
+
+
+def ground_truth(data: Mapping[str, np.ndarray]) -> NoisyOR:
+    return NoisyOR.from_numpy(data["theta"], data["theta0"], data["mu"])
+
+
+def initial_model(spec: RunSpec, data: Mapping[str, np.ndarray]) -> NoisyOR:
+    """The model handed to the method: the truth, or a shape-only model for a chosen K.
+
+    A dataset without ground truth (a real corpus, paper Section 4.5 / supplement 5.1) can
+    only be *learned*, with an explicit number of latents; ConfigError otherwise.
+    """
+    if not has_truth(data):
+        if spec.mode != "learning" or spec.n_latent is None:
+            raise ConfigError(
+                f"dataset {spec.dataset} has no ground truth (theta/theta0/mu): it needs mode 'learning' "
+                f"and n_latent (K, --latents); got mode={spec.mode!r}, n_latent={spec.n_latent!r}"
+            )
+        return shape_model(int(data["x_train"].shape[1]), spec.n_latent)
+    truth = ground_truth(data)
+    if spec.n_latent is not None and spec.n_latent != truth.K:
+        return shape_model(truth.D, spec.n_latent)
+    return truth
+
+
+def shape_model(d: int, k: int) -> NoisyOR:
+    """A placeholder model carrying only the shape (D, K) for learning with a chosen K.
+
+    Learning-mode methods use only ``model.D`` and ``model.K`` (see
+    :func:`noisyor_bench.models.noisyor.generative.make_generative`); the values are neutral anyway.
+    """
+    return NoisyOR.from_numpy(np.full((d, k), 0.1), np.full(d, 0.05), np.full(k, 0.2))
+
+
+# ---------------------------------------------------------------------------------- evaluation
+def evaluate_posterior(
+    posterior: Mapping[str, np.ndarray],
+    data: Mapping[str, np.ndarray],
+    mode: str,
+    n_samples: int,
+    iw_samples: int,
+    exact_max_k: int,
+    eval_seed: int,
+) -> dict[str, Any]:
+    """Test metrics from a ``posterior_test.npz`` content and the dataset.
+
+    The single code path used by :func:`execute_run` and by ``noisyor-bench evaluate``, so a
+    recomputation reproduces the recorded numbers exactly.  Learning mode: Hungarian matching
+    of the learned to the true weight columns (when both K agree), recorded with the mean
+    cosine similarity of the matched columns; inference mode: identity.  A dataset without
+    ground truth (a real corpus) gets no matching, no F1/EM and no exact metrics: the 2^K
+    enumeration checks bounds against synthetic truths, and at K=20 with D~1,300 words it
+    would cost ~10^12 operations per run.
+    """
+    model = NoisyOR.from_numpy(posterior["theta"], posterior["theta0"], posterior["mu"])
+    z_test = data.get("z_test")
+    extra: dict[str, Any] = {"latent_matching": "identity", "latent_permutation": None, "latent_match_cosine": None}
+    perm = None
+    if not has_truth(data):
+        extra["latent_matching"] = None
+        z_test = None
+        exact_max_k = 0
+    elif mode == "learning":
+        extra["latent_matching"] = "hungarian"
+        theta_true = np.asarray(data["theta"])
+        if theta_true.shape == np.shape(posterior["theta"]):
+            perm = match_latents(posterior["theta"], theta_true)
+            sim = weight_similarity(posterior["theta"], theta_true)
+            extra["latent_permutation"] = [int(i) for i in perm]
+            extra["latent_match_cosine"] = float(np.mean(sim[perm, np.arange(len(perm))]))
+        else:
+            extra["latent_matching"] = None  # K differs: no matching, no F1/EM
+            z_test = None
+    metrics = evaluate(
+        model,
+        data["x_test"],
+        posterior["q"],
+        z_true=z_test,
+        n_samples=n_samples,
+        iw_samples=iw_samples,
+        seed=eval_seed,
+        exact_max_k=exact_max_k,
+        permutation=perm,
+    )
+    metrics.update(extra)
+    return metrics
+
+
+def json_safe(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Replace non-finite floats by ``None`` (strict JSON) and list them in ``nonfinite_metrics``."""
+    out, bad = {}, []
+    for key, value in metrics.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            out[key] = None
+            bad.append(f"{key}={value}")
+        else:
+            out[key] = value
+    out["nonfinite_metrics"] = bad
+    return out
+
+
+def _check_posterior(q: torch.Tensor, n: int, k: int, method: str) -> np.ndarray:
+    arr = q.detach().cpu().double().numpy() if isinstance(q, torch.Tensor) else np.asarray(q, dtype=np.float64)
+    if arr.shape != (n, k):
+        raise RuntimeError(f"method {method!r} returned a posterior of shape {arr.shape}, expected ({n}, {k})")
+    if not np.all((arr >= 0) & (arr <= 1)):
+        raise RuntimeError(f"method {method!r} returned posterior values outside [0, 1] or NaN")
+    return arr
+
+
+# ---------------------------------------------------------------------------------- outputs
+def curve_csv(records: list[EpochRecord]) -> str:
+    """``epoch, train_nelbo, val_nelbo, seconds`` then the sorted union of ``extra`` keys."""
+    extras = sorted({k for r in records for k in r.extra})
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([*CURVE_COLUMNS, *extras])
+    for r in records:
+        row = [r.epoch, r.train_nelbo, r.val_nelbo, r.seconds, *(r.extra.get(k) for k in extras)]
+        writer.writerow(["" if v is None else repr(float(v)) if isinstance(v, float) else v for v in row])
+    return buf.getvalue()
+
+
+PROGRESS_INTERVAL_S = 10.0
+"""At most one progress log line per this many seconds (jobs log to a file, not a terminal)."""
+
+
+def _duration(seconds: float) -> str:
+    """``"1:02:03"`` / ``"2:03"``: a duration as a person reads it."""
+    s = int(round(max(seconds, 0.0)))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+class _Progress:
+    """tqdm bar over epochs (stderr, off when not a TTY) plus progress log lines with an ETA.
+
+    Inside a Snakemake job the bar is off and the log goes to the job's log file: a line with
+    the elapsed time and an ETA (epochs left at the mean epoch time so far; early stopping
+    may end sooner) at the first epoch, then at most every ``interval`` seconds, and at the
+    epoch limit.
+    """
+
+    def __init__(self, total: int, desc: str, interval: float = PROGRESS_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, unit="epoch", file=sys.stderr, disable=None, leave=False)
+        self.total, self.desc, self.interval, self.clock = total, desc, interval, clock
+        self.start = clock()
+        self.first_epoch: int | None = None
+        self.last_line: float | None = None
+
+    def eta(self, epoch: int, now: float) -> float | None:
+        """Seconds to the epoch limit at this process's mean epoch time (None: unknown)."""
+        if not self.total or self.first_epoch is None:
+            return None
+        done = epoch - self.first_epoch + 1
+        return (now - self.start) / done * max(self.total - epoch, 0) if done > 0 else None
+
+    def __call__(self, record: EpochRecord) -> None:
+        val = "-" if record.val_nelbo is None else f"{record.val_nelbo:.4f}"
+        if not self.bar.disable:
+            self.bar.n = min(record.epoch, self.bar.total or record.epoch)
+            self.bar.set_postfix(train=f"{record.train_nelbo:.4f}", val=val, refresh=True)
+        if self.first_epoch is None:
+            self.first_epoch = record.epoch
+        now = self.clock()
+        at_limit = bool(self.total) and record.epoch >= self.total
+        if self.last_line is not None and now - self.last_line < self.interval and not at_limit:
+            return
+        self.last_line = now
+        eta = self.eta(record.epoch, now)
+        log.info(
+            "%s: epoch %d/%s, train NELBO %.4f, val NELBO %s, elapsed %s, ETA %s",
+            self.desc, record.epoch, self.total or "?", record.train_nelbo, val, _duration(now - self.start),
+            "?" if eta is None else f"<= {_duration(eta)}",
+        )
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _fit(
+    method: InferenceMethod,
+    x_train: torch.Tensor,
+    x_val: torch.Tensor,
+    budget: FitBudget,
+    progress: Callable[[EpochRecord], None],
+    checkpoint: Path,
+) -> tuple[list[EpochRecord], bool]:
+    """Call ``fit``, passing the checkpoint when the method supports one.
+
+    Every registered method does (AVI/ACP through ``training.Trainer``, SVI/LB-CDI/UB-CDI
+    through ``methods.fitloop``); the fallback keeps third-party methods working.  Returns
+    the curve and whether the fit resumed from a checkpoint left by an interrupted run.
+    """
+    if "checkpoint_path" in inspect.signature(method.fit).parameters:
+        resumed = checkpoint.exists()
+        if resumed:
+            log.info("resuming from checkpoint %s", checkpoint)
+        return method.fit(x_train, x_val, budget, progress, checkpoint_path=checkpoint), resumed  # type: ignore[call-arg]
+    log.info("method %s does not support checkpoints; a killed run restarts from scratch", type(method).__name__)
+    return method.fit(x_train, x_val, budget, progress), False
+
+
+def _construct(method_cls: type[InferenceMethod], model: NoisyOR, spec: RunSpec, device: torch.device) -> InferenceMethod:
+    """The method for ``spec``, its streams derived from (seed, ``init_key``).
+
+    Every registered method takes ``init_key``; a third-party method without the argument is
+    accepted only for runs without a key (its streams then follow the seed as before).
+    """
+    if spec.init_key is None:
+        return method_cls(model, spec.mode, dict(spec.hparams), spec.seed, device)
+    if "init_key" not in inspect.signature(method_cls).parameters:
+        raise ConfigError(
+            f"method {spec.method!r} ({method_cls.__name__}) takes no init_key, so its initialisation cannot "
+            f"follow the run's key {spec.init_key!r}; add the argument (see methods.base.InferenceMethod)"
+        )
+    return method_cls(model, spec.mode, dict(spec.hparams), spec.seed, device, init_key=spec.init_key)
+
+
+def _diverged_run(spec: RunSpec, work: Path, err: NonFiniteLossError) -> NonFiniteLossError:
+    """``err`` prefixed with the run's identity, saying what was kept and how to go on."""
+    return NonFiniteLossError(
+        f"run {spec.experiment}/{spec.dataset_name}/{spec.method}/n{spec.n_train}/seed{spec.seed} "
+        f"(mode {spec.mode}, hparams {json.dumps(dict(spec.hparams), sort_keys=True)}) stopped: {err} "
+        f"Kept for inspection: {work} (with the latest checkpoint, taken at a finite epoch, if any; re-running "
+        "the same command resumes there and diverges again, a run with changed hyperparameters starts afresh)."
+    )
+
+
+def _identity(spec: RunSpec, data: Mapping[str, np.ndarray], sha: str, device: torch.device, threads: int) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "experiment": spec.experiment,
+        "dataset": spec.dataset_name,
+        "dataset_file": spec.dataset.name,
+        "dataset_sha256": sha,
+        "method": spec.method,
+        "mode": spec.mode,
+        "n_train": int(spec.n_train),
+        "n_val": int(data["x_val"].shape[0]),
+        "n_test": int(data["x_test"].shape[0]),
+        "seed": int(spec.seed),
+        "init_key": spec.init_key,
+        "init_seed": derive_init_seed(spec.seed, spec.init_key),
+        "D": int(data["x_train"].shape[1]),
+        "K_true": int(data["theta"].shape[1]) if has_truth(data) else None,
+        "hparams": dict(spec.hparams),
+        "budget": dataclasses.asdict(spec.budget),
+        "device": str(device),
+        "device_name": describe(device),
+        "threads": int(threads),
+        "noisyor_bench_version": __version__,
+        "torch_version": torch.__version__,
+        "numpy_version": np.__version__,
+        "python_version": platform.python_version(),
+    }
+
+
+def _resume_key(spec: RunSpec, sha: str, device: torch.device) -> dict[str, Any]:
+    """What a checkpoint in the partial directory must agree on to be resumed."""
+    return {
+        "dataset_sha256": sha,
+        "method": spec.method,
+        "mode": spec.mode,
+        "n_train": int(spec.n_train),
+        "seed": int(spec.seed),
+        "init_key": spec.init_key,
+        "hparams": dict(spec.hparams),
+        "budget": fit_budget_fields(spec.budget),
+        "n_latent": spec.n_latent,
+        "device_type": device.type,
+    }
+
+
+def _prepare_partial(spec: RunSpec, key: dict[str, Any]) -> Path:
+    """Create ``<out_dir>.partial``; keep its checkpoint only if it belongs to this spec."""
+    work = partial_dir(spec.out_dir)
+    spec_path = work / SPEC_FILE
+    if work.exists():
+        same = spec.resume and spec_path.exists() and _read_json_or_none(spec_path) == key
+        if not same:
+            log.info("discarding stale working directory %s", work)
+            shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(spec_path, key)
+    return work
+
+
+def _read_json_or_none(path: Path) -> Any:
+    try:
+        return read_json(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _publish(work: Path, out_dir: Path) -> None:
+    """Rename the finished working directory onto ``out_dir`` (replacing an old one)."""
+    for name in (CHECKPOINT_FILE, SPEC_FILE):
+        (work / name).unlink(missing_ok=True)
+    old = out_dir.with_name(out_dir.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if out_dir.exists():
+        os.replace(out_dir, old)
+    os.replace(work, out_dir)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+# ---------------------------------------------------------------------------------- the run
+def execute_run(spec: RunSpec) -> Path:
+    """Train, select on validation, evaluate on test once, write the run directory; return it."""
+    clock = provenance.Stopwatch()
+    spec.validate()
+    check_layout(spec)
+    method_cls = methods_pkg.get_method(spec.method)  # ConfigError listing the allowed names
+    data = load_dataset(spec.dataset)
+    x_train = torch.as_tensor(training_rows(data, spec.n_train, spec.dataset))
+    x_val = torch.as_tensor(data["x_val"])
+    model_in = initial_model(spec, data)
+    threads = set_threads(spec.threads)
+    device = resolve_device(spec.device)
+    sha = file_sha256(spec.dataset)
+    method = _construct(method_cls, model_in, spec, device)
+
+    # A finished run at out_dir stays until _publish replaces it (never removed up front).
+    work = _prepare_partial(spec, _resume_key(spec, sha, device))
+
+    log.info(
+        "%s/%s/%s n_train=%d seed=%d mode=%s on %s (%d threads)",
+        spec.experiment, spec.dataset_name, spec.method, spec.n_train, spec.seed, spec.mode, device, threads,
+    )
+    progress = _Progress(spec.budget.max_epochs, f"{spec.method} n{spec.n_train} s{spec.seed}")
+    t0 = time.perf_counter()
+    try:
+        records, resumed = _fit(method, x_train, x_val, spec.budget, progress, work / CHECKPOINT_FILE)
+    except NonFiniteLossError as err:
+        raise _diverged_run(spec, work, err) from err
+    except KeyboardInterrupt:  # Ctrl-C / SIGINT: the checkpoint in work is exact (issue 18)
+        raise Interrupted(f"interrupted; the same command resumes from {work}") from None
+    finally:
+        progress.close()
+    train_seconds = time.perf_counter() - t0
+
+    generative = method.generative.detach()
+    # Validation split with the test protocol: a method-independent selection criterion.
+    t0 = time.perf_counter()
+    val_nelbo = None
+    if spec.val_metrics:
+        q_val = _check_posterior(method.posterior(x_val), x_val.shape[0], generative.K, spec.method)
+        gen_val = torch.Generator().manual_seed(stream_seed(spec.seed, "evaluation-val"))
+        val_nelbo = float(nelbo(generative, data["x_val"], q_val, spec.n_samples, gen_val).mean())
+    val_seconds = time.perf_counter() - t0
+
+    # Test split: touched once, at the end, with the selected model -- and never by a
+    # hyperparameter-search draw (evaluate_test=False), whose only output is val_nelbo.
+    arrays: dict[str, np.ndarray] | None = None
+    metrics: dict[str, Any] = {"val_nelbo": val_nelbo, "test_evaluated": spec.evaluate_test}
+    posterior_seconds = eval_seconds = 0.0
+    if spec.evaluate_test:
+        t0 = time.perf_counter()
+        q_test = _check_posterior(
+            method.posterior(torch.as_tensor(data["x_test"])), data["x_test"].shape[0], generative.K, spec.method
+        )
+        posterior_seconds = time.perf_counter() - t0
+        arrays = {"q": q_test, **generative.numpy()}
+        eval_seed = stream_seed(spec.seed, "evaluation")
+        t0 = time.perf_counter()
+        metrics.update(
+            evaluate_posterior(arrays, data, spec.mode, spec.n_samples, spec.iw_samples, spec.exact_max_k, eval_seed)
+        )
+        eval_seconds = time.perf_counter() - t0
+
+    vals = [r.val_nelbo for r in records if r.val_nelbo is not None and math.isfinite(r.val_nelbo)]
+    out: dict[str, Any] = _identity(spec, data, sha, device, threads)
+    out.update(json_safe(metrics))
+    out.update(
+        K=int(generative.K),
+        n_latent=spec.n_latent,
+        exact_max_k=int(spec.exact_max_k) if has_truth(data) else 0,
+        hparams_resolved=_resolved_hparams(method),
+        epochs=int(records[-1].epoch) if records else 0,
+        best_epoch=_opt_int(getattr(method, "best_epoch", None)),
+        stop_reason=getattr(method, "stop_reason", None),
+        best_curve_val_nelbo=min(vals) if vals else None,
+        **convergence_keys(run_convergence(method, records, spec)),
+        resumed=bool(resumed),
+        train_seconds=train_seconds,
+        val_seconds=val_seconds,
+        posterior_seconds=posterior_seconds,
+        eval_seconds=eval_seconds,
+    )
+    if arrays is not None:
+        write_npz_atomic(work / POSTERIOR_FILE, **arrays)
+    write_text_atomic(work / CURVE_FILE, curve_csv(records))
+    out["provenance"] = provenance.run_record(spec, sha, device, threads, work, clock)
+    write_json_atomic(work / METRICS_FILE, out)
+    _publish(work, spec.out_dir)
+    log.info("wrote %s", spec.out_dir)
+    return spec.out_dir
+
+
+def run_convergence(method: InferenceMethod, records: list[EpochRecord], spec: RunSpec) -> Convergence:
+    """The method's own verdict (every registered method sets ``convergence`` in ``fit``), else
+    the same rule applied here to the curve (a third-party method)."""
+    verdict = getattr(method, "convergence", None)
+    if isinstance(verdict, Convergence):
+        return verdict
+    held_out = spec.mode == "inference" and spec.method in NON_AMORTIZED
+    best = getattr(method, "best_epoch", None)
+    return assess(records, getattr(method, "stop_reason", None), best, spec.budget, applicable=not held_out)
+
+
+def convergence_keys(verdict: Convergence) -> dict[str, Any]:
+    """metrics.json's ``converged`` (true / false / null) and ``convergence`` (the numbers)."""
+    return {"converged": verdict.converged, "convergence": json_safe_nested(verdict.as_dict())}
+
+
+def json_safe_nested(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Non-finite floats of a flat mapping as ``None`` (strict JSON)."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in values.items()}
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _resolved_hparams(method: InferenceMethod) -> dict[str, Any] | None:
+    """The method's hyperparameters after defaults: its dataclass ``hp`` if it has one, else
+    its ``hparams`` dict (which methods may replace by the resolved values)."""
+    hp = getattr(method, "hp", None)
+    if hp is not None and dataclasses.is_dataclass(hp) and not isinstance(hp, type):
+        values = dataclasses.asdict(hp)
+    elif isinstance(getattr(method, "hparams", None), Mapping):
+        values = dict(method.hparams)
+    else:
+        return None
+    return {str(k): v if v is None or isinstance(v, (bool, int, float, str)) else str(v) for k, v in values.items()}
+
+
+TIMING_KEYS = ("train_seconds", "val_seconds", "posterior_seconds", "eval_seconds")
+HEADLINE_KEYS = ("nelbo", "f1", "em", "exact_nll", "exact_gap", "iw_nll", "val_nelbo")
+
+
+def headline(metrics: Mapping[str, Any]) -> str:
+    """One line of the main metrics for the terminal."""
+
+    def fmt(v: Any) -> str:
+        return "n/a" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
+
+    return ", ".join(f"{k}={fmt(metrics.get(k))}" for k in HEADLINE_KEYS)
+
+
+__all__ = [
+    "METRICS_FILE",
+    "POSTERIOR_FILE",
+    "CURVE_FILE",
+    "RECOMPUTED_METRICS",
+    "RunSpec",
+    "evaluate_posterior",
+    "execute_run",
+    "file_sha256",
+    "has_truth",
+    "headline",
+    "load_dataset",
+    "partial_dir",
+    "run_dir",
+]

@@ -1,0 +1,161 @@
+"""The real-corpus grid of a profile (``profiles.<p>.text``): which runs exist and their K.
+
+Two experiments share the section: ``table5`` (the noisy-OR topic model on ``neurips-titles``
+with ``topics.K`` latents, paper Section 4.5) and ``classification-K<K>`` (``reuters`` with
+each ``classification.K``, supplement Section 5.1).  The t-SNE figures (supplement Figs. 4-6)
+reuse the classification runs of the first seed, so ``tsne.n_train`` must be a subset of
+``classification.n_train`` (:func:`validate_text`).  The Snakemake rules build their jobs
+from :func:`cells`, so the DAG and the package agree on the grid.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from noisyor_bench.infra.errors import ConfigError
+
+TOPICS_EXPERIMENT = "table5"
+TOPICS_DATASET = "neurips-titles"
+CLASSIFICATION_DATASET = "reuters"
+CLASSIFICATION_PREFIX = "classification-K"
+DEFAULT_METHODS = ("avi", "acp")
+DEFAULT_BUDGET = {"max_epochs": 200, "patience": 10, "batch_size": 128}
+MODE = "learning"  # real corpora have no ground truth: the generative model is always learned
+
+_CLASSIFICATION_RE = re.compile(rf"^{CLASSIFICATION_PREFIX}(\d+)$")
+
+
+@dataclass(frozen=True, order=True)
+class TextCell:
+    """One (experiment, dataset, method, N_train) cell with its number of latents K."""
+
+    experiment: str
+    dataset: str
+    method: str
+    n_train: int
+    latents: int
+
+    @property
+    def path(self) -> str:
+        """``<experiment>/<dataset>/<method>/n<N_train>``: the cell's place under runs/."""
+        return f"{self.experiment}/{self.dataset}/{self.method}/n{self.n_train}"
+
+
+def text_section(cfg: Mapping[str, Any], profile: str | None = None) -> dict[str, Any]:
+    """``profiles.<profile>.text`` of the active (or named) profile; empty if absent."""
+    name = cfg["profile"] if profile is None else profile
+    return dict(cfg["profiles"][name].get("text") or {})
+
+
+def seeds(cfg: Mapping[str, Any]) -> list[int]:
+    return [int(s) for s in text_section(cfg).get("seeds", [0])]
+
+
+def methods(cfg: Mapping[str, Any]) -> list[str]:
+    return list(text_section(cfg).get("methods", DEFAULT_METHODS))
+
+
+def budget(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """Fit budget of every text run: defaults < ``text.budget``."""
+    merged = dict(DEFAULT_BUDGET)
+    merged.update(text_section(cfg).get("budget") or {})
+    return merged
+
+
+def classification_experiment(k: int) -> str:
+    return f"{CLASSIFICATION_PREFIX}{int(k)}"
+
+
+def classification_latents(experiment: str) -> int | None:
+    """K of a ``classification-K<K>`` experiment name; None for other names."""
+    m = _CLASSIFICATION_RE.match(experiment)
+    return int(m.group(1)) if m else None
+
+
+def experiment_dataset(experiment: str) -> str:
+    if experiment == TOPICS_EXPERIMENT:
+        return TOPICS_DATASET
+    if classification_latents(experiment) is not None:
+        return CLASSIFICATION_DATASET
+    raise ConfigError(f"{experiment!r} is not a text experiment ({TOPICS_EXPERIMENT} or {CLASSIFICATION_PREFIX}<K>)")
+
+
+def experiment_latents(cfg: Mapping[str, Any], experiment: str) -> int:
+    """K learned in an experiment of the active profile (ConfigError if it is not in the grid)."""
+    text = text_section(cfg)
+    if experiment == TOPICS_EXPERIMENT and "topics" in text:
+        return int(text["topics"]["K"])
+    k = classification_latents(experiment)
+    if k is not None and k in [int(v) for v in (text.get("classification") or {}).get("K", [])]:
+        return k
+    raise ConfigError(f"experiment {experiment!r} is not in profiles.{cfg['profile']}.text")
+
+
+def cells(cfg: Mapping[str, Any], experiment: str | None = None) -> list[TextCell]:
+    """Every text cell of the active profile (or of one experiment), in a stable order."""
+    text = text_section(cfg)
+    out: list[TextCell] = []
+    topics = text.get("topics")
+    if topics:
+        out += [TextCell(TOPICS_EXPERIMENT, TOPICS_DATASET, m, int(n), int(topics["K"]))
+                for m in methods(cfg) for n in topics["n_train"]]
+    cls = text.get("classification")
+    if cls:
+        out += [TextCell(classification_experiment(k), CLASSIFICATION_DATASET, m, int(n), int(k))
+                for k in cls["K"] for m in methods(cfg) for n in cls["n_train"]]
+    return [c for c in out if experiment is None or c.experiment == experiment]
+
+
+def classification_ks(cfg: Mapping[str, Any]) -> list[int]:
+    return [int(k) for k in (text_section(cfg).get("classification") or {}).get("K", [])]
+
+
+def tsne_n_train(cfg: Mapping[str, Any]) -> list[int]:
+    """N_train columns of the t-SNE figures, in the configured order (the paper: large to small)."""
+    return [int(n) for n in (text_section(cfg).get("tsne") or {}).get("n_train", [])]
+
+
+def tsne_cells(cfg: Mapping[str, Any], k: int) -> list[TextCell]:
+    """Classification cells shown in the t-SNE figure of one K (run at the first seed)."""
+    ns = set(tsne_n_train(cfg))
+    return [c for c in cells(cfg, classification_experiment(k)) if c.n_train in ns]
+
+
+def validate_text(cfg: Mapping[str, Any]) -> None:
+    """Cross-field checks of every profile's ``text`` section the schema cannot express."""
+    for pname, prof in cfg["profiles"].items():
+        text = prof.get("text") or {}
+        where = f"profiles.{pname}.text"
+        _unique(text.get("methods", DEFAULT_METHODS), f"{where}.methods")
+        topics = text.get("topics")
+        if topics:
+            _unique(topics["n_train"], f"{where}.topics.n_train")
+            if int(topics.get("top_words", 10)) < 2:
+                raise ConfigError(f"{where}.topics.top_words must be >= 2 (PMI is averaged over word pairs); "
+                                  f"got {topics['top_words']}")
+            if int(topics.get("best_topics", 4)) > int(topics["K"]):
+                raise ConfigError(f"{where}.topics.best_topics = {topics['best_topics']} exceeds "
+                                  f"{where}.topics.K = {topics['K']}")
+        cls = text.get("classification") or {}
+        if cls:
+            _unique(cls["K"], f"{where}.classification.K")
+            _unique(cls["n_train"], f"{where}.classification.n_train")
+        tsne = text.get("tsne")
+        if tsne:
+            _unique(tsne["n_train"], f"{where}.tsne.n_train")
+            allowed = sorted(int(n) for n in cls.get("n_train", []))
+            extra = sorted({int(n) for n in tsne["n_train"]} - set(allowed))
+            if extra:
+                raise ConfigError(
+                    f"{where}.tsne.n_train: {extra} not in {where}.classification.n_train {allowed}; the t-SNE "
+                    "figures reuse the classification runs, so every t-SNE N_train must be trained there"
+                )
+
+
+def _unique(values: Any, where: str) -> None:
+    vals = [int(v) if not isinstance(v, str) else v for v in values]
+    dupes = sorted({v for v in vals if vals.count(v) > 1}, key=str)
+    if dupes:
+        raise ConfigError(f"{where}: duplicate value(s) {dupes}")

@@ -1,0 +1,1 @@
+"""Inference methods (a registry), their base classes, the fit loops and convergence."""

@@ -1,0 +1,137 @@
+"""Whether a fit converged, decided once, from its training curve (contract 1 of issue 12).
+
+A run *converged* if
+
+* it stopped by its early-stopping rule (``stop_reason == "patience"``: ``patience``
+  evaluations without a new best), or by the method's own convergence criterion
+  (``"converged"``: UB-CDI / LB-CDI fixed-point rounds, SVI's tolerance on fresh data), or
+* it reached its epoch limit (``"max_epochs"``) with the monitored NELBO on a plateau: with
+  ``W = convergence_window`` evaluations and ``v`` the monitored values in order,
+
+      (min(v[:-W]) - min(v[-W:])) / |min(v[:-W])|  <  convergence_rel_tol,
+
+  i.e. the best of the last W evaluations improves on the best before them by less than
+  the relative tolerance.  A run that hit its limit with fewer than W + 1 evaluations has
+  no window to judge and did *not* converge.
+
+The monitored values are the validation NELBOs of the curve (the quantity early stopping
+and model selection use); a curve without any validation NELBO (a trainer without
+``val_fn``) is judged on its training NELBO.  Non-finite values are left out.
+
+``converged`` is ``None`` where no fit happened (an empty curve) and where the curve is not
+a training budget's: SVI, LB-CDI and UB-CDI in inference mode fit per-datapoint parameters
+on held-out rows with the true model (N_train = 0); their curve is that evaluation-time
+optimisation, so only their own criterion (``"converged"``) says anything, and otherwise
+the verdict is "not applicable".
+
+:func:`assess` is the one implementation; :class:`~noisyor_bench.inference.training.Trainer` (AVI,
+ACP) and :class:`~noisyor_bench.inference.fitloop.FitLoop` (SVI, LB-CDI, UB-CDI) call it at
+the end of a fit, and :func:`noisyor_bench.experiments.runs.execute_run` writes the result into
+``metrics.json`` (``converged`` and the ``convergence`` object, :meth:`Convergence.as_dict`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+
+# Which rule decided (the ``rule`` key of metrics.json's ``convergence`` object).
+EARLY_STOPPING = "early-stopping"  # stop_reason patience: converged
+METHOD_CRITERION = "method-criterion"  # stop_reason converged (the method's own rule): converged
+PLATEAU = "plateau"  # epoch limit, relative improvement over the window < rel_tol: converged
+STILL_IMPROVING = "still-improving"  # epoch limit, relative improvement >= rel_tol: not converged
+TOO_FEW_EVALUATIONS = "too-few-evaluations"  # epoch limit with < W + 1 evaluations: not converged
+NOT_APPLICABLE = "not-applicable"  # held-out (inference-mode) fit of SVI/LB-CDI/UB-CDI: null
+NO_FIT = "no-fit"  # empty curve: null
+RULES = (EARLY_STOPPING, METHOD_CRITERION, PLATEAU, STILL_IMPROVING, TOO_FEW_EVALUATIONS, NOT_APPLICABLE, NO_FIT)
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """The verdict and the numbers behind it (``metrics.json``: ``converged``, ``convergence``)."""
+
+    converged: bool | None
+    rule: str
+    stop_reason: str | None
+    epochs: int
+    best_epoch: int | None
+    max_epochs: int
+    window: int
+    rel_tol: float
+    monitored: str | None  # "val_nelbo" | "train_nelbo" | None (no finite value)
+    evaluations: int
+    best_before_window: float | None
+    best_within_window: float | None
+    relative_improvement: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``convergence`` object of metrics.json (plain JSON values)."""
+        return asdict(self)
+
+
+def monitored_values(records: Sequence[EpochRecord]) -> tuple[str | None, list[float]]:
+    """The curve's monitored NELBO in epoch order: validation values, else training values."""
+    for name in ("val_nelbo", "train_nelbo"):
+        values = [float(v) for v in (getattr(r, name) for r in records) if v is not None and math.isfinite(v)]
+        if values:
+            return name, values
+    return None, []
+
+
+def relative_improvement(values: Sequence[float], window: int) -> tuple[float | None, float | None, float | None]:
+    """``(best_before, best_within, (best_before - best_within) / |best_before|)`` of the last
+    ``window`` values against all earlier ones; ``None``s with fewer than ``window + 1`` values.
+
+    Positive = the window found a better (lower) value; <= 0 = no improvement.  A best-before
+    of exactly 0 gives 0 (no change) or +inf (any improvement)."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    if len(values) < window + 1:
+        return None, None, None
+    before, within = min(values[:-window]), min(values[-window:])
+    if before == 0.0:
+        return before, within, 0.0 if within >= before else math.inf
+    return before, within, (before - within) / abs(before)
+
+
+def assess(
+    records: Sequence[EpochRecord],
+    stop_reason: str | None,
+    best_epoch: int | None,
+    budget: FitBudget,
+    applicable: bool = True,
+) -> Convergence:
+    """The verdict of one finished fit (module docstring); ``applicable=False`` for a curve
+    that is not a training budget's (inference-mode SVI/LB-CDI/UB-CDI)."""
+    window, rel_tol = int(budget.convergence_window), float(budget.convergence_rel_tol)
+    monitored, values = monitored_values(records)
+    before, within, rel = relative_improvement(values, window)
+    stop = stop_reason or None
+
+    def verdict(converged: bool | None, rule: str) -> Convergence:
+        return Convergence(
+            converged=converged, rule=rule, stop_reason=stop,
+            epochs=int(records[-1].epoch) if records else 0,
+            best_epoch=None if best_epoch is None else int(best_epoch), max_epochs=int(budget.max_epochs),
+            window=window, rel_tol=rel_tol, monitored=monitored, evaluations=len(values),
+            best_before_window=before, best_within_window=within,
+            relative_improvement=None if rel is None or not math.isfinite(rel) else rel,
+        )
+
+    if not records:
+        return verdict(None, NO_FIT)
+    if stop == "patience":
+        return verdict(True, EARLY_STOPPING)
+    if stop == "converged":
+        return verdict(True, METHOD_CRITERION)
+    if not applicable:
+        return verdict(None, NOT_APPLICABLE)
+    if rel is None:
+        return verdict(False, TOO_FEW_EVALUATIONS)
+    return verdict(True, PLATEAU) if rel < rel_tol else verdict(False, STILL_IMPROVING)
+
+
+__all__ = ["Convergence", "RULES", "assess", "monitored_values", "relative_improvement"]

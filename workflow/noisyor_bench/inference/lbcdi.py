@@ -1,0 +1,417 @@
+"""LB-CDI: variational EM with the Jaakkola-Jordan *lower* bound (Jaakkola & Jordan 1999;
+Singliar & Hauskrecht 2006; paper Sections 2.3, 4.2, Table 1).
+
+For every positive observation the log-likelihood is bounded by Jensen's inequality on the
+concave ``f(a) = log(1 - exp(-a))`` with weights ``r_ik`` over the parents, the leak kept
+inside every term:
+
+    log p(x_i=1|z) >= f(theta_i0) + sum_k z_k Delta_ik,
+    Delta_ik = r_ik [f(theta_i0 + theta_ik / r_ik) - f(theta_i0)]
+
+(:mod:`noisyor_bench.models.noisyor.bounds`, docs/bounds.md).  The bound is linear in ``z``, so:
+
+* **q-step** (closed form, exact -- not a coordinate or gradient approximation): the
+  maximiser of the lower-bounded ELBO over factorised ``q`` is
+  ``q_k = sigmoid(logit mu_k + sum_{x_i=1} Delta_ik - sum_{x_i=0} theta_ik)``;
+* **r-step**: Singliar & Hauskrecht's fixed point ``r_ik <- r_ik G_ik / sum_l r_il G_il``
+  (``G`` = gradient of the expected bound), made monotone by backtracking;
+* **E-step** = alternate ``r_iters`` r-steps and one q-step; the bound on the log-likelihood
+  ``LL-LB = max_q`` (lower-bounded ELBO) never decreases;
+* **M-step** (learning mode): ``mu_k = mean_n q_nk`` in closed form; ``theta``, ``theta0``
+  by ``m_steps`` full-batch Adam steps on the expected bound (softplus parameterisation of
+  :class:`~noisyor_bench.models.noisyor.generative.LearnableNoisyOR`), with ``q`` and ``r`` held fixed.
+  (Singliar & Hauskrecht solve the M-step by per-parameter root finding; gradient ascent
+  on the same concave-in-``(theta, theta0)`` objective reaches the same maximiser.)
+
+The classical method is full batch: every EM iteration visits all training points.  Only
+positive observations carry ``r``, stored for the nonzero entries of ``x`` in row chunks of
+bounded size, never as an ``N x D x K`` tensor.
+
+Inference mode runs the E-step only, with the generative model fixed at the ground truth,
+directly on the data given to ``posterior`` (``fit`` runs it on the validation data and
+records one row per round).
+
+Resume: ``fit(..., checkpoint_path=...)`` saves after every EM iteration (inference: every
+round) the parameters, the M-step's Adam state, the warm-started ``r`` of the training and
+validation E-steps (inference: ``q``, ``r``, LL-LB of every row), the evaluation generator,
+the early-stopping state and the curve (:mod:`.fitloop`); a fit started with that file
+continues after the saved iteration and ends bit-identical to an uninterrupted fit.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+import torch
+
+from noisyor_bench.models.noisyor.bounds import (
+    PositiveEntries,
+    elbo_of_q,
+    lb_elbo,
+    lb_round,
+    lb_start,
+    require,
+    resolve_hparams,
+    row_chunks,
+    torch_dtype,
+)
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.inference.training import lower_lr_hint, stream_generator
+from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
+from noisyor_bench.models.noisyor.model import NoisyOR
+from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
+from noisyor_bench.inference.convergence import Convergence
+from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
+from noisyor_bench.inference.ubcdi import _lap
+
+DEFAULTS: dict[str, Any] = {
+    "max_rounds": 200,  # E-step rounds when run to convergence (inference fit, posterior)
+    "r_iters": 3,  # monotone r-steps per E-step round
+    "tol": 1e-7,  # stop the E-step when no data point's LL-LB rose by more than this
+    "estep_rounds": 5,  # learning: warm-started E-step rounds per EM iteration (partial E-step)
+    "m_steps": 10,  # learning: Adam steps on (theta, theta0) per EM iteration
+    "lr": 0.02,  # learning: Adam learning rate of the M-step
+    "val_rounds": 10,  # learning: warm-started E-step rounds on x_val per evaluation
+    "leak_floor": 1e-6,  # leak used inside the bound is max(theta_i0, leak_floor)
+    "exact_max_k": 12,  # ELBO by 2^K enumeration up to this K, else Monte Carlo
+    "eval_samples": 100,  # Bernoulli samples per data point for the Monte Carlo ELBO
+    "dtype": "float64",
+}
+
+
+@dataclass
+class _Chunk:
+    """E-step state of a block of rows: data, positive entries, ``q`` (n, K), ``r`` (P, K), LL-LB (n,)."""
+
+    rows: slice
+    x: torch.Tensor
+    pos: PositiveEntries
+    q: torch.Tensor
+    r: torch.Tensor
+    ll: torch.Tensor
+
+
+class LBCDI(InferenceMethod):
+    """Lower-bound conjugate dual inference with variational EM (full batch)."""
+
+    name: ClassVar[str] = "lb-cdi"
+    amortized: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        model: NoisyOR,
+        mode: Mode,
+        hparams: dict[str, Any],
+        seed: int,
+        device: torch.device | str = "cpu",
+        init_key: str | None = None,
+    ) -> None:
+        super().__init__(model, mode, hparams, seed, device, init_key=init_key)
+        self.hparams = resolve_hparams(self.name, DEFAULTS, hparams)
+        h = self.hparams
+        for key in ("max_rounds", "estep_rounds", "val_rounds", "m_steps"):
+            require(self.name, h[key] >= 0, key, h[key], ">= 0")
+        for key in ("r_iters", "eval_samples"):
+            require(self.name, h[key] >= 1, key, h[key], ">= 1")
+        require(self.name, h["lr"] > 0, "lr", h["lr"], "> 0")
+        require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
+        require(self.name, h["leak_floor"] > 0, "leak_floor", h["leak_floor"], "> 0")
+        self.dtype = torch_dtype(self.name, h["dtype"])
+        # Same stream as AVI/ACP: with one (seed, init_key) every learning-mode method starts from the same theta.
+        init_gen = stream_generator(self.init_seed, "generative-init")
+        self.module: GenerativeModule = make_generative(mode, model, init_gen, dtype=self.dtype, device=self.device)
+        self.epoch = 0
+        self._optimizer: torch.optim.Optimizer | None = None
+        self._train: list[_Chunk] | None = None
+        self._val: list[_Chunk] | None = None
+        self._saved_r: dict[str, list[torch.Tensor] | None] = {}  # from load_state_dict, used by the next fit
+        self.best_epoch: int | None = None
+        self.stop_reason: str | None = None
+        self.convergence: Convergence | None = None  # set by fit (noisyor_bench.inference.convergence)
+        self.posterior_progress: PosteriorProgress | None = None  # of the last posterior() call
+        self._rounds_converged = False  # whether the last _run_rounds stopped by its tolerance
+
+    # ------------------------------------------------------------------ API
+    @property
+    def generative(self) -> NoisyOR:
+        return self.module.model().detach()
+
+    def fit(
+        self,
+        x_train: torch.Tensor,
+        x_val: torch.Tensor,
+        budget: FitBudget,
+        progress: Callable[[EpochRecord], None] | None = None,
+        checkpoint_path: str | Path | None = None,
+    ) -> list[EpochRecord]:
+        """Inference mode: the E-step on ``x_val``; learning mode: variational EM on ``x_train``.
+
+        Inference records (one per round, round 0 = initial ``r``): ``train_nelbo = -mean
+        LL-LB`` (the negated objective), ``val_nelbo = -mean ELBO`` of ``q`` (exact for
+        ``K <= exact_max_k``), ``extra = {"ll_lb", "elbo"}``.  Learning records (one per EM
+        iteration): ``train_nelbo = -mean`` lower-bounded ELBO on ``x_train`` after the
+        M-step, ``val_nelbo`` as above on ``x_val`` (every ``eval_every`` iterations, warm
+        started), early stopping with ``patience`` evaluations; the best parameters by
+        ``val_nelbo`` are restored at the end.  ``seconds``: wall time of the epoch (including its evaluation).
+        ``checkpoint_path``: save after every iteration / round, and resume from it when it exists.
+        """
+        generator = self._eval_generator()
+        loop = FitLoop(
+            fingerprint(self, budget, torch.as_tensor(x_train), torch.as_tensor(x_val)),
+            checkpoint_path,
+            {"evaluation": generator},
+            hint=lower_lr_hint("'lr', the M-step's"),
+        )
+        if self.mode == "inference":
+            records = self._fit_inference(x_val, budget, progress, loop, generator)
+        else:
+            records = self._fit_learning(x_train, x_val, budget, progress, loop, generator)
+        self.best_epoch, self.stop_reason = loop.best_epoch, loop.stop_reason
+        # Inference mode fits held-out rows with the true model: no training budget to judge.
+        self.convergence = loop.convergence(budget, applicable=self.mode == "learning")
+        return records
+
+    @torch.no_grad()
+    def posterior(self, x: torch.Tensor) -> torch.Tensor:
+        """``q`` after the E-step run to convergence on ``x`` with the current generative model, (N, K)."""
+        model = self.generative
+        chunks = self._make_chunks(model, self._as_data(x))
+        rounds = self._run_rounds(model, chunks, self.hparams["max_rounds"])
+        self.posterior_progress = PosteriorProgress(steps=rounds, converged=self._rounds_converged)
+        return torch.cat([c.q for c in chunks]).to(torch.float64)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Learning state after the last completed EM iteration: parameters, Adam state and the
+        warm-started ``r`` of the training and validation E-steps (``q`` and LL-LB are
+        recomputed from ``r`` at the start of every iteration, so ``r`` is all they need)."""
+        return self._state(copy_tensors=True)
+
+    def _state(self, copy_tensors: bool) -> dict[str, Any]:
+        """:meth:`state_dict`; without copies for a checkpoint written at once (``r`` can take GBs)."""
+        same = (lambda t: t.clone()) if copy_tensors else (lambda t: t)
+        return {
+            "method": self.name,
+            "hparams": dict(self.hparams),
+            "epoch": self.epoch,
+            "generative": clone_tensors(self.module.state_dict()),
+            "optimizer": None if self._optimizer is None else copy.deepcopy(self._optimizer.state_dict()),
+            "train_r": None if self._train is None else [same(c.r) for c in self._train],
+            "val_r": None if self._val is None else [same(c.r) for c in self._val],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`; the saved ``r`` takes effect on the next ``fit`` (same data)."""
+        if state.get("method") != self.name:
+            raise ConfigError(f"{self.name}: checkpoint is for method {state.get('method')!r}")
+        self.module.load_state_dict(state["generative"])
+        self.epoch = int(state["epoch"])
+        if state.get("optimizer") is not None and self.module.learnable:
+            self._optimizer = self._make_optimizer()
+            self._optimizer.load_state_dict(state["optimizer"])
+        self._train = self._val = None
+        self._saved_r = {"train": state.get("train_r"), "val": state.get("val_r")}
+
+    # ------------------------------------------------------------------ inference mode
+    @torch.no_grad()
+    def _fit_inference(
+        self,
+        x_val: torch.Tensor,
+        budget: FitBudget,
+        progress: Callable[[EpochRecord], None] | None,
+        loop: FitLoop,
+        generator: torch.Generator,
+    ) -> list[EpochRecord]:
+        model = self.generative
+        x = self._as_data(x_val)
+        chunks = self._make_chunks(model, x)
+        saved = loop.resume()
+        if saved is not None:
+            _restore_chunks(chunks, saved, ("q", "r", "ll"))
+        if loop.finished:
+            return list(loop.records)
+        rounds = min(self.hparams["max_rounds"], budget.max_epochs)
+        clock = [time.perf_counter()]
+
+        def state() -> dict[str, Any]:  # written at once: no copies
+            return {key: [getattr(c, key) for c in chunks] for key in ("q", "r", "ll")}
+
+        def record(t: int, converged: bool) -> None:
+            q = torch.cat([c.q for c in chunks])
+            ll = float(torch.cat([c.ll for c in chunks]).mean())
+            elbo = float(elbo_of_q(model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator).mean())
+            rec = EpochRecord(t, -ll, -elbo, _lap(clock), {"ll_lb": ll, "elbo": elbo})
+            loop.end_epoch(rec, state, stop="converged" if converged else "", max_epochs=rounds)
+            if progress is not None:
+                progress(rec)
+
+        start = None if saved is None else loop.state.epoch
+        self._run_rounds(model, chunks, rounds, on_round=record, start=start)
+        return list(loop.records)
+
+    # ------------------------------------------------------------------ learning mode
+    def _fit_learning(
+        self,
+        x_train: torch.Tensor,
+        x_val: torch.Tensor,
+        budget: FitBudget,
+        progress: Callable[[EpochRecord], None] | None,
+        loop: FitLoop,
+        generator: torch.Generator,
+    ) -> list[EpochRecord]:
+        h = self.hparams
+        xt, xv = self._as_data(x_train), self._as_data(x_val)
+        saved = loop.resume()
+        if saved is not None:
+            self.load_state_dict(saved)
+        else:
+            self.epoch = 0
+        if self._optimizer is None:
+            self._optimizer = self._make_optimizer()
+        with torch.no_grad():
+            model = self.generative
+            saved_r = self._saved_r
+            if self._train is None:
+                self._train = self._make_chunks(model, xt)
+                if saved_r.get("train") is not None:
+                    _restore_chunks(self._train, {"r": saved_r["train"]}, ("r",))
+            if self._val is None:
+                self._val = self._make_chunks(model, xv)
+                if saved_r.get("val") is not None:
+                    _restore_chunks(self._val, {"r": saved_r["val"]}, ("r",))
+            self._saved_r = {}
+        for epoch in range(loop.state.epoch + 1, budget.max_epochs + 1):
+            if loop.finished:
+                break
+            start = time.perf_counter()
+            with torch.no_grad():
+                self._refresh(self.generative, self._train)
+                self._run_rounds(self.generative, self._train, h["estep_rounds"])
+            train_obj = self._m_step(xt.shape[0])
+            self.epoch = epoch
+            val_nelbo = None
+            if epoch % budget.eval_every == 0 or epoch == budget.max_epochs:
+                val_nelbo = self._validate(xv, generator)
+            rec = EpochRecord(epoch, -train_obj, val_nelbo, time.perf_counter() - start)
+            loop.end_epoch(
+                rec,
+                lambda: self._state(copy_tensors=False),
+                params=self.module.named_parameters(),
+                best_fn=lambda: clone_tensors(self.module.state_dict()),
+                patience=budget.patience,
+                max_epochs=budget.max_epochs,
+            )
+            if progress is not None:
+                progress(rec)
+        if loop.best_params is not None:
+            self.module.load_state_dict(loop.best_params)
+        return list(loop.records)
+
+    def _m_step(self, n_total: int) -> float:
+        """``mu = mean q`` (closed form), then ``m_steps`` Adam steps on (theta, theta0); returns the mean objective."""
+        assert self._train is not None and self._optimizer is not None
+        with torch.no_grad():
+            q_mean = torch.cat([c.q for c in self._train]).mean(0).clamp(1e-6, 1 - 1e-6)
+            self.module.raw_mu.copy_(torch.logit(q_mean))
+        for _ in range(self.hparams["m_steps"]):
+            self._optimizer.zero_grad(set_to_none=True)
+            for c in self._train:  # gradient accumulation over row chunks = one full-batch step
+                model = self.module.model()
+                loss = -lb_elbo(model, c.x, c.pos, c.q, c.r, self.hparams["leak_floor"]).sum() / n_total
+                loss.backward()
+            self._optimizer.step()
+        with torch.no_grad():
+            model = self.generative
+            total = sum(float(lb_elbo(model, c.x, c.pos, c.q, c.r, self.hparams["leak_floor"]).sum()) for c in self._train)
+        return total / n_total
+
+    @torch.no_grad()
+    def _validate(self, xv: torch.Tensor, generator: torch.Generator) -> float:
+        assert self._val is not None
+        model = self.generative
+        self._refresh(model, self._val)
+        self._run_rounds(model, self._val, self.hparams["val_rounds"])
+        q = torch.cat([c.q for c in self._val])
+        return -float(elbo_of_q(model, xv, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator).mean())
+
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam([self.module.raw_theta, self.module.raw_theta0], lr=self.hparams["lr"])
+
+    # ------------------------------------------------------------------ E-step machinery
+    def _make_chunks(self, model: NoisyOR, x: torch.Tensor) -> list[_Chunk]:
+        chunks = []
+        for rows in row_chunks(x, model.K):
+            xc = x[rows]
+            pos = PositiveEntries.of(xc)
+            q, r, ll = lb_start(model, xc, pos, None, self.hparams["leak_floor"])
+            chunks.append(_Chunk(rows, xc, pos, q, r, ll))
+        return chunks
+
+    def _refresh(self, model: NoisyOR, chunks: list[_Chunk]) -> None:
+        """Recompute ``q`` and LL-LB for the kept ``r`` under changed model parameters (warm start)."""
+        for c in chunks:
+            c.q, c.r, c.ll = lb_start(model, c.x, c.pos, c.r, self.hparams["leak_floor"])
+
+    def _run_rounds(
+        self,
+        model: NoisyOR,
+        chunks: list[_Chunk],
+        max_rounds: int,
+        tol: float | None = None,
+        on_round: Callable[[int, bool], None] | None = None,
+        start: int | None = None,
+    ) -> int:
+        """E-step rounds over all chunks in lockstep; stop when the largest LL-LB gain is <= ``tol``.
+
+        ``on_round(t, converged)`` sees round 0 (the incoming state) and every round after.
+        ``start``: the chunks hold the state after round ``start`` (a resumed fit): continue
+        with round ``start + 1`` and do not report round 0 again.
+        """
+        tol = self.hparams["tol"] if tol is None else tol
+        self._rounds_converged = False
+        if on_round is not None and start is None:
+            on_round(0, False)
+        t = start or 0
+        for t in range(t + 1, max_rounds + 1):
+            gain = -float("inf")
+            for c in chunks:
+                q, r, ll = lb_round(model, c.x, c.pos, c.q, c.r, self.hparams["r_iters"], self.hparams["leak_floor"])
+                if ll.numel():
+                    gain = max(gain, float((ll - c.ll).max()))
+                c.q, c.r, c.ll = q, r, ll
+            if on_round is not None:
+                on_round(t, gain <= tol)
+            if gain <= tol:
+                self._rounds_converged = True
+                break
+        return t
+
+    # ------------------------------------------------------------------ helpers
+    def _as_data(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.as_tensor(x).to(device=self.device, dtype=self.dtype)
+        d = self.module.D
+        if x.ndim != 2 or x.shape[1] != d:
+            raise DataError(f"{self.name}: data must have shape (N, {d}); got {tuple(x.shape)}")
+        return x
+
+    def _eval_generator(self) -> torch.Generator:
+        """CPU generator of the Monte Carlo ELBO in the curve (used only when K > exact_max_k)."""
+        return torch.Generator().manual_seed(self.init_seed)
+
+
+def _restore_chunks(chunks: list[_Chunk], saved: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """Put saved per-chunk tensors back; the chunking is a function of the data, so it must match."""
+    for key in keys:
+        tensors = saved[key]
+        if len(tensors) != len(chunks) or any(t.shape != getattr(c, key).shape for t, c in zip(tensors, chunks)):
+            raise DataError(
+                f"lb-cdi: the checkpoint's E-step state ({key!r}) does not fit this data; delete the checkpoint to start afresh"
+            )
+        for c, t in zip(chunks, tensors):
+            setattr(c, key, t.to(device=getattr(c, key).device, dtype=getattr(c, key).dtype))
+
+
+__all__ = ["DEFAULTS", "LBCDI"]

@@ -1,0 +1,1 @@
+"""Infrastructure: errors, atomic files, hashing, devices, GPU locks, provenance records."""

@@ -1,0 +1,65 @@
+"""Device and thread selection: CUDA when present (one GPU per job), CPU otherwise."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from noisyor_bench.infra.gpulock import claim_gpu
+
+#: Overrides the number of visible GPUs (tests; a machine where CUDA's count is wrong).
+GPU_COUNT_ENV = "NOISYOR_GPU_COUNT"
+
+
+def visible_gpu_count(override: int | None = None) -> int:
+    """GPUs this process may use: ``override``, else ``$NOISYOR_GPU_COUNT``, else CUDA's count."""
+    if override is not None:
+        return int(override)
+    env = os.environ.get(GPU_COUNT_ENV)
+    if env:
+        return int(env)
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def pick_device(requested: str = "auto", *, gpu_count: int | None = None,
+                lock_dir: str | os.PathLike[str] | None = None) -> torch.device:
+    """``auto`` picks CUDA when available; ``cpu`` and ``cuda:N`` are taken as given.
+
+    ``cuda`` (or ``auto`` on a CUDA machine) with several visible GPUs claims a free one for
+    this process (:func:`noisyor_bench.infra.gpulock.claim_gpu`) and returns ``cuda:<i>``: Snakemake
+    counts GPUs (``resources: gpu=1``) but does not assign them, so concurrent jobs would all
+    land on GPU 0.  The choice is made with ``cuda:<i>`` and ``torch.cuda.set_device`` rather
+    than by setting ``CUDA_VISIBLE_DEVICES``, because the CUDA driver reads that variable once,
+    at initialisation, which ``torch.cuda.is_available()`` has already triggered.
+    ``gpu_count`` and ``lock_dir`` are injectable for tests without a GPU.
+    """
+    if requested == "auto":
+        requested = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(requested)
+    if device.type != "cuda" or device.index is not None:
+        return device
+    count = visible_gpu_count(gpu_count)
+    if count <= 1:
+        return device
+    claim = claim_gpu(count, Path(lock_dir) if lock_dir is not None else None)
+    if torch.cuda.is_available():
+        torch.cuda.set_device(claim.index)  # implicit "cuda" tensors follow the claimed GPU
+    return torch.device("cuda", claim.index)
+
+
+def set_threads(threads: int | None) -> int:
+    """Set torch's intra-op threads to the job's share (Snakemake ``threads:``)."""
+    n = threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or torch.get_num_threads()
+    torch.set_num_threads(max(1, n))
+    return torch.get_num_threads()
+
+
+def describe(device: torch.device) -> str:
+    """Human-readable device name for provenance records."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    import platform
+
+    return platform.processor() or platform.machine()

@@ -1,0 +1,157 @@
+"""Atomic file output.
+
+Every artifact is first written to a temporary file in the destination directory and then
+renamed over the target, so an interrupted job never leaves a half-written file that a later
+run would mistake for a finished one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` on success."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        # mkstemp creates 0600 files; give artifacts the usual permissions (0666 & ~umask).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def to_json(obj: Any) -> str:
+    """Stable JSON text (sorted keys, trailing newline) so equal content gives equal bytes."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n"
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
+    write_text_atomic(path, to_json(obj))
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def write_npz_atomic(path: str | os.PathLike[str], **arrays: np.ndarray) -> None:
+    """Write an uncompressed-deterministic ``.npz``.
+
+    ``np.savez_compressed`` stamps zip entries with the current time, which would make
+    identical data give different bytes; we build the archive with a fixed timestamp.
+    """
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, mode="w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(arrays):
+            arr_buf = io.BytesIO()
+            np.lib.format.write_array(arr_buf, np.asarray(arrays[name]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, arr_buf.getvalue())
+    write_bytes_atomic(path, buf.getvalue())
+
+
+def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Load every array of an ``.npz`` (no pickles) into a plain dict.
+
+    The one loader of ``.npz`` files: anything that is not a readable archive of plain
+    arrays is a :class:`~noisyor_bench.infra.errors.DataError` naming the file (never numpy's
+    advice to allow pickles, which would be unsafe and wrong).
+    """
+    import zipfile
+
+    from noisyor_bench.infra.errors import DataError
+
+    with open(path, "rb") as fh:  # a missing/unreadable file: OSError naming it
+        is_zip = zipfile.is_zipfile(fh)
+    if not is_zip:
+        raise DataError(f"{path} is not an npz archive (truncated, or another kind of file); rebuild it")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except ValueError as err:  # object arrays: pickles are refused
+        if "pickle" in str(err):
+            raise DataError(f"{path} holds pickled (object) arrays, which are refused for safety; rebuild it") from None
+        raise DataError(f"{path} is a corrupt npz archive: {err}") from None
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError) as err:
+        if isinstance(err, OSError) and err.filename is not None:
+            raise
+        raise DataError(f"{path} is a corrupt npz archive: {err}") from None
+
+
+LOCK_FILE = ".noisyor-bench.lock"
+
+
+def lock_results_dir(results_dir: str | os.PathLike[str]) -> Any:
+    """Hold an exclusive lock on ``results_dir`` for the life of this process; return the
+    open lock file (keep a reference: closing it releases the lock).
+
+    Snakemake locks the outputs of a *working directory*; two invocations from different
+    working directories that write the same results directory would overwrite each other's
+    outputs.  This lock (``fcntl.flock`` on ``<results_dir>/.noisyor-bench.lock``, released
+    by the kernel when the process ends, even on SIGKILL) refuses the second one, naming the
+    first.  :class:`~noisyor_bench.infra.errors.UserError` when another process holds it.
+    """
+    import fcntl
+
+    from noisyor_bench.infra.errors import UserError
+
+    root = Path(results_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LOCK_FILE
+    fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 -- held open on purpose
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "another process"
+        fh.close()
+        raise UserError(
+            f"results directory {root} is being written by another invocation ({holder}); wait for it to "
+            f"finish, or choose another results_dir. The lock ({path}) is released when that process ends."
+        ) from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"pid {os.getpid()} on {os.uname().nodename}, working directory {os.getcwd()}\n")
+    fh.flush()
+    return fh

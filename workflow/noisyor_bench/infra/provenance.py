@@ -1,0 +1,559 @@
+"""Provenance records: what made a file -- code version, environment, inputs, config, time.
+
+Every number in a table must be traceable to the configs, seeds, inputs and code that made it
+(issue 6).  This module builds the records; where they are stored:
+
+* run directories: ``metrics.json["provenance"]`` (:func:`run_record`, kind ``run``);
+* datasets, corpora, PMI counts, search results: a ``"provenance"`` key in their JSON sidecar
+  or record (:func:`artifact_record`, kinds ``dataset``, ``corpus``, ``pmi``, ``search`` ...);
+* tables and figures: ``<output>.prov.json`` beside each output of a CLI command with
+  ``--out-*`` arguments, written by :func:`write_sidecars` from ``cli.main`` (kind ``command``).
+
+Every record has ``schema``, ``kind``, ``inputs`` and ``outputs`` (file entries: ``path`` as
+given, ``relpath`` from the record's directory, ``sha256``, ``bytes``, ``role``),
+``environment`` (:func:`environment`), ``time`` (start, end, wall seconds) and, when made by
+the CLI, ``command`` (argv, cwd).  ``noisyor-bench provenance FILE`` walks these records back
+to the raw inputs and re-checks every recorded sha256.
+
+The expensive parts (git, package metadata, CPU model) are computed once per process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import functools
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from noisyor_bench import __version__
+
+SCHEMA = 1
+SIDECAR_SUFFIX = ".prov.json"
+#: Code version of an installed copy without its git checkout: ``<commit>`` or ``<commit>+dirty``.
+CODE_VERSION_ENV = "NOISYOR_CODE_VERSION"
+GIT_TIMEOUT = 5.0
+MAX_LISTED_CHANGES = 50
+#: Directory inputs above these sizes are recorded without a digest.
+MAX_DIR_FILES = 10_000
+MAX_DIR_BYTES = 1 << 30
+#: Packages recorded when ``envs/requirements.txt`` is not beside the package (installed copy).
+FALLBACK_PACKAGES = (
+    "torch", "numpy", "scipy", "pandas", "scikit-learn", "snakemake", "nltk", "matplotlib", "seaborn",
+    "jsonschema", "PyYAML", "tqdm",
+)
+#: Files of a run directory besides metrics.json, recorded as companions of a run input.
+RUN_COMPANIONS = ("posterior_test.npz", "curve.csv")
+#: Argument destinations never scanned for input files.
+_NOT_INPUTS = {"func", "command", "verbose"}
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the noisyor_bench package
+
+
+# ---------------------------------------------------------------------------------- time
+def utc_now() -> str:
+    """ISO-8601 UTC timestamp with milliseconds, e.g. ``2026-01-31T12:00:00.123+00:00``."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class Stopwatch:
+    """Start time (wall clock, for the record) and a monotonic origin (for the duration)."""
+
+    start: str = field(default_factory=utc_now)
+    _t0: float = field(default_factory=time.perf_counter, repr=False)
+
+    def record(self) -> dict[str, Any]:
+        return {"start": self.start, "end": utc_now(), "wall_seconds": round(time.perf_counter() - self._t0, 3)}
+
+
+# ---------------------------------------------------------------------------------- code version
+def _git(directory: Path, *args: str) -> str:
+    """stdout of ``git -C directory args``; RuntimeError with git's message on failure.
+
+    ``GIT_OPTIONAL_LOCKS=0``: ``git status`` must not take the index lock, which would race
+    with a commit made at the same time in the same tree.
+    """
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(directory), *args],
+            capture_output=True, text=True, timeout=GIT_TIMEOUT, env=env, check=False,
+        )
+    except FileNotFoundError:
+        raise RuntimeError("git is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"git {args[0]} timed out after {GIT_TIMEOUT:g} s") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {args[0]}: {proc.stderr.strip() or f'exit {proc.returncode}'}")
+    return proc.stdout
+
+
+def git_state(directory: str | os.PathLike[str], tracked_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Commit and dirtiness of the git checkout holding ``directory`` (not cached).
+
+    Dirty means any change ``git status`` reports, untracked files included: a new module
+    that is not committed yet changes what the code does as much as an edited one.
+    ``tracked_file`` (if given) must be tracked by that repository, otherwise the directory
+    is an installed copy that merely sits inside some checkout (e.g. a venv in the repo).
+    """
+    directory = Path(directory)
+    record: dict[str, Any] = {"source": None, "commit": None, "dirty": None, "repository": None, "reason": None}
+    try:
+        root = _git(directory, "rev-parse", "--show-toplevel").strip()
+        if tracked_file is not None:
+            _git(directory, "ls-files", "--error-unmatch", "--", str(tracked_file))
+        commit = _git(directory, "rev-parse", "HEAD").strip()
+        status = _git(directory, "status", "--porcelain=v1", "--untracked-files=normal").splitlines()
+    except RuntimeError as err:
+        record["reason"] = f"not a git checkout of the code ({err}); set ${CODE_VERSION_ENV} for an installed copy"
+        return record
+    record.update(source="git", commit=commit, dirty=bool(status), repository=root)
+    record["changes"] = status[:MAX_LISTED_CHANGES]
+    if len(status) > MAX_LISTED_CHANGES:
+        record["changes_truncated"] = len(status)
+    return record
+
+
+def _code_version_from_env(value: str) -> dict[str, Any]:
+    commit, _, flag = value.strip().partition("+")
+    return {
+        "source": f"${CODE_VERSION_ENV}",
+        "commit": commit or None,
+        "dirty": True if flag == "dirty" else False if commit else None,
+        "repository": None,
+        "reason": None,
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> dict[str, Any]:
+    """The code's version: ``$NOISYOR_CODE_VERSION`` if set, else the package's git checkout."""
+    value = os.environ.get(CODE_VERSION_ENV)
+    if value:
+        return _code_version_from_env(value)
+    return git_state(PACKAGE_DIR, tracked_file=PACKAGE_DIR / "__init__.py")
+
+
+# ---------------------------------------------------------------------------------- packages
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirements_file() -> Path | None:
+    """``envs/requirements.txt`` of the checkout the package lives in, if there is one."""
+    path = PACKAGE_DIR.parents[1] / "envs" / "requirements.txt"
+    return path if path.is_file() else None
+
+
+def pinned_requirements(path: str | os.PathLike[str]) -> dict[str, str | None]:
+    """``{name: pinned version or None}`` from a pip requirements file (``name==version`` lines)."""
+    pins: dict[str, str | None] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].split(";", 1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        m = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(?:==\s*([^\s,]+))?", line)
+        if m:
+            pins[m.group(1)] = m.group(2)
+    return pins
+
+
+@functools.lru_cache(maxsize=1)
+def _installed() -> dict[str, str]:
+    from importlib import metadata
+
+    found: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            found.setdefault(_normalise(name), dist.version)
+    return found
+
+
+def _same_version(installed: str | None, pinned: str) -> bool:
+    """``2.13.0+cpu`` satisfies the pin ``2.13.0`` (pip's rule for local version labels)."""
+    return installed is not None and (installed == pinned or ("+" not in pinned and installed.split("+")[0] == pinned))
+
+
+@functools.lru_cache(maxsize=1)
+def package_versions() -> dict[str, Any]:
+    """Installed versions of the pinned packages, and where they differ from the pins."""
+    req = requirements_file()
+    pins = pinned_requirements(req) if req else {}
+    names = list(pins) or list(FALLBACK_PACKAGES)
+    names += [n for n in FALLBACK_PACKAGES if _normalise(n) not in {_normalise(p) for p in names}]
+    installed = _installed()
+    versions = {n: installed.get(_normalise(n)) for n in sorted(names, key=str.lower)}
+    mismatches = {
+        n: {"pinned": pins[n], "installed": versions[n]}
+        for n in sorted(pins, key=str.lower)
+        if pins[n] is not None and not _same_version(versions.get(n), str(pins[n]))
+    }
+    return {
+        "requirements": str(req) if req else None,
+        "versions": versions,
+        "differ_from_pins": mismatches,
+    }
+
+
+# ---------------------------------------------------------------------------------- machine
+@functools.lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """CPU model name from /proc/cpuinfo (Linux), else what :mod:`platform` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "Hardware", "cpu model") and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _torch() -> Any:
+    """torch if this process already imported it: a record never pays torch's import time."""
+    return sys.modules.get("torch")
+
+
+def device_record(device: Any = None, threads: int | None = None) -> dict[str, Any]:
+    """The compute device (CPU model, or GPU name when CUDA is used) and thread counts."""
+    torch = _torch()
+    kind = getattr(device, "type", None) or (str(device).split(":")[0] if device is not None else "cpu")
+    record: dict[str, Any] = {
+        "device": str(device) if device is not None else "cpu",
+        "cpu_model": cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "gpu_name": None,
+        "cuda_version": None,
+        "torch_threads": threads if threads is not None else (torch.get_num_threads() if torch else None),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+    }
+    if hasattr(os, "sched_getaffinity"):
+        record["cpus_available"] = len(os.sched_getaffinity(0))
+    if kind == "cuda" and torch is not None and torch.cuda.is_available():
+        record["gpu_name"] = torch.cuda.get_device_name(device if getattr(device, "type", None) else None)
+        record["cuda_version"] = torch.version.cuda
+    return record
+
+
+def environment(device: Any = None, threads: int | None = None) -> dict[str, Any]:
+    """Code version, software versions and machine of the current process."""
+    return {
+        "code": code_version(),
+        "noisyor_bench_version": __version__,
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+        },
+        "packages": package_versions(),
+        "platform": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "machine": platform.machine(),
+            "platform": platform.platform(),
+            "hostname": socket.gethostname(),
+        },
+        "device": device_record(device, threads),
+    }
+
+
+# ---------------------------------------------------------------------------------- files
+_SHA_MEMO: dict[tuple[str, int, int, int], str] = {}
+
+
+def sha256(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file, memoised on (path, size, mtime, inode): a rewrite is re-hashed."""
+    from noisyor_bench.data.rawdata import sha256_file
+
+    p = Path(path)
+    st = p.stat()
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _SHA_MEMO:
+        _SHA_MEMO[key] = sha256_file(p)
+    return _SHA_MEMO[key]
+
+
+def directory_sha256(path: str | os.PathLike[str]) -> tuple[str | None, int]:
+    """Digest of a directory and its file count: the sha256 of the sorted lines
+    ``<relative path> TAB <sha256> NEWLINE`` of its files (hidden ones left out), so a directory
+    input (e.g. Snakemake's benchmarks) is checked like a file; ``None`` above the size caps."""
+    import hashlib
+
+    root = Path(path)
+    files: list[Path] = []
+    for p in root.rglob("*"):
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts):
+            files.append(p)
+            if len(files) > MAX_DIR_FILES:  # stop walking: a directory this big is not an input
+                return None, len(files)
+    files.sort()
+    if sum(p.stat().st_size for p in files) > MAX_DIR_BYTES:
+        return None, len(files)
+    lines = "".join(f"{p.relative_to(root).as_posix()}\t{sha256(p)}\n" for p in files)
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest(), len(files)
+
+
+def current_sha256(path: str | os.PathLike[str]) -> str | None:
+    """sha256 of a file, the :func:`directory_sha256` of a directory, None if absent."""
+    p = Path(path)
+    if p.is_file():
+        return sha256(p)
+    if p.is_dir():
+        return directory_sha256(p)[0]
+    return None
+
+
+def _relpath(path: Path, base: Path | None) -> str | None:
+    if base is None:
+        return None
+    try:
+        return os.path.relpath(path.resolve(), Path(base).resolve())
+    except ValueError:  # another drive (Windows)
+        return None
+
+
+def file_entry(
+    path: str | os.PathLike[str], role: str, base: str | os.PathLike[str] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """A file as recorded: path as given, path relative to the record's directory, sha256, size.
+
+    A directory gets the :func:`directory_sha256` of its files (``kind: directory``); a
+    missing path ``sha256: null`` and ``missing: true``.
+    """
+    p = Path(path)
+    entry: dict[str, Any] = {"path": str(path), "relpath": _relpath(p, Path(base) if base else None), "role": role}
+    if p.is_file():
+        entry.update(sha256=sha256(p), bytes=p.stat().st_size)
+    elif p.is_dir():
+        digest, n_files = directory_sha256(p)
+        entry.update(sha256=digest, kind="directory", files=n_files)
+    else:
+        entry.update(sha256=None, missing=True)
+    entry.update(extra)
+    return entry
+
+
+def _unique(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    out = []
+    for e in entries:
+        key = str(Path(e["path"]).resolve())
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out
+
+
+# ---------------------------------------------------------------------------------- CLI context
+@dataclass
+class CommandContext:
+    """The CLI invocation in progress: argv, cwd, start time and inputs commands noted."""
+
+    argv: list[str]
+    name: str | None = None
+    cwd: str = field(default_factory=os.getcwd)
+    clock: Stopwatch = field(default_factory=Stopwatch)
+    noted: list[tuple[str, str]] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        return {"argv": ["noisyor-bench", *self.argv], "name": self.name, "cwd": self.cwd}
+
+
+_CURRENT: CommandContext | None = None
+
+
+@contextlib.contextmanager
+def command_context(argv: Iterable[str], name: str | None = None) -> Iterator[CommandContext]:
+    """Make the running CLI command visible to the records made while it runs."""
+    global _CURRENT
+    previous, _CURRENT = _CURRENT, CommandContext(list(argv), name)
+    try:
+        yield _CURRENT
+    finally:
+        _CURRENT = previous
+
+
+def current() -> CommandContext | None:
+    return _CURRENT
+
+
+def note_input(path: str | os.PathLike[str] | None, role: str) -> None:
+    """Declare a file the running command reads that its arguments do not name directly
+    (e.g. the ``--best`` hyperparameters a run was trained with); no-op outside the CLI."""
+    if path is not None and _CURRENT is not None:
+        _CURRENT.noted.append((str(path), role))
+
+
+def _noted_entries(base: Path | None) -> list[dict[str, Any]]:
+    return [file_entry(p, role, base) for p, role in (_CURRENT.noted if _CURRENT else [])]
+
+
+# ---------------------------------------------------------------------------------- records
+def artifact_record(
+    kind: str,
+    inputs: Iterable[dict[str, Any]],
+    outputs: Iterable[str | os.PathLike[str]],
+    base: str | os.PathLike[str],
+    config: Mapping[str, Any] | None = None,
+    clock: Stopwatch | None = None,
+    device: Any = None,
+    threads: int | None = None,
+) -> dict[str, Any]:
+    """A provenance record stored in (or beside) a file in directory ``base``.
+
+    ``inputs`` are :func:`file_entry` dicts; inputs noted with :func:`note_input` are added.
+    ``clock`` defaults to the CLI command's (start = when the command started).
+    """
+    ctx = current()
+    clock = clock or (ctx.clock if ctx else Stopwatch())
+    base = Path(base)
+    return {
+        "schema": SCHEMA,
+        "kind": kind,
+        "command": ctx.record() if ctx else None,
+        "config": dict(config) if config is not None else None,
+        "inputs": _unique([*inputs, *_noted_entries(base)]),
+        "outputs": [file_entry(p, "output", base) for p in outputs],
+        "environment": environment(device, threads),
+        "time": clock.record(),
+    }
+
+
+def run_config(spec: Any, device: Any, threads: int) -> dict[str, Any]:
+    """Everything of a RunSpec that shapes the result, plus the device and threads used.
+
+    ``out_dir`` is left out (the directory's own path says it; two identical runs in two
+    directories get identical records), ``resume`` too (it changes nothing in the result).
+    """
+    values = dataclasses.asdict(spec)
+    for key in ("out_dir", "resume", "dataset"):
+        values.pop(key, None)
+    values["device_requested"] = values.pop("device")
+    values["threads_requested"] = values.pop("threads")
+    values.update(device=str(device), threads=int(threads))
+    return values
+
+
+def run_record(
+    spec: Any, dataset_sha256: str, device: Any, threads: int, work_dir: Path, clock: Stopwatch
+) -> dict[str, Any]:
+    """``metrics.json["provenance"]`` of a run being written in ``work_dir`` (its .partial dir).
+
+    Relative paths are taken from the final run directory ``spec.out_dir``: the work
+    directory is renamed onto it, next to it.
+    """
+    base = Path(spec.out_dir)
+    dataset = file_entry(spec.dataset, "dataset", base)
+    if dataset.get("sha256") != dataset_sha256:  # rewritten while the run trained: record what it read
+        dataset.update(sha256=dataset_sha256, changed_during_run=True)
+    # Only the .npz: a run never reads the dataset's sidecar (whose timestamps change on every
+    # rebuild); ``provenance`` finds the dataset's record through the .npz.
+    record = artifact_record("run", [dataset], [], base, run_config(spec, device, threads), clock, device, threads)
+    record["outputs"] = [
+        {**file_entry(work_dir / name, "output"), "path": name, "relpath": name}
+        for name in RUN_COMPANIONS
+        if (work_dir / name).is_file()
+    ]
+    return record
+
+
+# ---------------------------------------------------------------------------------- CLI sidecars
+def sidecar_path(output: str | os.PathLike[str]) -> Path:
+    return Path(f"{output}{SIDECAR_SUFFIX}")
+
+
+def declared_outputs(args: argparse.Namespace) -> list[Path]:
+    """Files named by ``--out-*`` arguments (dest ``out_<x>``): the command's tables/figures.
+
+    ``--out`` (datasets, corpora: provenance in their own sidecar) and directories
+    (``--out-dir`` of a search: provenance in best.json and metrics.json) do not count.
+    """
+    out = []
+    for dest, value in sorted(vars(args).items()):
+        if dest.startswith("out_") and isinstance(value, (str, os.PathLike)) and _is_file(value):
+            out.append(Path(value))
+    return out
+
+
+def _is_file(value: Any) -> bool:
+    try:
+        return Path(value).is_file()
+    except (OSError, ValueError):  # a JSON argument too long to be a file name, a NUL byte
+        return False
+
+
+def _is_dir(value: Any) -> bool:
+    try:
+        return Path(value).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def argument_inputs(args: argparse.Namespace) -> list[tuple[Path, str]]:
+    """``(path, role)`` of every existing file an argument names (``@file`` too), plus companions.
+
+    Companions are files a command reads next to the one named: a run's
+    ``posterior_test.npz`` and ``curve.csv`` beside its ``metrics.json`` (a run directory
+    counts as its files).  Other files read beside a named one (a dataset's ``.json`` sidecar)
+    are declared by the command with :func:`note_input`: guessing them would flag inputs the
+    command never read as changed.
+    """
+    found: list[tuple[Path, str]] = []
+    for dest, value in sorted(vars(args).items()):
+        if dest in _NOT_INPUTS or dest.startswith("out_") or dest == "out":
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if not isinstance(item, (str, os.PathLike)):
+                continue
+            text = str(item)
+            if text.strip() in ("", ".", "@"):
+                continue  # not a file a command reads (an empty title, the current directory)
+            path = Path(text[1:] if text.startswith("@") else text)
+            role = f"--{dest.replace('_', '-')}"
+            if _is_dir(path) and (path / "metrics.json").is_file():
+                path = path / "metrics.json"  # a run directory: its files, below
+            elif _is_dir(path):
+                found.append((path, role))
+                continue
+            if not _is_file(path):
+                continue
+            found.append((path, role))
+            if path.name == "metrics.json":
+                found += [(path.parent / c, f"{role} (run file)") for c in RUN_COMPANIONS if (path.parent / c).is_file()]
+    return found
+
+
+def write_sidecars(args: argparse.Namespace, ctx: CommandContext) -> list[Path]:
+    """``<output>.prov.json`` beside each ``--out-*`` file of a finished command; returns them.
+
+    Each sidecar lists all outputs of the command (with sha256), so ``provenance`` can tell
+    whether an output was rewritten after its record (a stale sidecar).
+    """
+    outputs = declared_outputs(args)
+    written = []
+    if not outputs:
+        return written
+    from noisyor_bench.infra.io import write_json_atomic
+
+    inputs = argument_inputs(args)
+    for out in outputs:
+        base = out.parent
+        entries = [file_entry(p, role, base) for p, role in inputs]
+        record = artifact_record("command", entries, outputs, base, clock=ctx.clock)
+        write_json_atomic(sidecar_path(out), record)
+        written.append(sidecar_path(out))
+    return written

@@ -1,0 +1,1 @@
+"""Generative models' mathematics, one folder per model family."""

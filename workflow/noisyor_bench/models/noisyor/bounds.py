@@ -1,0 +1,785 @@
+"""Jaakkola-Jordan conjugate bounds on the positive noisy-OR likelihood (paper Sections 2.3-2.4).
+
+The only non-linear factor of the noisy-OR likelihood is ``p(x_i = 1 | z) = exp(f(a_i))`` with
+
+    f(a) = log(1 - exp(-a)),    a_i = theta_i0 + sum_k theta_ik z_k          (eqs. 5-7)
+
+``f`` is increasing and concave on ``a > 0``; the two classical bounds exploit this.
+
+Upper bound (UB-CDI; paper eqs. 7-8, supplement eqs. 1-5).  The concave conjugate of ``f``
+
+    g(t) = min_a (t a - f(a)) = -t log t + (t + 1) log(t + 1),   t >= 0      (eq. 8)
+
+(attained at ``a = log((t+1)/t)``, i.e. ``t = f'(a) = 1/(e^a - 1)``) gives, for every
+``psi >= 0``, ``f(a) <= psi a - g(psi)`` with equality iff ``psi = f'(a)``.  The bound is
+linear in ``z``, so multiplying it over the positive observations with the exact negative
+likelihoods and the prior keeps the joint ``p~(x, z | psi)`` factorised over ``k``:
+
+    log p~(x, z | psi) = -sum_i x_i g(psi_i) + sum_i c_i (theta_i0 + sum_k theta_ik z_k)
+                         + log p(z),        c_i = x_i psi_i - (1 - x_i)          (suppl. eq. 3)
+    q(z_k = 1 | x, psi) = sigmoid(sum_i c_i theta_ik + logit mu_k)              (eq. 11)
+    LL-UB(psi) = log p~(x | psi) = -sum_i x_i g(psi_i) + sum_i c_i theta_i0
+                 + sum_k log(1 - mu_k + mu_k exp(sum_i c_i theta_ik))          (suppl. eq. 4)
+
+(The supplement's eq. 4 drops the ``exp`` inside the product; the form above is the correct
+one and is tested against enumeration.)  ``LL-UB >= log p(x)`` for every ``psi``.  It is
+convex in ``psi`` (log-sum-exp of affine functions plus the convex ``-g``) with gradient
+``dLL-UB/dpsi_i = x_i (E_q[a_i] - g'(psi_i))``, ``g'(t) = log((t+1)/t)`` and ``q`` of eq. 11,
+so its minimiser -- the tightest bound, the CDI choice of eq. 12 applied to the whole data
+vector -- is the fixed point
+
+    psi_i = 1 / (exp(E_q[a_i]) - 1) = f'(E_q[a_i]),    E_q[a_i] = theta_i0 + sum_k theta_ik q_k.
+
+Each component of the fixed-point displacement ``F(psi) - psi`` has the sign opposite to the
+gradient, so it is a descent direction; :func:`ub_optimize` steps along it with an Armijo
+backtracking line search so that LL-UB decreases monotonically even where the plain
+iteration oscillates (it does on dense data: see docs/bounds.md).
+
+Lower bound (LB-CDI and SVI; Jaakkola & Jordan 1999, Singliar & Hauskrecht 2006).  With
+``r_ik >= 0``, ``sum_{k=1}^K r_ik = 1`` and the leak kept inside every term,
+
+    a_i = sum_k r_ik (theta_i0 + theta_ik z_k / r_ik)
+    f(a_i) >= sum_k r_ik f(theta_i0 + theta_ik z_k / r_ik)                      (Jensen)
+           = f(theta_i0) + sum_k z_k Delta_ik,
+    Delta_ik = r_ik [f(theta_i0 + theta_ik / r_ik) - f(theta_i0)] >= 0,
+
+using ``z_k in {0, 1}``.  (Giving the leak its own weight ``r_i0`` instead would put
+``f(0) = -inf`` into every term whose ``z_k = 0``, so it is kept inside every term as in
+Jaakkola & Jordan and Singliar & Hauskrecht.)  The bound is again linear in ``z``, hence
+
+    E_q[LB_i] = f(theta_i0) + sum_k q_k Delta_ik                                (closed form)
+    q*(z_k = 1) = sigmoid(logit mu_k + sum_{i:x_i=1} Delta_ik - sum_{i:x_i=0} theta_ik)
+    LL-LB(r) = sum_{i:x_i=1} f(theta_i0) - sum_{i:x_i=0} theta_i0
+               + sum_k log(1 - mu_k + mu_k exp(sum_{i:x_i=1} Delta_ik - sum_{i:x_i=0} theta_ik))
+
+where ``q*`` maximises the lower-bounded ELBO for fixed ``r`` exactly (the bound is linear in
+``z``, so the mean-field optimum is the normalised bounded joint) and ``LL-LB(r) <= log p(x)``
+is its maximum.  For fixed ``q`` the tightest ``r`` maximises the concave
+``J_i(r) = sum_k q_k Delta_ik(r_ik)`` on the simplex.  With ``u = theta_ik / r_ik``,
+``dDelta/dr = f(theta_i0 + u) - u f'(theta_i0 + u) - f(theta_i0) >= 0`` and the KKT
+conditions say ``G_ik = q_k dDelta_ik/dr_ik`` is equal for every ``k`` with ``r_ik > 0``;
+Singliar & Hauskrecht's fixed point is ``r_ik <- r_ik G_ik / sum_l r_il G_il``.  Its
+displacement has directional derivative ``Var_r(G) / E_r[G] >= 0``, so it is an ascent
+direction and :func:`lb_update_r` backtracks along it, making every update monotone.
+
+Only positive observations need ``r``; it is stored for the nonzero entries of ``x`` only
+(:class:`PositiveEntries`), never as an ``N x D x K`` tensor.
+
+A positive observation whose leak is zero makes ``f(theta_i0) = -inf``: the Jensen bound is
+then ``-inf`` for every ``q`` with some ``q_k < 1``.  The lower-bound functions therefore use
+``max(theta_i0, leak_floor)`` in the positive terms (they are exact lower bounds whenever
+``theta_i0 >= leak_floor``; below it they bound the model with the leak raised to the
+floor).  The negative terms always use the exact ``theta_i0``.
+
+docs/bounds.md repeats these derivations with every intermediate step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import torch
+import torch.nn.functional as F
+
+from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.evaluation.heldout import nelbo
+from noisyor_bench.models.noisyor.exact import exact_elbo
+from noisyor_bench.models.noisyor.model import NoisyOR, bernoulli_kl, log1mexp
+
+# Smallest rate E_q[a_i] used in the UB fixed point (psi = 1/expm1(E) <= ~1e10).
+_MIN_RATE = 1e-10
+# Division guard for r -> 0 (Delta -> 0 there; the guard keeps gradients finite).
+_R_TINY = 1e-30
+DEFAULT_LEAK_FLOOR = 1e-6
+# Sufficient-decrease constant of the backtracking line searches (see _backtrack).
+ARMIJO = 0.25
+
+
+# ====================================================================== f, g and the tangents
+def f_pos(a: torch.Tensor) -> torch.Tensor:
+    """``f(a) = log(1 - exp(-a))``: log-probability of a positive observation at rate ``a`` (eq. 7)."""
+    return log1mexp(a)
+
+
+def _f_fast(a: torch.Tensor) -> torch.Tensor:
+    """``log(-expm1(-a))``: ``f`` in three operations, for the no-gradient ``r`` updates.
+
+    For large ``a`` (``f(a) ~ -e^{-a}`` tiny) the *relative* accuracy degrades, but the
+    absolute error stays below about ``1.2e-16``, far below every tolerance the updates use;
+    the differentiable objectives use the accurate :func:`f_pos`.
+    """
+    return torch.log(-torch.expm1(-a))
+
+
+def f_prime(a: torch.Tensor) -> torch.Tensor:
+    """``f'(a) = 1/(e^a - 1)``: the conjugate point ``t`` at which the UB touches ``f`` at ``a``."""
+    return 1.0 / torch.expm1(a)
+
+
+def conj_g(t: torch.Tensor) -> torch.Tensor:
+    """``g(t) = -t log t + (t+1) log(t+1)`` for ``t >= 0`` (eq. 8), ``g(0) = 0``.
+
+    Evaluated as ``(1+t) log1p(t) - t log t`` below 1 and ``log1p(t) + t log1p(1/t)`` above,
+    so neither the tiny-``t`` nor the huge-``t`` end loses digits to cancellation.
+    """
+    small = t <= 1.0
+    ts = torch.where(small, t, torch.ones_like(t))
+    tl = torch.where(small, torch.ones_like(t), t)
+    g_small = (1.0 + ts) * torch.log1p(ts) - torch.xlogy(ts, ts)
+    g_large = torch.log1p(tl) + tl * torch.log1p(1.0 / tl)
+    return torch.where(small, g_small, g_large)
+
+
+def conj_g_prime(t: torch.Tensor) -> torch.Tensor:
+    """``g'(t) = log((t+1)/t)`` (``+inf`` at 0); decreasing, since ``g`` is concave."""
+    small = t <= 1.0
+    ts = torch.where(small, t, torch.ones_like(t))
+    tl = torch.where(small, torch.ones_like(t), t)
+    return torch.where(small, torch.log1p(ts) - torch.log(ts), torch.log1p(1.0 / tl))
+
+
+def upper_bound_f(a: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
+    """``psi a - g(psi) >= f(a)`` (eq. 7): log of ``p~(x_i = 1 | z, psi)``."""
+    return psi * a - conj_g(psi)
+
+
+def lower_bound_f(z: torch.Tensor, theta_i: torch.Tensor, theta0_i: torch.Tensor, r_i: torch.Tensor) -> torch.Tensor:
+    """Jensen lower bound ``sum_k r_k f(theta_0 + theta_k z_k / r_k) <= f(a)`` for one observation.
+
+    ``z``: (..., K) binary; ``theta_i``, ``r_i``: (K,) with ``sum r = 1``; ``theta0_i`` scalar.
+    Terms with ``r_k = 0`` contribute 0 (their limit) whatever ``z_k`` is.
+    """
+    safe_r = r_i.clamp_min(_R_TINY)
+    terms = r_i * f_pos(theta0_i + theta_i * z / safe_r)
+    return torch.where(r_i > 0, terms, torch.zeros_like(terms)).sum(-1)
+
+
+# ====================================================================== UB-CDI
+def ub_coefficients(x: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
+    """``c_i = x_i psi_i - (1 - x_i)``: the coefficient of ``a_i`` in ``log p~(x, z | psi)`` (suppl. eq. 3)."""
+    return torch.where(x > 0, psi, -torch.ones_like(psi))
+
+
+def ub_posterior_logits(model: NoisyOR, x: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
+    """Logits of ``q(z_k = 1 | x, psi)`` (eq. 11 / suppl. eq. 5): ``c @ theta + logit(mu)``, (N, K)."""
+    return ub_coefficients(x, psi) @ model.theta + torch.logit(model.mu)
+
+
+def ll_ub(model: NoisyOR, x: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
+    """``LL-UB = log p~(x | psi) = log sum_z p~(x, z | psi)`` in closed form (suppl. eq. 4, corrected), (N,).
+
+    ``sum_k log(1 - mu_k + mu_k e^{s_k}) = sum_k [log(1 - mu_k) + softplus(s_k + logit mu_k)]``.
+    """
+    c = ub_coefficients(x, psi)
+    eta = c @ model.theta + torch.logit(model.mu)
+    pos = torch.where(x > 0, -conj_g(psi), torch.zeros_like(psi)).sum(-1)
+    return pos + c @ model.theta0 + (torch.log1p(-model.mu) + F.softplus(eta)).sum(-1)
+
+
+def ll_ub_gradient(model: NoisyOR, x: torch.Tensor, psi: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """``dLL-UB/dpsi_i = x_i (E_q[a_i] - g'(psi_i))`` with ``q`` of eq. 11 at ``psi``, (N, D)."""
+    safe = torch.where(x > 0, psi, torch.ones_like(psi))
+    return torch.where(x > 0, model.rates(q) - conj_g_prime(safe), torch.zeros_like(psi))
+
+
+def ub_fixed_point(model: NoisyOR, x: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """The stationarity map ``psi_i = 1 / (exp(E_q[a_i]) - 1)`` for ``x_i = 1`` (0 elsewhere), (N, D)."""
+    expected_rate = model.rates(q).clamp_min(_MIN_RATE)
+    return torch.where(x > 0, f_prime(expected_rate), torch.zeros_like(expected_rate))
+
+
+def ub_psi_prior(model: NoisyOR, x: torch.Tensor) -> torch.Tensor:
+    """``psi_i = f'(E_{p(z)}[a_i])``: the tangent at the prior-mean rate (one fixed-point step from q = prior)."""
+    q = model.mu.expand(x.shape[0], model.K)
+    return ub_fixed_point(model, x, q)
+
+
+def ub_psi_marginal(model: NoisyOR, x: torch.Tensor, iters: int = 100) -> torch.Tensor:
+    """Eq. 12 literally: ``psi_i = argmin_psi E_{p(z)}[p~(x_i = 1 | z, psi)]`` for each observation.
+
+    ``h_i(psi) = log E_p[p~] = -g(psi) + psi theta_i0 + sum_k log(1 - mu_k + mu_k e^{psi theta_ik})``
+    is convex with ``h_i'(psi) = -g'(psi) + theta_i0 + sum_k theta_ik sigmoid(psi theta_ik + logit mu_k)``
+    increasing from ``-inf``; its root is found by bisection in ``log psi`` on
+    ``[1e-12, 1e12]`` (100 halvings of a width-55 interval: exact to round-off).  The result depends
+    only on ``i``, not on the data point; it is broadcast to ``x``'s positives.
+    """
+    theta, theta0 = model.theta, model.theta0
+    logit_mu = torch.logit(model.mu)
+    lo = torch.full_like(theta0, math.log(1e-12))
+    hi = torch.full_like(theta0, math.log(1e12))
+
+    def slope(log_psi: torch.Tensor) -> torch.Tensor:
+        psi = torch.exp(log_psi)
+        return -conj_g_prime(psi) + theta0 + (theta * torch.sigmoid(psi.unsqueeze(-1) * theta + logit_mu)).sum(-1)
+
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        up = slope(mid) > 0
+        hi = torch.where(up, mid, hi)
+        lo = torch.where(up, lo, mid)
+    psi = torch.exp(0.5 * (lo + hi))
+    return torch.where(x > 0, psi.expand_as(x), torch.zeros_like(x))
+
+
+@dataclass
+class UBRound:
+    """State after one fixed-point round: ``psi`` (N, D), ``q`` of eq. 11 (N, K), ``ll_ub`` (N,)."""
+
+    round: int
+    psi: torch.Tensor
+    q: torch.Tensor
+    ll_ub: torch.Tensor
+    backtracked: int
+
+
+def ub_optimize(
+    model: NoisyOR,
+    x: torch.Tensor,
+    psi: torch.Tensor,
+    max_rounds: int,
+    tol: float = 1e-9,
+    max_halvings: int = 40,
+    callback: Callable[[UBRound], None] | None = None,
+    damped: bool = True,
+) -> UBRound:
+    """Minimise LL-UB over ``psi`` per data point by the damped fixed point (tightest UB, eq. 12).
+
+    Each round proposes ``F(psi) = f'(E_q[a])`` with ``q`` from eq. 11 and moves each data
+    point by the largest step ``2^-j`` along ``F(psi) - psi`` that decreases its LL-UB
+    sufficiently (Armijo, :func:`_backtrack`; ``j = 0`` is the plain fixed-point
+    iteration).  Stops when no data point's LL-UB decreased by more than ``tol`` in a round.
+    ``callback`` sees round 0 (the initial ``psi``) and every round after;
+    ``UBRound.backtracked`` counts the data points whose plain step was rejected.
+
+    ``damped=False`` runs the plain iteration ``psi <- F(psi)`` for comparison: it is not
+    monotone and can settle into a 2-cycle far above the minimum (the map is decreasing in
+    ``psi``, and its Jacobian exceeds 1 in modulus when many positives share parents); it
+    stops after ``max_rounds`` or when ``psi`` stops changing.
+    """
+    x = x.to(psi.dtype)
+    obj = ll_ub(model, x, psi)
+    state = UBRound(0, psi, torch.sigmoid(ub_posterior_logits(model, x, psi)), obj, 0)
+    if callback is not None:
+        callback(state)
+    for t in range(1, max_rounds + 1):
+        target = ub_fixed_point(model, x, state.q)
+
+        def objective(idx: torch.Tensor | None, cand: torch.Tensor) -> torch.Tensor:
+            return ll_ub(model, x if idx is None else x[idx], cand)
+
+        if damped:
+            slope = (ll_ub_gradient(model, x, psi, state.q) * (target - psi)).sum(-1)
+            new_psi, new_obj, backtracked = _backtrack(
+                psi, obj, target, slope, objective, ascent=False, max_halvings=max_halvings
+            )
+            decrease = obj - new_obj
+        else:
+            new_psi, new_obj = target, objective(None, target)
+            backtracked = int((new_obj > obj + 1e-12 * obj.abs()).sum())
+            decrease = (new_psi - psi).abs().amax(-1) if psi.numel() else new_obj - obj
+        psi, obj = new_psi, new_obj
+        state = UBRound(t, psi, torch.sigmoid(ub_posterior_logits(model, x, psi)), obj, backtracked)
+        if callback is not None:
+            callback(state)
+        if float(decrease.max()) <= tol:
+            break
+    return state
+
+
+# ====================================================================== lower bound (LB-CDI, SVI)
+@dataclass
+class PositiveEntries:
+    """The nonzero entries ``(n, i)`` of a binary ``x``: the only places the lower bound needs ``r``."""
+
+    rows: torch.Tensor  # (P,) data-point index n
+    cols: torch.Tensor  # (P,) observation index i
+
+    @classmethod
+    def of(cls, x: torch.Tensor) -> "PositiveEntries":
+        rows, cols = torch.nonzero(x > 0, as_tuple=True)
+        return cls(rows=rows, cols=cols)
+
+    @property
+    def count(self) -> int:
+        return int(self.rows.shape[0])
+
+
+def lb_leak(model: NoisyOR, pos: PositiveEntries, leak_floor: float) -> torch.Tensor:
+    """``max(theta_i0, leak_floor)`` for every positive entry, (P,)."""
+    return model.theta0[pos.cols].clamp_min(leak_floor)
+
+
+def lb_gains(theta_rows: torch.Tensor, leak: torch.Tensor, r: torch.Tensor, fast: bool = False) -> torch.Tensor:
+    """``Delta_ik = r_ik [f(theta_i0 + theta_ik / r_ik) - f(theta_i0)]`` per positive entry, (P, K).
+
+    ``Delta`` is what switching ``z_k`` on adds to the Jensen bound; 0 where ``r_ik = 0``.
+    ``fast`` evaluates ``f`` with :func:`_f_fast` (no-gradient updates only).
+    """
+    f = _f_fast if fast else f_pos
+    c = leak.unsqueeze(-1)
+    u = theta_rows / r.clamp_min(_R_TINY)
+    gain = r * (f(c + u) - f(c))
+    return torch.where(r > 0, gain, torch.zeros_like(gain))
+
+
+def _lb_fused(
+    theta_rows: torch.Tensor, c: torch.Tensor, f_c: torch.Tensor, r: torch.Tensor, want_deriv: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``Delta`` and ``dDelta/dr`` of the no-gradient ``r`` updates from one ``expm1`` pass.
+
+    ``c``, ``f_c``: leak and ``f(leak)`` as (P, 1).  With ``a = c + u``, ``u = theta/r`` and
+    ``m = 1 - e^{-a}``: ``f(a) = log m``, ``f'(a) = (1 - m)/m``.  Entries with ``r = 0`` give
+    ``u ~ theta * 1e30``, ``m = 1``, hence ``Delta = 0`` and a finite derivative (their limits).
+    """
+    u = theta_rows / r.clamp_min(_R_TINY)
+    m = -torch.expm1(-(c + u))
+    excess = torch.log(m) - f_c
+    gain = r * excess
+    if not want_deriv:
+        return gain, None
+    return gain, (excess - u * ((1.0 - m) / m)).clamp_min(0.0)
+
+
+def lb_r_gradient(theta_rows: torch.Tensor, leak: torch.Tensor, q_rows: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """``G_ik = q_k dDelta_ik/dr_ik = q_k [f(c + u) - u f'(c + u) - f(c)]``, ``u = theta_ik/r_ik``, (P, K).
+
+    For ``theta_ik > 0`` the bracket rises from 0 (``r -> inf``) to ``-f(c)`` (``r -> 0``, where
+    ``f(c+u) -> 0`` and ``u f'(c+u) -> 0``); for ``theta_ik = 0`` it is 0, so unconnected
+    parents get no weight.
+    """
+    c = leak.unsqueeze(-1)
+    _, deriv = _lb_fused(theta_rows, c, _f_fast(c), r, want_deriv=True)
+    assert deriv is not None
+    return q_rows * deriv
+
+
+def lb_init_r(theta_rows: torch.Tensor, q_rows: torch.Tensor) -> torch.Tensor:
+    """``r_ik ∝ theta_ik q_k``: the Jensen bound is tight at the mean ``z = q`` (all arguments equal).
+
+    Falls back to ``r ∝ theta_ik`` where every ``theta_ik q_k`` vanishes, and to uniform where
+    the observation has no parent at all (then ``J_i`` does not depend on ``r``).
+    """
+    w = theta_rows * q_rows.clamp_min(1e-12)
+    s = w.sum(-1, keepdim=True)
+    w = torch.where(s > 0, w, theta_rows)
+    s = w.sum(-1, keepdim=True)
+    w = torch.where(s > 0, w, torch.ones_like(w))
+    return w / w.sum(-1, keepdim=True)
+
+
+def lb_objective_r(
+    theta_rows: torch.Tensor, leak: torch.Tensor, q_rows: torch.Tensor, r: torch.Tensor, fast: bool = False
+) -> torch.Tensor:
+    """``E_q[LB_i] = f(theta_i0) + sum_k q_k Delta_ik`` for each positive entry, (P,)."""
+    f = _f_fast if fast else f_pos
+    return f(leak) + (q_rows * lb_gains(theta_rows, leak, r, fast)).sum(-1)
+
+
+def lb_update_r(
+    theta_rows: torch.Tensor,
+    leak: torch.Tensor,
+    q_rows: torch.Tensor,
+    r: torch.Tensor,
+    max_halvings: int = 30,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One monotone Singliar-Hauskrecht step ``r <- r G / sum(r G)`` with backtracking.
+
+    Each positive entry takes the largest step ``2^-j`` towards the fixed-point proposal that
+    increases its expected bound sufficiently (Armijo, :func:`_backtrack`; ``j = 0`` is the
+    plain update).  Returns ``(r, E_q[LB], Delta)`` at the new ``r`` (``Delta`` feeds the
+    ``q``-step without recomputation).
+    """
+    c = leak.unsqueeze(-1)
+    f_c = _f_fast(c)
+    gain, deriv = _lb_fused(theta_rows, c, f_c, r, want_deriv=True)
+    assert deriv is not None
+    obj = f_c.squeeze(-1) + (q_rows * gain).sum(-1)
+    grad = q_rows * deriv
+    w = r * grad
+    s = w.sum(-1, keepdim=True)
+    proposal = torch.where(s > 0, w / s.clamp_min(torch.finfo(w.dtype).tiny), r)
+    full_gain: list[torch.Tensor] = []
+
+    def objective(idx: torch.Tensor | None, cand: torch.Tensor) -> torch.Tensor:
+        if idx is None:
+            g, _ = _lb_fused(theta_rows, c, f_c, cand, want_deriv=False)
+            full_gain.append(g)
+            return f_c.squeeze(-1) + (q_rows * g).sum(-1)
+        g, _ = _lb_fused(theta_rows[idx], c[idx], f_c[idx], cand, want_deriv=False)
+        return f_c[idx].squeeze(-1) + (q_rows[idx] * g).sum(-1)
+
+    slope = (grad * (proposal - r)).sum(-1)
+    new_r, new_obj, rejected = _backtrack(r, obj, proposal, slope, objective, ascent=True, max_halvings=max_halvings)
+    new_gain = full_gain[0]
+    if rejected:
+        moved = (new_r != proposal).any(-1)
+        new_gain[moved] = _lb_fused(theta_rows[moved], c[moved], f_c[moved], new_r[moved], want_deriv=False)[0]
+    return new_r, new_obj, new_gain
+
+
+def _backtrack(
+    x0: torch.Tensor,
+    obj0: torch.Tensor,
+    proposal: torch.Tensor,
+    slope: torch.Tensor,
+    objective: Callable[[torch.Tensor | None, torch.Tensor], torch.Tensor],
+    ascent: bool,
+    max_halvings: int,
+    armijo: float = ARMIJO,
+) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Row-wise backtracking along ``d = proposal - x0`` with the Armijo condition.
+
+    Each row takes the largest step ``s = 2^-j`` (``j <= max_halvings``) whose objective
+    improves on ``obj0`` by at least ``armijo * s * |slope|`` (``slope``: the directional
+    derivative along ``d``, per row), else stays at ``x0``.  With ``armijo = 1/4`` the
+    accepted step on a quadratic is the full step or lies in ``(3/4, 3/2]`` times the exact
+    line minimiser, so a tiny improvement really means a small gradient (a bare "no worse"
+    test would accept steps near twice the minimiser, which zig-zag with almost no progress
+    and stop convergence tests early).  Only still-rejected rows are re-evaluated;
+    ``objective(idx, cand)`` evaluates rows ``idx`` (``None`` = all).  There is no slack for
+    round-off: a row whose computed objective would get worse stays where it is, so the
+    computed objective is monotone exactly; halving stops once the predicted change drops
+    below the objective's round-off.  Returns the new rows, their objective and the number of rows
+    whose full step was rejected.
+    """
+    sign = 1.0 if ascent else -1.0
+    # An infinite slope (e.g. g'(0) = inf at psi_i = 0) only asks for plain improvement.
+    pred = (sign * slope).clamp_min(0.0)
+    pred = torch.where(torch.isfinite(pred), pred, torch.zeros_like(pred))
+    gain_rate = armijo * pred
+
+    def ok(new: torch.Tensor, old: torch.Tensor, rate: torch.Tensor, step: float) -> torch.Tensor:
+        return sign * (new - old) >= step * rate
+
+    direction = proposal - x0
+    cand_obj = objective(None, proposal)
+    accept = ok(cand_obj, obj0, gain_rate, 1.0)
+    shape = (-1,) + (1,) * (x0.ndim - 1)
+    new_x = torch.where(accept.view(shape), proposal, x0)
+    new_obj = torch.where(accept, cand_obj, obj0)
+    idx = torch.nonzero(~accept, as_tuple=True)[0]
+    rejected = int(idx.numel())
+    # A row whose predicted change step * |slope| is below the round-off of its objective
+    # cannot show a measurable improvement any more: it keeps x0 without further halvings.
+    noise = 8 * torch.finfo(obj0.dtype).eps * obj0.abs()
+    pred = torch.where(torch.isfinite(slope), pred, torch.full_like(pred, torch.inf))
+    step = 0.5
+    for _ in range(max_halvings):
+        idx = idx[step * pred[idx] > noise[idx]]
+        if idx.numel() == 0:
+            break
+        cand = x0[idx] + step * direction[idx]
+        c_obj = objective(idx, cand)
+        good = ok(c_obj, obj0[idx], gain_rate[idx], step)
+        new_x[idx[good]] = cand[good]
+        new_obj[idx[good]] = c_obj[good]
+        idx = idx[~good]
+        step *= 0.5
+    return new_x, new_obj, rejected
+
+
+def lb_tighten_r(
+    theta_rows: torch.Tensor, leak: torch.Tensor, q_rows: torch.Tensor, r: torch.Tensor, iters: int, tol: float = 0.0
+) -> torch.Tensor:
+    """``iters`` monotone fixed-point steps on ``r`` for fixed ``q`` (stops early below ``tol``)."""
+    if iters <= 1:
+        return lb_update_r(theta_rows, leak, q_rows, r)[0] if iters == 1 else r
+    obj = lb_objective_r(theta_rows, leak, q_rows, r, fast=True)
+    for _ in range(iters):
+        r, new_obj, _ = lb_update_r(theta_rows, leak, q_rows, r)
+        done = float((new_obj - obj).max()) <= tol if new_obj.numel() else True
+        obj = new_obj
+        if done:
+            break
+    return r
+
+
+def _scatter_rows(values: torch.Tensor, rows: torch.Tensor, n: int) -> torch.Tensor:
+    """Sum per-entry values (P, ...) into their data points: (n, ...)."""
+    out = torch.zeros((n, *values.shape[1:]), dtype=values.dtype, device=values.device)
+    return out.index_add(0, rows, values)
+
+
+def inactive_sum(values: torch.Tensor, pos: PositiveEntries, n: int) -> torch.Tensor:
+    """``sum_{i: x_ni=0} values[i]`` per data point, for values (D,) or (D, K): (n,) or (n, K).
+
+    Equals ``(1 - x) @ values``, computed as column sums minus the positive entries' share:
+    O(P * K) rather than O(n * D * K).
+    """
+    return values.sum(0) - _scatter_rows(values[pos.cols], pos.rows, n)
+
+
+def lb_negative_term(model: NoisyOR, pos: PositiveEntries, q: torch.Tensor) -> torch.Tensor:
+    """``-sum_{i: x_i=0} (theta_i0 + theta_i . q)`` per data point (:func:`noisyor_bench.models.noisyor.elbo.negative_term`), (n,)."""
+    n = q.shape[0]
+    return -(inactive_sum(model.theta0, pos, n) + (q * inactive_sum(model.theta, pos, n)).sum(-1))
+
+
+def lb_natural_params(
+    model: NoisyOR,
+    x: torch.Tensor,
+    pos: PositiveEntries,
+    r: torch.Tensor,
+    leak_floor: float = DEFAULT_LEAK_FLOOR,
+    gains: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``eta_nk = logit mu_k + sum_{i:x_i=1} Delta_ik - sum_{i:x_i=0} theta_ik``, (N, K).
+
+    ``sigmoid(eta)`` is the exact maximiser of the lower-bounded ELBO over factorised ``q`` for
+    fixed ``r`` (the LB analogue of eq. 11).  ``gains``: ``Delta`` at ``r`` if already known.
+    """
+    if gains is None:
+        gains = lb_gains(model.theta[pos.cols], lb_leak(model, pos, leak_floor), r)
+    return torch.logit(model.mu) + _scatter_rows(gains, pos.rows, x.shape[0]) - inactive_sum(model.theta, pos, x.shape[0])
+
+
+def lb_loglik(
+    model: NoisyOR, x: torch.Tensor, pos: PositiveEntries, r: torch.Tensor, leak_floor: float = DEFAULT_LEAK_FLOOR
+) -> torch.Tensor:
+    """``LL-LB(r) = log sum_z exp(LB joint)`` in closed form, ``<= log p(x)``, (N,)."""
+    return lb_q_step(model, x, pos, r, leak_floor)[1]
+
+
+def lb_elbo(
+    model: NoisyOR,
+    x: torch.Tensor,
+    pos: PositiveEntries,
+    q: torch.Tensor,
+    r: torch.Tensor,
+    leak_floor: float = DEFAULT_LEAK_FLOOR,
+    kl: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The lower-bounded ELBO ``sum_{x_i=1} E_q[LB_i] + sum_{x_i=0} E_q[-a_i] - KL(q || p)``, (N,).
+
+    Differentiable in the model parameters and in ``q`` (``r`` is treated as a constant; at
+    the tightest ``r`` its own gradient vanishes).  Pass ``kl`` to use a KL computed from
+    logits (stable when ``q`` saturates).
+    """
+    leak = lb_leak(model, pos, leak_floor)
+    per_entry = lb_objective_r(model.theta[pos.cols], leak, q[pos.rows], r)
+    pos_term = _scatter_rows(per_entry, pos.rows, x.shape[0])
+    if kl is None:
+        kl = bernoulli_kl(q, model.mu)
+    return pos_term + lb_negative_term(model, pos, q) - kl
+
+
+@dataclass
+class LBState:
+    """E-step state for a batch: ``q`` (N, K), ``r`` (P, K) over ``pos``, ``ll_lb`` (N,)."""
+
+    q: torch.Tensor
+    r: torch.Tensor
+    ll_lb: torch.Tensor
+    rounds: int
+
+
+def lb_q_step(
+    model: NoisyOR,
+    x: torch.Tensor,
+    pos: PositiveEntries,
+    r: torch.Tensor,
+    leak_floor: float = DEFAULT_LEAK_FLOOR,
+    gains: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact ``q``-step for fixed ``r``: ``(q*, LL-LB(r))`` with ``q* = sigmoid(eta)``."""
+    eta = lb_natural_params(model, x, pos, r, leak_floor, gains)
+    pos_const = _scatter_rows(f_pos(lb_leak(model, pos, leak_floor)), pos.rows, x.shape[0])
+    ll = pos_const - inactive_sum(model.theta0, pos, x.shape[0]) + (torch.log1p(-model.mu) + F.softplus(eta)).sum(-1)
+    return torch.sigmoid(eta), ll
+
+
+def lb_round(
+    model: NoisyOR,
+    x: torch.Tensor,
+    pos: PositiveEntries,
+    q: torch.Tensor,
+    r: torch.Tensor,
+    r_iters: int = 1,
+    leak_floor: float = DEFAULT_LEAK_FLOOR,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One E-step round: ``r_iters`` monotone ``r``-steps for the current ``q``, then the exact ``q``-step.
+
+    Returns ``(q, r, LL-LB)``.  If ``q`` is the ``q``-step optimum for the incoming ``r``, the
+    returned LL-LB is >= the incoming one (coordinate ascent on the lower-bounded ELBO).
+    """
+    theta_rows = model.theta[pos.cols]
+    leak = lb_leak(model, pos, leak_floor)
+    q_rows = q[pos.rows]
+    gains = None
+    for _ in range(r_iters):
+        r, _, gains = lb_update_r(theta_rows, leak, q_rows, r)
+    q, ll = lb_q_step(model, x, pos, r, leak_floor, gains)
+    return q, r, ll
+
+
+def lb_start(
+    model: NoisyOR,
+    x: torch.Tensor,
+    pos: PositiveEntries,
+    r: torch.Tensor | None = None,
+    leak_floor: float = DEFAULT_LEAK_FLOOR,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Initial E-step state ``(q, r, LL-LB)``: ``r ∝ theta mu`` (tight at the prior mean) unless given."""
+    if r is None:
+        theta_rows = model.theta[pos.cols]
+        r = lb_init_r(theta_rows, model.mu.expand_as(theta_rows))
+    q, ll = lb_q_step(model, x, pos, r, leak_floor)
+    return q, r, ll
+
+
+def lb_estep(
+    model: NoisyOR,
+    x: torch.Tensor,
+    pos: PositiveEntries,
+    r: torch.Tensor | None,
+    max_rounds: int,
+    r_iters: int = 1,
+    tol: float = 1e-9,
+    leak_floor: float = DEFAULT_LEAK_FLOOR,
+    callback: Callable[[LBState], None] | None = None,
+) -> LBState:
+    """Variational E-step of LB-CDI: alternate ``r_iters`` monotone ``r``-steps and the exact ``q``-step.
+
+    ``LL-LB`` (the lower-bounded ELBO at the optimal ``q``) never decreases: the ``r``-step
+    raises ``E_q[LB]`` for fixed ``q`` and the ``q``-step is an exact maximisation.  ``r=None``
+    starts from ``r ∝ theta mu``.  Stops when no data point's LL-LB rose by more than ``tol``
+    in a round; ``callback`` sees round 0 and every round.
+    """
+    q, r, ll = lb_start(model, x, pos, r, leak_floor)
+    state = LBState(q=q, r=r, ll_lb=ll, rounds=0)
+    if callback is not None:
+        callback(state)
+    for t in range(1, max_rounds + 1):
+        q, r, new_ll = lb_round(model, x, pos, q, r, r_iters, leak_floor)
+        gain = new_ll - ll
+        ll = new_ll
+        state = LBState(q=q, r=r, ll_lb=ll, rounds=t)
+        if callback is not None:
+            callback(state)
+        if not gain.numel() or float(gain.max()) <= tol:
+            break
+    return state
+
+
+def row_chunks(x: torch.Tensor, width: int, max_numbers: int = 2**18) -> list[slice]:
+    """Consecutive row slices of ``x`` holding at most ``max_numbers`` (positive entries x ``width``) each.
+
+    Keeps the (P, K) tensors of the lower bound bounded in memory on large data sets; a single
+    row is never split.
+    """
+    counts = (x > 0).sum(-1).tolist()
+    limit = max(1, max_numbers // max(1, width))
+    out: list[slice] = []
+    start, acc = 0, 0
+    for n, c in enumerate(counts):
+        if acc + c > limit and n > start:
+            out.append(slice(start, n))
+            start, acc = n, 0
+        acc += c
+    if start < len(counts) or not out:
+        out.append(slice(start, len(counts)))
+    return out
+
+
+# ====================================================================== evaluation
+@torch.no_grad()
+def elbo_of_q(
+    model: NoisyOR,
+    x: torch.Tensor,
+    q: torch.Tensor,
+    exact_max_k: int,
+    n_samples: int = 100,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """ELBO of a factorised ``q`` per data point, (N,) float64: exact by enumeration when ``K <= exact_max_k``.
+
+    Otherwise the benchmark's evaluation protocol (:func:`noisyor_bench.evaluation.heldout.nelbo`,
+    on CPU): ``n_samples`` exact Bernoulli draws for the positive term, the negative term and
+    KL in closed form.  ``generator``: a CPU generator.
+    """
+    if model.K <= exact_max_k:
+        return exact_elbo(model.to(dtype=torch.float64), x.to(torch.float64), q.to(torch.float64))
+    return -nelbo(model, x, q, n_samples, generator).to(x.device)
+
+
+# ====================================================================== hyperparameters
+def resolve_hparams(method: str, defaults: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """``defaults`` overridden by ``given``; unknown keys and wrong types raise ConfigError.
+
+    Types follow the defaults: an int default needs an int (not bool), a float default accepts
+    ints, a str default needs a str.  Shared by SVI, LB-CDI and UB-CDI.
+    """
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ConfigError(
+            f"{method}: unknown hyperparameter(s) {', '.join(map(repr, unknown))}; "
+            f"allowed: {', '.join(sorted(defaults))}"
+        )
+    out = dict(defaults)
+    for key, value in given.items():
+        want = type(defaults[key])
+        ok = (
+            isinstance(value, str)
+            if want is str
+            else not isinstance(value, bool) and isinstance(value, int if want is int else (int, float))
+        )
+        if not ok:
+            raise ConfigError(f"{method}: hyperparameter {key!r} must be {want.__name__}; got {value!r}")
+        out[key] = float(value) if want is float else value
+    return out
+
+
+def require(method: str, condition: bool, key: str, value: Any, what: str) -> None:
+    """Raise ConfigError ``<method>: hyperparameter <key> must be <what>; got <value>`` unless ``condition``."""
+    if not condition:
+        raise ConfigError(f"{method}: hyperparameter {key!r} must be {what}; got {value!r}")
+
+
+def torch_dtype(method: str, name: str) -> torch.dtype:
+    """``"float64"``/``"float32"`` -> torch dtype (ConfigError otherwise)."""
+    table = {"float64": torch.float64, "float32": torch.float32}
+    require(method, name in table, "dtype", name, "one of float64, float32")
+    return table[name]
+
+
+__all__ = [
+    "DEFAULT_LEAK_FLOOR",
+    "LBState",
+    "PositiveEntries",
+    "UBRound",
+    "conj_g",
+    "conj_g_prime",
+    "elbo_of_q",
+    "f_pos",
+    "f_prime",
+    "lb_elbo",
+    "lb_estep",
+    "lb_gains",
+    "lb_init_r",
+    "lb_leak",
+    "lb_loglik",
+    "lb_natural_params",
+    "lb_objective_r",
+    "lb_q_step",
+    "lb_round",
+    "lb_start",
+    "lb_r_gradient",
+    "lb_tighten_r",
+    "lb_update_r",
+    "ll_ub",
+    "ll_ub_gradient",
+    "lower_bound_f",
+    "require",
+    "resolve_hparams",
+    "row_chunks",
+    "torch_dtype",
+    "ub_coefficients",
+    "ub_fixed_point",
+    "ub_optimize",
+    "ub_posterior_logits",
+    "ub_psi_marginal",
+    "ub_psi_prior",
+    "upper_bound_f",
+]

@@ -1,0 +1,1 @@
+"""Collection of runs, statistics, tables, claims, plots and the report's views."""

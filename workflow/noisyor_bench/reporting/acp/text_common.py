@@ -1,0 +1,69 @@
+"""Reading text-experiment runs: identity checks shared by the tables and figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from noisyor_bench.reporting.aggregate import collect_runs, convergence_counts
+from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.io import load_npz
+from noisyor_bench.experiments.text_grid import classification_latents
+
+
+def load_run_posterior(run_dir: str | Path, need: Sequence[str] = ("theta",)) -> dict[str, np.ndarray]:
+    """``posterior_test.npz`` of a run with the arrays ``need`` present (DataError naming the file)."""
+    path = Path(run_dir) / "posterior_test.npz"
+    try:
+        arrays = load_npz(path)
+    except FileNotFoundError:
+        raise DataError(f"{path}: posterior_test.npz not found (did the run finish?)") from None
+    except (OSError, ValueError) as err:
+        raise DataError(f"{path}: not a readable .npz ({err})") from None
+    missing = [k for k in need if k not in arrays]
+    if missing:
+        raise DataError(f"{path}: array(s) {missing} missing")
+    return arrays
+
+
+def collect_text_runs(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Runs (one row each, :func:`~noisyor_bench.reporting.aggregate.collect_runs`) with a checked ``K`` column.
+
+    A ``classification-K<K>`` run must have learned K latents: the experiment name is what the
+    tables and figures group by, so a mismatch would silently mislabel a panel.
+    """
+    runs = collect_runs(paths)
+    if "K" not in runs.columns or runs["K"].isna().any():
+        raise DataError("runs lack the key 'K' in metrics.json (written by noisyor-bench train / train-cell)")
+    runs["K"] = runs["K"].astype(int)
+    for r in runs.to_dict("records"):
+        k = classification_latents(str(r["experiment"]))
+        if k is not None and k != r["K"]:
+            raise DataError(f"{r['run_dir']}: experiment {r['experiment']} but the run learned K={r['K']} latents")
+    return runs
+
+
+def check_dataset(runs: pd.DataFrame, sha256: str, path: str | Path) -> None:
+    """Every run must have been trained on the given dataset file (same sha256)."""
+    if "dataset_sha256" not in runs.columns:
+        return
+    wrong = runs[runs["dataset_sha256"].notna() & (runs["dataset_sha256"] != sha256)]
+    if len(wrong):
+        raise DataError(f"run {wrong['run_dir'].iloc[0]} was trained on another file than {path} "
+                        f"(sha256 {str(wrong['dataset_sha256'].iloc[0])[:12]}... vs {sha256[:12]}...)")
+
+
+def add_convergence_columns(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``n_runs`` and ``n_converged`` (issue 12, contract 2) of each row's run, by ``run_dir``:
+    1 and 0/1 for a run's row (null ``converged`` = converged), 0 and 0 for a row without a run
+    (the classification baseline)."""
+    counts = {str(r["run_dir"]): convergence_counts(runs[runs["run_dir"] == r["run_dir"]])
+              for r in runs.to_dict("records")}
+    none = {"n_runs": 0, "n_converged": 0}
+    out = frame.copy()
+    for col in ("n_runs", "n_converged"):
+        out[col] = [counts.get(str(d), none)[col] for d in out["run_dir"]]
+    return out

@@ -1,0 +1,144 @@
+"""Measured compute per rule, from the TSV files of Snakemake's ``benchmark:`` directive.
+
+Every rule writes ``<results>/benchmarks/<rule>/<job>.tsv`` (one row per repetition; columns
+``s``, ``h:m:s``, ``max_rss`` in MB, ``cpu_time``, ...).  These tables are what the README's
+compute estimate for the paper profile is extrapolated from, so they list per rule the job
+count and the total, mean and largest wall time, and the slowest jobs by name.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from noisyor_bench.infra.errors import DataError
+
+#: Columns of the per-job table (one row per benchmark file).
+JOB_COLUMNS = ("rule", "job", "s", "cpu_time_s", "max_rss_mb", "repeats")
+
+
+@dataclass(frozen=True)
+class JobTime:
+    rule: str
+    job: str
+    s: float
+    cpu_time_s: float | None
+    max_rss_mb: float | None
+    repeats: int
+
+
+def _number(value: str | None) -> float | None:
+    """A benchmark cell as a float; ``NA``/``-``/empty (too short a job to sample) as None."""
+    try:
+        x = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def read_benchmark(path: Path, root: Path) -> JobTime:
+    """One job's benchmark file; repetitions (``--benchmark-repeats``) are averaged."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    if not rows or "s" not in rows[0]:
+        raise DataError(f"{path}: not a Snakemake benchmark file (expected a header with column 's' and a row)")
+    seconds = [_number(r.get("s")) for r in rows]
+    if any(s is None for s in seconds):
+        raise DataError(f"{path}: column 's' has a non-numeric value: {[r.get('s') for r in rows]}")
+    rel = path.relative_to(root)
+    return JobTime(
+        rule=rel.parts[0],
+        job="/".join(rel.parts[1:])[: -len(".tsv")],
+        s=_mean(seconds) or 0.0,
+        cpu_time_s=_mean([_number(r.get("cpu_time")) for r in rows]),
+        max_rss_mb=max((v for v in (_number(r.get("max_rss")) for r in rows) if v is not None), default=None),
+        repeats=len(rows),
+    )
+
+
+def collect(root: str | Path) -> pd.DataFrame:
+    """Every ``<root>/<rule>/**/*.tsv`` as one row, slowest first."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DataError(f"benchmark directory {root} not found; it is written by the workflow's rules "
+                        "(results/benchmarks/<rule>/...): run snakemake first")
+    files = sorted(p for p in root.rglob("*.tsv") if len(p.relative_to(root).parts) >= 2)
+    if not files:
+        raise DataError(f"no benchmark files (<rule>/<job>.tsv) under {root}: run snakemake first")
+    jobs = pd.DataFrame([vars(read_benchmark(p, root)) for p in files], columns=list(JOB_COLUMNS))
+    return jobs.sort_values(["s", "rule", "job"], ascending=[False, True, True], kind="mergesort").reset_index(drop=True)
+
+
+def per_rule(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Jobs, total/mean/max wall seconds, the slowest job and peak memory per rule, by total."""
+    rows = []
+    for rule, group in jobs.groupby("rule", sort=True):
+        slowest = group.loc[group["s"].idxmax()]
+        rss = group["max_rss_mb"].dropna()
+        rows.append({
+            "rule": rule,
+            "jobs": len(group),
+            "total_s": round(float(group["s"].sum()), 2),
+            "mean_s": round(float(group["s"].mean()), 2),
+            "max_s": round(float(group["s"].max()), 2),
+            "slowest_job": slowest["job"],
+            "max_rss_mb": round(float(rss.max()), 1) if len(rss) else None,
+        })
+    table = pd.DataFrame(rows, columns=["rule", "jobs", "total_s", "mean_s", "max_s", "slowest_job", "max_rss_mb"])
+    return table.sort_values(["total_s", "rule"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def markdown(rules: pd.DataFrame, jobs: pd.DataFrame, top: int = 10) -> str:
+    """Per-rule totals, the ``top`` slowest jobs, and the sum over jobs (serial compute)."""
+    from noisyor_bench.reporting.aggregate import markdown_table
+
+    total = float(jobs["s"].sum())
+    lines = [
+        "# Runtime per rule (Snakemake `benchmark:` files)\n",
+        f"{len(jobs)} jobs, {total:.0f} s = {_hms(total)} of wall time summed over jobs (the compute on one "
+        "core; the run's wall time is shorter when jobs ran side by side). Times are each job's wall "
+        "time; every benchmark file present counts, including jobs of earlier invocations.\n",
+        markdown_table(
+            ["rule", "jobs", "total s", "mean s", "max s", "slowest job", "max RSS MB"],
+            [[r.rule, r.jobs, f"{r.total_s:.1f}", f"{r.mean_s:.1f}", f"{r.max_s:.1f}", r.slowest_job,
+              "" if pd.isna(r.max_rss_mb) else f"{r.max_rss_mb:.0f}"] for r in rules.itertuples()],
+        ),
+        f"## The {min(top, len(jobs))} slowest jobs\n",
+        markdown_table(
+            ["rule", "job", "s", "h:m:s"],
+            [[j.rule, j.job, f"{j.s:.1f}", _hms(j.s)] for j in jobs.head(top).itertuples()],
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def plot(rules: pd.DataFrame, path_png: str | Path) -> None:
+    """Horizontal bars of total seconds per rule (largest on top)."""
+    from noisyor_bench.reporting.plots import save_figure
+
+    import matplotlib.pyplot as plt
+
+    order = rules.iloc[::-1]
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(order) + 1.2))
+    ax.barh(order["rule"], order["total_s"], color="#4C72B0")
+    for y, (total, n) in enumerate(zip(order["total_s"], order["jobs"])):
+        ax.text(total, y, f" {total:.0f} s ({n} job{'s' if n != 1 else ''})", va="center", fontsize=8)
+    ax.set_xlabel("wall time summed over the rule's jobs (s)")
+    ax.set_xlim(0, max(1.0, float(order["total_s"].max())) * 1.3)
+    ax.set_title("Runtime per rule")
+    save_figure(fig, path_png)
+    plt.close(fig)
