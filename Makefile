@@ -27,7 +27,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH)
 INSTALLER_PINS := pip==26.3 setuptools==84.2.1 wheel==0.48.0
 SNAKEMAKE := $(BIN)/snakemake --workflow-profile profiles/$(SMK_PROFILE) $(if $(CORES),--cores $(CORES))
 
-.PHONY: setup reproduce test lint dryrun report bench lock clean readme-results
+.PHONY: setup reproduce test lint format dryrun report bench lock clean readme-results
 
 $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,8 +64,18 @@ report: setup
 test: setup lint dryrun
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
+# Style (CI enforces it through make test): ruff lint + format for Python, snakefmt for the
+# Snakefile and rules, Snakemake's own linter. `make format` applies the formatters.
 lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/snakefmt --check .
 	$(SNAKEMAKE) --lint
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+	$(BIN)/snakefmt .
 
 dryrun: setup
 	$(SNAKEMAKE) --dry-run --quiet --config profile=quick

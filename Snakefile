@@ -32,10 +32,10 @@ wildcard_constraints:
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
         runtime_targets(),
-    default_target: True
 
 
 # The console's last lines: the claims' verdict counts and where the tables and report are.

@@ -41,8 +41,12 @@ DATASETS = {  # name -> latent dimension (synthetic sets use their true K)
     "multi-mnist": None,
     "neurips-titles": 20,
 }
-TARGETS = {("syn-random-7", "avi"): 5.0, ("syn-random-7", "acp"): 5.0,
-           ("neurips-titles", "avi"): 10.0, ("neurips-titles", "acp"): 10.0}
+TARGETS = {
+    ("syn-random-7", "avi"): 5.0,
+    ("syn-random-7", "acp"): 5.0,
+    ("neurips-titles", "avi"): 10.0,
+    ("neurips-titles", "acp"): 10.0,
+}
 
 
 # ------------------------------------------------------------------------------ workers
@@ -52,7 +56,9 @@ def _load(dataset: str, n_rows: int):
 
     path = ROOT / "results" / "data" / f"{dataset}.npz"
     if not path.exists():
-        raise SystemExit(f"bench: {path} is missing; build it with: snakemake --cores 2 {path.relative_to(ROOT)}")
+        raise SystemExit(
+            f"bench: {path} is missing; build it with: snakemake --cores 2 {path.relative_to(ROOT)}"
+        )
     data = np.load(path)
     x = data["x_train"]
     reps = math.ceil(n_rows / x.shape[0])
@@ -96,7 +102,10 @@ def dense_reference_step_fn(method: str, x, k: int, seed: int = 0):
         z = torch.sigmoid((logits + torch.log(u) - torch.log1p(-u)) / 0.5)
         a = theta0 + z @ theta.T  # (L, B, D): every observation
         loglik = (xb * torch.log(-torch.expm1(-a).clamp_max(-1e-12)) - (1 - xb) * a).sum(-1).mean(0)
-        kl = (q * (torch.log(q + 1e-12) - torch.log(mu)) + (1 - q) * (torch.log(1 - q + 1e-12) - torch.log1p(-mu))).sum(-1)
+        kl = (
+            q * (torch.log(q + 1e-12) - torch.log(mu))
+            + (1 - q) * (torch.log(1 - q + 1e-12) - torch.log1p(-mu))
+        ).sum(-1)
         return -(loglik - kl).mean()
 
     def step(xb):
@@ -127,14 +136,16 @@ def worker(args: argparse.Namespace) -> None:
     else:
         import numpy as np
 
-        from noisyor_bench.inference.registry import get_method
         from noisyor_bench.inference.base import FitBudget
+        from noisyor_bench.inference.registry import get_method
         from noisyor_bench.models.noisyor.model import NoisyOR
 
         shape = NoisyOR.from_numpy(np.ones((x.shape[1], k)), np.ones(x.shape[1]), np.full(k, 0.1))
         method = get_method(args.method)(shape, "learning", {}, seed=0)
         if args.method in ("avi", "acp"):  # warm-up on one batch
-            get_method(args.method)(shape, "learning", {}, seed=0).fit(x[:BATCH], x_val, FitBudget(max_epochs=1))
+            get_method(args.method)(shape, "learning", {}, seed=0).fit(
+                x[:BATCH], x_val, FitBudget(max_epochs=1)
+            )
         start = time.perf_counter()
         method.fit(x, x_val, FitBudget(max_epochs=1, patience=1, batch_size=BATCH))
         seconds = time.perf_counter() - start
@@ -187,8 +198,21 @@ def kernel_worker(args: argparse.Namespace) -> None:
 
 # ------------------------------------------------------------------------------ driver
 def measure(dataset: str, method: str, impl: str, rows: int, threads: int) -> dict:
-    cmd = [sys.executable, __file__, "--worker", "--dataset", dataset, "--method", method, "--impl", impl,
-           "--rows", str(rows), "--threads", str(threads)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "--dataset",
+        dataset,
+        "--method",
+        method,
+        "--impl",
+        impl,
+        "--rows",
+        str(rows),
+        "--threads",
+        str(threads),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
         raise SystemExit(f"bench: {dataset}/{method}/{impl} failed:\n{proc.stderr[-2000:]}")
@@ -210,12 +234,24 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
-    p.add_argument("--methods", nargs="+", default=["avi", "acp", "svi", "lb-cdi"], choices=["avi", "acp", "svi", "lb-cdi"])
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=["avi", "acp", "svi", "lb-cdi"],
+        choices=["avi", "acp", "svi", "lb-cdi"],
+    )
     p.add_argument("--steps", type=int, default=40, help="minibatches of 128 per measurement (AVI/ACP)")
-    p.add_argument("--rows-classical", type=int, default=1000, help="training rows for SVI/LB-CDI (one epoch)")
+    p.add_argument(
+        "--rows-classical", type=int, default=1000, help="training rows for SVI/LB-CDI (one epoch)"
+    )
     p.add_argument("--repeats", type=int, default=2, help="alternating measurements per implementation")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--lbcdi-rows", type=int, default=40000, help="N_train of the LB-CDI vs ACP epoch comparison (0 = skip)")
+    p.add_argument(
+        "--lbcdi-rows",
+        type=int,
+        default=40000,
+        help="N_train of the LB-CDI vs ACP epoch comparison (0 = skip)",
+    )
     p.add_argument("--quick", action="store_true", help="a ~1 minute smoke run")
     p.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results"))
     # worker mode (one measurement in a fresh process)
@@ -229,7 +265,13 @@ def main(argv: list[str] | None = None) -> int:
         (kernel_worker if args.impl == "kernels" else worker)(args)
         return 0
     if args.quick:
-        args.datasets, args.steps, args.repeats, args.rows_classical, args.lbcdi_rows = ["syn-pattern", "neurips-titles"], 5, 1, 200, 0
+        args.datasets, args.steps, args.repeats, args.rows_classical, args.lbcdi_rows = (
+            ["syn-pattern", "neurips-titles"],
+            5,
+            1,
+            200,
+            0,
+        )
 
     rows: list[dict] = []
     print(f"machine: {machine()}; torch threads per job: {args.threads}", flush=True)
@@ -257,50 +299,85 @@ def main(argv: list[str] | None = None) -> int:
             dense = f"{row['dense_ex_per_s']:11.0f}" if amortized else f"{'n/a':>11}"
             ratio = f"{row['ratio']:6.1f}" if amortized else f"{'':>6}"
             dmem = f"{row['dense_peak_mb']:14.0f}" if amortized else f"{'':>14}"
-            verdict = "" if target is None else (f"  target >= {target:g}: " + ("PASS" if row["met"] else "FAIL"))
-            print(f"{dataset:15} {method:7} {row['project_ex_per_s']:13.0f} {dense} {ratio} {row['project_peak_mb']:13.0f} {dmem}{verdict}", flush=True)
+            verdict = (
+                "" if target is None else (f"  target >= {target:g}: " + ("PASS" if row["met"] else "FAIL"))
+            )
+            print(
+                f"{dataset:15} {method:7} {row['project_ex_per_s']:13.0f} {dense} {ratio} {row['project_peak_mb']:13.0f} {dmem}{verdict}",
+                flush=True,
+            )
 
     kernel_rows = []
-    print("\npositive term at one batch of 128 (L = 10): GFLOP/s of the dense GEMM and of the CSR kernels", flush=True)
+    print(
+        "\npositive term at one batch of 128 (L = 10): GFLOP/s of the dense GEMM and of the CSR kernels",
+        flush=True,
+    )
     for dataset in args.datasets:
         r = measure(dataset, "acp", "kernels", BATCH, args.threads)
         r["dataset"] = dataset
         kernel_rows.append(r)
-        print(f"{dataset:15} density {100 * r['density']:5.1f}%  GEMM {r['gemm']:5.1f}  SDDMM {r['sddmm']:5.1f}  "
-              f"SpMM {r['spmm']:5.1f}  SpMM^T {r['spmm_t']:5.1f}  -> attainable speed-up of the positive term {r['bound']:4.1f}x",
-              flush=True)
+        print(
+            f"{dataset:15} density {100 * r['density']:5.1f}%  GEMM {r['gemm']:5.1f}  SDDMM {r['sddmm']:5.1f}  "
+            f"SpMM {r['spmm']:5.1f}  SpMM^T {r['spmm_t']:5.1f}  -> attainable speed-up of the positive term {r['bound']:4.1f}x",
+            flush=True,
+        )
 
     epoch_line = ""
     if args.lbcdi_rows:
         acp = measure("syn-random-7", "acp", "project", args.lbcdi_rows, args.threads)
         lb = measure("syn-random-7", "lb-cdi", "project", args.lbcdi_rows, args.threads)
         ratio = lb["seconds"] / acp["seconds"]
-        epoch_line = (f"LB-CDI vs ACP, one epoch on syn-random-7 with N_train = {args.lbcdi_rows}: "
-                      f"{lb['seconds']:.1f} s vs {acp['seconds']:.1f} s = {ratio:.1f}x (target <= 3x: {'PASS' if ratio <= 3 else 'FAIL'})")
+        epoch_line = (
+            f"LB-CDI vs ACP, one epoch on syn-random-7 with N_train = {args.lbcdi_rows}: "
+            f"{lb['seconds']:.1f} s vs {acp['seconds']:.1f} s = {ratio:.1f}x (target <= 3x: {'PASS' if ratio <= 3 else 'FAIL'})"
+        )
         print(epoch_line, flush=True)
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    fields = ["dataset", "method", "rows", "project_ex_per_s", "dense_ex_per_s", "ratio", "project_peak_mb",
-              "dense_peak_mb", "target", "met"]
+    fields = [
+        "dataset",
+        "method",
+        "rows",
+        "project_ex_per_s",
+        "dense_ex_per_s",
+        "ratio",
+        "project_peak_mb",
+        "dense_peak_mb",
+        "target",
+        "met",
+    ]
     with open(out / "bench.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    md = [f"Machine: {machine()}; {args.threads} torch thread(s) per measurement; best of {args.repeats} alternating runs.", "",
-          "| dataset | method | project ex/s | dense ex/s | ratio | peak MB project | peak MB dense | target |",
-          "|---|---|---:|---:|---:|---:|---:|---|"]
+    md = [
+        f"Machine: {machine()}; {args.threads} torch thread(s) per measurement; best of {args.repeats} alternating runs.",
+        "",
+        "| dataset | method | project ex/s | dense ex/s | ratio | peak MB project | peak MB dense | target |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
         tgt = "" if r["target"] is None else f">= {r['target']:g}: {'met' if r['met'] else 'not met'}"
-        md.append(f"| {r['dataset']} | {r['method']} | {r['project_ex_per_s']:.0f} | {fmt(r.get('dense_ex_per_s'), '.0f')} | "
-                  f"{fmt(r['ratio'], '.1f')} | {r['project_peak_mb']:.0f} | {fmt(r.get('dense_peak_mb'), '.0f')} | {tgt} |")
+        md.append(
+            f"| {r['dataset']} | {r['method']} | {r['project_ex_per_s']:.0f} | {fmt(r.get('dense_ex_per_s'), '.0f')} | "
+            f"{fmt(r['ratio'], '.1f')} | {r['project_peak_mb']:.0f} | {fmt(r.get('dense_peak_mb'), '.0f')} | {tgt} |"
+        )
     if kernel_rows:
-        md += ["", "Positive term at one batch of 128 (L = 10): GFLOP/s of the dense GEMM and of the CSR kernels, and the",
-               "speed-up of the positive term they allow (dense FLOPs / GEMM rate over sparse FLOPs / sparse rates).", "",
-               "| dataset | density | GEMM | SDDMM | SpMM | SpMM^T | attainable speed-up |", "|---|---:|---:|---:|---:|---:|---:|"]
-        md += [f"| {r['dataset']} | {100 * r['density']:.1f}% | {r['gemm']:.1f} | {r['sddmm']:.1f} | {r['spmm']:.1f} | "
-               f"{r['spmm_t']:.1f} | {r['bound']:.1f}x |" for r in kernel_rows]
+        md += [
+            "",
+            "Positive term at one batch of 128 (L = 10): GFLOP/s of the dense GEMM and of the CSR kernels, and the",
+            "speed-up of the positive term they allow (dense FLOPs / GEMM rate over sparse FLOPs / sparse rates).",
+            "",
+            "| dataset | density | GEMM | SDDMM | SpMM | SpMM^T | attainable speed-up |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        md += [
+            f"| {r['dataset']} | {100 * r['density']:.1f}% | {r['gemm']:.1f} | {r['sddmm']:.1f} | {r['spmm']:.1f} | "
+            f"{r['spmm_t']:.1f} | {r['bound']:.1f}x |"
+            for r in kernel_rows
+        ]
     if epoch_line:
         md += ["", epoch_line]
     (out / "bench.md").write_text("\n".join(md) + "\n")

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from noisyor_bench.experiments import grid  # noqa: E402
-from noisyor_bench.experiments.config import load_config  # noqa: E402
 from noisyor_bench.experiments import text_grid as textgrid  # noqa: E402
+from noisyor_bench.experiments.config import load_config  # noqa: E402
 
 AMORTIZED_MIN_ROWS = 20 * 128  # min_epoch_steps * batch_size
 
@@ -40,7 +40,9 @@ def quick_epoch_costs(results: Path) -> dict[tuple[str, str, str], list[tuple[in
         if not m.get("epochs"):
             continue
         per_epoch = (m["train_seconds"] + (m["val_seconds"] or 0.0)) / m["epochs"]
-        costs.setdefault((m["experiment"], m["dataset"], m["method"]), []).append((m["n_train"], per_epoch, m["eval_seconds"]))
+        costs.setdefault((m["experiment"], m["dataset"], m["method"]), []).append(
+            (m["n_train"], per_epoch, m["eval_seconds"])
+        )
     return costs
 
 
@@ -49,18 +51,34 @@ def main() -> int:
     if not costs:
         raise SystemExit("estimate_compute: no runs under results/runs; run `make reproduce` first")
     cfg = load_config(ROOT / "config" / "config.yaml", {"profile": "paper"})
-    cells = [(c.experiment, c.dataset, c.method, c.n_train, grid.n_draws(cfg, c), len(grid.seeds(cfg)),
-              grid.budget(cfg, c)["max_epochs"]) for c in grid.cells(cfg)]
+    cells = [
+        (
+            c.experiment,
+            c.dataset,
+            c.method,
+            c.n_train,
+            grid.n_draws(cfg, c),
+            len(grid.seeds(cfg)),
+            grid.budget(cfg, c)["max_epochs"],
+        )
+        for c in grid.cells(cfg)
+    ]
     text_epochs = textgrid.budget(cfg)["max_epochs"]
-    cells += [(c.experiment, c.dataset, c.method, c.n_train, 1, len(textgrid.seeds(cfg)), text_epochs)
-              for c in textgrid.cells(cfg)]
+    cells += [
+        (c.experiment, c.dataset, c.method, c.n_train, 1, len(textgrid.seeds(cfg)), text_epochs)
+        for c in textgrid.cells(cfg)
+    ]
     total, fits, longest, missing = 0.0, 0, (0.0, None), []
     for exp, ds, method, n, draws, seeds, epochs in cells:
-        ref = costs.get((exp, ds, method)) or [r for (_, d, m), v in costs.items() if d == ds and m == method for r in v]
+        ref = costs.get((exp, ds, method)) or [
+            r for (_, d, m), v in costs.items() if d == ds and m == method for r in v
+        ]
         if not ref:
             missing.append((exp, ds, method, n))
             continue
-        n_quick, per_epoch, eval_s = min(ref, key=lambda r: abs(effective_rows(method, r[0]) - effective_rows(method, n)))
+        n_quick, per_epoch, eval_s = min(
+            ref, key=lambda r: abs(effective_rows(method, r[0]) - effective_rows(method, n))
+        )
         fit = per_epoch * effective_rows(method, n) / effective_rows(method, n_quick) * epochs
         search_job = draws * fit if draws > 1 else 0.0
         train_job = seeds * (fit + 2 * eval_s)  # 100 test samples against the quick profile's 50
@@ -69,9 +87,13 @@ def main() -> int:
         for job in (search_job, train_job):
             if job > longest[0]:
                 longest = (job, (exp, ds, method, n))
-    print(f"paper profile: {len(cells)} cells, {fits} fits, compute <= {total / 3600:.0f} core-hours; "
-          f"longest job <= {longest[0] / 3600:.1f} h {longest[1]}")
-    print(f"not extrapolated ({len(missing)} cells, no quick counterpart): {sorted({(m[1], m[2]) for m in missing})}")
+    print(
+        f"paper profile: {len(cells)} cells, {fits} fits, compute <= {total / 3600:.0f} core-hours; "
+        f"longest job <= {longest[0] / 3600:.1f} h {longest[1]}"
+    )
+    print(
+        f"not extrapolated ({len(missing)} cells, no quick counterpart): {sorted({(m[1], m[2]) for m in missing})}"
+    )
     return 0
 
 

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from noisyor_bench.experiments import grid  # noqa: E402
-from noisyor_bench.experiments.config import load_config  # noqa: E402
 from noisyor_bench.experiments import text_grid as textgrid  # noqa: E402
+from noisyor_bench.experiments.config import load_config  # noqa: E402
 
 # Measured costs, CPU seconds on the shared machine while ~10 other processes ran
 # (benchmarks/results/epoch_cost_*.csv, learning_curves_*.csv; docs/convergence.md).
@@ -51,9 +51,12 @@ EPOCHS_AT = {(f"syn-random-{i}", 1000): 150 for i in (4, 5, 6)}
 # SVI / LB-CDI learning jobs (whole job, CPU seconds) per (dataset, N_train) with
 # method_budget eval_every 10, patience 1 (their validation refits every validation point).
 CLASSICAL = {
-    ("syn-pattern", 1000, "svi"): 24.0, ("syn-pattern", 1000, "lb-cdi"): 22.0,
-    ("syn-random-1", 300, "svi"): 40.0, ("syn-random-1", 300, "lb-cdi"): 39.0,
-    ("syn-random-1", 30, "svi"): 25.0, ("syn-random-1", 30, "lb-cdi"): 17.0,
+    ("syn-pattern", 1000, "svi"): 24.0,
+    ("syn-pattern", 1000, "lb-cdi"): 22.0,
+    ("syn-random-1", 300, "svi"): 40.0,
+    ("syn-random-1", 300, "lb-cdi"): 39.0,
+    ("syn-random-1", 30, "svi"): 25.0,
+    ("syn-random-1", 30, "lb-cdi"): 17.0,
 }
 INFERENCE_EPOCHS = 40  # fig3a AVI/ACP (inference mode, max_epochs 60, patience 8)
 CLASSICAL_INFERENCE = 20.0  # fig3a SVI / LB-CDI / UB-CDI on the 1,000 test points
@@ -71,8 +74,9 @@ def steps_per_epoch(n_train: int) -> int:
     return batches * max(1, -(-MIN_STEPS // batches))
 
 
-def amortized_job(dataset: str, n_train: int, budget: dict, latents_scale: float = 1.0,
-                  epochs: int | None = None) -> float:
+def amortized_job(
+    dataset: str, n_train: int, budget: dict, latents_scale: float = 1.0, epochs: int | None = None
+) -> float:
     step, val, measured = AMORTIZED[dataset]
     measured = EPOCHS_AT.get((dataset, n_train), measured)
     n_epochs = min(measured if epochs is None else epochs, int(budget["max_epochs"]))
@@ -82,7 +86,9 @@ def amortized_job(dataset: str, n_train: int, budget: dict, latents_scale: float
 
 def job_cost(mode: str, dataset: str, method: str, n_train: int, budget: dict) -> float:
     if method not in ("avi", "acp", "acp-sg"):
-        return CLASSICAL_INFERENCE if mode == "inference" else CLASSICAL.get((dataset, n_train, method), 120.0)
+        return (
+            CLASSICAL_INFERENCE if mode == "inference" else CLASSICAL.get((dataset, n_train, method), 120.0)
+        )
     return amortized_job(dataset, n_train, budget, epochs=INFERENCE_EPOCHS if mode == "inference" else None)
 
 
@@ -94,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
     p.add_argument("--profile", default="quick")
-    p.add_argument("--seeds", action="append", default=[], help="EXPERIMENT=N, EXPERIMENT:DATASET=N or text=N: seeds")
+    p.add_argument(
+        "--seeds", action="append", default=[], help="EXPERIMENT=N, EXPERIMENT:DATASET=N or text=N: seeds"
+    )
     p.add_argument("--add", action="append", default=[], help="EXP:DATASET:METHOD=N1/N2: extra cells")
     p.add_argument("--cores", type=int, default=2)
     a = p.parse_args(argv)
@@ -128,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     for exp, (jobs, cpu) in rows.items():
         print(f"{exp:<28}{jobs:>6}{cpu:>10.0f}")
     print(f"{'total':<28}{sum(v[0] for v in rows.values()):>6}{total:>10.0f}")
-    print(f"wall on {a.cores} cores: {total / a.cores / 60:.1f} min at the measured (busy-machine) CPU cost, "
-          f"{total / a.cores / 60 / CONTENTION:.1f} min on a quiet machine (/{CONTENTION}); training jobs only")
+    print(
+        f"wall on {a.cores} cores: {total / a.cores / 60:.1f} min at the measured (busy-machine) CPU cost, "
+        f"{total / a.cores / 60 / CONTENTION:.1f} min on a quiet machine (/{CONTENTION}); training jobs only"
+    )
     return 0
 
 

@@ -36,11 +36,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from noisyor_bench.inference.fitting import FitBudget
-from noisyor_bench.inference.registry import get_method
 from noisyor_bench.evaluation.recovery import match_patterns
 from noisyor_bench.experiments.runs import has_truth, load_dataset, shape_model, training_rows
 from noisyor_bench.experiments.text_hparams import corpus_hparams
+from noisyor_bench.inference.fitting import FitBudget
+from noisyor_bench.inference.registry import get_method
 
 TEXT_K = 20  # Table 5's topic model
 
@@ -71,9 +71,21 @@ def parse_settings(text: str) -> list[tuple[float, float]]:
     return out
 
 
-def run_one(data: dict, name: str, n_train: int, method: str, gen_lr: float, theta_high: float, seed: int,
-            budget: FitBudget, window: int, rel_tol: float, test_samples: int,
-            lr: float | None = None, latents: int = TEXT_K) -> tuple[dict, list[float]]:
+def run_one(
+    data: dict,
+    name: str,
+    n_train: int,
+    method: str,
+    gen_lr: float,
+    theta_high: float,
+    seed: int,
+    budget: FitBudget,
+    window: int,
+    rel_tol: float,
+    test_samples: int,
+    lr: float | None = None,
+    latents: int = TEXT_K,
+) -> tuple[dict, list[float]]:
     x_train = training_rows(data, n_train, name)
     truth = has_truth(data)
     if truth:
@@ -99,14 +111,25 @@ def run_one(data: dict, name: str, n_train: int, method: str, gen_lr: float, the
     test = float(m.nelbo(torch.as_tensor(data["x_test"]), test_samples, g).mean())
     learned = m.generative.theta.detach().double().cpu().numpy()
     row = {
-        "dataset": name if truth else f"{name}-K{model.K}", "n_train": n_train, "method": method, "gen_lr": gen_lr,
-        "theta_high": m.hp.generative_init().high(model.D), "seed": seed, "lr": m.hp.lr,
-        "epochs": len(history), "stop": m.stop_reason, "best_epoch": m.best_epoch,
+        "dataset": name if truth else f"{name}-K{model.K}",
+        "n_train": n_train,
+        "method": method,
+        "gen_lr": gen_lr,
+        "theta_high": m.hp.generative_init().high(model.D),
+        "seed": seed,
+        "lr": m.hp.lr,
+        "epochs": len(history),
+        "stop": m.stop_reason,
+        "best_epoch": m.best_epoch,
         "conv_epoch": first_converged_epoch(vals, window, rel_tol),
-        "converged": m.stop_reason == "patience" or first_converged_epoch(vals[-(window + 1):], window, rel_tol) is not None,
-        "steps_per_epoch": None, "sec_per_epoch": seconds / max(len(history), 1), "seconds": seconds,
+        "converged": m.stop_reason == "patience"
+        or first_converged_epoch(vals[-(window + 1) :], window, rel_tol) is not None,
+        "steps_per_epoch": None,
+        "sec_per_epoch": seconds / max(len(history), 1),
+        "seconds": seconds,
         "cpu_per_epoch": cpu / max(len(history), 1),
-        "val_nelbo": min(vals), "test_nelbo": test,
+        "val_nelbo": min(vals),
+        "test_nelbo": test,
         "baseline": bernoulli_baseline(x_train, data["x_test"]),
         "theta_max": float(learned.max()),
         "true_theta_max": float(np.asarray(data["theta"]).max()) if truth else float("nan"),
@@ -125,11 +148,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, required=True)
     p.add_argument("--cells", required=True, help="dataset:N_train,... (dataset = file stem in --data-dir)")
     p.add_argument("--methods", default="avi,acp")
-    p.add_argument("--settings", default="1e-3/0.02,1e-2/0.02,3e-2/0.02,1e-2/0.1",
-                   help="gen_lr/theta_high,...; theta_high 0 keeps the corpus rule of textexp.hparams")
+    p.add_argument(
+        "--settings",
+        default="1e-3/0.02,1e-2/0.02,3e-2/0.02,1e-2/0.1",
+        help="gen_lr/theta_high,...; theta_high 0 keeps the corpus rule of textexp.hparams",
+    )
     p.add_argument("--seeds", default="0")
-    p.add_argument("--lr", type=float, default=None,
-                   help="encoder learning rate (default: the method default; corpora: textexp.hparams)")
+    p.add_argument(
+        "--lr",
+        type=float,
+        default=None,
+        help="encoder learning rate (default: the method default; corpora: textexp.hparams)",
+    )
     p.add_argument("--latents", type=int, default=TEXT_K, help="K for a corpus (no ground truth)")
     p.add_argument("--max-epochs", type=int, default=200)
     p.add_argument("--patience", type=int, default=10)
@@ -140,11 +170,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     a = p.parse_args(argv)
     torch.set_num_threads(1)
-    budget = FitBudget(max_epochs=a.max_epochs, patience=a.patience, batch_size=128, min_epoch_steps=a.min_epoch_steps)
+    budget = FitBudget(
+        max_epochs=a.max_epochs, patience=a.patience, batch_size=128, min_epoch_steps=a.min_epoch_steps
+    )
     rows, curves = [], []
-    cols = ["dataset", "n_train", "method", "gen_lr", "theta_high", "seed", "lr", "epochs", "stop", "best_epoch",
-            "conv_epoch", "converged", "steps_per_epoch", "sec_per_epoch", "seconds", "cpu_per_epoch", "val_nelbo", "test_nelbo",
-            "baseline", "theta_max", "true_theta_max", "recovered"]
+    cols = [
+        "dataset",
+        "n_train",
+        "method",
+        "gen_lr",
+        "theta_high",
+        "seed",
+        "lr",
+        "epochs",
+        "stop",
+        "best_epoch",
+        "conv_epoch",
+        "converged",
+        "steps_per_epoch",
+        "sec_per_epoch",
+        "seconds",
+        "cpu_per_epoch",
+        "val_nelbo",
+        "test_nelbo",
+        "baseline",
+        "theta_max",
+        "true_theta_max",
+        "recovered",
+    ]
     print(" ".join(f"{c[:10]:>10}" for c in cols), flush=True)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     for cell in a.cells.split(","):
@@ -153,12 +206,33 @@ def main(argv: list[str] | None = None) -> int:
         for gen_lr, high in parse_settings(a.settings):
             for seed in map(int, a.seeds.split(",")):
                 for method in a.methods.split(","):
-                    row, vals = run_one(data, name, int(n), method, gen_lr, high, seed, budget,
-                                        a.window, a.rel_tol, a.test_samples, a.lr, a.latents)
+                    row, vals = run_one(
+                        data,
+                        name,
+                        int(n),
+                        method,
+                        gen_lr,
+                        high,
+                        seed,
+                        budget,
+                        a.window,
+                        a.rel_tol,
+                        a.test_samples,
+                        a.lr,
+                        a.latents,
+                    )
                     rows.append(row)
-                    curves += [{**{k: row[k] for k in cols[:7]}, "epoch": i + 1, "val_nelbo": v} for i, v in enumerate(vals)]
-                    print(" ".join(f"{v:>10.4g}" if isinstance(v, float) else f"{str(v)[:10]:>10}" for v in row.values()),
-                          flush=True)
+                    curves += [
+                        {**{k: row[k] for k in cols[:7]}, "epoch": i + 1, "val_nelbo": v}
+                        for i, v in enumerate(vals)
+                    ]
+                    print(
+                        " ".join(
+                            f"{v:>10.4g}" if isinstance(v, float) else f"{str(v)[:10]:>10}"
+                            for v in row.values()
+                        ),
+                        flush=True,
+                    )
                     for path, table in ((a.out, rows), (a.out.with_suffix(".curves.csv"), curves)):
                         with open(path, "w", newline="") as f:
                             w = csv.DictWriter(f, fieldnames=list(table[0]))

@@ -9,19 +9,19 @@ rule baselines:
         R("data/{dataset}.npz"),
     output:
         R("baselines/{dataset}.json"),
-    params:
-        n_train=lambda w: " ".join(str(n) for n in baseline_n_train(w.dataset)),
-        samples=lambda w: grid.evaluation(config)["samples"],
-        opts=lambda w: grid.baseline_settings(config),
-    wildcard_constraints:
-        dataset="|".join([*config["datasets"], "neurips-titles"]),
-    threads: 1
-    conda:
-        CONDA_ENV
     log:
         log_path("baselines", "{dataset}"),
     benchmark:
         benchmark_path("baselines", "{dataset}")
+    wildcard_constraints:
+        dataset="|".join([*config["datasets"], "neurips-titles"]),
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        n_train=lambda w: " ".join(str(n) for n in baseline_n_train(w.dataset)),
+        samples=lambda w: grid.evaluation(config)["samples"],
+        opts=lambda w: grid.baseline_settings(config),
     shell:
         "noisyor-bench baselines --dataset {input} --dataset-name {wildcards.dataset} --n-train {params.n_train}"
         " --samples {params.samples} --max-rows {params.opts[max_rows]} --iw-samples {params.opts[iw_samples]}"
@@ -35,14 +35,14 @@ rule table_fig3a:
     output:
         csv=R("tables/fig3a.csv"),
         md=R("tables/fig3a.md"),
-    params:
-        runs=lambda w, input: list_param(input.runs),
-    conda:
-        CONDA_ENV
     log:
         log_path("table_fig3a", "fig3a"),
     benchmark:
         benchmark_path("table_fig3a", "fig3a")
+    conda:
+        CONDA_ENV
+    params:
+        runs=lambda w, input: list_param(input.runs),
     shell:
         "noisyor-bench table-fig3a --runs {params.runs} --baselines {input.baselines}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
@@ -56,17 +56,19 @@ rule figure_fig3a_sensitivity:
         csv=R("tables/fig3a_sensitivity.csv"),
         md=R("tables/fig3a_sensitivity.md"),
         png=paper_report(
-            R("figures/fig3a_sensitivity.png"), "fig3a_sensitivity", REPORT_INFERENCE,
+            R("figures/fig3a_sensitivity.png"),
+            "fig3a_sensitivity",
+            REPORT_INFERENCE,
             "Fig. 3a sensitivity: SVI/LB-CDI vs per-datapoint steps",
         ),
         pdf=R("figures/fig3a_sensitivity.pdf"),
-    threads: THREADS
-    conda:
-        CONDA_ENV
     log:
         log_path("figure_fig3a_sensitivity", "fig3a"),
     benchmark:
         benchmark_path("figure_fig3a_sensitivity", "fig3a")
+    conda:
+        CONDA_ENV
+    threads: THREADS
     shell:
         "noisyor-bench sensitivity --runs {input.runs} --dataset {input.dataset} --threads {threads}"
         " --out-csv {output.csv} --out-md {output.md} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
@@ -80,14 +82,14 @@ rule figure_fig3b:
         pdf=R("figures/fig3b.pdf"),
         csv=R("tables/fig3b.csv"),
         md=R("tables/fig3b.md"),
-    params:
-        runs=lambda w, input: list_param(f for f in input if f.endswith("metrics.json")),
-    conda:
-        CONDA_ENV
     log:
         log_path("figure_fig3b", "fig3b"),
     benchmark:
         benchmark_path("figure_fig3b", "fig3b")
+    conda:
+        CONDA_ENV
+    params:
+        runs=lambda w, input: list_param(f for f in input if f.endswith("metrics.json")),
     shell:
         "noisyor-bench figure-fig3b --runs {params.runs} --out-png {output.png} --out-pdf {output.pdf}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
@@ -105,16 +107,16 @@ rule figure_patterns:
         pdf=R("figures/{experiment}_patterns.pdf"),
         csv=R("tables/{experiment}_recovery.csv"),
         md=R("tables/{experiment}_recovery.md"),
-    wildcard_constraints:
-        experiment="fig4|suppfig2",
-    params:
-        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
-    conda:
-        CONDA_ENV
     log:
         log_path("figure_patterns", "{experiment}"),
     benchmark:
         benchmark_path("figure_patterns", "{experiment}")
+    wildcard_constraints:
+        experiment="fig4|suppfig2",
+    conda:
+        CONDA_ENV
+    params:
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
     shell:
         "noisyor-bench figure-patterns --runs {params.runs} --dataset {input.dataset} --baselines {input.baselines}"
         " --out-png {output.png} --out-pdf {output.pdf} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
@@ -126,18 +128,20 @@ rule figure_fig5:
         datasets=experiment_datasets("fig5"),
         baselines=baseline_files("fig5"),
     output:
-        png=paper_report(R("figures/fig5.png"), "fig5", REPORT_GENERATIVE, "Fig. 5: NELBO vs N_train, SYN-RANDOM 1-6"),
+        png=paper_report(
+            R("figures/fig5.png"), "fig5", REPORT_GENERATIVE, "Fig. 5: NELBO vs N_train, SYN-RANDOM 1-6"
+        ),
         pdf=R("figures/fig5.pdf"),
         csv=R("tables/fig5.csv"),
         md=R("tables/fig5.md"),
-    params:
-        runs=lambda w, input: list_param(input.runs),
-    conda:
-        CONDA_ENV
     log:
         log_path("figure_fig5", "fig5"),
     benchmark:
         benchmark_path("figure_fig5", "fig5")
+    conda:
+        CONDA_ENV
+    params:
+        runs=lambda w, input: list_param(input.runs),
     shell:
         "noisyor-bench figure-fig5 --runs {params.runs} --datasets {input.datasets} --baselines {input.baselines}"
         " --out-png {output.png}"
@@ -151,17 +155,15 @@ rule table4:
     output:
         csv=R("tables/table4.csv"),
         md=R("tables/table4.md"),
-    params:
-        runs=lambda w, input: list_param(input.runs),
-        missing=" ".join(
-            f"--missing-reason {shlex.quote(item)}" for item in missing_reasons("table4")
-        ),
-    conda:
-        CONDA_ENV
     log:
         log_path("table4", "table4"),
     benchmark:
         benchmark_path("table4", "table4")
+    conda:
+        CONDA_ENV
+    params:
+        runs=lambda w, input: list_param(input.runs),
+        missing=" ".join(f"--missing-reason {shlex.quote(item)}" for item in missing_reasons("table4")),
     shell:
         "noisyor-bench table4 --runs {params.runs} --baselines {input.baselines} {params.missing}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
@@ -174,14 +176,14 @@ rule ablation_table:
     output:
         csv=R("tables/ablation_acp_sg.csv"),
         md=R("tables/ablation_acp_sg.md"),
-    params:
-        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
-    conda:
-        CONDA_ENV
     log:
         log_path("ablation_table", "ablation_acp_sg"),
     benchmark:
         benchmark_path("ablation_table", "ablation_acp_sg")
+    conda:
+        CONDA_ENV
+    params:
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
     shell:
         "noisyor-bench ablation-table --runs {params.runs} --datasets {input.datasets}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
@@ -193,12 +195,12 @@ rule claims_synthetic:
     output:
         csv=R("tables/claims_synthetic.csv"),
         md=R("tables/claims_synthetic.md"),
-    conda:
-        CONDA_ENV
     log:
         log_path("claims_synthetic", "claims"),
     benchmark:
         benchmark_path("claims_synthetic", "claims")
+    conda:
+        CONDA_ENV
     shell:
         "noisyor-bench claims --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
@@ -209,12 +211,12 @@ rule claims:
     output:
         csv=R("tables/claims.csv"),
         md=R("tables/claims.md"),
-    conda:
-        CONDA_ENV
     log:
         log_path("claims", "claims"),
     benchmark:
         benchmark_path("claims", "claims")
+    conda:
+        CONDA_ENV
     shell:
         "noisyor-bench claims-merge --claims {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
@@ -227,14 +229,14 @@ rule convergence_table:
     output:
         csv=R("tables/convergence_{experiment}.csv"),
         md=R("tables/convergence_{experiment}.md"),
-    params:
-        runs=lambda w, input: list_param(input),
-    conda:
-        CONDA_ENV
     log:
         log_path("convergence_table", "{experiment}"),
     benchmark:
         benchmark_path("convergence_table", "{experiment}")
+    conda:
+        CONDA_ENV
+    params:
+        runs=lambda w, input: list_param(input),
     shell:
         "noisyor-bench convergence-table --runs {params.runs} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
@@ -245,11 +247,11 @@ rule convergence_summary:
     output:
         csv=R("tables/convergence.csv"),
         md=R("tables/convergence.md"),
-    conda:
-        CONDA_ENV
     log:
         log_path("convergence_summary", "convergence"),
     benchmark:
         benchmark_path("convergence_summary", "convergence")
+    conda:
+        CONDA_ENV
     shell:
         "noisyor-bench convergence-summary --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

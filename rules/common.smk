@@ -87,7 +87,9 @@ TABLE_VIEWS = []
 
 def table_view(csv, caption, category, artifact, subcategory=None):
     """Show the table ``csv`` (a path, may name wildcards) in the report as its HTML view."""
-    TABLE_VIEWS.append(dict(csv=csv, caption=caption, category=category, artifact=artifact, subcategory=subcategory))
+    TABLE_VIEWS.append(
+        dict(csv=csv, caption=caption, category=category, artifact=artifact, subcategory=subcategory)
+    )
 
 
 def _pattern_regex(pattern):
@@ -124,7 +126,12 @@ def recovery_artifact(wildcards):
 
 def runtime_targets():
     """Outputs of runtime_table (rules/report.smk), which rule all builds after every other artifact."""
-    tables = [R("tables/runtime.csv"), R("tables/runtime.md"), R("tables/runtime_jobs.csv"), R("figures/runtime.png")]
+    tables = [
+        R("tables/runtime.csv"),
+        R("tables/runtime.md"),
+        R("tables/runtime_jobs.csv"),
+        R("figures/runtime.png"),
+    ]
     return tables + table_view_targets(tables)
 
 
@@ -335,7 +342,12 @@ def claim_tables():
 
 def all_targets():
     """Everything `rule all` builds for the active profile."""
-    targets = [R("tables/datasets.csv"), R("tables/datasets.md"), R("pmi/cooccurrence.npz"), R("data/reuters.npz")]
+    targets = [
+        R("tables/datasets.csv"),
+        R("tables/datasets.md"),
+        R("pmi/cooccurrence.npz"),
+        R("data/reuters.npz"),
+    ]
     for name in PROFILE["datasets"]:
         targets.append(R(f"figures/patterns_{name}.png"))
     exps = grid.experiments(config)
@@ -389,11 +401,17 @@ def text_run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
 
 
 def text_cell_files(cells, files=("metrics.json",), seeds=None):
-    return [p for c in cells for p in text_run_files(c.experiment, c.dataset, c.method, c.n_train, files, seeds)]
+    return [
+        p for c in cells for p in text_run_files(c.experiment, c.dataset, c.method, c.n_train, files, seeds)
+    ]
 
 
 def classification_cells():
-    return [c for k in textgrid.classification_ks(config) for c in textgrid.cells(config, textgrid.classification_experiment(k))]
+    return [
+        c
+        for k in textgrid.classification_ks(config)
+        for c in textgrid.cells(config, textgrid.classification_experiment(k))
+    ]
 
 
 def tsne_files(k, files=("metrics.json", "posterior_test.npz")):
@@ -433,7 +451,9 @@ def text_claim_tables():
 
 def tsne_tables():
     """Per-K t-SNE tables merged into tables/tsne.csv."""
-    return [R(f"tables/tsne_K{k}.csv") for k in textgrid.classification_ks(config)] if TEXT.get("tsne") else []
+    return (
+        [R(f"tables/tsne_K{k}.csv") for k in textgrid.classification_ks(config)] if TEXT.get("tsne") else []
+    )
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,18 +8,18 @@ rule make_dataset:
     output:
         npz=R("data/{name}.npz"),
         meta=R("data/{name}.json"),
-    params:
-        spec=lambda wildcards: json_param(config["datasets"][wildcards.name]),
-        raw=RAW_ARG,
-        cache=lambda w: CACHE_DIR,
-    conda:
-        CONDA_ENV
     log:
         log_path("make_dataset", "{name}"),
     benchmark:
         benchmark_path("make_dataset", "{name}")
     wildcard_constraints:
         name="|".join(config["datasets"]),
+    conda:
+        CONDA_ENV
+    params:
+        spec=lambda wildcards: json_param(config["datasets"][wildcards.name]),
+        raw=RAW_ARG,
+        cache=lambda w: CACHE_DIR,
     shell:
         "noisyor-bench make-dataset --name {wildcards.name} --spec {params.spec} {params.raw}"
         " --cache-dir {params.cache} --out {output.npz} > {log} 2>&1"
@@ -31,15 +31,18 @@ rule plot_patterns:
         meta=R("data/{name}.json"),
     output:
         png=paper_report(
-            R("figures/patterns_{name}.png"), "patterns", REPORT_DATASETS, "Fig. 2: generating patterns, {name}"
+            R("figures/patterns_{name}.png"),
+            "patterns",
+            REPORT_DATASETS,
+            "Fig. 2: generating patterns, {name}",
         ),
         pdf=R("figures/patterns_{name}.pdf"),
-    conda:
-        CONDA_ENV
     log:
         log_path("plot_patterns", "{name}"),
     benchmark:
         benchmark_path("plot_patterns", "{name}")
+    conda:
+        CONDA_ENV
     shell:
         "noisyor-bench plot-patterns --dataset {input.npz} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
 
@@ -50,11 +53,11 @@ rule dataset_table:
     output:
         csv=R("tables/datasets.csv"),
         md=R("tables/datasets.md"),
-    conda:
-        CONDA_ENV
     log:
         log_path("dataset_table", "all"),
     benchmark:
         benchmark_path("dataset_table", "all")
+    conda:
+        CONDA_ENV
     shell:
         "noisyor-bench dataset-table {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

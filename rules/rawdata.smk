@@ -6,14 +6,14 @@ if RAW_DATA_DIR is None:
     rule fetch_raw:
         output:
             R("raw/{relpath}"),
-        params:
-            cache=lambda w: CACHE_DIR,
-        conda:
-            CONDA_ENV
         log:
             log_path("fetch_raw", "{relpath}"),
         benchmark:
             benchmark_path("fetch_raw", "{relpath}")
+        conda:
+            CONDA_ENV
+        params:
+            cache=lambda w: CACHE_DIR,
         shell:
             "noisyor-bench fetch-raw --relpath {wildcards.relpath} --cache-dir {params.cache} > {log} 2>&1"
 
@@ -28,13 +28,13 @@ rule verify_raw:
         lambda w: raw_inputs(w.key),
     output:
         R("raw_verified/{key}.json"),
-    conda:
-        CONDA_ENV
     log:
         log_path("verify_raw", "{key}"),
     benchmark:
         benchmark_path("verify_raw", "{key}")
     wildcard_constraints:
         key=RAW_KEY_PATTERN,
+    conda:
+        CONDA_ENV
     shell:
         "noisyor-bench verify-raw --key {wildcards.key} --path {input} --out {output} > {log} 2>&1"

@@ -7,7 +7,9 @@
 # CSV by `noisyor-bench table-html`; the CSV is a download link inside the view). One line per
 # table: table_view(<CSV path or pattern>, <caption>, <category>, <label>[, <subcategory>]); a
 # table gets its view when its CSV or .md is among the profile's targets (table_view_targets).
-table_view(R("tables/datasets.csv"), "datasets_table", REPORT_DATASETS, "Tables 2-3: dataset parameters, sparsity")
+table_view(
+    R("tables/datasets.csv"), "datasets_table", REPORT_DATASETS, "Tables 2-3: dataset parameters, sparsity"
+)
 table_view(R("tables/fig3a.csv"), "fig3a", REPORT_INFERENCE, "Fig. 3a: NELBO, F1, exact match (table)")
 table_view(
     R("tables/{experiment}_recovery.csv"),
@@ -18,17 +20,29 @@ table_view(
 table_view(R("tables/fig5.csv"), "fig5", REPORT_GENERATIVE, "Fig. 5 (numbers, table)")
 table_view(R("tables/table4.csv"), "table4", REPORT_GENERATIVE, "Table 4: NELBO, SYN-RANDOM D=500 K=100")
 table_view(R("tables/table5.csv"), "table5", REPORT_TEXT, "Table 5: top words and PMI", REPORT_TOPICS)
-table_view(R("tables/classification.csv"), "classification", REPORT_TEXT, "Supp. Fig. 3 (numbers, table)", REPORT_CLASSIFICATION)
-table_view(R("tables/tsne.csv"), "tsne_table", REPORT_TEXT, "Supp. Figs. 4-6: 5-NN accuracy (table)", REPORT_TSNE)
+table_view(
+    R("tables/classification.csv"),
+    "classification",
+    REPORT_TEXT,
+    "Supp. Fig. 3 (numbers, table)",
+    REPORT_CLASSIFICATION,
+)
+table_view(
+    R("tables/tsne.csv"), "tsne_table", REPORT_TEXT, "Supp. Figs. 4-6: 5-NN accuracy (table)", REPORT_TSNE
+)
 table_view(
     R("tables/fig3a_sensitivity.csv"),
     "fig3a_sensitivity",
     REPORT_INFERENCE,
     "Fig. 3a sensitivity: SVI/LB-CDI vs per-datapoint steps (table)",
 )
-table_view(R("tables/ablation_acp_sg.csv"), "ablation", REPORT_ABLATION, "ACP vs ACP-SG, paired by seed (table)")
+table_view(
+    R("tables/ablation_acp_sg.csv"), "ablation", REPORT_ABLATION, "ACP vs ACP-SG, paired by seed (table)"
+)
 table_view(R("tables/claims.csv"), "claims", REPORT_CLAIMS, "Verdict per paper claim (table)")
-table_view(R("tables/convergence.csv"), "convergence_summary", REPORT_CONVERGENCE, "Convergence summary (table)")
+table_view(
+    R("tables/convergence.csv"), "convergence_summary", REPORT_CONVERGENCE, "Convergence summary (table)"
+)
 table_view(
     R("tables/convergence_{experiment}.csv"),
     "convergence",
@@ -55,10 +69,10 @@ for _view in TABLE_VIEWS:
                 _view["artifact"],
                 _view["subcategory"],
             ),
-        conda:
-            CONDA_ENV
         log:
             log_path("table_html", Path(_view["csv"]).stem),
+        conda:
+            CONDA_ENV
         shell:
             "noisyor-bench table-html --tables {input} --out-html {output} > {log} 2>&1"
 
@@ -67,13 +81,15 @@ for _view in TABLE_VIEWS:
 # machine. The commit is a param, so a run from another commit rewrites the page.
 rule software_html:
     output:
-        paper_report(R("software.html"), "software", REPORT_SOFTWARE, "Software versions, git commit, machine"),
-    params:
-        commit=lambda w: software_commit(),
-    conda:
-        CONDA_ENV
+        paper_report(
+            R("software.html"), "software", REPORT_SOFTWARE, "Software versions, git commit, machine"
+        ),
     log:
         log_path("software_html", "software"),
+    conda:
+        CONDA_ENV
+    params:
+        commit=lambda w: software_commit(),
     shell:
         "noisyor-bench software-html --out-html {output} > {log} 2>&1"
 
@@ -88,13 +104,15 @@ rule runtime_table:
         csv=R("tables/runtime.csv"),
         md=R("tables/runtime.md"),
         jobs=R("tables/runtime_jobs.csv"),
-        png=paper_report(R("figures/runtime.png"), "runtime_figure", REPORT_RUNTIME, "Runtime per rule (figure)"),
-    params:
-        benchmarks=R("benchmarks"),
-    conda:
-        CONDA_ENV
+        png=paper_report(
+            R("figures/runtime.png"), "runtime_figure", REPORT_RUNTIME, "Runtime per rule (figure)"
+        ),
     log:
         log_path("runtime_table", "runtime"),
+    conda:
+        CONDA_ENV
+    params:
+        benchmarks=R("benchmarks"),
     shell:
         "noisyor-bench runtime-table --benchmarks {params.benchmarks} --out-csv {output.csv} --out-md {output.md}"
         " --out-jobs-csv {output.jobs} --out-png {output.png} > {log} 2>&1"

@@ -10,16 +10,16 @@ rule ingest_neurips:
         npz=R("data/neurips-titles.npz"),
         vocab=R("data/neurips-titles.vocab.txt"),
         meta=R("data/neurips-titles.json"),
-    params:
-        corpus=config["corpora"]["neurips-titles"],
-        raw=RAW_ARG,
-        cache=lambda w: CACHE_DIR,
-    conda:
-        CONDA_ENV
     log:
         log_path("ingest_neurips", "neurips-titles"),
     benchmark:
         benchmark_path("ingest_neurips", "neurips-titles")
+    conda:
+        CONDA_ENV
+    params:
+        corpus=config["corpora"]["neurips-titles"],
+        raw=RAW_ARG,
+        cache=lambda w: CACHE_DIR,
     shell:
         "noisyor-bench ingest-neurips {params.raw} --cache-dir {params.cache} --seed {params.corpus[seed]}"
         " --lemmatizer {params.corpus[lemmatizer]} --stopwords {params.corpus[stopwords]}"
@@ -34,16 +34,16 @@ rule ingest_reuters:
         npz=R("data/reuters.npz"),
         vocab=R("data/reuters.vocab.txt"),
         meta=R("data/reuters.json"),
-    params:
-        corpus=config["corpora"]["reuters"],
-        raw=RAW_ARG,
-        cache=lambda w: CACHE_DIR,
-    conda:
-        CONDA_ENV
     log:
         log_path("ingest_reuters", "reuters"),
     benchmark:
         benchmark_path("ingest_reuters", "reuters")
+    conda:
+        CONDA_ENV
+    params:
+        corpus=config["corpora"]["reuters"],
+        raw=RAW_ARG,
+        cache=lambda w: CACHE_DIR,
     shell:
         "noisyor-bench ingest-reuters {params.raw} --cache-dir {params.cache} --seed {params.corpus[seed]}"
         " --val-fraction {params.corpus[val_fraction]} --vocab-scope {params.corpus[vocab_scope]}"
@@ -58,16 +58,16 @@ rule pmi_counts:
         meta=R("data/neurips-titles.json"),
     output:
         R("pmi/cooccurrence.npz"),
-    params:
-        pmi=config["pmi"],
-        raw=RAW_ARG,
-        cache=lambda w: CACHE_DIR,
-    conda:
-        CONDA_ENV
     log:
         log_path("pmi_counts", "cooccurrence"),
     benchmark:
         benchmark_path("pmi_counts", "cooccurrence")
+    conda:
+        CONDA_ENV
+    params:
+        pmi=config["pmi"],
+        raw=RAW_ARG,
+        cache=lambda w: CACHE_DIR,
     shell:
         "noisyor-bench pmi-counts {params.raw} --cache-dir {params.cache} --reference {params.pmi[reference]}"
         " --window {params.pmi[window]} --vocab {input.vocab} --out {output} > {log} 2>&1"

@@ -17,14 +17,14 @@ rule text_hparams:
         dataset=R("data/{dataset}.npz"),
     output:
         R("hparams/text/{dataset}.json"),
-    wildcard_constraints:
-        dataset="neurips-titles|reuters",
-    conda:
-        CONDA_ENV
     log:
         log_path("text_hparams", "{dataset}"),
     benchmark:
         benchmark_path("text_hparams", "{dataset}")
+    wildcard_constraints:
+        dataset="neurips-titles|reuters",
+    conda:
+        CONDA_ENV
     shell:
         "noisyor-bench text-hparams --dataset {input.dataset} --out {output} > {log} 2>&1"
 
@@ -35,10 +35,19 @@ rule train_text_cell:
         hparams=R("hparams/text/{dataset}.json"),
     output:
         text_run_files("{experiment}", "{dataset}", "{method}", "{n}"),
+    log:
+        log_path("train_text_cell", "{experiment}/{dataset}/{method}/n{n}"),
+    benchmark:
+        benchmark_path("train_text_cell", "{experiment}/{dataset}/{method}/n{n}")
     wildcard_constraints:
         experiment="table5|classification-K[0-9]+",
         dataset="neurips-titles|reuters",
         method="avi|acp",
+    conda:
+        CONDA_ENV
+    threads: THREADS
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         latents=lambda w: textgrid.experiment_latents(config, w.experiment),
         seeds=" ".join(str(s) for s in TEXT_SEEDS),
@@ -46,15 +55,6 @@ rule train_text_cell:
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
         results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
-    threads: THREADS
-    resources:
-        gpu=GPUS_PER_JOB,
-    conda:
-        CONDA_ENV
-    log:
-        log_path("train_text_cell", "{experiment}/{dataset}/{method}/n{n}"),
-    benchmark:
-        benchmark_path("train_text_cell", "{experiment}/{dataset}/{method}/n{n}")
     shell:
         "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
         " --experiment {wildcards.experiment} --method {wildcards.method} --mode learning"
@@ -65,23 +65,25 @@ rule train_text_cell:
 
 rule table5:
     input:
-        runs=text_cell_files(textgrid.cells(config, textgrid.TOPICS_EXPERIMENT), ("metrics.json", "posterior_test.npz")),
+        runs=text_cell_files(
+            textgrid.cells(config, textgrid.TOPICS_EXPERIMENT), ("metrics.json", "posterior_test.npz")
+        ),
         vocab=R("data/neurips-titles.vocab.txt"),
         cooccurrence=R("pmi/cooccurrence.npz"),
         baselines=R("baselines/neurips-titles.json"),
     output:
         csv=R("tables/table5.csv"),
         md=R("tables/table5.md"),
-    params:
-        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
-        top_words=lambda w: TEXT["topics"]["top_words"],
-        best_topics=lambda w: TEXT["topics"]["best_topics"],
-    conda:
-        CONDA_ENV
     log:
         log_path("table5", "table5"),
     benchmark:
         benchmark_path("table5", "table5")
+    conda:
+        CONDA_ENV
+    params:
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
+        top_words=lambda w: TEXT["topics"]["top_words"],
+        best_topics=lambda w: TEXT["topics"]["best_topics"],
     shell:
         "noisyor-bench topics-table --runs {params.runs} --vocab {input.vocab} --cooccurrence {input.cooccurrence}"
         " --top-words {params.top_words} --best-topics {params.best_topics} --baselines {input.baselines}"
@@ -103,16 +105,16 @@ rule classification:
             REPORT_CLASSIFICATION,
         ),
         pdf=R("figures/classification.pdf"),
-    params:
-        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
-        folds=lambda w: TEXT["classification"]["folds"],
-        seed=TEXT_SEEDS[0],
-    conda:
-        CONDA_ENV
     log:
         log_path("classification", "classification"),
     benchmark:
         benchmark_path("classification", "classification")
+    conda:
+        CONDA_ENV
+    params:
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
+        folds=lambda w: TEXT["classification"]["folds"],
+        seed=TEXT_SEEDS[0],
     shell:
         "noisyor-bench classify --runs {params.runs} --dataset {input.dataset} --folds {params.folds}"
         " --seed {params.seed} --out-csv {output.csv} --out-md {output.md} --out-png {output.png}"
@@ -129,19 +131,19 @@ rule tsne:
         ),
         pdf=R("figures/tsne_K{K}.pdf"),
         csv=R("tables/tsne_K{K}.csv"),
-    wildcard_constraints:
-        K="[0-9]+",
-    params:
-        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
-        perplexity=lambda w: TEXT["tsne"]["perplexity"],
-        seed=TEXT_SEEDS[0],
-    threads: 1  # the t-SNE map depends on the thread count: fixed for reproducibility
-    conda:
-        CONDA_ENV
     log:
         log_path("tsne", "K{K}"),
     benchmark:
         benchmark_path("tsne", "K{K}")
+    wildcard_constraints:
+        K="[0-9]+",
+    conda:
+        CONDA_ENV
+    threads: 1  # the t-SNE map depends on the thread count: fixed for reproducibility
+    params:
+        runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
+        perplexity=lambda w: TEXT["tsne"]["perplexity"],
+        seed=TEXT_SEEDS[0],
     shell:
         "noisyor-bench tsne --runs {params.runs} --dataset {input.dataset} --perplexity {params.perplexity}"
         " --seed {params.seed} --threads {threads} --out-png {output.png} --out-pdf {output.pdf}"
@@ -154,12 +156,12 @@ rule tsne_table:
     output:
         csv=R("tables/tsne.csv"),
         md=R("tables/tsne.md"),
-    conda:
-        CONDA_ENV
     log:
         log_path("tsne_table", "tsne"),
     benchmark:
         benchmark_path("tsne_table", "tsne")
+    conda:
+        CONDA_ENV
     shell:
         "noisyor-bench tsne-table --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
@@ -170,14 +172,14 @@ rule claims_text:
     output:
         csv=R("tables/claims_text.csv"),
         md=R("tables/claims_text.md"),
-    params:
-        best_topics=lambda w: (TEXT.get("topics") or {}).get("best_topics", 4),
-    conda:
-        CONDA_ENV
     log:
         log_path("claims_text", "claims"),
     benchmark:
         benchmark_path("claims_text", "claims")
+    conda:
+        CONDA_ENV
+    params:
+        best_topics=lambda w: (TEXT.get("topics") or {}).get("best_topics", 4),
     shell:
         "noisyor-bench claims-text --tables {input} --best-topics {params.best_topics}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

@@ -16,6 +16,17 @@ rule search:
     output:
         best=R("search/{experiment}/{dataset}/{method}/n{n}/best.json"),
         table=R("search/{experiment}/{dataset}/{method}/n{n}/search.csv"),
+    log:
+        log_path("search", "{experiment}/{dataset}/{method}/n{n}"),
+    benchmark:
+        benchmark_path("search", "{experiment}/{dataset}/{method}/n{n}")
+    wildcard_constraints:
+        experiment=SYNTHETIC_EXPERIMENTS,
+    conda:
+        CONDA_ENV
+    threads: THREADS
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         mode=lambda w: cell_of(w).mode,
         seed=lambda w: grid.seeds(config, w.experiment, w.dataset)[0],
@@ -24,17 +35,6 @@ rule search:
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
         out_dir=lambda w, output: os.path.dirname(output.best),
-    wildcard_constraints:
-        experiment=SYNTHETIC_EXPERIMENTS,
-    threads: THREADS
-    resources:
-        gpu=GPUS_PER_JOB,
-    conda:
-        CONDA_ENV
-    log:
-        log_path("search", "{experiment}/{dataset}/{method}/n{n}"),
-    benchmark:
-        benchmark_path("search", "{experiment}/{dataset}/{method}/n{n}")
     shell:
         "noisyor-bench search --dataset {input.dataset} --dataset-name {wildcards.dataset}"
         " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
@@ -60,6 +60,18 @@ for _group in grid.seed_groups(config):
             best=search_result,
         output:
             run_files("{experiment}", "{dataset}", "{method}", "{n}", seeds=_group.seeds),
+        log:
+            log_path("train_cell", "{experiment}/{dataset}/{method}/n{n}"),
+        benchmark:
+            benchmark_path("train_cell", "{experiment}/{dataset}/{method}/n{n}")
+        wildcard_constraints:
+            experiment="|".join(re.escape(e) for e in _group.experiments) or "(?!)",
+            dataset="|".join(re.escape(d) for d in _group.datasets) if _group.datasets else NAME_PATTERN,
+        conda:
+            CONDA_ENV
+        threads: THREADS
+        resources:
+            gpu=GPUS_PER_JOB,
         params:
             mode=lambda w: cell_of(w).mode,
             seeds=" ".join(str(s) for s in _group.seeds),
@@ -68,18 +80,6 @@ for _group in grid.seed_groups(config):
             evaluation=json_param(grid.evaluation(config)),
             device=DEVICE,
             results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
-        wildcard_constraints:
-            experiment="|".join(re.escape(e) for e in _group.experiments) or "(?!)",
-            dataset="|".join(re.escape(d) for d in _group.datasets) if _group.datasets else NAME_PATTERN,
-        threads: THREADS
-        resources:
-            gpu=GPUS_PER_JOB,
-        conda:
-            CONDA_ENV
-        log:
-            log_path("train_cell", "{experiment}/{dataset}/{method}/n{n}"),
-        benchmark:
-            benchmark_path("train_cell", "{experiment}/{dataset}/{method}/n{n}")
         shell:
             "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
             " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 import torch
 
-
-
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -9,6 +9,7 @@ Needs Debian's chromium (apt-get install chromium).
 usage: python tests/report_screenshot.py REPORT_DIR RESULT_NAME OUT.png [WIDTHxHEIGHT]
 (REPORT_DIR: the unzipped report/ folder with report.html; RESULT_NAME: e.g. claims.html)
 """
+
 import json
 import subprocess
 import sys
@@ -26,9 +27,21 @@ window.addEventListener('load', () => setTimeout(() => {{
 </script></body>"""
 shot = report / f".shot_{name}.html"
 i = page.rfind("</body>")
-shot.write_text(page[:i] + inject + page[i + len("</body>"):] if i >= 0 else page + inject)
-subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                "--virtual-time-budget=8000", f"--window-size={size.replace('x', ',')}",
-                f"--screenshot={out}", shot.as_uri()], check=True, capture_output=True)
+shot.write_text(page[:i] + inject + page[i + len("</body>") :] if i >= 0 else page + inject)
+subprocess.run(
+    [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--virtual-time-budget=8000",
+        f"--window-size={size.replace('x', ',')}",
+        f"--screenshot={out}",
+        shot.as_uri(),
+    ],
+    check=True,
+    capture_output=True,
+)
 shot.unlink()
 print(out)

@@ -40,7 +40,9 @@ def test_expected_sparsity_matches_enumeration() -> None:
     theta = rng.gamma(1.0, 1.0, (9, 6)) * (rng.random((9, 6)) < 0.5)
     theta0 = rng.gamma(1.0, 0.1, 9)
     mu = rng.uniform(0.05, 0.9, 6)
-    assert expected_sparsity(theta, theta0, mu) == pytest.approx(brute_force_sparsity(theta, theta0, mu), rel=1e-12)
+    assert expected_sparsity(theta, theta0, mu) == pytest.approx(
+        brute_force_sparsity(theta, theta0, mu), rel=1e-12
+    )
     with pytest.raises(ValueError, match="shapes"):
         expected_sparsity(theta, theta0[:-1], mu)
 

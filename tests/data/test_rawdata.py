@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from noisyor_bench.data import rawdata
-from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.data.rawdata import ContentCheck, RawFile, fetch, resolve_raw_data_dir, sha256_file, verify
+from noisyor_bench.infra.errors import ConfigError, DataError
 
 
 def _sha(data: bytes) -> str:
@@ -74,7 +74,11 @@ def test_content_digests_match_mirror(mirror: Path) -> None:
         elif c.kind == "zip-members":
             with zipfile.ZipFile(path) as zf:
                 got = _manifest(
-                    [(n, zf.read(n)) for n in zf.namelist() if not n.endswith("/") and re.fullmatch(c.members, n)]
+                    [
+                        (n, zf.read(n))
+                        for n in zf.namelist()
+                        if not n.endswith("/") and re.fullmatch(c.members, n)
+                    ]
                 )
         else:
             with tarfile.open(path) as tf:
@@ -257,7 +261,9 @@ def test_download_mode_fetches_verifies_and_caches(tmp_path: Path, fake_entries,
     assert sorted(p.name for p in path.parent.iterdir()) == ["file.gz"]  # no temp files left
 
 
-def test_download_mode_accepts_regzipped_source_and_falls_back(tmp_path: Path, fake_entries, monkeypatch) -> None:
+def test_download_mode_accepts_regzipped_source_and_falls_back(
+    tmp_path: Path, fake_entries, monkeypatch
+) -> None:
     server = _serve(monkeypatch, {"https://b.invalid/file.gz": GZ_OTHER})  # first URL is "offline"
     path = fetch("t-gz", None, tmp_path)
     assert path.read_bytes() == GZ_OTHER
@@ -309,7 +315,10 @@ def test_neurips_download_mode_is_a_clear_error(tmp_path: Path, monkeypatch) -> 
 
 
 def test_download_assembles_tar_from_parts(tmp_path: Path, monkeypatch) -> None:
-    members = {"text/AA/wiki_00": b"<doc id=1>\nalpha\n</doc>\n", "text/AA/wiki_01": b"<doc id=2>\nbeta\n</doc>\n"}
+    members = {
+        "text/AA/wiki_00": b"<doc id=1>\nalpha\n</doc>\n",
+        "text/AA/wiki_01": b"<doc id=2>\nbeta\n</doc>\n",
+    }
     urls = {name: f"https://w.invalid/{name}" for name in members}
     f = RawFile(
         key="t-tar",
@@ -318,7 +327,9 @@ def test_download_assembles_tar_from_parts(tmp_path: Path, monkeypatch) -> None:
         size=1,
         description="test tar",
         parts=tuple((n, urls[n]) for n in members),
-        content=ContentCheck("tar-members", _manifest(list(members.items())), members=r"text/AA/wiki_[0-9]{2}"),
+        content=ContentCheck(
+            "tar-members", _manifest(list(members.items())), members=r"text/AA/wiki_[0-9]{2}"
+        ),
     )
     monkeypatch.setitem(rawdata.REGISTRY, "t-tar", f)
     _serve(monkeypatch, {urls[n]: b for n, b in members.items()})

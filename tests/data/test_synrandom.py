@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -148,8 +148,19 @@ def test_missing_key_names_key_and_dataset(key: str) -> None:
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("D", 0), ("D", 2.5), ("K", True), ("K", "10"), ("alpha_theta", 0), ("beta_theta", -1.0),
-     ("alpha_mu", float("inf")), ("beta_mu", "x"), ("s", 1.0), ("s", -0.1), ("s", float("nan"))],
+    [
+        ("D", 0),
+        ("D", 2.5),
+        ("K", True),
+        ("K", "10"),
+        ("alpha_theta", 0),
+        ("beta_theta", -1.0),
+        ("alpha_mu", float("inf")),
+        ("beta_mu", "x"),
+        ("s", 1.0),
+        ("s", -0.1),
+        ("s", float("nan")),
+    ],
 )
 def test_bad_values_name_key_and_dataset(key: str, value: object) -> None:
     with pytest.raises(ConfigError, match=rf"datasets\.syn-random-9\.{key}"):
@@ -205,19 +216,25 @@ ROW6_REASON = (
 
 
 def _paper_rows_except_6() -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=ROW6_REASON)) if n == "syn-random-6" else n
-            for n in ROWS]
+    return [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=ROW6_REASON))
+        if n == "syn-random-6"
+        else n
+        for n in ROWS
+    ]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _draws(name: str) -> np.ndarray:
     """Expected sparsity (%) over independent parameter draws (not the config seed's stream)."""
     spec = _spec(name)
     m = 200 if spec["D"] * spec["K"] <= 10_000 else 12
-    return np.array([
-        100 * expected_sparsity(*random_parameters(spec, np.random.default_rng([spec["seed"], 7, j])))
-        for j in range(m)
-    ])
+    return np.array(
+        [
+            100 * expected_sparsity(*random_parameters(spec, np.random.default_rng([spec["seed"], 7, j])))
+            for j in range(m)
+        ]
+    )
 
 
 @pytest.mark.parametrize("name", _paper_rows_except_6())
@@ -233,8 +250,12 @@ CONFIG_SEED_MISSES = {"syn-random-6": ROW6_REASON}
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=CONFIG_SEED_MISSES[n]))
-     if n in CONFIG_SEED_MISSES else n for n in ROWS],
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=CONFIG_SEED_MISSES[n]))
+        if n in CONFIG_SEED_MISSES
+        else n
+        for n in ROWS
+    ],
 )
 def test_config_seed_matches_paper_sparsity(name: str) -> None:
     spec = _spec(name)

@@ -13,10 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.infra.io import load_npz
-from noisyor_bench.data.corpora import neurips
-from noisyor_bench.data.corpora import reuters
+from noisyor_bench.data.corpora import neurips, reuters
 from noisyor_bench.data.corpora.preprocess import (
     PreprocessOptions,
     Preprocessor,
@@ -25,6 +22,8 @@ from noisyor_bench.data.corpora.preprocess import (
     load_resources,
     select_vocabulary,
 )
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.io import load_npz
 
 # -------------------------------------------------------------------- pipeline, no NLTK
 FAKE_LEMMAS = {("does", "n"): "doe", ("being", "v"): "be", ("nets", "n"): "net", ("based", "v"): "base"}
@@ -36,7 +35,15 @@ def fake_lemmatize(word: str, pos: str) -> str:
 
 def test_tokenizer() -> None:
     pre = Preprocessor(PreprocessOptions(lemmatizer="none"), set(), None)
-    assert pre.raw_tokens("Multi-Task Learning: Pólya's 3D nets") == ["multi", "task", "learning", "polya", "s", "d", "nets"]
+    assert pre.raw_tokens("Multi-Task Learning: Pólya's 3D nets") == [
+        "multi",
+        "task",
+        "learning",
+        "polya",
+        "s",
+        "d",
+        "nets",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -49,7 +56,9 @@ def test_tokenizer() -> None:
 )
 def test_stopword_stages(stage: str, expected: list[str]) -> None:
     # stop words {does, be}; noun-verb: 'nets' -> 'net' (noun), 'based' -> 'based' (noun) -> 'base' (verb)
-    pre = Preprocessor(PreprocessOptions(lemmatizer="noun-verb", stopwords=stage), {"does", "be"}, fake_lemmatize)
+    pre = Preprocessor(
+        PreprocessOptions(lemmatizer="noun-verb", stopwords=stage), {"does", "be"}, fake_lemmatize
+    )
     assert pre.tokens("does nets being based") == expected
 
 
@@ -126,8 +135,14 @@ def test_reuters_logic_on_toy_corpus(toy_reuters: Path) -> None:
     assert side["counts"]["documents_in_several_of_the_three"] == 2
     assert side["counts"]["documents_with_other_categories_too"] == 1
     # 7 training documents: round(0.25 * 7) = 2 validation, 5 training
-    assert (arrays["x_train"].shape, arrays["x_val"].shape, arrays["x_test"].shape) == ((5, 2), (2, 2), (5, 2))
-    assert sorted(arrays["ids_train"].tolist() + arrays["ids_val"].tolist()) == sorted(f for f in selected if f.startswith("training/"))
+    assert (arrays["x_train"].shape, arrays["x_val"].shape, arrays["x_test"].shape) == (
+        (5, 2),
+        (2, 2),
+        (5, 2),
+    )
+    assert sorted(arrays["ids_train"].tolist() + arrays["ids_val"].tolist()) == sorted(
+        f for f in selected if f.startswith("training/")
+    )
     assert sorted(arrays["ids_test"].tolist()) == sorted(f for f in selected if f.startswith("test/"))
     rows = {f: i for i, f in enumerate(arrays["ids_test"].tolist())}
     np.testing.assert_array_equal(arrays["y_test"][rows["test/13"]], [0, 1, 1])  # order earn, acq, money-fx
@@ -183,7 +198,11 @@ def test_neurips_real(neurips_out: Path, mirror: Path) -> None:
     side = json.loads(neurips_out.with_suffix(".json").read_text())
     vocab = neurips_out.with_suffix(".vocab.txt").read_text().split()
     d = len(vocab)
-    assert {k: a[k].shape for k in ("x_train", "x_val", "x_test")} == {"x_train": (5241, d), "x_val": (1000, d), "x_test": (1000, d)}
+    assert {k: a[k].shape for k in ("x_train", "x_val", "x_test")} == {
+        "x_train": (5241, d),
+        "x_val": (1000, d),
+        "x_test": (1000, d),
+    }
     assert all(a[k].dtype == np.uint8 for k in ("x_train", "x_val", "x_test"))
     rows = np.concatenate([a["rows_train"], a["rows_val"], a["rows_test"]])
     assert sorted(rows.tolist()) == list(range(7241))
@@ -202,7 +221,13 @@ def test_neurips_real(neurips_out: Path, mirror: Path) -> None:
     # title 1, "Self-Organization of Associative Database and Its Applications": its row holds
     # exactly the vocabulary words among {self, organization, associative, database, application}
     row = x[int(np.flatnonzero(tsv_ids == 1)[0])]
-    assert {vocab[i] for i in np.flatnonzero(row)} == {"self", "organization", "associative", "database", "application"} & set(vocab)
+    assert {vocab[i] for i in np.flatnonzero(row)} == {
+        "self",
+        "organization",
+        "associative",
+        "database",
+        "application",
+    } & set(vocab)
     assert {"application", "database"} <= set(vocab)
     assert side["preprocessing"]["dropped_top_words"] == ["learn", "model", "network", "neural", "use"]
     # counts reported in docs/text_corpora.md (paper: 7241, 1216, 4.49)
@@ -241,8 +266,13 @@ def test_reuters_real(reuters_out: Path, mirror: Path) -> None:
     labels = {f: [int(c in cs.split()) for c in top] for f, cs in cats.items() if set(cs.split()) & set(top)}
     assert len(labels) == 7030  # paper: 7030
     train_ids = a["ids_train"].tolist() + a["ids_val"].tolist()
-    assert sorted(train_ids) == sorted(f for f in labels if f.startswith("training/")) and len(train_ids) == 5048
-    assert sorted(a["ids_test"].tolist()) == sorted(f for f in labels if f.startswith("test/")) and len(a["ids_test"]) == 1982
+    assert (
+        sorted(train_ids) == sorted(f for f in labels if f.startswith("training/")) and len(train_ids) == 5048
+    )
+    assert (
+        sorted(a["ids_test"].tolist()) == sorted(f for f in labels if f.startswith("test/"))
+        and len(a["ids_test"]) == 1982
+    )
     assert (len(a["ids_val"]), len(a["ids_train"])) == (505, 4543)
     for s in ("train", "val", "test"):
         np.testing.assert_array_equal(a[f"y_{s}"], [labels[f] for f in a[f"ids_{s}"].tolist()])

@@ -141,7 +141,9 @@ def test_nelbo_binary_q_is_minus_log_joint(small: tuple[NoisyOR, np.ndarray, np.
     """q in {0,1}: every draw equals q, entropy 0, so -ELBO = -log p(x, z=q) exactly."""
     model, z, x = small
     q = z.astype(np.float64)
-    expected = -np.array([log_joint_np(model.numpy(), x[i : i + 1].astype(float), q[i : i + 1])[0, 0] for i in range(len(x))])
+    expected = -np.array(
+        [log_joint_np(model.numpy(), x[i : i + 1].astype(float), q[i : i + 1])[0, 0] for i in range(len(x))]
+    )
     got = nelbo(model, x, q, n_samples=7, generator=gen(0)).numpy()
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
@@ -210,7 +212,12 @@ def test_iw_and_nelbo_tight_when_posterior_factorises() -> None:
 
 def test_iw_binary_q_is_log_joint(small: tuple[NoisyOR, np.ndarray, np.ndarray]) -> None:
     model, z, x = small
-    expected = np.array([log_joint_np(model.numpy(), x[i : i + 1].astype(float), z[i : i + 1].astype(float))[0, 0] for i in range(len(x))])
+    expected = np.array(
+        [
+            log_joint_np(model.numpy(), x[i : i + 1].astype(float), z[i : i + 1].astype(float))[0, 0]
+            for i in range(len(x))
+        ]
+    )
     got = iw_log_likelihood(model, x, z.astype(np.float64), n_samples=4, generator=gen(0)).numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
@@ -278,7 +285,18 @@ def test_evaluate_optional_parts(small: tuple[NoisyOR, np.ndarray, np.ndarray]) 
     model, z, x = small
     q = np.full((len(x), model.K), 0.4)
     out = evaluate(model, x, q, z_true=None, n_samples=5, iw_samples=0, seed=0, exact_max_k=model.K - 1)
-    for key in ("f1", "em", "f1_map", "em_map", "exact_nll", "exact_elbo", "exact_nelbo", "exact_gap", "mc_gap", "iw_nll"):
+    for key in (
+        "f1",
+        "em",
+        "f1_map",
+        "em_map",
+        "exact_nll",
+        "exact_elbo",
+        "exact_nelbo",
+        "exact_gap",
+        "mc_gap",
+        "iw_nll",
+    ):
         assert out[key] is None, key
     out = evaluate(model, x, q, z_true=z[:, :2], n_samples=5, iw_samples=0, seed=0)
     assert out["f1"] is None and out["em"] is None
@@ -289,7 +307,9 @@ def test_evaluate_optional_parts(small: tuple[NoisyOR, np.ndarray, np.ndarray]) 
 
 
 # ---------------------------------------------------------------------------------- matching
-def test_match_latents_recovers_permutation_and_fixes_f1(small: tuple[NoisyOR, np.ndarray, np.ndarray]) -> None:
+def test_match_latents_recovers_permutation_and_fixes_f1(
+    small: tuple[NoisyOR, np.ndarray, np.ndarray],
+) -> None:
     model, z, x = small
     theta = model.numpy()["theta"]
     sigma = np.array([2, 0, 3, 1])  # learned column c is true column sigma[c]
@@ -300,7 +320,9 @@ def test_match_latents_recovers_permutation_and_fixes_f1(small: tuple[NoisyOR, n
     q_true_order = z.astype(np.float64)
     q_learned_order = q_true_order[:, sigma]
     plain = evaluate(model, x, q_learned_order, z_true=z, n_samples=3, iw_samples=0, seed=0)
-    matched = evaluate(model, x, q_learned_order, z_true=z, n_samples=3, iw_samples=0, seed=0, permutation=perm)
+    matched = evaluate(
+        model, x, q_learned_order, z_true=z, n_samples=3, iw_samples=0, seed=0, permutation=perm
+    )
     assert matched["f1"] == 100.0 and matched["em"] == 100.0
     assert plain["f1"] < 100.0
     with pytest.raises(ValueError, match="cannot match"):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.data.corpora.preprocess import PreprocessOptions, Preprocessor
 from noisyor_bench.evaluation.pmi import (
     CooccurrenceTable,
     build_cooccurrence,
@@ -27,7 +27,7 @@ from noisyor_bench.evaluation.pmi import (
     topic_pmi_details,
     window_matrix,
 )
-from noisyor_bench.data.corpora.preprocess import PreprocessOptions, Preprocessor
+from noisyor_bench.infra.errors import ConfigError, DataError
 
 VOCAB = ["apple", "banana", "cherry", "date"]  # "egg" is a word outside the vocabulary
 
@@ -53,8 +53,14 @@ def test_hand_counts_window_3() -> None:
     t = build_cooccurrence(CORPUS, VOCAB, plain_pre(), window=3)
     assert t.n_windows == 6
     assert [t.unigram_count(w) for w in VOCAB] == [4, 3, 3, 2]
-    expected = {("apple", "banana"): 1, ("apple", "cherry"): 2, ("apple", "date"): 2,
-                ("banana", "cherry"): 2, ("banana", "date"): 0, ("cherry", "date"): 0}
+    expected = {
+        ("apple", "banana"): 1,
+        ("apple", "cherry"): 2,
+        ("apple", "date"): 2,
+        ("banana", "cherry"): 2,
+        ("banana", "date"): 0,
+        ("cherry", "date"): 0,
+    }
     for (a, b), n in expected.items():
         assert t.count(a, b) == n and t.count(b, a) == n
     # natural log: PMI = ln(n_ij N / (n_i n_j))
@@ -63,7 +69,11 @@ def test_hand_counts_window_3() -> None:
     assert t.pmi("banana", "cherry") == pytest.approx(math.log(4 / 3))
     assert t.pmi("apple", "banana") == pytest.approx(math.log(0.5))
     assert t.pmi("banana", "date") is None
-    assert t.meta["documents"] == 4 and t.meta["empty_documents"] == 1 and t.meta["tokens_after_preprocessing"] == 10
+    assert (
+        t.meta["documents"] == 4
+        and t.meta["empty_documents"] == 1
+        and t.meta["tokens_after_preprocessing"] == 10
+    )
 
 
 def test_hand_counts_window_5() -> None:
@@ -202,28 +212,66 @@ def test_cli_pmi_counts_uses_corpus_preprocessing(tmp_path: Path, mirror: Path) 
     from noisyor_bench.cli import main
 
     (tmp_path / "toy.vocab.txt").write_text("base\nkernel\nnetwork\n")
-    (tmp_path / "toy.json").write_text(json.dumps({"preprocessing": {"lemmatizer": "noun-verb", "stopwords": "both", "token_pattern": "[a-z]+"}}))
+    (tmp_path / "toy.json").write_text(
+        json.dumps(
+            {"preprocessing": {"lemmatizer": "noun-verb", "stopwords": "both", "token_pattern": "[a-z]+"}}
+        )
+    )
     # after preprocessing: [network, kernel, base] and [kernel, network, alpha, beta, base, gamma]
     # -> windows of 3: {network kernel base}; {kernel network alpha} {network alpha beta}
     # {alpha beta base} {beta base gamma}
-    (tmp_path / "ref.txt").write_text("The Networks of the kernels based\nkernel networks alpha beta based gamma\n")
+    (tmp_path / "ref.txt").write_text(
+        "The Networks of the kernels based\nkernel networks alpha beta based gamma\n"
+    )
     out = tmp_path / "pmi" / "cooc.npz"
-    rc = main(["pmi-counts", "--reference", str(tmp_path / "ref.txt"), "--vocab", str(tmp_path / "toy.vocab.txt"),
-               "--raw-data-dir", str(mirror), "--cache-dir", str(tmp_path / "raw"), "--window", "3", "--out", str(out)])
+    rc = main(
+        [
+            "pmi-counts",
+            "--reference",
+            str(tmp_path / "ref.txt"),
+            "--vocab",
+            str(tmp_path / "toy.vocab.txt"),
+            "--raw-data-dir",
+            str(mirror),
+            "--cache-dir",
+            str(tmp_path / "raw"),
+            "--window",
+            "3",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     t = CooccurrenceTable.load(out)
     assert t.n_windows == 5
     assert [t.unigram_count(w) for w in ["base", "kernel", "network"]] == [3, 2, 3]
-    assert t.count("kernel", "network") == 2 and t.count("base", "network") == 1 and t.count("base", "kernel") == 1
+    assert (
+        t.count("kernel", "network") == 2
+        and t.count("base", "network") == 1
+        and t.count("base", "kernel") == 1
+    )
     side = json.loads(out.with_suffix(".json").read_text())
     assert side["preprocessing"]["lemmatizer"] == "noun-verb" and side["n_windows"] == 5
 
 
-def test_cli_pmi_counts_missing_reference(tmp_path: Path, mirror: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_pmi_counts_missing_reference(
+    tmp_path: Path, mirror: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from noisyor_bench.cli import main
 
     (tmp_path / "toy.vocab.txt").write_text("kernel\n")
-    rc = main(["pmi-counts", "--reference", str(tmp_path / "nowhere.tar.xz"), "--vocab", str(tmp_path / "toy.vocab.txt"),
-               "--raw-data-dir", str(mirror), "--out", str(tmp_path / "c.npz")])
+    rc = main(
+        [
+            "pmi-counts",
+            "--reference",
+            str(tmp_path / "nowhere.tar.xz"),
+            "--vocab",
+            str(tmp_path / "toy.vocab.txt"),
+            "--raw-data-dir",
+            str(mirror),
+            "--out",
+            str(tmp_path / "c.npz"),
+        ]
+    )
     assert rc == 2
     assert "nowhere.tar.xz" in capsys.readouterr().err

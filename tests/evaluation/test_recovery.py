@@ -22,7 +22,7 @@ def disjoint_patterns(k: int = 6, size: int = 6, d: int = 64) -> np.ndarray:
     """k binary patterns of equal size on disjoint pixels, as rates (D, k)."""
     theta = np.zeros((d, k))
     for j in range(k):
-        theta[j * size:(j + 1) * size, j] = RATE
+        theta[j * size : (j + 1) * size, j] = RATE
     return theta
 
 
@@ -113,12 +113,15 @@ def test_more_and_fewer_learned_columns():
     assert fewer.mean_similarity == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"theta_learned": np.zeros((5, 2))},
-    {"threshold": 0.0},
-    {"threshold": 1.5},
-    {"theta_learned": np.full((4, 2), np.nan)},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"theta_learned": np.zeros((5, 2))},
+        {"threshold": 0.0},
+        {"threshold": 1.5},
+        {"theta_learned": np.full((4, 2), np.nan)},
+    ],
+)
 def test_invalid_inputs(kwargs):
     args = {"theta_true": np.ones((4, 2)), "theta_learned": np.ones((4, 2)), "threshold": 0.8, **kwargs}
     with pytest.raises(ValueError):

@@ -14,15 +14,18 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-
-from noisyor_bench.reporting import aggregate
-from noisyor_bench.reporting import claims
-from noisyor_bench.experiments.baselines import (bernoulli_rates, independent_baselines, independent_nll, scored_rows,
-                                     true_model_scores)
-from noisyor_bench.cli import main
-from noisyor_bench.infra.errors import ConfigError
-
 from toydata import write_toy_dataset
+
+from noisyor_bench.cli import main
+from noisyor_bench.experiments.baselines import (
+    bernoulli_rates,
+    independent_baselines,
+    independent_nll,
+    scored_rows,
+    true_model_scores,
+)
+from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.reporting import aggregate, claims
 
 
 # ---------------------------------------------------------------------------------- independent Bernoulli
@@ -116,37 +119,99 @@ def test_true_model_iw_bound_where_not_enumerable(toy):
 def test_baselines_cli_writes_the_record_and_its_provenance(toy, tmp_path):
     path, data = toy
     out = tmp_path / "baselines" / "toy.json"
-    assert main(["baselines", "--dataset", str(path), "--n-train", "20", "60", "--max-rows", "10",
-                 "--iw-samples", "50", "--samples", "20", "--out-json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "baselines",
+                "--dataset",
+                str(path),
+                "--n-train",
+                "20",
+                "60",
+                "--max-rows",
+                "10",
+                "--iw-samples",
+                "50",
+                "--samples",
+                "20",
+                "--out-json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads(out.read_text())
     assert record["dataset"] == "toy"
     assert [r["n_train"] for r in record["independent_bernoulli"]["rows"]] == [20, 60]
     truth = record["true_model"]
-    assert truth["exact_n_test_scored"] == 40 and truth["n_test_scored"] == 10  # exact: all rows; ELBO: the subset
+    assert (
+        truth["exact_n_test_scored"] == 40 and truth["n_test_scored"] == 10
+    )  # exact: all rows; ELBO: the subset
     assert truth["exact_nll_scored_rows"] <= truth["elbo_nelbo"] + 3 * truth["elbo_nelbo_sem"]
     assert (tmp_path / "baselines" / "toy.json.prov.json").is_file()
-    assert main(["baselines", "--dataset", str(path), "--n-train", "20", "--max-rows", "0",
-                 "--out-json", str(out)]) == 2
+    assert (
+        main(
+            [
+                "baselines",
+                "--dataset",
+                str(path),
+                "--n-train",
+                "20",
+                "--max-rows",
+                "0",
+                "--out-json",
+                str(out),
+            ]
+        )
+        == 2
+    )
 
 
 # ---------------------------------------------------------------------------------- aggregation
 BASELINES = {
     "syn-random-1": {
         "dataset": "syn-random-1",
-        "independent_bernoulli": {"smoothing": "jeffreys", "rows": [
-            {"n_train": 30, "nelbo": 10.0, "n_test_scored": 1000}, {"n_train": 300, "nelbo": 9.0, "n_test_scored": 1000}]},
-        "true_model": {"exact_nll": None, "iw_nll": 8.5, "iw_samples": 1000, "elbo_nelbo": 9.5, "n_test_scored": 200,
-                       "inference": {"method": "lb-cdi", "hparams": {"max_rounds": 50}}, "rows": "subset"},
+        "independent_bernoulli": {
+            "smoothing": "jeffreys",
+            "rows": [
+                {"n_train": 30, "nelbo": 10.0, "n_test_scored": 1000},
+                {"n_train": 300, "nelbo": 9.0, "n_test_scored": 1000},
+            ],
+        },
+        "true_model": {
+            "exact_nll": None,
+            "iw_nll": 8.5,
+            "iw_samples": 1000,
+            "elbo_nelbo": 9.5,
+            "n_test_scored": 200,
+            "inference": {"method": "lb-cdi", "hparams": {"max_rounds": 50}},
+            "rows": "subset",
+        },
     }
 }
 
 
 def _runs() -> pd.DataFrame:
-    values = {("avi", 30): (10.5, 10.7), ("acp", 30): (9.8, 9.9), ("avi", 300): (9.1, 8.8), ("acp", 300): (9.0, 9.0)}
-    return pd.DataFrame([
-        {"experiment": "fig5", "dataset": "syn-random-1", "method": m, "n_train": n, "seed": s, "nelbo": v}
-        for (m, n), vs in values.items() for s, v in enumerate(vs)
-    ])
+    values = {
+        ("avi", 30): (10.5, 10.7),
+        ("acp", 30): (9.8, 9.9),
+        ("avi", 300): (9.1, 8.8),
+        ("acp", 300): (9.0, 9.0),
+    }
+    return pd.DataFrame(
+        [
+            {
+                "experiment": "fig5",
+                "dataset": "syn-random-1",
+                "method": m,
+                "n_train": n,
+                "seed": s,
+                "nelbo": v,
+            }
+            for (m, n), vs in values.items()
+            for s, v in enumerate(vs)
+        ]
+    )
 
 
 def test_below_baseline_is_set_on_a_hand_made_fig5_table(tmp_path):
@@ -164,7 +229,10 @@ def test_below_baseline_is_set_on_a_hand_made_fig5_table(tmp_path):
     aggregate.write_table(table, tmp_path / "fig5.csv")
     back = aggregate.read_table(tmp_path / "fig5.csv")
     assert back["below_baseline"].dtype == bool
-    assert claims._values(back, "nelbo", dataset="syn-random-1", n_train=30, method="avi") == {0: 10.5, 1: 10.7}
+    assert claims._values(back, "nelbo", dataset="syn-random-1", n_train=30, method="avi") == {
+        0: 10.5,
+        1: 10.7,
+    }
     assert claims._values(back, "nelbo", dataset="syn-random-1", n_train=0, method="true-iw") == {}
     claims.claim_advantage_grows({"fig5": back}, "syn-random-1")
     md = aggregate.fig5_markdown(table)
@@ -176,8 +244,12 @@ def test_below_baseline_is_set_on_a_hand_made_fig5_table(tmp_path):
 def test_table4_and_fig3a_get_reference_rows():
     runs = _runs().assign(experiment="table4")
     runs = runs[runs["n_train"] == 30].assign(n_train=1000)
-    base = {"syn-random-1": {**BASELINES["syn-random-1"], "independent_bernoulli": {"rows": [
-        {"n_train": 1000, "nelbo": 10.0}]}}}
+    base = {
+        "syn-random-1": {
+            **BASELINES["syn-random-1"],
+            "independent_bernoulli": {"rows": [{"n_train": 1000, "nelbo": 10.0}]},
+        }
+    }
     t4 = aggregate.table4_table(runs, baselines=base)
     measured = t4[t4["status"] == "measured"].set_index("method")
     assert bool(measured.loc["avi", "below_baseline"]) and not bool(measured.loc["acp", "below_baseline"])
@@ -190,8 +262,13 @@ def test_table4_and_fig3a_get_reference_rows():
     assert aggregate.BELOW_MARK in aggregate.table4_markdown(t4)
 
     fig3a_runs = runs.assign(experiment="fig3a", mode="inference", n_train=20, dataset="syn-pattern")
-    pattern = {"syn-pattern": {"dataset": "syn-pattern", "independent_bernoulli": {"rows": [{"n_train": 20, "nelbo": 21.5}]},
-                               "true_model": {"exact_nll": 9.9, "exact_n_test_scored": 1000, "elbo_nelbo": None}}}
+    pattern = {
+        "syn-pattern": {
+            "dataset": "syn-pattern",
+            "independent_bernoulli": {"rows": [{"n_train": 20, "nelbo": 21.5}]},
+            "true_model": {"exact_nll": 9.9, "exact_n_test_scored": 1000, "elbo_nelbo": None},
+        }
+    }
     for m in ("f1", "em", "exact_nll", "exact_gap"):
         fig3a_runs[m] = 1.0
     f3 = aggregate.fig3a_table(fig3a_runs, baselines=pattern)
@@ -203,10 +280,27 @@ def test_table4_and_fig3a_get_reference_rows():
 
 
 def test_text_note_flags_cells_worse_than_the_baseline():
-    runs = pd.DataFrame([{"experiment": "table5", "dataset": "neurips-titles", "method": m, "n_train": 2000, "seed": s,
-                          "nelbo": v} for m, vs in (("avi", (29.9, 29.7)), ("acp", (29.0, 29.2))) for s, v in enumerate(vs)])
-    base = {"neurips-titles": {"dataset": "neurips-titles", "independent_bernoulli": {"rows": [{"n_train": 2000, "nelbo": 29.31}]},
-                               "true_model": None}}
+    runs = pd.DataFrame(
+        [
+            {
+                "experiment": "table5",
+                "dataset": "neurips-titles",
+                "method": m,
+                "n_train": 2000,
+                "seed": s,
+                "nelbo": v,
+            }
+            for m, vs in (("avi", (29.9, 29.7)), ("acp", (29.0, 29.2)))
+            for s, v in enumerate(vs)
+        ]
+    )
+    base = {
+        "neurips-titles": {
+            "dataset": "neurips-titles",
+            "independent_bernoulli": {"rows": [{"n_train": 2000, "nelbo": 29.31}]},
+            "true_model": None,
+        }
+    }
     md = aggregate.nelbo_baseline_markdown(runs, base)
     lines = {line.split("|")[2].strip(): line for line in md.splitlines() if line.startswith("| neurips")}
     assert aggregate.BELOW_MARK in lines["AVI"] and aggregate.BELOW_MARK not in lines["ACP"]

@@ -96,14 +96,20 @@ def test_experiment_seeds_replace_the_profile_seeds(cfg):
     assert grid.seed_groups(cfg) == [grid.SeedGroup("", ("e",), None, (3, 4))]
     raw = copy.deepcopy(cfg)
     raw["profiles"]["t"]["experiments"]["e"]["seeds"] = list(range(10))
-    raw["profiles"]["t"]["experiments"]["f-2"] = {"mode": "inference", "datasets": ["syn-pattern"],
-                                                   "runs": {"avi": [20]}, "seeds": [3, 4]}
+    raw["profiles"]["t"]["experiments"]["f-2"] = {
+        "mode": "inference",
+        "datasets": ["syn-pattern"],
+        "runs": {"avi": [20]},
+        "seeds": [3, 4],
+    }
     raw = validate_config(raw)
     assert grid.seeds(raw, "e") == list(range(10))
     assert grid.seeds(raw) == [3, 4]
     # one training rule per seed list: the profile's (suffix "") first, then each experiment of its own
-    assert grid.seed_groups(raw) == [grid.SeedGroup("", ("f-2",), None, (3, 4)),
-                                     grid.SeedGroup("_e", ("e",), None, tuple(range(10)))]
+    assert grid.seed_groups(raw) == [
+        grid.SeedGroup("", ("f-2",), None, (3, 4)),
+        grid.SeedGroup("_e", ("e",), None, tuple(range(10))),
+    ]
 
 
 def test_dataset_seeds_replace_the_experiment_seeds_for_one_dataset(cfg):
@@ -122,7 +128,9 @@ def test_dataset_seeds_replace_the_experiment_seeds_for_one_dataset(cfg):
     ]
     bad = copy.deepcopy(raw)
     bad["profiles"]["t"]["experiments"]["e"]["dataset_seeds"] = {"syn-random-7": [0]}
-    with pytest.raises(ConfigError, match="dataset_seeds: 'syn-random-7' is not one of the experiment's datasets"):
+    with pytest.raises(
+        ConfigError, match="dataset_seeds: 'syn-random-7' is not one of the experiment's datasets"
+    ):
         validate_config(bad)
 
 

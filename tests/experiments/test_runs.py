@@ -20,11 +20,6 @@ from toydata import write_toy_dataset
 
 import noisyor_bench.inference.registry as methods_pkg
 from noisyor_bench.cli import main
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.models.noisyor.exact import exact_elbo, exact_posterior
-from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod
-from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.experiments.runs import (
     CURVE_FILE,
     METRICS_FILE,
@@ -34,14 +29,44 @@ from noisyor_bench.experiments.runs import (
     partial_dir,
     run_dir,
 )
+from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic
+from noisyor_bench.models.noisyor.exact import exact_elbo, exact_posterior
+from noisyor_bench.models.noisyor.model import NoisyOR
 
 # provenance: start/end time, and the sha256 of curve.csv (whose `seconds` column is a timing)
 TIMING_KEYS = {"train_seconds", "val_seconds", "posterior_seconds", "eval_seconds", "provenance"}
 DOCUMENTED_KEYS = {
-    "nelbo", "f1", "em", "exact_nll", "exact_elbo", "exact_nelbo", "exact_gap", "iw_nll",
-    "train_seconds", "eval_seconds", "epochs", "hparams", "dataset", "experiment", "method", "mode",
-    "n_train", "seed", "n_test", "device", "threads", "noisyor_bench_version", "torch_version",
-    "latent_matching", "eval_seed", "n_samples", "iw_samples", "dataset_sha256", "val_nelbo",
+    "nelbo",
+    "f1",
+    "em",
+    "exact_nll",
+    "exact_elbo",
+    "exact_nelbo",
+    "exact_gap",
+    "iw_nll",
+    "train_seconds",
+    "eval_seconds",
+    "epochs",
+    "hparams",
+    "dataset",
+    "experiment",
+    "method",
+    "mode",
+    "n_train",
+    "seed",
+    "n_test",
+    "device",
+    "threads",
+    "noisyor_bench_version",
+    "torch_version",
+    "latent_matching",
+    "eval_seed",
+    "n_samples",
+    "iw_samples",
+    "dataset_sha256",
+    "val_nelbo",
 }
 
 
@@ -58,10 +83,14 @@ class FakeMethod(InferenceMethod):
     crash_at: int | None = None
     last_fit_data: tuple[np.ndarray, np.ndarray] | None = None  # (x_train, x_val) of the last fit
 
-    def __init__(self, model: NoisyOR, mode: str, hparams: dict[str, Any], seed: int, device: Any = "cpu") -> None:
+    def __init__(
+        self, model: NoisyOR, mode: str, hparams: dict[str, Any], seed: int, device: Any = "cpu"
+    ) -> None:
         super().__init__(model, mode, hparams, seed, device)
         self.truth = model
-        self.sigma = np.random.default_rng(seed).permutation(model.K) if mode == "learning" else np.arange(model.K)
+        self.sigma = (
+            np.random.default_rng(seed).permutation(model.K) if mode == "learning" else np.arange(model.K)
+        )
         self.best_epoch: int | None = None
 
     @property
@@ -69,7 +98,9 @@ class FakeMethod(InferenceMethod):
         p = self.truth.numpy()
         return NoisyOR.from_numpy(p["theta"][:, self.sigma], p["theta0"], p["mu"][self.sigma])
 
-    def fit(self, x_train, x_val, budget: FitBudget, progress=None, checkpoint_path=None) -> list[EpochRecord]:
+    def fit(
+        self, x_train, x_val, budget: FitBudget, progress=None, checkpoint_path=None
+    ) -> list[EpochRecord]:
         assert x_train.dtype == torch.uint8 and x_val.dtype == torch.uint8
         type(self).last_fit_data = (np.asarray(x_train), np.asarray(x_val))
         history: list[EpochRecord] = []
@@ -121,8 +152,15 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def make_spec(dataset: Path, out: Path, **kw: Any) -> RunSpec:
     base: dict[str, Any] = dict(
-        dataset=dataset, method="fake", mode="inference", n_train=50, seed=3, out_dir=out,
-        budget=FitBudget(max_epochs=4), n_samples=20, iw_samples=20,
+        dataset=dataset,
+        method="fake",
+        mode="inference",
+        n_train=50,
+        seed=3,
+        out_dir=out,
+        budget=FitBudget(max_epochs=4),
+        n_samples=20,
+        iw_samples=20,
     )
     base.update(kw)
     return RunSpec(**base)
@@ -145,14 +183,16 @@ def _interrupt_after_epoch_2(monkeypatch: pytest.MonkeyPatch, spec: RunSpec) -> 
             execute_run(spec)
 
 
-
 def without_timings(m: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in m.items() if k not in TIMING_KEYS}
 
 
 # ---------------------------------------------------------------------------------- layout
 def test_run_dir_layout(tmp_path: Path) -> None:
-    assert run_dir(tmp_path, "exp", "syn-pattern", "acp", 100, 2) == tmp_path / "runs/exp/syn-pattern/acp/n100/seed2"
+    assert (
+        run_dir(tmp_path, "exp", "syn-pattern", "acp", 100, 2)
+        == tmp_path / "runs/exp/syn-pattern/acp/n100/seed2"
+    )
     assert partial_dir(tmp_path / "seed2") == tmp_path / "seed2.partial"
 
 
@@ -168,7 +208,14 @@ def test_execute_run_writes_documented_files(dataset: Path, tmp_path: Path) -> N
 
     m = read_json(out / METRICS_FILE)
     assert DOCUMENTED_KEYS <= set(m)
-    assert (m["dataset"], m["method"], m["mode"], m["n_train"], m["seed"], m["n_test"]) == ("toy", "fake", "inference", 50, 3, 40)
+    assert (m["dataset"], m["method"], m["mode"], m["n_train"], m["seed"], m["n_test"]) == (
+        "toy",
+        "fake",
+        "inference",
+        50,
+        3,
+        40,
+    )
     assert m["latent_matching"] == "identity" and m["latent_permutation"] is None
     assert m["epochs"] == 4 and m["best_epoch"] == 4 and m["resumed"] is False
     assert m["exact_gap"] > 0  # exact marginals, but the posterior does not factorise
@@ -182,11 +229,17 @@ def test_execute_run_writes_documented_files(dataset: Path, tmp_path: Path) -> N
     assert post["q"].shape == (40, 3) and post["q"].dtype == np.float64
     np.testing.assert_array_equal(post["theta"], data["theta"])
     truth = NoisyOR.from_numpy(data["theta"], data["theta0"], data["mu"])
-    exact = exact_posterior(truth, torch.as_tensor(data["x_test"]).double()).marginals.float().double().numpy()
+    exact = (
+        exact_posterior(truth, torch.as_tensor(data["x_test"]).double()).marginals.float().double().numpy()
+    )
     np.testing.assert_array_equal(post["q"], exact)  # the test split, not train/val
-    assert m["exact_nll"] == pytest.approx(float(-exact_posterior(truth, torch.as_tensor(data["x_test"]).double()).log_px.mean()))
+    assert m["exact_nll"] == pytest.approx(
+        float(-exact_posterior(truth, torch.as_tensor(data["x_test"]).double()).log_px.mean())
+    )
     x_val_t = torch.as_tensor(data["x_val"]).double()
-    val_exact = -float(exact_elbo(truth, x_val_t, exact_posterior(truth, x_val_t).marginals.float().double()).mean())
+    val_exact = -float(
+        exact_elbo(truth, x_val_t, exact_posterior(truth, x_val_t).marginals.float().double()).mean()
+    )
     assert m["val_nelbo"] == pytest.approx(val_exact, abs=0.3)  # 20 MC samples on the validation split
 
     with open(out / CURVE_FILE, newline="") as fh:
@@ -208,12 +261,19 @@ def test_learning_mode_matches_latents(dataset: Path, tmp_path: Path) -> None:
     np.testing.assert_array_equal(sigma[m["latent_permutation"]], np.arange(3))
     assert m["latent_match_cosine"] == pytest.approx(1.0)
     # after matching, the posterior is the inference-mode one: identical F1/EM draws
-    assert (m["f1"], m["em"], m["f1_map"], m["em_map"]) == (inf["f1"], inf["em"], inf["f1_map"], inf["em_map"])
+    assert (m["f1"], m["em"], m["f1_map"], m["em_map"]) == (
+        inf["f1"],
+        inf["em"],
+        inf["f1_map"],
+        inf["em_map"],
+    )
     assert m["exact_nll"] == pytest.approx(inf["exact_nll"], rel=1e-9)  # permutation-invariant
 
 
 def test_learning_with_other_k_has_no_f1(dataset: Path, tmp_path: Path) -> None:
-    m = read_json(execute_run(make_spec(dataset, tmp_path / "k4", mode="learning", n_latent=4)) / METRICS_FILE)
+    m = read_json(
+        execute_run(make_spec(dataset, tmp_path / "k4", mode="learning", n_latent=4)) / METRICS_FILE
+    )
     assert m["K"] == 4 and m["K_true"] == 3
     assert m["f1"] is None and m["em"] is None and m["latent_matching"] is None
     assert m["nelbo"] is not None
@@ -306,13 +366,35 @@ def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 
 def train_argv(dataset: Path, out: Path, *extra: str) -> list[str]:
-    return ["train", "--dataset", str(dataset), "--method", "fake", "--mode", "inference", "--n-train", "40",
-            "--seed", "1", "--max-epochs", "3", "--eval-samples", "10", "--iw-samples", "10", "--out", str(out), *extra]
+    return [
+        "train",
+        "--dataset",
+        str(dataset),
+        "--method",
+        "fake",
+        "--mode",
+        "inference",
+        "--n-train",
+        "40",
+        "--seed",
+        "1",
+        "--max-epochs",
+        "3",
+        "--eval-samples",
+        "10",
+        "--iw-samples",
+        "10",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def test_cli_train_and_evaluate(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "runs/exp/toy/fake/n40/seed1"
-    code, stdout, _ = cli(train_argv(dataset, out, "--hparams", '{"a": 1}', "--experiment", "exp", "--threads", "1"), capsys)
+    code, stdout, _ = cli(
+        train_argv(dataset, out, "--hparams", '{"a": 1}', "--experiment", "exp", "--threads", "1"), capsys
+    )
     assert code == 0
     assert str(out) in stdout and "nelbo=" in stdout
     m = read_json(out / METRICS_FILE)
@@ -353,12 +435,16 @@ def test_cli_hparams_from_file(dataset: Path, tmp_path: Path, capsys: pytest.Cap
         (["--device", "gpu"], "device 'gpu' is not a valid torch device"),
     ],
 )
-def test_cli_argument_errors(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str) -> None:
+def test_cli_argument_errors(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
     code, _, err = cli(train_argv(dataset, tmp_path / "run", *extra), capsys)
     assert code == 2 and message in err
 
 
-def test_cli_unknown_method_and_pool(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_unknown_method_and_pool(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = train_argv(dataset, tmp_path / "run")
     argv[argv.index("fake")] = "nope"
     code, _, err = cli(argv, capsys)
@@ -372,12 +458,36 @@ def test_cli_unknown_method_and_pool(dataset: Path, tmp_path: Path, capsys: pyte
 
 # ---------------------------------------------------------------------------------- real method
 @pytest.mark.parametrize("mode", ["inference", "learning"])
-def test_real_avi_end_to_end(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str) -> None:
+def test_real_avi_end_to_end(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
     pytest.importorskip("noisyor_bench.inference.avi")
     out = tmp_path / "avi"
-    argv = ["train", "--dataset", str(dataset), "--method", "avi", "--mode", mode, "--n-train", "60", "--seed", "0",
-            "--max-epochs", "2", "--batch-size", "32", "--eval-samples", "10", "--iw-samples", "10",
-            "--hparams", '{"hidden_dim": 8}', "--out", str(out)]
+    argv = [
+        "train",
+        "--dataset",
+        str(dataset),
+        "--method",
+        "avi",
+        "--mode",
+        mode,
+        "--n-train",
+        "60",
+        "--seed",
+        "0",
+        "--max-epochs",
+        "2",
+        "--batch-size",
+        "32",
+        "--eval-samples",
+        "10",
+        "--iw-samples",
+        "10",
+        "--hparams",
+        '{"hidden_dim": 8}',
+        "--out",
+        str(out),
+    ]
     code, _, err = cli(argv, capsys)
     assert code == 0, err
     m = read_json(out / METRICS_FILE)
@@ -387,10 +497,18 @@ def test_real_avi_end_to_end(dataset: Path, tmp_path: Path, capsys: pytest.Captu
     assert code == 0, stdout
 
 
-def test_real_avi_resume_matches_uninterrupted(dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_avi_resume_matches_uninterrupted(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Kill AVI after epoch 2 (its checkpoint is written), rerun: same numbers as one go."""
     pytest.importorskip("noisyor_bench.inference.avi")
-    kw = dict(method="avi", n_train=60, seed=0, budget=FitBudget(max_epochs=4, batch_size=32), hparams={"hidden_dim": 8})
+    kw = dict(
+        method="avi",
+        n_train=60,
+        seed=0,
+        budget=FitBudget(max_epochs=4, batch_size=32),
+        hparams={"hidden_dim": 8},
+    )
     whole = read_json(execute_run(make_spec(dataset, tmp_path / "whole", **kw)) / METRICS_FILE)
 
     out = tmp_path / "resumed"
@@ -399,7 +517,9 @@ def test_real_avi_resume_matches_uninterrupted(dataset: Path, tmp_path: Path, mo
     resumed = read_json(execute_run(make_spec(dataset, out, **kw)) / METRICS_FILE)
     assert resumed["resumed"] is True and whole["resumed"] is False
     drop = TIMING_KEYS | {"resumed"}
-    assert {k: v for k, v in resumed.items() if k not in drop} == {k: v for k, v in whole.items() if k not in drop}
+    assert {k: v for k, v in resumed.items() if k not in drop} == {
+        k: v for k, v in whole.items() if k not in drop
+    }
 
 
 @pytest.mark.parametrize(
@@ -411,11 +531,22 @@ def test_real_avi_resume_matches_uninterrupted(dataset: Path, tmp_path: Path, mo
     ],
 )
 def test_real_classical_resume_matches_uninterrupted(
-    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, mode: str, hparams: dict[str, Any]
+    dataset: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+    mode: str,
+    hparams: dict[str, Any],
 ) -> None:
     """The classical methods checkpoint too (methods/fitloop.py): killed after epoch 2, rerun, same numbers."""
-    kw = dict(method=method, mode=mode, n_train=60, seed=0, hparams=hparams,
-              budget=FitBudget(max_epochs=4, batch_size=32, patience=100))
+    kw = dict(
+        method=method,
+        mode=mode,
+        n_train=60,
+        seed=0,
+        hparams=hparams,
+        budget=FitBudget(max_epochs=4, batch_size=32, patience=100),
+    )
     whole = execute_run(make_spec(dataset, tmp_path / "whole", **kw))
     out = tmp_path / "resumed"
     _interrupt_after_epoch_2(monkeypatch, make_spec(dataset, out, **kw))
@@ -425,5 +556,7 @@ def test_real_classical_resume_matches_uninterrupted(
     assert m_resumed["resumed"] is True and m_whole["resumed"] is False
     assert m_whole["stop_reason"] in ("max_epochs", "converged")
     drop = TIMING_KEYS | {"resumed"}
-    assert {k: v for k, v in m_resumed.items() if k not in drop} == {k: v for k, v in m_whole.items() if k not in drop}
+    assert {k: v for k, v in m_resumed.items() if k not in drop} == {
+        k: v for k, v in m_whole.items() if k not in drop
+    }
     assert (out / POSTERIOR_FILE).read_bytes() == (whole / POSTERIOR_FILE).read_bytes()

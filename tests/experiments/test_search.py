@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.experiments.search import best_draw, sample_hparams
+from noisyor_bench.infra.errors import ConfigError
 
 SPACE = {
     "lr": {"loguniform": [1e-4, 1e-1]},
@@ -43,7 +43,12 @@ def test_draws_respect_bounds_and_cover_them():
 
 @pytest.mark.parametrize(
     "space",
-    [{"lr": {"normal": [0, 1]}}, {"lr": {"loguniform": [0, 1]}}, {"lr": {"uniform": [2, 1]}}, {"x": {"choice": []}}],
+    [
+        {"lr": {"normal": [0, 1]}},
+        {"lr": {"loguniform": [0, 1]}},
+        {"lr": {"uniform": [2, 1]}},
+        {"x": {"choice": []}},
+    ],
 )
 def test_bad_space_names_the_entry(space):
     with pytest.raises(ConfigError, match="search space entry"):

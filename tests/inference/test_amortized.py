@@ -8,15 +8,22 @@ form temperature schedule values."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pytest
 import torch
 
-from noisyor_bench.models.noisyor.elbo import elbo
+from noisyor_bench.inference import amortized as amortized_mod
+from noisyor_bench.inference.acp import ACP
+from noisyor_bench.inference.amortized import AmortizedHParams, acp_logits, parse_hparams, temperature
+from noisyor_bench.inference.avi import AVI
+from noisyor_bench.inference.base import EpochRecord, FitBudget
+from noisyor_bench.inference.registry import get_method
+from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.models.noisyor.elbo import elbo
 from noisyor_bench.models.noisyor.exact import exact_elbo, exact_log_marginal
 from noisyor_bench.models.noisyor.generative import (
     FixedNoisyOR,
@@ -25,14 +32,7 @@ from noisyor_bench.models.noisyor.generative import (
     inverse_softplus,
     make_generative,
 )
-from noisyor_bench.inference.registry import get_method
-from noisyor_bench.inference import amortized as amortized_mod
-from noisyor_bench.inference.acp import ACP
-from noisyor_bench.inference.amortized import AmortizedHParams, acp_logits, parse_hparams, temperature
-from noisyor_bench.inference.avi import AVI
-from noisyor_bench.inference.base import EpochRecord, FitBudget
 from noisyor_bench.models.noisyor.model import NoisyOR
-from noisyor_bench.inference.training import NonFiniteLossError
 
 F64 = torch.float64
 
@@ -71,10 +71,19 @@ def block_data() -> dict[str, torch.Tensor]:
 
 
 # ---------------------------------------------------------------------- the ELBO estimator (eq. 16)
-def _per_sample_elbo(model: NoisyOR, x: torch.Tensor, logits: torch.Tensor, tau: float | None, r: int) -> torch.Tensor:
+def _per_sample_elbo(
+    model: NoisyOR, x: torch.Tensor, logits: torch.Tensor, tau: float | None, r: int
+) -> torch.Tensor:
     """r independent single-sample estimates per row: (N, r)."""
     n = x.shape[0]
-    vals = elbo(model, x.repeat_interleave(r, 0), logits.repeat_interleave(r, 0), 1, tau, torch.Generator().manual_seed(7))
+    vals = elbo(
+        model,
+        x.repeat_interleave(r, 0),
+        logits.repeat_interleave(r, 0),
+        1,
+        tau,
+        torch.Generator().manual_seed(7),
+    )
     return vals.view(n, r)
 
 
@@ -198,9 +207,18 @@ def test_make_generative_modes() -> None:
     # D > 64 and is 0.02 below (issue 12: a larger start collapses every cause at D = 500).
     assert init.high(12) == 0.02 and init.high(64) == 0.02
     assert init.high(500) == pytest.approx(1.28 / 500) and init.high(1294) == pytest.approx(1.28 / 1294)
-    wide = make_generative("learning", NoisyOR(torch.zeros(500, 3, dtype=F64), torch.ones(500, dtype=F64),
-                                               torch.full((3,), 0.5, dtype=F64)),
-                           generator=torch.Generator().manual_seed(1), dtype=F64).model().theta
+    wide = (
+        make_generative(
+            "learning",
+            NoisyOR(
+                torch.zeros(500, 3, dtype=F64), torch.ones(500, dtype=F64), torch.full((3,), 0.5, dtype=F64)
+            ),
+            generator=torch.Generator().manual_seed(1),
+            dtype=F64,
+        )
+        .model()
+        .theta
+    )
     wide = wide.detach()
     assert float(wide.max()) <= 1.28 / 500 + 1e-12 and float(wide.max()) > 0.9 * 1.28 / 500
     assert GenerativeInit(theta_high=0.3).high(500) == 0.3
@@ -270,7 +288,9 @@ def test_acp_gradient_reaches_theta_through_q() -> None:
     # times dL/dlogits (autograd with logits as a leaf), times softplus' = sigmoid(raw).
     model = gen.model()
     leaf = acp.logits(x, model, gen.prior_logits()).detach().requires_grad_(True)
-    (dl,) = torch.autograd.grad(-elbo(model.detach(), x, leaf, 3, 0.5, torch.Generator().manual_seed(9)).sum(), leaf)
+    (dl,) = torch.autograd.grad(
+        -elbo(model.detach(), x, leaf, 3, 0.5, torch.Generator().manual_seed(9)).sum(), leaf
+    )
     w = (x * acp.psi(x) - (1 - x)).detach().numpy()
     via_q = (w.T @ dl.numpy()) * torch.sigmoid(gen.raw_theta).detach().numpy()
     diff = (full - direct).numpy()
@@ -313,7 +333,9 @@ GAP_MARGIN = 0.4
 
 
 @pytest.mark.parametrize("name", ["avi", "acp"])
-def test_inference_mode_reaches_exact_elbo_and_recovers_z(name: str, block_data: dict[str, torch.Tensor]) -> None:
+def test_inference_mode_reaches_exact_elbo_and_recovers_z(
+    name: str, block_data: dict[str, torch.Tensor]
+) -> None:
     truth = block_model()
     method = get_method(name)(truth, "inference", {"lr": 1e-2, "hidden_dim": 32}, seed=0)
     history = method.fit(block_data["x_train"], block_data["x_val"], FitBudget(max_epochs=60, patience=10))
@@ -345,7 +367,9 @@ def test_inference_mode_leaves_the_truth_untouched(block_data: dict[str, torch.T
 
 # ---------------------------------------------------------------------- learning mode
 @pytest.mark.parametrize("cls", [AVI, ACP])
-def test_learning_mode_decreases_nelbo_and_learns_theta(cls: type, block_data: dict[str, torch.Tensor]) -> None:
+def test_learning_mode_decreases_nelbo_and_learns_theta(
+    cls: type, block_data: dict[str, torch.Tensor]
+) -> None:
     method = cls(block_model(), "learning", {"lr": 1e-2, "hidden_dim": 32}, seed=0)
     theta_before = method.generative.theta.clone()
     history = method.fit(block_data["x_train"], block_data["x_val"], FitBudget(max_epochs=15, patience=15))
@@ -360,7 +384,9 @@ def test_learning_mode_decreases_nelbo_and_learns_theta(cls: type, block_data: d
 # ---------------------------------------------------------------------- reproducibility
 def _fit_state(cls: type, seed: int, data: dict[str, torch.Tensor], **kw) -> dict[str, torch.Tensor]:
     method = cls(block_model(), "learning", {"hidden_dim": 16}, seed=seed)
-    method.fit(data["x_train"][:200], data["x_val"][:100], FitBudget(max_epochs=3, patience=5, batch_size=64), **kw)
+    method.fit(
+        data["x_train"][:200], data["x_val"][:100], FitBudget(max_epochs=3, patience=5, batch_size=64), **kw
+    )
     return method.state_dict()["net"]
 
 
@@ -378,7 +404,9 @@ class _Interrupt(Exception):
 
 
 @pytest.mark.parametrize("cls", [AVI, ACP])
-def test_checkpoint_resume_is_bit_identical(cls: type, block_data: dict[str, torch.Tensor], tmp_path: Path) -> None:
+def test_checkpoint_resume_is_bit_identical(
+    cls: type, block_data: dict[str, torch.Tensor], tmp_path: Path
+) -> None:
     budget = FitBudget(max_epochs=5, patience=10, batch_size=64)
     data = (block_data["x_train"][:200], block_data["x_val"][:100])
     reference = cls(block_model(), "learning", {"hidden_dim": 16}, seed=1)
@@ -391,7 +419,9 @@ def test_checkpoint_resume_is_bit_identical(cls: type, block_data: dict[str, tor
             raise _Interrupt
 
     with pytest.raises(_Interrupt):
-        cls(block_model(), "learning", {"hidden_dim": 16}, seed=1).fit(*data, budget, stop_after_2, checkpoint_path=ckpt)
+        cls(block_model(), "learning", {"hidden_dim": 16}, seed=1).fit(
+            *data, budget, stop_after_2, checkpoint_path=ckpt
+        )
     assert torch.load(ckpt, weights_only=True)["progress"]["epoch"] == 2
     resumed = cls(block_model(), "learning", {"hidden_dim": 16}, seed=1)
     history = resumed.fit(*data, budget, checkpoint_path=ckpt)
@@ -403,7 +433,9 @@ def test_checkpoint_resume_is_bit_identical(cls: type, block_data: dict[str, tor
     ]
     # A checkpoint of another configuration is refused rather than silently resumed.
     with pytest.raises(ConfigError, match="hparams"):
-        cls(block_model(), "learning", {"hidden_dim": 16, "lr": 0.5}, seed=1).fit(*data, budget, checkpoint_path=ckpt)
+        cls(block_model(), "learning", {"hidden_dim": 16, "lr": 0.5}, seed=1).fit(
+            *data, budget, checkpoint_path=ckpt
+        )
 
 
 def test_state_dict_round_trip(block_data: dict[str, torch.Tensor]) -> None:
@@ -434,10 +466,11 @@ def test_bad_data_is_rejected(block_data: dict[str, torch.Tensor]) -> None:
         method.fit(block_data["x_train"], block_data["x_val"][:, :5], FitBudget(max_epochs=1))
 
 
-def test_posterior_is_batched_consistently(block_data: dict[str, torch.Tensor], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_posterior_is_batched_consistently(
+    block_data: dict[str, torch.Tensor], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # float64 so that GEMM kernels chosen per batch size differ only at round-off level.
     method = AVI(block_model(), "inference", {"hidden_dim": 8}, seed=0, dtype=F64)
     full = method.posterior(block_data["x_test"])
     monkeypatch.setattr(amortized_mod, "EVAL_BATCH_SIZE", 7)
     torch.testing.assert_close(method.posterior(block_data["x_test"]), full, rtol=1e-13, atol=1e-15)
-

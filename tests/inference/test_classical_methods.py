@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 import torch
 
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.models.noisyor.exact import exact_elbo, exact_posterior
-from noisyor_bench.inference.registry import get_method
 from noisyor_bench.inference.base import FitBudget
 from noisyor_bench.inference.lbcdi import LBCDI
+from noisyor_bench.inference.registry import get_method
 from noisyor_bench.inference.svi import SVI
 from noisyor_bench.inference.ubcdi import UBCDI
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.models.noisyor.exact import exact_elbo, exact_posterior
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 D, K = 12, 4
@@ -44,8 +44,13 @@ def task() -> dict[str, torch.Tensor | NoisyOR]:
     gen = torch.Generator().manual_seed(100)
     z_val, x_val = model.sample(100, gen)
     z_test, x_test = model.sample(200, gen)
-    return {"model": model, "x_val": x_val, "x_test": x_test, "z_test": z_test,
-            "log_px": exact_posterior(model, x_test).log_px}
+    return {
+        "model": model,
+        "x_val": x_val,
+        "x_test": x_test,
+        "z_test": z_test,
+        "log_px": exact_posterior(model, x_test).log_px,
+    }
 
 
 def mean_field_gap(model: NoisyOR, x: torch.Tensor, sweeps: int = 100) -> float:
@@ -55,7 +60,9 @@ def mean_field_gap(model: NoisyOR, x: torch.Tensor, sweeps: int = 100) -> float:
     a = theta0 + zs @ theta.T
     gaps = []
     for row in x.numpy():
-        lj = np.where(row > 0, np.log(-np.expm1(-a)), -a).sum(-1) + (zs * np.log(mu) + (1 - zs) * np.log1p(-mu)).sum(-1)
+        lj = np.where(row > 0, np.log(-np.expm1(-a)), -a).sum(-1) + (
+            zs * np.log(mu) + (1 - zs) * np.log1p(-mu)
+        ).sum(-1)
         q = mu.copy()
         for _ in range(sweeps):
             for k in range(model.K):
@@ -98,7 +105,9 @@ def test_lower_bound_methods_approach_the_mean_field_optimum(task, name):
     # the curve: the objective improved and val_nelbo is the exact NELBO of q on x_val
     assert records[-1].train_nelbo < records[0].train_nelbo
     q_val = method.posterior(task["x_val"])
-    assert records[-1].val_nelbo == pytest.approx(-exact_elbo(task["model"], task["x_val"], q_val).mean().item(), abs=0.02)
+    assert records[-1].val_nelbo == pytest.approx(
+        -exact_elbo(task["model"], task["x_val"], q_val).mean().item(), abs=0.02
+    )
 
 
 def test_lbcdi_objective_is_a_lower_bound_that_rises_every_round(task):
@@ -145,7 +154,9 @@ def test_learning_increases_the_objective(task, name, epochs):
     x_train, _ = model.sample(150, torch.Generator().manual_seed(7))[1], None
     method = get_method(name)(model, "learning", {}, seed=3)
     start = method.generative
-    records = method.fit(x_train, task["x_val"], FitBudget(max_epochs=epochs, batch_size=50, eval_every=2, patience=100))
+    records = method.fit(
+        x_train, task["x_val"], FitBudget(max_epochs=epochs, batch_size=50, eval_every=2, patience=100)
+    )
     objective = np.array([r.train_nelbo for r in records])
     assert len(records) == epochs
     assert objective[-1] < objective[0] - 0.5
@@ -199,7 +210,12 @@ def _kill_after(epoch: int):
 RESUMABLE = [
     ("lb-cdi", "learning", {}, FitBudget(max_epochs=5, eval_every=1, patience=100)),
     ("lb-cdi", "inference", {"max_rounds": 6, "tol": 0.0}, FitBudget(max_epochs=200)),
-    ("svi", "learning", {"posterior_steps": 20}, FitBudget(max_epochs=5, batch_size=25, eval_every=2, patience=100)),
+    (
+        "svi",
+        "learning",
+        {"posterior_steps": 20},
+        FitBudget(max_epochs=5, batch_size=25, eval_every=2, patience=100),
+    ),
     ("svi", "inference", {"posterior_steps": 60, "tol": 0.0}, FitBudget(max_epochs=200)),
     ("ub-cdi", "inference", {"max_rounds": 6, "tol": 0.0}, FitBudget(max_epochs=200)),
 ]
@@ -276,7 +292,9 @@ def test_monte_carlo_curve_resumes_with_the_generator_state(task, tmp_path):
     _, records = _fit(task, "lb-cdi", "inference", hparams, budget, ckpt)
     assert _curve(records) == _curve(whole_records)
     _, records = _fit(task, "lb-cdi", "inference", hparams, budget, tmp_path / "reset.pt")
-    assert _curve(records)[:3] == _curve(whole_records)[:3] and _curve(records)[3:] != _curve(whole_records)[3:]
+    assert (
+        _curve(records)[:3] == _curve(whole_records)[:3] and _curve(records)[3:] != _curve(whole_records)[3:]
+    )
 
 
 def test_ubcdi_replay_that_does_not_match_starts_afresh(task, tmp_path):
@@ -300,7 +318,9 @@ def test_checkpoint_of_another_configuration_is_refused(task, tmp_path):
     ckpt = tmp_path / "ckpt.pt"
     with pytest.raises(_Killed):
         _fit(task, name, mode, hparams, budget, ckpt, _kill_after(2))
-    with pytest.raises(ConfigError, match=r"checkpoint .*ckpt.pt belongs to a different run configuration: 'hparams'"):
+    with pytest.raises(
+        ConfigError, match=r"checkpoint .*ckpt.pt belongs to a different run configuration: 'hparams'"
+    ):
         _fit(task, name, mode, {"lr": 0.05}, budget, ckpt)
     with pytest.raises(ConfigError, match="belongs to a different run configuration"):
         _fit(task, "svi", mode, {}, budget, ckpt)
@@ -321,7 +341,9 @@ def _drive(loop, vals, upto=None):
         if loop.finished:
             break
         rec = EpochRecord(epoch, 10.0 - epoch, vals[epoch - 1], 0.0)
-        loop.end_epoch(rec, dict, best_fn=lambda e=epoch: {"w": torch.tensor([float(e)])}, patience=3, max_epochs=10)
+        loop.end_epoch(
+            rec, dict, best_fn=lambda e=epoch: {"w": torch.tensor([float(e)])}, patience=3, max_epochs=10
+        )
 
 
 def test_fitloop_early_stopping_survives_a_resume(tmp_path):
@@ -365,7 +387,9 @@ def test_fitloop_skips_expensive_checkpoints_but_never_the_last(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["lb-cdi", "svi"])
-def test_non_finite_objective_names_epoch_and_last_values_and_keeps_the_checkpoint(task, tmp_path, monkeypatch, name):
+def test_non_finite_objective_names_epoch_and_last_values_and_keeps_the_checkpoint(
+    task, tmp_path, monkeypatch, name
+):
     """A NaN objective in epoch 3 stops the fit; the message has the epoch and the last finite
     values of the curve, and the checkpoint still holds epoch 2 (nothing else is lost)."""
     from noisyor_bench.inference.training import NonFiniteLossError
@@ -373,7 +397,6 @@ def test_non_finite_objective_names_epoch_and_last_values_and_keeps_the_checkpoi
     cls = get_method(name)
     step_name = "_m_step" if name == "lb-cdi" else "_svi_step"
     original = getattr(cls, step_name)
-    epochs: list[int] = []
 
     def poisoned(self, *args):
         value = original(self, *args)

@@ -7,7 +7,9 @@ import math
 from pathlib import Path
 
 import pytest
+from toydata import write_toy_dataset
 
+from noisyor_bench.experiments.runs import METRICS_FILE, RunSpec, execute_run
 from noisyor_bench.inference.convergence import (
     EARLY_STOPPING,
     METHOD_CRITERION,
@@ -19,12 +21,15 @@ from noisyor_bench.inference.convergence import (
     assess,
     relative_improvement,
 )
+from noisyor_bench.inference.fitting import (
+    EpochRecord,
+    FitBudget,
+    budget_from_mapping,
+    check_budget,
+    fit_budget_fields,
+)
 from noisyor_bench.infra.errors import ConfigError
-from noisyor_bench.inference.fitting import EpochRecord, FitBudget, budget_from_mapping, check_budget, fit_budget_fields
 from noisyor_bench.infra.io import read_json
-from noisyor_bench.experiments.runs import METRICS_FILE, RunSpec, execute_run
-
-from toydata import write_toy_dataset
 
 
 def curve(vals: list[float | None], train: list[float] | None = None) -> list[EpochRecord]:
@@ -46,7 +51,9 @@ def test_relative_improvement_by_hand() -> None:
     # a negative NELBO-like value: relative to |best before|
     assert relative_improvement([-4.0, -4.2], 1)[2] == pytest.approx(0.05)
     assert relative_improvement([1.0, 2.0], 2) == (None, None, None)  # fewer than W + 1 values
-    assert relative_improvement([0.0, 0.0], 1)[2] == 0.0 and relative_improvement([0.0, -1.0], 1)[2] == math.inf
+    assert (
+        relative_improvement([0.0, 0.0], 1)[2] == 0.0 and relative_improvement([0.0, -1.0], 1)[2] == math.inf
+    )
 
 
 @pytest.mark.parametrize(
@@ -90,14 +97,18 @@ def test_window_counts_evaluations_not_epochs() -> None:
 
 
 def test_training_curve_is_used_without_validation_and_infinite_values_are_skipped() -> None:
-    v = assess(curve([None] * 4, train=[5.0, 4.0, 3.99, 3.99]), "max_epochs", 4, budget(window=2, rel_tol=0.01))
+    v = assess(
+        curve([None] * 4, train=[5.0, 4.0, 3.99, 3.99]), "max_epochs", 4, budget(window=2, rel_tol=0.01)
+    )
     assert v.monitored == "train_nelbo" and v.converged is True
     v = assess(curve([math.inf, 10.0, 9.0, 8.0]), "max_epochs", 4, budget(window=2, rel_tol=0.01))
     assert v.evaluations == 3 and v.best_before_window == 10.0 and v.converged is False
 
 
 def test_no_fit_and_not_applicable_are_null() -> None:
-    assert assess([], None, None, budget()).converged is None and assess([], None, None, budget()).rule == NO_FIT
+    assert (
+        assess([], None, None, budget()).converged is None and assess([], None, None, budget()).rule == NO_FIT
+    )
     held_out = assess(curve([12.0, 11.0, 10.0, 9.0, 8.0]), "max_epochs", None, budget(), applicable=False)
     assert (held_out.converged, held_out.rule) == (None, NOT_APPLICABLE)
     assert held_out.relative_improvement is not None  # the numbers are still recorded
@@ -111,27 +122,56 @@ def test_budget_keys_validated_and_kept_out_of_fingerprints() -> None:
     b = budget_from_mapping({"convergence_window": 3, "convergence_rel_tol": 0.02})
     assert (b.convergence_window, b.convergence_rel_tol) == (3, 0.02)
     check_budget(b)
-    for bad, key in [({"convergence_window": 0}, "convergence_window"), ({"convergence_rel_tol": 0}, "convergence_rel_tol"),
-                     ({"convergence_rel_tol": -1e-3}, "convergence_rel_tol"), ({"convergence_rel_tol": "x"}, "convergence_rel_tol"),
-                     ({"convergence_rel_tol": math.nan}, "convergence_rel_tol"), ({"convergence_window": 2.5}, "convergence_window")]:
+    for bad, key in [
+        ({"convergence_window": 0}, "convergence_window"),
+        ({"convergence_rel_tol": 0}, "convergence_rel_tol"),
+        ({"convergence_rel_tol": -1e-3}, "convergence_rel_tol"),
+        ({"convergence_rel_tol": "x"}, "convergence_rel_tol"),
+        ({"convergence_rel_tol": math.nan}, "convergence_rel_tol"),
+        ({"convergence_window": 2.5}, "convergence_window"),
+    ]:
         with pytest.raises(ConfigError, match=f"budget.{key} must be"):
             check_budget(FitBudget(**bad), "budget.")
-    assert "convergence_window" not in fit_budget_fields(b) and fit_budget_fields(b)["max_epochs"] == b.max_epochs
+    assert (
+        "convergence_window" not in fit_budget_fields(b)
+        and fit_budget_fields(b)["max_epochs"] == b.max_epochs
+    )
     with pytest.raises(ConfigError, match="convergence_rel_tol"):
-        RunSpec(dataset=Path("x.npz"), method="avi", mode="learning", n_train=1, seed=0, out_dir=Path("o"),
-                budget=FitBudget(convergence_rel_tol=0.0)).validate()
+        RunSpec(
+            dataset=Path("x.npz"),
+            method="avi",
+            mode="learning",
+            n_train=1,
+            seed=0,
+            out_dir=Path("o"),
+            budget=FitBudget(convergence_rel_tol=0.0),
+        ).validate()
 
 
 def test_grid_layers_convergence_keys() -> None:
     from noisyor_bench.experiments import grid
 
-    cfg = {"profile": "p", "profiles": {"p": {
-        "budget": {"max_epochs": 9, "convergence_window": 4},
-        "method_budget": {"acp": {"convergence_rel_tol": 0.01}},
-        "experiments": {"e": {"mode": "learning", "datasets": ["d"], "runs": {"avi": [5], "acp": [5]},
-                              "budget": {"convergence_window": 7}}}}}}
+    cfg = {
+        "profile": "p",
+        "profiles": {
+            "p": {
+                "budget": {"max_epochs": 9, "convergence_window": 4},
+                "method_budget": {"acp": {"convergence_rel_tol": 0.01}},
+                "experiments": {
+                    "e": {
+                        "mode": "learning",
+                        "datasets": ["d"],
+                        "runs": {"avi": [5], "acp": [5]},
+                        "budget": {"convergence_window": 7},
+                    }
+                },
+            }
+        },
+    }
     avi, acp = grid.cells(cfg)
-    assert grid.budget(cfg, avi)["convergence_window"] == 7 and "convergence_rel_tol" not in grid.budget(cfg, avi)
+    assert grid.budget(cfg, avi)["convergence_window"] == 7 and "convergence_rel_tol" not in grid.budget(
+        cfg, avi
+    )
     assert grid.budget(cfg, acp)["convergence_rel_tol"] == 0.01
     b = budget_from_mapping(grid.budget(cfg, acp))
     assert (b.convergence_window, b.convergence_rel_tol, b.max_epochs) == (7, 0.01, 9)
@@ -143,15 +183,37 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_toy_dataset(tmp_path_factory.mktemp("toy") / "toy.npz")
 
 
-def _run(toy: Path, out: Path, fit_budget: FitBudget, hparams: dict, method: str = "avi", mode: str = "learning",
-         n_train: int = 60) -> dict:
-    spec = RunSpec(dataset=toy, method=method, mode=mode, n_train=n_train, seed=0, out_dir=out, budget=fit_budget,
-                   hparams=hparams, n_samples=10, iw_samples=0)
+def _run(
+    toy: Path,
+    out: Path,
+    fit_budget: FitBudget,
+    hparams: dict,
+    method: str = "avi",
+    mode: str = "learning",
+    n_train: int = 60,
+) -> dict:
+    spec = RunSpec(
+        dataset=toy,
+        method=method,
+        mode=mode,
+        n_train=n_train,
+        seed=0,
+        out_dir=out,
+        budget=fit_budget,
+        hparams=hparams,
+        n_samples=10,
+        iw_samples=0,
+    )
     return read_json(execute_run(spec) / METRICS_FILE)
 
 
 def test_real_avi_at_its_epoch_limit_with_a_falling_curve_is_not_converged(toy: Path, tmp_path: Path) -> None:
-    m = _run(toy, tmp_path / "limit", FitBudget(max_epochs=8, patience=50, batch_size=32), {"hidden_dim": 8, "lr": 1e-3})
+    m = _run(
+        toy,
+        tmp_path / "limit",
+        FitBudget(max_epochs=8, patience=50, batch_size=32),
+        {"hidden_dim": 8, "lr": 1e-3},
+    )
     c = m["convergence"]
     assert m["stop_reason"] == "max_epochs" and m["converged"] is False and c["rule"] == STILL_IMPROVING
     # the numbers behind it, checked against curve.csv independently of the code
@@ -167,7 +229,12 @@ def test_real_avi_at_its_epoch_limit_with_a_falling_curve_is_not_converged(toy: 
 
 
 def test_real_avi_stopped_by_patience_is_converged(toy: Path, tmp_path: Path) -> None:
-    m = _run(toy, tmp_path / "pat", FitBudget(max_epochs=300, patience=3, batch_size=32), {"hidden_dim": 8, "lr": 3e-2})
+    m = _run(
+        toy,
+        tmp_path / "pat",
+        FitBudget(max_epochs=300, patience=3, batch_size=32),
+        {"hidden_dim": 8, "lr": 3e-2},
+    )
     assert m["stop_reason"] == "patience" and m["epochs"] < 300
     assert m["converged"] is True and m["convergence"]["rule"] == EARLY_STOPPING
 
@@ -176,7 +243,11 @@ def test_real_runs_with_a_lenient_tolerance_and_held_out_classical(toy: Path, tm
     # the falling curve of the first test counts as a plateau with a 10% tolerance
     lenient = FitBudget(max_epochs=8, patience=50, batch_size=32, convergence_rel_tol=0.1)
     m = _run(toy, tmp_path / "lenient", lenient, {"hidden_dim": 8, "lr": 1e-3})
-    assert m["converged"] is True and m["convergence"]["rule"] == PLATEAU and m["budget"]["convergence_rel_tol"] == 0.1
+    assert (
+        m["converged"] is True
+        and m["convergence"]["rule"] == PLATEAU
+        and m["budget"]["convergence_rel_tol"] == 0.1
+    )
     # SVI on the held-out rows in inference mode: no training budget, converged only by its own rule
     m = _run(toy, tmp_path / "svi", FitBudget(max_epochs=2), {}, method="svi", mode="inference", n_train=0)
     assert m["convergence"]["rule"] in (NOT_APPLICABLE, METHOD_CRITERION)
@@ -187,17 +258,47 @@ def test_real_runs_with_a_lenient_tolerance_and_held_out_classical(toy: Path, tm
 
 
 # ------------------------------------------------------------------------------ convergence tables
-def _fake_run(root: Path, experiment: str, method: str, mode: str, n: int, seed: int, converged, rule: str,
-              rel: float | None) -> Path:
+def _fake_run(
+    root: Path,
+    experiment: str,
+    method: str,
+    mode: str,
+    n: int,
+    seed: int,
+    converged,
+    rule: str,
+    rel: float | None,
+) -> Path:
     from noisyor_bench.infra.io import write_json_atomic
 
     run = root / "runs" / experiment / "syn-random-1" / method / f"n{n}" / f"seed{seed}"
-    write_json_atomic(run / "metrics.json", {
-        "experiment": experiment, "dataset": "syn-random-1", "method": method, "mode": mode, "n_train": n,
-        "seed": seed, "nelbo": 10.0 + seed, "epochs": 15, "best_epoch": 15, "stop_reason": "max_epochs",
-        "converged": converged, "convergence": {"converged": converged, "rule": rule, "max_epochs": 15, "window": 5,
-                                                "rel_tol": 1e-3, "evaluations": 15, "relative_improvement": rel,
-                                                "best_before_window": 11.0, "best_within_window": 10.9}})
+    write_json_atomic(
+        run / "metrics.json",
+        {
+            "experiment": experiment,
+            "dataset": "syn-random-1",
+            "method": method,
+            "mode": mode,
+            "n_train": n,
+            "seed": seed,
+            "nelbo": 10.0 + seed,
+            "epochs": 15,
+            "best_epoch": 15,
+            "stop_reason": "max_epochs",
+            "converged": converged,
+            "convergence": {
+                "converged": converged,
+                "rule": rule,
+                "max_epochs": 15,
+                "window": 5,
+                "rel_tol": 1e-3,
+                "evaluations": 15,
+                "relative_improvement": rel,
+                "best_before_window": 11.0,
+                "best_within_window": 10.9,
+            },
+        },
+    )
     return run
 
 
@@ -206,30 +307,86 @@ def test_convergence_table_and_summary_cli(tmp_path: Path) -> None:
 
     from noisyor_bench.cli import main
 
-    fig5 = [_fake_run(tmp_path, "fig5", "avi", "learning", 30, 0, True, PLATEAU, 1e-4),
-            _fake_run(tmp_path, "fig5", "avi", "learning", 30, 1, False, STILL_IMPROVING, 0.02),
-            _fake_run(tmp_path, "fig5", "acp", "learning", 30, 0, False, STILL_IMPROVING, 0.05),
-            _fake_run(tmp_path, "fig5", "acp", "learning", 30, 1, True, EARLY_STOPPING, 0.01)]
-    fig3a = [_fake_run(tmp_path, "fig3a", "svi", "inference", 0, s, None, NOT_APPLICABLE, 0.2) for s in (0, 1)]
+    fig5 = [
+        _fake_run(tmp_path, "fig5", "avi", "learning", 30, 0, True, PLATEAU, 1e-4),
+        _fake_run(tmp_path, "fig5", "avi", "learning", 30, 1, False, STILL_IMPROVING, 0.02),
+        _fake_run(tmp_path, "fig5", "acp", "learning", 30, 0, False, STILL_IMPROVING, 0.05),
+        _fake_run(tmp_path, "fig5", "acp", "learning", 30, 1, True, EARLY_STOPPING, 0.01),
+    ]
+    fig3a = [
+        _fake_run(tmp_path, "fig3a", "svi", "inference", 0, s, None, NOT_APPLICABLE, 0.2) for s in (0, 1)
+    ]
     out = tmp_path / "tables"
     for name, runs in (("fig5", fig5), ("fig3a", fig3a)):
-        assert main(["convergence-table", "--runs", *map(str, runs), "--out-csv", str(out / f"convergence_{name}.csv"),
-                     "--out-md", str(out / f"convergence_{name}.md")]) == 0
+        assert (
+            main(
+                [
+                    "convergence-table",
+                    "--runs",
+                    *map(str, runs),
+                    "--out-csv",
+                    str(out / f"convergence_{name}.csv"),
+                    "--out-md",
+                    str(out / f"convergence_{name}.md"),
+                ]
+            )
+            == 0
+        )
     table = pd.read_csv(out / "convergence_fig5.csv")
-    assert list(table.columns)[:10] == ["artifact", "experiment", "dataset", "method", "mode", "n_train", "seed",
-                                         "converged", "rule", "stop_reason"]
+    assert list(table.columns)[:10] == [
+        "artifact",
+        "experiment",
+        "dataset",
+        "method",
+        "mode",
+        "n_train",
+        "seed",
+        "converged",
+        "rule",
+        "stop_reason",
+    ]
     assert table.set_index(["method", "seed"])["converged"].to_dict() == {
-        ("avi", 0): True, ("avi", 1): False, ("acp", 0): False, ("acp", 1): True}
+        ("avi", 0): True,
+        ("avi", 1): False,
+        ("acp", 0): False,
+        ("acp", 1): True,
+    }
     md = (out / "convergence_fig5.md").read_text()
     assert "4 runs: 2 converged, 2 not converged (2 still improving), 0 not applicable" in md
     assert "learning mode: 2/4 converged (50%)" in md
-    assert main(["convergence-summary", "--tables", str(out / "convergence_fig5.csv"), str(out / "convergence_fig3a.csv"),
-                 "--out-csv", str(out / "convergence.csv"), "--out-md", str(out / "convergence.md")]) == 0
+    assert (
+        main(
+            [
+                "convergence-summary",
+                "--tables",
+                str(out / "convergence_fig5.csv"),
+                str(out / "convergence_fig3a.csv"),
+                "--out-csv",
+                str(out / "convergence.csv"),
+                "--out-md",
+                str(out / "convergence.md"),
+            ]
+        )
+        == 0
+    )
     summary = pd.read_csv(out / "convergence.csv").set_index(["experiment", "method"])
     assert summary.loc[("fig5", "avi"), ["n_runs", "n_converged", "n_unconverged"]].tolist() == [2, 1, 1]
     assert summary.loc[("fig3a", "svi"), ["n_not_applicable", "n_converged"]].tolist() == [2, 0]
     assert summary.loc[("all", "all"), ["n_runs", "n_converged"]].tolist() == [4, 2]  # learning mode only
     assert "Learning mode overall: 2 of 4 runs converged (50%)" in (out / "convergence.md").read_text()
     # a table of two experiments is refused
-    assert main(["convergence-table", "--runs", str(fig5[0]), str(fig3a[0]), "--out-csv", str(out / "x.csv"),
-                 "--out-md", str(out / "x.md")]) == 2
+    assert (
+        main(
+            [
+                "convergence-table",
+                "--runs",
+                str(fig5[0]),
+                str(fig3a[0]),
+                "--out-csv",
+                str(out / "x.csv"),
+                "--out-md",
+                str(out / "x.md"),
+            ]
+        )
+        == 2
+    )

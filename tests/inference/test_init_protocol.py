@@ -14,16 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
+from noisyor_bench.experiments.runs import RunSpec
+from noisyor_bench.inference.registry import get_method
+from noisyor_bench.inference.training import derive_init_seed, run_init_key, stream_seed
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.io import read_json
-from noisyor_bench.inference.registry import get_method
 from noisyor_bench.models.noisyor.model import NoisyOR
-from noisyor_bench.experiments.runs import RunSpec
-from noisyor_bench.inference.training import derive_init_seed, run_init_key, stream_seed
-
-from toydata import write_toy_dataset
 
 D, K = 12, 4
 
@@ -54,7 +53,10 @@ def test_init_key_names_cell_and_role() -> None:
 
 
 def test_derived_seed_is_deterministic_and_distinct() -> None:
-    keys = [key(d) for d in (None, 0, 1, 2)] + [key(None, ("fig4", "syn-pattern", 200)), key(None, ("fig5", "syn-pattern", 1000))]
+    keys = [key(d) for d in (None, 0, 1, 2)] + [
+        key(None, ("fig4", "syn-pattern", 200)),
+        key(None, ("fig5", "syn-pattern", 1000)),
+    ]
     seeds = [derive_init_seed(s, k) for s in range(5) for k in keys]
     assert len(set(seeds)) == len(seeds)  # every (cell, role, seed) its own root
     assert seeds == [derive_init_seed(s, k) for s in range(5) for k in keys]
@@ -82,7 +84,9 @@ def test_draws_and_seeds_of_a_cell_start_from_different_theta() -> None:
     labels = list(thetas)
     for i, a in enumerate(labels):
         for b in labels[i + 1 :]:
-            assert not np.allclose(thetas[a], thetas[b]), f"(draw, seed) {a} and {b} start from the same theta"
+            assert not np.allclose(thetas[a], thetas[b]), (
+                f"(draw, seed) {a} and {b} start from the same theta"
+            )
     # the final seed-0 run does not replay draw 0 (the defaults) of the search on seed 0
     assert not np.allclose(thetas[(None, 0)], thetas[(0, 0)])
 
@@ -113,8 +117,15 @@ def test_other_training_streams_follow_the_key() -> None:
 
 
 def test_run_spec_rejects_bad_init_key(tmp_path: Path) -> None:
-    spec = RunSpec(dataset=tmp_path / "d.npz", method="avi", mode="learning", n_train=5, seed=0,
-                   out_dir=tmp_path / "r", init_key="")
+    spec = RunSpec(
+        dataset=tmp_path / "d.npz",
+        method="avi",
+        mode="learning",
+        n_train=5,
+        seed=0,
+        out_dir=tmp_path / "r",
+        init_key="",
+    )
     with pytest.raises(ConfigError, match="init_key"):
         spec.validate()
 
@@ -122,24 +133,60 @@ def test_run_spec_rejects_bad_init_key(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------- the CLI (search + train-cell)
 def _cell_args(dataset: Path) -> list[str]:
     budget = json.dumps({"max_epochs": 1, "patience": 1, "batch_size": 32})
-    return ["--dataset", str(dataset), "--dataset-name", "toy", "--experiment", "exp", "--method", "avi",
-            "--mode", "learning", "--n-train", "40", "--budget", budget,
-            "--evaluation", json.dumps({"samples": 5, "iw_samples": 0}), "--device", "cpu", "--threads", "1"]
+    return [
+        "--dataset",
+        str(dataset),
+        "--dataset-name",
+        "toy",
+        "--experiment",
+        "exp",
+        "--method",
+        "avi",
+        "--mode",
+        "learning",
+        "--n-train",
+        "40",
+        "--budget",
+        budget,
+        "--evaluation",
+        json.dumps({"samples": 5, "iw_samples": 0}),
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+    ]
 
 
 def test_search_draws_and_final_seeds_are_independent_runs(tmp_path: Path) -> None:
     dataset = write_toy_dataset(tmp_path / "toy.npz")
     search = tmp_path / "search"
     # Two draws with the SAME hyperparameters: only the initialisation tells them apart.
-    assert main(["search", *_cell_args(dataset), "--seed", "0", "--draws", "[{}, {}]", "--out-dir", str(search)]) == 0
+    assert (
+        main(["search", *_cell_args(dataset), "--seed", "0", "--draws", "[{}, {}]", "--out-dir", str(search)])
+        == 0
+    )
     d0, d1 = (read_json(search / f"draw{i}" / "metrics.json") for i in (0, 1))
     assert (d0["init_key"], d1["init_key"]) == ("exp/toy/n40/draw0", "exp/toy/n40/draw1")
     assert d0["init_seed"] == derive_init_seed(0, "exp/toy/n40/draw0") != d1["init_seed"]
     assert d0["val_nelbo"] != d1["val_nelbo"]
 
     results = tmp_path / "results"
-    assert main(["train-cell", *_cell_args(dataset), "--seeds", "0", "1", "--best", str(search / "best.json"),
-                 "--results-dir", str(results)]) == 0
+    assert (
+        main(
+            [
+                "train-cell",
+                *_cell_args(dataset),
+                "--seeds",
+                "0",
+                "1",
+                "--best",
+                str(search / "best.json"),
+                "--results-dir",
+                str(results),
+            ]
+        )
+        == 0
+    )
     runs = [read_json(results / "runs/exp/toy/avi/n40" / f"seed{s}" / "metrics.json") for s in (0, 1)]
     assert [r["init_key"] for r in runs] == ["exp/toy/n40/final"] * 2
     assert runs[0]["init_seed"] == derive_init_seed(0, "exp/toy/n40/final")
@@ -150,17 +197,26 @@ def test_search_draws_and_final_seeds_are_independent_runs(tmp_path: Path) -> No
 
 def test_checkpoint_of_another_init_key_is_not_resumed(tmp_path: Path) -> None:
     """The key is part of the checkpoint fingerprint and of the run's resume key."""
-    from noisyor_bench.inference.base import FitBudget
     from noisyor_bench.experiments.runs import _resume_key
+    from noisyor_bench.inference.base import FitBudget
 
     g = torch.Generator().manual_seed(0)
     x = (torch.rand((30, D), generator=g) < 0.3).to(torch.uint8)
     ckpt = tmp_path / "checkpoint.pt"
     budget = FitBudget(max_epochs=1, patience=1, batch_size=16)
-    get_method("acp")(shape_model(), "learning", {}, 0, "cpu", init_key=key(0)).fit(x, x, budget, checkpoint_path=ckpt)
+    get_method("acp")(shape_model(), "learning", {}, 0, "cpu", init_key=key(0)).fit(
+        x, x, budget, checkpoint_path=ckpt
+    )
     other = get_method("acp")(shape_model(), "learning", {}, 0, "cpu", init_key=key(1))
     with pytest.raises(ConfigError, match="init_key"):
         other.fit(x, x, budget, checkpoint_path=ckpt)
-    spec = RunSpec(dataset=tmp_path / "d.npz", method="acp", mode="learning", n_train=5, seed=0,
-                   out_dir=tmp_path / "r", init_key=key(0))
+    spec = RunSpec(
+        dataset=tmp_path / "d.npz",
+        method="acp",
+        mode="learning",
+        n_train=5,
+        seed=0,
+        out_dir=tmp_path / "r",
+        init_key=key(0),
+    )
     assert _resume_key(spec, "sha", torch.device("cpu"))["init_key"] == key(0)

@@ -21,14 +21,12 @@ import numpy as np
 import pytest
 import torch
 
-from noisyor_bench.inference.registry import get_method
-from noisyor_bench.inference.base import FitBudget
-from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.evaluation.recovery import match_patterns
+from noisyor_bench.inference.base import FitBudget
+from noisyor_bench.inference.registry import get_method
+from noisyor_bench.models.noisyor.model import NoisyOR
 
 SEEDS = (0, 1, 2)
-
-
 
 
 def bars_model() -> NoisyOR:
@@ -68,5 +66,7 @@ def test_default_learning_beats_baseline_and_recovers_bars(method: str, bars: di
         rec = match_patterns(bars["theta"], m.generative.theta.numpy())
         beats += nelbo < baseline
         recovers += rec.n_recovered == 4
-    assert beats >= 2, f"{method}: beat the independent baseline ({baseline:.3f}) in {beats}/{len(SEEDS)} seeds"
+    assert beats >= 2, (
+        f"{method}: beat the independent baseline ({baseline:.3f}) in {beats}/{len(SEEDS)} seeds"
+    )
     assert recovers >= 2, f"{method}: recovered all 4 bars in {recovers}/{len(SEEDS)} seeds"

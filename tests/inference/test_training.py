@@ -11,7 +11,6 @@ import pytest
 import torch
 from torch import nn
 
-from noisyor_bench.infra.errors import ConfigError, DataError, UserError
 from noisyor_bench.inference.base import EpochRecord, FitBudget
 from noisyor_bench.inference.training import (
     NonFiniteLossError,
@@ -20,6 +19,7 @@ from noisyor_bench.inference.training import (
     stream_generator,
     stream_seed,
 )
+from noisyor_bench.infra.errors import ConfigError, DataError, UserError
 
 N, D = 37, 3
 
@@ -33,7 +33,9 @@ class Toy(nn.Module):
 def _data() -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(N, D, generator=g, dtype=torch.float64)
-    y = x @ torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64) + 0.1 * torch.randn(N, generator=g, dtype=torch.float64)
+    y = x @ torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64) + 0.1 * torch.randn(
+        N, generator=g, dtype=torch.float64
+    )
     return x, y
 
 
@@ -198,7 +200,9 @@ def test_resume_is_bit_identical(tmp_path: Path) -> None:
 
     assert epochs_run == [3, 4, 5, 6]
     assert torch.equal(resumed.module.w, reference.module.w)
-    assert [(r.train_nelbo, r.val_nelbo) for r in history] == [(r.train_nelbo, r.val_nelbo) for r in ref_history]
+    assert [(r.train_nelbo, r.val_nelbo) for r in history] == [
+        (r.train_nelbo, r.val_nelbo) for r in ref_history
+    ]
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]  # atomic write leaves no temp files
 
 
@@ -222,7 +226,15 @@ def test_checkpoint_is_weights_only_loadable(tmp_path: Path) -> None:
     ckpt = tmp_path / "sub" / "ckpt.pt"
     _make(FitBudget(max_epochs=2, patience=5), checkpoint=ckpt).run()
     payload = torch.load(ckpt, weights_only=True)
-    assert set(payload) >= {"module", "optimizer", "generators", "best_state", "progress", "history", "fingerprint"}
+    assert set(payload) >= {
+        "module",
+        "optimizer",
+        "generators",
+        "best_state",
+        "progress",
+        "history",
+        "fingerprint",
+    }
     assert payload["progress"]["finished"] is True
     assert set(payload["generators"]) == {"shuffle", "noise"}
 
@@ -281,7 +293,9 @@ def test_min_epoch_steps_resume_is_bit_identical(tmp_path: Path) -> None:
 def test_budget_from_mapping_names_unknown_keys() -> None:
     from noisyor_bench.inference.fitting import budget_from_mapping
 
-    assert budget_from_mapping({"max_epochs": 3, "min_epoch_steps": 5}) == FitBudget(max_epochs=3, min_epoch_steps=5)
+    assert budget_from_mapping({"max_epochs": 3, "min_epoch_steps": 5}) == FitBudget(
+        max_epochs=3, min_epoch_steps=5
+    )
     with pytest.raises(ConfigError, match="unknown key.*'max_epoch'.*allowed: max_epochs"):
         budget_from_mapping({"max_epoch": 3}, "--budget")
 
@@ -289,7 +303,9 @@ def test_budget_from_mapping_names_unknown_keys() -> None:
 def test_corrupt_or_foreign_checkpoint_is_a_data_error(tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt.pt"
     ckpt.write_bytes(b"PK\x03\x04 truncated zip")
-    with pytest.raises(DataError, match=r"cannot read training checkpoint .*ckpt.pt \(\w+\): it is corrupt.*--no-resume"):
+    with pytest.raises(
+        DataError, match=r"cannot read training checkpoint .*ckpt.pt \(\w+\): it is corrupt.*--no-resume"
+    ):
         _make(FitBudget(max_epochs=2), checkpoint=ckpt).run()
     torch.save({"version": 999}, ckpt)
     with pytest.raises(DataError, match="has version 999, expected 1"):

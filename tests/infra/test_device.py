@@ -29,10 +29,15 @@ sys.stdin.readline()  # hold the GPU until the test says go
 class Job:
     """A process that claims a GPU and holds it until :meth:`finish`."""
 
-    def __init__(self, lock_dir: Path, count: int, requested: str = "cuda", env: dict[str, str] | None = None):
+    def __init__(
+        self, lock_dir: Path, count: int, requested: str = "cuda", env: dict[str, str] | None = None
+    ):
         self.proc = subprocess.Popen(
             [sys.executable, "-c", WORKER, requested, str(count), str(lock_dir)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             env={**os.environ, **(env or {})},
         )
         line = self.proc.stdout.readline().strip()

@@ -15,6 +15,7 @@ import pytest
 import torch
 from scipy.optimize import minimize_scalar
 
+from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.bounds import (
     PositiveEntries,
     conj_g,
@@ -42,7 +43,6 @@ from noisyor_bench.models.noisyor.bounds import (
     ub_psi_prior,
     upper_bound_f,
 )
-from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.exact import exact_elbo
 from noisyor_bench.models.noisyor.model import NoisyOR
 
@@ -140,8 +140,12 @@ def small() -> tuple[NoisyOR, torch.Tensor]:
 @pytest.mark.parametrize("t", [1e-4, 0.05, 0.3, 1.0, 2.5, 17.0, 400.0])
 def test_g_is_concave_conjugate_of_f(t):
     """g(t) = min_a (t a - f(a)) (eq. 8), by a scalar minimisation over log a."""
-    res = minimize_scalar(lambda s: t * np.exp(s) - np_f(np.exp(s)), bounds=(-25.0, 5.0), method="bounded",
-                          options={"xatol": 1e-12})
+    res = minimize_scalar(
+        lambda s: t * np.exp(s) - np_f(np.exp(s)),
+        bounds=(-25.0, 5.0),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
     got = conj_g(torch.tensor(t, dtype=torch.float64)).item()
     assert got == pytest.approx(res.fun, rel=1e-8, abs=1e-10)
 
@@ -149,8 +153,12 @@ def test_g_is_concave_conjugate_of_f(t):
 @pytest.mark.parametrize("a", [1e-3, 0.1, 0.7, 2.0, 6.0, 15.0])
 def test_f_is_conjugate_of_g(a):
     """f(a) = min_{t>=0} (t a - g(t)), with the minimiser t = f'(a) = 1/(e^a - 1)."""
-    res = minimize_scalar(lambda s: np.exp(s) * a - np_g(np.exp(s)), bounds=(-30.0, 12.0), method="bounded",
-                          options={"xatol": 1e-12})
+    res = minimize_scalar(
+        lambda s: np.exp(s) * a - np_g(np.exp(s)),
+        bounds=(-30.0, 12.0),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
     assert res.fun == pytest.approx(np_f(a), rel=1e-7, abs=1e-10)
     assert np.exp(res.x) == pytest.approx(f_prime(torch.tensor(a, dtype=torch.float64)).item(), rel=1e-4)
 
@@ -159,7 +167,10 @@ def test_g_accurate_at_extremes():
     t = [1e-300, 1e-30, 1e-8, 0.999, 1.0, 1.001, 1e8, 1e14]
     got = conj_g(torch.tensor(t, dtype=torch.float64)).numpy()
     with mpmath.workdps(700):  # enough digits that 1 + t is exact for t = 1e-300
-        want = [float(-mpmath.mpf(v) * mpmath.log(v) + (mpmath.mpf(v) + 1) * mpmath.log(mpmath.mpf(v) + 1)) for v in t]
+        want = [
+            float(-mpmath.mpf(v) * mpmath.log(v) + (mpmath.mpf(v) + 1) * mpmath.log(mpmath.mpf(v) + 1))
+            for v in t
+        ]
     np.testing.assert_allclose(got, want, rtol=1e-13)
     assert conj_g(torch.zeros(1, dtype=torch.float64)).item() == 0.0
 
@@ -250,7 +261,14 @@ def test_ub_rounds_decrease_ll_ub_monotonically():
     _, x = model.sample(40, torch.Generator().manual_seed(1))
     for start in (ub_psi_marginal(model, x), torch.zeros_like(x)):  # psi = 0 has g'(0) = inf
         seen: list[np.ndarray] = []
-        ub_optimize(model, x, start, max_rounds=40, tol=0.0, callback=lambda s: seen.append(s.ll_ub.numpy()))
+        ub_optimize(
+            model,
+            x,
+            start,
+            max_rounds=40,
+            tol=0.0,
+            callback=lambda s, seen=seen: seen.append(s.ll_ub.numpy()),
+        )
         assert (np.diff(np.stack(seen), axis=0) <= 0).all()
         assert seen[-1].mean() < seen[0].mean() - 0.1
 
@@ -289,9 +307,14 @@ def test_expected_lower_bound_closed_form_matches_enumeration(small):
             q = rng.uniform(0.01, 0.99, model.K)
             r = rng.dirichlet(np.ones(model.K))
             closed = lb_objective_r(
-                torch.tensor(theta[i : i + 1]), torch.tensor(theta0[i : i + 1]), torch.tensor(q[None]), torch.tensor(r[None])
+                torch.tensor(theta[i : i + 1]),
+                torch.tensor(theta0[i : i + 1]),
+                torch.tensor(q[None]),
+                torch.tensor(r[None]),
             ).item()
-            per_state = np.array([sum(r[k] * np_f(theta0[i] + theta[i, k] * z[k] / r[k]) for k in range(model.K)) for z in zs])
+            per_state = np.array(
+                [sum(r[k] * np_f(theta0[i] + theta[i, k] * z[k] / r[k]) for k in range(model.K)) for z in zs]
+            )
             w = q_of_states(q, zs)
             assert closed == pytest.approx(w @ per_state, rel=1e-11, abs=1e-12)
             assert closed <= w @ np_f(theta0[i] + zs @ theta[i]) + 1e-12
@@ -325,7 +348,9 @@ def test_lb_elbo_is_below_exact_elbo_and_tight_at_q_star(small):
     q = torch.tensor(rng.uniform(0.05, 0.95, (x.shape[0], model.K)))
     assert bool((lb_elbo(model, x, pos, q, r) <= exact_elbo(model, x, q) + 1e-12).all())
     q_star = torch.sigmoid(lb_natural_params(model, x, pos, r))
-    np.testing.assert_allclose(lb_elbo(model, x, pos, q_star, r).numpy(), lb_loglik(model, x, pos, r).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(
+        lb_elbo(model, x, pos, q_star, r).numpy(), lb_loglik(model, x, pos, r).numpy(), rtol=1e-10
+    )
 
 
 def test_lb_r_fixed_point_is_the_tightest_bound(small):
@@ -346,7 +371,9 @@ def test_lb_r_fixed_point_is_the_tightest_bound(small):
     np.testing.assert_allclose(r_next.numpy(), r.numpy(), atol=1e-7)
     # the returned Delta and objective are those of the returned r (accurate evaluation)
     np.testing.assert_allclose(gains.numpy(), lb_gains(theta_rows, leak, r).numpy(), rtol=1e-9, atol=1e-14)
-    np.testing.assert_allclose(values[-1].numpy(), lb_objective_r(theta_rows, leak, q_rows, r).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(
+        values[-1].numpy(), lb_objective_r(theta_rows, leak, q_rows, r).numpy(), rtol=1e-12
+    )
     theta, theta0, _ = np_params(model)
     for p in range(pos.count):
         i, n = int(pos.cols[p]), int(pos.rows[p])
@@ -354,8 +381,14 @@ def test_lb_r_fixed_point_is_the_tightest_bound(small):
 
         def expected(rr: np.ndarray, i: int = i, qn: np.ndarray = qn) -> float:
             with np.errstate(over="ignore", divide="ignore"):  # theta / r -> inf gives f = 0, the limit
-                return float(sum(rr[k] * (qn[k] * np_f(theta0[i] + theta[i, k] / rr[k]) + (1 - qn[k]) * np_f(theta0[i]))
-                                 for k in range(model.K) if rr[k] > 0))
+                return float(
+                    sum(
+                        rr[k]
+                        * (qn[k] * np_f(theta0[i] + theta[i, k] / rr[k]) + (1 - qn[k]) * np_f(theta0[i]))
+                        for k in range(model.K)
+                        if rr[k] > 0
+                    )
+                )
 
         base = expected(rp)
         for j, k in itertools.permutations(range(model.K), 2):
@@ -372,7 +405,16 @@ def test_lb_estep_is_monotone_and_below_log_px():
     _, x = model.sample(30, torch.Generator().manual_seed(4))
     pos = PositiveEntries.of(x)
     seen: list[np.ndarray] = []
-    lb_estep(model, x, pos, None, max_rounds=60, r_iters=2, tol=0.0, callback=lambda s: seen.append(s.ll_lb.numpy()))
+    lb_estep(
+        model,
+        x,
+        pos,
+        None,
+        max_rounds=60,
+        r_iters=2,
+        tol=0.0,
+        callback=lambda s: seen.append(s.ll_lb.numpy()),
+    )
     hist = np.stack(seen)
     assert (np.diff(hist, axis=0) >= -1e-10 * np.abs(hist[1:])).all()
     assert hist[-1].mean() > hist[0].mean()
@@ -386,10 +428,15 @@ def test_lb_tighten_r_reaches_the_fixed_point_from_any_start(small):
     theta_rows, leak, q_rows = model.theta[pos.cols], lb_leak(model, pos, 1e-6), q[pos.rows]
     rng = np.random.default_rng(1)
     r_a = lb_tighten_r(theta_rows, leak, q_rows, lb_init_r(theta_rows, q_rows), iters=3000)
-    r_b = lb_tighten_r(theta_rows, leak, q_rows, torch.tensor(rng.dirichlet(np.ones(model.K), pos.count)), iters=3000)
+    r_b = lb_tighten_r(
+        theta_rows, leak, q_rows, torch.tensor(rng.dirichlet(np.ones(model.K), pos.count)), iters=3000
+    )
     # the expected bound is concave in r: both starts reach the same value
-    np.testing.assert_allclose(lb_objective_r(theta_rows, leak, q_rows, r_a).numpy(),
-                               lb_objective_r(theta_rows, leak, q_rows, r_b).numpy(), rtol=1e-8)
+    np.testing.assert_allclose(
+        lb_objective_r(theta_rows, leak, q_rows, r_a).numpy(),
+        lb_objective_r(theta_rows, leak, q_rows, r_b).numpy(),
+        rtol=1e-8,
+    )
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -401,7 +448,11 @@ def test_elbo_of_q_monte_carlo_agrees_with_exact():
     _, x = model.sample(50, torch.Generator().manual_seed(2))
     q = torch.tensor(rng.uniform(0.1, 0.9, (50, 4)))
     exact = elbo_of_q(model, x, q, exact_max_k=20).mean().item()
-    mc = elbo_of_q(model, x, q, exact_max_k=0, n_samples=400, generator=torch.Generator().manual_seed(0)).mean().item()
+    mc = (
+        elbo_of_q(model, x, q, exact_max_k=0, n_samples=400, generator=torch.Generator().manual_seed(0))
+        .mean()
+        .item()
+    )
     assert exact == pytest.approx(exact_elbo(model, x, q).mean().item(), rel=1e-12)
     assert mc == pytest.approx(exact, abs=0.05)
 
@@ -417,7 +468,11 @@ def test_row_chunks_cover_rows_and_respect_the_budget():
 
 def test_resolve_hparams_rejects_unknown_keys_and_wrong_types():
     defaults = {"tol": 1e-6, "rounds": 10, "init": "prior"}
-    assert resolve_hparams("m", defaults, {"tol": 1, "rounds": 3}) == {"tol": 1.0, "rounds": 3, "init": "prior"}
+    assert resolve_hparams("m", defaults, {"tol": 1, "rounds": 3}) == {
+        "tol": 1.0,
+        "rounds": 3,
+        "init": "prior",
+    }
     with pytest.raises(ConfigError, match=r"unknown hyperparameter.*'bogus'.*allowed: init, rounds, tol"):
         resolve_hparams("m", defaults, {"bogus": 1})
     with pytest.raises(ConfigError, match="'rounds' must be int"):

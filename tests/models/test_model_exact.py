@@ -96,7 +96,9 @@ def test_exact_k1_closed_form():
     model = NoisyOR.from_numpy(theta, theta0, mu)
     x = np.array([[1, 0, 1], [0, 0, 0], [1, 1, 1]], dtype=float)
     for row, got_lp, got_m in zip(
-        x, exact_log_marginal(model, torch.tensor(x)).numpy(), exact_posterior(model, torch.tensor(x)).marginals.numpy()
+        x,
+        exact_log_marginal(model, torch.tensor(x)).numpy(),
+        exact_posterior(model, torch.tensor(x)).marginals.numpy(),
     ):
         on1 = 1 - np.exp(-(theta0 + theta[:, 0]))
         on0 = 1 - np.exp(-theta0)
@@ -132,7 +134,9 @@ def test_exact_elbo_matches_bruteforce_and_bounds_log_px():
         for z in states:
             qz = np.prod(np.where(z > 0, q[n].numpy(), 1 - q[n].numpy()))
             p_off = np.exp(-(theta0 + theta @ z))
-            lj = np.sum(np.log(np.where(x[n].numpy() > 0, 1 - p_off, p_off))) + np.sum(np.log(np.where(z > 0, mu, 1 - mu)))
+            lj = np.sum(np.log(np.where(x[n].numpy() > 0, 1 - p_off, p_off))) + np.sum(
+                np.log(np.where(z > 0, mu, 1 - mu))
+            )
             total += qz * (lj - np.log(qz))
         want.append(total)
     got = exact_elbo(model, x, q).numpy()

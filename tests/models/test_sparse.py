@@ -6,10 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from noisyor_bench.models.noisyor.elbo import elbo, negative_term, negative_term_active
 from noisyor_bench.inference.registry import get_method
+from noisyor_bench.models.noisyor.elbo import elbo, negative_term, negative_term_active
 from noisyor_bench.models.noisyor.model import NoisyOR, log1mexp
-from noisyor_bench.models.noisyor.sparse import ActiveSet, active_linear, active_matmul, linear_at_active, positive_loglik
+from noisyor_bench.models.noisyor.sparse import (
+    ActiveSet,
+    active_linear,
+    active_matmul,
+    linear_at_active,
+    positive_loglik,
+)
 
 DTYPE = torch.float64
 
@@ -47,7 +53,9 @@ def test_select_trims_to_the_rows_largest_count():
     np.testing.assert_array_equal(sub.cols.numpy(), ref.cols.numpy())
     np.testing.assert_array_equal(sub.rows.numpy(), ref.rows.numpy())
     np.testing.assert_array_equal(sub.counts.numpy(), x[rows].sum(1).numpy())
-    np.testing.assert_array_equal(ActiveSet.of(x).select(slice(2, 5)).cols.numpy(), ActiveSet.of(x[2:5]).cols.numpy())
+    np.testing.assert_array_equal(
+        ActiveSet.of(x).select(slice(2, 5)).cols.numpy(), ActiveSet.of(x[2:5]).cols.numpy()
+    )
 
 
 @pytest.mark.parametrize("copies", [1, 3])
@@ -91,7 +99,9 @@ def test_positive_loglik_passes_gradcheck():
     theta = model.theta.clone().requires_grad_(True)
     theta0 = model.theta0.clone().requires_grad_(True)
     active = ActiveSet.of(x)
-    assert torch.autograd.gradcheck(lambda z_, t_, t0_: positive_loglik(t_, t0_, z_, active), (z, theta, theta0))
+    assert torch.autograd.gradcheck(
+        lambda z_, t_, t0_: positive_loglik(t_, t0_, z_, active), (z, theta, theta0)
+    )
 
 
 def test_negative_term_from_column_sums_matches_dense():
@@ -144,7 +154,7 @@ def test_primitives_pass_gradcheck():
     b = torch.rand((6, 3), generator=g, dtype=DTYPE).requires_grad_(True)
     a = torch.rand((5, 3), generator=g, dtype=DTYPE).requires_grad_(True)
     assert torch.autograd.gradcheck(lambda v, m: spmm(p, v, m), (values, b))
-    assert torch.autograd.gradcheck(lambda l, r: sddmm(p, l, r), (a, b))
+    assert torch.autograd.gradcheck(lambda lhs, rhs: sddmm(p, lhs, rhs), (a, b))
 
 
 @pytest.fixture(params=[True, False], ids=["sparse-linear", "dense-linear"])
@@ -177,7 +187,9 @@ def test_elbo_sparse_and_dense_agree_with_the_same_noise(temperature, linear_spa
 def test_amortized_nelbo_and_gradients_agree_between_paths(name, linear_sparse):
     x, model, _ = _data(n=11, d=17, k=4, density=0.2)
     assert ActiveSet.of(x).sparse_linear == linear_sparse
-    method = get_method(name)(model, "learning", {"dtype": "float64", "hidden_layers": 2, "hidden_dim": 8}, seed=5)
+    method = get_method(name)(
+        model, "learning", {"dtype": "float64", "hidden_layers": 2, "hidden_dim": 8}, seed=5
+    )
     params = [p for p in method.net.parameters()]
     results = []
     for active in (None, ActiveSet.of(x)):

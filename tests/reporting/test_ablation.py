@@ -17,35 +17,33 @@ import pandas as pd
 import pytest
 import torch
 from scipy import stats
+from toydata import write_toy_dataset
 
-from noisyor_bench.reporting.acp import ablation as AB
-from noisyor_bench.reporting.aggregate import collect_runs, format_values, parse_values, read_tables
-from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, synthetic_claims
+from noisyor_bench.evaluation.recovery import match_patterns
 from noisyor_bench.experiments.config import load_config, validate_config
-from noisyor_bench.models.noisyor.elbo import elbo
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic
-from noisyor_bench.inference.registry import get_method
+from noisyor_bench.experiments.runs import RunSpec, execute_run
 from noisyor_bench.inference.acp import ACP, ACPStopGrad
 from noisyor_bench.inference.amortized import acp_logits
 from noisyor_bench.inference.base import FitBudget
+from noisyor_bench.inference.registry import get_method
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic
+from noisyor_bench.models.noisyor.elbo import elbo
 from noisyor_bench.models.noisyor.model import NoisyOR
-from noisyor_bench.evaluation.recovery import match_patterns
-from noisyor_bench.experiments.runs import RunSpec, execute_run
 from noisyor_bench.models.noisyor.sparse import ActiveSet
-from toydata import write_toy_dataset
+from noisyor_bench.reporting.acp import ablation as AB
+from noisyor_bench.reporting.aggregate import collect_runs, format_values, parse_values, read_tables
+from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, synthetic_claims
 
 F64 = torch.float64
 ROOT = Path(__file__).resolve().parents[2]
 HP = {"dtype": "float64", "hidden_dim": 8}
 
 
-
-
 def _model(d: int = 12, k: int = 4) -> NoisyOR:
     theta = torch.zeros(d, k, dtype=F64)
     for j in range(k):
-        theta[3 * j: 3 * j + 4, j] = 1.6
+        theta[3 * j : 3 * j + 4, j] = 1.6
     return NoisyOR(theta, torch.full((d,), 0.05, dtype=F64), torch.full((k,), 0.25, dtype=F64))
 
 
@@ -57,7 +55,9 @@ def _pair(seed: int = 0) -> tuple[ACP, ACPStopGrad]:
     """ACP and ACP-SG with the same seed; moved off their near-zero initial theta so every path is sizeable."""
     acp = ACP(_model(), "learning", HP, seed=seed)
     sg = ACPStopGrad(_model(), "learning", HP, seed=seed)
-    raw = torch.randn(acp.generative_module.raw_theta.shape, generator=torch.Generator().manual_seed(1), dtype=F64)
+    raw = torch.randn(
+        acp.generative_module.raw_theta.shape, generator=torch.Generator().manual_seed(1), dtype=F64
+    )
     for m in (acp, sg):
         with torch.no_grad():
             m.generative_module.raw_theta.copy_(raw)
@@ -85,7 +85,9 @@ def _fd_grad(f, theta: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     return out
 
 
-def _autograd_theta(method: ACP, x: torch.Tensor, active: ActiveSet | None = None) -> tuple[float, torch.Tensor, dict]:
+def _autograd_theta(
+    method: ACP, x: torch.Tensor, active: ActiveSet | None = None
+) -> tuple[float, torch.Tensor, dict]:
     """The method's own training loss, its gradient w.r.t. theta (not raw) and w.r.t. every parameter."""
     gen = method.generative_module
     model = gen.model()
@@ -138,7 +140,9 @@ def test_gradient_through_q_is_cut_for_theta_only() -> None:
     # And in ACP-SG, q itself has no path to theta at all.
     gen = sg.generative_module
     model = gen.model()
-    (d_logits,) = torch.autograd.grad(sg.logits(x, model, gen.prior_logits()).sum(), model.theta, allow_unused=True)
+    (d_logits,) = torch.autograd.grad(
+        sg.logits(x, model, gen.prior_logits()).sum(), model.theta, allow_unused=True
+    )
     assert d_logits is None
 
 
@@ -178,11 +182,22 @@ def test_tiny_learning_run_end_to_end(tmp_path: Path) -> None:
     data = write_toy_dataset(tmp_path / "toy.npz")
     out = {}
     for method in ("acp", "acp-sg"):
-        spec = RunSpec(dataset=data, method=method, mode="learning", n_train=50, seed=2, experiment="e",
-                       dataset_name="toy", device="cpu", threads=1,
-                       out_dir=tmp_path / "runs" / "e" / "toy" / method / "n50" / "seed2",
-                       budget=FitBudget(max_epochs=3, patience=3), n_samples=10, iw_samples=0,
-                       hparams={"hidden_dim": 16, "lr": 0.05})
+        spec = RunSpec(
+            dataset=data,
+            method=method,
+            mode="learning",
+            n_train=50,
+            seed=2,
+            experiment="e",
+            dataset_name="toy",
+            device="cpu",
+            threads=1,
+            out_dir=tmp_path / "runs" / "e" / "toy" / method / "n50" / "seed2",
+            budget=FitBudget(max_epochs=3, patience=3),
+            n_samples=10,
+            iw_samples=0,
+            hparams={"hidden_dim": 16, "lr": 0.05},
+        )
         run = execute_run(spec)
         out[method] = collect_runs([run]).iloc[0]
         assert np.isfinite(out[method]["nelbo"]) and out[method]["method"] == method
@@ -194,9 +209,20 @@ def test_tiny_learning_run_end_to_end(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- the table and the claim
 def _run(root: Path, method: str, n: int, seed: int, nelbo: float, theta: np.ndarray, **extra) -> Path:
     run = root / "runs" / "fig4" / "syn-pattern" / method / f"n{n}" / f"seed{seed}"
-    write_json_atomic(run / "metrics.json", {
-        "experiment": "fig4", "dataset": "syn-pattern", "method": method, "mode": "learning", "n_train": n,
-        "seed": seed, "nelbo": nelbo, "hparams": extra.pop("hparams", {}), **extra})
+    write_json_atomic(
+        run / "metrics.json",
+        {
+            "experiment": "fig4",
+            "dataset": "syn-pattern",
+            "method": method,
+            "mode": "learning",
+            "n_train": n,
+            "seed": seed,
+            "nelbo": nelbo,
+            "hparams": extra.pop("hparams", {}),
+            **extra,
+        },
+    )
     write_npz_atomic(run / "posterior_test.npz", theta=theta, q=np.zeros((2, theta.shape[1])))
     return run
 
@@ -204,7 +230,7 @@ def _run(root: Path, method: str, n: int, seed: int, nelbo: float, theta: np.nda
 def _truth() -> np.ndarray:
     t = np.zeros((9, 3))
     for j in range(3):
-        t[3 * j: 3 * j + 3, j] = 1.6
+        t[3 * j : 3 * j + 3, j] = 1.6
     return t
 
 
@@ -223,12 +249,14 @@ def test_table_pairs_by_seed_and_measures_theta(tmp_path: Path) -> None:
     acp = {0: 10.0, 1: 10.5, 2: 10.2}
     sg = {0: 10.4, 1: 10.6, 2: 10.9}
     avi = {0: 11.0, 1: 11.2, 2: 11.1}
+
     # ACP-SG's theta: a column permutation of ACP's on seed 0 (distance 0), +0.1 on one column on seeds 1, 2.
     def sg_theta(truth: np.ndarray, s: int) -> np.ndarray:
         th = truth[:, [1, 2, 0]].copy()
         if s:
             th[:, 0] += 0.1
         return th
+
     runs = collect_runs(_runs(tmp_path, acp, sg, avi, sg_theta=sg_theta))
     table = AB.ablation_table(runs, {"syn-pattern": _truth()})
     assert len(table) == 1
@@ -269,15 +297,19 @@ def test_table_errors_name_the_problem(tmp_path: Path) -> None:
 NOISE = {0: 0.01, 1: -0.02, 2: 0.03, 3: -0.01, 4: 0.0}
 
 
-@pytest.mark.parametrize(("sg_shift", "advantage", "verdict"), [
-    (0.5, 0.6, REPRODUCED),  # cutting the path costs 0.5 of a 0.6 advantage
-    (-0.5, 0.6, NOT_REPRODUCED),  # cutting the path helps
-    (0.0, 0.6, NOT_REPRODUCED),  # no effect: the whole advantage survives without the path
-    (0.05, 0.6, NOT_REPRODUCED),  # hurts, but only a twelfth of the advantage is lost
-    (0.5, 0.0, INCONCLUSIVE),  # hurts, but ACP has no advantage over AVI to explain
-])
-def test_mechanism_claim_verdict_from_the_paired_cis(tmp_path: Path, sg_shift: float, advantage: float,
-                                                     verdict: str) -> None:
+@pytest.mark.parametrize(
+    ("sg_shift", "advantage", "verdict"),
+    [
+        (0.5, 0.6, REPRODUCED),  # cutting the path costs 0.5 of a 0.6 advantage
+        (-0.5, 0.6, NOT_REPRODUCED),  # cutting the path helps
+        (0.0, 0.6, NOT_REPRODUCED),  # no effect: the whole advantage survives without the path
+        (0.05, 0.6, NOT_REPRODUCED),  # hurts, but only a twelfth of the advantage is lost
+        (0.5, 0.0, INCONCLUSIVE),  # hurts, but ACP has no advantage over AVI to explain
+    ],
+)
+def test_mechanism_claim_verdict_from_the_paired_cis(
+    tmp_path: Path, sg_shift: float, advantage: float, verdict: str
+) -> None:
     seeds = range(5)
     acp = {s: 10.0 + 0.1 * s for s in seeds}
     sg = {s: acp[s] + sg_shift + NOISE[s] for s in seeds}
@@ -287,8 +319,9 @@ def test_mechanism_claim_verdict_from_the_paired_cis(tmp_path: Path, sg_shift: f
     table = AB.ablation_table(collect_runs(paths), {"syn-pattern": _truth()})
     row = table.set_index("n_train").loc[200]
     if advantage:
-        assert row["advantage_share_lost"] == pytest.approx(np.mean([sg[s] - acp[s] for s in seeds])
-                                                            / np.mean([avi[s] - acp[s] for s in seeds]))
+        assert row["advantage_share_lost"] == pytest.approx(
+            np.mean([sg[s] - acp[s] for s in seeds]) / np.mean([avi[s] - acp[s] for s in seeds])
+        )
     else:
         assert np.isnan(row["advantage_share_lost"])
     csv = tmp_path / "ablation.csv"
@@ -310,7 +343,14 @@ def test_acp_sg_is_no_competitor_in_table4_claim() -> None:
     rows = []
     for m, v in (("acp", 150.0), ("avi", 152.0), ("acp-sg", 140.0)):
         vals = {s: v + 0.1 * s for s in range(3)}
-        rows.append({"artifact": "table4", "n_train": 1000, "method": m, "status": "measured",
-                     "nelbo_values": format_values(vals, vals.values())})
+        rows.append(
+            {
+                "artifact": "table4",
+                "n_train": 1000,
+                "method": m,
+                "status": "measured",
+                "nelbo_values": format_values(vals, vals.values()),
+            }
+        )
     claim = claim_acp_lowest_table4({"table4": pd.DataFrame(rows)})
     assert claim.verdict == REPRODUCED and "ACP-SG" not in claim.numbers

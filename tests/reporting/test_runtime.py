@@ -59,8 +59,21 @@ def test_markdown_lists_the_slowest_jobs_and_the_total(benchmarks):
 
 def test_cli_writes_every_output(benchmarks, tmp_path):
     out = tmp_path / "out"
-    rc = main(["runtime-table", "--benchmarks", str(benchmarks), "--out-csv", str(out / "r.csv"),
-               "--out-md", str(out / "r.md"), "--out-jobs-csv", str(out / "jobs.csv"), "--out-png", str(out / "r.png")])
+    rc = main(
+        [
+            "runtime-table",
+            "--benchmarks",
+            str(benchmarks),
+            "--out-csv",
+            str(out / "r.csv"),
+            "--out-md",
+            str(out / "r.md"),
+            "--out-jobs-csv",
+            str(out / "jobs.csv"),
+            "--out-png",
+            str(out / "r.png"),
+        ]
+    )
     assert rc == 0
     with open(out / "r.csv", newline="") as fh:
         assert [r["rule"] for r in csv.DictReader(fh)] == ["train_cell", "search", "make_dataset"]
@@ -69,19 +82,42 @@ def test_cli_writes_every_output(benchmarks, tmp_path):
     assert (out / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda root: None, "not found"),
-    (lambda root: root.mkdir(), "no benchmark files"),
-    (lambda root: (root / "rule_x").mkdir(parents=True) or (root / "rule_x" / "a.tsv").write_text("x\ty\n1\t2\n"),
-     "not a Snakemake benchmark file"),
-    (lambda root: (root / "rule_x").mkdir(parents=True) or (root / "rule_x" / "a.tsv").write_text(HEADER + "oops\t0\n"),
-     "non-numeric"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda root: None, "not found"),
+        (lambda root: root.mkdir(), "no benchmark files"),
+        (
+            lambda root: (
+                (root / "rule_x").mkdir(parents=True)
+                or (root / "rule_x" / "a.tsv").write_text("x\ty\n1\t2\n")
+            ),
+            "not a Snakemake benchmark file",
+        ),
+        (
+            lambda root: (
+                (root / "rule_x").mkdir(parents=True)
+                or (root / "rule_x" / "a.tsv").write_text(HEADER + "oops\t0\n")
+            ),
+            "non-numeric",
+        ),
+    ],
+)
 def test_bad_benchmark_directories_are_user_errors(tmp_path, setup, message, capsys):
     root = tmp_path / "benchmarks"
     setup(root)
     with pytest.raises(DataError, match=message):
         collect(root)
-    rc = main(["runtime-table", "--benchmarks", str(root), "--out-csv", str(tmp_path / "r.csv"), "--out-md", str(tmp_path / "r.md")])
+    rc = main(
+        [
+            "runtime-table",
+            "--benchmarks",
+            str(root),
+            "--out-csv",
+            str(tmp_path / "r.csv"),
+            "--out-md",
+            str(tmp_path / "r.md"),
+        ]
+    )
     assert rc == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "r.csv").exists()

@@ -9,14 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from toydata import write_toy_dataset
 
-from noisyor_bench.models.noisyor.bounds import PositiveEntries, lb_round, lb_start
 from noisyor_bench.cli import main
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.infra.io import read_json
+from noisyor_bench.experiments.runs import RunSpec, execute_run, ground_truth, load_dataset, run_dir
 from noisyor_bench.inference.base import FitBudget
 from noisyor_bench.inference.svi import SVI
-from noisyor_bench.experiments.runs import RunSpec, execute_run, ground_truth, load_dataset, run_dir
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.io import read_json
+from noisyor_bench.models.noisyor.bounds import PositiveEntries, lb_round, lb_start
 from noisyor_bench.reporting.acp.sensitivity import (
     COLUMNS,
     capped_posterior,
@@ -25,8 +26,6 @@ from noisyor_bench.reporting.acp.sensitivity import (
     sensitivity_markdown,
     sensitivity_table,
 )
-
-from toydata import write_toy_dataset
 
 STEPS = [0, 1, 5]
 
@@ -39,13 +38,31 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
     runs = {}
     for method in ("svi", "lb-cdi"):
         out = run_dir(root, "fig3a", "toy", method, 0, 0)
-        execute_run(RunSpec(dataset=dataset, method=method, mode="inference", n_train=0, seed=0, out_dir=out,
-                            experiment="fig3a", budget=FitBudget(max_epochs=2), n_samples=20, iw_samples=0,
-                            device="cpu"))
+        execute_run(
+            RunSpec(
+                dataset=dataset,
+                method=method,
+                mode="inference",
+                n_train=0,
+                seed=0,
+                out_dir=out,
+                experiment="fig3a",
+                budget=FitBudget(max_epochs=2),
+                n_samples=20,
+                iw_samples=0,
+                device="cpu",
+            )
+        )
         runs[method] = out / "metrics.json"
     data = load_dataset(dataset)
-    return {"root": root, "dataset": dataset, "runs": runs, "data": data,
-            "truth": ground_truth(data), "x": torch.as_tensor(data["x_test"])}
+    return {
+        "root": root,
+        "dataset": dataset,
+        "runs": runs,
+        "data": data,
+        "truth": ground_truth(data),
+        "x": torch.as_tensor(data["x_test"]),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +106,9 @@ def test_lbcdi_cap_counts_estep_rounds(setup: dict) -> None:
     truth, x = setup["truth"], setup["x"].double()
     pos = PositiveEntries.of(x)
     q0_hand, r0, _ = lb_start(truth, x, pos, None, 1e-6)
-    q1_hand, _, _ = lb_round(truth, x, pos, q0_hand, r0, 3, 1e-6)  # LB-CDI defaults: r_iters 3, leak_floor 1e-6
+    q1_hand, _, _ = lb_round(
+        truth, x, pos, q0_hand, r0, 3, 1e-6
+    )  # LB-CDI defaults: r_iters 3, leak_floor 1e-6
     q0, taken0, _, _ = capped_posterior("lb-cdi", truth, setup["x"], {}, 0, 0)
     q1, taken1, _, _ = capped_posterior("lb-cdi", truth, setup["x"], {}, 0, 1)
     assert (taken0, taken1) == (0, 1)
@@ -127,15 +146,27 @@ def test_more_steps_do_not_hurt(table: pd.DataFrame) -> None:
         assert converged["exact_nelbo"] <= one["exact_nelbo"] + 1e-9
         assert converged["exact_gap"] >= 0
     svi = table[table["method"] == "svi"]
-    assert svi[svi["steps_cap"] == 1]["exact_nelbo"].iloc[0] > svi[svi["setting"] == "fig3a"]["exact_nelbo"].iloc[0] + 1e-3
+    assert (
+        svi[svi["steps_cap"] == 1]["exact_nelbo"].iloc[0]
+        > svi[svi["setting"] == "fig3a"]["exact_nelbo"].iloc[0] + 1e-3
+    )
 
 
 # ---------------------------------------------------------------------------------- crossings
 def _hand_table(values: list[float], caps: list[int], paper: float) -> pd.DataFrame:
-    return pd.DataFrame({
-        "method": "svi", "setting": "capped", "steps_cap": caps, "nelbo": values, "f1": 50.0, "em": 50.0,
-        "paper_nelbo": paper, "paper_f1": 40.0, "paper_em": 60.0,
-    })
+    return pd.DataFrame(
+        {
+            "method": "svi",
+            "setting": "capped",
+            "steps_cap": caps,
+            "nelbo": values,
+            "f1": 50.0,
+            "em": 50.0,
+            "paper_nelbo": paper,
+            "paper_f1": 40.0,
+            "paper_em": 60.0,
+        }
+    )
 
 
 def test_crossing_interpolates_on_log1p_steps() -> None:
@@ -164,9 +195,24 @@ def test_bad_inputs_are_named(setup: dict) -> None:
 
 def test_cli_writes_table_figure_and_provenance(setup: dict, tmp_path: Path) -> None:
     out = {k: tmp_path / f"s.{k}" for k in ("csv", "md", "png")}
-    code = main(["sensitivity", "--runs", *map(str, setup["runs"].values()), "--dataset", str(setup["dataset"]),
-                 "--steps", "0", "2", "--out-csv", str(out["csv"]), "--out-md", str(out["md"]),
-                 "--out-png", str(out["png"])])
+    code = main(
+        [
+            "sensitivity",
+            "--runs",
+            *map(str, setup["runs"].values()),
+            "--dataset",
+            str(setup["dataset"]),
+            "--steps",
+            "0",
+            "2",
+            "--out-csv",
+            str(out["csv"]),
+            "--out-md",
+            str(out["md"]),
+            "--out-png",
+            str(out["png"]),
+        ]
+    )
     assert code == 0
     written = pd.read_csv(out["csv"])
     assert len(written) == 2 * 3

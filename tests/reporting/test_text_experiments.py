@@ -14,20 +14,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Interval
+
 from noisyor_bench.cli import main
+from noisyor_bench.evaluation.pmi import CooccurrenceTable
+from noisyor_bench.experiments import text_grid as G
+from noisyor_bench.experiments.text_hparams import corpus_hparams
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic
-from noisyor_bench.evaluation.pmi import CooccurrenceTable
 from noisyor_bench.reporting.acp import text_claims as TC
-from noisyor_bench.experiments import text_grid as G
 from noisyor_bench.reporting.acp.text_classify import (
     classification_table,
     cv_exact_match,
     exact_match,
 )
 from noisyor_bench.reporting.acp.text_common import collect_text_runs
-from noisyor_bench.experiments.text_hparams import corpus_hparams
 from noisyor_bench.reporting.acp.text_topics import median_seed, table5_markdown, topics_table
 from noisyor_bench.reporting.acp.text_tsne import (
     effective_perplexity,
@@ -35,6 +35,7 @@ from noisyor_bench.reporting.acp.text_tsne import (
     knn_predict,
     single_label,
 )
+from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Interval
 
 # ------------------------------------------------------------------------------ fixtures
 VOCAB = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
@@ -50,8 +51,16 @@ def cooc_table() -> CooccurrenceTable:
     for (a, b), c in PAIRS.items():
         i, j = sorted((idx[a], idx[b]))
         pi.append(i), pj.append(j), pc.append(c)
-    return CooccurrenceTable(VOCAB, 5, N_WINDOWS, np.array([UNIGRAM[w] for w in VOCAB]), np.array(pi), np.array(pj),
-                             np.array(pc), {"reference": "hand-made"})
+    return CooccurrenceTable(
+        VOCAB,
+        5,
+        N_WINDOWS,
+        np.array([UNIGRAM[w] for w in VOCAB]),
+        np.array(pi),
+        np.array(pj),
+        np.array(pc),
+        {"reference": "hand-made"},
+    )
 
 
 def hand_pmi(a: str, b: str) -> float | None:
@@ -61,14 +70,30 @@ def hand_pmi(a: str, b: str) -> float | None:
     return math.log(n_ij * N_WINDOWS / (UNIGRAM[a] * UNIGRAM[b]))
 
 
-def make_run(root: Path, experiment: str, dataset: str, method: str, n: int, seed: int, arrays: dict[str, np.ndarray],
-             extra: dict[str, Any] | None = None) -> Path:
+def make_run(
+    root: Path,
+    experiment: str,
+    dataset: str,
+    method: str,
+    n: int,
+    seed: int,
+    arrays: dict[str, np.ndarray],
+    extra: dict[str, Any] | None = None,
+) -> Path:
     """A finished run directory as train-cell writes it (only the keys the readers need)."""
     d = root / "runs" / experiment / dataset / method / f"n{n}" / f"seed{seed}"
     d.mkdir(parents=True)
     k = arrays["q"].shape[1] if "q" in arrays else arrays["theta"].shape[1]
-    metrics = {"experiment": experiment, "dataset": dataset, "method": method, "n_train": n, "seed": seed, "K": k,
-               "mode": "learning", **(extra or {})}
+    metrics = {
+        "experiment": experiment,
+        "dataset": dataset,
+        "method": method,
+        "n_train": n,
+        "seed": seed,
+        "K": k,
+        "mode": "learning",
+        **(extra or {}),
+    }
     write_json_atomic(d / "metrics.json", metrics)
     write_npz_atomic(d / "posterior_test.npz", **arrays)
     return d
@@ -87,8 +112,15 @@ def topic_theta(order: list[list[int]], d: int = 6) -> np.ndarray:
 def test_topics_table_top_words_and_pmi_by_hand(tmp_path: Path) -> None:
     # topic 0 = alpha beta gamma (3 defined pairs); topic 1 = delta zeta eps (1 defined pair, 2 skipped)
     theta = topic_theta([[0, 1, 2], [3, 5, 4]])
-    run = make_run(tmp_path, "table5", "neurips-titles", "acp", 2000, 0,
-                   {"theta": theta, "theta0": np.full(6, 0.01), "mu": np.array([0.3, 0.1]), "q": np.zeros((2, 2))})
+    run = make_run(
+        tmp_path,
+        "table5",
+        "neurips-titles",
+        "acp",
+        2000,
+        0,
+        {"theta": theta, "theta0": np.full(6, 0.01), "mu": np.array([0.3, 0.1]), "q": np.zeros((2, 2))},
+    )
     table = topics_table(collect_text_runs([run]), VOCAB, cooc_table(), top_words=3)
     t0 = table[table["topic"] == 0].iloc[0]
     t1 = table[table["topic"] == 1].iloc[0]
@@ -108,7 +140,9 @@ def test_all_topics_mean_beside_best_selection_by_hand(tmp_path: Path) -> None:
     pairs left out); mean_pmi_best averages the best N of them; the Markdown shows both."""
     # topic 0: 3 defined pairs; topic 1: 1 defined, 2 skipped; topic 2 (eps delta gamma): no pair defined
     theta = topic_theta([[0, 1, 2], [3, 5, 4], [4, 3, 2]])
-    run = make_run(tmp_path, "table5", "neurips-titles", "acp", 2000, 0, {"theta": theta, "q": np.zeros((1, 3))})
+    run = make_run(
+        tmp_path, "table5", "neurips-titles", "acp", 2000, 0, {"theta": theta, "q": np.zeros((1, 3))}
+    )
     p0 = np.mean([hand_pmi("alpha", "beta"), hand_pmi("alpha", "gamma"), hand_pmi("beta", "gamma")])
     p1 = hand_pmi("delta", "zeta")
     for best, expected in ((1, max(p0, p1)), (2, (p0 + p1) / 2), (3, (p0 + p1) / 2)):
@@ -118,14 +152,24 @@ def test_all_topics_mean_beside_best_selection_by_hand(tmp_path: Path) -> None:
         assert set(table["best_topics"]) == {best} and set(table["topics_defined"]) == {2}
     t2 = table[table["topic"] == 2].iloc[0]
     assert math.isnan(t2["pmi"]) and (t2["pairs_used"], t2["pairs_skipped"]) == (0, 3)
-    md = table5_markdown(topics_table(collect_text_runs([run]), VOCAB, cooc_table(), 3, best_topics=1), best_topics=1)
+    md = table5_markdown(
+        topics_table(collect_text_runs([run]), VOCAB, cooc_table(), 3, best_topics=1), best_topics=1
+    )
     assert "mean PMI, all 3 topics (ours)" in md and "mean PMI, best 1 (ours)" in md
     assert "left out" in md and "n_ij = 0" in md  # how unseen pairs are scored
     assert "| 5/9 |" in md  # skipped / all pairs of the run
 
 
 def test_topics_table_rejects_wrong_vocabulary(tmp_path: Path) -> None:
-    run = make_run(tmp_path, "table5", "neurips-titles", "acp", 2000, 0, {"theta": np.ones((4, 2)), "q": np.zeros((1, 2))})
+    run = make_run(
+        tmp_path,
+        "table5",
+        "neurips-titles",
+        "acp",
+        2000,
+        0,
+        {"theta": np.ones((4, 2)), "q": np.zeros((1, 2))},
+    )
     with pytest.raises(DataError, match="vocabulary has 6 words"):
         topics_table(collect_text_runs([run]), VOCAB, cooc_table(), top_words=3)
 
@@ -140,8 +184,17 @@ def test_table5_markdown_shows_median_seed_and_paper(tmp_path: Path) -> None:
     runs = []
     # seed s: topic 0 = alpha beta gamma for seeds 0, 2; seed 1 puts zeta first (lower PMI)
     for seed, order in enumerate([[[0, 1, 2], [3, 5, 4]], [[5, 1, 2], [3, 0, 4]], [[0, 1, 2], [3, 5, 4]]]):
-        runs.append(make_run(tmp_path, "table5", "neurips-titles", "acp", 5241, seed,
-                             {"theta": topic_theta(order), "q": np.zeros((1, 2))}))
+        runs.append(
+            make_run(
+                tmp_path,
+                "table5",
+                "neurips-titles",
+                "acp",
+                5241,
+                seed,
+                {"theta": topic_theta(order), "q": np.zeros((1, 2))},
+            )
+        )
     table = topics_table(collect_text_runs(runs), VOCAB, cooc_table(), top_words=3)
     means = table.groupby("seed")["mean_pmi"].first()
     md = table5_markdown(table, best_topics=2)
@@ -192,8 +245,10 @@ def test_classification_table_baseline_and_runs(tmp_path: Path) -> None:
     feats, y = separable(40)
     q_good = 1.0 / (1.0 + np.exp(-3.0 * feats))  # ~0.998 / 0.002 on the label bits: separable
     q_bad = np.full((40, 5), 0.5)
-    runs = [make_run(tmp_path, "classification-K5", "reuters", "acp", 100, 0, {"q": q_good}),
-            make_run(tmp_path, "classification-K5", "reuters", "avi", 100, 0, {"q": q_bad})]
+    runs = [
+        make_run(tmp_path, "classification-K5", "reuters", "acp", 100, 0, {"q": q_good}),
+        make_run(tmp_path, "classification-K5", "reuters", "avi", 100, 0, {"q": q_bad}),
+    ]
     x = (feats[:, :3] > 0).astype(np.uint8)  # the raw words reveal the labels too
     table = classification_table(collect_text_runs(runs), x, y, folds=4, seed=1)
     base = table[table["features"] == "x"].iloc[0]
@@ -259,12 +314,31 @@ def test_tsne_cli_figure_and_companion(tmp_path: Path) -> None:
     q_sep = np.clip(centers[np.arange(n) % 3] + rng.normal(0, 0.02, (n, 3)), 0, 1)
     q_fused = np.clip(0.5 + rng.normal(0, 0.2, (n, 3)), 0, 1)
     data = tmp_path / "corpus.npz"
-    write_npz_atomic(data, x_test=np.zeros((n, 4), np.uint8), y_test=y, label_names=np.array(["earn", "acq", "money-fx"]))
-    runs = [make_run(tmp_path, "classification-K3", "reuters", "acp", 100, 0, {"q": q_sep}),
-            make_run(tmp_path, "classification-K3", "reuters", "avi", 100, 0, {"q": q_fused})]
+    write_npz_atomic(
+        data, x_test=np.zeros((n, 4), np.uint8), y_test=y, label_names=np.array(["earn", "acq", "money-fx"])
+    )
+    runs = [
+        make_run(tmp_path, "classification-K3", "reuters", "acp", 100, 0, {"q": q_sep}),
+        make_run(tmp_path, "classification-K3", "reuters", "avi", 100, 0, {"q": q_fused}),
+    ]
     out = tmp_path / "out"
-    args = ["tsne", "--runs", *map(str, runs), "--dataset", str(data), "--perplexity", "30", "--seed", "0",
-            "--out-png", str(out / "t.png"), "--out-pdf", str(out / "t.pdf"), "--out-csv", str(out / "t.csv")]
+    args = [
+        "tsne",
+        "--runs",
+        *map(str, runs),
+        "--dataset",
+        str(data),
+        "--perplexity",
+        "30",
+        "--seed",
+        "0",
+        "--out-png",
+        str(out / "t.png"),
+        "--out-pdf",
+        str(out / "t.pdf"),
+        "--out-csv",
+        str(out / "t.csv"),
+    ]
     assert main(args) == 0
     assert (out / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "t.pdf").stat().st_size > 0
     t = pd.read_csv(out / "t.csv").set_index("method")
@@ -275,8 +349,20 @@ def test_tsne_cli_figure_and_companion(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------ claims
 def table5_frame(values: dict[tuple[str, int], list[float]]) -> pd.DataFrame:
-    rows = [{"artifact": "table5", "method": m, "n_train": n, "seed": s, "topic": 0, "rank": 1, "pmi": v, "mean_pmi": v}
-            for (m, n), vs in values.items() for s, v in enumerate(vs)]
+    rows = [
+        {
+            "artifact": "table5",
+            "method": m,
+            "n_train": n,
+            "seed": s,
+            "topic": 0,
+            "rank": 1,
+            "pmi": v,
+            "mean_pmi": v,
+        }
+        for (m, n), vs in values.items()
+        for s, v in enumerate(vs)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -293,7 +379,10 @@ def test_pmi_claims_verdicts() -> None:
     assert TC.claim_best_topics_acp_higher(up, 2000, best=1).verdict == REPRODUCED
     assert TC.claim_best_topics_acp_higher(up, 2000, best=2).verdict == INCONCLUSIVE  # no rank-2 rows
     # a best-topics claim shows the all-topics mean beside its rank-wise numbers
-    assert "mean PMI over all topics: ACP 2.10, AVI 1.13" in TC.claim_best_topics_acp_higher(up, 2000, best=1).numbers
+    assert (
+        "mean PMI over all topics: ACP 2.10, AVI 1.13"
+        in TC.claim_best_topics_acp_higher(up, 2000, best=1).numbers
+    )
 
 
 def test_similarity_verdict_by_hand_intervals() -> None:
@@ -302,15 +391,31 @@ def test_similarity_verdict_by_hand_intervals() -> None:
     assert TC.verdict_within(Interval(0.5, 0.35, 0.6, "paired", "3"), 0.3) == NOT_REPRODUCED
     assert TC.verdict_within(Interval(-0.5, -0.6, -0.31, "paired", "3"), 0.3) == NOT_REPRODUCED
     assert TC.verdict_within(Interval(0.0, float("nan"), float("nan"), "n=1", "1"), 0.3) == INCONCLUSIVE
-    close = {"table5": table5_frame({("acp", 5241): [2.00, 2.10, 2.05, 2.02], ("avi", 5241): [2.01, 2.08, 2.06, 2.00]})}
+    close = {
+        "table5": table5_frame(
+            {("acp", 5241): [2.00, 2.10, 2.05, 2.02], ("avi", 5241): [2.01, 2.08, 2.06, 2.00]}
+        )
+    }
     assert TC.claim_pmi_similar(close).verdict == REPRODUCED
 
 
 def classification_frame(em: dict[tuple[str, int, int], list[float]]) -> pd.DataFrame:
-    rows = [{"artifact": "classification", "features": "x", "method": "baseline", "K": 9, "n_train": np.nan,
-             "seed": np.nan, "em": 50.0}]
-    rows += [{"artifact": "classification", "features": "q", "method": m, "K": k, "n_train": n, "seed": s, "em": v}
-             for (m, k, n), vs in em.items() for s, v in enumerate(vs)]
+    rows = [
+        {
+            "artifact": "classification",
+            "features": "x",
+            "method": "baseline",
+            "K": 9,
+            "n_train": np.nan,
+            "seed": np.nan,
+            "em": 50.0,
+        }
+    ]
+    rows += [
+        {"artifact": "classification", "features": "q", "method": m, "K": k, "n_train": n, "seed": s, "em": v}
+        for (m, k, n), vs in em.items()
+        for s, v in enumerate(vs)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -327,8 +432,11 @@ def test_classification_claims_pooled_over_k() -> None:
     small, large = TC.claim_em_acp_small(tables), TC.claim_em_avi_large(tables)
     assert small.verdict == REPRODUCED and "N_train [100]" in small.numbers and "n=6" in small.numbers
     assert large.verdict == REPRODUCED and "N_train [4543]" in large.numbers
-    flipped = {"classification": classification_frame({(("avi" if m == "acp" else "acp"), k, n): v
-                                                        for (m, k, n), v in em.items()})}
+    flipped = {
+        "classification": classification_frame(
+            {(("avi" if m == "acp" else "acp"), k, n): v for (m, k, n), v in em.items()}
+        )
+    }
     assert TC.claim_em_acp_small(flipped).verdict == NOT_REPRODUCED
     assert TC.claim_em_avi_large(flipped).verdict == NOT_REPRODUCED
 
@@ -337,8 +445,26 @@ def test_tsne_claim_uses_small_columns_only() -> None:
     rows = []
     for k in (50, 100, 150):
         for n, acp, avi in ((4543, 50.0, 99.0), (1000, 90.0 + k / 100, 70.0), (100, 88.0, 65.0 + k / 100)):
-            rows += [{"artifact": "tsne", "method": "acp", "K": k, "n_train": n, "seed": 0, "knn_acc_2d": acp, "neighbors": 5},
-                     {"artifact": "tsne", "method": "avi", "K": k, "n_train": n, "seed": 0, "knn_acc_2d": avi, "neighbors": 5}]
+            rows += [
+                {
+                    "artifact": "tsne",
+                    "method": "acp",
+                    "K": k,
+                    "n_train": n,
+                    "seed": 0,
+                    "knn_acc_2d": acp,
+                    "neighbors": 5,
+                },
+                {
+                    "artifact": "tsne",
+                    "method": "avi",
+                    "K": k,
+                    "n_train": n,
+                    "seed": 0,
+                    "knn_acc_2d": avi,
+                    "neighbors": 5,
+                },
+            ]
     c = TC.claim_tsne_acp_separates({"tsne": pd.DataFrame(rows)})
     assert c.verdict == REPRODUCED and "N_train [100, 1000]" in c.numbers and "n=6" in c.numbers
     single = pd.DataFrame([r for r in rows if r["K"] == 50 and r["n_train"] in (4543, 100)])
@@ -347,9 +473,13 @@ def test_tsne_claim_uses_small_columns_only() -> None:
 
 # ------------------------------------------------------------------------------ grid and hparams
 def text_cfg(**text: Any) -> dict[str, Any]:
-    base = {"seeds": [0, 1], "methods": ["avi", "acp"], "topics": {"K": 5, "n_train": [300], "top_words": 10,
-            "best_topics": 4}, "classification": {"K": [10, 20], "n_train": [100, 300], "folds": 2},
-            "tsne": {"n_train": [300, 100], "perplexity": 30}}
+    base = {
+        "seeds": [0, 1],
+        "methods": ["avi", "acp"],
+        "topics": {"K": 5, "n_train": [300], "top_words": 10, "best_topics": 4},
+        "classification": {"K": [10, 20], "n_train": [100, 300], "folds": 2},
+        "tsne": {"n_train": [300, 100], "perplexity": 30},
+    }
     base.update(text)
     return {"profile": "p", "profiles": {"p": {"text": base}}}
 
@@ -396,7 +526,10 @@ def test_corpus_hparams_by_hand() -> None:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rng = np.random.default_rng(0)
-    arrays = {f"x_{s}": (rng.random((n, 12)) < 0.2).astype(np.uint8) for s, n in (("train", 40), ("val", 10), ("test", 10))}
+    arrays = {
+        f"x_{s}": (rng.random((n, 12)) < 0.2).astype(np.uint8)
+        for s, n in (("train", 40), ("val", 10), ("test", 10))
+    }
     arrays["y_test"] = np.eye(3, dtype=np.uint8)[np.arange(10) % 3]
     path = tmp_path_factory.mktemp("corpus") / "tiny.npz"
     write_npz_atomic(path, **arrays)
@@ -404,17 +537,38 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_execute_run_without_ground_truth(corpus: Path, tmp_path: Path) -> None:
-    from noisyor_bench.inference.base import FitBudget
     from noisyor_bench.experiments.runs import RunSpec, execute_run
+    from noisyor_bench.inference.base import FitBudget
 
-    spec = RunSpec(dataset=corpus, method="avi", mode="learning", n_train=30, seed=0, out_dir=tmp_path / "run",
-                   budget=FitBudget(max_epochs=2, patience=2, batch_size=16), n_samples=5, iw_samples=5,
-                   n_latent=3, device="cpu", threads=1)
+    spec = RunSpec(
+        dataset=corpus,
+        method="avi",
+        mode="learning",
+        n_train=30,
+        seed=0,
+        out_dir=tmp_path / "run",
+        budget=FitBudget(max_epochs=2, patience=2, batch_size=16),
+        n_samples=5,
+        iw_samples=5,
+        n_latent=3,
+        device="cpu",
+        threads=1,
+    )
     out = execute_run(spec)
     m = read_json(out / "metrics.json")
     assert m["K"] == 3 and m["K_true"] is None and m["D"] == 12 and m["n_latent"] == 3
-    for key in ("f1", "em", "f1_map", "em_map", "exact_nll", "exact_elbo", "exact_gap", "latent_match_cosine",
-                "latent_matching", "latent_permutation"):
+    for key in (
+        "f1",
+        "em",
+        "f1_map",
+        "em_map",
+        "exact_nll",
+        "exact_elbo",
+        "exact_gap",
+        "latent_match_cosine",
+        "latent_matching",
+        "latent_permutation",
+    ):
         assert m[key] is None, key
     assert m["exact_max_k"] == 0 and math.isfinite(m["nelbo"]) and math.isfinite(m["iw_nll"])
     post = load_npz(out / "posterior_test.npz")
@@ -441,27 +595,89 @@ def test_cli_tables_and_claims(tmp_path: Path) -> None:
     vocab.write_text("\n".join(VOCAB) + "\n")
     cooc = tmp_path / "cooc.npz"
     cooc_table().save(cooc)
-    t5 = [make_run(tmp_path, "table5", "neurips-titles", m, n, s, {"theta": topic_theta(o), "q": np.zeros((1, 2))})
-          # ACP: "beta gamma eps" + "delta zeta alpha" (mean ln 5); AVI: "alpha beta gamma" + "delta zeta eps"
-          # (mean ((2 ln 2 + ln 5) / 3 + ln 5) / 2 < ln 5)
-          for m, o in (("acp", [[1, 2, 4], [3, 5, 0]]), ("avi", [[0, 1, 2], [3, 5, 4]]))
-          for n in (2000, 5241) for s in (0, 1)]
+    t5 = [
+        make_run(
+            tmp_path, "table5", "neurips-titles", m, n, s, {"theta": topic_theta(o), "q": np.zeros((1, 2))}
+        )
+        # ACP: "beta gamma eps" + "delta zeta alpha" (mean ln 5); AVI: "alpha beta gamma" + "delta zeta eps"
+        # (mean ((2 ln 2 + ln 5) / 3 + ln 5) / 2 < ln 5)
+        for m, o in (("acp", [[1, 2, 4], [3, 5, 0]]), ("avi", [[0, 1, 2], [3, 5, 4]]))
+        for n in (2000, 5241)
+        for s in (0, 1)
+    ]
     out = tmp_path / "out"
-    assert main(["topics-table", "--runs", *map(str, t5), "--vocab", str(vocab), "--cooccurrence", str(cooc),
-                 "--top-words", "3", "--best-topics", "2", "--out-csv", str(out / "table5.csv"),
-                 "--out-md", str(out / "table5.md")]) == 0
+    assert (
+        main(
+            [
+                "topics-table",
+                "--runs",
+                *map(str, t5),
+                "--vocab",
+                str(vocab),
+                "--cooccurrence",
+                str(cooc),
+                "--top-words",
+                "3",
+                "--best-topics",
+                "2",
+                "--out-csv",
+                str(out / "table5.csv"),
+                "--out-md",
+                str(out / "table5.md"),
+            ]
+        )
+        == 0
+    )
     feats, y = separable(30)
     data = tmp_path / "reuters.npz"
-    write_npz_atomic(data, x_test=(feats[:, :3] > 0).astype(np.uint8), y_test=y.astype(np.uint8),
-                     label_names=np.array(["earn", "acq", "money-fx"]))
+    write_npz_atomic(
+        data,
+        x_test=(feats[:, :3] > 0).astype(np.uint8),
+        y_test=y.astype(np.uint8),
+        label_names=np.array(["earn", "acq", "money-fx"]),
+    )
     from noisyor_bench.experiments.runs import file_sha256
 
     sha = {"dataset_sha256": file_sha256(data)}
-    cls = [make_run(tmp_path, "classification-K5", "reuters", m, n, s, {"q": 1 / (1 + np.exp(-feats * (1 if m == "acp" else 0.01) + s))}, sha)
-           for m in ("avi", "acp") for n in (100, 4543) for s in (0, 1)]
-    assert main(["classify", "--runs", *map(str, cls), "--dataset", str(data), "--folds", "3", "--seed", "0",
-                 "--out-csv", str(out / "c.csv"), "--out-md", str(out / "c.md"), "--out-png", str(out / "c.png"),
-                 "--out-pdf", str(out / "c.pdf")]) == 0
+    cls = [
+        make_run(
+            tmp_path,
+            "classification-K5",
+            "reuters",
+            m,
+            n,
+            s,
+            {"q": 1 / (1 + np.exp(-feats * (1 if m == "acp" else 0.01) + s))},
+            sha,
+        )
+        for m in ("avi", "acp")
+        for n in (100, 4543)
+        for s in (0, 1)
+    ]
+    assert (
+        main(
+            [
+                "classify",
+                "--runs",
+                *map(str, cls),
+                "--dataset",
+                str(data),
+                "--folds",
+                "3",
+                "--seed",
+                "0",
+                "--out-csv",
+                str(out / "c.csv"),
+                "--out-md",
+                str(out / "c.md"),
+                "--out-png",
+                str(out / "c.png"),
+                "--out-pdf",
+                str(out / "c.pdf"),
+            ]
+        )
+        == 0
+    )
     c = pd.read_csv(out / "c.csv")
     assert len(c) == 1 + len(cls) and (out / "c.png").stat().st_size > 0
     assert "Baseline" in (out / "c.md").read_text()
@@ -471,8 +687,23 @@ def test_cli_tables_and_claims(tmp_path: Path) -> None:
         from noisyor_bench.reporting.acp.text_common import check_dataset
 
         check_dataset(collect_text_runs(cls), file_sha256(other), other)
-    assert main(["claims-text", "--tables", str(out / "table5.csv"), str(out / "c.csv"), "--best-topics", "2",
-                 "--out-csv", str(out / "claims.csv"), "--out-md", str(out / "claims.md")]) == 0
+    assert (
+        main(
+            [
+                "claims-text",
+                "--tables",
+                str(out / "table5.csv"),
+                str(out / "c.csv"),
+                "--best-topics",
+                "2",
+                "--out-csv",
+                str(out / "claims.csv"),
+                "--out-md",
+                str(out / "claims.md"),
+            ]
+        )
+        == 0
+    )
     claims = pd.read_csv(out / "claims.csv").set_index("claim_id")
     assert claims.loc["table5-acp-higher-mean-pmi-n2000", "verdict"] == REPRODUCED  # ACP's topics hold pairs
     assert claims.loc["suppfig4-6-acp-separates-categories-small-n", "numbers"].startswith("no data")

@@ -39,7 +39,9 @@ nohup bash "$jobscript" > "$log.job$n.out" 2>&1 < /dev/null &
 echo "fake-$n"
 """
 
-IGNORE = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", "*.egg-info", ".pytest_cache")
+IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", "results", ".snakemake", "__pycache__", "*.egg-info", ".pytest_cache"
+)
 
 
 @pytest.fixture(scope="module")
@@ -60,16 +62,26 @@ def cluster_run(tmp_path_factory):
     env["NOISYOR_RAW_DATA"] = str(MIRROR)
     cmd = [
         str(Path(sys.executable).parent / "snakemake"),
-        "--executor", "cluster-generic",
-        "--cluster-generic-submit-cmd", f"bash {submit} {log} {{rule}} '{{wildcards}}'",
-        "--jobs", "2",
-        "--latency-wait", "10",
-        "--config", "profile=smoke", f"results_dir={results}",
-        "--", str(results / "tables" / "fig3a.md"), str(results / "figures" / "fig3b.png"),
+        "--executor",
+        "cluster-generic",
+        "--cluster-generic-submit-cmd",
+        f"bash {submit} {log} {{rule}} '{{wildcards}}'",
+        "--jobs",
+        "2",
+        "--latency-wait",
+        "10",
+        "--config",
+        "profile=smoke",
+        f"results_dir={results}",
+        "--",
+        str(results / "tables" / "fig3a.md"),
+        str(results / "figures" / "fig3b.png"),
     ]
     proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
-        outs = "\n".join(f"--- {p}\n{p.read_text()[-1500:]}" for p in sorted(base.glob("submissions.log.job*.out")))
+        outs = "\n".join(
+            f"--- {p}\n{p.read_text()[-1500:]}" for p in sorted(base.glob("submissions.log.job*.out"))
+        )
         pytest.fail(f"cluster DAG failed:\n{proc.stderr[-4000:]}\n{outs}")
     submissions = [line.split(" ", 3) for line in log.read_text().splitlines()]
     return results, submissions, proc.stdout + proc.stderr
@@ -93,7 +105,9 @@ def test_every_job_went_through_the_submit_command(cluster_run):
     counters = [int(n) for n, *_ in submissions]
     assert counters == list(range(1, len(submissions) + 1))
     submitted = [(rule, wildcards) for _, rule, wildcards, _ in submissions]
-    assert len(submitted) == len(set(submitted)) == 11  # make_dataset, baselines, 2 searches, 5 trainings, table, figure
+    assert (
+        len(submitted) == len(set(submitted)) == 11
+    )  # make_dataset, baselines, 2 searches, 5 trainings, table, figure
 
     cfg = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})
     cells = grid.cells(cfg, "fig3a")

@@ -17,11 +17,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import REPO
-from noisyor_bench.reporting import htmltables
-from noisyor_bench.reporting import summary
+
 from noisyor_bench.infra.errors import UserError
+from noisyor_bench.reporting import htmltables, summary
 
 
 # ------------------------------------------------------------------------------ HTML views
@@ -64,8 +63,12 @@ def test_view_puts_our_interval_beside_the_paper_and_hides_the_stat_columns():
 
 
 def test_verdicts_are_coloured_by_class():
-    claims = pd.DataFrame({"claim_id": ["a", "b", "c", "d"],
-                           "verdict": ["reproduced", "not reproduced", "inconclusive", "budget-limited"]})
+    claims = pd.DataFrame(
+        {
+            "claim_id": ["a", "b", "c", "d"],
+            "verdict": ["reproduced", "not reproduced", "inconclusive", "budget-limited"],
+        }
+    )
     page = htmltables.table_page(claims, "Claims")
     for verdict, cls in htmltables.VERDICT_CLASSES.items():
         assert re.search(rf'<td class="text {cls}">{re.escape(html.escape(verdict))}</td>', page), verdict
@@ -112,8 +115,8 @@ def test_cli_table_html_writes_next_to_each_csv(tmp_path: Path):
 
 # ------------------------------------------------------------------------------ progress
 def test_progress_lines_are_throttled_and_carry_an_eta(caplog: pytest.LogCaptureFixture):
-    from noisyor_bench.inference.base import EpochRecord
     from noisyor_bench.experiments.runs import _Progress
+    from noisyor_bench.inference.base import EpochRecord
 
     now = [100.0]
     progress = _Progress(total=10, desc="acp n10 s0", interval=5.0, clock=lambda: now[0])
@@ -146,8 +149,11 @@ def _toy_results(tmp_path: Path) -> Path:
     tables = tmp_path / "results" / "tables"
     tables.mkdir(parents=True)
     pd.DataFrame(
-        {"claim_id": ["c1", "c2", "c3"], "statement": ["ACP | beats AVI", "b", "c"],
-         "verdict": ["reproduced", "reproduced", "inconclusive"]}
+        {
+            "claim_id": ["c1", "c2", "c3"],
+            "statement": ["ACP | beats AVI", "b", "c"],
+            "verdict": ["reproduced", "reproduced", "inconclusive"],
+        }
     ).to_csv(tables / "claims.csv", index=False)
     (tables / "fig3a.md").write_text("# Fig. 3a: inference\n\n| a |\n|---|\n| 1 |\n")
     return tmp_path / "results"
@@ -180,8 +186,18 @@ def test_repository_readme_has_the_results_markers():
 
 
 def test_time_estimate_uses_the_measurement_or_scales_the_compute():
-    table = {"machine": "m", "profiles": {"quick": {"wall_seconds": 600, "core_seconds": 1100,
-                                                    "longest_job_seconds": 50, "cores": 2, "how": "measured"}}}
+    table = {
+        "machine": "m",
+        "profiles": {
+            "quick": {
+                "wall_seconds": 600,
+                "core_seconds": 1100,
+                "longest_job_seconds": 50,
+                "cores": 2,
+                "how": "measured",
+            }
+        },
+    }
     assert "about 10 min" in summary.estimate_time(table, "quick", 2)
     assert "about 50 s" in summary.estimate_time(table, "quick", 64)  # longest job bounds it
     assert "about 18 min" in summary.estimate_time(table, "quick", 1)
@@ -196,7 +212,9 @@ def _options_without_help(parser: argparse.ArgumentParser, path: str):
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
                 yield from _options_without_help(sub, f"{path} {name}")
-        elif not isinstance(action, argparse._HelpAction) and (not action.help or action.help == argparse.SUPPRESS):
+        elif not isinstance(action, argparse._HelpAction) and (
+            not action.help or action.help == argparse.SUPPRESS
+        ):
             yield f"{path} {'/'.join(action.option_strings) or action.dest}"
 
 
@@ -262,7 +280,10 @@ def test_conda_post_deploy_installs_the_package_from_the_working_directory(tmp_p
     (stub / "python").chmod(0o755)
     env = {"PATH": f"{stub}:/usr/bin:/bin"}
     ok = subprocess.run(["bash", str(deployed)], cwd=REPO, env=env, capture_output=True, text=True)
-    assert ok.returncode == 0 and ok.stdout.strip() == "python -m pip install --no-deps --no-build-isolation -e ."
+    assert (
+        ok.returncode == 0
+        and ok.stdout.strip() == "python -m pip install --no-deps --no-build-isolation -e ."
+    )
     elsewhere = subprocess.run(["bash", str(deployed)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert elsewhere.returncode == 1 and "repository root" in elsewhere.stderr
 

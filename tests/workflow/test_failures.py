@@ -24,15 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
-from noisyor_bench.infra.io import read_json, write_npz_atomic
-from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.experiments.runs import partial_dir
+from noisyor_bench.infra.io import read_json
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "workflow" / "noisyor_bench"
@@ -52,9 +50,28 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def train_argv(dataset: Path, out: Path, method: str, *extra: str) -> list[str]:
     return [
-        "train", "--dataset", str(dataset), "--method", method, "--mode", "learning", "--n-train", "60",
-        "--seed", "0", "--eval-samples", "10", "--iw-samples", "10", "--threads", "1", "--device", "cpu",
-        "--out", str(out), *extra,
+        "train",
+        "--dataset",
+        str(dataset),
+        "--method",
+        method,
+        "--mode",
+        "learning",
+        "--n-train",
+        "60",
+        "--seed",
+        "0",
+        "--eval-samples",
+        "10",
+        "--iw-samples",
+        "10",
+        "--threads",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        *extra,
     ]
 
 
@@ -125,7 +142,11 @@ def _assert_divergence_report(err: str, run_name: str, work: Path) -> None:
 
 @pytest.mark.parametrize("method", ["avi", "lb-cdi"])
 def test_cli_non_finite_loss_names_run_epoch_and_last_values(
-    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, method: str
+    dataset: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
 ) -> None:
     if method == "avi":
         _poison_avi_from_epoch_3(monkeypatch, steps_per_epoch=2)  # 60 rows, batch 32
@@ -134,7 +155,11 @@ def test_cli_non_finite_loss_names_run_epoch_and_last_values(
         _poison_lbcdi_from_epoch_3(monkeypatch)
         extra = []
     out = tmp_path / "runs" / "exp" / "toy" / method / "n60" / "seed0"
-    code = main(train_argv(dataset, out, method, "--experiment", "exp", "--max-epochs", "5", "--patience", "100", *extra))
+    code = main(
+        train_argv(
+            dataset, out, method, "--experiment", "exp", "--max-epochs", "5", "--patience", "100", *extra
+        )
+    )
     err = capsys.readouterr().err
     assert code == 2
     work = partial_dir(out)
@@ -143,7 +168,9 @@ def test_cli_non_finite_loss_names_run_epoch_and_last_values(
     assert not out.exists() and {"checkpoint.pt", "spec.json"} <= kept and "metrics.json" not in kept
 
 
-def test_cli_real_divergence_of_svi(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_real_divergence_of_svi(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """No injection: an absurd global learning rate makes SVI's objective NaN in epoch 1."""
     out = tmp_path / "run"
     code = main(train_argv(dataset, out, "svi", "--max-epochs", "3", "--hparams", '{"lr_global": 1000}'))
@@ -160,10 +187,31 @@ def test_train_cell_keeps_finished_seeds_and_the_failing_partial(
     """Seed 1 of three diverges: seeds 0 and 2 finish and are kept, seed 1 keeps its partial directory."""
     _poison_lbcdi_from_epoch_3(monkeypatch, seeds=(1,))
     argv = [
-        "train-cell", "--dataset", str(dataset), "--dataset-name", "toy", "--experiment", "exp", "--method", "lb-cdi",
-        "--mode", "learning", "--n-train", "60", "--seeds", "0", "1", "2", "--results-dir", str(tmp_path),
-        "--budget", json.dumps({"max_epochs": 4, "patience": 100}), "--evaluation", json.dumps({"samples": 10, "iw_samples": 10}),
-        "--device", "cpu",
+        "train-cell",
+        "--dataset",
+        str(dataset),
+        "--dataset-name",
+        "toy",
+        "--experiment",
+        "exp",
+        "--method",
+        "lb-cdi",
+        "--mode",
+        "learning",
+        "--n-train",
+        "60",
+        "--seeds",
+        "0",
+        "1",
+        "2",
+        "--results-dir",
+        str(tmp_path),
+        "--budget",
+        json.dumps({"max_epochs": 4, "patience": 100}),
+        "--evaluation",
+        json.dumps({"samples": 10, "iw_samples": 10}),
+        "--device",
+        "cpu",
     ]
     code = main(argv)
     captured = capsys.readouterr()
@@ -240,14 +288,25 @@ ALLOWED_WRITES = {
     ("reporting/plots/__init__.py", "save_figure"): "savefig into the temp path of io.atomic_path",
     ("inference/training.py", "write_checkpoint"): "torch.save into the temp path of io.atomic_path",
 }
-WRITE_METHODS = {"write_text", "write_bytes", "savefig", "tofile", "to_parquet", "to_pickle", "savez", "savez_compressed"}
+WRITE_METHODS = {
+    "write_text",
+    "write_bytes",
+    "savefig",
+    "tofile",
+    "to_parquet",
+    "to_pickle",
+    "savez",
+    "savez_compressed",
+}
 SAFE_YAML = {"safe_load", "safe_load_all", "SafeLoader", "CSafeLoader", "YAMLError", "safe_dump"}
 
 
 def _package_sources() -> list[tuple[str, ast.Module]]:
     files = sorted(PACKAGE.rglob("*.py"))
     assert len(files) > 20
-    return [(p.relative_to(PACKAGE).as_posix(), ast.parse(p.read_text(encoding="utf-8"), str(p))) for p in files]
+    return [
+        (p.relative_to(PACKAGE).as_posix(), ast.parse(p.read_text(encoding="utf-8"), str(p))) for p in files
+    ]
 
 
 def _dotted(node: ast.AST) -> str:
@@ -284,11 +343,23 @@ def _is_write(call: ast.Call) -> bool:
     last = name.rsplit(".", 1)[-1]
     if last == "open" and not name.startswith("os."):
         mode = call.args[1] if len(call.args) > 1 else _kw(call, "mode")
-        return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and bool(set(mode.value) & set("wax+"))
+        return (
+            isinstance(mode, ast.Constant)
+            and isinstance(mode.value, str)
+            and bool(set(mode.value) & set("wax+"))
+        )
     if name == "os.open":
         flags = ast.unparse(call.args[1]) if len(call.args) > 1 else ""
         return bool(re.search(r"O_(WRONLY|RDWR|TRUNC|APPEND)", flags))
-    if name in ("torch.save", "np.save", "numpy.save", "np.savez", "np.savez_compressed", "json.dump", "pickle.dump"):
+    if name in (
+        "torch.save",
+        "np.save",
+        "numpy.save",
+        "np.savez",
+        "np.savez_compressed",
+        "json.dump",
+        "pickle.dump",
+    ):
         return True
     if name.startswith("shutil.copy") or name == "shutil.move":
         return True
@@ -312,13 +383,19 @@ def test_yaml_is_only_read_with_the_safe_loader() -> None:
     uses = []
     for rel, tree in _package_sources():
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "yaml":
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "yaml"
+            ):
                 assert node.attr in SAFE_YAML, f"{rel}:{node.lineno}: yaml.{node.attr}"
                 uses.append(node.attr)
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names]
                 module = getattr(node, "module", None) or ""
-                assert "pickle" not in names and "dill" not in names and not module.startswith("pickle"), f"{rel}:{node.lineno}"
+                assert "pickle" not in names and "dill" not in names and not module.startswith("pickle"), (
+                    f"{rel}:{node.lineno}"
+                )
                 if module == "yaml":
                     assert set(names) <= SAFE_YAML, f"{rel}:{node.lineno}: from yaml import {names}"
     assert "safe_load" in uses
@@ -346,24 +423,48 @@ def test_artifacts_are_written_atomically() -> None:
             if not _is_write(call):
                 continue
             where = f"{rel}:{call.lineno} in {func}: {ast.unparse(call)[:80]}"
-            assert (rel, func) in ALLOWED_WRITES, f"non-atomic write of an artifact: {where}; use noisyor_bench.infra.io"
+            assert (rel, func) in ALLOWED_WRITES, (
+                f"non-atomic write of an artifact: {where}; use noisyor_bench.infra.io"
+            )
             used.add((rel, func))
             if rel != "data/rawdata.py":  # the rawdata helpers are handed the temp path (checked below)
-                assert any(_dotted(w.context_expr.func) == "atomic_path" for w in withs if isinstance(w.context_expr, ast.Call)), where
+                assert any(
+                    _dotted(w.context_expr.func) == "atomic_path"
+                    for w in withs
+                    if isinstance(w.context_expr, ast.Call)
+                ), where
     assert used == set(ALLOWED_WRITES), f"stale exceptions: {set(ALLOWED_WRITES) - used}"
     download = next(t for r, t in _package_sources() if r == "data/rawdata.py")
-    body = ast.unparse(next(n for n in ast.walk(download) if isinstance(n, ast.FunctionDef) and n.name == "_download"))
-    assert "with atomic_path(dest) as tmp" in body and "_download_to(url, tmp)" in body and "_assemble_tar_xz(f.parts, tmp)" in body
+    body = ast.unparse(
+        next(n for n in ast.walk(download) if isinstance(n, ast.FunctionDef) and n.name == "_download")
+    )
+    assert (
+        "with atomic_path(dest) as tmp" in body
+        and "_download_to(url, tmp)" in body
+        and "_assemble_tar_xz(f.parts, tmp)" in body
+    )
 
 
 def test_scan_detects_the_patterns_it_forbids() -> None:
     """Guards the scans: each forbidden pattern, in a snippet, is recognised."""
-    calls = [n for n in ast.walk(ast.parse(
-        "open(p, 'w')\nPath(p).write_text(s)\ntorch.save(x, p)\nframe.to_csv(p)\nfig.savefig(p)\n"
-        "os.open(p, os.O_WRONLY | os.O_CREAT)\nshutil.copyfile(a, b)\n"
-    )) if isinstance(n, ast.Call) and _dotted(n.func) not in ("Path",)]
+    calls = [
+        n
+        for n in ast.walk(
+            ast.parse(
+                "open(p, 'w')\nPath(p).write_text(s)\ntorch.save(x, p)\nframe.to_csv(p)\nfig.savefig(p)\n"
+                "os.open(p, os.O_WRONLY | os.O_CREAT)\nshutil.copyfile(a, b)\n"
+            )
+        )
+        if isinstance(n, ast.Call) and _dotted(n.func) not in ("Path",)
+    ]
     assert all(_is_write(c) for c in calls) and len(calls) == 7
-    harmless = [n for n in ast.walk(ast.parse(
-        "open(p)\nopen(p, 'rb')\nframe.to_csv(index=False)\nos.open(p, os.O_RDONLY | os.O_CREAT)\ntarfile.open(p, 'r:*')\n"
-    )) if isinstance(n, ast.Call)]
+    harmless = [
+        n
+        for n in ast.walk(
+            ast.parse(
+                "open(p)\nopen(p, 'rb')\nframe.to_csv(index=False)\nos.open(p, os.O_RDONLY | os.O_CREAT)\ntarfile.open(p, 'r:*')\n"
+            )
+        )
+        if isinstance(n, ast.Call)
+    ]
     assert not any(_is_write(c) for c in harmless)

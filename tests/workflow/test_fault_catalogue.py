@@ -24,9 +24,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -40,20 +40,70 @@ REPO = Path(__file__).resolve().parents[2]
 RUN = Path("results/runs/exp/toy/svi/n60/seed0")
 DATA = Path("data/toy.npz")
 FAST = ["--eval-samples", "10", "--iw-samples", "0", "--threads", "1", "--device", "cpu"]
-RANDOM_SPEC = {"family": "random", "D": 6, "K": 3, "alpha_theta": 1, "beta_theta": 5, "alpha_mu": 1, "beta_mu": 5,
-               "s": 0.5, "n_train_pool": 20, "n_test": 10, "seed": 1}
+RANDOM_SPEC = {
+    "family": "random",
+    "D": 6,
+    "K": 3,
+    "alpha_theta": 1,
+    "beta_theta": 5,
+    "alpha_mu": 1,
+    "beta_mu": 5,
+    "s": 0.5,
+    "n_train_pool": 20,
+    "n_test": 10,
+    "seed": 1,
+}
 
 
 def train_argv(out: Path = RUN, *extra: str, dataset: Path = DATA) -> list[str]:
-    return ["train", "--dataset", str(dataset), "--method", "svi", "--mode", "learning", "--n-train", "60",
-            "--seed", "0", "--experiment", "exp", "--dataset-name", "toy", "--max-epochs", "2", *FAST,
-            "--out", str(out), *extra]
+    return [
+        "train",
+        "--dataset",
+        str(dataset),
+        "--method",
+        "svi",
+        "--mode",
+        "learning",
+        "--n-train",
+        "60",
+        "--seed",
+        "0",
+        "--experiment",
+        "exp",
+        "--dataset-name",
+        "toy",
+        "--max-epochs",
+        "2",
+        *FAST,
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def cell_argv(command: str, *extra: str) -> list[str]:
-    return [command, "--dataset", str(DATA), "--dataset-name", "toy", "--experiment", "exp", "--method", "svi",
-            "--mode", "learning", "--n-train", "60", "--budget", '{"max_epochs": 2}',
-            "--evaluation", '{"samples": 10, "iw_samples": 0}', "--device", "cpu", *extra]
+    return [
+        command,
+        "--dataset",
+        str(DATA),
+        "--dataset-name",
+        "toy",
+        "--experiment",
+        "exp",
+        "--method",
+        "svi",
+        "--mode",
+        "learning",
+        "--n-train",
+        "60",
+        "--budget",
+        '{"max_epochs": 2}',
+        "--evaluation",
+        '{"samples": 10, "iw_samples": 0}',
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +177,9 @@ def bad_dataset(kind: str) -> Path:
 
 def built_then_truncated() -> None:
     """data/x.npz built by make-dataset (with its sidecar), then truncated."""
-    assert main(["make-dataset", "--name", "x", "--spec", json.dumps(RANDOM_SPEC), "--out", "data/x.npz"]) == 0
+    assert (
+        main(["make-dataset", "--name", "x", "--spec", json.dumps(RANDOM_SPEC), "--out", "data/x.npz"]) == 0
+    )
     Path("data/x.npz").write_bytes(Path("data/x.npz").read_bytes()[:300])
 
 
@@ -195,146 +247,435 @@ def _search_one_diverged() -> None:
 
 CASES = [
     # ---- data loss
-    Case("rerun-diverges-keeps-finished-run", lambda t, m: train_argv(RUN, "--hparams", '{"lr_global": 1000}'),
-         2, ("lower the learning rate", "seed0.partial"), keep=FINISHED),
-    Case("rerun-interrupted-keeps-finished-run", lambda t, m: (interrupt_training(m), train_argv())[1],
-         130, ("interrupted; the same command resumes from", "seed0.partial"), keep=FINISHED),
-    Case("rerun-fails-keeps-finished-run", lambda t, m: (fail_evaluation(m), train_argv(RUN, "--max-epochs", "3"))[1],
-         2, ("injected failure",), keep=FINISHED),
-    Case("train-cell-rerun-diverges-keeps-finished-run",
-         lambda t, m: cell_argv("train-cell", "--seeds", "0", "--results-dir", "results", "--best",
-                                write("best.json", '{"hparams": {"lr_global": 1000}}')),
-         2, ("1 of 1 seeds diverged",), keep=FINISHED),
-    Case("search-diverging-draw-recorded", lambda t, m: cell_argv(
-        "search", "--seed", "0", "--out-dir", "search", "--draws", '[{}, {"lr_global": 1000}]'),
-         0, (), after=_search_one_diverged, out_words=("best draw 0 of 2",)),
-    Case("search-every-draw-diverges", lambda t, m: cell_argv(
-        "search", "--seed", "0", "--out-dir", "search", "--draws", '[{"lr_global": 1000}, {"lr_global": 2000}]'),
-         2, ("every draw of the search", "draw 0", "draw 1", "lr_global")),
+    Case(
+        "rerun-diverges-keeps-finished-run",
+        lambda t, m: train_argv(RUN, "--hparams", '{"lr_global": 1000}'),
+        2,
+        ("lower the learning rate", "seed0.partial"),
+        keep=FINISHED,
+    ),
+    Case(
+        "rerun-interrupted-keeps-finished-run",
+        lambda t, m: (interrupt_training(m), train_argv())[1],
+        130,
+        ("interrupted; the same command resumes from", "seed0.partial"),
+        keep=FINISHED,
+    ),
+    Case(
+        "rerun-fails-keeps-finished-run",
+        lambda t, m: (fail_evaluation(m), train_argv(RUN, "--max-epochs", "3"))[1],
+        2,
+        ("injected failure",),
+        keep=FINISHED,
+    ),
+    Case(
+        "train-cell-rerun-diverges-keeps-finished-run",
+        lambda t, m: cell_argv(
+            "train-cell",
+            "--seeds",
+            "0",
+            "--results-dir",
+            "results",
+            "--best",
+            write("best.json", '{"hparams": {"lr_global": 1000}}'),
+        ),
+        2,
+        ("1 of 1 seeds diverged",),
+        keep=FINISHED,
+    ),
+    Case(
+        "search-diverging-draw-recorded",
+        lambda t, m: cell_argv(
+            "search", "--seed", "0", "--out-dir", "search", "--draws", '[{}, {"lr_global": 1000}]'
+        ),
+        0,
+        (),
+        after=_search_one_diverged,
+        out_words=("best draw 0 of 2",),
+    ),
+    Case(
+        "search-every-draw-diverges",
+        lambda t, m: cell_argv(
+            "search",
+            "--seed",
+            "0",
+            "--out-dir",
+            "search",
+            "--draws",
+            '[{"lr_global": 1000}, {"lr_global": 2000}]',
+        ),
+        2,
+        ("every draw of the search", "draw 0", "draw 1", "lr_global"),
+    ),
     # ---- silently wrong
-    Case("config-dataset-name-escapes", lambda t, m: ["check-config", config_with(
-        t, lambda c: c["datasets"].__setitem__("../../etc", c["datasets"]["syn-random-1"]))],
-         2, ("datasets.../../etc", "must match")),
-    Case("config-experiment-name-escapes", lambda t, m: ["check-config", config_with(
-        t, lambda c: c["profiles"]["smoke"]["experiments"].__setitem__(
-            "a/b", c["profiles"]["smoke"]["experiments"]["fig3a"]))],
-         2, ("profiles.smoke.experiments.a/b", "must match")),
-    Case("cli-dataset-name-escapes", lambda t, m: ["train-cell", *cell_argv("x")[1:4], "../../x", *cell_argv("x")[5:],
-                                                     "--seeds", "0", "--results-dir", "results"],
-         2, ("dataset name", "'../../x'", "must match")),
-    Case("make-dataset-name-escapes", lambda t, m: ["make-dataset", "--name", "../x", "--spec", json.dumps(RANDOM_SPEC),
-                                                     "--out", "data/x.npz"], 2, ("--name", "must match")),
-    Case("provenance-run-posterior-truncated", lambda t, m: (damage_posterior("truncate"), ["provenance", str(RUN)])[1],
-         1, (), out_words=("posterior_test.npz (output): CHANGED since recorded",)),
-    Case("provenance-run-posterior-deleted", lambda t, m: (damage_posterior("delete"), ["provenance", str(RUN)])[1],
-         1, (), out_words=("posterior_test.npz (output): MISSING",)),
-    Case("provenance-run-posterior-pickled", lambda t, m: (damage_posterior("pickle"), ["provenance", str(RUN)])[1],
-         1, (), out_words=("posterior_test.npz (output): CHANGED since recorded",)),
-    Case("provenance-run-curve-changed",
-         lambda t, m: ((RUN / "curve.csv").write_text("epoch\n"), ["provenance", str(RUN)])[1],
-         1, (), out_words=("curve.csv (output): CHANGED",)),
+    Case(
+        "config-dataset-name-escapes",
+        lambda t, m: [
+            "check-config",
+            config_with(t, lambda c: c["datasets"].__setitem__("../../etc", c["datasets"]["syn-random-1"])),
+        ],
+        2,
+        ("datasets.../../etc", "must match"),
+    ),
+    Case(
+        "config-experiment-name-escapes",
+        lambda t, m: [
+            "check-config",
+            config_with(
+                t,
+                lambda c: c["profiles"]["smoke"]["experiments"].__setitem__(
+                    "a/b", c["profiles"]["smoke"]["experiments"]["fig3a"]
+                ),
+            ),
+        ],
+        2,
+        ("profiles.smoke.experiments.a/b", "must match"),
+    ),
+    Case(
+        "cli-dataset-name-escapes",
+        lambda t, m: [
+            "train-cell",
+            *cell_argv("x")[1:4],
+            "../../x",
+            *cell_argv("x")[5:],
+            "--seeds",
+            "0",
+            "--results-dir",
+            "results",
+        ],
+        2,
+        ("dataset name", "'../../x'", "must match"),
+    ),
+    Case(
+        "make-dataset-name-escapes",
+        lambda t, m: [
+            "make-dataset",
+            "--name",
+            "../x",
+            "--spec",
+            json.dumps(RANDOM_SPEC),
+            "--out",
+            "data/x.npz",
+        ],
+        2,
+        ("--name", "must match"),
+    ),
+    Case(
+        "provenance-run-posterior-truncated",
+        lambda t, m: (damage_posterior("truncate"), ["provenance", str(RUN)])[1],
+        1,
+        (),
+        out_words=("posterior_test.npz (output): CHANGED since recorded",),
+    ),
+    Case(
+        "provenance-run-posterior-deleted",
+        lambda t, m: (damage_posterior("delete"), ["provenance", str(RUN)])[1],
+        1,
+        (),
+        out_words=("posterior_test.npz (output): MISSING",),
+    ),
+    Case(
+        "provenance-run-posterior-pickled",
+        lambda t, m: (damage_posterior("pickle"), ["provenance", str(RUN)])[1],
+        1,
+        (),
+        out_words=("posterior_test.npz (output): CHANGED since recorded",),
+    ),
+    Case(
+        "provenance-run-curve-changed",
+        lambda t, m: ((RUN / "curve.csv").write_text("epoch\n"), ["provenance", str(RUN)])[1],
+        1,
+        (),
+        out_words=("curve.csv (output): CHANGED",),
+    ),
     # ---- clear messages: verify on damaged run files
-    Case("verify-posterior-truncated", lambda t, m: (damage_posterior("truncate"), ["verify", str(RUN)])[1],
-         1, (), out_words=("posterior_test.npz: CHANGED since recorded", "truncated, replaced or deleted")),
-    Case("verify-posterior-pickled", lambda t, m: (damage_posterior("pickle"), ["verify", str(RUN)])[1],
-         1, (), out_words=("posterior_test.npz: CHANGED since recorded",)),
-    Case("verify-posterior-deleted", lambda t, m: (damage_posterior("delete"), ["verify", str(RUN)])[1],
-         1, (), out_words=("posterior_test.npz: MISSING",)),
-    Case("verify-posterior-nan", lambda t, m: (damage_posterior("nan-unrecorded"), ["verify", str(RUN)])[1],
-         2, ("posterior_test.npz", "q must hold finite probabilities")),
-    Case("verify-posterior-wrong-shape",
-         lambda t, m: (damage_posterior("wrong-shape-unrecorded"), ["verify", str(RUN)])[1],
-         2, ("posterior_test.npz", "wrong shapes", "q has shape (5, 3)")),
-    Case("verify-metrics-corrupt", lambda t, m: ((RUN / "metrics.json").write_text("{oops"), ["verify", str(RUN)])[1],
-         2, ("metrics.json is corrupt", "not valid JSON")),
-    Case("provenance-metrics-corrupt",
-         lambda t, m: ((RUN / "metrics.json").write_text("{oops"), ["provenance", str(RUN)])[1],
-         2, ("metrics.json is corrupt", "Expecting property name")),
-    Case("provenance-sidecar-corrupt",
-         lambda t, m: (write("t.csv", "a\n1\n"), write("t.csv.prov.json", "[1,"), ["provenance", "t.csv"])[2],
-         2, ("t.csv.prov.json is corrupt",)),
+    Case(
+        "verify-posterior-truncated",
+        lambda t, m: (damage_posterior("truncate"), ["verify", str(RUN)])[1],
+        1,
+        (),
+        out_words=("posterior_test.npz: CHANGED since recorded", "truncated, replaced or deleted"),
+    ),
+    Case(
+        "verify-posterior-pickled",
+        lambda t, m: (damage_posterior("pickle"), ["verify", str(RUN)])[1],
+        1,
+        (),
+        out_words=("posterior_test.npz: CHANGED since recorded",),
+    ),
+    Case(
+        "verify-posterior-deleted",
+        lambda t, m: (damage_posterior("delete"), ["verify", str(RUN)])[1],
+        1,
+        (),
+        out_words=("posterior_test.npz: MISSING",),
+    ),
+    Case(
+        "verify-posterior-nan",
+        lambda t, m: (damage_posterior("nan-unrecorded"), ["verify", str(RUN)])[1],
+        2,
+        ("posterior_test.npz", "q must hold finite probabilities"),
+    ),
+    Case(
+        "verify-posterior-wrong-shape",
+        lambda t, m: (damage_posterior("wrong-shape-unrecorded"), ["verify", str(RUN)])[1],
+        2,
+        ("posterior_test.npz", "wrong shapes", "q has shape (5, 3)"),
+    ),
+    Case(
+        "verify-metrics-corrupt",
+        lambda t, m: ((RUN / "metrics.json").write_text("{oops"), ["verify", str(RUN)])[1],
+        2,
+        ("metrics.json is corrupt", "not valid JSON"),
+    ),
+    Case(
+        "provenance-metrics-corrupt",
+        lambda t, m: ((RUN / "metrics.json").write_text("{oops"), ["provenance", str(RUN)])[1],
+        2,
+        ("metrics.json is corrupt", "Expecting property name"),
+    ),
+    Case(
+        "provenance-sidecar-corrupt",
+        lambda t, m: (write("t.csv", "a\n1\n"), write("t.csv.prov.json", "[1,"), ["provenance", "t.csv"])[2],
+        2,
+        ("t.csv.prov.json is corrupt",),
+    ),
     # ---- clear messages: damaged dataset arguments
-    *[Case(f"train-dataset-{kind}", lambda t, m, kind=kind: train_argv(Path("out/run"), dataset=bad_dataset(kind)),
-           2, words) for kind, words in (
-        ("nan-theta", ("bad.npz", "theta has 1 non-finite")),
-        ("negative-theta", ("bad.npz", "theta has negative")),
-        ("mu-one", ("bad.npz", "mu must lie in (0, 1)")),
-        ("not-npz", ("bad.npz", "is not an npz archive")),
-        ("truncated", ("bad.npz", "is not an npz archive")),
-        ("pickled", ("bad.npz", "pickled")),
-    )],
-    Case("train-dataset-missing", lambda t, m: train_argv(Path("out/run"), dataset=Path("data/none.npz")),
-         2, ("data/none.npz does not exist",)),
-    Case("plot-patterns-not-npz", lambda t, m: ["plot-patterns", "--dataset", str(bad_dataset("not-npz")),
-                                                 "--out-png", "p.png", "--out-pdf", "p.pdf"],
-         2, ("bad.npz", "not an npz archive")),
-    Case("dataset-table-truncated", lambda t, m: (built_then_truncated(), ["dataset-table", "data/x.npz",
-                                                   "--out-csv", "t.csv", "--out-md", "t.md"])[1],
-         2, ("data/x.npz", "differs from the", "truncated, overwritten or replaced")),
-    Case("dataset-table-sidecar-corrupt", lambda t, m: (built_then_truncated(), write("data/x.json", "{}"), [
-        "dataset-table", "data/x.npz", "--out-csv", "t.csv", "--out-md", "t.md"])[2], 2, ("data/x.json is corrupt",)),
-    Case("dataset-table-no-sidecar", lambda t, m: ["dataset-table", str(DATA), "--out-csv", "t.csv", "--out-md", "t.md"],
-         2, ("data/toy.json is missing",)),
+    *[
+        Case(
+            f"train-dataset-{kind}",
+            lambda t, m, kind=kind: train_argv(Path("out/run"), dataset=bad_dataset(kind)),
+            2,
+            words,
+        )
+        for kind, words in (
+            ("nan-theta", ("bad.npz", "theta has 1 non-finite")),
+            ("negative-theta", ("bad.npz", "theta has negative")),
+            ("mu-one", ("bad.npz", "mu must lie in (0, 1)")),
+            ("not-npz", ("bad.npz", "is not an npz archive")),
+            ("truncated", ("bad.npz", "is not an npz archive")),
+            ("pickled", ("bad.npz", "pickled")),
+        )
+    ],
+    Case(
+        "train-dataset-missing",
+        lambda t, m: train_argv(Path("out/run"), dataset=Path("data/none.npz")),
+        2,
+        ("data/none.npz does not exist",),
+    ),
+    Case(
+        "plot-patterns-not-npz",
+        lambda t, m: [
+            "plot-patterns",
+            "--dataset",
+            str(bad_dataset("not-npz")),
+            "--out-png",
+            "p.png",
+            "--out-pdf",
+            "p.pdf",
+        ],
+        2,
+        ("bad.npz", "not an npz archive"),
+    ),
+    Case(
+        "dataset-table-truncated",
+        lambda t, m: (
+            built_then_truncated(),
+            ["dataset-table", "data/x.npz", "--out-csv", "t.csv", "--out-md", "t.md"],
+        )[1],
+        2,
+        ("data/x.npz", "differs from the", "truncated, overwritten or replaced"),
+    ),
+    Case(
+        "dataset-table-sidecar-corrupt",
+        lambda t, m: (
+            built_then_truncated(),
+            write("data/x.json", "{}"),
+            ["dataset-table", "data/x.npz", "--out-csv", "t.csv", "--out-md", "t.md"],
+        )[2],
+        2,
+        ("data/x.json is corrupt",),
+    ),
+    Case(
+        "dataset-table-no-sidecar",
+        lambda t, m: ["dataset-table", str(DATA), "--out-csv", "t.csv", "--out-md", "t.md"],
+        2,
+        ("data/toy.json is missing",),
+    ),
     # ---- clear messages: aggregation inputs
-    Case("table-run-metrics-corrupt", lambda t, m: ((RUN / "metrics.json").write_text("{oops"), table_argv())[1],
-         2, ("metrics.json: not valid JSON",)),
-    Case("table-run-metrics-missing", lambda t, m: ((RUN / "metrics.json").unlink(), table_argv())[1],
-         2, ("metrics.json not found",)),
-    Case("table-run-metrics-not-object", lambda t, m: ((RUN / "metrics.json").write_text("[1]"), table_argv())[1],
-         2, ("expected a JSON object",)),
-    Case("figure-run-curve-wrong-format", lambda t, m: ((RUN / "curve.csv").write_text("epoch\n"), [
-        "figure-fig3b", "--runs", str(RUN), "--out-png", "f.png", "--out-csv", "f.csv"])[1],
-         2, ("curve.csv", "missing")),
-    Case("claims-table-not-csv", lambda t, m: (Path("g.csv").write_bytes(b"\x1f\x8b\x08binary"), [
-        "claims", "--tables", "g.csv", "--out-csv", "c.csv"])[1], 2, ("g.csv", "not a readable CSV")),
-    Case("claims-table-missing", lambda t, m: ["claims", "--tables", "none.csv", "--out-csv", "c.csv"],
-         2, ("none.csv", "not found")),
+    Case(
+        "table-run-metrics-corrupt",
+        lambda t, m: ((RUN / "metrics.json").write_text("{oops"), table_argv())[1],
+        2,
+        ("metrics.json: not valid JSON",),
+    ),
+    Case(
+        "table-run-metrics-missing",
+        lambda t, m: ((RUN / "metrics.json").unlink(), table_argv())[1],
+        2,
+        ("metrics.json not found",),
+    ),
+    Case(
+        "table-run-metrics-not-object",
+        lambda t, m: ((RUN / "metrics.json").write_text("[1]"), table_argv())[1],
+        2,
+        ("expected a JSON object",),
+    ),
+    Case(
+        "figure-run-curve-wrong-format",
+        lambda t, m: (
+            (RUN / "curve.csv").write_text("epoch\n"),
+            ["figure-fig3b", "--runs", str(RUN), "--out-png", "f.png", "--out-csv", "f.csv"],
+        )[1],
+        2,
+        ("curve.csv", "missing"),
+    ),
+    Case(
+        "claims-table-not-csv",
+        lambda t, m: (
+            Path("g.csv").write_bytes(b"\x1f\x8b\x08binary"),
+            ["claims", "--tables", "g.csv", "--out-csv", "c.csv"],
+        )[1],
+        2,
+        ("g.csv", "not a readable CSV"),
+    ),
+    Case(
+        "claims-table-missing",
+        lambda t, m: ["claims", "--tables", "none.csv", "--out-csv", "c.csv"],
+        2,
+        ("none.csv", "not found"),
+    ),
     # ---- clear messages: JSON arguments
-    Case("make-dataset-spec-missing-keys", lambda t, m: ["make-dataset", "--name", "x", "--spec", '{"family": "random"}',
-                                                          "--out", "data/x.npz"],
-         2, ("--spec", "'seed' is a required property")),
-    Case("make-dataset-spec-bad-json", lambda t, m: ["make-dataset", "--name", "x", "--spec", "{", "--out", "data/x.npz"],
-         2, ("--spec", "not valid JSON")),
-    Case("train-cell-best-bad-json", lambda t, m: cell_argv("train-cell", "--seeds", "0", "--best", write("b.json", "{")),
-         2, ("--best", "not valid JSON")),
-    Case("train-cell-best-no-hparams", lambda t, m: cell_argv("train-cell", "--seeds", "0", "--best", write("b.json", "{}")),
-         2, ("--best", "'hparams'")),
-    Case("train-hparams-bad-json", lambda t, m: train_argv(Path("out/run"), "--hparams", "{"),
-         2, ("--hparams", "not valid JSON")),
+    Case(
+        "make-dataset-spec-missing-keys",
+        lambda t, m: ["make-dataset", "--name", "x", "--spec", '{"family": "random"}', "--out", "data/x.npz"],
+        2,
+        ("--spec", "'seed' is a required property"),
+    ),
+    Case(
+        "make-dataset-spec-bad-json",
+        lambda t, m: ["make-dataset", "--name", "x", "--spec", "{", "--out", "data/x.npz"],
+        2,
+        ("--spec", "not valid JSON"),
+    ),
+    Case(
+        "train-cell-best-bad-json",
+        lambda t, m: cell_argv("train-cell", "--seeds", "0", "--best", write("b.json", "{")),
+        2,
+        ("--best", "not valid JSON"),
+    ),
+    Case(
+        "train-cell-best-no-hparams",
+        lambda t, m: cell_argv("train-cell", "--seeds", "0", "--best", write("b.json", "{}")),
+        2,
+        ("--best", "'hparams'"),
+    ),
+    Case(
+        "train-hparams-bad-json",
+        lambda t, m: train_argv(Path("out/run"), "--hparams", "{"),
+        2,
+        ("--hparams", "not valid JSON"),
+    ),
     # ---- clear messages: the operating system
-    Case("output-read-only", lambda t, m: (simulate_os_error(m, errno.EROFS), ["make-dataset", "--name", "x", "--spec",
-                                            json.dumps(RANDOM_SPEC), "--out", "data/x.npz"])[1],
-         2, ("data", "Read-only file system", "EROFS")),
-    Case("output-full", lambda t, m: (simulate_os_error(m, errno.ENOSPC), ["make-dataset", "--name", "x", "--spec",
-                                       json.dumps(RANDOM_SPEC), "--out", "data/x.npz"])[1],
-         2, ("data", "No space left on device", "ENOSPC")),
-    Case("interrupted-fresh-run", lambda t, m: (interrupt_training(m), train_argv(Path("out/run")))[1],
-         130, ("interrupted; the same command resumes from out/run.partial",),
-         after=lambda: (Path("out/run.partial/spec.json").is_file() or pytest.fail("partial kept"))),
+    Case(
+        "output-read-only",
+        lambda t, m: (
+            simulate_os_error(m, errno.EROFS),
+            ["make-dataset", "--name", "x", "--spec", json.dumps(RANDOM_SPEC), "--out", "data/x.npz"],
+        )[1],
+        2,
+        ("data", "Read-only file system", "EROFS"),
+    ),
+    Case(
+        "output-full",
+        lambda t, m: (
+            simulate_os_error(m, errno.ENOSPC),
+            ["make-dataset", "--name", "x", "--spec", json.dumps(RANDOM_SPEC), "--out", "data/x.npz"],
+        )[1],
+        2,
+        ("data", "No space left on device", "ENOSPC"),
+    ),
+    Case(
+        "interrupted-fresh-run",
+        lambda t, m: (interrupt_training(m), train_argv(Path("out/run")))[1],
+        130,
+        ("interrupted; the same command resumes from out/run.partial",),
+        after=lambda: Path("out/run.partial/spec.json").is_file() or pytest.fail("partial kept"),
+    ),
     # ---- config: names, numbers, YAML
-    Case("config-text-methods-empty", lambda t, m: ["check-config", config_with(
-        t, lambda c: c["profiles"]["smoke"].setdefault("text", {}).__setitem__("methods", []))],
-         2, ("profiles.smoke.text.methods", "should be non-empty")),
-    Case("config-experiment-unknown-dataset", lambda t, m: ["check-config", config_with(
-        t, lambda c: c["profiles"]["smoke"]["experiments"]["fig3a"].__setitem__("datasets", ["nope"]))],
-         2, ("profiles.smoke.experiments.fig3a.datasets", "unknown dataset 'nope'")),
-    Case("config-profile-unknown-dataset", lambda t, m: ["check-config", config_with(
-        t, lambda c: c["profiles"]["smoke"]["datasets"].append("nope"))],
-         2, ("profiles.smoke.datasets", "unknown dataset 'nope'")),
-    Case("config-negative-seed", lambda t, m: ["check-config", config_with(
-        t, lambda c: c["datasets"]["syn-random-1"].__setitem__("seed", -1))],
-         2, ("datasets.syn-random-1", "-1")),
-    Case("config-yaml-syntax", lambda t, m: ["check-config", write("bad.yaml", "profile: smoke\ndatasets: [a\n")],
-         2, ("bad.yaml:3:1", "invalid YAML")),
-    Case("config-yaml-python-tag", lambda t, m: ["check-config", write("bad.yaml", "profile: !!python/object:os.system {}\n")],
-         2, ("bad.yaml:1:10", "safe loader")),
-    Case("config-missing", lambda t, m: ["check-config", "none.yaml"], 2, ("config file not found: none.yaml",)),
-    Case("config-budget-patience-absurd", lambda t, m: ["check-config", config_with(
-        t, lambda c: c["profiles"]["smoke"]["budget"].update(max_epochs=5, patience=10))],
-         0, ("warning: profiles.smoke.experiments.fig3a", "patience = 10", "early stopping can never trigger")),
-    Case("config-budget-batch-absurd", lambda t, m: ["check-config", config_with(
-        t, lambda c: c["profiles"]["smoke"]["budget"].update(batch_size=100000))],
-         0, ("warning: profiles.smoke.experiments.fig3a", "batch_size = 100000 exceeds N_train")),
+    Case(
+        "config-text-methods-empty",
+        lambda t, m: [
+            "check-config",
+            config_with(
+                t, lambda c: c["profiles"]["smoke"].setdefault("text", {}).__setitem__("methods", [])
+            ),
+        ],
+        2,
+        ("profiles.smoke.text.methods", "should be non-empty"),
+    ),
+    Case(
+        "config-experiment-unknown-dataset",
+        lambda t, m: [
+            "check-config",
+            config_with(
+                t, lambda c: c["profiles"]["smoke"]["experiments"]["fig3a"].__setitem__("datasets", ["nope"])
+            ),
+        ],
+        2,
+        ("profiles.smoke.experiments.fig3a.datasets", "unknown dataset 'nope'"),
+    ),
+    Case(
+        "config-profile-unknown-dataset",
+        lambda t, m: [
+            "check-config",
+            config_with(t, lambda c: c["profiles"]["smoke"]["datasets"].append("nope")),
+        ],
+        2,
+        ("profiles.smoke.datasets", "unknown dataset 'nope'"),
+    ),
+    Case(
+        "config-negative-seed",
+        lambda t, m: [
+            "check-config",
+            config_with(t, lambda c: c["datasets"]["syn-random-1"].__setitem__("seed", -1)),
+        ],
+        2,
+        ("datasets.syn-random-1", "-1"),
+    ),
+    Case(
+        "config-yaml-syntax",
+        lambda t, m: ["check-config", write("bad.yaml", "profile: smoke\ndatasets: [a\n")],
+        2,
+        ("bad.yaml:3:1", "invalid YAML"),
+    ),
+    Case(
+        "config-yaml-python-tag",
+        lambda t, m: ["check-config", write("bad.yaml", "profile: !!python/object:os.system {}\n")],
+        2,
+        ("bad.yaml:1:10", "safe loader"),
+    ),
+    Case(
+        "config-missing", lambda t, m: ["check-config", "none.yaml"], 2, ("config file not found: none.yaml",)
+    ),
+    Case(
+        "config-budget-patience-absurd",
+        lambda t, m: [
+            "check-config",
+            config_with(t, lambda c: c["profiles"]["smoke"]["budget"].update(max_epochs=5, patience=10)),
+        ],
+        0,
+        ("warning: profiles.smoke.experiments.fig3a", "patience = 10", "early stopping can never trigger"),
+    ),
+    Case(
+        "config-budget-batch-absurd",
+        lambda t, m: [
+            "check-config",
+            config_with(t, lambda c: c["profiles"]["smoke"]["budget"].update(batch_size=100000)),
+        ],
+        0,
+        ("warning: profiles.smoke.experiments.fig3a", "batch_size = 100000 exceeds N_train"),
+    ),
 ]
 
 
@@ -344,8 +685,13 @@ def test_catalogue_ids_are_unique() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_fault(case: Case, template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-               capsys: pytest.CaptureFixture[str]) -> None:
+def test_fault(
+    case: Case,
+    template: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     world = tmp_path / "world"
     shutil.copytree(template, world, symlinks=True)
     monkeypatch.chdir(world)
@@ -386,7 +732,9 @@ def test_signal_during_a_rerun_keeps_the_finished_run(template: Path, tmp_path: 
         proc = subprocess.Popen([*CLI, *argv], cwd=world, stdout=subprocess.DEVNULL, stderr=err)
         try:
             deadline = time.monotonic() + 300
-            while (checkpoint_epoch(world / "results/runs/exp/toy/svi/n60/seed0.partial/checkpoint.pt") or 0) < 1:
+            while (
+                checkpoint_epoch(world / "results/runs/exp/toy/svi/n60/seed0.partial/checkpoint.pt") or 0
+            ) < 1:
                 assert proc.poll() is None, log.read_text()
                 assert time.monotonic() < deadline
                 time.sleep(0.02)
@@ -405,11 +753,28 @@ def test_signal_during_a_rerun_keeps_the_finished_run(template: Path, tmp_path: 
 
 
 # ---------------------------------------------------------------------------------- Snakemake
-def _snakemake(workdir: Path, results: Path, mirror: Path | None, *targets: str) -> subprocess.CompletedProcess[str]:
+def _snakemake(
+    workdir: Path, results: Path, mirror: Path | None, *targets: str
+) -> subprocess.CompletedProcess[str]:
     config = [f"results_dir={results}", "profile=smoke"] + ([f"raw_data_dir={mirror}"] if mirror else [])
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(REPO / "config" / "config.yaml"), "--cores", "1", "--config", *config,
-           *[t for t in targets if t.startswith("-")], "--", *[t for t in targets if not t.startswith("-")]]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(REPO / "config" / "config.yaml"),
+        "--cores",
+        "1",
+        "--config",
+        *config,
+        *[t for t in targets if t.startswith("-")],
+        "--",
+        *[t for t in targets if not t.startswith("-")],
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=workdir)
 
@@ -478,9 +843,16 @@ def test_two_invocations_one_results_dir_from_different_working_directories(tmp_
     first.mkdir()
     second.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from noisyor_bench.infra.io import lock_results_dir; "
-         f"f = lock_results_dir({str(results)!r}); print('locked', flush=True); time.sleep(120)"],
-        cwd=first, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "workflow")},
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from noisyor_bench.infra.io import lock_results_dir; "
+            f"f = lock_results_dir({str(results)!r}); print('locked', flush=True); time.sleep(120)",
+        ],
+        cwd=first,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "workflow")},
     )
     try:
         assert holder.stdout.readline().strip() == "locked"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO
 
 PROFILES = ("default", "gpu", "slurm")
@@ -20,8 +19,16 @@ def dry_run(profile: str, results: Path, grid: str) -> str:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("NOISYOR_RAW_DATA", str(REPO.parent / "shared" / "data"))
-    cmd = [str(Path(sys.executable).parent / "snakemake"), "--workflow-profile", f"profiles/{profile}",
-           "--dry-run", "--nolock", "--config", f"profile={grid}", f"results_dir={results}"]
+    cmd = [
+        str(Path(sys.executable).parent / "snakemake"),
+        "--workflow-profile",
+        f"profiles/{profile}",
+        "--dry-run",
+        "--nolock",
+        "--config",
+        f"profile={grid}",
+        f"results_dir={results}",
+    ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"workflow specific profile profiles/{profile}" in proc.stderr
@@ -31,8 +38,13 @@ def dry_run(profile: str, results: Path, grid: str) -> str:
 def job_resources(output: str, rule: str) -> list[str]:
     """The `resources:` line of every job of ``rule`` in a dry run."""
     blocks = re.split(r"\n(?=(?:local)?rule \S+:\n)", output)
-    return [m.group(1) for b in blocks if b.startswith(f"rule {rule}:\n")
-            for m in [re.search(r"\n\s+resources: (.*)", b)] if m]
+    return [
+        m.group(1)
+        for b in blocks
+        if b.startswith(f"rule {rule}:\n")
+        for m in [re.search(r"\n\s+resources: (.*)", b)]
+        if m
+    ]
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -80,4 +92,6 @@ def test_slurm_profile_documents_every_entry():
     assert settings["executor"] == "slurm"
     assert "slurm_account" not in settings["default-resources"]
     text = "\n".join(lines)
-    assert re.search(r"FILL IN.*\n\s*# slurm_account:", text) and re.search(r"FILL IN.*\n\s*# slurm_partition:", text)
+    assert re.search(r"FILL IN.*\n\s*# slurm_account:", text) and re.search(
+        r"FILL IN.*\n\s*# slurm_partition:", text
+    )

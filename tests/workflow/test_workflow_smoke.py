@@ -78,7 +78,9 @@ def test_every_artifact_is_built(smoke_results):
         "data/reuters.npz",
         "pmi/cooccurrence.npz",
     ]
-    missing = [p for p in expected if not (smoke_results / p).is_file() or (smoke_results / p).stat().st_size == 0]
+    missing = [
+        p for p in expected if not (smoke_results / p).is_file() or (smoke_results / p).stat().st_size == 0
+    ]
     assert not missing
 
 
@@ -122,7 +124,9 @@ def test_claims_table_has_a_verdict_per_claim(smoke_results):
         rows = list(csv.DictReader(fh))
     assert len(rows) >= 8
     assert {r["verdict"] for r in rows} <= {"reproduced", "not reproduced", "inconclusive", "budget-limited"}
-    assert "mechanism-gradient-through-q-fig4-syn-pattern" in {r["claim_id"] for r in rows}  # the ablation's claim
+    assert "mechanism-gradient-through-q-fig4-syn-pattern" in {
+        r["claim_id"] for r in rows
+    }  # the ablation's claim
     # the smoke budget (2 epochs) leaves learning runs unconverged: never a bare statistical verdict on them
     for r in rows:
         if r["verdict"] == "budget-limited":
@@ -145,7 +149,8 @@ def test_runs_record_convergence_and_tables_count_it(smoke_results):
     with open(smoke_results / "tables" / "convergence.csv", newline="") as fh:
         summary = {(r["experiment"], r["method"]): r for r in csv.DictReader(fh)}
     assert int(summary[("all", "all")]["n_runs"]) == sum(
-        json.loads(p.read_text())["mode"] == "learning" for p in runs)
+        json.loads(p.read_text())["mode"] == "learning" for p in runs
+    )
 
 
 def test_a_finished_dag_has_nothing_left_to_do(smoke_results):
@@ -186,21 +191,54 @@ def test_report_builds_with_every_paper_artifact(smoke_results):
         names = zf.namelist()
         html = zf.read("report/report.html").decode()
     # tables as their HTML views (rendered inline by the report), figures as images
-    for artifact in ("claims.html", "fig3a.html", "fig3b.png", "fig3a_sensitivity.png", "fig3a_sensitivity.html",
-                     "fig5.png", "table4.html", "datasets.html", "fig4_patterns.png", "suppfig2_patterns.png",
-                     "table5.html", "classification.png", "fig4_recovery.html", "tsne.html", "runtime.html",
-                     "runtime.png", "software.html", "convergence.html", "convergence_fig5.html",
-                     "ablation_acp_sg.html"):
+    for artifact in (
+        "claims.html",
+        "fig3a.html",
+        "fig3b.png",
+        "fig3a_sensitivity.png",
+        "fig3a_sensitivity.html",
+        "fig5.png",
+        "table4.html",
+        "datasets.html",
+        "fig4_patterns.png",
+        "suppfig2_patterns.png",
+        "table5.html",
+        "classification.png",
+        "fig4_recovery.html",
+        "tsne.html",
+        "runtime.html",
+        "runtime.png",
+        "software.html",
+        "convergence.html",
+        "convergence_fig5.html",
+        "ablation_acp_sg.html",
+    ):
         assert any(n.endswith("/" + artifact) for n in names), artifact
     assert not any(n.endswith(".csv") for n in names)
-    for category in ("4.1 Datasets", "4.2 Inference", "4.3 Parameter estimation", "4.4 Generative modeling",
-                     "4.5 Topic models / supplement 5.1", "Claims", "Convergence", "Runtime", "Software",
-                     "Ablation (ours)"):
+    for category in (
+        "4.1 Datasets",
+        "4.2 Inference",
+        "4.3 Parameter estimation",
+        "4.4 Generative modeling",
+        "4.5 Topic models / supplement 5.1",
+        "Claims",
+        "Convergence",
+        "Runtime",
+        "Software",
+        "Ablation (ours)",
+    ):
         assert category in html, category
     # captions name the paper artifact; their Jinja is rendered with each job's wildcards and params
-    folds = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})["profiles"]["smoke"]["text"]["classification"]["folds"]
-    for caption in ("Paper Fig. 3b", "Paper Tables 2 and 3", "Supplement Fig. 2 (Section 4.3", "Paper claims",
-                    f"by {folds}-fold cross-validation"):
+    folds = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})["profiles"]["smoke"]["text"][
+        "classification"
+    ]["folds"]
+    for caption in (
+        "Paper Fig. 3b",
+        "Paper Tables 2 and 3",
+        "Supplement Fig. 2 (Section 4.3",
+        "Paper claims",
+        f"by {folds}-fold cross-validation",
+    ):
         assert caption in html, caption
     assert "snakemake.wildcards" not in html and "snakemake.params" not in html
 
@@ -222,31 +260,59 @@ def planned_jobs(dry_run_output: str) -> set[tuple[str, str]]:
 
 
 def _cell_wildcards(cell) -> str:
-    return ",".join(sorted([f"experiment={cell.experiment}", f"dataset={cell.dataset}",
-                            f"method={cell.method}", f"n={cell.n_train}"]))
+    return ",".join(
+        sorted(
+            [
+                f"experiment={cell.experiment}",
+                f"dataset={cell.dataset}",
+                f"method={cell.method}",
+                f"n={cell.n_train}",
+            ]
+        )
+    )
 
 
-@pytest.mark.parametrize("overlay, experiment, downstream", [
-    # a fit budget: the experiment's searches and trainings, then its figure
-    ({"experiments": {"fig5": {"budget": {"max_epochs": 3}}}}, "fig5",
-     [("figure_fig5", ""), ("table_html_fig5", ""), ("convergence_table", "experiment=fig5"),
-      ("table_html_convergence_experiment", "experiment=fig5")]),
-    # the number of search draws: the searches, and the trainings that read their best.json
-    ({"experiments": {"fig4": {"search": {"draws": 3}}}}, "fig4",
-     [("figure_patterns", "experiment=fig4"), ("table_html_experiment_recovery", "experiment=fig4"),
-      ("convergence_table", "experiment=fig4"), ("table_html_convergence_experiment", "experiment=fig4"),
-      ("ablation_table", ""), ("table_html_ablation_acp_sg", "")]),
-])
-def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(smoke_results, tmp_path, overlay, experiment, downstream):
+@pytest.mark.parametrize(
+    "overlay, experiment, downstream",
+    [
+        # a fit budget: the experiment's searches and trainings, then its figure
+        (
+            {"experiments": {"fig5": {"budget": {"max_epochs": 3}}}},
+            "fig5",
+            [
+                ("figure_fig5", ""),
+                ("table_html_fig5", ""),
+                ("convergence_table", "experiment=fig5"),
+                ("table_html_convergence_experiment", "experiment=fig5"),
+            ],
+        ),
+        # the number of search draws: the searches, and the trainings that read their best.json
+        (
+            {"experiments": {"fig4": {"search": {"draws": 3}}}},
+            "fig4",
+            [
+                ("figure_patterns", "experiment=fig4"),
+                ("table_html_experiment_recovery", "experiment=fig4"),
+                ("convergence_table", "experiment=fig4"),
+                ("table_html_convergence_experiment", "experiment=fig4"),
+                ("ablation_table", ""),
+                ("table_html_ablation_acp_sg", ""),
+            ],
+        ),
+    ],
+)
+def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(
+    smoke_results, tmp_path, overlay, experiment, downstream
+):
     """Rule params are plain deterministic values, so Snakemake's params trigger is exact:
     changing one experiment's setting plans its search/train jobs and what aggregates them,
     and no job of any other experiment."""
     import yaml
     from conftest import MIRROR, REPO
+    from snakemake.utils import update_config
 
     from noisyor_bench.experiments import grid
     from noisyor_bench.experiments.config import load_config
-    from snakemake.utils import update_config
 
     (tmp_path / "overlay.yaml").write_text(yaml.safe_dump({"profiles": {"smoke": overlay}}))
     proc = snakemake(REPO, smoke_results, MIRROR, "--dry-run", "--configfile", str(tmp_path / "overlay.yaml"))
@@ -262,9 +328,19 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(smoke_resul
         {("search", _cell_wildcards(c)) for c in searched}
         | {("train_cell", _cell_wildcards(c)) for c in trained}
         | set(downstream)
-        | {("claims_synthetic", ""), ("claims", ""), ("convergence_summary", ""), ("runtime_table", ""), ("all", "")}
-        | {("table_html_claims", ""), ("table_html_runtime", ""), ("table_html_runtime_jobs", ""),
-           ("table_html_convergence", "")}
+        | {
+            ("claims_synthetic", ""),
+            ("claims", ""),
+            ("convergence_summary", ""),
+            ("runtime_table", ""),
+            ("all", ""),
+        }
+        | {
+            ("table_html_claims", ""),
+            ("table_html_runtime", ""),
+            ("table_html_runtime_jobs", ""),
+            ("table_html_convergence", ""),
+        }
     )
     assert trained and len(trained) < len(grid.cells(cfg))
     assert planned_jobs(proc.stdout) == expected

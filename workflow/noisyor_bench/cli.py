@@ -7,7 +7,7 @@ import importlib
 import logging
 import pkgutil
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from noisyor_bench import __version__, commands
 from noisyor_bench.infra import provenance
@@ -31,8 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-OUTPUT_HELP = {"csv": "the table as CSV", "md": "the table as Markdown", "png": "the figure as PNG",
-               "pdf": "the figure as PDF", "html": "the page as HTML", "json": "the record as JSON"}
+OUTPUT_HELP = {
+    "csv": "the table as CSV",
+    "md": "the table as Markdown",
+    "png": "the figure as PNG",
+    "pdf": "the figure as PDF",
+    "html": "the page as HTML",
+    "json": "the record as JSON",
+}
 
 
 def _default_output_help(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +48,7 @@ def _default_output_help(parser: argparse.ArgumentParser) -> None:
             for sub in action.choices.values():
                 _default_output_help(sub)
         elif not action.help:
-            kind = next((o[len("--out-"):] for o in action.option_strings if o.startswith("--out-")), None)
+            kind = next((o[len("--out-") :] for o in action.option_strings if o.startswith("--out-")), None)
             if kind is not None:
                 what = OUTPUT_HELP.get(kind.split("-")[0], f"the {kind.replace('-', ' ')} output")
                 action.help = f"output file: {what}" + (" (required)" if action.required else "")
@@ -63,7 +69,11 @@ def _expand_list_files(args: argparse.Namespace) -> None:
         for v in value:
             if isinstance(v, str) and v.startswith("@"):
                 try:
-                    items += [line.strip() for line in Path(v[1:]).read_text(encoding="utf-8").splitlines() if line.strip()]
+                    items += [
+                        line.strip()
+                        for line in Path(v[1:]).read_text(encoding="utf-8").splitlines()
+                        if line.strip()
+                    ]
                 except OSError as err:
                     raise UserError(f"--{dest.replace('_', '-')} {v}: cannot read the list ({err})") from None
             else:

@@ -17,7 +17,13 @@ log = logging.getLogger(__name__)
 
 
 def cmd_table_fig3a(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import collect_runs, fig3a_markdown, fig3a_table, read_baselines, write_table
+    from noisyor_bench.reporting.aggregate import (
+        collect_runs,
+        fig3a_markdown,
+        fig3a_table,
+        read_baselines,
+        write_table,
+    )
 
     table = fig3a_table(collect_runs(args.runs), baselines=read_baselines(args.baselines))
     write_table(table, args.out_csv, fig3a_markdown(table), args.out_md)
@@ -26,13 +32,27 @@ def cmd_table_fig3a(args: argparse.Namespace) -> int:
 
 
 def cmd_table4(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import (collect_runs, parse_missing_reasons, read_baselines, table4_markdown, table4_table,
-                             write_table)
+    from noisyor_bench.reporting.aggregate import (
+        collect_runs,
+        parse_missing_reasons,
+        read_baselines,
+        table4_markdown,
+        table4_table,
+        write_table,
+    )
 
-    table = table4_table(collect_runs(args.runs), parse_missing_reasons(args.missing_reason),
-                         baselines=read_baselines(args.baselines))
+    table = table4_table(
+        collect_runs(args.runs),
+        parse_missing_reasons(args.missing_reason),
+        baselines=read_baselines(args.baselines),
+    )
     write_table(table, args.out_csv, table4_markdown(table), args.out_md)
-    log.info("table4: %d cells (%d measured) -> %s", len(table), int((table["status"] == "measured").sum()), args.out_csv)
+    log.info(
+        "table4: %d cells (%d measured) -> %s",
+        len(table),
+        int((table["status"] == "measured").sum()),
+        args.out_csv,
+    )
     return 0
 
 
@@ -55,7 +75,13 @@ def _dataset_titles(paths: list[str] | None) -> dict[str, str]:
 
 
 def cmd_figure_fig5(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import collect_runs, fig5_markdown, fig5_table, read_baselines, write_table
+    from noisyor_bench.reporting.aggregate import (
+        collect_runs,
+        fig5_markdown,
+        fig5_table,
+        read_baselines,
+        write_table,
+    )
     from noisyor_bench.reporting.plots.figures import plot_fig5
 
     table = fig5_table(collect_runs(args.runs), read_baselines(args.baselines))
@@ -77,11 +103,23 @@ def cmd_figure_fig3b(args: argparse.Namespace) -> int:
 
 
 def cmd_figure_patterns(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import (collect_runs, load_dataset_truth, load_posterior, read_baselines, recovery_markdown,
-                             recovery_table, write_table)
-    from noisyor_bench.reporting.plots.figures import PatternRow, plot_pattern_grid, representative_runs, row_title
-    from noisyor_bench.infra.provenance import note_input
     from noisyor_bench.evaluation.recovery import match_patterns
+    from noisyor_bench.infra.provenance import note_input
+    from noisyor_bench.reporting.aggregate import (
+        collect_runs,
+        load_dataset_truth,
+        load_posterior,
+        read_baselines,
+        recovery_markdown,
+        recovery_table,
+        write_table,
+    )
+    from noisyor_bench.reporting.plots.figures import (
+        PatternRow,
+        plot_pattern_grid,
+        representative_runs,
+        row_title,
+    )
 
     if not 0.0 < args.threshold <= 1.0:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold}")
@@ -89,7 +127,9 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
     if Path(args.dataset).with_suffix(".json").is_file():  # read for the image shape
         note_input(Path(args.dataset).with_suffix(".json"), "dataset sidecar")
     if shape is None:
-        raise ConfigError(f"--dataset {args.dataset}: no image_shape in its sidecar; pattern grids need image data")
+        raise ConfigError(
+            f"--dataset {args.dataset}: no image_shape in its sidecar; pattern grids need image data"
+        )
     runs = collect_runs(args.runs)
     if set(runs["dataset"]) != {name}:
         raise ConfigError(f"--runs are from dataset(s) {sorted(set(runs['dataset']))}, --dataset is {name!r}")
@@ -98,18 +138,26 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
     rows = []
     for pick in representative_runs(table).to_dict("records"):
         post = load_posterior(pick["run_dir"])
-        rows.append(PatternRow(row_title(pick, table), post["theta"], post.get("theta0"),
-                               match_patterns(theta, post["theta"], args.threshold)))
-    title = args.title or f"Learned patterns on {name} (matched to the true order; threshold {args.threshold:g})"
+        rows.append(
+            PatternRow(
+                row_title(pick, table),
+                post["theta"],
+                post.get("theta0"),
+                match_patterns(theta, post["theta"], args.threshold),
+            )
+        )
+    title = (
+        args.title or f"Learned patterns on {name} (matched to the true order; threshold {args.threshold:g})"
+    )
     plot_pattern_grid(theta, theta0, rows, shape, args.out_png, args.out_pdf, title=title)
     log.info("patterns %s: %d runs, %d rows -> %s", name, len(table), len(rows), args.out_png)
     return 0
 
 
 def cmd_ablation_table(args: argparse.Namespace) -> int:
+    from noisyor_bench.infra.provenance import note_input
     from noisyor_bench.reporting.acp.ablation import ablation_markdown, ablation_table
     from noisyor_bench.reporting.aggregate import collect_runs, load_dataset_truth, write_table
-    from noisyor_bench.infra.provenance import note_input
 
     if not 0.0 < args.threshold <= 1.0:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold}")
@@ -130,7 +178,9 @@ def cmd_claims(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.claims import synthetic_claims, write_claims
 
     claims = synthetic_claims(read_tables(args.tables))
-    write_claims(claims, args.out_csv, args.out_md, title="Claims of the paper (synthetic data, Sections 4.2-4.4)")
+    write_claims(
+        claims, args.out_csv, args.out_md, title="Claims of the paper (synthetic data, Sections 4.2-4.4)"
+    )
     for c in claims:
         log.info("%-45s %s", c.claim_id, c.verdict)
     return 0
@@ -138,7 +188,11 @@ def cmd_claims(args: argparse.Namespace) -> int:
 
 def cmd_convergence_table(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.aggregate import collect_runs, write_table
-    from noisyor_bench.reporting.convergence_tables import convergence_markdown, convergence_table, summary_line
+    from noisyor_bench.reporting.convergence_tables import (
+        convergence_markdown,
+        convergence_table,
+        summary_line,
+    )
 
     table = convergence_table(collect_runs(args.runs))
     write_table(table, args.out_csv, convergence_markdown(table), args.out_md)
@@ -148,7 +202,11 @@ def cmd_convergence_table(args: argparse.Namespace) -> int:
 
 def cmd_convergence_summary(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.aggregate import write_table
-    from noisyor_bench.reporting.convergence_tables import read_convergence_tables, summary_markdown, summary_table
+    from noisyor_bench.reporting.convergence_tables import (
+        read_convergence_tables,
+        summary_markdown,
+        summary_table,
+    )
 
     summary = summary_table(read_convergence_tables(args.tables))
     write_table(summary, args.out_csv, summary_markdown(summary), args.out_md)
@@ -166,9 +224,13 @@ def cmd_claims_merge(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     runs_help = "run directories or their metrics.json files"
-    baselines_help = "results/baselines/<dataset>.json files (noisyor-bench baselines): reference rows and columns"
+    baselines_help = (
+        "results/baselines/<dataset>.json files (noisyor-bench baselines): reference rows and columns"
+    )
 
-    p = sub.add_parser("table-fig3a", help="paper Fig. 3a table: NELBO/F1/EM per (N_train, method) beside the paper")
+    p = sub.add_parser(
+        "table-fig3a", help="paper Fig. 3a table: NELBO/F1/EM per (N_train, method) beside the paper"
+    )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help)
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
     p.add_argument("--out-csv", required=True)
@@ -178,13 +240,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("table4", help="paper Table 4: held-out NELBO, N_train x method, beside the paper")
     p.add_argument("--runs", nargs="+", required=True, help=runs_help)
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
-    p.add_argument("--missing-reason", action="append", default=[], metavar="[METHOD=]TEXT",
-                   help="text for cells without runs; 'lb-cdi=TEXT' for one method (repeatable)")
+    p.add_argument(
+        "--missing-reason",
+        action="append",
+        default=[],
+        metavar="[METHOD=]TEXT",
+        help="text for cells without runs; 'lb-cdi=TEXT' for one method (repeatable)",
+    )
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p.set_defaults(func=cmd_table4)
 
-    p = sub.add_parser("figure-fig5", help="paper Fig. 5: NELBO vs N_train per SYN-RANDOM dataset (+ data table)")
+    p = sub.add_parser(
+        "figure-fig5", help="paper Fig. 5: NELBO vs N_train per SYN-RANDOM dataset (+ data table)"
+    )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help)
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
     p.add_argument("--datasets", nargs="*", help="dataset .npz files (their sidecars give panel titles)")
@@ -194,7 +263,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-md")
     p.set_defaults(func=cmd_figure_fig5)
 
-    p = sub.add_parser("figure-fig3b", help="paper Fig. 3b: UB-CDI LL-UB and ELBO per fixed-point round (+ data)")
+    p = sub.add_parser(
+        "figure-fig3b", help="paper Fig. 3b: UB-CDI LL-UB and ELBO per fixed-point round (+ data)"
+    )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (with curve.csv)")
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf")
@@ -202,11 +273,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-md")
     p.set_defaults(func=cmd_figure_fig3b)
 
-    p = sub.add_parser("figure-patterns", help="paper Fig. 4 / supp. Figs. 1-2: learned patterns + recovery table")
+    p = sub.add_parser(
+        "figure-patterns", help="paper Fig. 4 / supp. Figs. 1-2: learned patterns + recovery table"
+    )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (with posterior_test.npz)")
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
-    p.add_argument("--dataset", required=True, help="the dataset .npz (true theta; sidecar gives image_shape)")
-    p.add_argument("--threshold", type=float, default=0.8, help="matched cosine similarity counted as recovered")
+    p.add_argument(
+        "--dataset", required=True, help="the dataset .npz (true theta; sidecar gives image_shape)"
+    )
+    p.add_argument(
+        "--threshold", type=float, default=0.8, help="matched cosine similarity counted as recovered"
+    )
     p.add_argument("--title", help="figure title (default: one naming the dataset)")
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf")
@@ -214,33 +291,50 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-md")
     p.set_defaults(func=cmd_figure_patterns)
 
-    p = sub.add_parser("ablation-table",
-                       help="ablation ACP vs ACP-SG (theta stopped in eq. 11), paired by seed: NELBO, theta distance, recovery")
-    p.add_argument("--runs", nargs="+", required=True,
-                   help=runs_help + " of ACP, ACP-SG and AVI cells (with posterior_test.npz)")
-    p.add_argument("--datasets", nargs="*", help="dataset .npz files whose true theta gives the recovery columns")
-    p.add_argument("--threshold", type=float, default=0.8, help="matched cosine similarity counted as recovered")
+    p = sub.add_parser(
+        "ablation-table",
+        help="ablation ACP vs ACP-SG (theta stopped in eq. 11), paired by seed: NELBO, theta distance, recovery",
+    )
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        required=True,
+        help=runs_help + " of ACP, ACP-SG and AVI cells (with posterior_test.npz)",
+    )
+    p.add_argument(
+        "--datasets", nargs="*", help="dataset .npz files whose true theta gives the recovery columns"
+    )
+    p.add_argument(
+        "--threshold", type=float, default=0.8, help="matched cosine similarity counted as recovered"
+    )
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md")
     p.set_defaults(func=cmd_ablation_table)
 
     p = sub.add_parser("claims", help="verdicts on the paper's synthetic-data claims from the table CSVs")
-    p.add_argument("--tables", nargs="+", required=True,
-                   help="CSVs from table-fig3a, table4, figure-fig5, figure-fig3b, figure-patterns, ablation-table "
-                        "(any subset)")
+    p.add_argument(
+        "--tables",
+        nargs="+",
+        required=True,
+        help="CSVs from table-fig3a, table4, figure-fig5, figure-fig3b, figure-patterns, ablation-table "
+        "(any subset)",
+    )
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md")
     p.set_defaults(func=cmd_claims)
 
-    p = sub.add_parser("convergence-table",
-                       help="one row per run of an experiment: converged, rule, stop reason, epochs, improvement")
+    p = sub.add_parser(
+        "convergence-table",
+        help="one row per run of an experiment: converged, rule, stop reason, epochs, improvement",
+    )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (one experiment)")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p.set_defaults(func=cmd_convergence_table)
 
-    p = sub.add_parser("convergence-summary",
-                       help="converged / total per experiment and method, learning-mode share overall")
+    p = sub.add_parser(
+        "convergence-summary", help="converged / total per experiment and method, learning-mode share overall"
+    )
     p.add_argument("--tables", nargs="+", required=True, help="CSVs from convergence-table")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)

@@ -31,13 +31,22 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     for warning in budget_warnings(cfg):
         print(f"warning: {warning}", file=sys.stderr)
     prof = active_profile(cfg)
-    print(f"{args.config}: valid (profile {cfg['profile']}: {len(prof.get('datasets', []))} datasets, "
-          f"{len(prof.get('experiments') or {})} experiments; results_dir {cfg['results_dir']})")
+    print(
+        f"{args.config}: valid (profile {cfg['profile']}: {len(prof.get('datasets', []))} datasets, "
+        f"{len(prof.get('experiments') or {})} experiments; results_dir {cfg['results_dir']})"
+    )
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check-config", help="validate a config file as the workflow does (YAML location, key paths, budget warnings)")
-    p.add_argument("config", nargs="?", default="config/config.yaml", help="config file (default %(default)s)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="top-level override, as snakemake --config")
+    p = sub.add_parser(
+        "check-config",
+        help="validate a config file as the workflow does (YAML location, key paths, budget warnings)",
+    )
+    p.add_argument(
+        "config", nargs="?", default="config/config.yaml", help="config file (default %(default)s)"
+    )
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="top-level override, as snakemake --config"
+    )
     p.set_defaults(func=cmd_check_config)

@@ -8,8 +8,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from noisyor_bench.experiments.config import load_config, raw_data_dir
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
@@ -50,13 +48,18 @@ def dataset_integrity(npz_path: str | Path) -> str | None:
         return f"{side}: corrupt sidecar ({err})"
     if not isinstance(record, dict):
         return f"{side}: corrupt sidecar (its 'provenance' is not an object)"
-    recorded = next((o.get("sha256") for o in record.get("outputs") or [] if Path(o.get("path", "")).name == npz.name), None)
+    recorded = next(
+        (o.get("sha256") for o in record.get("outputs") or [] if Path(o.get("path", "")).name == npz.name),
+        None,
+    )
     if recorded is None:
         return None
     now = sha256(npz)
     if now != recorded:
-        return (f"{npz}: sha256 {now[:12]}... differs from the {recorded[:12]}... recorded in {side} when it was built "
-                f"({npz.stat().st_size} bytes now; truncated, overwritten or replaced)")
+        return (
+            f"{npz}: sha256 {now[:12]}... differs from the {recorded[:12]}... recorded in {side} when it was built "
+            f"({npz.stat().st_size} bytes now; truncated, overwritten or replaced)"
+        )
     return None
 
 
@@ -73,7 +76,9 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
     else:
         cfg = load_config(args.config)
         if args.name not in cfg["datasets"]:
-            raise ConfigError(f"--name: unknown dataset {args.name!r}; allowed values: {sorted(cfg['datasets'])}")
+            raise ConfigError(
+                f"--name: unknown dataset {args.name!r}; allowed values: {sorted(cfg['datasets'])}"
+            )
         spec = cfg["datasets"][args.name]
         mirror = Path(args.raw_data_dir) if args.raw_data_dir else raw_data_dir(cfg)
     arrays, sidecar = build_dataset(args.name, spec, mirror, args.cache_dir)
@@ -84,19 +89,30 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
     write_json_atomic(sidecar_path(args.out), sidecar)
     s = sidecar["sparsity_percent"]["all"]
     paper = sidecar.get("paper_sparsity_percent")
-    log.info("%s: D=%d K=%d sparsity %.1f%% (paper %s%%) -> %s", args.name, sidecar["D"], sidecar["K"], s, paper, args.out)
+    log.info(
+        "%s: D=%d K=%d sparsity %.1f%% (paper %s%%) -> %s",
+        args.name,
+        sidecar["D"],
+        sidecar["K"],
+        s,
+        paper,
+        args.out,
+    )
     return 0
 
 
 def _dataset_provenance(args: argparse.Namespace, spec: Any, mirror: Path | None) -> dict[str, Any]:
     """The sidecar's provenance: the config entry and the raw files it was built from."""
-    from noisyor_bench.infra import provenance
     from noisyor_bench.data.rawdata import dataset_raw_keys, entry, expected_location
+    from noisyor_bench.infra import provenance
 
     base = Path(args.out).parent
     inputs = [
         provenance.file_entry(
-            expected_location(key, mirror, args.cache_dir), f"raw:{key}", base, pinned_sha256=entry(key).sha256
+            expected_location(key, mirror, args.cache_dir),
+            f"raw:{key}",
+            base,
+            pinned_sha256=entry(key).sha256,
         )
         for key in dataset_raw_keys(spec)
     ]
@@ -108,8 +124,8 @@ def _dataset_provenance(args: argparse.Namespace, spec: Any, mirror: Path | None
 
 
 def cmd_plot_patterns(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.plots.patterns import plot_patterns
     from noisyor_bench.infra.provenance import note_input
+    from noisyor_bench.reporting.plots.patterns import plot_patterns
 
     data = load_npz(args.dataset)
     note_input(sidecar_path(args.dataset), "dataset sidecar")
@@ -120,7 +136,18 @@ def cmd_plot_patterns(args: argparse.Namespace) -> int:
     return 0
 
 
-TABLE_COLUMNS = ["dataset", "D", "K", "mu", "n_train_pool", "n_test", "sparsity", "expected_sparsity", "paper_sparsity", "difference"]
+TABLE_COLUMNS = [
+    "dataset",
+    "D",
+    "K",
+    "mu",
+    "n_train_pool",
+    "n_test",
+    "sparsity",
+    "expected_sparsity",
+    "paper_sparsity",
+    "difference",
+]
 
 
 def dataset_rows(paths: list[str]) -> list[dict[str, Any]]:
@@ -130,14 +157,18 @@ def dataset_rows(paths: list[str]) -> list[dict[str, Any]]:
     for path in paths:
         sidecar = sidecar_path(path)
         if not sidecar.exists():
-            raise DataError(f"dataset sidecar {sidecar} is missing; rebuild {path} with 'noisyor-bench make-dataset'")
+            raise DataError(
+                f"dataset sidecar {sidecar} is missing; rebuild {path} with 'noisyor-bench make-dataset'"
+            )
         problem = dataset_integrity(path)  # a table of a damaged dataset would pass as right
         if problem:
             raise DataError(f"{problem}; rebuild it with 'noisyor-bench make-dataset'")
         note_input(sidecar, "dataset sidecar")
         meta = read_json(sidecar)
         if not isinstance(meta, dict) or not {"config", "sparsity_percent", "name"} <= set(meta):
-            raise DataError(f"dataset sidecar {sidecar} is corrupt (not a make-dataset sidecar); rebuild {path}")
+            raise DataError(
+                f"dataset sidecar {sidecar} is corrupt (not a make-dataset sidecar); rebuild {path}"
+            )
         cfg = meta["config"]
         measured = meta["sparsity_percent"]["all"]
         paper = meta.get("paper_sparsity_percent")
@@ -188,9 +219,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("make-dataset", help="sample a synthetic dataset (results/data/<name>.npz + .json)")
     p.add_argument("--name", required=True, help="dataset name, a key of the config's datasets section")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--config", default="config/config.yaml", help="config file to take the dataset entry from")
+    src.add_argument(
+        "--config", default="config/config.yaml", help="config file to take the dataset entry from"
+    )
     src.add_argument("--spec", help="the dataset entry as JSON (or @file); used by the workflow")
-    p.add_argument("--raw-data-dir", help="raw-data mirror (default: config raw_data_dir, $NOISYOR_RAW_DATA, else download)")
+    p.add_argument(
+        "--raw-data-dir",
+        help="raw-data mirror (default: config raw_data_dir, $NOISYOR_RAW_DATA, else download)",
+    )
     p.add_argument("--cache-dir", default="results/raw", help="where downloaded raw inputs are kept")
     p.add_argument("--out", required=True, help="output .npz path (the .json sidecar is written beside it)")
     p.set_defaults(func=cmd_make_dataset)

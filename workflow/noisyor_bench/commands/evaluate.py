@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz, read_json
@@ -34,14 +35,26 @@ def _close(a: Any, b: Any, rtol: float) -> bool:
     return a == b
 
 
-def compare(recorded: Mapping[str, Any], recomputed: Mapping[str, Any], keys: tuple[str, ...], rtol: float) -> list[tuple[str, Any, Any, bool]]:
+def compare(
+    recorded: Mapping[str, Any], recomputed: Mapping[str, Any], keys: tuple[str, ...], rtol: float
+) -> list[tuple[str, Any, Any, bool]]:
     """``(key, recorded, recomputed, ok)`` for each metric key."""
-    return [(k, recorded.get(k), recomputed.get(k), _close(recorded.get(k), recomputed.get(k), rtol)) for k in keys]
+    return [
+        (k, recorded.get(k), recomputed.get(k), _close(recorded.get(k), recomputed.get(k), rtol))
+        for k in keys
+    ]
 
 
 def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(recorded metrics, recomputed metrics)`` of a run directory."""
-    from noisyor_bench.experiments.runs import METRICS_FILE, POSTERIOR_FILE, json_safe, evaluate_posterior, file_sha256, load_dataset
+    from noisyor_bench.experiments.runs import (
+        METRICS_FILE,
+        POSTERIOR_FILE,
+        evaluate_posterior,
+        file_sha256,
+        json_safe,
+        load_dataset,
+    )
 
     metrics_path, posterior_path = run / METRICS_FILE, run / POSTERIOR_FILE
     for path in (metrics_path, posterior_path):
@@ -56,7 +69,9 @@ def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]
         )
     data = load_dataset(dataset)
     posterior = load_npz(posterior_path)
-    check_posterior_arrays(posterior, posterior_path, int(data["x_test"].shape[0]), int(data["x_test"].shape[1]))
+    check_posterior_arrays(
+        posterior, posterior_path, int(data["x_test"].shape[0]), int(data["x_test"].shape[1])
+    )
     recomputed = evaluate_posterior(
         posterior,
         data,
@@ -81,9 +96,15 @@ def check_posterior_arrays(posterior: Mapping[str, Any], path: Path, n_test: int
         raise DataError(f"{path} lacks array(s) {missing}; it holds {sorted(posterior)}")
     q, theta = np.asarray(posterior["q"]), np.asarray(posterior["theta"])
     k = theta.shape[1] if theta.ndim == 2 else None
-    shapes = {"q": (q.shape, (n_test, k)), "theta": (theta.shape, (d, k)),
-              "theta0": (np.shape(posterior["theta0"]), (d,)), "mu": (np.shape(posterior["mu"]), (k,))}
-    wrong = [f"{name} has shape {got}, expected {want}" for name, (got, want) in shapes.items() if got != want]
+    shapes = {
+        "q": (q.shape, (n_test, k)),
+        "theta": (theta.shape, (d, k)),
+        "theta0": (np.shape(posterior["theta0"]), (d,)),
+        "mu": (np.shape(posterior["mu"]), (k,)),
+    }
+    wrong = [
+        f"{name} has shape {got}, expected {want}" for name, (got, want) in shapes.items() if got != want
+    ]
     if wrong:
         raise DataError(f"{path}: wrong shapes ({'; '.join(wrong)}; N_test={n_test}, D={d})")
     if not (np.issubdtype(q.dtype, np.number) and np.all(np.isfinite(q)) and np.all((q >= 0) & (q <= 1))):
@@ -191,16 +212,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"{name}: {status}")
     changed = [name for name, status in files if status != "ok"]
     if POSTERIOR_FILE in changed:
-        print(f"run file(s) differ from the provenance record: {', '.join(changed)}; {run / POSTERIOR_FILE} "
-              "was truncated, replaced or deleted after the run: rerun the run (or restore the file)")
+        print(
+            f"run file(s) differ from the provenance record: {', '.join(changed)}; {run / POSTERIOR_FILE} "
+            "was truncated, replaced or deleted after the run: rerun the run (or restore the file)"
+        )
         return 1
     dataset = Path(args.dataset) if args.dataset else locate_dataset(run, recorded)
     recorded, recomputed = recompute(run, dataset)
     print(f"run: {run}")
     print(f"dataset: {dataset} (sha256 matches the run's record)")
     rows = compare(recorded, recomputed, RECOMPUTED_METRICS, args.rtol)
-    rows.append(("latent_permutation", recorded.get("latent_permutation"), recomputed.get("latent_permutation"),
-                 recorded.get("latent_permutation") == recomputed.get("latent_permutation")))
+    rows.append(
+        (
+            "latent_permutation",
+            recorded.get("latent_permutation"),
+            recomputed.get("latent_permutation"),
+            recorded.get("latent_permutation") == recomputed.get("latent_permutation"),
+        )
+    )
     width = max(len(r[0]) for r in rows)
     print(f"{'metric':<{width}}  {'recorded':>20}  {'recomputed':>20}")
     for key, a, b, ok in rows:
@@ -221,12 +250,19 @@ cmd_evaluate = cmd_verify  # the original name of the command
 
 def register(sub: argparse._SubParsersAction) -> None:
     for name, help_text in (
-        ("verify", "recompute a run's test metrics from posterior_test.npz and check them against metrics.json"),
+        (
+            "verify",
+            "recompute a run's test metrics from posterior_test.npz and check them against metrics.json",
+        ),
         ("evaluate", "alias of verify"),
     ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("run_dir", help="a run directory (holding metrics.json and posterior_test.npz)")
-        p.add_argument("--dataset",
-                       help="the dataset .npz the run was trained on (default: found from the run's provenance)")
-        p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default %(default)s)")
+        p.add_argument(
+            "--dataset",
+            help="the dataset .npz the run was trained on (default: found from the run's provenance)",
+        )
+        p.add_argument(
+            "--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default %(default)s)"
+        )
         p.set_defaults(func=cmd_verify)

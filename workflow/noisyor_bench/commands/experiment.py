@@ -48,8 +48,8 @@ def _spec(
     draw: int | None = None,
 ):
     """The RunSpec of one seed of the cell: search draw ``draw``, or a final run (``None``)."""
-    from noisyor_bench.inference.fitting import budget_from_mapping
     from noisyor_bench.experiments.runs import RunSpec
+    from noisyor_bench.inference.fitting import budget_from_mapping
     from noisyor_bench.inference.training import run_init_key
 
     budget = _json(args.budget, "--budget")
@@ -91,10 +91,10 @@ def _completed_draw(draw_dir: Path, hparams: dict[str, Any], init_key: str) -> d
 def cmd_search(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from noisyor_bench.infra.io import write_json_atomic, write_text_atomic
     from noisyor_bench.experiments.runs import execute_run
     from noisyor_bench.experiments.search import best_draw
     from noisyor_bench.inference.training import NonFiniteLossError
+    from noisyor_bench.infra.io import write_json_atomic, write_text_atomic
 
     draws = _json(args.draws, "--draws")
     if not isinstance(draws, list) or not draws:
@@ -152,8 +152,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) -> dict[str, Any]:
     """best.json's record: the dataset, every draw's metrics.json, the search settings."""
-    from noisyor_bench.infra import provenance
     from noisyor_bench.inference.training import run_init_key
+    from noisyor_bench.infra import provenance
 
     inputs = [provenance.file_entry(args.dataset, "dataset", out)]
     # Diverged draws have no metrics.json (search.csv records them with their reason).
@@ -162,7 +162,9 @@ def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) ->
     config = {
         "draws": draws,
         "seed": args.seed,
-        "init_keys": [run_init_key(args.experiment, args.dataset_name, args.n_train, i) for i in range(len(draws))],
+        "init_keys": [
+            run_init_key(args.experiment, args.dataset_name, args.n_train, i) for i in range(len(draws))
+        ],
         "budget": _json(args.budget, "--budget"),
         "evaluation": _json(args.evaluation, "--evaluation"),
         "criterion": "lowest validation NELBO",
@@ -171,9 +173,9 @@ def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) ->
 
 
 def cmd_train_cell(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.runs import execute_run, headline, run_dir
     from noisyor_bench.infra import provenance
     from noisyor_bench.infra.io import read_json
-    from noisyor_bench.experiments.runs import execute_run, headline, run_dir
 
     hparams: dict[str, Any] = {}
     if args.best:
@@ -197,7 +199,8 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
     if diverged:
         kept = len(args.seeds) - len(diverged)
         raise NonFiniteLossError(
-            f"{len(diverged)} of {len(args.seeds)} seeds diverged ({kept} finished and kept):\n  " + "\n  ".join(diverged)
+            f"{len(diverged)} of {len(args.seeds)} seeds diverged ({kept} finished and kept):\n  "
+            + "\n  ".join(diverged)
         )
     return 0
 
@@ -206,7 +209,9 @@ def _best_hparams(path: Path) -> dict[str, Any]:
     """``hparams`` of a search's best.json, validated (ConfigError naming --best and the file)."""
     best = _json(f"@{path}", f"--best {path}")
     if not isinstance(best, dict) or not isinstance(best.get("hparams"), dict):
-        raise ConfigError(f"--best {path}: expected a search's best.json, a JSON object with an 'hparams' object")
+        raise ConfigError(
+            f"--best {path}: expected a search's best.json, a JSON object with an 'hparams' object"
+        )
     return dict(best["hparams"])
 
 
@@ -214,30 +219,62 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, help="dataset .npz")
     p.add_argument("--dataset-name", required=True, help="dataset name (the runs/ path component)")
     p.add_argument("--experiment", required=True, help="experiment name, e.g. fig3a")
-    p.add_argument("--method", required=True, help="avi, acp, svi, lb-cdi, ub-cdi or acp-sg (learning mode only)")
-    p.add_argument("--mode", required=True, choices=["inference", "learning"],
-                   help="inference: generative model fixed at the truth; learning: fitted too")
-    p.add_argument("--n-train", type=int, required=True, help="first N_train rows of the training pool (0: none)")
-    p.add_argument("--budget", default="{}", help="FitBudget fields as JSON (max_epochs, patience, batch_size, eval_every, min_epoch_steps, convergence_window, convergence_rel_tol)")
+    p.add_argument(
+        "--method", required=True, help="avi, acp, svi, lb-cdi, ub-cdi or acp-sg (learning mode only)"
+    )
+    p.add_argument(
+        "--mode",
+        required=True,
+        choices=["inference", "learning"],
+        help="inference: generative model fixed at the truth; learning: fitted too",
+    )
+    p.add_argument(
+        "--n-train", type=int, required=True, help="first N_train rows of the training pool (0: none)"
+    )
+    p.add_argument(
+        "--budget",
+        default="{}",
+        help="FitBudget fields as JSON (max_epochs, patience, batch_size, eval_every, min_epoch_steps, convergence_window, convergence_rel_tol)",
+    )
     p.add_argument("--evaluation", default="{}", help='JSON {"samples": 100, "iw_samples": 100}')
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda[:N]")
     p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("search", help="random hyperparameter search of one cell, selected on validation NELBO")
+    p = sub.add_parser(
+        "search", help="random hyperparameter search of one cell, selected on validation NELBO"
+    )
     _common(p)
-    p.add_argument("--seed", type=int, required=True,
-                   help="seed of the search draws (each draw's initialisation derives from cell, draw index and seed)")
-    p.add_argument("--draws", required=True, help="JSON list (or @file) of hyperparameter dicts; draw 0 = defaults")
+    p.add_argument(
+        "--seed",
+        type=int,
+        required=True,
+        help="seed of the search draws (each draw's initialisation derives from cell, draw index and seed)",
+    )
+    p.add_argument(
+        "--draws", required=True, help="JSON list (or @file) of hyperparameter dicts; draw 0 = defaults"
+    )
     p.add_argument("--out-dir", required=True, help="search directory: draw<i>/, search.csv, best.json")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("train-cell", help="train one cell for several seeds (one run directory per seed)")
     _common(p)
-    p.add_argument("--seeds", type=int, nargs="+", required=True, help="training seeds, one run directory each")
-    p.add_argument("--best", help="best.json of the cell's search (default: the method's default hyperparameters)")
-    p.add_argument("--latents", type=int, default=None,
-                   help="K to learn (learning mode; required for datasets without ground truth, e.g. text corpora)")
-    p.add_argument("--results-dir", default="results", help="results directory; runs go to <dir>/runs/... (default: results)")
+    p.add_argument(
+        "--seeds", type=int, nargs="+", required=True, help="training seeds, one run directory each"
+    )
+    p.add_argument(
+        "--best", help="best.json of the cell's search (default: the method's default hyperparameters)"
+    )
+    p.add_argument(
+        "--latents",
+        type=int,
+        default=None,
+        help="K to learn (learning mode; required for datasets without ground truth, e.g. text corpora)",
+    )
+    p.add_argument(
+        "--results-dir",
+        default="results",
+        help="results directory; runs go to <dir>/runs/... (default: results)",
+    )
     p.set_defaults(func=cmd_train_cell)

@@ -22,9 +22,9 @@ def cmd_table_html(args: argparse.Namespace) -> int:
 
 
 def cmd_software_html(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.htmltables import software_page
     from noisyor_bench.infra.io import write_text_atomic
     from noisyor_bench.infra.provenance import environment
+    from noisyor_bench.reporting.htmltables import software_page
 
     write_text_atomic(args.out_html, software_page(environment()))
     return 0
@@ -50,15 +50,21 @@ def cmd_estimate_time(args: argparse.Namespace) -> int:
 
     from noisyor_bench.reporting.summary import estimate_time, load_estimates
 
-    cores = args.cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    cores = args.cores or (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
     print(estimate_time(load_estimates(args.table), args.profile, cores), flush=True)
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("table-html", help="HTML view of table CSVs (ours ± CI beside the paper; verdicts coloured)")
+    p = sub.add_parser(
+        "table-html", help="HTML view of table CSVs (ours ± CI beside the paper; verdicts coloured)"
+    )
     p.add_argument("--tables", nargs="+", required=True, help="table CSVs (results/tables/*.csv)")
-    p.add_argument("--out-html", nargs="+", help="one HTML file per table, in order (default: next to each CSV)")
+    p.add_argument(
+        "--out-html", nargs="+", help="one HTML file per table, in order (default: next to each CSV)"
+    )
     p.set_defaults(func=cmd_table_html)
 
     p = sub.add_parser("software-html", help="report page: package versions, git commit, machine")
@@ -72,11 +78,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("readme-results", help="rewrite README's results block from a results directory")
     p.add_argument("--results", default="results", help="results directory (default: results)")
-    p.add_argument("--readme", default="README.md", help="README with <!-- results --> markers (default: README.md)")
+    p.add_argument(
+        "--readme", default="README.md", help="README with <!-- results --> markers (default: README.md)"
+    )
     p.set_defaults(func=cmd_readme_results)
 
-    p = sub.add_parser("estimate-time", help="print the expected wall time of a config profile (measured table)")
-    p.add_argument("--profile", default="quick", help="config profile: smoke, quick or paper (default: quick)")
+    p = sub.add_parser(
+        "estimate-time", help="print the expected wall time of a config profile (measured table)"
+    )
+    p.add_argument(
+        "--profile", default="quick", help="config profile: smoke, quick or paper (default: quick)"
+    )
     p.add_argument("--cores", type=int, help="cores the run may use (default: this machine's)")
     p.add_argument("--table", default="config/runtime_estimates.yaml", help="measured times per profile")
     p.set_defaults(func=cmd_estimate_time)

@@ -174,7 +174,7 @@ def build(path: str | os.PathLike[str], depth: int | None = None) -> dict[str, A
 
 def _node(path: Path, found: Found, level: int, depth: int | None, seen: set[Path]) -> dict[str, Any]:
     seen.add(found.record_file.resolve())
-    status, now = (check(found.output, path) if found.output is not None else ("record inside the file", None))
+    status, now = check(found.output, path) if found.output is not None else ("record inside the file", None)
     node: dict[str, Any] = {
         "path": _display(path),
         "record_file": _display(found.record_file),
@@ -208,7 +208,9 @@ def _node(path: Path, found: Found, level: int, depth: int | None, seen: set[Pat
     # Every other output the record names (a run's posterior_test.npz and curve.csv, a table's
     # .md beside its .csv): an auditing command checks every file of its record (issue 18).
     node["outputs"] = [
-        _output_item(entry, found.base) for entry in found.record.get("outputs") or [] if entry is not found.output
+        _output_item(entry, found.base)
+        for entry in found.record.get("outputs") or []
+        if entry is not found.output
     ]
     return node
 
@@ -218,8 +220,13 @@ def _output_item(entry: dict[str, Any], base: Path) -> dict[str, Any]:
     rel = entry.get("relpath") or entry.get("path")
     path = base / rel if rel else None
     st, sha = check(entry, path if path is not None and path.exists() else None)
-    return {"path": _display(path) if path else entry.get("path"), "role": "output", "recorded_sha256": entry.get("sha256"),
-            "current_sha256": sha, "status": st}
+    return {
+        "path": _display(path) if path else entry.get("path"),
+        "role": "output",
+        "recorded_sha256": entry.get("sha256"),
+        "current_sha256": sha,
+        "status": st,
+    }
 
 
 def problems(node: dict[str, Any]) -> list[str]:
@@ -287,8 +294,11 @@ def render(node: dict[str, Any], indent: int = 0, head: bool = True) -> list[str
     if t:
         lines.append(f"{pad}time: {t.get('start')} -> {t.get('end')} ({t.get('wall_seconds')} s)")
     for item in node.get("outputs", []):
-        flag = item["status"] + (f": recorded {_short(item['recorded_sha256'])}, now {_short(item['current_sha256'])}"
-                                  if item["status"] == CHANGED else "")
+        flag = item["status"] + (
+            f": recorded {_short(item['recorded_sha256'])}, now {_short(item['current_sha256'])}"
+            if item["status"] == CHANGED
+            else ""
+        )
         lines.append(f"{pad}output {item['path']}  (sha256 {_short(item['recorded_sha256'])})  [{flag}]")
     lines.append(f"{pad}inputs ({len(node['inputs'])}):" if node["inputs"] else f"{pad}inputs: none")
     for item in node["inputs"]:
@@ -299,7 +309,9 @@ def render(node: dict[str, Any], indent: int = 0, head: bool = True) -> list[str
         if item.get("pinned_sha256"):
             same = item["pinned_sha256"] == item["current_sha256"]
             pinned = ", pinned" if same else ", differs from the pin (content-verified)"
-        lines.append(f"{pad}- {item['path']}  ({item['role']}; sha256 {_short(item['recorded_sha256'])}{pinned})  [{flag}]")
+        lines.append(
+            f"{pad}- {item['path']}  ({item['role']}; sha256 {_short(item['recorded_sha256'])}{pinned})  [{flag}]"
+        )
         if "node" in item:
             lines += render(item["node"], len(pad) + 4, head=False)
         elif item.get("expanded") == "above":
@@ -334,7 +346,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "provenance",
         help="print the chain from a table/figure/run/dataset file back to raw inputs and configs, re-checking sha256s",
     )
-    p.add_argument("file", help="a table, figure, run directory or file, dataset .npz/.json, corpus or search file")
+    p.add_argument(
+        "file", help="a table, figure, run directory or file, dataset .npz/.json, corpus or search file"
+    )
     p.add_argument("--json", action="store_true", help="print the tree as JSON")
     p.add_argument("--depth", type=int, help="levels of records to follow below FILE (default: all)")
     p.set_defaults(func=cmd_provenance)

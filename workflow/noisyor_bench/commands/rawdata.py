@@ -20,26 +20,34 @@ def cmd_verify_raw(args: argparse.Namespace) -> int:
     The workflow's derived files depend on these stamps, so a corrupted raw file fails this
     job, whose only output is the stamp, before any job that would delete derived outputs.
     """
-    from noisyor_bench.infra.io import write_json_atomic
     from noisyor_bench.data.rawdata import sha256_file
+    from noisyor_bench.infra.io import write_json_atomic
 
     how = verify(args.key, args.path)
-    write_json_atomic(args.out, {"key": args.key, "path": str(args.path), "matched": how, "sha256": sha256_file(args.path)})
+    write_json_atomic(
+        args.out, {"key": args.key, "path": str(args.path), "matched": how, "sha256": sha256_file(args.path)}
+    )
     print(f"{args.path}: verified ({how})")
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("verify-raw", help="verify one raw input against its pinned sha256 and write a stamp file")
+    p = sub.add_parser(
+        "verify-raw", help="verify one raw input against its pinned sha256 and write a stamp file"
+    )
     p.add_argument("--key", required=True, choices=sorted(REGISTRY), help="registry key of the raw input")
     p.add_argument("--path", required=True, help="the raw file (in the mirror or the download cache)")
     p.add_argument("--out", required=True, help="stamp file written when the file matches its pin")
     p.set_defaults(func=cmd_verify_raw)
 
-    p = sub.add_parser("fetch-raw", help="fetch a raw input into the cache (or check it in the mirror) and verify it")
+    p = sub.add_parser(
+        "fetch-raw", help="fetch a raw input into the cache (or check it in the mirror) and verify it"
+    )
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--key", choices=sorted(REGISTRY), help="registry key of the raw input")
-    which.add_argument("--relpath", help="path of the raw input inside a mirror, e.g. mnist/t10k-images-idx3-ubyte.gz")
+    which.add_argument(
+        "--relpath", help="path of the raw input inside a mirror, e.g. mnist/t10k-images-idx3-ubyte.gz"
+    )
     p.add_argument("--raw-data-dir", help="raw-data mirror (default: $NOISYOR_RAW_DATA, else download)")
     p.add_argument("--cache-dir", default="results/raw", help="where downloads are stored")
     p.set_defaults(func=cmd_fetch_raw)

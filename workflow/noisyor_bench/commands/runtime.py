@@ -13,8 +13,8 @@ log = logging.getLogger(__name__)
 
 
 def cmd_runtime_table(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import write_table
     from noisyor_bench.infra.errors import ConfigError
+    from noisyor_bench.reporting.aggregate import write_table
     from noisyor_bench.reporting.runtime import collect, markdown, per_rule, plot
 
     if args.top < 1:
@@ -26,7 +26,13 @@ def cmd_runtime_table(args: argparse.Namespace) -> int:
         write_table(jobs, args.out_jobs_csv)
     if args.out_png:
         plot(rules, args.out_png)
-    log.info("runtime: %d jobs of %d rules, %.0f s in total -> %s", len(jobs), len(rules), jobs["s"].sum(), args.out_csv)
+    log.info(
+        "runtime: %d jobs of %d rules, %.0f s in total -> %s",
+        len(jobs),
+        len(rules),
+        jobs["s"].sum(),
+        args.out_csv,
+    )
     return 0
 
 

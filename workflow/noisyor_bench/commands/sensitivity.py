@@ -9,16 +9,23 @@ log = logging.getLogger(__name__)
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import write_table
     from noisyor_bench.infra.device import set_threads
+    from noisyor_bench.reporting.acp.sensitivity import (
+        crossing_sentence,
+        crossings,
+        sensitivity_markdown,
+        sensitivity_table,
+    )
+    from noisyor_bench.reporting.aggregate import write_table
     from noisyor_bench.reporting.plots.sensitivity import plot_sensitivity
-    from noisyor_bench.reporting.acp.sensitivity import crossing_sentence, crossings, sensitivity_markdown, sensitivity_table
 
     set_threads(args.threads)
     table = sensitivity_table(args.runs, args.dataset, args.steps)
     write_table(table, args.out_csv, sensitivity_markdown(table), args.out_md)
     plot_sensitivity(table, args.out_png, args.out_pdf)
-    log.info("fig3a sensitivity: %d rows -> %s; %s", len(table), args.out_csv, crossing_sentence(crossings(table)))
+    log.info(
+        "fig3a sensitivity: %d rows -> %s; %s", len(table), args.out_csv, crossing_sentence(crossings(table))
+    )
     return 0
 
 
@@ -27,11 +34,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sensitivity",
         help="Fig. 3a sensitivity: SVI/LB-CDI held-out NELBO, F1, EM against the per-datapoint step cap",
     )
-    p.add_argument("--runs", nargs="+", required=True,
-                   help="Fig. 3a SVI / LB-CDI run directories or metrics.json files (lowest seed per method used)")
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        required=True,
+        help="Fig. 3a SVI / LB-CDI run directories or metrics.json files (lowest seed per method used)",
+    )
     p.add_argument("--dataset", required=True, help="the runs' dataset .npz (ground truth and test split)")
-    p.add_argument("--steps", nargs="+", type=int, default=None,
-                   help="step caps (default: 0 1 2 3 5 7 10 15 20 30 50 100 200)")
+    p.add_argument(
+        "--steps",
+        nargs="+",
+        type=int,
+        default=None,
+        help="step caps (default: 0 1 2 3 5 7 10 15 20 30 50 100 200)",
+    )
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import read_json, write_json_atomic, write_npz_atomic, write_text_atomic
@@ -44,11 +45,15 @@ def _input_record(key: str, path: Path) -> dict[str, str]:
 
 
 def _provenance(
-    kind: str, inputs: list[dict[str, Any]], out: str, outputs: list[Path], extra: Iterable[tuple[Path, str]] = ()
+    kind: str,
+    inputs: list[dict[str, Any]],
+    out: str,
+    outputs: list[Path],
+    extra: Iterable[tuple[Path, str]] = (),
 ) -> dict[str, Any]:
     """The sidecar's provenance record: raw inputs (``_input_record``s) and other files read."""
-    from noisyor_bench.infra import provenance
     from noisyor_bench.data.rawdata import REGISTRY
+    from noisyor_bench.infra import provenance
 
     base = Path(out).parent
     entries = [
@@ -81,14 +86,16 @@ def _write_corpus(out: str, arrays: dict[str, Any], vocab: list[str], sidecar: d
 
     write_npz_atomic(out, **arrays)
     write_text_atomic(vocab_path(out), vocabulary_text(vocab))
-    sidecar["provenance"] = _provenance("corpus", sidecar.get("inputs", []), out, [Path(out), vocab_path(out)])
+    sidecar["provenance"] = _provenance(
+        "corpus", sidecar.get("inputs", []), out, [Path(out), vocab_path(out)]
+    )
     write_json_atomic(sidecar_path(out), sidecar)
 
 
 def cmd_ingest_neurips(args: argparse.Namespace) -> int:
-    from noisyor_bench.data.rawdata import fetch
     from noisyor_bench.data.corpora import neurips
     from noisyor_bench.data.corpora.preprocess import load_resources
+    from noisyor_bench.data.rawdata import fetch
 
     mirror = _mirror(args)
     tsv = fetch("neurips-titles-tsv", mirror, args.cache_dir)
@@ -97,12 +104,19 @@ def cmd_ingest_neurips(args: argparse.Namespace) -> int:
     arrays, vocab, sidecar = neurips.ingest_neurips(
         titles, load_resources(nltk_dir), args.seed, _options(args), with_variants=not args.no_variants
     )
-    sidecar["inputs"] = [_input_record("neurips-titles-tsv", tsv)] + [r for r in records if r["key"] != "nltk-reuters"]
+    sidecar["inputs"] = [_input_record("neurips-titles-tsv", tsv)] + [
+        r for r in records if r["key"] != "nltk-reuters"
+    ]
     _write_corpus(args.out, arrays, vocab, sidecar)
     c = sidecar["counts"]
     log.info(
         "neurips-titles: %d titles, D=%d (paper %d), average length %.2f (paper %.2f) -> %s",
-        c["documents"], c["vocabulary"], neurips.PAPER["vocabulary"], c["average_length"], neurips.PAPER["average_length"], args.out,
+        c["documents"],
+        c["vocabulary"],
+        neurips.PAPER["vocabulary"],
+        c["average_length"],
+        neurips.PAPER["average_length"],
+        args.out,
     )
     return 0
 
@@ -128,7 +142,13 @@ def cmd_ingest_reuters(args: argparse.Namespace) -> int:
     c = sidecar["counts"]
     log.info(
         "reuters: %d documents (%d train / %d val / %d test), D=%d (paper %d) -> %s",
-        c["documents"], c["n_train"], c["n_val"], c["n_test"], c["vocabulary"], reuters.PAPER["vocabulary"], args.out,
+        c["documents"],
+        c["n_train"],
+        c["n_val"],
+        c["n_test"],
+        c["vocabulary"],
+        reuters.PAPER["vocabulary"],
+        args.out,
     )
     return 0
 
@@ -148,14 +168,21 @@ def _corpus_options(vocab_files: list[str]) -> dict[str, str] | None:
             found[v] = {k: pre[k] for k in ("lemmatizer", "stopwords", "token_pattern") if k in pre}
     distinct = {tuple(sorted(o.items())) for o in found.values()}
     if len(distinct) > 1:
-        raise ConfigError(f"--vocab: the corpora were preprocessed differently ({found}); count PMI for each separately")
+        raise ConfigError(
+            f"--vocab: the corpora were preprocessed differently ({found}); count PMI for each separately"
+        )
     return next(iter(found.values())) if found else None
 
 
 def cmd_pmi_counts(args: argparse.Namespace) -> int:
+    from noisyor_bench.data.corpora.preprocess import (
+        PreprocessOptions,
+        Preprocessor,
+        load_resources,
+        read_vocabulary,
+    )
     from noisyor_bench.data.rawdata import REGISTRY, fetch
     from noisyor_bench.evaluation.pmi import build_cooccurrence
-    from noisyor_bench.data.corpora.preprocess import PreprocessOptions, Preprocessor, load_resources, read_vocabulary
 
     mirror = _mirror(args)
     if args.reference in REGISTRY:
@@ -208,7 +235,12 @@ def cmd_pmi_counts(args: argparse.Namespace) -> int:
     )
     log.info(
         "PMI counts: %d windows, %d pairs seen, %d of %d words absent from the reference, %.1f s -> %s",
-        table.n_windows, table.pair_count.size, len(absent), len(vocab), seconds, args.out,
+        table.n_windows,
+        table.pair_count.size,
+        len(absent),
+        len(vocab),
+        seconds,
+        args.out,
     )
     return 0
 
@@ -216,33 +248,75 @@ def cmd_pmi_counts(args: argparse.Namespace) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     from noisyor_bench.data.corpora.preprocess import LEMMATIZERS, STOPWORD_STAGES
 
-    p.add_argument("--raw-data-dir", help="raw-data mirror (default: $NOISYOR_RAW_DATA, else download into --cache-dir)")
+    p.add_argument(
+        "--raw-data-dir", help="raw-data mirror (default: $NOISYOR_RAW_DATA, else download into --cache-dir)"
+    )
     p.add_argument("--cache-dir", default=DEFAULT_CACHE, help="where downloaded raw inputs are kept")
-    p.add_argument("--lemmatizer", choices=LEMMATIZERS, default=LEMMATIZERS[0], help="WordNet lemmatization (default: %(default)s)")
-    p.add_argument("--stopwords", choices=STOPWORD_STAGES, default=STOPWORD_STAGES[0], help="remove stop words before/after lemmatization or both (default: %(default)s)")
+    p.add_argument(
+        "--lemmatizer",
+        choices=LEMMATIZERS,
+        default=LEMMATIZERS[0],
+        help="WordNet lemmatization (default: %(default)s)",
+    )
+    p.add_argument(
+        "--stopwords",
+        choices=STOPWORD_STAGES,
+        default=STOPWORD_STAGES[0],
+        help="remove stop words before/after lemmatization or both (default: %(default)s)",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("ingest-neurips", help="NeurIPS titles 1987-2017 -> binary bag of words (paper Sec. 4.5)")
+    p = sub.add_parser(
+        "ingest-neurips", help="NeurIPS titles 1987-2017 -> binary bag of words (paper Sec. 4.5)"
+    )
     _common(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the 1000/1000/rest split")
-    p.add_argument("--no-variants", action="store_true", help="skip the preprocessing-variant counts in the sidecar")
-    p.add_argument("--out", required=True, help="output .npz (the .vocab.txt and .json are written beside it)")
+    p.add_argument(
+        "--no-variants", action="store_true", help="skip the preprocessing-variant counts in the sidecar"
+    )
+    p.add_argument(
+        "--out", required=True, help="output .npz (the .vocab.txt and .json are written beside it)"
+    )
     p.set_defaults(func=cmd_ingest_neurips)
 
-    p = sub.add_parser("ingest-reuters", help="Reuters headlines of earn/acq/money-fx -> binary bag of words (supplement 5.1)")
+    p = sub.add_parser(
+        "ingest-reuters",
+        help="Reuters headlines of earn/acq/money-fx -> binary bag of words (supplement 5.1)",
+    )
     _common(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the validation carve-out")
-    p.add_argument("--val-fraction", type=float, default=0.1, help="share of the training documents held out for validation")
-    p.add_argument("--vocab-scope", choices=("train", "all"), default="train", help="documents counted for the >= 5 rule")
-    p.add_argument("--no-variants", action="store_true", help="skip the preprocessing-variant counts in the sidecar")
-    p.add_argument("--out", required=True, help="output .npz (the .vocab.txt and .json are written beside it)")
+    p.add_argument(
+        "--val-fraction",
+        type=float,
+        default=0.1,
+        help="share of the training documents held out for validation",
+    )
+    p.add_argument(
+        "--vocab-scope", choices=("train", "all"), default="train", help="documents counted for the >= 5 rule"
+    )
+    p.add_argument(
+        "--no-variants", action="store_true", help="skip the preprocessing-variant counts in the sidecar"
+    )
+    p.add_argument(
+        "--out", required=True, help="output .npz (the .vocab.txt and .json are written beside it)"
+    )
     p.set_defaults(func=cmd_ingest_reuters)
 
-    p = sub.add_parser("pmi-counts", help="window co-occurrence counts of a reference corpus for PMI (Table 5)")
+    p = sub.add_parser(
+        "pmi-counts", help="window co-occurrence counts of a reference corpus for PMI (Table 5)"
+    )
     _common(p)
-    p.add_argument("--reference", default="wikipedia-slice", help="a raw-input key (default: %(default)s) or a path: WikiExtractor .tar.xz/directory/file, or plain text with one document per line")
-    p.add_argument("--vocab", nargs="+", required=True, help="<name>.vocab.txt file(s); the table covers their union")
-    p.add_argument("--window", type=int, default=5, help="sliding-window size in words (default: %(default)s)")
+    p.add_argument(
+        "--reference",
+        default="wikipedia-slice",
+        help="a raw-input key (default: %(default)s) or a path: WikiExtractor .tar.xz/directory/file, or plain text with one document per line",
+    )
+    p.add_argument(
+        "--vocab", nargs="+", required=True, help="<name>.vocab.txt file(s); the table covers their union"
+    )
+    p.add_argument(
+        "--window", type=int, default=5, help="sliding-window size in words (default: %(default)s)"
+    )
     p.add_argument("--out", required=True, help="output .npz (a .json summary is written beside it)")
     p.set_defaults(func=cmd_pmi_counts)

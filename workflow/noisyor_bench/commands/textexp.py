@@ -17,13 +17,16 @@ log = logging.getLogger(__name__)
 
 
 def cmd_text_hparams(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.text_hparams import hparams_record
     from noisyor_bench.infra import provenance
     from noisyor_bench.infra.io import write_json_atomic
-    from noisyor_bench.experiments.text_hparams import hparams_record
 
     record = hparams_record(args.dataset)
     record["provenance"] = provenance.artifact_record(
-        "hparams", [provenance.file_entry(args.dataset, "dataset", Path(args.out).parent)], [], Path(args.out).parent
+        "hparams",
+        [provenance.file_entry(args.dataset, "dataset", Path(args.out).parent)],
+        [],
+        Path(args.out).parent,
     )
     write_json_atomic(args.out, record)
     log.info("text hyperparameters for %s: %s -> %s", args.dataset, record["hparams"], args.out)
@@ -31,10 +34,10 @@ def cmd_text_hparams(args: argparse.Namespace) -> int:
 
 
 def cmd_topics_table(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import nelbo_baseline_markdown, read_baselines, write_table
     from noisyor_bench.evaluation.pmi import CooccurrenceTable
     from noisyor_bench.reporting.acp.text_common import collect_text_runs
     from noisyor_bench.reporting.acp.text_topics import read_vocabulary, table5_markdown, topics_table
+    from noisyor_bench.reporting.aggregate import nelbo_baseline_markdown, read_baselines, write_table
 
     if args.top_words < 2:
         raise ConfigError(f"--top-words must be >= 2 (PMI averages word pairs); got {args.top_words}")
@@ -51,7 +54,6 @@ def cmd_topics_table(args: argparse.Namespace) -> int:
 
 
 def cmd_classify(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import write_table
     from noisyor_bench.experiments.runs import file_sha256
     from noisyor_bench.reporting.acp.text_classify import (
         baseline_em,
@@ -62,6 +64,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
     )
     from noisyor_bench.reporting.acp.text_common import check_dataset, collect_text_runs
     from noisyor_bench.reporting.acp.text_plots import plot_classification
+    from noisyor_bench.reporting.aggregate import write_table
 
     runs = collect_text_runs(args.runs)
     check_dataset(runs, file_sha256(args.dataset), args.dataset)
@@ -74,12 +77,12 @@ def cmd_classify(args: argparse.Namespace) -> int:
 
 
 def cmd_tsne(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import write_table
     from noisyor_bench.experiments.runs import file_sha256
     from noisyor_bench.reporting.acp.text_classify import load_labelled_test
     from noisyor_bench.reporting.acp.text_common import check_dataset, collect_text_runs
     from noisyor_bench.reporting.acp.text_plots import plot_tsne
     from noisyor_bench.reporting.acp.text_tsne import tsne_panels, tsne_table
+    from noisyor_bench.reporting.aggregate import write_table
 
     if args.perplexity <= 0:
         raise ConfigError(f"--perplexity must be > 0; got {args.perplexity}")
@@ -102,8 +105,8 @@ def cmd_tsne(args: argparse.Namespace) -> int:
 def cmd_tsne_table(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from noisyor_bench.reporting.aggregate import read_table, write_table
     from noisyor_bench.reporting.acp.text_tsne import tsne_markdown
+    from noisyor_bench.reporting.aggregate import read_table, write_table
 
     table = pd.concat([read_table(p) for p in args.tables], ignore_index=True)
     table = table.sort_values(["K", "n_train", "method", "seed"], ascending=[True, False, True, True])
@@ -112,41 +115,64 @@ def cmd_tsne_table(args: argparse.Namespace) -> int:
 
 
 def cmd_claims_text(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.acp.text_claims import text_claims
     from noisyor_bench.reporting.aggregate import read_tables
     from noisyor_bench.reporting.claims import write_claims
-    from noisyor_bench.reporting.acp.text_claims import text_claims
 
     claims = text_claims(read_tables(args.tables), best_topics=args.best_topics)
-    write_claims(claims, args.out_csv, args.out_md,
-                 title="Claims of the paper (real corpora: Section 4.5, supplement Section 5.1)")
+    write_claims(
+        claims,
+        args.out_csv,
+        args.out_md,
+        title="Claims of the paper (real corpora: Section 4.5, supplement Section 5.1)",
+    )
     for c in claims:
         log.info("%-50s %s", c.claim_id, c.verdict)
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("text-hparams", help="AVI/ACP hyperparameters for a text corpus (init scaled to D; for train-cell --best)")
+    p = sub.add_parser(
+        "text-hparams",
+        help="AVI/ACP hyperparameters for a text corpus (init scaled to D; for train-cell --best)",
+    )
     p.add_argument("--dataset", required=True, help="corpus .npz (x_train)")
     p.add_argument("--out", required=True, help="JSON with 'hparams' (read by train-cell --best)")
     p.set_defaults(func=cmd_text_hparams)
 
-    p = sub.add_parser("topics-table", help="Table 5: top words and PMI of the learned topics (NeurIPS titles)")
+    p = sub.add_parser(
+        "topics-table", help="Table 5: top words and PMI of the learned topics (NeurIPS titles)"
+    )
     p.add_argument("--runs", nargs="+", required=True, help="table5 run directories or metrics.json files")
     p.add_argument("--vocab", required=True, help="corpus vocabulary (results/data/neurips-titles.vocab.txt)")
-    p.add_argument("--cooccurrence", required=True, help="PMI co-occurrence table (results/pmi/cooccurrence.npz)")
+    p.add_argument(
+        "--cooccurrence", required=True, help="PMI co-occurrence table (results/pmi/cooccurrence.npz)"
+    )
     p.add_argument("--top-words", type=int, default=10, help="words per topic (the paper: 10)")
     p.add_argument("--best-topics", type=int, default=4, help="topics shown per model (the paper: 4)")
-    p.add_argument("--baselines", nargs="*", default=[],
-                   help="results/baselines/neurips-titles.json (noisyor-bench baselines): NELBO vs baseline note")
+    p.add_argument(
+        "--baselines",
+        nargs="*",
+        default=[],
+        help="results/baselines/neurips-titles.json (noisyor-bench baselines): NELBO vs baseline note",
+    )
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p.set_defaults(func=cmd_topics_table)
 
-    p = sub.add_parser("classify", help="supplement Fig. 3: EM of a linear classifier on test posteriors (CV on test)")
-    p.add_argument("--runs", nargs="+", required=True, help="classification run directories or metrics.json files")
+    p = sub.add_parser(
+        "classify", help="supplement Fig. 3: EM of a linear classifier on test posteriors (CV on test)"
+    )
+    p.add_argument(
+        "--runs", nargs="+", required=True, help="classification run directories or metrics.json files"
+    )
     p.add_argument("--dataset", required=True, help="labelled corpus (results/data/reuters.npz)")
-    p.add_argument("--folds", type=int, default=5, help="cross-validation folds on the test set (the paper: 5)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the shuffled folds (same folds for every run)")
+    p.add_argument(
+        "--folds", type=int, default=5, help="cross-validation folds on the test set (the paper: 5)"
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the shuffled folds (same folds for every run)"
+    )
     p.add_argument("--max-iter", type=int, default=1000, help="logistic-regression iterations")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
@@ -154,13 +180,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-pdf", required=True)
     p.set_defaults(func=cmd_classify)
 
-    p = sub.add_parser("tsne", help="supplement Figs. 4-6: t-SNE of test posteriors for one K, with k-NN accuracy")
+    p = sub.add_parser(
+        "tsne", help="supplement Figs. 4-6: t-SNE of test posteriors for one K, with k-NN accuracy"
+    )
     p.add_argument("--runs", nargs="+", required=True, help="runs of one K (rows: method, columns: N_train)")
     p.add_argument("--dataset", required=True, help="labelled corpus (results/data/reuters.npz)")
     p.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity (default 30)")
     p.add_argument("--seed", type=int, default=0, help="t-SNE random_state")
     p.add_argument("--neighbors", type=int, default=5, help="k of the k-NN accuracy companion")
-    p.add_argument("--threads", type=int, default=1, help="OpenMP threads of t-SNE (the map depends on it; default 1)")
+    p.add_argument(
+        "--threads", type=int, default=1, help="OpenMP threads of t-SNE (the map depends on it; default 1)"
+    )
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf", required=True)
     p.add_argument("--out-csv", required=True)
@@ -174,7 +204,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("claims-text", help="verdicts of the paper's real-corpus claims from the text tables")
     p.add_argument("--tables", nargs="+", required=True, help="table5.csv, classification.csv, tsne.csv")
-    p.add_argument("--best-topics", type=int, default=4, help="topics compared rank by rank (Table 5 shows 4)")
+    p.add_argument(
+        "--best-topics", type=int, default=4, help="topics compared rank by rank (Table 5 shows 4)"
+    )
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p.set_defaults(func=cmd_claims_text)

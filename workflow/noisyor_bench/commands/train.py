@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from noisyor_bench.infra.errors import ConfigError
-from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
 from noisyor_bench.inference import registry as methods_pkg
-from noisyor_bench.infra.io import read_json
 from noisyor_bench.inference.fitting import BUDGET_FIELDS, FitBudget
+from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
+from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.infra.io import read_json
 
 
 def parse_json_arg(text: str, argument: str) -> Any:
@@ -31,7 +31,9 @@ def parse_hparams(text: str | None) -> dict[str, Any]:
         return {}
     value = parse_json_arg(text, "--hparams")
     if not isinstance(value, dict):
-        raise ConfigError(f"--hparams: expected a JSON object like '{{\"lr\": 0.001}}'; got {type(value).__name__}")
+        raise ConfigError(
+            f"--hparams: expected a JSON object like '{{\"lr\": 0.001}}'; got {type(value).__name__}"
+        )
     return value
 
 
@@ -56,7 +58,9 @@ _INT_FLAGS = {
 def check_args(args: argparse.Namespace) -> None:
     """Reject bad values up front, naming the flag and what is allowed."""
     if args.method not in methods_pkg.METHOD_NAMES:
-        raise ConfigError(f"--method: unknown method {args.method!r}; allowed: {', '.join(methods_pkg.METHOD_NAMES)}")
+        raise ConfigError(
+            f"--method: unknown method {args.method!r}; allowed: {', '.join(methods_pkg.METHOD_NAMES)}"
+        )
     for attr, (flag, minimum) in _INT_FLAGS.items():
         value = getattr(args, attr, None)
         if value is not None and value < minimum:
@@ -117,39 +121,76 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, help="dataset .npz (results/data/<name>.npz)")
     p.add_argument("--dataset-name", help="name recorded in metrics.json (default: the file's stem)")
     p.add_argument("--method", required=True, help=f"inference method: {', '.join(methods_pkg.METHOD_NAMES)}")
-    p.add_argument("--mode", required=True, choices=("inference", "learning"),
-                   help="inference: generative model fixed at the ground truth; learning: learned jointly")
+    p.add_argument(
+        "--mode",
+        required=True,
+        choices=("inference", "learning"),
+        help="inference: generative model fixed at the ground truth; learning: learned jointly",
+    )
     p.add_argument("--n-train", type=int, required=True, help="training rows (the first N of the pool)")
     p.add_argument("--seed", type=int, required=True, help="run seed (initialisation, sampling, evaluation)")
-    p.add_argument("--init-key",
-                   help="initialisation key, e.g. fig4/syn-pattern/n1000/final (what the grid's train-cell uses) or "
-                        ".../draw3 (a search draw): the run's training streams derive from (seed, key); "
-                        "default: from the seed alone")
+    p.add_argument(
+        "--init-key",
+        help="initialisation key, e.g. fig4/syn-pattern/n1000/final (what the grid's train-cell uses) or "
+        ".../draw3 (a search draw): the run's training streams derive from (seed, key); "
+        "default: from the seed alone",
+    )
     p.add_argument("--hparams", help="method hyperparameters as a JSON object, or @file.json")
     p.add_argument("--max-epochs", type=int, help=f"epoch limit (default {FitBudget.max_epochs})")
-    p.add_argument("--patience", type=int, help=f"early-stopping patience in evaluations (default {FitBudget.patience})")
+    p.add_argument(
+        "--patience", type=int, help=f"early-stopping patience in evaluations (default {FitBudget.patience})"
+    )
     p.add_argument("--batch-size", type=int, help=f"minibatch size (default {FitBudget.batch_size})")
     p.add_argument("--eval-every", type=int, help=f"validate every N epochs (default {FitBudget.eval_every})")
-    p.add_argument("--min-epoch-steps", type=int,
-                   help="AVI/ACP: passes per epoch until this many optimiser steps (default 1 = one pass)")
-    p.add_argument("--convergence-window", type=int,
-                   help="evaluations judged for convergence at the epoch limit (default %d)" % FitBudget.convergence_window)
-    p.add_argument("--convergence-rel-tol", type=float,
-                   help="converged at the epoch limit if the window improved the best validation NELBO by less than "
-                        "this fraction (default %g)" % FitBudget.convergence_rel_tol)
-    p.add_argument("--eval-samples", type=int, default=DEFAULT_N_SAMPLES,
-                   help="discrete posterior samples per test point for NELBO and F1/EM (default %(default)s)")
-    p.add_argument("--iw-samples", type=int, default=DEFAULT_IW_SAMPLES,
-                   help="samples of the importance-weighted bound; 0 skips it (default %(default)s)")
-    p.add_argument("--exact-max-k", type=int, default=MAX_EXACT_K,
-                   help="exact log p(x) by 2^K enumeration when K <= this (default %(default)s)")
-    p.add_argument("--latents", type=int, help="learning mode only: number of latent causes K (default: the dataset's)")
+    p.add_argument(
+        "--min-epoch-steps",
+        type=int,
+        help="AVI/ACP: passes per epoch until this many optimiser steps (default 1 = one pass)",
+    )
+    p.add_argument(
+        "--convergence-window",
+        type=int,
+        help=f"evaluations judged for convergence at the epoch limit (default {FitBudget.convergence_window})",
+    )
+    p.add_argument(
+        "--convergence-rel-tol",
+        type=float,
+        help="converged at the epoch limit if the window improved the best validation NELBO by less than "
+        f"this fraction (default {FitBudget.convergence_rel_tol:g})",
+    )
+    p.add_argument(
+        "--eval-samples",
+        type=int,
+        default=DEFAULT_N_SAMPLES,
+        help="discrete posterior samples per test point for NELBO and F1/EM (default %(default)s)",
+    )
+    p.add_argument(
+        "--iw-samples",
+        type=int,
+        default=DEFAULT_IW_SAMPLES,
+        help="samples of the importance-weighted bound; 0 skips it (default %(default)s)",
+    )
+    p.add_argument(
+        "--exact-max-k",
+        type=int,
+        default=MAX_EXACT_K,
+        help="exact log p(x) by 2^K enumeration when K <= this (default %(default)s)",
+    )
+    p.add_argument(
+        "--latents", type=int, help="learning mode only: number of latent causes K (default: the dataset's)"
+    )
     p.add_argument("--experiment", default="default", help="experiment name recorded in metrics.json")
     p.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
-    p.add_argument("--threads", type=int, help="torch intra-op threads (default: $OMP_NUM_THREADS or torch's)")
-    p.add_argument("--no-val-metrics", action="store_true", help="skip the test-protocol NELBO on the validation split")
+    p.add_argument(
+        "--threads", type=int, help="torch intra-op threads (default: $OMP_NUM_THREADS or torch's)"
+    )
+    p.add_argument(
+        "--no-val-metrics", action="store_true", help="skip the test-protocol NELBO on the validation split"
+    )
     p.add_argument("--no-resume", action="store_true", help="discard a checkpoint left by a killed run")
-    p.add_argument("--out", required=True, help="run directory, e.g. results/runs/<exp>/<dataset>/<method>/n<N>/seed<S>")
+    p.add_argument(
+        "--out", required=True, help="run directory, e.g. results/runs/<exp>/<dataset>/<method>/n<N>/seed<S>"
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:

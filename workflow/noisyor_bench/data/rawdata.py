@@ -38,10 +38,11 @@ import tarfile
 import urllib.request
 import zipfile
 import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.client import HTTPException
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import atomic_path

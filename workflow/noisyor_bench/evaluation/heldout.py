@@ -27,7 +27,8 @@ In learning mode the learned latent dimensions are an arbitrary permutation of t
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch

@@ -34,15 +34,16 @@ import re
 import tarfile
 import time
 import zipfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
+from noisyor_bench.data.corpora.preprocess import Preprocessor
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import write_npz_atomic
-from noisyor_bench.data.corpora.preprocess import Preprocessor
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,9 @@ def iter_reference_documents(path: str | Path) -> Iterator[str]:
     (every regular file), or a single WikiExtractor / plain-text file (optionally .gz/.xz/.bz2)."""
     p = Path(path)
     if not p.exists():
-        raise DataError(f"PMI reference corpus {p}: not found (give a WikiExtractor dump, a directory or a text file)")
+        raise DataError(
+            f"PMI reference corpus {p}: not found (give a WikiExtractor dump, a directory or a text file)"
+        )
     try:
         if p.is_dir():
             for f in sorted(q for q in p.rglob("*") if q.is_file()):
@@ -215,7 +218,7 @@ class CooccurrenceTable:
         )
 
     @classmethod
-    def load(cls, path: str | Path) -> "CooccurrenceTable":
+    def load(cls, path: str | Path) -> CooccurrenceTable:
         p = Path(path)
         try:
             with np.load(p, allow_pickle=False) as z:
@@ -231,9 +234,13 @@ class CooccurrenceTable:
                 meta=json.loads(str(data["meta_json"])),
             )
         except FileNotFoundError:
-            raise DataError(f"co-occurrence table {p}: not found; build it with 'noisyor-bench pmi-counts'") from None
+            raise DataError(
+                f"co-occurrence table {p}: not found; build it with 'noisyor-bench pmi-counts'"
+            ) from None
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as err:
-            raise DataError(f"co-occurrence table {p}: not a valid table ({err}); rebuild it with 'noisyor-bench pmi-counts'") from None
+            raise DataError(
+                f"co-occurrence table {p}: not a valid table ({err}); rebuild it with 'noisyor-bench pmi-counts'"
+            ) from None
 
 
 _DROPPED = -2
@@ -272,7 +279,11 @@ def build_cooccurrence(
     if len(index) != len(vocab):
         raise DataError("PMI vocabulary has duplicate words")
     v = len(vocab)
-    docs = iter_reference_documents(reference_path) if isinstance(reference_path, (str, Path)) else reference_path
+    docs = (
+        iter_reference_documents(reference_path)
+        if isinstance(reference_path, (str, Path))
+        else reference_path
+    )
     codes = _TokenCodes(preprocessor, index)
     t0 = time.perf_counter()
     unigram = np.zeros(v, dtype=np.int64)
@@ -320,7 +331,14 @@ def build_cooccurrence(
         "preprocessing": preprocessor.options.to_dict(),
         "stopwords_removed_before_windowing": True,
     }
-    log.info("PMI counts: %d documents, %d tokens, %d windows, %d pairs in %.1f s", n_docs, n_tokens, n_windows, keys.size, seconds)
+    log.info(
+        "PMI counts: %d documents, %d tokens, %d windows, %d pairs in %.1f s",
+        n_docs,
+        n_tokens,
+        n_windows,
+        keys.size,
+        seconds,
+    )
     table = CooccurrenceTable(
         vocabulary=vocab,
         window=window,
@@ -364,8 +382,13 @@ def model_topics(theta: np.ndarray, vocabulary: Sequence[str], top_n: int = 10) 
     """
     theta = np.asarray(theta)
     if theta.ndim != 2 or theta.shape[0] != len(vocabulary):
-        raise DataError(f"theta has shape {theta.shape}; expected ({len(vocabulary)}, K) to match the vocabulary")
-    return [[vocabulary[i] for i in np.argsort(-theta[:, k], kind="stable")[:top_n]] for k in range(theta.shape[1])]
+        raise DataError(
+            f"theta has shape {theta.shape}; expected ({len(vocabulary)}, K) to match the vocabulary"
+        )
+    return [
+        [vocabulary[i] for i in np.argsort(-theta[:, k], kind="stable")[:top_n]]
+        for k in range(theta.shape[1])
+    ]
 
 
 @dataclass(frozen=True)
@@ -381,7 +404,9 @@ class TopicScores:
         return [int(i) for i in np.argsort(-vals, kind="stable")[:n]]
 
 
-def score_topics(table: CooccurrenceTable, topics: Sequence[Sequence[str]], eps: float | None = None) -> TopicScores:
+def score_topics(
+    table: CooccurrenceTable, topics: Sequence[Sequence[str]], eps: float | None = None
+) -> TopicScores:
     """Per-topic average pairwise PMI and their mean across topics."""
     details = [topic_pmi_details(table, t, eps) for t in topics]
     vals = [d.value for d in details]

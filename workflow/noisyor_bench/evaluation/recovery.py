@@ -91,21 +91,30 @@ class Recovery:
         return np.asarray(matched + rest, dtype=int)
 
 
-def match_patterns(theta_true: np.ndarray, theta_learned: np.ndarray, threshold: float = DEFAULT_THRESHOLD) -> Recovery:
+def match_patterns(
+    theta_true: np.ndarray, theta_learned: np.ndarray, threshold: float = DEFAULT_THRESHOLD
+) -> Recovery:
     """Hungarian matching of learned to true weight columns on cosine similarity of ``1 - exp(-theta)``."""
     t = np.asarray(theta_true, dtype=np.float64)
-    l = np.asarray(theta_learned, dtype=np.float64)
-    if t.ndim != 2 or l.ndim != 2 or t.shape[0] != l.shape[0]:
-        raise ValueError(f"theta_true {t.shape} and theta_learned {l.shape} must be (D, K) arrays with equal D")
-    if not (np.isfinite(t).all() and np.isfinite(l).all()):
+    lrn = np.asarray(theta_learned, dtype=np.float64)
+    if t.ndim != 2 or lrn.ndim != 2 or t.shape[0] != lrn.shape[0]:
+        raise ValueError(
+            f"theta_true {t.shape} and theta_learned {lrn.shape} must be (D, K) arrays with equal D"
+        )
+    if not (np.isfinite(t).all() and np.isfinite(lrn).all()):
         raise ValueError("theta_true and theta_learned must be finite")
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
-    sim = cosine_similarity_matrix(activation_probabilities(t), activation_probabilities(l))
+    sim = cosine_similarity_matrix(activation_probabilities(t), activation_probabilities(lrn))
     rows, cols = linear_sum_assignment(sim, maximize=True)
     assignment = np.full(t.shape[1], -1, dtype=int)
     assignment[rows] = cols
     matched = np.zeros(t.shape[1], dtype=np.float64)
     matched[rows] = sim[rows, cols]
-    return Recovery(similarity=sim, assignment=assignment, matched=matched,
-                    recovered=matched >= threshold, threshold=float(threshold))
+    return Recovery(
+        similarity=sim,
+        assignment=assignment,
+        matched=matched,
+        recovered=matched >= threshold,
+        threshold=float(threshold),
+    )

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,9 @@ def bernoulli_rates(x_train: np.ndarray, pseudo_count: float = PSEUDO_COUNT) -> 
     if x.ndim != 2:
         raise DataError(f"training rows must be an (N, D) array, got shape {x.shape}")
     if pseudo_count <= 0:
-        raise ConfigError(f"pseudo_count must be > 0 (a zero count would give an infinite loss), got {pseudo_count}")
+        raise ConfigError(
+            f"pseudo_count must be > 0 (a zero count would give an infinite loss), got {pseudo_count}"
+        )
     counts = x.astype(np.float64).sum(axis=0)
     return (counts + pseudo_count) / (x.shape[0] + 2.0 * pseudo_count)
 
@@ -68,7 +71,9 @@ def independent_nll(rates: np.ndarray, x_test: np.ndarray) -> np.ndarray:
     return -(x @ np.log(p) + (1.0 - x) @ np.log1p(-p))
 
 
-def independent_baselines(data: Mapping[str, np.ndarray], n_train_values: Sequence[int], path: str) -> list[dict[str, Any]]:
+def independent_baselines(
+    data: Mapping[str, np.ndarray], n_train_values: Sequence[int], path: str
+) -> list[dict[str, Any]]:
     """One record per N_train: the independent-Bernoulli NLL on the whole test split."""
     from noisyor_bench.experiments.runs import training_rows
 
@@ -78,8 +83,14 @@ def independent_baselines(data: Mapping[str, np.ndarray], n_train_values: Sequen
             raise ConfigError(f"--n-train values must be >= 1 (a baseline needs training rows), got {n}")
         rates = bernoulli_rates(training_rows(data, n, path))
         nll = independent_nll(rates, data["x_test"])
-        out.append({"n_train": n, "nelbo": float(nll.mean()), "nelbo_sem": _sem(nll),
-                    "n_test_scored": int(nll.shape[0])})
+        out.append(
+            {
+                "n_train": n,
+                "nelbo": float(nll.mean()),
+                "nelbo_sem": _sem(nll),
+                "n_test_scored": int(nll.shape[0]),
+            }
+        )
     return out
 
 
@@ -114,22 +125,34 @@ def true_model_scores(
     import torch
 
     from noisyor_bench.evaluation.heldout import child_seeds, iw_log_likelihood, nelbo
-    from noisyor_bench.models.noisyor.exact import exact_posterior
-    from noisyor_bench.inference.lbcdi import LBCDI
     from noisyor_bench.experiments.runs import ground_truth, has_truth
+    from noisyor_bench.inference.lbcdi import LBCDI
+    from noisyor_bench.models.noisyor.exact import exact_posterior
 
     if not has_truth(data):
         raise DataError("the dataset has no ground truth (theta/theta0/mu): no true-model scores")
     truth = ground_truth(data)
     x_all = np.asarray(data["x_test"])
-    out: dict[str, Any] = {"K": int(truth.K), "D": int(truth.D), "n_test": int(x_all.shape[0]),
-                           "exact_max_k": int(exact_max_k), "exact_nll": None, "exact_n_test_scored": None,
-                           "exact_seconds": None, "iw_nll": None, "iw_samples": None}
+    out: dict[str, Any] = {
+        "K": int(truth.K),
+        "D": int(truth.D),
+        "n_test": int(x_all.shape[0]),
+        "exact_max_k": int(exact_max_k),
+        "exact_nll": None,
+        "exact_n_test_scored": None,
+        "exact_seconds": None,
+        "iw_nll": None,
+        "iw_samples": None,
+    }
     if truth.K <= exact_max_k:
         t0 = time.perf_counter()
         log_px = exact_posterior(truth, torch.as_tensor(x_all), max_k=exact_max_k).log_px
-        out.update(exact_nll=float(-log_px.mean()), exact_nll_sem=_sem(-log_px.numpy()),
-                   exact_n_test_scored=int(x_all.shape[0]), exact_seconds=time.perf_counter() - t0)
+        out.update(
+            exact_nll=float(-log_px.mean()),
+            exact_nll_sem=_sem(-log_px.numpy()),
+            exact_n_test_scored=int(x_all.shape[0]),
+            exact_seconds=time.perf_counter() - t0,
+        )
     rows = scored_rows(x_all.shape[0], max_rows)
     x = torch.as_tensor(x_all[rows])
     seed_nelbo, seed_iw = child_seeds(seed, 2)
@@ -139,17 +162,24 @@ def true_model_scores(
     out["inference_seconds"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     neg = nelbo(truth, x, q, n_samples, torch.Generator().manual_seed(seed_nelbo))
-    out.update(elbo_nelbo=float(neg.mean()), elbo_nelbo_sem=_sem(neg.numpy()), n_samples=int(n_samples),
-               n_test_scored=int(rows.shape[0]), inference={"method": TRUE_MODEL_INFERENCE,
-                                                            "hparams": dict(method.hparams)})
+    out.update(
+        elbo_nelbo=float(neg.mean()),
+        elbo_nelbo_sem=_sem(neg.numpy()),
+        n_samples=int(n_samples),
+        n_test_scored=int(rows.shape[0]),
+        inference={"method": TRUE_MODEL_INFERENCE, "hparams": dict(method.hparams)},
+    )
     if out["exact_nll"] is None and iw_samples > 0:
         iw = -iw_log_likelihood(truth, x, q, iw_samples, torch.Generator().manual_seed(seed_iw))
         out.update(iw_nll=float(iw.mean()), iw_nll_sem=_sem(iw.numpy()), iw_samples=int(iw_samples))
     if out["exact_nll"] is not None:  # the same rows as the ELBO, for a like-for-like gap
         out["exact_nll_scored_rows"] = float(-log_px[torch.as_tensor(rows)].mean())
     out["score_seconds"] = time.perf_counter() - t0
-    out["rows"] = "all test rows" if rows.shape[0] == x_all.shape[0] else (
-        f"fixed seeded subset of {rows.shape[0]} of {x_all.shape[0]} test rows (seed {SUBSET_STREAM})")
+    out["rows"] = (
+        "all test rows"
+        if rows.shape[0] == x_all.shape[0]
+        else (f"fixed seeded subset of {rows.shape[0]} of {x_all.shape[0]} test rows (seed {SUBSET_STREAM})")
+    )
     return out
 
 
@@ -158,14 +188,22 @@ def _sem(values: np.ndarray) -> float | None:
     return float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else None
 
 
-def baselines_record(data: Mapping[str, np.ndarray], name: str, path: str, n_train_values: Sequence[int],
-                     true_model: Mapping[str, Any] | None) -> dict[str, Any]:
+def baselines_record(
+    data: Mapping[str, np.ndarray],
+    name: str,
+    path: str,
+    n_train_values: Sequence[int],
+    true_model: Mapping[str, Any] | None,
+) -> dict[str, Any]:
     """The ``results/baselines/<dataset>.json`` content (without its provenance sidecar)."""
     return {
         "dataset": name,
         "n_test": int(np.asarray(data["x_test"]).shape[0]),
         "units": "nats per test data point (test split), as the tables' NELBO",
-        "independent_bernoulli": {"smoothing": SMOOTHING, "pseudo_count": PSEUDO_COUNT,
-                                  "rows": independent_baselines(data, n_train_values, path)},
+        "independent_bernoulli": {
+            "smoothing": SMOOTHING,
+            "pseudo_count": PSEUDO_COUNT,
+            "rows": independent_baselines(data, n_train_values, path),
+        },
         "true_model": None if true_model is None else dict(true_model),
     }

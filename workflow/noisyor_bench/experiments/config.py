@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import jsonschema
 import yaml
 
 from noisyor_bench.infra.errors import ConfigError
+
 
 def load_yaml(path: str | os.PathLike[str]) -> Any:
     """Parse a YAML file with the safe loader; a missing or malformed file is a ConfigError."""
@@ -33,14 +35,18 @@ def yaml_error_message(path: str | os.PathLike[str], err: yaml.YAMLError) -> str
     """``<file>:<line>:<column>: <problem>`` of a YAML error (1-based, like an editor)."""
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-    problem = " ".join(str(x) for x in (getattr(err, "context", None), getattr(err, "problem", None)) if x) or str(err)
+    problem = " ".join(
+        str(x) for x in (getattr(err, "context", None), getattr(err, "problem", None)) if x
+    ) or str(err)
     if "constructor for the tag" in problem:
         problem += " (tags such as !!python/... are refused: configs are read with YAML's safe loader)"
     return f"{where}: invalid YAML: {problem}"
 
 
 def schema() -> dict[str, Any]:
-    text = resources.files("noisyor_bench.experiments").joinpath("schemas/config.schema.yaml").read_text("utf-8")
+    text = (
+        resources.files("noisyor_bench.experiments").joinpath("schemas/config.schema.yaml").read_text("utf-8")
+    )
     return yaml.safe_load(text)
 
 
@@ -64,7 +70,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
         hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
         return f"{_key_path(error)}: {error.message}{hint}"
     if error.validator == "enum":
-        return f"{_key_path(error)}: {error.instance!r} is not allowed; allowed values: {error.validator_value}"
+        return (
+            f"{_key_path(error)}: {error.instance!r} is not allowed; allowed values: {error.validator_value}"
+        )
     return f"{_key_path(error)}: {error.message}"
 
 
@@ -86,7 +94,11 @@ def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
 def validate_dataset_spec(name: str, spec: Any, where: str) -> None:
     """One ``datasets.<name>`` entry (e.g. ``make-dataset --spec``) against the config schema."""
     full = schema()
-    sub = {"$schema": full["$schema"], "$defs": full["$defs"], **full["properties"]["datasets"]["additionalProperties"]}
+    sub = {
+        "$schema": full["$schema"],
+        "$defs": full["$defs"],
+        **full["properties"]["datasets"]["additionalProperties"],
+    }
     validator = jsonschema.validators.validator_for(sub)(sub)
     errors = sorted(validator.iter_errors(spec), key=lambda e: list(e.absolute_path))
     if errors:
@@ -108,13 +120,18 @@ def budget_warnings(cfg: Mapping[str, Any]) -> list[str]:
         b = budget(cfg, cell)
         evaluations = b["max_epochs"] // max(1, b.get("eval_every", 1))
         if b["patience"] >= evaluations:
-            problem = (f"budget patience = {b['patience']} is not below max_epochs / eval_every = {evaluations} "
-                       "evaluations: early stopping can never trigger")
+            problem = (
+                f"budget patience = {b['patience']} is not below max_epochs / eval_every = {evaluations} "
+                "evaluations: early stopping can never trigger"
+            )
             found.setdefault((cell.experiment, problem), []).append(f"{cell.method} n{cell.n_train}")
         if 0 < cell.n_train < b["batch_size"]:
             problem = f"budget batch_size = {b['batch_size']} exceeds N_train (the training set): one full batch per epoch"
             found.setdefault((cell.experiment, problem), []).append(f"{cell.method} n{cell.n_train}")
-    return [f"{where}.experiments.{exp}: {problem} ({', '.join(cells_)})" for (exp, problem), cells_ in found.items()]
+    return [
+        f"{where}.experiments.{exp}: {problem} ({', '.join(cells_)})"
+        for (exp, problem), cells_ in found.items()
+    ]
 
 
 def training_pools(cfg: Mapping[str, Any]) -> dict[str, int]:

@@ -10,12 +10,13 @@ the held-out set (paper Section 4.2).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from noisyor_bench.infra.errors import ConfigError
-from noisyor_bench.inference.registry import LEARNING_ONLY
 from noisyor_bench.experiments.search import sample_hparams
+from noisyor_bench.inference.registry import LEARNING_ONLY
+from noisyor_bench.infra.errors import ConfigError
 
 AMORTIZED = ("avi", "acp", "acp-sg")
 DEFAULT_BUDGET = {"max_epochs": 200, "patience": 10, "batch_size": 128}
@@ -109,7 +110,9 @@ def seed_groups(cfg: Mapping[str, Any]) -> list[SeedGroup]:
             else:
                 own.append(SeedGroup(f"_{tag}", (name,), None, only))
             continue
-        for i, (group_seeds, datasets) in enumerate(sorted(by_seeds.items(), key=lambda kv: (len(kv[0]), kv[0]))):
+        for i, (group_seeds, datasets) in enumerate(
+            sorted(by_seeds.items(), key=lambda kv: (len(kv[0]), kv[0]))
+        ):
             suffix = f"_{tag}_{len(group_seeds)}seeds"
             if any(g.suffix == suffix for g in own):
                 suffix += f"_{i}"
@@ -182,7 +185,9 @@ def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools:
             where = f"profiles.{pname}.experiments.{ename}"
             for ds in exp["datasets"]:
                 if ds not in pools:
-                    raise ConfigError(f"{where}.datasets: unknown dataset {ds!r}; allowed values: {sorted(pools)}")
+                    raise ConfigError(
+                        f"{where}.datasets: unknown dataset {ds!r}; allowed values: {sorted(pools)}"
+                    )
             for key in ("dataset_runs", "dataset_seeds"):
                 for ds in exp.get(key) or {}:
                     if ds not in exp["datasets"]:

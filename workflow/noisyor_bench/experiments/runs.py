@@ -41,26 +41,34 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from noisyor_bench import __version__
+from noisyor_bench.evaluation.heldout import (
+    DEFAULT_IW_SAMPLES,
+    DEFAULT_N_SAMPLES,
+    evaluate,
+    match_latents,
+    nelbo,
+    weight_similarity,
+)
 from noisyor_bench.inference import registry as methods_pkg
+from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod
+from noisyor_bench.inference.convergence import Convergence, assess
+from noisyor_bench.inference.fitting import check_budget, fit_budget_fields
+from noisyor_bench.inference.training import NonFiniteLossError, derive_init_seed, stream_seed
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.device import describe, pick_device, set_threads
 from noisyor_bench.infra.errors import ConfigError, DataError, Interrupted
-from noisyor_bench.evaluation.heldout import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, evaluate, match_latents, nelbo, weight_similarity
-from noisyor_bench.models.noisyor.exact import MAX_EXACT_K
-from noisyor_bench.inference.convergence import Convergence, assess
-from noisyor_bench.inference.fitting import check_budget, fit_budget_fields
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod
+from noisyor_bench.models.noisyor.exact import MAX_EXACT_K
 from noisyor_bench.models.noisyor.model import NoisyOR
-from noisyor_bench.inference.training import NonFiniteLossError, derive_init_seed, stream_seed
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +105,9 @@ Mode = Literal["inference", "learning"]
 MODES: tuple[str, ...] = ("inference", "learning")
 
 
-def run_dir(results_dir: str | Path, experiment: str, dataset: str, method: str, n_train: int, seed: int) -> Path:
+def run_dir(
+    results_dir: str | Path, experiment: str, dataset: str, method: str, n_train: int, seed: int
+) -> Path:
     """``results_dir/runs/<experiment>/<dataset>/<method>/n<N_train>/seed<seed>``; names that
     would leave ``results_dir/runs`` (``..``, ``/``) are a ConfigError."""
     from noisyor_bench.experiments.config import check_name
@@ -105,7 +115,9 @@ def run_dir(results_dir: str | Path, experiment: str, dataset: str, method: str,
     check_name(experiment, "experiment")
     check_name(dataset, "dataset name")
     check_name(method, "method")
-    return Path(results_dir) / "runs" / experiment / dataset / method / f"n{int(n_train)}" / f"seed{int(seed)}"
+    return (
+        Path(results_dir) / "runs" / experiment / dataset / method / f"n{int(n_train)}" / f"seed{int(seed)}"
+    )
 
 
 def partial_dir(out_dir: str | Path) -> Path:
@@ -173,7 +185,9 @@ class RunSpec:
         if self.n_latent is not None:
             _check_int("n_latent", self.n_latent, minimum=1)
             if self.mode != "learning":
-                raise ConfigError("n_latent (a K different from the dataset's) is only allowed in learning mode")
+                raise ConfigError(
+                    "n_latent (a K different from the dataset's) is only allowed in learning mode"
+                )
         if self.init_key is not None and (not isinstance(self.init_key, str) or not self.init_key):
             raise ConfigError(f"init_key must be a non-empty string or None; got {self.init_key!r}")
         if not isinstance(self.hparams, Mapping):
@@ -203,7 +217,9 @@ def resolve_device(name: str) -> torch.device:
     try:
         device = pick_device(name)
     except RuntimeError:
-        raise ConfigError(f"device {name!r} is not a valid torch device; use auto, cpu, cuda or cuda:N") from None
+        raise ConfigError(
+            f"device {name!r} is not a valid torch device; use auto, cpu, cuda or cuda:N"
+        ) from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"device {name!r} requested but CUDA is not available; use --device auto or cpu")
     if device.type not in ("cpu", "cuda"):
@@ -271,12 +287,18 @@ def check_generative(arrays: Mapping[str, np.ndarray], where: str) -> None:
     for key in ("theta", "theta0"):
         a = np.asarray(arrays[key], dtype=float)
         if not np.all(np.isfinite(a)):
-            raise DataError(f"{where}: {key} has {int(np.sum(~np.isfinite(a)))} non-finite value(s) (NaN/inf)")
+            raise DataError(
+                f"{where}: {key} has {int(np.sum(~np.isfinite(a)))} non-finite value(s) (NaN/inf)"
+            )
         if np.any(a < 0):
-            raise DataError(f"{where}: {key} has negative value(s) (min {a.min():.4g}); noisy-OR weights are >= 0")
+            raise DataError(
+                f"{where}: {key} has negative value(s) (min {a.min():.4g}); noisy-OR weights are >= 0"
+            )
     mu = np.asarray(arrays["mu"], dtype=float)
     if not np.all((mu > 0) & (mu < 1)):
-        raise DataError(f"{where}: mu must lie in (0, 1) (prior probabilities); got values in [{np.nanmin(mu):.4g}, {np.nanmax(mu):.4g}]")
+        raise DataError(
+            f"{where}: mu must lie in (0, 1) (prior probabilities); got values in [{np.nanmin(mu):.4g}, {np.nanmax(mu):.4g}]"
+        )
 
 
 def training_rows(data: Mapping[str, np.ndarray], n_train: int, path: str | Path) -> np.ndarray:
@@ -349,7 +371,11 @@ def evaluate_posterior(
     """
     model = NoisyOR.from_numpy(posterior["theta"], posterior["theta0"], posterior["mu"])
     z_test = data.get("z_test")
-    extra: dict[str, Any] = {"latent_matching": "identity", "latent_permutation": None, "latent_match_cosine": None}
+    extra: dict[str, Any] = {
+        "latent_matching": "identity",
+        "latent_permutation": None,
+        "latent_match_cosine": None,
+    }
     perm = None
     if not has_truth(data):
         extra["latent_matching"] = None
@@ -395,9 +421,13 @@ def json_safe(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_posterior(q: torch.Tensor, n: int, k: int, method: str) -> np.ndarray:
-    arr = q.detach().cpu().double().numpy() if isinstance(q, torch.Tensor) else np.asarray(q, dtype=np.float64)
+    arr = (
+        q.detach().cpu().double().numpy() if isinstance(q, torch.Tensor) else np.asarray(q, dtype=np.float64)
+    )
     if arr.shape != (n, k):
-        raise RuntimeError(f"method {method!r} returned a posterior of shape {arr.shape}, expected ({n}, {k})")
+        raise RuntimeError(
+            f"method {method!r} returned a posterior of shape {arr.shape}, expected ({n}, {k})"
+        )
     if not np.all((arr >= 0) & (arr <= 1)):
         raise RuntimeError(f"method {method!r} returned posterior values outside [0, 1] or NaN")
     return arr
@@ -437,8 +467,13 @@ class _Progress:
     epoch limit.
     """
 
-    def __init__(self, total: int, desc: str, interval: float = PROGRESS_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        total: int,
+        desc: str,
+        interval: float = PROGRESS_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         from tqdm import tqdm
 
         self.bar = tqdm(total=total, desc=desc, unit="epoch", file=sys.stderr, disable=None, leave=False)
@@ -469,7 +504,12 @@ class _Progress:
         eta = self.eta(record.epoch, now)
         log.info(
             "%s: epoch %d/%s, train NELBO %.4f, val NELBO %s, elapsed %s, ETA %s",
-            self.desc, record.epoch, self.total or "?", record.train_nelbo, val, _duration(now - self.start),
+            self.desc,
+            record.epoch,
+            self.total or "?",
+            record.train_nelbo,
+            val,
+            _duration(now - self.start),
             "?" if eta is None else f"<= {_duration(eta)}",
         )
 
@@ -496,11 +536,15 @@ def _fit(
         if resumed:
             log.info("resuming from checkpoint %s", checkpoint)
         return method.fit(x_train, x_val, budget, progress, checkpoint_path=checkpoint), resumed  # type: ignore[call-arg]
-    log.info("method %s does not support checkpoints; a killed run restarts from scratch", type(method).__name__)
+    log.info(
+        "method %s does not support checkpoints; a killed run restarts from scratch", type(method).__name__
+    )
     return method.fit(x_train, x_val, budget, progress), False
 
 
-def _construct(method_cls: type[InferenceMethod], model: NoisyOR, spec: RunSpec, device: torch.device) -> InferenceMethod:
+def _construct(
+    method_cls: type[InferenceMethod], model: NoisyOR, spec: RunSpec, device: torch.device
+) -> InferenceMethod:
     """The method for ``spec``, its streams derived from (seed, ``init_key``).
 
     Every registered method takes ``init_key``; a third-party method without the argument is
@@ -526,7 +570,9 @@ def _diverged_run(spec: RunSpec, work: Path, err: NonFiniteLossError) -> NonFini
     )
 
 
-def _identity(spec: RunSpec, data: Mapping[str, np.ndarray], sha: str, device: torch.device, threads: int) -> dict[str, Any]:
+def _identity(
+    spec: RunSpec, data: Mapping[str, np.ndarray], sha: str, device: torch.device, threads: int
+) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "experiment": spec.experiment,
@@ -627,7 +673,14 @@ def execute_run(spec: RunSpec) -> Path:
 
     log.info(
         "%s/%s/%s n_train=%d seed=%d mode=%s on %s (%d threads)",
-        spec.experiment, spec.dataset_name, spec.method, spec.n_train, spec.seed, spec.mode, device, threads,
+        spec.experiment,
+        spec.dataset_name,
+        spec.method,
+        spec.n_train,
+        spec.seed,
+        spec.mode,
+        device,
+        threads,
     )
     progress = _Progress(spec.budget.max_epochs, f"{spec.method} n{spec.n_train} s{spec.seed}")
     t0 = time.perf_counter()
@@ -659,14 +712,19 @@ def execute_run(spec: RunSpec) -> Path:
     if spec.evaluate_test:
         t0 = time.perf_counter()
         q_test = _check_posterior(
-            method.posterior(torch.as_tensor(data["x_test"])), data["x_test"].shape[0], generative.K, spec.method
+            method.posterior(torch.as_tensor(data["x_test"])),
+            data["x_test"].shape[0],
+            generative.K,
+            spec.method,
         )
         posterior_seconds = time.perf_counter() - t0
         arrays = {"q": q_test, **generative.numpy()}
         eval_seed = stream_seed(spec.seed, "evaluation")
         t0 = time.perf_counter()
         metrics.update(
-            evaluate_posterior(arrays, data, spec.mode, spec.n_samples, spec.iw_samples, spec.exact_max_k, eval_seed)
+            evaluate_posterior(
+                arrays, data, spec.mode, spec.n_samples, spec.iw_samples, spec.exact_max_k, eval_seed
+            )
         )
         eval_seconds = time.perf_counter() - t0
 
@@ -734,7 +792,10 @@ def _resolved_hparams(method: InferenceMethod) -> dict[str, Any] | None:
         values = dict(method.hparams)
     else:
         return None
-    return {str(k): v if v is None or isinstance(v, (bool, int, float, str)) else str(v) for k, v in values.items()}
+    return {
+        str(k): v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
+        for k, v in values.items()
+    }
 
 
 TIMING_KEYS = ("train_seconds", "val_seconds", "posterior_seconds", "eval_seconds")

@@ -9,7 +9,8 @@ a profile with ``draws: 1`` runs no search at all.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -54,5 +55,7 @@ def best_draw(val_nelbos: Mapping[int, float]) -> int:
     """The draw with the lowest finite validation NELBO (ties: lowest index)."""
     finite = {d: v for d, v in val_nelbos.items() if v is not None and math.isfinite(v)}
     if not finite:
-        raise ConfigError("every search draw diverged (no finite validation NELBO); widen or fix the search space")
+        raise ConfigError(
+            "every search draw diverged (no finite validation NELBO); widen or fix the search space"
+        )
     return min(sorted(finite), key=lambda d: finite[d])

@@ -11,8 +11,9 @@ from :func:`cells`, so the DAG and the package agree on the grid.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from noisyor_bench.infra.errors import ConfigError
 
@@ -79,7 +80,9 @@ def experiment_dataset(experiment: str) -> str:
         return TOPICS_DATASET
     if classification_latents(experiment) is not None:
         return CLASSIFICATION_DATASET
-    raise ConfigError(f"{experiment!r} is not a text experiment ({TOPICS_EXPERIMENT} or {CLASSIFICATION_PREFIX}<K>)")
+    raise ConfigError(
+        f"{experiment!r} is not a text experiment ({TOPICS_EXPERIMENT} or {CLASSIFICATION_PREFIX}<K>)"
+    )
 
 
 def experiment_latents(cfg: Mapping[str, Any], experiment: str) -> int:
@@ -99,12 +102,19 @@ def cells(cfg: Mapping[str, Any], experiment: str | None = None) -> list[TextCel
     out: list[TextCell] = []
     topics = text.get("topics")
     if topics:
-        out += [TextCell(TOPICS_EXPERIMENT, TOPICS_DATASET, m, int(n), int(topics["K"]))
-                for m in methods(cfg) for n in topics["n_train"]]
+        out += [
+            TextCell(TOPICS_EXPERIMENT, TOPICS_DATASET, m, int(n), int(topics["K"]))
+            for m in methods(cfg)
+            for n in topics["n_train"]
+        ]
     cls = text.get("classification")
     if cls:
-        out += [TextCell(classification_experiment(k), CLASSIFICATION_DATASET, m, int(n), int(k))
-                for k in cls["K"] for m in methods(cfg) for n in cls["n_train"]]
+        out += [
+            TextCell(classification_experiment(k), CLASSIFICATION_DATASET, m, int(n), int(k))
+            for k in cls["K"]
+            for m in methods(cfg)
+            for n in cls["n_train"]
+        ]
     return [c for c in out if experiment is None or c.experiment == experiment]
 
 
@@ -133,11 +143,15 @@ def validate_text(cfg: Mapping[str, Any]) -> None:
         if topics:
             _unique(topics["n_train"], f"{where}.topics.n_train")
             if int(topics.get("top_words", 10)) < 2:
-                raise ConfigError(f"{where}.topics.top_words must be >= 2 (PMI is averaged over word pairs); "
-                                  f"got {topics['top_words']}")
+                raise ConfigError(
+                    f"{where}.topics.top_words must be >= 2 (PMI is averaged over word pairs); "
+                    f"got {topics['top_words']}"
+                )
             if int(topics.get("best_topics", 4)) > int(topics["K"]):
-                raise ConfigError(f"{where}.topics.best_topics = {topics['best_topics']} exceeds "
-                                  f"{where}.topics.K = {topics['K']}")
+                raise ConfigError(
+                    f"{where}.topics.best_topics = {topics['best_topics']} exceeds "
+                    f"{where}.topics.K = {topics['K']}"
+                )
         cls = text.get("classification") or {}
         if cls:
             _unique(cls["K"], f"{where}.classification.K")

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.models.noisyor.generative import ACTIVE_CAUSE_BURDEN
 from noisyor_bench.infra.io import load_npz
+from noisyor_bench.models.noisyor.generative import ACTIVE_CAUSE_BURDEN
 
 TEXT_LR = 1e-2
 
@@ -79,7 +79,9 @@ def hparams_record(dataset: str | Path) -> dict[str, Any]:
         "dataset": path.name,
         "D": int(x.shape[1]),
         "word_density": float(np.asarray(x).mean()),
-        "rule": ("init_theta_high = 2 * 0.64 / D (an active cause costs ~0.64 nats, as the default init at D = 64); "
-                 "init_theta0 = -log(1 - mean x_train); lr = 1e-2; other hyperparameters: method defaults "
-                 "(noisyor_bench.experiments.text_hparams)"),
+        "rule": (
+            "init_theta_high = 2 * 0.64 / D (an active cause costs ~0.64 nats, as the default init at D = 64); "
+            "init_theta0 = -log(1 - mean x_train); lr = 1e-2; other hyperparameters: method defaults "
+            "(noisyor_bench.experiments.text_hparams)"
+        ),
     }

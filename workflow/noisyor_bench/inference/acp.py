@@ -19,9 +19,9 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
+from noisyor_bench.inference.amortized import AmortizedMethod, acp_logits
 from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.models.noisyor.sparse import ActiveSet, active_matmul, linear_at_active
-from noisyor_bench.inference.amortized import AmortizedMethod, acp_logits
 
 
 class ACP(AmortizedMethod):

@@ -28,22 +28,23 @@ import dataclasses
 import math
 import zlib
 from abc import abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from noisyor_bench.models.noisyor.elbo import elbo
+from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode
+from noisyor_bench.inference.convergence import Convergence
+from noisyor_bench.inference.training import Trainer, stream_generator, validate_budget
 from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.models.noisyor.elbo import elbo
 from noisyor_bench.models.noisyor.generative import GenerativeInit, GenerativeModule, make_generative
 from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.models.noisyor.sparse import ActiveSet, active_linear, wants_sparse
-from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.training import Trainer, stream_generator, validate_budget
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode
 
 EVAL_BATCH_SIZE = 4096  # rows per evaluation chunk (posterior, held-out NELBO) ...
 EVAL_MAX_ELEMENTS = 2**24  # ... capped so the (samples, rows, D) rates stay ~64 MB in float32
@@ -93,7 +94,10 @@ class AmortizedHParams:
 
     def generative_init(self) -> GenerativeInit:
         return GenerativeInit(
-            theta_low=self.init_theta_low, theta_high=self.init_theta_high, theta0=self.init_theta0, mu=self.init_mu
+            theta_low=self.init_theta_low,
+            theta_high=self.init_theta_high,
+            theta0=self.init_theta0,
+            mu=self.init_mu,
         )
 
 
@@ -139,7 +143,9 @@ def parse_hparams(hparams: Mapping[str, Any]) -> AmortizedHParams:
     values = {key: _check_value(key, value) for key, value in hparams.items()}
     hp = AmortizedHParams(**values)
     if hp.temp_min > hp.temp_init:
-        raise ConfigError(f"hyperparameter 'temp_min' ({hp.temp_min}) must not exceed 'temp_init' ({hp.temp_init})")
+        raise ConfigError(
+            f"hyperparameter 'temp_min' ({hp.temp_min}) must not exceed 'temp_init' ({hp.temp_init})"
+        )
     hp.generative_init()  # validates the init_* values
     return hp
 
@@ -334,7 +340,9 @@ class AmortizedMethod(InferenceMethod):
         self.net.eval()
         rows = max(1, min(EVAL_BATCH_SIZE, EVAL_MAX_ELEMENTS // (n_samples * self.D)))
         out = [
-            self.batch_nelbo(chunk.to(self.dtype), n_samples, None, generator, _active_or_none(chunk)).double().cpu()
+            self.batch_nelbo(chunk.to(self.dtype), n_samples, None, generator, _active_or_none(chunk))
+            .double()
+            .cpu()
             for chunk in torch.split(xb, rows)
         ]
         return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
@@ -349,7 +357,9 @@ class AmortizedMethod(InferenceMethod):
         groups: list[dict[str, Any]] = [{"params": list(self.encoder.parameters()), "lr": self.hp.lr}]
         gen_params = list(self.generative_module.parameters())
         if gen_params:
-            groups.append({"params": gen_params, "lr": self.hp.gen_lr if self.hp.gen_lr is not None else self.hp.lr})
+            groups.append(
+                {"params": gen_params, "lr": self.hp.gen_lr if self.hp.gen_lr is not None else self.hp.lr}
+            )
         return torch.optim.Adam(groups, lr=self.hp.lr, betas=(self.hp.beta1, 0.999), fused=True)
 
     def fit(
@@ -430,7 +440,9 @@ class AmortizedMethod(InferenceMethod):
         gen = self.generative_module
         model, prior = gen.model(), gen.prior_logits()
         out = [
-            torch.sigmoid(self.logits(chunk.to(self.dtype), model, prior, _active_or_none(chunk)).double()).cpu()
+            torch.sigmoid(
+                self.logits(chunk.to(self.dtype), model, prior, _active_or_none(chunk)).double()
+            ).cpu()
             for chunk in torch.split(xb, EVAL_BATCH_SIZE)
         ]
         return torch.cat(out) if out else torch.zeros((0, self.K), dtype=torch.float64)
@@ -475,7 +487,9 @@ def _active_or_none(x: torch.Tensor) -> ActiveSet | None:
     return ActiveSet.of(x) if wants_sparse(x) else None
 
 
-def acp_logits(x: torch.Tensor, psi: torch.Tensor, theta: torch.Tensor, prior_logits: torch.Tensor) -> torch.Tensor:
+def acp_logits(
+    x: torch.Tensor, psi: torch.Tensor, theta: torch.Tensor, prior_logits: torch.Tensor
+) -> torch.Tensor:
     """Eq. 11: ``sum_{i: x_i=1} psi_i theta_ik - sum_{i: x_i=0} theta_ik + logit(mu_k)``: (N, K).
 
     The conjugate upper bound of eq. 7 makes every positive observation contribute linearly

@@ -16,14 +16,15 @@ generative model is fixed at the ground truth and only the inference side is fit
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 
-from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 Mode = Literal["inference", "learning"]

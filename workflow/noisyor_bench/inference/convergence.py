@@ -33,8 +33,9 @@ the end of a fit, and :func:`noisyor_bench.experiments.runs.execute_run` writes 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 
@@ -46,7 +47,15 @@ STILL_IMPROVING = "still-improving"  # epoch limit, relative improvement >= rel_
 TOO_FEW_EVALUATIONS = "too-few-evaluations"  # epoch limit with < W + 1 evaluations: not converged
 NOT_APPLICABLE = "not-applicable"  # held-out (inference-mode) fit of SVI/LB-CDI/UB-CDI: null
 NO_FIT = "no-fit"  # empty curve: null
-RULES = (EARLY_STOPPING, METHOD_CRITERION, PLATEAU, STILL_IMPROVING, TOO_FEW_EVALUATIONS, NOT_APPLICABLE, NO_FIT)
+RULES = (
+    EARLY_STOPPING,
+    METHOD_CRITERION,
+    PLATEAU,
+    STILL_IMPROVING,
+    TOO_FEW_EVALUATIONS,
+    NOT_APPLICABLE,
+    NO_FIT,
+)
 
 
 @dataclass(frozen=True)
@@ -81,7 +90,9 @@ def monitored_values(records: Sequence[EpochRecord]) -> tuple[str | None, list[f
     return None, []
 
 
-def relative_improvement(values: Sequence[float], window: int) -> tuple[float | None, float | None, float | None]:
+def relative_improvement(
+    values: Sequence[float], window: int
+) -> tuple[float | None, float | None, float | None]:
     """``(best_before, best_within, (best_before - best_within) / |best_before|)`` of the last
     ``window`` values against all earlier ones; ``None``s with fewer than ``window + 1`` values.
 
@@ -113,11 +124,18 @@ def assess(
 
     def verdict(converged: bool | None, rule: str) -> Convergence:
         return Convergence(
-            converged=converged, rule=rule, stop_reason=stop,
+            converged=converged,
+            rule=rule,
+            stop_reason=stop,
             epochs=int(records[-1].epoch) if records else 0,
-            best_epoch=None if best_epoch is None else int(best_epoch), max_epochs=int(budget.max_epochs),
-            window=window, rel_tol=rel_tol, monitored=monitored, evaluations=len(values),
-            best_before_window=before, best_within_window=within,
+            best_epoch=None if best_epoch is None else int(best_epoch),
+            max_epochs=int(budget.max_epochs),
+            window=window,
+            rel_tol=rel_tol,
+            monitored=monitored,
+            evaluations=len(values),
+            best_before_window=before,
+            best_within_window=within,
             relative_improvement=None if rel is None or not math.isfinite(rel) else rel,
         )
 

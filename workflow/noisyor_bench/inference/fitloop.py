@@ -30,16 +30,17 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import torch
 
 from noisyor_bench.inference.convergence import Convergence, assess
-from noisyor_bench.infra.errors import DataError
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, fit_budget_fields
 from noisyor_bench.inference.training import CHECKPOINT_VERSION, diverged, read_checkpoint, write_checkpoint
+from noisyor_bench.infra.errors import DataError
 
 CHECKPOINT_KIND = "classical-fit"
 MAX_OVERHEAD = 0.1  # checkpoint writes take at most ~this fraction of the fit's wall time ...
@@ -206,7 +207,9 @@ class FitLoop:
                     what = f"non-finite values in parameter {name!r}"
                     break
         if what:
-            raise diverged(f"{what} at epoch {record.epoch}", self.state.last_train, self.state.last_val, self.hint)
+            raise diverged(
+                f"{what} at epoch {record.epoch}", self.state.last_train, self.state.last_val, self.hint
+            )
 
     def _save(self, state_fn: StateFn) -> None:
         if self.checkpoint_path is None:
@@ -241,4 +244,12 @@ def clone_tensors(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in state.items()}
 
 
-__all__ = ["CHECKPOINT_KIND", "FREE_WRITE_SECONDS", "MAX_OVERHEAD", "FitLoop", "LoopState", "clone_tensors", "fingerprint"]
+__all__ = [
+    "CHECKPOINT_KIND",
+    "FREE_WRITE_SECONDS",
+    "MAX_OVERHEAD",
+    "FitLoop",
+    "LoopState",
+    "clone_tensors",
+    "fingerprint",
+]

@@ -30,7 +30,13 @@ class FitBudget:
 
 
 BUDGET_FIELDS = (
-    "max_epochs", "patience", "batch_size", "eval_every", "min_epoch_steps", "convergence_window", "convergence_rel_tol",
+    "max_epochs",
+    "patience",
+    "batch_size",
+    "eval_every",
+    "min_epoch_steps",
+    "convergence_window",
+    "convergence_rel_tol",
 )
 BUDGET_FLOAT_FIELDS = ("convergence_rel_tol",)
 """Budget keys that are positive real numbers; every other key is an integer >= 1."""
@@ -51,7 +57,12 @@ def check_budget(budget: FitBudget, where: str = "fit budget") -> None:
             raise ConfigError(f"{where}{sep}{name} must be an integer >= 1; got {value!r}")
     for name in BUDGET_FLOAT_FIELDS:
         value = getattr(budget, name)
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+        ok = (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value > 0
+        )
         if not ok:
             raise ConfigError(f"{where}{sep}{name} must be a number > 0; got {value!r}")
 
@@ -74,7 +85,9 @@ def budget_from_mapping(values: dict, where: str = "budget") -> FitBudget:
 
     unknown = sorted(set(values) - set(BUDGET_FIELDS))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(BUDGET_FIELDS)}")
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(BUDGET_FIELDS)}"
+        )
     return FitBudget(**values)
 
 

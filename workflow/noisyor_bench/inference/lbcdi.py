@@ -42,12 +42,19 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import torch
 
+from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
+from noisyor_bench.inference.convergence import Convergence
+from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
+from noisyor_bench.inference.training import lower_lr_hint, stream_generator
+from noisyor_bench.inference.ubcdi import _lap
+from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.bounds import (
     PositiveEntries,
     elbo_of_q,
@@ -59,14 +66,8 @@ from noisyor_bench.models.noisyor.bounds import (
     row_chunks,
     torch_dtype,
 )
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.inference.training import lower_lr_hint, stream_generator
 from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
 from noisyor_bench.models.noisyor.model import NoisyOR
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
-from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
-from noisyor_bench.inference.ubcdi import _lap
 
 DEFAULTS: dict[str, Any] = {
     "max_rounds": 200,  # E-step rounds when run to convergence (inference fit, posterior)
@@ -123,7 +124,9 @@ class LBCDI(InferenceMethod):
         self.dtype = torch_dtype(self.name, h["dtype"])
         # Same stream as AVI/ACP: with one (seed, init_key) every learning-mode method starts from the same theta.
         init_gen = stream_generator(self.init_seed, "generative-init")
-        self.module: GenerativeModule = make_generative(mode, model, init_gen, dtype=self.dtype, device=self.device)
+        self.module: GenerativeModule = make_generative(
+            mode, model, init_gen, dtype=self.dtype, device=self.device
+        )
         self.epoch = 0
         self._optimizer: torch.optim.Optimizer | None = None
         self._train: list[_Chunk] | None = None
@@ -242,7 +245,11 @@ class LBCDI(InferenceMethod):
         def record(t: int, converged: bool) -> None:
             q = torch.cat([c.q for c in chunks])
             ll = float(torch.cat([c.ll for c in chunks]).mean())
-            elbo = float(elbo_of_q(model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator).mean())
+            elbo = float(
+                elbo_of_q(
+                    model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
+                ).mean()
+            )
             rec = EpochRecord(t, -ll, -elbo, _lap(clock), {"ll_lb": ll, "elbo": elbo})
             loop.end_epoch(rec, state, stop="converged" if converged else "", max_epochs=rounds)
             if progress is not None:
@@ -325,7 +332,10 @@ class LBCDI(InferenceMethod):
             self._optimizer.step()
         with torch.no_grad():
             model = self.generative
-            total = sum(float(lb_elbo(model, c.x, c.pos, c.q, c.r, self.hparams["leak_floor"]).sum()) for c in self._train)
+            total = sum(
+                float(lb_elbo(model, c.x, c.pos, c.q, c.r, self.hparams["leak_floor"]).sum())
+                for c in self._train
+            )
         return total / n_total
 
     @torch.no_grad()
@@ -335,7 +345,11 @@ class LBCDI(InferenceMethod):
         self._refresh(model, self._val)
         self._run_rounds(model, self._val, self.hparams["val_rounds"])
         q = torch.cat([c.q for c in self._val])
-        return -float(elbo_of_q(model, xv, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator).mean())
+        return -float(
+            elbo_of_q(
+                model, xv, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
+            ).mean()
+        )
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam([self.module.raw_theta, self.module.raw_theta0], lr=self.hparams["lr"])
@@ -374,11 +388,14 @@ class LBCDI(InferenceMethod):
         self._rounds_converged = False
         if on_round is not None and start is None:
             on_round(0, False)
-        t = start or 0
-        for t in range(t + 1, max_rounds + 1):
+        first = (start or 0) + 1
+        t = first - 1
+        for t in range(first, max_rounds + 1):
             gain = -float("inf")
             for c in chunks:
-                q, r, ll = lb_round(model, c.x, c.pos, c.q, c.r, self.hparams["r_iters"], self.hparams["leak_floor"])
+                q, r, ll = lb_round(
+                    model, c.x, c.pos, c.q, c.r, self.hparams["r_iters"], self.hparams["leak_floor"]
+                )
                 if ll.numel():
                     gain = max(gain, float((ll - c.ll).max()))
                 c.q, c.r, c.ll = q, r, ll
@@ -406,7 +423,9 @@ def _restore_chunks(chunks: list[_Chunk], saved: dict[str, Any], keys: tuple[str
     """Put saved per-chunk tensors back; the chunking is a function of the data, so it must match."""
     for key in keys:
         tensors = saved[key]
-        if len(tensors) != len(chunks) or any(t.shape != getattr(c, key).shape for t, c in zip(tensors, chunks)):
+        if len(tensors) != len(chunks) or any(
+            t.shape != getattr(c, key).shape for t, c in zip(tensors, chunks)
+        ):
             raise DataError(
                 f"lb-cdi: the checkpoint's E-step state ({key!r}) does not fit this data; delete the checkpoint to start afresh"
             )

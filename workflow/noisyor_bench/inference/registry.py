@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from noisyor_bench.infra.errors import ConfigError
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the base class imports torch; the registry must not
     from noisyor_bench.inference.base import InferenceMethod
@@ -26,7 +26,7 @@ LEARNING_ONLY: tuple[str, ...] = ("acp-sg",)
 METHOD_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 
 
-def get_method(name: str) -> "type[InferenceMethod]":
+def get_method(name: str) -> type[InferenceMethod]:
     """The method class registered under ``name`` (e.g. ``"acp"``)."""
     try:
         module_name, class_name = _REGISTRY[name].split(":")

@@ -37,12 +37,19 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import torch
 
+from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
+from noisyor_bench.inference.convergence import Convergence
+from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
+from noisyor_bench.inference.training import lower_lr_hint, stream_generator
+from noisyor_bench.inference.ubcdi import _lap
+from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.bounds import (
     PositiveEntries,
     elbo_of_q,
@@ -56,14 +63,8 @@ from noisyor_bench.models.noisyor.bounds import (
     torch_dtype,
 )
 from noisyor_bench.models.noisyor.elbo import bernoulli_kl_from_logits
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.inference.training import lower_lr_hint, stream_generator
 from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
 from noisyor_bench.models.noisyor.model import NoisyOR
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
-from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
-from noisyor_bench.inference.ubcdi import _lap
 
 DEFAULTS: dict[str, Any] = {
     "lr_local": 0.3,  # Adam learning rate of the per-datapoint logits
@@ -88,8 +89,15 @@ class RowAdam:
     untouched, which a dense ``torch.optim.Adam`` over the whole matrix would not do.
     """
 
-    def __init__(self, shape: tuple[int, int], lr: float, dtype: torch.dtype, device: torch.device,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
+    def __init__(
+        self,
+        shape: tuple[int, int],
+        lr: float,
+        dtype: torch.dtype,
+        device: torch.device,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
         self.lr, self.betas, self.eps = lr, betas, eps
         self.m = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
@@ -165,7 +173,11 @@ class SVI(InferenceMethod):
         require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
         self.dtype = torch_dtype(self.name, h["dtype"])
         self.module: GenerativeModule = make_generative(
-            mode, model, stream_generator(self.init_seed, "generative-init"), dtype=self.dtype, device=self.device
+            mode,
+            model,
+            stream_generator(self.init_seed, "generative-init"),
+            dtype=self.dtype,
+            device=self.device,
         )
         self.epoch = 0
         self.local_logits: torch.Tensor | None = None  # (N_train, K), learning mode
@@ -258,8 +270,12 @@ class SVI(InferenceMethod):
         if state.get("optimizer") is not None and self.module.learnable:
             self._optimizer = torch.optim.Adam(self.module.parameters(), lr=self.hparams["lr_global"])
             self._optimizer.load_state_dict(state["optimizer"])
-        self.local_logits, self._local_adam = self._restore_logits(state.get("local_logits"), state.get("local_adam"))
-        self._val_logits, self._val_adam = self._restore_logits(state.get("val_logits"), state.get("val_adam"))
+        self.local_logits, self._local_adam = self._restore_logits(
+            state.get("local_logits"), state.get("local_adam")
+        )
+        self._val_logits, self._val_adam = self._restore_logits(
+            state.get("val_logits"), state.get("val_adam")
+        )
 
     def _restore_logits(
         self, logits: torch.Tensor | None, adam: dict[str, torch.Tensor] | None
@@ -267,14 +283,21 @@ class SVI(InferenceMethod):
         if logits is None:
             return None, None
         logits = logits.to(device=self.device, dtype=self.dtype).clone()
-        row_adam = RowAdam((logits.shape[0], logits.shape[1]), self.hparams["lr_local"], self.dtype, self.device)
+        row_adam = RowAdam(
+            (logits.shape[0], logits.shape[1]), self.hparams["lr_local"], self.dtype, self.device
+        )
         if adam is not None:
             row_adam.load_state_dict(adam)
         return logits, row_adam
 
     # ------------------------------------------------------------------ objective pieces
     def _objective(
-        self, model: NoisyOR, x: torch.Tensor, pos: PositiveEntries, logits: torch.Tensor, r: torch.Tensor | None
+        self,
+        model: NoisyOR,
+        x: torch.Tensor,
+        pos: PositiveEntries,
+        logits: torch.Tensor,
+        r: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Lower-bounded ELBO per row (N,) with ``r`` tightened for the current ``q``; returns ``(obj, r)``."""
         q = torch.sigmoid(logits)
@@ -336,7 +359,9 @@ class SVI(InferenceMethod):
         if not r:
             r.extend([None] * len(chunks))
         elif len(r) != len(chunks):
-            raise DataError("svi: the saved fitting state does not fit this data; delete the checkpoint to start afresh")
+            raise DataError(
+                "svi: the saved fitting state does not fit this data; delete the checkpoint to start afresh"
+            )
 
         def mean_objective() -> float:
             with torch.no_grad():
@@ -391,7 +416,11 @@ class SVI(InferenceMethod):
 
         def record(epoch: int, objective: float) -> None:
             q = torch.sigmoid(logits)
-            elbo = float(elbo_of_q(model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator).mean())
+            elbo = float(
+                elbo_of_q(
+                    model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
+                ).mean()
+            )
             rec = EpochRecord(epoch, -objective, -elbo, _lap(clock), {"lb_elbo": objective, "elbo": elbo})
             ended = "converged" if fresh.converged else "max_epochs" if fresh.done >= max_steps else ""
             loop.end_epoch(rec, state, stop=ended)
@@ -486,9 +515,15 @@ class SVI(InferenceMethod):
         if self._val_logits is None or self._val_logits.shape[0] != xv.shape[0]:
             self._val_logits, self._val_adam = self._fresh_logits(model, xv.shape[0])
         assert self._val_adam is not None
-        self._fit_fresh(model, xv, self._val_logits, self._val_adam, self.hparams["val_steps"], _FreshProgress())
+        self._fit_fresh(
+            model, xv, self._val_logits, self._val_adam, self.hparams["val_steps"], _FreshProgress()
+        )
         q = torch.sigmoid(self._val_logits)
-        return -float(elbo_of_q(model, xv, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator).mean())
+        return -float(
+            elbo_of_q(
+                model, xv, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
+            ).mean()
+        )
 
     # ------------------------------------------------------------------ helpers
     def _as_data(self, x: torch.Tensor) -> torch.Tensor:

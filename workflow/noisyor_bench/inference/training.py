@@ -53,19 +53,20 @@ import hashlib
 import math
 import time
 import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from noisyor_bench.infra.errors import ConfigError, DataError, UserError
-from noisyor_bench.infra.io import atomic_path
+from noisyor_bench.inference.base import EpochRecord, FitBudget
 from noisyor_bench.inference.convergence import Convergence, assess
 from noisyor_bench.inference.fitting import check_budget, fit_budget_fields
-from noisyor_bench.inference.base import EpochRecord, FitBudget
+from noisyor_bench.infra.errors import ConfigError, DataError, UserError
+from noisyor_bench.infra.io import atomic_path
 
 CHECKPOINT_VERSION = 1
 
@@ -256,7 +257,9 @@ class Trainer:
         self.state.last_train = train
         self._check_parameters(epoch)
         val = None
-        if self.val_fn is not None and (epoch % self.budget.eval_every == 0 or epoch == self.budget.max_epochs):
+        if self.val_fn is not None and (
+            epoch % self.budget.eval_every == 0 or epoch == self.budget.max_epochs
+        ):
             self.module.eval()
             with torch.no_grad():
                 val = float(self.val_fn())
@@ -292,7 +295,10 @@ class Trainer:
     def _diverged(self, epoch: int, what: str) -> NonFiniteLossError:
         s = self.state
         return diverged(
-            f"{what} at epoch {epoch}, optimiser step {s.step} (0-based)", s.last_train, s.last_val, lower_lr_hint("'lr'")
+            f"{what} at epoch {epoch}, optimiser step {s.step} (0-based)",
+            s.last_train,
+            s.last_val,
+            lower_lr_hint("'lr'"),
         )
 
     # ------------------------------------------------------------------ stopping

@@ -51,11 +51,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import torch
 
+from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode
+from noisyor_bench.inference.convergence import Convergence
+from noisyor_bench.inference.fitloop import FitLoop, fingerprint
+from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.bounds import (
     UBRound,
     elbo_of_q,
@@ -66,11 +71,7 @@ from noisyor_bench.models.noisyor.bounds import (
     ub_psi_marginal,
     ub_psi_prior,
 )
-from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.model import NoisyOR
-from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.fitloop import FitLoop, fingerprint
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,12 @@ class UBCDI(InferenceMethod):
                 f"{self.name}: mode {mode!r} is not supported; UB-CDI is an inference-only baseline "
                 "(paper Section 4.2); allowed: inference"
             )
-        require(self.name, h["psi_init"] in PSI_INITS, "psi_init", h["psi_init"], f"one of {', '.join(PSI_INITS)}")
-        require(self.name, h["damping"] in ("backtrack", "none"), "damping", h["damping"], "backtrack or none")
+        require(
+            self.name, h["psi_init"] in PSI_INITS, "psi_init", h["psi_init"], f"one of {', '.join(PSI_INITS)}"
+        )
+        require(
+            self.name, h["damping"] in ("backtrack", "none"), "damping", h["damping"], "backtrack or none"
+        )
         require(self.name, h["max_rounds"] >= 0, "max_rounds", h["max_rounds"], ">= 0")
         require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
         require(self.name, h["eval_samples"] >= 1, "eval_samples", h["eval_samples"], ">= 1")
@@ -138,7 +143,10 @@ class UBCDI(InferenceMethod):
 
     @torch.no_grad()
     def optimize(
-        self, x: torch.Tensor, callback: Callable[[UBRound], None] | None = None, max_rounds: int | None = None
+        self,
+        x: torch.Tensor,
+        callback: Callable[[UBRound], None] | None = None,
+        max_rounds: int | None = None,
     ) -> UBRound:
         """Run the fixed-point rounds on ``x`` from the initial ``psi``; the final round's state."""
         x = self._as_data(x)
@@ -213,7 +221,12 @@ class UBCDI(InferenceMethod):
                 return
             elbo = float(
                 elbo_of_q(
-                    self._model, x, state.q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
+                    self._model,
+                    x,
+                    state.q,
+                    self.hparams["exact_max_k"],
+                    self.hparams["eval_samples"],
+                    generator,
                 ).mean()
             )
             ll = float(state.ll_ub.mean())

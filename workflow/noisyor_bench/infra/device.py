@@ -23,8 +23,9 @@ def visible_gpu_count(override: int | None = None) -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def pick_device(requested: str = "auto", *, gpu_count: int | None = None,
-                lock_dir: str | os.PathLike[str] | None = None) -> torch.device:
+def pick_device(
+    requested: str = "auto", *, gpu_count: int | None = None, lock_dir: str | os.PathLike[str] | None = None
+) -> torch.device:
     """``auto`` picks CUDA when available; ``cpu`` and ``cuda:N`` are taken as given.
 
     ``cuda`` (or ``auto`` on a CUDA machine) with several visible GPUs claims a free one for

@@ -83,8 +83,9 @@ def _try_lock(path: Path) -> int | None:
     return fd
 
 
-def claim_gpu(count: int, lock_dir: Path | None = None, timeout: float | None = None,
-              poll_seconds: float = 0.5) -> GpuClaim:
+def claim_gpu(
+    count: int, lock_dir: Path | None = None, timeout: float | None = None, poll_seconds: float = 0.5
+) -> GpuClaim:
     """Claim the lowest-numbered free GPU of ``count`` for the rest of this process's life.
 
     A second call returns the same claim (a job's seeds and search draws share one GPU).  When
@@ -115,7 +116,9 @@ def claim_gpu(count: int, lock_dir: Path | None = None, timeout: float | None = 
         if timeout is not None and waited >= timeout:
             raise TimeoutError(f"all {count} GPUs stayed claimed for {waited:.1f} s (locks in {lock_dir})")
         if not warned:
-            log.warning("all %d GPUs are claimed by other jobs (locks in %s); waiting for one", count, lock_dir)
+            log.warning(
+                "all %d GPUs are claimed by other jobs (locks in %s); waiting for one", count, lock_dir
+            )
             warned = True
         time.sleep(poll_seconds)
 

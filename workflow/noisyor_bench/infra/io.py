@@ -12,8 +12,9 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,9 @@ def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
             return {k: data[k] for k in data.files}
     except ValueError as err:  # object arrays: pickles are refused
         if "pickle" in str(err):
-            raise DataError(f"{path} holds pickled (object) arrays, which are refused for safety; rebuild it") from None
+            raise DataError(
+                f"{path} holds pickled (object) arrays, which are refused for safety; rebuild it"
+            ) from None
         raise DataError(f"{path} is a corrupt npz archive: {err}") from None
     except (zipfile.BadZipFile, EOFError, OSError, KeyError) as err:
         if isinstance(err, OSError) and err.filename is not None:

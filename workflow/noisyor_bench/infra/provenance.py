@@ -31,10 +31,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from noisyor_bench import __version__
 
@@ -49,8 +50,18 @@ MAX_DIR_FILES = 10_000
 MAX_DIR_BYTES = 1 << 30
 #: Packages recorded when ``envs/requirements.txt`` is not beside the package (installed copy).
 FALLBACK_PACKAGES = (
-    "torch", "numpy", "scipy", "pandas", "scikit-learn", "snakemake", "nltk", "matplotlib", "seaborn",
-    "jsonschema", "PyYAML", "tqdm",
+    "torch",
+    "numpy",
+    "scipy",
+    "pandas",
+    "scikit-learn",
+    "snakemake",
+    "nltk",
+    "matplotlib",
+    "seaborn",
+    "jsonschema",
+    "PyYAML",
+    "tqdm",
 )
 #: Files of a run directory besides metrics.json, recorded as companions of a run input.
 RUN_COMPANIONS = ("posterior_test.npz", "curve.csv")
@@ -63,7 +74,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the noisyor_bench package
 # ---------------------------------------------------------------------------------- time
 def utc_now() -> str:
     """ISO-8601 UTC timestamp with milliseconds, e.g. ``2026-01-31T12:00:00.123+00:00``."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass
@@ -74,7 +85,11 @@ class Stopwatch:
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
     def record(self) -> dict[str, Any]:
-        return {"start": self.start, "end": utc_now(), "wall_seconds": round(time.perf_counter() - self._t0, 3)}
+        return {
+            "start": self.start,
+            "end": utc_now(),
+            "wall_seconds": round(time.perf_counter() - self._t0, 3),
+        }
 
 
 # ---------------------------------------------------------------------------------- code version
@@ -88,7 +103,11 @@ def _git(directory: Path, *args: str) -> str:
     try:
         proc = subprocess.run(
             ["git", "-C", str(directory), *args],
-            capture_output=True, text=True, timeout=GIT_TIMEOUT, env=env, check=False,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT,
+            env=env,
+            check=False,
         )
     except FileNotFoundError:
         raise RuntimeError("git is not installed") from None
@@ -99,7 +118,9 @@ def _git(directory: Path, *args: str) -> str:
     return proc.stdout
 
 
-def git_state(directory: str | os.PathLike[str], tracked_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+def git_state(
+    directory: str | os.PathLike[str], tracked_file: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
     """Commit and dirtiness of the git checkout holding ``directory`` (not cached).
 
     Dirty means any change ``git status`` reports, untracked files included: a new module
@@ -108,7 +129,13 @@ def git_state(directory: str | os.PathLike[str], tracked_file: str | os.PathLike
     is an installed copy that merely sits inside some checkout (e.g. a venv in the repo).
     """
     directory = Path(directory)
-    record: dict[str, Any] = {"source": None, "commit": None, "dirty": None, "repository": None, "reason": None}
+    record: dict[str, Any] = {
+        "source": None,
+        "commit": None,
+        "dirty": None,
+        "repository": None,
+        "reason": None,
+    }
     try:
         root = _git(directory, "rev-parse", "--show-toplevel").strip()
         if tracked_file is not None:
@@ -116,7 +143,9 @@ def git_state(directory: str | os.PathLike[str], tracked_file: str | os.PathLike
         commit = _git(directory, "rev-parse", "HEAD").strip()
         status = _git(directory, "status", "--porcelain=v1", "--untracked-files=normal").splitlines()
     except RuntimeError as err:
-        record["reason"] = f"not a git checkout of the code ({err}); set ${CODE_VERSION_ENV} for an installed copy"
+        record["reason"] = (
+            f"not a git checkout of the code ({err}); set ${CODE_VERSION_ENV} for an installed copy"
+        )
         return record
     record.update(source="git", commit=commit, dirty=bool(status), repository=root)
     record["changes"] = status[:MAX_LISTED_CHANGES]
@@ -183,7 +212,9 @@ def _installed() -> dict[str, str]:
 
 def _same_version(installed: str | None, pinned: str) -> bool:
     """``2.13.0+cpu`` satisfies the pin ``2.13.0`` (pip's rule for local version labels)."""
-    return installed is not None and (installed == pinned or ("+" not in pinned and installed.split("+")[0] == pinned))
+    return installed is not None and (
+        installed == pinned or ("+" not in pinned and installed.split("+")[0] == pinned)
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -334,7 +365,11 @@ def file_entry(
     missing path ``sha256: null`` and ``missing: true``.
     """
     p = Path(path)
-    entry: dict[str, Any] = {"path": str(path), "relpath": _relpath(p, Path(base) if base else None), "role": role}
+    entry: dict[str, Any] = {
+        "path": str(path),
+        "relpath": _relpath(p, Path(base) if base else None),
+        "role": role,
+    }
     if p.is_file():
         entry.update(sha256=sha256(p), bytes=p.stat().st_size)
     elif p.is_dir():
@@ -461,7 +496,9 @@ def run_record(
         dataset.update(sha256=dataset_sha256, changed_during_run=True)
     # Only the .npz: a run never reads the dataset's sidecar (whose timestamps change on every
     # rebuild); ``provenance`` finds the dataset's record through the .npz.
-    record = artifact_record("run", [dataset], [], base, run_config(spec, device, threads), clock, device, threads)
+    record = artifact_record(
+        "run", [dataset], [], base, run_config(spec, device, threads), clock, device, threads
+    )
     record["outputs"] = [
         {**file_entry(work_dir / name, "output"), "path": name, "relpath": name}
         for name in RUN_COMPANIONS
@@ -533,7 +570,11 @@ def argument_inputs(args: argparse.Namespace) -> list[tuple[Path, str]]:
                 continue
             found.append((path, role))
             if path.name == "metrics.json":
-                found += [(path.parent / c, f"{role} (run file)") for c in RUN_COMPANIONS if (path.parent / c).is_file()]
+                found += [
+                    (path.parent / c, f"{role} (run file)")
+                    for c in RUN_COMPANIONS
+                    if (path.parent / c).is_file()
+                ]
     return found
 
 

@@ -26,10 +26,11 @@ import copy
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,15 +43,29 @@ from noisyor_bench.infra.io import load_npz, read_json, write_text_atomic
 # ------------------------------------------------------------------------------ constants
 METHOD_ORDER: tuple[str, ...] = ("avi", "acp", "acp-sg", "svi", "lb-cdi", "ub-cdi")
 METHOD_LABELS: dict[str, str] = {
-    "avi": "AVI", "acp": "ACP", "acp-sg": "ACP-SG", "svi": "SVI", "lb-cdi": "LB-CDI", "ub-cdi": "UB-CDI",
+    "avi": "AVI",
+    "acp": "ACP",
+    "acp-sg": "ACP-SG",
+    "svi": "SVI",
+    "lb-cdi": "LB-CDI",
+    "ub-cdi": "UB-CDI",
 }
 TABLE4_METHODS: tuple[str, ...] = ("avi", "svi", "lb-cdi", "acp")  # the paper's column order
 
 REQUIRED_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
 IDENTITY_KEYS: tuple[str, ...] = (*REQUIRED_KEYS, "mode", "n_test", "device", "threads")
 METRIC_KEYS: tuple[str, ...] = (
-    "nelbo", "f1", "em", "exact_nll", "exact_elbo", "exact_nelbo", "exact_gap", "iw_nll",
-    "train_seconds", "eval_seconds", "epochs",
+    "nelbo",
+    "f1",
+    "em",
+    "exact_nll",
+    "exact_elbo",
+    "exact_nelbo",
+    "exact_gap",
+    "iw_nll",
+    "train_seconds",
+    "eval_seconds",
+    "epochs",
 )
 RUN_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
 FIG3A_METRICS: tuple[str, ...] = ("nelbo", "f1", "em", "exact_nll", "exact_gap")
@@ -64,7 +79,11 @@ with the true model (no seed enters it; ``runs.NON_AMORTIZED``): one value per s
 # ------------------------------------------------------------------------------ paper numbers
 @lru_cache(maxsize=1)
 def _paper_numbers_cached() -> dict[str, Any]:
-    text = resources.files("noisyor_bench.reporting.acp").joinpath("paper_numbers.yaml").read_text(encoding="utf-8")
+    text = (
+        resources.files("noisyor_bench.reporting.acp")
+        .joinpath("paper_numbers.yaml")
+        .read_text(encoding="utf-8")
+    )
     return yaml.safe_load(text)
 
 
@@ -132,7 +151,13 @@ def wilson_interval(successes: int, n: int, level: float = CI_LEVEL) -> tuple[fl
 
 def format_ci(mean: float, ci: float, n: int, digits: int = 2) -> str:
     """``"14.02 ± 0.11"``; ``"14.02 (n=1)"`` for a single seed; ``""`` without data."""
-    if n is None or (isinstance(n, float) and math.isnan(n)) or int(n) == 0 or mean is None or math.isnan(mean):
+    if (
+        n is None
+        or (isinstance(n, float) and math.isnan(n))
+        or int(n) == 0
+        or mean is None
+        or math.isnan(mean)
+    ):
         return ""
     if int(n) < 2 or math.isnan(ci):
         return f"{mean:.{digits}f} (n={int(n)})"
@@ -200,8 +225,13 @@ def read_metrics(path: str | Path) -> dict[str, Any]:
             row["hparams"] = json.dumps(value, sort_keys=True)
         elif key == "convergence" and isinstance(value, dict):
             # the numbers behind `converged`, as convergence_<key> columns (convergence tables)
-            row.update({f"convergence_{k}": v for k, v in value.items()
-                        if v is None or isinstance(v, (str, bool, *_NUMBER))})
+            row.update(
+                {
+                    f"convergence_{k}": v
+                    for k, v in value.items()
+                    if v is None or isinstance(v, (str, bool, *_NUMBER))
+                }
+            )
         elif key in METRIC_KEYS:
             if value is not None and (isinstance(value, bool) or not isinstance(value, _NUMBER)):
                 raise DataError(f"{path}: metric {key!r} must be a number or null, found {value!r}")
@@ -227,8 +257,11 @@ def _check_layout(path: Path, row: Mapping[str, Any]) -> None:
     if not (m_n and m_seed):
         return
     expected = {
-        "experiment": parts[-5], "dataset": parts[-4], "method": parts[-3],
-        "n_train": int(m_n.group(1)), "seed": int(m_seed.group(1)),
+        "experiment": parts[-5],
+        "dataset": parts[-4],
+        "method": parts[-3],
+        "n_train": int(m_n.group(1)),
+        "seed": int(m_seed.group(1)),
     }
     wrong = {k: (v, row[k]) for k, v in expected.items() if row[k] != v}
     if wrong:
@@ -268,7 +301,9 @@ def single_value(runs: pd.DataFrame, column: str, what: str) -> Any:
 
 
 # ------------------------------------------------------------------------------ summarising
-def summarise(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str], level: float = CI_LEVEL) -> pd.DataFrame:
+def summarise(
+    df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str], level: float = CI_LEVEL
+) -> pd.DataFrame:
     """Mean, std, n, CI half-width and per-seed values of ``metrics`` per group of ``by``.
 
     Columns: ``by``, ``n_seeds``, ``seeds``, ``n_runs``, ``n_converged``, ``deterministic``,
@@ -299,8 +334,9 @@ def summarise(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str], level
             row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_n": n, f"{m}_ci95": ci})
             row[f"{m}_values"] = format_values(group.loc[ok, "seed"], vals)
         rows.append(row)
-    columns = ([*by, "n_seeds", "seeds", "n_runs", "n_converged", "deterministic"]
-               + [f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")])
+    columns = [*by, "n_seeds", "seeds", "n_runs", "n_converged", "deterministic"] + [
+        f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -365,6 +401,7 @@ def _n_label(n_train: int) -> str:
 # ------------------------------------------------------------------------------ Markdown / writing
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
+
     def cell(v: Any) -> str:
         return "" if v is None else str(v).replace("|", "\\|")
 
@@ -373,8 +410,12 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_table(frame: pd.DataFrame, csv_path: str | Path | None, md_text: str | None = None,
-                md_path: str | Path | None = None) -> None:
+def write_table(
+    frame: pd.DataFrame,
+    csv_path: str | Path | None,
+    md_text: str | None = None,
+    md_path: str | Path | None = None,
+) -> None:
     """Write the CSV (machine-readable) and the Markdown (for people), atomically."""
     if csv_path is not None:
         write_text_atomic(csv_path, frame.to_csv(index=False, lineterminator="\n"))
@@ -402,9 +443,11 @@ BASELINE_LABELS: dict[str, str] = {
     "true-elbo": "true model (ELBO, per-datapoint)",
 }
 BELOW_MARK = "†"
-BELOW_NOTE = (f"{BELOW_MARK}: mean NELBO worse (higher) than the independent-Bernoulli baseline fitted on the "
-              "same N_train training rows (`below_baseline` in the CSV): the model has learned less than the "
-              "pixel marginals.\n")
+BELOW_NOTE = (
+    f"{BELOW_MARK}: mean NELBO worse (higher) than the independent-Bernoulli baseline fitted on the "
+    "same N_train training rows (`below_baseline` in the CSV): the model has learned less than the "
+    "pixel marginals.\n"
+)
 
 
 def read_baselines(paths: Sequence[str | Path] | None) -> dict[str, dict[str, Any]]:
@@ -414,7 +457,9 @@ def read_baselines(paths: Sequence[str | Path] | None) -> dict[str, dict[str, An
         path = Path(path)
         record = _read_json_record(path, "baselines file not found (made by 'noisyor-bench baselines')")
         if not isinstance(record, dict) or "dataset" not in record or "independent_bernoulli" not in record:
-            raise DataError(f"{path}: not a baselines file (expected keys 'dataset', 'independent_bernoulli')")
+            raise DataError(
+                f"{path}: not a baselines file (expected keys 'dataset', 'independent_bernoulli')"
+            )
         if record["dataset"] in out:
             raise DataError(f"{path}: a second baselines file for dataset {record['dataset']!r}")
         out[str(record["dataset"])] = record
@@ -441,14 +486,17 @@ def add_baseline_columns(table: pd.DataFrame, baselines: Mapping[str, Mapping[st
     table = table.copy()
     base = [baseline_nelbo(baselines, r["dataset"], int(r["n_train"])) for r in table.to_dict("records")]
     table["baseline_nelbo"] = base
-    measured = table["status"] == "measured" if "status" in table.columns else pd.Series(True, index=table.index)
+    measured = (
+        table["status"] == "measured" if "status" in table.columns else pd.Series(True, index=table.index)
+    )
     mean = pd.to_numeric(table["nelbo_mean"], errors="coerce") if "nelbo_mean" in table.columns else np.nan
     table["below_baseline"] = (measured & (mean > table["baseline_nelbo"])).astype(bool)
     return table
 
 
-def baseline_rows(baselines: Mapping[str, Mapping[str, Any]], dataset: str, n_values: Iterable[int],
-                  artifact: str) -> list[dict[str, Any]]:
+def baseline_rows(
+    baselines: Mapping[str, Mapping[str, Any]], dataset: str, n_values: Iterable[int], artifact: str
+) -> list[dict[str, Any]]:
     """Reference rows (status "baseline") of one dataset: the independent Bernoulli at each N_train
     of ``n_values`` that has a baseline, then the true model (``n_train`` 0: it uses no training data)."""
     record = baselines.get(dataset)
@@ -457,35 +505,73 @@ def baseline_rows(baselines: Mapping[str, Mapping[str, Any]], dataset: str, n_va
     rows = []
 
     def row(method: str, n_train: int, value: Any, n_scored: Any, note: str) -> dict[str, Any]:
-        return {"artifact": artifact, "dataset": dataset, "n_train": int(n_train), "method": method,
-                "method_label": BASELINE_LABELS[method], "status": BASELINE_STATUS, "nelbo_mean": float(value),
-                "nelbo_n": 1, "n_test_scored": n_scored, "note": note}
+        return {
+            "artifact": artifact,
+            "dataset": dataset,
+            "n_train": int(n_train),
+            "method": method,
+            "method_label": BASELINE_LABELS[method],
+            "status": BASELINE_STATUS,
+            "nelbo_mean": float(value),
+            "nelbo_n": 1,
+            "n_test_scored": n_scored,
+            "note": note,
+        }
 
     wanted = {int(n) for n in n_values}
     for r in record["independent_bernoulli"]["rows"]:
         if int(r["n_train"]) in wanted:
-            rows.append(row("indep-bernoulli", r["n_train"], r["nelbo"], r.get("n_test_scored"),
-                            record["independent_bernoulli"].get("smoothing", "")))
+            rows.append(
+                row(
+                    "indep-bernoulli",
+                    r["n_train"],
+                    r["nelbo"],
+                    r.get("n_test_scored"),
+                    record["independent_bernoulli"].get("smoothing", ""),
+                )
+            )
     truth = record.get("true_model") or {}
     if truth.get("exact_nll") is not None:
-        rows.append(row("true-exact", 0, truth["exact_nll"], truth.get("exact_n_test_scored"),
-                        "exact -log p(x) by enumeration of the 2^K latent states"))
+        rows.append(
+            row(
+                "true-exact",
+                0,
+                truth["exact_nll"],
+                truth.get("exact_n_test_scored"),
+                "exact -log p(x) by enumeration of the 2^K latent states",
+            )
+        )
     if truth.get("iw_nll") is not None:
-        rows.append(row("true-iw", 0, truth["iw_nll"], truth.get("n_test_scored"),
-                        f"importance-weighted bound, {truth.get('iw_samples')} samples, proposal = LB-CDI q; "
-                        f"{truth.get('rows', '')}"))
+        rows.append(
+            row(
+                "true-iw",
+                0,
+                truth["iw_nll"],
+                truth.get("n_test_scored"),
+                f"importance-weighted bound, {truth.get('iw_samples')} samples, proposal = LB-CDI q; "
+                f"{truth.get('rows', '')}",
+            )
+        )
     if truth.get("elbo_nelbo") is not None:
         rounds = ((truth.get("inference") or {}).get("hparams") or {}).get("max_rounds")
         same = truth.get("exact_nll_scored_rows")
         same = f"; exact −log p(x) on these rows {float(same):.2f}" if same is not None else ""
-        rows.append(row("true-elbo", 0, truth["elbo_nelbo"], truth.get("n_test_scored"),
-                        f"NELBO of LB-CDI's E-step (<= {rounds} rounds) with the truth fixed; {truth.get('rows', '')}"
-                        + same))
+        rows.append(
+            row(
+                "true-elbo",
+                0,
+                truth["elbo_nelbo"],
+                truth.get("n_test_scored"),
+                f"NELBO of LB-CDI's E-step (<= {rounds} rounds) with the truth fixed; {truth.get('rows', '')}"
+                + same,
+            )
+        )
     return rows
 
 
-def with_baselines(table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], artifact: str,
-                   learning: bool = True) -> pd.DataFrame:
+def with_baselines(
+    table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], artifact: str, learning: bool = True
+) -> pd.DataFrame:
     """``table`` with baseline columns (learning mode) and the reference rows of each of its datasets appended."""
     if not baselines:
         return table
@@ -531,32 +617,54 @@ def reference_markdown(table: pd.DataFrame, digits: int = 2) -> str:
     ref = table[(table["status"] == BASELINE_STATUS) & (table["method"] != "indep-bernoulli")]
     if ref.empty:
         return ""
-    rows = [[r["dataset"], r["method_label"], _num(r["nelbo_mean"], digits),
-             "" if pd.isna(r.get("n_test_scored")) else int(r["n_test_scored"]), r.get("note", "")]
-            for r in ref.to_dict("records")]
-    return ("\n## Reference: the true model on the test split\n\n"
-            "What the generating noisy-OR scores (nats per data point): its exact −log p(x) where 2^K states "
-            "can be enumerated, else its importance-weighted bound (an upper bound on −log p(x)); and its NELBO "
-            "under converged per-datapoint mean-field inference (LB-CDI's E-step, the posterior of the "
-            "inference-mode LB-CDI runs): what mean-field learning could reach with the true parameters, an upper "
-            "limit where the Jaakkola–Jordan bound is loose (docs/baselines.md).\n\n"
-            + markdown_table(["dataset", "reference", "score", "test rows scored", "how"], rows))
+    rows = [
+        [
+            r["dataset"],
+            r["method_label"],
+            _num(r["nelbo_mean"], digits),
+            "" if pd.isna(r.get("n_test_scored")) else int(r["n_test_scored"]),
+            r.get("note", ""),
+        ]
+        for r in ref.to_dict("records")
+    ]
+    return (
+        "\n## Reference: the true model on the test split\n\n"
+        "What the generating noisy-OR scores (nats per data point): its exact −log p(x) where 2^K states "
+        "can be enumerated, else its importance-weighted bound (an upper bound on −log p(x)); and its NELBO "
+        "under converged per-datapoint mean-field inference (LB-CDI's E-step, the posterior of the "
+        "inference-mode LB-CDI runs): what mean-field learning could reach with the true parameters, an upper "
+        "limit where the Jaakkola–Jordan bound is loose (docs/baselines.md).\n\n"
+        + markdown_table(["dataset", "reference", "score", "test rows scored", "how"], rows)
+    )
 
 
-def nelbo_baseline_markdown(runs: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], digits: int = 2) -> str:
+def nelbo_baseline_markdown(
+    runs: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], digits: int = 2
+) -> str:
     """A note for tables that do not report NELBO (Table 5): each cell's held-out NELBO beside
     the independent-Bernoulli baseline of its training rows, flagged when worse ('' without baselines)."""
     if not baselines:
         return ""
     summary = summarise(runs, ["dataset", "method", "n_train"], ["nelbo"])
     summary = add_baseline_columns(summary, baselines)
-    rows = [[r["dataset"], method_label(r["method"]), int(r["n_train"]), _mark_below(r, _cell(r, "nelbo", digits)),
-             _num(r["baseline_nelbo"], digits)]
-            for r in summary.sort_values(["dataset", "n_train", "method"]).to_dict("records")]
-    return ("\n## Held-out NELBO beside the independent-Bernoulli baseline\n\n"
-            "NELBO of the runs above on the test split (nats per document); independent Bernoulli: one rate per "
-            "word fitted on the same N_train training documents (docs/baselines.md).\n" + BELOW_NOTE + "\n"
-            + markdown_table(["dataset", "method", "N_train", "NELBO", "indep. Bernoulli"], rows))
+    rows = [
+        [
+            r["dataset"],
+            method_label(r["method"]),
+            int(r["n_train"]),
+            _mark_below(r, _cell(r, "nelbo", digits)),
+            _num(r["baseline_nelbo"], digits),
+        ]
+        for r in summary.sort_values(["dataset", "n_train", "method"]).to_dict("records")
+    ]
+    return (
+        "\n## Held-out NELBO beside the independent-Bernoulli baseline\n\n"
+        "NELBO of the runs above on the test split (nats per document); independent Bernoulli: one rate per "
+        "word fitted on the same N_train training documents (docs/baselines.md).\n"
+        + BELOW_NOTE
+        + "\n"
+        + markdown_table(["dataset", "method", "N_train", "NELBO", "indep. Bernoulli"], rows)
+    )
 
 
 def _learning_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -570,8 +678,11 @@ def _fig3a_order(n_train: int, method: str) -> tuple[int, int, int]:
     return (1 if int(n_train) == 0 else 0, -int(n_train), method_rank(method))
 
 
-def fig3a_table(runs: pd.DataFrame, paper: Mapping[str, Any] | None = None,
-                baselines: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+def fig3a_table(
+    runs: pd.DataFrame,
+    paper: Mapping[str, Any] | None = None,
+    baselines: Mapping[str, Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
     """Fig. 3a (inference on SYN-PATTERN): one row per (N_train, method), paper rows first-class.
 
     Rows the paper reports but the runs lack keep the paper's numbers with ``status = not run``.
@@ -581,7 +692,9 @@ def fig3a_table(runs: pd.DataFrame, paper: Mapping[str, Any] | None = None,
     paper = paper_numbers() if paper is None else paper
     dataset = single_value(runs, "dataset", "fig3a")
     if "mode" in runs and set(runs["mode"].dropna()) - {"inference"}:
-        raise DataError(f"fig3a: expected inference-mode runs, found modes {sorted(set(runs['mode'].dropna()))}")
+        raise DataError(
+            f"fig3a: expected inference-mode runs, found modes {sorted(set(runs['mode'].dropna()))}"
+        )
     summary = summarise(runs, ["n_train", "method"], FIG3A_METRICS)
     measured = {(int(r["n_train"]), r["method"]): r for r in summary.to_dict("records")}
     ref = {(int(r["n_train"]), r["method"]): r for r in paper["fig3a"]["rows"]}
@@ -591,9 +704,14 @@ def fig3a_table(runs: pd.DataFrame, paper: Mapping[str, Any] | None = None,
         p = ref.get((n_train, method), {})
         m = measured.get((n_train, method))
         row: dict[str, Any] = {
-            "artifact": "fig3a", "dataset": dataset, "n_train": n_train, "method": method,
+            "artifact": "fig3a",
+            "dataset": dataset,
+            "n_train": n_train,
+            "method": method,
             "method_label": method_label(method),
-            "paper_nelbo": p.get("nelbo"), "paper_f1": p.get("f1"), "paper_em": p.get("em"),
+            "paper_nelbo": p.get("nelbo"),
+            "paper_f1": p.get("f1"),
+            "paper_em": p.get("em"),
             "status": "measured" if m is not None else "not run",
         }
         if m is not None:
@@ -606,32 +724,78 @@ def fig3a_table(runs: pd.DataFrame, paper: Mapping[str, Any] | None = None,
 def _with_stat_columns(frame: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """Make sure every stat column exists (a table of only 'not run' rows still has them)."""
     for col in ["n_seeds", "seeds", "n_runs", "n_converged", "deterministic"] + [
-            f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")]:
+        f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")
+    ]:
         if col not in frame.columns:
             frame[col] = np.nan
     return frame
 
 
 def fig3a_markdown(table: pd.DataFrame, digits: int = 2) -> str:
-    header = ["N_train", "Method", "NELBO", "NELBO (paper)", "F1", "F1 (paper)", "EM", "EM (paper)",
-              "exact −log p(x)", "exact gap", "seeds"]
+    header = [
+        "N_train",
+        "Method",
+        "NELBO",
+        "NELBO (paper)",
+        "F1",
+        "F1 (paper)",
+        "EM",
+        "EM (paper)",
+        "exact −log p(x)",
+        "exact gap",
+        "seeds",
+    ]
     rows = []
     for r in table.to_dict("records"):
         if r["status"] == BASELINE_STATUS:
-            rows.append([_n_label(r["n_train"]), r["method_label"], _num(r["nelbo_mean"], digits), "", "", "", "", "",
-                         "", "", "reference"])
+            rows.append(
+                [
+                    _n_label(r["n_train"]),
+                    r["method_label"],
+                    _num(r["nelbo_mean"], digits),
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "reference",
+                ]
+            )
             continue
         if r["status"] != "measured":
-            rows.append([_n_label(r["n_train"]), r["method_label"], "not run", _paper(r["paper_nelbo"]), "",
-                         _paper(r["paper_f1"]), "", _paper(r["paper_em"]), "", "", ""])
+            rows.append(
+                [
+                    _n_label(r["n_train"]),
+                    r["method_label"],
+                    "not run",
+                    _paper(r["paper_nelbo"]),
+                    "",
+                    _paper(r["paper_f1"]),
+                    "",
+                    _paper(r["paper_em"]),
+                    "",
+                    "",
+                    "",
+                ]
+            )
             continue
-        rows.append([
-            _n_label(r["n_train"]), r["method_label"],
-            _cell(r, "nelbo", digits), _paper(r["paper_nelbo"]),
-            _cell(r, "f1", digits), _paper(r["paper_f1"]),
-            _cell(r, "em", digits), _paper(r["paper_em"]),
-            _cell(r, "exact_nll", digits), _cell(r, "exact_gap", digits), r["seeds"],
-        ])
+        rows.append(
+            [
+                _n_label(r["n_train"]),
+                r["method_label"],
+                _cell(r, "nelbo", digits),
+                _paper(r["paper_nelbo"]),
+                _cell(r, "f1", digits),
+                _paper(r["paper_f1"]),
+                _cell(r, "em", digits),
+                _paper(r["paper_em"]),
+                _cell(r, "exact_nll", digits),
+                _cell(r, "exact_gap", digits),
+                r["seeds"],
+            ]
+        )
     src = paper_numbers()["fig3a"]["source"]
     dataset = table["dataset"].iloc[0] if len(table) else ""
     return (
@@ -641,8 +805,7 @@ def fig3a_markdown(table: pd.DataFrame, digits: int = 2) -> str:
         "exact gap = exact NELBO − exact −log p(x) = mean KL(q ‖ p(z|x)) ≥ 0. "
         "N_train '-': optimised directly on the held-out set (SVI, LB-CDI, UB-CDI). Reference rows: "
         "independent Bernoulli fitted on N_train training rows; true model (exact): −log p(x) of the fixed "
-        "generative model (every row's model here).\n"
-        + CI_NOTE + "\n" + markdown_table(header, rows)
+        "generative model (every row's model here).\n" + CI_NOTE + "\n" + markdown_table(header, rows)
     )
 
 
@@ -659,9 +822,12 @@ def parse_missing_reasons(items: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
-def table4_table(runs: pd.DataFrame, missing_reasons: Mapping[str, str] | None = None,
-                 paper: Mapping[str, Any] | None = None,
-                 baselines: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+def table4_table(
+    runs: pd.DataFrame,
+    missing_reasons: Mapping[str, str] | None = None,
+    paper: Mapping[str, Any] | None = None,
+    baselines: Mapping[str, Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
     """Table 4 (generative modelling, SYN-RANDOM D=500 K=100): long form, one row per (N_train, method).
 
     Cells the runs lack get ``status = not run`` and ``note`` = the reason for that method
@@ -685,10 +851,17 @@ def table4_table(runs: pd.DataFrame, missing_reasons: Mapping[str, str] | None =
             if n_train in p_rows and p_value is None and method in p_missing:
                 p_note = f"not run in the paper: {p_missing[method]['reason']}"
             row: dict[str, Any] = {
-                "artifact": "table4", "dataset": dataset, "n_train": n_train, "method": method,
-                "method_label": method_label(method), "paper_nelbo": p_value, "paper_note": p_note,
+                "artifact": "table4",
+                "dataset": dataset,
+                "n_train": n_train,
+                "method": method,
+                "method_label": method_label(method),
+                "paper_nelbo": p_value,
+                "paper_note": p_note,
                 "status": "measured" if m is not None else "not run",
-                "note": "" if m is not None else reasons.get(method, reasons.get("*", DEFAULT_MISSING_REASON)),
+                "note": ""
+                if m is not None
+                else reasons.get(method, reasons.get("*", DEFAULT_MISSING_REASON)),
             }
             if m is not None:
                 row.update({k: v for k, v in m.items() if k not in ("n_train", "method")})
@@ -708,8 +881,13 @@ def table4_markdown(table: pd.DataFrame, digits: int = 2) -> str:
         by_method = {r["method"]: r for r in group.to_dict("records")}
         for m in methods:
             r = by_method[m]
-            cells.append(_mark_below(r, _cell(r, "nelbo", digits)) if r["status"] == "measured" else r["note"])
-            cells.append(_paper(r["paper_nelbo"]) or (f"– ({r['paper_note'].split(': ', 1)[-1]})" if r["paper_note"] else ""))
+            cells.append(
+                _mark_below(r, _cell(r, "nelbo", digits)) if r["status"] == "measured" else r["note"]
+            )
+            cells.append(
+                _paper(r["paper_nelbo"])
+                or (f"– ({r['paper_note'].split(': ', 1)[-1]})" if r["paper_note"] else "")
+            )
         if has_base:
             cells.append(_num(group["baseline_nelbo"].iloc[0], digits))
         rows.append(cells)
@@ -718,7 +896,11 @@ def table4_markdown(table: pd.DataFrame, digits: int = 2) -> str:
     return (
         f"# Table 4: generative modelling on {dataset} (paper {src['item']}, Section {src['section']})\n\n"
         "Held-out NELBO in nats per data point (lower is better), generative parameters learned on N_train points.\n"
-        + CI_NOTE + (BELOW_NOTE if has_base else "") + "\n" + markdown_table(header, rows) + reference_markdown(full, digits)
+        + CI_NOTE
+        + (BELOW_NOTE if has_base else "")
+        + "\n"
+        + markdown_table(header, rows)
+        + reference_markdown(full, digits)
     )
 
 
@@ -740,23 +922,36 @@ def fig5_markdown(table: pd.DataFrame, digits: int = 2) -> str:
     full, table = table, _learning_rows(table)
     has_base = "baseline_nelbo" in table.columns
     methods = sorted(set(table["method"]), key=method_rank)
-    header = ["dataset", "N_train"] + [method_label(m) for m in methods] + (["indep. Bernoulli"] if has_base else [])
+    header = (
+        ["dataset", "N_train"]
+        + [method_label(m) for m in methods]
+        + (["indep. Bernoulli"] if has_base else [])
+    )
     rows = []
     for (dataset, n_train), group in table.groupby(["dataset", "n_train"], sort=True):
         by_method = {r["method"]: r for r in group.to_dict("records")}
-        cells = [_mark_below(by_method[m], _cell(by_method[m], "nelbo", digits)) if m in by_method else "" for m in methods]
+        cells = [
+            _mark_below(by_method[m], _cell(by_method[m], "nelbo", digits)) if m in by_method else ""
+            for m in methods
+        ]
         base = [_num(group["baseline_nelbo"].iloc[0], digits)] if has_base else []
         rows.append([dataset, int(n_train)] + cells + base)
     note = paper_numbers()["fig5"]["note"].strip()
     return (
         "# Fig. 5 data: held-out NELBO on SYN-RANDOM vs N_train\n\n"
-        f"Paper: {note}\n\n" + CI_NOTE + (BELOW_NOTE if has_base else "") + "\n" + markdown_table(header, rows)
+        f"Paper: {note}\n\n"
+        + CI_NOTE
+        + (BELOW_NOTE if has_base else "")
+        + "\n"
+        + markdown_table(header, rows)
         + reference_markdown(full, digits)
     )
 
 
 # ------------------------------------------------------------------------------ Fig. 3b data
-def collect_curves(run_dirs: Sequence[str | Path], columns: Sequence[str] = ("ll_ub", "elbo")) -> pd.DataFrame:
+def collect_curves(
+    run_dirs: Sequence[str | Path], columns: Sequence[str] = ("ll_ub", "elbo")
+) -> pd.DataFrame:
     """Per-round curve rows ``dataset, method, n_train, seed, round, <columns>`` from ``curve.csv`` files.
 
     ``round`` is curve.csv's ``epoch`` column (for UB-CDI: the fixed-point round, 0 = initial psi).
@@ -783,8 +978,11 @@ def collect_curves(run_dirs: Sequence[str | Path], columns: Sequence[str] = ("ll
         frames.append(part)
     out = pd.concat(frames, ignore_index=True)
     out.insert(0, "artifact", "fig3b")
-    return out[["artifact", "dataset", "method", "n_train", "seed", "round", *columns]].sort_values(
-        ["dataset", "method", "seed", "round"]).reset_index(drop=True)
+    return (
+        out[["artifact", "dataset", "method", "n_train", "seed", "round", *columns]]
+        .sort_values(["dataset", "method", "seed", "round"])
+        .reset_index(drop=True)
+    )
 
 
 def fig3b_markdown(curves: pd.DataFrame, digits: int = 3) -> str:
@@ -792,11 +990,28 @@ def fig3b_markdown(curves: pd.DataFrame, digits: int = 3) -> str:
     for (method, seed), g in curves.groupby(["method", "seed"], sort=True):
         g = g.sort_values("round")
         first, last = g.iloc[0], g.iloc[-1]
-        rows.append([method_label(method), int(seed), int(last["round"]),
-                     f"{first['ll_ub']:.{digits}f}", f"{last['ll_ub']:.{digits}f}",
-                     f"{first['elbo']:.{digits}f}", f"{last['elbo']:.{digits}f}",
-                     f"{g['elbo'].min():.{digits}f} (round {int(g.loc[g['elbo'].idxmin(), 'round'])})"])
-    header = ["method", "seed", "last round", "LL-UB first", "LL-UB last", "ELBO first", "ELBO last", "ELBO min"]
+        rows.append(
+            [
+                method_label(method),
+                int(seed),
+                int(last["round"]),
+                f"{first['ll_ub']:.{digits}f}",
+                f"{last['ll_ub']:.{digits}f}",
+                f"{first['elbo']:.{digits}f}",
+                f"{last['elbo']:.{digits}f}",
+                f"{g['elbo'].min():.{digits}f} (round {int(g.loc[g['elbo'].idxmin(), 'round'])})",
+            ]
+        )
+    header = [
+        "method",
+        "seed",
+        "last round",
+        "LL-UB first",
+        "LL-UB last",
+        "ELBO first",
+        "ELBO last",
+        "ELBO min",
+    ]
     return (
         "# Fig. 3b data: UB-CDI learning curve (paper Section 4.2)\n\n"
         "Per seed: mean held-out LL-UB (log-likelihood upper bound) and ELBO, in nats per data point, "
@@ -805,7 +1020,9 @@ def fig3b_markdown(curves: pd.DataFrame, digits: int = 3) -> str:
 
 
 # ------------------------------------------------------------------------------ Fig. 4 / supp. Figs. 1-2
-def paper_recovery_rows(dataset: str, paper: Mapping[str, Any] | None = None) -> dict[tuple[str, int], dict[str, Any]]:
+def paper_recovery_rows(
+    dataset: str, paper: Mapping[str, Any] | None = None
+) -> dict[tuple[str, int], dict[str, Any]]:
     """Paper pattern-recovery statements for ``dataset``: (method, N_train) -> row (with ``source``)."""
     paper = paper_numbers() if paper is None else paper
     out: dict[tuple[str, int], dict[str, Any]] = {}
@@ -849,9 +1066,13 @@ def load_posterior(run_dir: str | Path) -> dict[str, np.ndarray]:
     return arrays
 
 
-def recovery_table(runs: pd.DataFrame, theta_true: np.ndarray, threshold: float,
-                   paper: Mapping[str, Any] | None = None,
-                   baselines: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+def recovery_table(
+    runs: pd.DataFrame,
+    theta_true: np.ndarray,
+    threshold: float,
+    paper: Mapping[str, Any] | None = None,
+    baselines: Mapping[str, Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
     """One row per run: patterns recovered (Hungarian match, :mod:`.recovery`) beside the paper's statement,
     the run's ``val_nelbo`` and ``all_recovered``, and its cell's success rate over seeds (Wilson
     interval) and selected run (:func:`with_recovery_summary`).
@@ -867,31 +1088,46 @@ def recovery_table(runs: pd.DataFrame, theta_true: np.ndarray, threshold: float,
     for r in runs.to_dict("records"):
         post = load_posterior(r["run_dir"])
         if post["theta"].ndim != 2 or post["theta"].shape[0] != theta_true.shape[0]:
-            raise DataError(f"{r['run_dir']}/posterior_test.npz: theta has shape {post['theta'].shape}, "
-                            f"expected (D={theta_true.shape[0]}, K)")
+            raise DataError(
+                f"{r['run_dir']}/posterior_test.npz: theta has shape {post['theta'].shape}, "
+                f"expected (D={theta_true.shape[0]}, K)"
+            )
         rec = match_patterns(theta_true, post["theta"], threshold)
         p = ref.get((r["method"], int(r["n_train"])), {})
-        rows.append({
-            "artifact": "recovery", "dataset": dataset, "method": r["method"], "method_label": method_label(r["method"]),
-            "n_train": int(r["n_train"]), "seed": int(r["seed"]), "n_true": rec.n_true,
-            "n_learned": int(post["theta"].shape[1]), "recovered": rec.n_recovered,
-            "mean_similarity": rec.mean_similarity, "min_similarity": float(rec.matched.min()),
-            "threshold": threshold,
-            "matched_similarities": ";".join(f"{v:.4f}" for v in rec.matched),
-            "assignment": ";".join(str(int(v)) for v in rec.assignment),
-            "paper_recovered": p.get("recovered"), "paper_statement": p.get("statement", ""),
-            "paper_source": p.get("source", ""), "run_dir": r["run_dir"],
-            **convergence_counts(pd.DataFrame([r])),
-            "val_nelbo": _finite_or_nan(r.get("val_nelbo")),
-            "all_recovered": rec.n_recovered == rec.n_true,
-        })
+        rows.append(
+            {
+                "artifact": "recovery",
+                "dataset": dataset,
+                "method": r["method"],
+                "method_label": method_label(r["method"]),
+                "n_train": int(r["n_train"]),
+                "seed": int(r["seed"]),
+                "n_true": rec.n_true,
+                "n_learned": int(post["theta"].shape[1]),
+                "recovered": rec.n_recovered,
+                "mean_similarity": rec.mean_similarity,
+                "min_similarity": float(rec.matched.min()),
+                "threshold": threshold,
+                "matched_similarities": ";".join(f"{v:.4f}" for v in rec.matched),
+                "assignment": ";".join(str(int(v)) for v in rec.assignment),
+                "paper_recovered": p.get("recovered"),
+                "paper_statement": p.get("statement", ""),
+                "paper_source": p.get("source", ""),
+                "run_dir": r["run_dir"],
+                **convergence_counts(pd.DataFrame([r])),
+                "val_nelbo": _finite_or_nan(r.get("val_nelbo")),
+                "all_recovered": rec.n_recovered == rec.n_true,
+            }
+        )
     frame = pd.DataFrame(rows)
     if baselines:
         frame["nelbo"] = [float(r["nelbo"]) for r in runs.to_dict("records")]
         cell_mean = frame.groupby(["method", "n_train"])["nelbo"].transform("mean")
         frame["baseline_nelbo"] = [baseline_nelbo(baselines, dataset, int(n)) for n in frame["n_train"]]
         frame["below_baseline"] = (cell_mean > frame["baseline_nelbo"]).astype(bool)
-    order = frame.assign(_r=frame["method"].map(method_rank)).sort_values(["_r", "n_train", "seed"], ascending=[True, False, True])
+    order = frame.assign(_r=frame["method"].map(method_rank)).sort_values(
+        ["_r", "n_train", "seed"], ascending=[True, False, True]
+    )
     return with_recovery_summary(order.drop(columns="_r").reset_index(drop=True))
 
 
@@ -905,8 +1141,16 @@ def _finite_or_nan(value: Any) -> float:
 
 RECOVERY_GROUP = ("dataset", "method", "n_train")
 RECOVERY_SUMMARY_COLUMNS = (
-    "n_seeds", "n_all_recovered", "success_rate", "success_ci_low", "success_ci_high", "mean_recovered",
-    "selected_seed", "selected_val_nelbo", "selected_recovered", "selected_all_recovered",
+    "n_seeds",
+    "n_all_recovered",
+    "success_rate",
+    "success_ci_low",
+    "success_ci_high",
+    "mean_recovered",
+    "selected_seed",
+    "selected_val_nelbo",
+    "selected_recovered",
+    "selected_all_recovered",
 )
 
 
@@ -932,15 +1176,24 @@ def recovery_summary(table: pd.DataFrame, level: float = CI_LEVEL) -> pd.DataFra
         full = recovered == g["n_true"].astype(int).to_numpy()
         low, high = wilson_interval(int(full.sum()), len(g), level)
         pick = selected_run(g)
-        rows.append({
-            **dict(zip(RECOVERY_GROUP, key)), "n_true": int(g["n_true"].iloc[0]),
-            "n_seeds": int(len(g)), "n_all_recovered": int(full.sum()), "success_rate": float(full.mean()),
-            "success_ci_low": low, "success_ci_high": high, "mean_recovered": float(recovered.mean()),
-            "selected_seed": None if pick is None else int(pick["seed"]),
-            "selected_val_nelbo": None if pick is None else float(pick["val_nelbo"]),
-            "selected_recovered": None if pick is None else int(pick["recovered"]),
-            "selected_all_recovered": None if pick is None else bool(int(pick["recovered"]) == int(pick["n_true"])),
-        })
+        rows.append(
+            {
+                **dict(zip(RECOVERY_GROUP, key)),
+                "n_true": int(g["n_true"].iloc[0]),
+                "n_seeds": int(len(g)),
+                "n_all_recovered": int(full.sum()),
+                "success_rate": float(full.mean()),
+                "success_ci_low": low,
+                "success_ci_high": high,
+                "mean_recovered": float(recovered.mean()),
+                "selected_seed": None if pick is None else int(pick["seed"]),
+                "selected_val_nelbo": None if pick is None else float(pick["val_nelbo"]),
+                "selected_recovered": None if pick is None else int(pick["recovered"]),
+                "selected_all_recovered": None
+                if pick is None
+                else bool(int(pick["recovered"]) == int(pick["n_true"])),
+            }
+        )
     return pd.DataFrame(rows, columns=[*RECOVERY_GROUP, "n_true", *RECOVERY_SUMMARY_COLUMNS])
 
 
@@ -981,26 +1234,52 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
         p = g.iloc[0]
         s = summary.loc[(method, n_train)]
         s = s.iloc[0] if isinstance(s, pd.DataFrame) else s
-        paper_count = "" if pd.isna(p["paper_recovered"]) else f"{int(p['paper_recovered'])}/{int(p['n_true'])}"
+        paper_count = (
+            "" if pd.isna(p["paper_recovered"]) else f"{int(p['paper_recovered'])}/{int(p['n_true'])}"
+        )
         statement = p["paper_statement"] if isinstance(p["paper_statement"], str) else ""
-        conv = (f"{int(g['n_converged'].sum())}/{int(g['n_runs'].sum())}" if "n_converged" in g.columns else "")
+        conv = f"{int(g['n_converged'].sum())}/{int(g['n_runs'].sum())}" if "n_converged" in g.columns else ""
         extra = []
         if has_base:
             nel_mean, _, nn, nel_ci = mean_ci(g["nelbo"].to_numpy(float))
             extra = [_mark_below(p, format_ci(nel_mean, nel_ci, nn, 2)), _num(p["baseline_nelbo"], 2)]
-        keyed.append(((method_rank(method), -int(n_train)), [
-            method_label(method), int(n_train),
-            ", ".join(str(int(v)) for v in g["recovered"]) + f" (of {int(p['n_true'])})",
-            format_success(int(s["n_all_recovered"]), int(s["n_seeds"]), float(s["success_ci_low"]),
-                           float(s["success_ci_high"])),
-            format_ci(mean, ci, n, 2), format_selected({**s.to_dict(), "n_true": int(p["n_true"])}),
-            format_ci(sim_mean, sim_ci, sn, digits), *extra, conv, paper_count, statement,
-        ]))
+        keyed.append(
+            (
+                (method_rank(method), -int(n_train)),
+                [
+                    method_label(method),
+                    int(n_train),
+                    ", ".join(str(int(v)) for v in g["recovered"]) + f" (of {int(p['n_true'])})",
+                    format_success(
+                        int(s["n_all_recovered"]),
+                        int(s["n_seeds"]),
+                        float(s["success_ci_low"]),
+                        float(s["success_ci_high"]),
+                    ),
+                    format_ci(mean, ci, n, 2),
+                    format_selected({**s.to_dict(), "n_true": int(p["n_true"])}),
+                    format_ci(sim_mean, sim_ci, sn, digits),
+                    *extra,
+                    conv,
+                    paper_count,
+                    statement,
+                ],
+            )
+        )
     rows = [row for _, row in sorted(keyed, key=lambda kr: kr[0])]
-    header = ["Method", "N_train", "recovered per seed", "seeds recovering all", "recovered (mean ± CI)",
-              "selected on val. NELBO", "mean matched similarity",
-              *(["NELBO", "indep. Bernoulli"] if has_base else []), "runs converged", "paper recovered",
-              "paper statement"]
+    header = [
+        "Method",
+        "N_train",
+        "recovered per seed",
+        "seeds recovering all",
+        "recovered (mean ± CI)",
+        "selected on val. NELBO",
+        "mean matched similarity",
+        *(["NELBO", "indep. Bernoulli"] if has_base else []),
+        "runs converged",
+        "paper recovered",
+        "paper statement",
+    ]
     threshold = float(table["threshold"].iloc[0]) if len(table) else float("nan")
     dataset = table["dataset"].iloc[0] if len(table) else ""
     return (
@@ -1010,9 +1289,15 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
         f"is ≥ {threshold:g}. Paper counts are read from the text. *Seeds recovering all*: the share of "
         "seeds whose run recovers every true pattern, with its Wilson 95% interval. *Selected on val. NELBO*: "
         "the run the protocol would report, the seed with the lowest validation NELBO (test set untouched), "
-        "and its count.\n" + CI_NOTE
-        + ("NELBO: held-out NELBO of the learned model (nats per data point). " + BELOW_NOTE if has_base else "")
-        + "\n" + markdown_table(header, rows)
+        "and its count.\n"
+        + CI_NOTE
+        + (
+            "NELBO: held-out NELBO of the learned model (nats per data point). " + BELOW_NOTE
+            if has_base
+            else ""
+        )
+        + "\n"
+        + markdown_table(header, rows)
     )
 
 
@@ -1027,7 +1312,9 @@ def read_table(path: str | Path) -> pd.DataFrame:
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: not a readable CSV ({err})") from None
     if "artifact" not in frame.columns or frame["artifact"].nunique() > 1:
-        raise DataError(f"{path}: expected one 'artifact' column with a single value (fig3a, table4, fig5, recovery, fig3b)")
+        raise DataError(
+            f"{path}: expected one 'artifact' column with a single value (fig3a, table4, fig5, recovery, fig3b)"
+        )
     return frame
 
 

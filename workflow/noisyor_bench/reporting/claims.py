@@ -36,18 +36,28 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from noisyor_bench.reporting.aggregate import (CI_LEVEL, format_selected, format_success, markdown_table, method_label, paper_numbers,
-                        parse_values, recovery_summary, wilson_interval)
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
+from noisyor_bench.reporting.aggregate import (
+    CI_LEVEL,
+    format_selected,
+    format_success,
+    markdown_table,
+    method_label,
+    paper_numbers,
+    parse_values,
+    recovery_summary,
+    wilson_interval,
+)
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -56,8 +66,10 @@ BUDGET_LIMITED = "budget-limited"
 STATISTICAL_VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 VERDICTS = (*STATISTICAL_VERDICTS, BUDGET_LIMITED)
 NO_DATA = "no data"
-BUDGET_RULE = ("; budget-limited instead when the rows behind it include unconverged runs or cells below the "
-               "independent-Bernoulli baseline (the statistical verdict is kept in statistical_verdict)")
+BUDGET_RULE = (
+    "; budget-limited instead when the rows behind it include unconverged runs or cells below the "
+    "independent-Bernoulli baseline (the statistical verdict is kept in statistical_verdict)"
+)
 
 AT_LEAST_AS_GOOD_MARGIN = 0.2
 """Non-inferiority margin (nats per data point) for claim 2 "AVI at least as good as ACP at
@@ -95,16 +107,22 @@ class Claim:
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim {self.claim_id}: verdict {self.verdict!r} not in {VERDICTS}")
         if self.statistical_verdict not in ("", *STATISTICAL_VERDICTS):
-            raise ValueError(f"claim {self.claim_id}: statistical verdict {self.statistical_verdict!r} "
-                             f"not in {STATISTICAL_VERDICTS}")
+            raise ValueError(
+                f"claim {self.claim_id}: statistical verdict {self.statistical_verdict!r} "
+                f"not in {STATISTICAL_VERDICTS}"
+            )
 
 
 CLAIM_COLUMNS = [f.name for f in fields(Claim)]
 REQUIRED_CLAIM_COLUMNS = CLAIM_COLUMNS[:6]  # claims CSVs from before statistical_verdict / evidence
 
 
-def write_claims(claims: Sequence[Claim], path: str | Path, md_path: str | Path | None = None,
-                 title: str = "Claims of the paper and verdicts") -> None:
+def write_claims(
+    claims: Sequence[Claim],
+    path: str | Path,
+    md_path: str | Path | None = None,
+    title: str = "Claims of the paper and verdicts",
+) -> None:
     """claims.csv (one row per claim, columns :data:`CLAIM_COLUMNS`) and optionally a Markdown view."""
     ids = [c.claim_id for c in claims]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
@@ -115,14 +133,38 @@ def write_claims(claims: Sequence[Claim], path: str | Path, md_path: str | Path 
     if md_path is not None:
         counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
         summary = ", ".join(f"{n} {v}" for v, n in counts.items())
-        rows = [[c.claim_id, c.verdict, c.statistical_verdict, c.evidence, c.statement, c.location, c.numbers, c.rule]
-                for c in claims]
-        text = (f"# {title}\n\n{len(claims)} claims: {summary}.\n\n"
-                "budget-limited: the evidence includes runs stopped by their epoch limit while still improving, "
-                "or learning-mode cells worse than the independent-Bernoulli baseline; 'statistical verdict' is "
-                "what the confidence intervals alone say.\n\n"
-                + markdown_table(["id", "verdict", "statistical verdict", "evidence", "paper's statement", "where",
-                                  "numbers", "rule"], rows))
+        rows = [
+            [
+                c.claim_id,
+                c.verdict,
+                c.statistical_verdict,
+                c.evidence,
+                c.statement,
+                c.location,
+                c.numbers,
+                c.rule,
+            ]
+            for c in claims
+        ]
+        text = (
+            f"# {title}\n\n{len(claims)} claims: {summary}.\n\n"
+            "budget-limited: the evidence includes runs stopped by their epoch limit while still improving, "
+            "or learning-mode cells worse than the independent-Bernoulli baseline; 'statistical verdict' is "
+            "what the confidence intervals alone say.\n\n"
+            + markdown_table(
+                [
+                    "id",
+                    "verdict",
+                    "statistical verdict",
+                    "evidence",
+                    "paper's statement",
+                    "where",
+                    "numbers",
+                    "rule",
+                ],
+                rows,
+            )
+        )
         write_text_atomic(md_path, text)
 
 
@@ -137,7 +179,9 @@ def read_claims(path: str | Path) -> list[Claim]:
     if missing:
         raise DataError(f"{path}: claims CSV lacks column(s) {missing}")
     try:
-        return [Claim(**{c: r[c] for c in CLAIM_COLUMNS if c in frame.columns}) for r in frame.to_dict("records")]
+        return [
+            Claim(**{c: r[c] for c in CLAIM_COLUMNS if c in frame.columns}) for r in frame.to_dict("records")
+        ]
     except ValueError as err:
         raise DataError(f"{path}: {err}") from None
 
@@ -186,8 +230,9 @@ def contrast_ci(groups: Sequence[tuple[float, Mapping[int, float]]], level: floa
     return Interval(est, lo, hi, "welch", n)
 
 
-def difference_ci(a: Mapping[int, float], b: Mapping[int, float], paired: bool | None = None,
-                  level: float = CI_LEVEL) -> Interval:
+def difference_ci(
+    a: Mapping[int, float], b: Mapping[int, float], paired: bool | None = None, level: float = CI_LEVEL
+) -> Interval:
     """CI of ``mean(a) - mean(b)`` from per-seed values ``{seed: value}``.
 
     ``paired=None``: paired iff both sides have the same seeds (one-sample t on the per-seed
@@ -242,11 +287,13 @@ def combine(verdicts: Iterable[str]) -> str:
     return REPRODUCED if all(v == REPRODUCED for v in vs) else INCONCLUSIVE
 
 
-RULE_LESS = ("reproduced if the 95% CI of the difference lies entirely on the claimed side of 0, not reproduced "
-             "if entirely on the other side, else inconclusive (also when a side has one seed: no CI); "
-             "CI from paired per-seed differences when both sides have the same seeds, else Welch; a deterministic "
-             "side (held-out-optimised SVI/LB-CDI/UB-CDI) is a constant: one-sample t of the other side against it"
-             + BUDGET_RULE)
+RULE_LESS = (
+    "reproduced if the 95% CI of the difference lies entirely on the claimed side of 0, not reproduced "
+    "if entirely on the other side, else inconclusive (also when a side has one seed: no CI); "
+    "CI from paired per-seed differences when both sides have the same seeds, else Welch; a deterministic "
+    "side (held-out-optimised SVI/LB-CDI/UB-CDI) is a constant: one-sample t of the other side against it"
+    + BUDGET_RULE
+)
 
 
 # ------------------------------------------------------------------------------ evidence (budget-limited)
@@ -267,7 +314,7 @@ class Evidence:
             below = None if _missing(r.get("below_baseline")) else _flag(r.get("below_baseline"))
             self.rows[key] = (n_runs, min(n_conv, n_runs), below)
 
-    def merge(self, other: "Evidence") -> None:
+    def merge(self, other: Evidence) -> None:
         self.rows.update(other.rows)
 
     @property
@@ -294,8 +341,11 @@ class Evidence:
         """``"8/10 runs converged; 1/4 cells below the independent baseline"`` ("" without rows)."""
         if not self.rows:
             return ""
-        base = (f"{self.below_baseline}/{self.cells_with_baseline} cells below the independent baseline"
-                if self.cells_with_baseline else "no baseline in the tables")
+        base = (
+            f"{self.below_baseline}/{self.cells_with_baseline} cells below the independent baseline"
+            if self.cells_with_baseline
+            else "no baseline in the tables"
+        )
         return f"{self.converged}/{self.runs} runs converged; {base}"
 
     def limits(self) -> str:
@@ -342,8 +392,13 @@ def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
     if not evidence.limited or statistical not in STATISTICAL_VERDICTS:
         return replace(claim, statistical_verdict=statistical, evidence=evidence.text())
     numbers = f"{claim.numbers}; budget-limited: {evidence.limits()} (statistical verdict: {statistical})"
-    return replace(claim, verdict=BUDGET_LIMITED, statistical_verdict=statistical, numbers=numbers,
-                   evidence=evidence.text())
+    return replace(
+        claim,
+        verdict=BUDGET_LIMITED,
+        statistical_verdict=statistical,
+        numbers=numbers,
+        evidence=evidence.text(),
+    )
 
 
 def budget_aware(check: Callable[..., Claim]) -> Callable[..., Claim]:
@@ -362,7 +417,6 @@ def budget_aware(check: Callable[..., Claim]) -> Callable[..., Claim]:
         return with_evidence(claim, evidence)
 
     return wrapper
-
 
 
 # ------------------------------------------------------------------------------ constants vs samples
@@ -394,7 +448,9 @@ def _against_constant(values: Mapping[int, float], constant: float, level: float
 def compare(a: Side, b: Side, paired: bool | None = None, level: float = CI_LEVEL) -> Interval:
     """CI of ``mean(a) - mean(b)``; a deterministic side is a constant (module docstring)."""
     if not a or not b:
-        return Interval(float("nan"), float("nan"), float("nan"), "none", f"{len(a.values)} vs {len(b.values)}")
+        return Interval(
+            float("nan"), float("nan"), float("nan"), "none", f"{len(a.values)} vs {len(b.values)}"
+        )
     if a.deterministic and b.deterministic:
         est = a.constant - b.constant
         return Interval(est, est, est, "constants", "1 vs 1")
@@ -439,8 +495,11 @@ def _side(table: pd.DataFrame | None, metric: str, **where: Any) -> Side:
     values = parse_values(rows[f"{metric}_values"].iloc[0])
     if values:
         note_evidence(rows, len(values))
-    fixed = "deterministic" in rows.columns and not _missing(rows["deterministic"].iloc[0]) and _flag(
-        rows["deterministic"].iloc[0])
+    fixed = (
+        "deterministic" in rows.columns
+        and not _missing(rows["deterministic"].iloc[0])
+        and _flag(rows["deterministic"].iloc[0])
+    )
     return Side(values, fixed)
 
 
@@ -463,7 +522,9 @@ def _no_data(claim_id: str, statement: str, location: str, rule: str, what: str)
 
 def _loc(block: str, extra: str = "") -> str:
     src = paper_numbers()[block]["source"]
-    return f"{src['item']}, Section {src['section']}, {src['file']} lines {src['lines']}" + (f"; {extra}" if extra else "")
+    return f"{src['item']}, Section {src['section']}, {src['file']} lines {src['lines']}" + (
+        f"; {extra}" if extra else ""
+    )
 
 
 def _paper_fig3a(n_train: int, method: str) -> float | None:
@@ -478,37 +539,55 @@ def _paper_fig3a(n_train: int, method: str) -> float | None:
 def claim_acp_beats_avi(tables: Mapping[str, pd.DataFrame], n_train: int) -> Claim:
     """(1) ACP's held-out NELBO is lower than AVI's at small N_train (Fig. 3a)."""
     cid = f"fig3a-acp-beats-avi-n{n_train}"
-    statement = ("with limited training data ACP gains huge advantages over AVI "
-                 f"(Fig. 3a, N_train={n_train}: lower NELBO)")
+    statement = (
+        "with limited training data ACP gains huge advantages over AVI "
+        f"(Fig. 3a, N_train={n_train}: lower NELBO)"
+    )
     loc = _loc("fig3a", "text line 259")
     rule = "ACP NELBO − AVI NELBO < 0; " + RULE_LESS
     t = tables.get("fig3a")
-    acp, avi = _values(t, "nelbo", n_train=n_train, method="acp"), _values(t, "nelbo", n_train=n_train, method="avi")
+    acp, avi = (
+        _values(t, "nelbo", n_train=n_train, method="acp"),
+        _values(t, "nelbo", n_train=n_train, method="avi"),
+    )
     if not acp or not avi:
         return _no_data(cid, statement, loc, rule, f"fig3a rows ACP/AVI at N_train={n_train}")
     iv = difference_ci(acp, avi)
-    numbers = (f"ACP−AVI = {iv.text()}; ACP {_mean(acp)}, AVI {_mean(avi)}; paper ACP "
-               f"{_paper_fig3a(n_train, 'acp')} vs AVI {_paper_fig3a(n_train, 'avi')}")
+    numbers = (
+        f"ACP−AVI = {iv.text()}; ACP {_mean(acp)}, AVI {_mean(avi)}; paper ACP "
+        f"{_paper_fig3a(n_train, 'acp')} vs AVI {_paper_fig3a(n_train, 'avi')}"
+    )
     return Claim(cid, statement, loc, verdict_below(iv), numbers, rule)
 
 
 @budget_aware
-def claim_avi_as_good_at_1000(tables: Mapping[str, pd.DataFrame], margin: float = AT_LEAST_AS_GOOD_MARGIN) -> Claim:
+def claim_avi_as_good_at_1000(
+    tables: Mapping[str, pd.DataFrame], margin: float = AT_LEAST_AS_GOOD_MARGIN
+) -> Claim:
     """(2) With N_train=1000 AVI is at least as good as ACP (the paper: 'slightly better')."""
     cid = "fig3a-avi-as-good-as-acp-n1000"
-    statement = ("with a sufficient amount of training data (N_train=1000) AVI achieves slightly better "
-                 "performance (Fig. 3a); checked as: AVI at least as good as ACP on NELBO")
+    statement = (
+        "with a sufficient amount of training data (N_train=1000) AVI achieves slightly better "
+        "performance (Fig. 3a); checked as: AVI at least as good as ACP on NELBO"
+    )
     loc = _loc("fig3a", "text line 259")
-    rule = (f"non-inferiority with margin {margin:g} nats: reproduced if the 95% CI of AVI NELBO − ACP NELBO lies "
-            f"entirely below +{margin:g}, not reproduced if entirely above +{margin:g}, else inconclusive "
-            "(n=1: inconclusive); margin = half the paper's own gap (14.4 − 14.0)" + BUDGET_RULE)
+    rule = (
+        f"non-inferiority with margin {margin:g} nats: reproduced if the 95% CI of AVI NELBO − ACP NELBO lies "
+        f"entirely below +{margin:g}, not reproduced if entirely above +{margin:g}, else inconclusive "
+        "(n=1: inconclusive); margin = half the paper's own gap (14.4 − 14.0)" + BUDGET_RULE
+    )
     t = tables.get("fig3a")
-    acp, avi = _values(t, "nelbo", n_train=1000, method="acp"), _values(t, "nelbo", n_train=1000, method="avi")
+    acp, avi = (
+        _values(t, "nelbo", n_train=1000, method="acp"),
+        _values(t, "nelbo", n_train=1000, method="avi"),
+    )
     if not acp or not avi:
         return _no_data(cid, statement, loc, rule, "fig3a rows ACP/AVI at N_train=1000")
     iv = difference_ci(avi, acp)
-    numbers = (f"AVI−ACP = {iv.text()}; AVI {_mean(avi)}, ACP {_mean(acp)}; paper AVI "
-               f"{_paper_fig3a(1000, 'avi')} vs ACP {_paper_fig3a(1000, 'acp')}")
+    numbers = (
+        f"AVI−ACP = {iv.text()}; AVI {_mean(avi)}, ACP {_mean(acp)}; paper AVI "
+        f"{_paper_fig3a(1000, 'avi')} vs ACP {_paper_fig3a(1000, 'acp')}"
+    )
     return Claim(cid, statement, loc, verdict_below(iv, margin), numbers, rule)
 
 
@@ -516,26 +595,37 @@ def claim_avi_as_good_at_1000(tables: Mapping[str, pd.DataFrame], margin: float 
 def claim_nonamortized_worse(tables: Mapping[str, pd.DataFrame], method: str, n_train: int = 1000) -> Claim:
     """(4) LB-CDI (resp. SVI) has a higher NELBO than both amortized methods at N_train=1000."""
     cid = f"fig3a-{method}-worse-than-amortized-n{n_train}"
-    statement = (f"{method_label(method)} performs much worse than the amortized methods (AVI, ACP) when training "
-                 f"data is sufficient (Fig. 3a, N_train={n_train})")
+    statement = (
+        f"{method_label(method)} performs much worse than the amortized methods (AVI, ACP) when training "
+        f"data is sufficient (Fig. 3a, N_train={n_train})"
+    )
     loc = _loc("fig3a", "text lines 269-271")
-    rule = (f"{method_label(method)} NELBO − X NELBO > 0 for X in (AVI, ACP); {method_label(method)} optimised on "
-            "the held-out set is deterministic (the same posterior for every seed): a constant, so the CI is the "
-            "amortized method's one-sample t interval against it (Welch if it were a sample); reproduced only if "
-            "both are" + BUDGET_RULE)
+    rule = (
+        f"{method_label(method)} NELBO − X NELBO > 0 for X in (AVI, ACP); {method_label(method)} optimised on "
+        "the held-out set is deterministic (the same posterior for every seed): a constant, so the CI is the "
+        "amortized method's one-sample t interval against it (Welch if it were a sample); reproduced only if "
+        "both are" + BUDGET_RULE
+    )
     t = tables.get("fig3a")
     other = _side(t, "nelbo", n_train=0, method=method)
     parts, verdicts = [], []
     for amortized in ("avi", "acp"):
         ref = _side(t, "nelbo", n_train=n_train, method=amortized)
         if not other or not ref:
-            return _no_data(cid, statement, loc, rule, f"fig3a rows {method_label(method)} and {method_label(amortized)} "
-                            f"at N_train={n_train}")
+            return _no_data(
+                cid,
+                statement,
+                loc,
+                rule,
+                f"fig3a rows {method_label(method)} and {method_label(amortized)} at N_train={n_train}",
+            )
         iv = compare(ref, other, paired=False)  # amortized − other < 0  <=>  other worse
         verdicts.append(verdict_below(iv))
         parts.append(f"{method_label(amortized)}−{method_label(method)} = {iv.text()}")
-    numbers = (f"{'; '.join(parts)}; {method_label(method)} {_mean(other)}; paper {method_label(method)} "
-               f"{_paper_fig3a(0, method)} vs AVI {_paper_fig3a(n_train, 'avi')}, ACP {_paper_fig3a(n_train, 'acp')}")
+    numbers = (
+        f"{'; '.join(parts)}; {method_label(method)} {_mean(other)}; paper {method_label(method)} "
+        f"{_paper_fig3a(0, method)} vs AVI {_paper_fig3a(n_train, 'avi')}, ACP {_paper_fig3a(n_train, 'acp')}"
+    )
     return Claim(cid, statement, loc, combine(verdicts), numbers, rule)
 
 
@@ -544,12 +634,16 @@ def claim_nonamortized_worse(tables: Mapping[str, pd.DataFrame], method: str, n_
 def claim_ubcdi_curve(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(3) UB-CDI: the LL-UB tightens (decreases) over the rounds while the final ELBO is below the initial one."""
     cid = "fig3b-ubcdi-tighter-bound-worse-elbo"
-    statement = ("UB-CDI: LL-UB becomes tighter over the fixed-point rounds, yet the final ELBO after convergence "
-                 "is much worse than at the initial point (Fig. 3b)")
+    statement = (
+        "UB-CDI: LL-UB becomes tighter over the fixed-point rounds, yet the final ELBO after convergence "
+        "is much worse than at the initial point (Fig. 3b)"
+    )
     loc = _loc("fig3b")
-    rule = ("per seed, first round (initial psi) vs last round: LL-UB(last) − LL-UB(first) < 0 and "
-            "ELBO(last) − ELBO(first) < 0, each by the paired 95% CI over seeds; reproduced only if both are, "
-            "not reproduced if either CI lies entirely on the other side, else inconclusive (n=1: inconclusive)")
+    rule = (
+        "per seed, first round (initial psi) vs last round: LL-UB(last) − LL-UB(first) < 0 and "
+        "ELBO(last) − ELBO(first) < 0, each by the paired 95% CI over seeds; reproduced only if both are, "
+        "not reproduced if either CI lies entirely on the other side, else inconclusive (n=1: inconclusive)"
+    )
     t = tables.get("fig3b")
     if t is None or t.empty or not (t["method"] == "ub-cdi").any():
         return _no_data(cid, statement, loc, rule, "fig3b curve table (UB-CDI)")
@@ -560,9 +654,11 @@ def claim_ubcdi_curve(tables: Mapping[str, pd.DataFrame]) -> Claim:
     for col in ("ll_ub", "elbo"):
         ivs[col] = difference_ci(last[col].to_dict(), first[col].to_dict(), paired=True)
     verdict = combine(verdict_below(iv) for iv in ivs.values())
-    numbers = (f"ΔLL-UB (last−first) = {ivs['ll_ub'].text(3)}; ΔELBO (last−first) = {ivs['elbo'].text(3)}; "
-               f"ELBO first {first['elbo'].mean():.3f}, last {last['elbo'].mean():.3f}; "
-               f"rounds {int(last['round'].min())}-{int(last['round'].max())}")
+    numbers = (
+        f"ΔLL-UB (last−first) = {ivs['ll_ub'].text(3)}; ΔELBO (last−first) = {ivs['elbo'].text(3)}; "
+        f"ELBO first {first['elbo'].mean():.3f}, last {last['elbo'].mean():.3f}; "
+        f"rounds {int(last['round'].min())}-{int(last['round'].max())}"
+    )
     return Claim(cid, statement, loc, verdict, numbers, rule)
 
 
@@ -576,8 +672,7 @@ RULE_SUCCESS = (
     "reproduced if entirely below, else inconclusive (e.g. 2 seeds: (0.34, 1) at best); 'misses at least one' "
     "is the mirror image (interval below 1/2 = reproduced); reproduced if every stated property is, not "
     "reproduced if any is not, else inconclusive. Reported beside it: the run the protocol selects, the seed "
-    "with the lowest validation NELBO, and whether it recovers all (not part of the verdict)"
-    + BUDGET_RULE
+    "with the lowest validation NELBO, and whether it recovers all (not part of the verdict)" + BUDGET_RULE
 )
 
 
@@ -608,15 +703,25 @@ def _recovery_numbers(rows: pd.DataFrame, method: str) -> tuple[int, int, str]:
     s = recovery_summary(rows).iloc[0]
     n_all, n = int(s["n_all_recovered"]), int(s["n_seeds"])
     per_seed = ", ".join(f"s{int(a)}:{int(r)}" for a, r in zip(rows["seed"], rows["recovered"]))
-    text = (f"{method_label(method)}: all {int(s['n_true'])} recovered in "
-            f"{format_success(n_all, n, float(s['success_ci_low']), float(s['success_ci_high']))}, "
-            f"mean {float(s['mean_recovered']):.2f} recovered; selected on val. NELBO {format_selected(s.to_dict())}; "
-            f"per seed [{per_seed}]")
+    text = (
+        f"{method_label(method)}: all {int(s['n_true'])} recovered in "
+        f"{format_success(n_all, n, float(s['success_ci_low']), float(s['success_ci_high']))}, "
+        f"mean {float(s['mean_recovered']):.2f} recovered; selected on val. NELBO {format_selected(s.to_dict())}; "
+        f"per seed [{per_seed}]"
+    )
     return n_all, n, text
 
 
-def _recovery_claim(tables: Mapping[str, pd.DataFrame], cid: str, statement: str, loc: str, dataset: str,
-                    n_train: int, expect: Mapping[str, bool], expect_text: Mapping[str, str]) -> Claim:
+def _recovery_claim(
+    tables: Mapping[str, pd.DataFrame],
+    cid: str,
+    statement: str,
+    loc: str,
+    dataset: str,
+    n_train: int,
+    expect: Mapping[str, bool],
+    expect_text: Mapping[str, str],
+) -> Claim:
     """A claim "method m recovers all patterns" (``expect[m]`` True) or "misses at least one"
     (False), decided per method by the Wilson interval of its success rate (:data:`RULE_SUCCESS`)."""
     rule = "; ".join(f"{method_label(m)}: {expect_text[m]}" for m in expect) + "; " + RULE_SUCCESS
@@ -624,7 +729,9 @@ def _recovery_claim(tables: Mapping[str, pd.DataFrame], cid: str, statement: str
     for m, want_all in expect.items():
         rows = _recovered(tables, dataset, m, n_train)
         if rows.empty:
-            return _no_data(cid, statement, loc, rule, f"recovery rows {method_label(m)} {dataset} N_train={n_train}")
+            return _no_data(
+                cid, statement, loc, rule, f"recovery rows {method_label(m)} {dataset} N_train={n_train}"
+            )
         n_all, n, text = _recovery_numbers(rows.sort_values("seed"), m)
         verdicts.append(_success_verdict(n_all, n, want_all))
         parts.append(text)
@@ -635,31 +742,47 @@ def _recovery_claim(tables: Mapping[str, pd.DataFrame], cid: str, statement: str
 def claim_recovery_n200(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(5) SYN-PATTERN, N_train=200: ACP recovers all 8 patterns, AVI misses some."""
     return _recovery_claim(
-        tables, "fig4-acp-recovers-all-avi-misses-n200",
+        tables,
+        "fig4-acp-recovers-all-avi-misses-n200",
         "with 200 training points ACP still reconstructs all the patterns while AVI does not recover two of the "
-        "eight (Fig. 4c, 4d)", _loc("fig4"), "syn-pattern", 200,
-        {"acp": True, "avi": False}, {"acp": "recovers all patterns", "avi": "misses at least one pattern"})
+        "eight (Fig. 4c, 4d)",
+        _loc("fig4"),
+        "syn-pattern",
+        200,
+        {"acp": True, "avi": False},
+        {"acp": "recovers all patterns", "avi": "misses at least one pattern"},
+    )
 
 
 @budget_aware
 def claim_recovery_n1000(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(5b) SYN-PATTERN, N_train=1000: both AVI and ACP recover all patterns."""
     return _recovery_claim(
-        tables, "fig4-both-recover-all-n1000",
-        "with 1000 training points both AVI and ACP recover all the patterns (Fig. 4a, 4b)", _loc("fig4"),
-        "syn-pattern", 1000, {"avi": True, "acp": True},
-        {"avi": "recovers all patterns", "acp": "recovers all patterns"})
+        tables,
+        "fig4-both-recover-all-n1000",
+        "with 1000 training points both AVI and ACP recover all the patterns (Fig. 4a, 4b)",
+        _loc("fig4"),
+        "syn-pattern",
+        1000,
+        {"avi": True, "acp": True},
+        {"avi": "recovers all patterns", "acp": "recovers all patterns"},
+    )
 
 
 @budget_aware
 def claim_recovery_nonamortized(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(5c) Supplement Fig. 1: LB-CDI and SVI (N_train=1000) do not recover the patterns (merged)."""
     return _recovery_claim(
-        tables, "suppfig1-lbcdi-svi-do-not-recover-n1000",
+        tables,
+        "suppfig1-lbcdi-svi-do-not-recover-n1000",
         "even with N_train=1000, LB-CDI and SVI achieve bad estimation results: all the patterns are merged "
-        "together (supplement Fig. 1)", _loc("supp_fig1"), "syn-pattern", 1000,
+        "together (supplement Fig. 1)",
+        _loc("supp_fig1"),
+        "syn-pattern",
+        1000,
         {"lb-cdi": False, "svi": False},
-        {"lb-cdi": "misses at least one pattern", "svi": "misses at least one pattern"})
+        {"lb-cdi": "misses at least one pattern", "svi": "misses at least one pattern"},
+    )
 
 
 MNIST_PAPER_N = 8000
@@ -684,13 +807,18 @@ def claim_recovery_mnist(tables: Mapping[str, pd.DataFrame], n_train: int | None
     """
     n = _mnist_n_train(tables) if n_train is None else n_train
     cid = f"suppfig2-acp-recovers-more-than-avi-n{MNIST_PAPER_N if n_train is None else n_train}"
-    statement = ("MULTI-MNIST with reduced training data (8K): the number of patterns detected by AVI decreases "
-                 "largely while ACP recovers all but two (supplement Fig. 2); checked as: ACP recovers more "
-                 "patterns than AVI")
+    statement = (
+        "MULTI-MNIST with reduced training data (8K): the number of patterns detected by AVI decreases "
+        "largely while ACP recovers all but two (supplement Fig. 2); checked as: ACP recovers more "
+        "patterns than AVI"
+    )
     loc = _loc("supp_fig2")
-    rule = ("ACP recovered − AVI recovered > 0 (recovered counts per seed); " + RULE_LESS
-            + "; reported beside it: each method's success rate (all recovered, Wilson 95% interval) and the run "
-            "selected on validation NELBO (not part of the verdict)")
+    rule = (
+        "ACP recovered − AVI recovered > 0 (recovered counts per seed); "
+        + RULE_LESS
+        + "; reported beside it: each method's success rate (all recovered, Wilson 95% interval) and the run "
+        "selected on validation NELBO (not part of the verdict)"
+    )
     acp = _recovered(tables, "multi-mnist", "acp", n)
     avi = _recovered(tables, "multi-mnist", "avi", n)
     if acp.empty or avi.empty:
@@ -698,11 +826,17 @@ def claim_recovery_mnist(tables: Mapping[str, pd.DataFrame], n_train: int | None
     a = dict(zip(acp["seed"].astype(int), acp["recovered"].astype(float)))
     b = dict(zip(avi["seed"].astype(int), avi["recovered"].astype(float)))
     iv = difference_ci(a, b)
-    details = "; ".join(_recovery_numbers(rows.sort_values("seed"), m)[2] for m, rows in (("acp", acp), ("avi", avi)))
-    numbers = (f"ACP−AVI recovered = {iv.text()}; ACP {_mean(a)}, AVI {_mean(b)} of {int(acp['n_true'].iloc[0])}; "
-               + details)
+    details = "; ".join(
+        _recovery_numbers(rows.sort_values("seed"), m)[2] for m, rows in (("acp", acp), ("avi", avi))
+    )
+    numbers = (
+        f"ACP−AVI recovered = {iv.text()}; ACP {_mean(a)}, AVI {_mean(b)} of {int(acp['n_true'].iloc[0])}; "
+        + details
+    )
     if n != MNIST_PAPER_N:
-        numbers += f" (measured at N_train = {n}, not the paper's {MNIST_PAPER_N}: a smaller cell of this profile)"
+        numbers += (
+            f" (measured at N_train = {n}, not the paper's {MNIST_PAPER_N}: a smaller cell of this profile)"
+        )
     return Claim(cid, statement, loc, verdict_above(iv), numbers, rule)
 
 
@@ -711,10 +845,15 @@ def claim_recovery_mnist(tables: Mapping[str, pd.DataFrame], n_train: int | None
 def claim_acp_lowest_table4(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(6) ACP has the lowest NELBO in every row of Table 4."""
     cid = "table4-acp-lowest-every-row"
-    statement = "ACP outperforms AVI and SVI (and LB-CDI) with both sufficient and limited training data (Table 4)"
+    statement = (
+        "ACP outperforms AVI and SVI (and LB-CDI) with both sufficient and limited training data (Table 4)"
+    )
     loc = _loc("table4", "text line 304")
-    rule = ("for every N_train row we ran and every other method run in it: ACP NELBO − X NELBO < 0 (" + RULE_LESS
-            + "); reproduced only if all comparisons are; rows of the paper this profile did not run are listed")
+    rule = (
+        "for every N_train row we ran and every other method run in it: ACP NELBO − X NELBO < 0 ("
+        + RULE_LESS
+        + "); reproduced only if all comparisons are; rows of the paper this profile did not run are listed"
+    )
     t = tables.get("table4")
     if t is None or t.empty:
         return _no_data(cid, statement, loc, rule, "table4")
@@ -732,7 +871,9 @@ def claim_acp_lowest_table4(tables: Mapping[str, pd.DataFrame]) -> Claim:
             parts.append(f"N={n} ACP−{method_label(m)} = {iv.text()}")
     if not verdicts:
         return _no_data(cid, statement, loc, rule, "table4 has no competitor next to ACP")
-    paper_rows = sorted({int(r["n_train"]) for r in paper_numbers()["table4"]["rows"]} - set(rows_run), reverse=True)
+    paper_rows = sorted(
+        {int(r["n_train"]) for r in paper_numbers()["table4"]["rows"]} - set(rows_run), reverse=True
+    )
     tail = f"; paper rows not run here: {', '.join(map(str, paper_rows))}" if paper_rows else ""
     return Claim(cid, statement, loc, combine(verdicts), "; ".join(parts) + tail, rule)
 
@@ -751,20 +892,29 @@ def _advantage_groups(t: pd.DataFrame, dataset: str, n: int) -> list[tuple[float
 def claim_advantage_grows(tables: Mapping[str, pd.DataFrame], dataset: str) -> Claim:
     """(7) On a Fig. 5 dataset, ACP's advantage over AVI (AVI − ACP NELBO) is larger at the smallest N_train."""
     cid = f"fig5-acp-advantage-grows-{dataset}"
-    statement = ("ACP performs on-par or slightly better than AVI with a large amount of data but noticeably better "
-                 f"with a small amount of data (Fig. 5, {dataset})")
+    statement = (
+        "ACP performs on-par or slightly better than AVI with a large amount of data but noticeably better "
+        f"with a small amount of data (Fig. 5, {dataset})"
+    )
     loc = _loc("fig5")
-    rule = ("advantage A(N) = AVI NELBO − ACP NELBO; claim A(N_min) − A(N_max) > 0 over the smallest and largest "
-            "N_train where both ran; CI: per-seed advantages when AVI/ACP seeds pair within N, Welch across N "
-            "(Welch–Satterthwaite over the four groups otherwise); reproduced if the CI is entirely above 0, not "
-            "reproduced if entirely below, else inconclusive (n=1: inconclusive)" + BUDGET_RULE)
+    rule = (
+        "advantage A(N) = AVI NELBO − ACP NELBO; claim A(N_min) − A(N_max) > 0 over the smallest and largest "
+        "N_train where both ran; CI: per-seed advantages when AVI/ACP seeds pair within N, Welch across N "
+        "(Welch–Satterthwaite over the four groups otherwise); reproduced if the CI is entirely above 0, not "
+        "reproduced if entirely below, else inconclusive (n=1: inconclusive)" + BUDGET_RULE
+    )
     t = tables.get("fig5")
     if t is None or t.empty:
         return _no_data(cid, statement, loc, rule, "fig5 table")
     d = t[t["dataset"] == dataset]
-    ns = sorted({int(n) for n in d.loc[d["method"] == "avi", "n_train"]} & {int(n) for n in d.loc[d["method"] == "acp", "n_train"]})
+    ns = sorted(
+        {int(n) for n in d.loc[d["method"] == "avi", "n_train"]}
+        & {int(n) for n in d.loc[d["method"] == "acp", "n_train"]}
+    )
     if len(ns) < 2:
-        return _no_data(cid, statement, loc, rule, f"fig5 {dataset}: AVI and ACP at fewer than 2 N_train values")
+        return _no_data(
+            cid, statement, loc, rule, f"fig5 {dataset}: AVI and ACP at fewer than 2 N_train values"
+        )
     small, large = ns[0], ns[-1]
     groups = _advantage_groups(t, dataset, small) + [(-c, v) for c, v in _advantage_groups(t, dataset, large)]
     iv = contrast_ci(groups)
@@ -773,8 +923,9 @@ def claim_advantage_grows(tables: Mapping[str, pd.DataFrame], dataset: str) -> C
         a = _values(t, "nelbo", dataset=dataset, n_train=n, method="avi")
         c = _values(t, "nelbo", dataset=dataset, n_train=n, method="acp")
         adv[n] = np.mean(list(a.values())) - np.mean(list(c.values()))
-    numbers = (f"A(N_min={small}) − A(N_max={large}) = {iv.text()}; mean advantage per N: "
-               + ", ".join(f"{n}: {v:+.2f}" for n, v in adv.items()))
+    numbers = f"A(N_min={small}) − A(N_max={large}) = {iv.text()}; mean advantage per N: " + ", ".join(
+        f"{n}: {v:+.2f}" for n, v in adv.items()
+    )
     return Claim(cid, statement, loc, verdict_above(iv), numbers, rule)
 
 
@@ -783,8 +934,10 @@ def _fig5_sizes(t: pd.DataFrame | None, dataset: str, first: str, second: str) -
     if t is None or t.empty:
         return []
     d = t[t["dataset"] == dataset]
-    return sorted({int(n) for n in d.loc[d["method"] == first, "n_train"]}
-                  & {int(n) for n in d.loc[d["method"] == second, "n_train"]})
+    return sorted(
+        {int(n) for n in d.loc[d["method"] == first, "n_train"]}
+        & {int(n) for n in d.loc[d["method"] == second, "n_train"]}
+    )
 
 
 @budget_aware
@@ -798,36 +951,49 @@ def claim_fig5_acp_better_small_n(tables: Mapping[str, pd.DataFrame], dataset: s
     ns = _fig5_sizes(t, dataset, "avi", "acp")
     if not ns:
         return _no_data(cid, statement, loc, rule, f"fig5 {dataset}: AVI and ACP not both run")
-    avi, acp = _side(t, "nelbo", dataset=dataset, n_train=ns[0], method="avi"), _side(
-        t, "nelbo", dataset=dataset, n_train=ns[0], method="acp")
+    avi, acp = (
+        _side(t, "nelbo", dataset=dataset, n_train=ns[0], method="avi"),
+        _side(t, "nelbo", dataset=dataset, n_train=ns[0], method="acp"),
+    )
     iv = compare(avi, acp)
     numbers = f"N_train={ns[0]}: AVI−ACP = {iv.text()}; AVI {_mean(avi)}, ACP {_mean(acp)}"
     return Claim(cid, statement, loc, verdict_above(iv), numbers, rule)
 
 
 @budget_aware
-def claim_fig5_on_par_large_n(tables: Mapping[str, pd.DataFrame], dataset: str,
-                              rel_margin: float = FIG5_ON_PAR_REL_MARGIN) -> Claim:
+def claim_fig5_on_par_large_n(
+    tables: Mapping[str, pd.DataFrame], dataset: str, rel_margin: float = FIG5_ON_PAR_REL_MARGIN
+) -> Claim:
     """(7b) Fig. 5: with much data ACP and AVI are on par -- an equivalence test at the largest N_train."""
     cid = f"fig5-on-par-large-n-{dataset}"
-    statement = (f"ACP performs on-par (or slightly better) than AVI with a large amount of data (Fig. 5, {dataset}); "
-                 "checked as equivalence at the largest N_train")
+    statement = (
+        f"ACP performs on-par (or slightly better) than AVI with a large amount of data (Fig. 5, {dataset}); "
+        "checked as equivalence at the largest N_train"
+    )
     loc = _loc("fig5")
-    rule = (f"equivalence: reproduced if the 95% CI of AVI NELBO − ACP NELBO at the largest N_train (of at least two) "
-            f"lies inside ±margin, not reproduced if entirely outside, else inconclusive (n=1: inconclusive); margin = "
-            f"{rel_margin:.0%} of the cell's NELBO level (mean of the AVI and ACP means): the paper's own largest-N_train "
-            "gaps, Table 4 at 40,000 and 20,000 (AVI − ACP = 1.2 of ~150 nats, 0.8%), are what it calls on par or "
-            "slightly better" + BUDGET_RULE)
+    rule = (
+        f"equivalence: reproduced if the 95% CI of AVI NELBO − ACP NELBO at the largest N_train (of at least two) "
+        f"lies inside ±margin, not reproduced if entirely outside, else inconclusive (n=1: inconclusive); margin = "
+        f"{rel_margin:.0%} of the cell's NELBO level (mean of the AVI and ACP means): the paper's own largest-N_train "
+        "gaps, Table 4 at 40,000 and 20,000 (AVI − ACP = 1.2 of ~150 nats, 0.8%), are what it calls on par or "
+        "slightly better" + BUDGET_RULE
+    )
     t = tables.get("fig5")
     ns = _fig5_sizes(t, dataset, "avi", "acp")
     if len(ns) < 2:
-        return _no_data(cid, statement, loc, rule, f"fig5 {dataset}: AVI and ACP at fewer than 2 N_train values")
-    avi, acp = _side(t, "nelbo", dataset=dataset, n_train=ns[-1], method="avi"), _side(
-        t, "nelbo", dataset=dataset, n_train=ns[-1], method="acp")
+        return _no_data(
+            cid, statement, loc, rule, f"fig5 {dataset}: AVI and ACP at fewer than 2 N_train values"
+        )
+    avi, acp = (
+        _side(t, "nelbo", dataset=dataset, n_train=ns[-1], method="avi"),
+        _side(t, "nelbo", dataset=dataset, n_train=ns[-1], method="acp"),
+    )
     iv = compare(avi, acp)
     margin = rel_margin * abs(avi.constant + acp.constant) / 2.0
-    numbers = (f"N_train={ns[-1]}: AVI−ACP = {iv.text()}; margin ±{margin:.3f} nats; AVI {_mean(avi)}, "
-               f"ACP {_mean(acp)}")
+    numbers = (
+        f"N_train={ns[-1]}: AVI−ACP = {iv.text()}; margin ±{margin:.3f} nats; AVI {_mean(avi)}, "
+        f"ACP {_mean(acp)}"
+    )
     return Claim(cid, statement, loc, verdict_within(iv, margin), numbers, rule)
 
 
@@ -837,8 +1003,10 @@ def claim_fig5_acp_beats_classical(tables: Mapping[str, pd.DataFrame], dataset: 
     cid = f"fig5-acp-beats-svi-lbcdi-{dataset}"
     statement = f"ACP outperforms SVI and LB-CDI (Fig. 5, {dataset})"
     loc = _loc("fig5", "text lines 288-290")
-    rule = ("ACP NELBO − X NELBO < 0 for X in (SVI, LB-CDI) at every N_train where ACP and X both ran; reproduced "
-            "only if every comparison is; " + RULE_LESS)
+    rule = (
+        "ACP NELBO − X NELBO < 0 for X in (SVI, LB-CDI) at every N_train where ACP and X both ran; reproduced "
+        "only if every comparison is; " + RULE_LESS
+    )
     t = tables.get("fig5")
     parts, verdicts = [], []
     for other in ("svi", "lb-cdi"):

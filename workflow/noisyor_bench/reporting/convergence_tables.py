@@ -9,25 +9,60 @@ converged / total per experiment and method, and the learning-mode share overall
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
-from noisyor_bench.reporting.aggregate import markdown_table, method_label, method_rank
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.reporting.aggregate import markdown_table, method_label, method_rank
 
 ARTIFACT = "convergence"
 SUMMARY_ARTIFACT = "convergence-summary"
 COLUMNS = (
-    "artifact", "experiment", "dataset", "method", "mode", "n_train", "seed", "converged", "rule", "stop_reason",
-    "epochs", "best_epoch", "max_epochs", "window", "rel_tol", "evaluations", "best_before_window",
-    "best_within_window", "relative_improvement", "run_dir",
+    "artifact",
+    "experiment",
+    "dataset",
+    "method",
+    "mode",
+    "n_train",
+    "seed",
+    "converged",
+    "rule",
+    "stop_reason",
+    "epochs",
+    "best_epoch",
+    "max_epochs",
+    "window",
+    "rel_tol",
+    "evaluations",
+    "best_before_window",
+    "best_within_window",
+    "relative_improvement",
+    "run_dir",
 )
-SUMMARY_COLUMNS = ("artifact", "experiment", "method", "mode", "n_runs", "n_converged", "n_unconverged",
-                   "n_not_applicable", "share_converged")
+SUMMARY_COLUMNS = (
+    "artifact",
+    "experiment",
+    "method",
+    "mode",
+    "n_runs",
+    "n_converged",
+    "n_unconverged",
+    "n_not_applicable",
+    "share_converged",
+)
 # convergence object keys copied into the table (metrics.json "convergence": {...})
-_FROM_OBJECT = ("rule", "window", "rel_tol", "evaluations", "best_before_window", "best_within_window",
-                "relative_improvement", "max_epochs")
+_FROM_OBJECT = (
+    "rule",
+    "window",
+    "rel_tol",
+    "evaluations",
+    "best_before_window",
+    "best_within_window",
+    "relative_improvement",
+    "max_epochs",
+)
 
 
 def convergence_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -42,8 +77,23 @@ def convergence_table(runs: pd.DataFrame) -> pd.DataFrame:
         raise DataError(f"convergence table: runs of one experiment expected, found {experiments}")
     rows = []
     for r in runs.to_dict("records"):
-        row = {"artifact": ARTIFACT, **{k: r.get(k) for k in ("experiment", "dataset", "method", "mode", "n_train",
-                                                                 "seed", "stop_reason", "epochs", "best_epoch")}}
+        row = {
+            "artifact": ARTIFACT,
+            **{
+                k: r.get(k)
+                for k in (
+                    "experiment",
+                    "dataset",
+                    "method",
+                    "mode",
+                    "n_train",
+                    "seed",
+                    "stop_reason",
+                    "epochs",
+                    "best_epoch",
+                )
+            },
+        }
         row["converged"] = _bool_or_none(r.get("converged"))
         for key in _FROM_OBJECT:
             row[key] = r.get(f"convergence_{key}")
@@ -71,8 +121,12 @@ def _bool_or_none(v: Any) -> bool | None:
 def counts(table: pd.DataFrame) -> dict[str, int]:
     """Runs, converged, not converged and not applicable (``converged`` empty) of a table."""
     conv = [_bool_or_none(v) for v in table["converged"]]
-    return {"n_runs": len(conv), "n_converged": sum(v is True for v in conv),
-            "n_unconverged": sum(v is False for v in conv), "n_not_applicable": sum(v is None for v in conv)}
+    return {
+        "n_runs": len(conv),
+        "n_converged": sum(v is True for v in conv),
+        "n_unconverged": sum(v is False for v in conv),
+        "n_not_applicable": sum(v is None for v in conv),
+    }
 
 
 def _share(c: dict[str, int]) -> float:
@@ -85,8 +139,11 @@ def summary_line(table: pd.DataFrame) -> str:
     c = counts(table)
     rules = table.loc[table["converged"].map(_bool_or_none).eq(False), "rule"].value_counts()
     why = ", ".join(f"{int(n)} {str(rule).replace('-', ' ')}" for rule, n in rules.items())
-    text = (f"{c['n_runs']} runs: {c['n_converged']} converged, {c['n_unconverged']} not converged"
-            + (f" ({why})" if why else "") + f", {c['n_not_applicable']} not applicable")
+    text = (
+        f"{c['n_runs']} runs: {c['n_converged']} converged, {c['n_unconverged']} not converged"
+        + (f" ({why})" if why else "")
+        + f", {c['n_not_applicable']} not applicable"
+    )
     learning = table[table["mode"] == "learning"]
     if len(learning):
         lc = counts(learning)
@@ -119,14 +176,41 @@ RULE_NOTE = (
 def convergence_markdown(table: pd.DataFrame) -> str:
     """The per-run table of one experiment with its summary line."""
     experiment = table["experiment"].iloc[0] if len(table) else ""
-    rows = [[r["dataset"], method_label(r["method"]), int(r["n_train"]), int(r["seed"]),
-             {True: "yes", False: "**no**", None: "n/a"}[_bool_or_none(r["converged"])], _fmt(r["rule"]),
-             _fmt(r["stop_reason"]), _fmt(r["epochs"]), _fmt(r["best_epoch"]), _fmt(r["max_epochs"]),
-             _fmt(r["relative_improvement"], 3)] for r in table.to_dict("records")]
-    header = ["dataset", "method", "N_train", "seed", "converged", "rule", "stop reason", "epochs", "best epoch",
-              "max epochs", "rel. improvement (last W evals)"]
-    return (f"# Convergence of the runs of {experiment}\n\n**{summary_line(table)}.**\n\n" + RULE_NOTE + "\n"
-            + markdown_table(header, rows))
+    rows = [
+        [
+            r["dataset"],
+            method_label(r["method"]),
+            int(r["n_train"]),
+            int(r["seed"]),
+            {True: "yes", False: "**no**", None: "n/a"}[_bool_or_none(r["converged"])],
+            _fmt(r["rule"]),
+            _fmt(r["stop_reason"]),
+            _fmt(r["epochs"]),
+            _fmt(r["best_epoch"]),
+            _fmt(r["max_epochs"]),
+            _fmt(r["relative_improvement"], 3),
+        ]
+        for r in table.to_dict("records")
+    ]
+    header = [
+        "dataset",
+        "method",
+        "N_train",
+        "seed",
+        "converged",
+        "rule",
+        "stop reason",
+        "epochs",
+        "best epoch",
+        "max epochs",
+        "rel. improvement (last W evals)",
+    ]
+    return (
+        f"# Convergence of the runs of {experiment}\n\n**{summary_line(table)}.**\n\n"
+        + RULE_NOTE
+        + "\n"
+        + markdown_table(header, rows)
+    )
 
 
 def summary_table(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
@@ -145,15 +229,26 @@ def summary_table(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     if len(learning):
         rows.append(_summary_row("all", "all", "learning", learning))
     frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-    order = frame.assign(_e=frame["experiment"].eq("all"), _a=frame["method"].eq("all"),
-                         _m=frame["method"].map(method_rank))
-    return order.sort_values(["_e", "experiment", "_a", "_m"]).drop(columns=["_e", "_a", "_m"]).reset_index(drop=True)
+    order = frame.assign(
+        _e=frame["experiment"].eq("all"), _a=frame["method"].eq("all"), _m=frame["method"].map(method_rank)
+    )
+    return (
+        order.sort_values(["_e", "experiment", "_a", "_m"])
+        .drop(columns=["_e", "_a", "_m"])
+        .reset_index(drop=True)
+    )
 
 
 def _summary_row(experiment: str, method: str, mode: str, g: pd.DataFrame) -> dict[str, Any]:
     c = counts(g)
-    return {"artifact": SUMMARY_ARTIFACT, "experiment": experiment, "method": method, "mode": mode, **c,
-            "share_converged": _share(c)}
+    return {
+        "artifact": SUMMARY_ARTIFACT,
+        "experiment": experiment,
+        "method": method,
+        "mode": mode,
+        **c,
+        "share_converged": _share(c),
+    }
 
 
 def summary_markdown(summary: pd.DataFrame) -> str:
@@ -161,15 +256,38 @@ def summary_markdown(summary: pd.DataFrame) -> str:
     head = ""
     if len(overall):
         o = overall.iloc[0]
-        head = (f"**Learning mode overall: {int(o['n_converged'])} of {int(o['n_runs'])} runs converged "
-                f"({_pct(float(o['share_converged']))}).**\n\n")
-    rows = [[r["experiment"], "all methods" if r["method"] == "all" else method_label(r["method"]), r["mode"],
-             f"{int(r['n_converged'])}/{int(r['n_runs'])}", int(r["n_unconverged"]), int(r["n_not_applicable"]),
-             _pct(float(r["share_converged"]))] for r in summary.to_dict("records")]
-    header = ["experiment", "method", "mode", "converged / runs", "not converged", "not applicable",
-              "share converged (of judged runs)"]
-    return ("# Convergence summary\n\n" + head + RULE_NOTE
-            + "Per experiment: `tables/convergence_<experiment>.md`.\n\n" + markdown_table(header, rows))
+        head = (
+            f"**Learning mode overall: {int(o['n_converged'])} of {int(o['n_runs'])} runs converged "
+            f"({_pct(float(o['share_converged']))}).**\n\n"
+        )
+    rows = [
+        [
+            r["experiment"],
+            "all methods" if r["method"] == "all" else method_label(r["method"]),
+            r["mode"],
+            f"{int(r['n_converged'])}/{int(r['n_runs'])}",
+            int(r["n_unconverged"]),
+            int(r["n_not_applicable"]),
+            _pct(float(r["share_converged"])),
+        ]
+        for r in summary.to_dict("records")
+    ]
+    header = [
+        "experiment",
+        "method",
+        "mode",
+        "converged / runs",
+        "not converged",
+        "not applicable",
+        "share converged (of judged runs)",
+    ]
+    return (
+        "# Convergence summary\n\n"
+        + head
+        + RULE_NOTE
+        + "Per experiment: `tables/convergence_<experiment>.md`.\n\n"
+        + markdown_table(header, rows)
+    )
 
 
 def read_convergence_tables(paths: Sequence[str]) -> list[pd.DataFrame]:

@@ -13,13 +13,14 @@ import base64
 import html
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
-from noisyor_bench.reporting.aggregate import format_ci
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.reporting.aggregate import format_ci
 
 STAT_SUFFIXES = ("mean", "std", "n", "ci95", "values")
 """Columns ``<metric>_<suffix>`` that :func:`noisyor_bench.reporting.aggregate.summarise` writes per metric."""
@@ -65,7 +66,11 @@ def metric_stems(columns: Iterable[str]) -> list[str]:
 
 
 def _empty(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value)
+    return (
+        value is None
+        or (isinstance(value, float) and math.isnan(value))
+        or (isinstance(value, str) and not value)
+    )
 
 
 def _number(value: Any) -> str:
@@ -147,30 +152,39 @@ def _cell_class(column: str, value: str, kind: str) -> str:
 def page(title: str, body: str) -> str:
     """A complete HTML document with the shared style (no external resources)."""
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
     )
 
 
-def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], kinds: Sequence[str] | None = None,
-               row_classes: Sequence[str] | None = None) -> str:
+def html_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    kinds: Sequence[str] | None = None,
+    row_classes: Sequence[str] | None = None,
+) -> str:
     """An HTML ``<table>``; every cell escaped."""
     kinds = list(kinds or ["text"] * len(header))
     out = ["<table>", "<thead><tr>"]
-    out += [f'<th class="{"paper" if k == "paper" else ""}">{html.escape(str(h))}</th>' for h, k in zip(header, kinds)]
+    out += [
+        f'<th class="{"paper" if k == "paper" else ""}">{html.escape(str(h))}</th>'
+        for h, k in zip(header, kinds)
+    ]
     out.append("</tr></thead>\n<tbody>")
     for i, row in enumerate(rows):
         cls = row_classes[i] if row_classes else ""
         cells = "".join(
-            f'<td class="{_cell_class(h, str(v), k)}">{html.escape(str(v))}</td>' for h, v, k in zip(header, row, kinds)
+            f'<td class="{_cell_class(h, str(v), k)}">{html.escape(str(v))}</td>'
+            for h, v, k in zip(header, row, kinds)
         )
         out.append(f'<tr class="{cls}">{cells}</tr>')
     out.append("</tbody></table>")
     return "\n".join(out)
 
 
-def table_page(frame: pd.DataFrame, title: str, csv_name: str | None = None, csv_text: str | None = None,
-               digits: int = 2) -> str:
+def table_page(
+    frame: pd.DataFrame, title: str, csv_name: str | None = None, csv_text: str | None = None, digits: int = 2
+) -> str:
     """The HTML view of one table: title, how to read it, the table, the CSV as a download."""
     if "verdict" in frame.columns and len(frame.columns) > 2:  # the verdict next to the claim it judges
         cols = [c for c in frame.columns if c != "verdict"]
@@ -193,12 +207,17 @@ def table_page(frame: pd.DataFrame, title: str, csv_name: str | None = None, csv
             "(ours): mean over seeds ± half-width of the 95% Student-t confidence interval "
             "('(n=1)': one seed); (paper): the number the paper reports. Per-seed values are in the CSV."
         )
-    body = [f"<h1>{html.escape(title)}</h1>", f'<p class="note">{html.escape(" ".join(notes))}</p>',
-            html_table(header, rows, kinds, row_classes)]
+    body = [
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="note">{html.escape(" ".join(notes))}</p>',
+        html_table(header, rows, kinds, row_classes),
+    ]
     if csv_text is not None:
         data = base64.b64encode(csv_text.encode("utf-8")).decode("ascii")
         name = html.escape(csv_name or "table.csv")
-        body.append(f'<p><a class="download" download="{name}" href="data:text/csv;base64,{data}">Download {name}</a></p>')
+        body.append(
+            f'<p><a class="download" download="{name}" href="data:text/csv;base64,{data}">Download {name}</a></p>'
+        )
     return page(title, "\n".join(body))
 
 
@@ -241,18 +260,26 @@ def software_page(env: Mapping[str, Any], title: str = "Software, code version a
         ["noisyor-bench", str(env.get("noisyor_bench_version", ""))],
         ["git commit", f"{commit}{state}"],
         ["code version from", str(code.get("source") or code.get("reason") or "")],
-        ["python", f"{env.get('python', {}).get('version', '')} ({env.get('python', {}).get('implementation', '')})"],
+        [
+            "python",
+            f"{env.get('python', {}).get('version', '')} ({env.get('python', {}).get('implementation', '')})",
+        ],
     ]
     machine = _rows(env.get("platform", {})) + _rows(env.get("device", {}))
     versions = pkgs.get("versions", {})
     differ = pkgs.get("differ_from_pins", {})
-    pkg_rows = [[n, v or "not installed", f"pinned {differ[n]['pinned']}" if n in differ else ""] for n, v in versions.items()]
+    pkg_rows = [
+        [n, v or "not installed", f"pinned {differ[n]['pinned']}" if n in differ else ""]
+        for n, v in versions.items()
+    ]
     body = [
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="note">Recorded when the workflow ran. Pins: {html.escape(str(pkgs.get("requirements") or "none found"))}; '
         f"{len(differ)} installed package(s) differ from them.</p>",
-        "<h1>Code</h1>", html_table(["", ""], summary),
-        "<h1>Machine</h1>", html_table(["", ""], machine),
+        "<h1>Code</h1>",
+        html_table(["", ""], summary),
+        "<h1>Machine</h1>",
+        html_table(["", ""], machine),
         "<h1>Packages (pinned in envs/requirements.txt, as installed)</h1>",
         html_table(["package", "installed", "differs from"], pkg_rows),
     ]

@@ -50,7 +50,9 @@ def read_benchmark(path: Path, root: Path) -> JobTime:
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     if not rows or "s" not in rows[0]:
-        raise DataError(f"{path}: not a Snakemake benchmark file (expected a header with column 's' and a row)")
+        raise DataError(
+            f"{path}: not a Snakemake benchmark file (expected a header with column 's' and a row)"
+        )
     seconds = [_number(r.get("s")) for r in rows]
     if any(s is None for s in seconds):
         raise DataError(f"{path}: column 's' has a non-numeric value: {[r.get('s') for r in rows]}")
@@ -69,13 +71,17 @@ def collect(root: str | Path) -> pd.DataFrame:
     """Every ``<root>/<rule>/**/*.tsv`` as one row, slowest first."""
     root = Path(root)
     if not root.is_dir():
-        raise DataError(f"benchmark directory {root} not found; it is written by the workflow's rules "
-                        "(results/benchmarks/<rule>/...): run snakemake first")
+        raise DataError(
+            f"benchmark directory {root} not found; it is written by the workflow's rules "
+            "(results/benchmarks/<rule>/...): run snakemake first"
+        )
     files = sorted(p for p in root.rglob("*.tsv") if len(p.relative_to(root).parts) >= 2)
     if not files:
         raise DataError(f"no benchmark files (<rule>/<job>.tsv) under {root}: run snakemake first")
     jobs = pd.DataFrame([vars(read_benchmark(p, root)) for p in files], columns=list(JOB_COLUMNS))
-    return jobs.sort_values(["s", "rule", "job"], ascending=[False, True, True], kind="mergesort").reset_index(drop=True)
+    return jobs.sort_values(
+        ["s", "rule", "job"], ascending=[False, True, True], kind="mergesort"
+    ).reset_index(drop=True)
 
 
 def per_rule(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -84,17 +90,23 @@ def per_rule(jobs: pd.DataFrame) -> pd.DataFrame:
     for rule, group in jobs.groupby("rule", sort=True):
         slowest = group.loc[group["s"].idxmax()]
         rss = group["max_rss_mb"].dropna()
-        rows.append({
-            "rule": rule,
-            "jobs": len(group),
-            "total_s": round(float(group["s"].sum()), 2),
-            "mean_s": round(float(group["s"].mean()), 2),
-            "max_s": round(float(group["s"].max()), 2),
-            "slowest_job": slowest["job"],
-            "max_rss_mb": round(float(rss.max()), 1) if len(rss) else None,
-        })
-    table = pd.DataFrame(rows, columns=["rule", "jobs", "total_s", "mean_s", "max_s", "slowest_job", "max_rss_mb"])
-    return table.sort_values(["total_s", "rule"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+        rows.append(
+            {
+                "rule": rule,
+                "jobs": len(group),
+                "total_s": round(float(group["s"].sum()), 2),
+                "mean_s": round(float(group["s"].mean()), 2),
+                "max_s": round(float(group["s"].max()), 2),
+                "slowest_job": slowest["job"],
+                "max_rss_mb": round(float(rss.max()), 1) if len(rss) else None,
+            }
+        )
+    table = pd.DataFrame(
+        rows, columns=["rule", "jobs", "total_s", "mean_s", "max_s", "slowest_job", "max_rss_mb"]
+    )
+    return table.sort_values(["total_s", "rule"], ascending=[False, True], kind="mergesort").reset_index(
+        drop=True
+    )
 
 
 def _hms(seconds: float) -> str:
@@ -114,8 +126,18 @@ def markdown(rules: pd.DataFrame, jobs: pd.DataFrame, top: int = 10) -> str:
         "time; every benchmark file present counts, including jobs of earlier invocations.\n",
         markdown_table(
             ["rule", "jobs", "total s", "mean s", "max s", "slowest job", "max RSS MB"],
-            [[r.rule, r.jobs, f"{r.total_s:.1f}", f"{r.mean_s:.1f}", f"{r.max_s:.1f}", r.slowest_job,
-              "" if pd.isna(r.max_rss_mb) else f"{r.max_rss_mb:.0f}"] for r in rules.itertuples()],
+            [
+                [
+                    r.rule,
+                    r.jobs,
+                    f"{r.total_s:.1f}",
+                    f"{r.mean_s:.1f}",
+                    f"{r.max_s:.1f}",
+                    r.slowest_job,
+                    "" if pd.isna(r.max_rss_mb) else f"{r.max_rss_mb:.0f}",
+                ]
+                for r in rules.itertuples()
+            ],
         ),
         f"## The {min(top, len(jobs))} slowest jobs\n",
         markdown_table(
@@ -128,9 +150,9 @@ def markdown(rules: pd.DataFrame, jobs: pd.DataFrame, top: int = 10) -> str:
 
 def plot(rules: pd.DataFrame, path_png: str | Path) -> None:
     """Horizontal bars of total seconds per rule (largest on top)."""
-    from noisyor_bench.reporting.plots import save_figure
-
     import matplotlib.pyplot as plt
+
+    from noisyor_bench.reporting.plots import save_figure
 
     order = rules.iloc[::-1]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(order) + 1.2))

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -48,12 +49,16 @@ def run_summary(results_dir: str | Path, report: str | None = None) -> str:
     claims = results / "tables" / "claims.csv"
     lines = []
     if claims.is_file():
-        lines.append(f"Paper claims: {counts_text(verdict_counts(claims))} (details: {results / 'tables' / 'claims.md'})")
+        lines.append(
+            f"Paper claims: {counts_text(verdict_counts(claims))} (details: {results / 'tables' / 'claims.md'})"
+        )
     else:
         lines.append(f"Paper claims: no {claims} (the claims rule did not run)")
     lines.append(f"Tables: {results / 'tables'}/*.html (one page per table), figures: {results / 'figures'}")
     if report:
-        lines.append(f"Report: make report, or snakemake --report {report} (unzip it, open report/report.html)")
+        lines.append(
+            f"Report: make report, or snakemake --report {report} (unzip it, open report/report.html)"
+        )
     return "\n".join(lines)
 
 

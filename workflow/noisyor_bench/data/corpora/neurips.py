@@ -13,13 +13,13 @@ titles left empty keep an all-zero row (the paper keeps 7,241 points).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from noisyor_bench.infra.errors import DataError
 from noisyor_bench.data.corpora.preprocess import (
     LEMMATIZERS,
     STOPWORD_STAGES,
@@ -31,9 +31,17 @@ from noisyor_bench.data.corpora.preprocess import (
     select_vocabulary,
     token_frequency,
 )
+from noisyor_bench.infra.errors import DataError
 
 NAME = "neurips-titles"
-PAPER = {"documents": 7241, "vocabulary": 1216, "average_length": 4.49, "n_train": 5241, "n_val": 1000, "n_test": 1000}
+PAPER = {
+    "documents": 7241,
+    "vocabulary": 1216,
+    "average_length": 4.49,
+    "n_train": 5241,
+    "n_val": 1000,
+    "n_test": 1000,
+}
 MIN_COUNT = 5
 DROP_TOP = 5
 N_VAL = 1000
@@ -65,7 +73,9 @@ def read_titles(path: str | Path) -> Titles:
     for lineno, line in enumerate(lines[1:], start=2):
         parts = line.split("\t", 2)
         if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
-            raise DataError(f"NeurIPS titles file {p}, line {lineno}: expected id<TAB>year<TAB>title, got {line[:80]!r}")
+            raise DataError(
+                f"NeurIPS titles file {p}, line {lineno}: expected id<TAB>year<TAB>title, got {line[:80]!r}"
+            )
         ids.append(int(parts[0]))
         years.append(int(parts[1]))
         titles.append(parts[2])
@@ -82,7 +92,10 @@ def split_indices(n: int, n_val: int, n_test: int, seed: int) -> tuple[np.ndarra
 
 
 def corpus_counts(
-    docs: Sequence[Sequence[str]], count: str = "document", min_count: int = MIN_COUNT, drop_top: int = DROP_TOP
+    docs: Sequence[Sequence[str]],
+    count: str = "document",
+    min_count: int = MIN_COUNT,
+    drop_top: int = DROP_TOP,
 ) -> dict[str, Any]:
     """Vocabulary and summary numbers of one preprocessing variant."""
     counts = document_frequency(docs) if count == "document" else token_frequency(docs)

@@ -25,9 +25,10 @@ import re
 import unicodedata
 import warnings
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,19 +51,25 @@ class PreprocessOptions:
 
     def __post_init__(self) -> None:
         if self.lemmatizer not in LEMMATIZERS:
-            raise ConfigError(f"lemmatizer: {self.lemmatizer!r} is not allowed; allowed values: {list(LEMMATIZERS)}")
+            raise ConfigError(
+                f"lemmatizer: {self.lemmatizer!r} is not allowed; allowed values: {list(LEMMATIZERS)}"
+            )
         if self.stopwords not in STOPWORD_STAGES:
-            raise ConfigError(f"stopwords: {self.stopwords!r} is not allowed; allowed values: {list(STOPWORD_STAGES)}")
+            raise ConfigError(
+                f"stopwords: {self.stopwords!r} is not allowed; allowed values: {list(STOPWORD_STAGES)}"
+            )
         try:
             re.compile(self.token_pattern)
         except re.error as err:
-            raise ConfigError(f"token_pattern: {self.token_pattern!r} is not a regular expression ({err})") from None
+            raise ConfigError(
+                f"token_pattern: {self.token_pattern!r} is not a regular expression ({err})"
+            ) from None
 
     def to_dict(self) -> dict[str, str]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "PreprocessOptions":
+    def from_dict(cls, d: Mapping[str, Any]) -> PreprocessOptions:
         unknown = set(d) - {"lemmatizer", "stopwords", "token_pattern"}
         if unknown:
             raise ConfigError(f"preprocessing options: unknown keys {sorted(unknown)}")
@@ -82,10 +89,14 @@ def nltk_data_dir(raw_data_dir: str | Path | None, cache_dir: str | Path) -> Pat
     for key, name in NLTK_KEYS.items():
         path = fetch(key, raw_data_dir, cache_dir)
         if path.name != f"{name}.zip" or path.parent.name != "corpora":
-            raise DataError(f"raw input {key!r} at {path} is not laid out as <dir>/corpora/{name}.zip (NLTK_DATA layout)")
+            raise DataError(
+                f"raw input {key!r} at {path} is not laid out as <dir>/corpora/{name}.zip (NLTK_DATA layout)"
+            )
         roots.add(path.parent.parent)
     if len(roots) != 1:
-        raise DataError(f"the NLTK zips were found in different directories {sorted(map(str, roots))}; put them in one")
+        raise DataError(
+            f"the NLTK zips were found in different directories {sorted(map(str, roots))}; put them in one"
+        )
     return roots.pop()
 
 
@@ -202,7 +213,9 @@ class Preprocessor:
         self._cache: dict[str, str | None] = {}
 
     @classmethod
-    def from_resources(cls, resources: TextResources, options: PreprocessOptions | None = None) -> "Preprocessor":
+    def from_resources(
+        cls, resources: TextResources, options: PreprocessOptions | None = None
+    ) -> Preprocessor:
         return cls(options or PreprocessOptions(), resources.stopwords, resources.lemmatize)
 
     def raw_tokens(self, text: str) -> list[str]:
@@ -253,7 +266,9 @@ def most_common(counts: Mapping[str, int], n: int) -> list[str]:
     return [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
 
 
-def select_vocabulary(counts: Mapping[str, int], min_count: int, drop_top: int = 0) -> tuple[list[str], list[str]]:
+def select_vocabulary(
+    counts: Mapping[str, int], min_count: int, drop_top: int = 0
+) -> tuple[list[str], list[str]]:
     """(vocabulary sorted alphabetically, the dropped top words).
 
     Words with ``count < min_count`` go, and so do the ``drop_top`` most frequent ones.
@@ -281,7 +296,9 @@ def read_vocabulary(path: str | Path) -> list[str]:
     try:
         words = p.read_text(encoding="utf-8").split("\n")
     except OSError as err:
-        raise DataError(f"vocabulary file {p}: cannot be read ({err.strerror}); build it with ingest-neurips/ingest-reuters") from None
+        raise DataError(
+            f"vocabulary file {p}: cannot be read ({err.strerror}); build it with ingest-neurips/ingest-reuters"
+        ) from None
     words = [w for w in words if w]
     if not words or len(set(words)) != len(words):
         raise DataError(f"vocabulary file {p}: empty or has duplicate words")

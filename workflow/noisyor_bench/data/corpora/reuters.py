@@ -17,24 +17,25 @@ documents with a fixed seed for early stopping.
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from noisyor_bench.infra.errors import DataError
 from noisyor_bench.data.corpora.preprocess import (
     LEMMATIZERS,
     PreprocessOptions,
     Preprocessor,
     TextResources,
-    find_corpus,
     binary_matrix,
     document_frequency,
+    find_corpus,
     select_vocabulary,
     token_frequency,
 )
+from noisyor_bench.infra.errors import DataError
 
 NAME = "reuters"
 CATEGORIES = ("earn", "acq", "money-fx")  # column order of y_*
@@ -58,7 +59,9 @@ def reuters_reader(nltk_dir: str | Path) -> Any:
 
     root = find_corpus(Path(nltk_dir).resolve(), "reuters")
     try:
-        return CategorizedPlaintextCorpusReader(root, r"(training|test).*", cat_file="cats.txt", encoding="ISO-8859-2")
+        return CategorizedPlaintextCorpusReader(
+            root, r"(training|test).*", cat_file="cats.txt", encoding="ISO-8859-2"
+        )
     except (OSError, ValueError) as err:
         raise DataError(f"{nltk_dir}/corpora/reuters: not a valid NLTK reuters corpus ({err})") from None
 
@@ -101,10 +104,17 @@ def read_headlines(reader: Any, categories: Sequence[str] = CATEGORIES) -> Headl
         labels.append([c in cats for c in categories])
         ncat.append(len(cats))
     heads = [headline(t) for t in raw_texts(reader, fileids)]
-    return Headlines(fileids, heads, np.asarray(labels, dtype=np.uint8).reshape(-1, len(categories)), np.asarray(ncat, dtype=np.int64))
+    return Headlines(
+        fileids,
+        heads,
+        np.asarray(labels, dtype=np.uint8).reshape(-1, len(categories)),
+        np.asarray(ncat, dtype=np.int64),
+    )
 
 
-def vocabulary_for(docs: Sequence[Sequence[str]], is_train: np.ndarray, scope: str, count: str = "document") -> list[str]:
+def vocabulary_for(
+    docs: Sequence[Sequence[str]], is_train: np.ndarray, scope: str, count: str = "document"
+) -> list[str]:
     """Words with >= MIN_COUNT occurrences in the training split (``scope='train'``) or everywhere."""
     if scope not in VOCAB_SCOPES:
         raise DataError(f"vocabulary scope {scope!r}: allowed values {list(VOCAB_SCOPES)}")

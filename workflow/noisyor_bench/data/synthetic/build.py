@@ -13,15 +13,16 @@ x ~ p(x | z).  Each split (train pool, validation, test) draws from its own chil
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from noisyor_bench import __version__
-from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.data.synthetic.sparsity import expected_sparsity
+from noisyor_bench.infra.errors import ConfigError
 
 SPLITS = ("train", "val", "test")
 IMAGE_SHAPES: dict[str, tuple[int, int]] = {"syn-pattern": (8, 8), "mnist": (28, 28)}
@@ -51,7 +52,9 @@ def generating_parameters(
         theta, theta0, mu = random_parameters(spec, params_rng(int(spec["seed"])), name=name)
         info = {"reading": "see docs/syn_random.md"}
     else:
-        raise ConfigError(f"datasets.{name}.family: {family!r} is not allowed; allowed values: ['pattern', 'random']")
+        raise ConfigError(
+            f"datasets.{name}.family: {family!r} is not allowed; allowed values: ['pattern', 'random']"
+        )
     return GeneratingParameters(
         theta=np.asarray(theta, dtype=np.float64),
         theta0=np.asarray(theta0, dtype=np.float64),

@@ -84,7 +84,9 @@ def jaccard_medoid(binary: np.ndarray) -> int:
 
 
 def mnist_digit_patterns(
-    images_path: str | os.PathLike[str], labels_path: str | os.PathLike[str], threshold: float = DEFAULT_THRESHOLD
+    images_path: str | os.PathLike[str],
+    labels_path: str | os.PathLike[str],
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> tuple[np.ndarray, list[int]]:
     """``(patterns (784, 10) uint8, exemplar indices)``: one binarised exemplar per digit 0..9.
 
@@ -96,9 +98,13 @@ def mnist_digit_patterns(
     images = load_idx(images_path)
     labels = load_idx(labels_path)
     if images.ndim != 3 or images.shape[1:] != IMAGE_SHAPE or images.dtype != np.uint8:
-        raise DataError(f"{images_path}: expected uint8 images of shape (N, 28, 28), got {images.dtype} {images.shape}")
+        raise DataError(
+            f"{images_path}: expected uint8 images of shape (N, 28, 28), got {images.dtype} {images.shape}"
+        )
     if labels.shape != images.shape[:1]:
-        raise DataError(f"{labels_path}: {labels.shape[0] if labels.ndim else '?'} labels for {images.shape[0]} images")
+        raise DataError(
+            f"{labels_path}: {labels.shape[0] if labels.ndim else '?'} labels for {images.shape[0]} images"
+        )
     binary = images.reshape(images.shape[0], -1).astype(np.float64) / 255.0 > float(threshold)
     patterns = np.zeros((binary.shape[1], 10), dtype=np.uint8)
     indices: list[int] = []

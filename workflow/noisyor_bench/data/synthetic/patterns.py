@@ -24,14 +24,15 @@ and turn "leak" into a pattern that is always on, so we do not read the paper th
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from numbers import Real
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.data.synthetic.sparsity import expected_sparsity
+from noisyor_bench.infra.errors import ConfigError
 
 #: Leak probability p(x_i = 1 | z = 0) on every pixel unless the spec sets ``leak_prob``.
 DEFAULT_LEAK_PROB = 0.01
@@ -169,7 +170,12 @@ def pattern_parameters(
     kind = spec.get("patterns")
     weight_prob = _prob(spec, "weight_prob", None)
     leak_prob = _prob(spec, "leak_prob", DEFAULT_LEAK_PROB, low_open=False)
-    info: dict[str, Any] = {"patterns": kind, "weight_prob": weight_prob, "leak_prob": leak_prob, "leak": "uniform"}
+    info: dict[str, Any] = {
+        "patterns": kind,
+        "weight_prob": weight_prob,
+        "leak_prob": leak_prob,
+        "leak": "uniform",
+    }
     if kind == "syn-pattern":
         binary = syn_patterns()
         info.update(
@@ -183,7 +189,11 @@ def pattern_parameters(
         from noisyor_bench.data.synthetic.mnist import DEFAULT_THRESHOLD, IMAGE_SHAPE, mnist_digit_patterns
 
         threshold = spec.get("mnist_threshold", DEFAULT_THRESHOLD)
-        if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0.0 <= float(threshold) < 1.0:
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, Real)
+            or not 0.0 <= float(threshold) < 1.0
+        ):
             raise ConfigError(f"mnist_threshold: expected a number in [0, 1), got {threshold!r}")
         images = rawdata.fetch("mnist-test-images", raw_data_dir, cache_dir)
         labels = rawdata.fetch("mnist-test-labels", raw_data_dir, cache_dir)

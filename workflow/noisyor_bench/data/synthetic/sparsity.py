@@ -22,6 +22,8 @@ def expected_sparsity(theta: np.ndarray, theta0: np.ndarray, mu: np.ndarray) -> 
     theta0 = np.asarray(theta0, dtype=np.float64)
     mu = np.asarray(mu, dtype=np.float64)
     if theta.ndim != 2 or theta0.shape != (theta.shape[0],) or mu.shape != (theta.shape[1],):
-        raise ValueError(f"shapes theta {theta.shape}, theta0 {theta0.shape}, mu {mu.shape} do not fit (D,K),(D,),(K,)")
+        raise ValueError(
+            f"shapes theta {theta.shape}, theta0 {theta0.shape}, mu {mu.shape} do not fit (D,K),(D,),(K,)"
+        )
     log_p0 = -theta0 + np.log1p(mu * np.expm1(-theta)).sum(axis=1)
     return float(np.exp(log_p0).mean())

@@ -32,13 +32,14 @@ this or any other reading tried: its parameters give 82-83% here.  See docs/syn_
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from numbers import Integral, Real
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.data.synthetic.sparsity import expected_sparsity
+from noisyor_bench.infra.errors import ConfigError
 
 __all__ = ["LEAK_FLOOR", "MU_CLIP", "SPEC_KEYS", "expected_sparsity", "params_rng", "random_parameters"]
 
@@ -83,7 +84,9 @@ def _validated(spec: Mapping[str, Any], name: str) -> dict[str, Any]:
         value = float(value)
         if key == "s":
             if not 0.0 <= value < 1.0:
-                raise ConfigError(f"{where}.s: the removal probability must satisfy 0 <= s < 1, got {value!r}")
+                raise ConfigError(
+                    f"{where}.s: the removal probability must satisfy 0 <= s < 1, got {value!r}"
+                )
         elif value <= 0.0:
             raise ConfigError(f"{where}.{key}: Beta parameters must be > 0, got {value!r}")
         out[key] = value
@@ -129,4 +132,3 @@ def random_parameters(
 
     _repair_orphans(theta, rng, a_t, b_t)
     return theta.astype(np.float64), theta0.astype(np.float64), mu.astype(np.float64)
-

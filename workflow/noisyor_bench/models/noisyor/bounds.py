@@ -77,14 +77,15 @@ docs/bounds.md repeats these derivations with every intermediate step.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.evaluation.heldout import nelbo
+from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.exact import exact_elbo
 from noisyor_bench.models.noisyor.model import NoisyOR, bernoulli_kl, log1mexp
 
@@ -145,7 +146,9 @@ def upper_bound_f(a: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
     return psi * a - conj_g(psi)
 
 
-def lower_bound_f(z: torch.Tensor, theta_i: torch.Tensor, theta0_i: torch.Tensor, r_i: torch.Tensor) -> torch.Tensor:
+def lower_bound_f(
+    z: torch.Tensor, theta_i: torch.Tensor, theta0_i: torch.Tensor, r_i: torch.Tensor
+) -> torch.Tensor:
     """Jensen lower bound ``sum_k r_k f(theta_0 + theta_k z_k / r_k) <= f(a)`` for one observation.
 
     ``z``: (..., K) binary; ``theta_i``, ``r_i``: (K,) with ``sum r = 1``; ``theta0_i`` scalar.
@@ -212,7 +215,11 @@ def ub_psi_marginal(model: NoisyOR, x: torch.Tensor, iters: int = 100) -> torch.
 
     def slope(log_psi: torch.Tensor) -> torch.Tensor:
         psi = torch.exp(log_psi)
-        return -conj_g_prime(psi) + theta0 + (theta * torch.sigmoid(psi.unsqueeze(-1) * theta + logit_mu)).sum(-1)
+        return (
+            -conj_g_prime(psi)
+            + theta0
+            + (theta * torch.sigmoid(psi.unsqueeze(-1) * theta + logit_mu)).sum(-1)
+        )
 
     for _ in range(iters):
         mid = 0.5 * (lo + hi)
@@ -297,7 +304,7 @@ class PositiveEntries:
     cols: torch.Tensor  # (P,) observation index i
 
     @classmethod
-    def of(cls, x: torch.Tensor) -> "PositiveEntries":
+    def of(cls, x: torch.Tensor) -> PositiveEntries:
         rows, cols = torch.nonzero(x > 0, as_tuple=True)
         return cls(rows=rows, cols=cols)
 
@@ -311,7 +318,9 @@ def lb_leak(model: NoisyOR, pos: PositiveEntries, leak_floor: float) -> torch.Te
     return model.theta0[pos.cols].clamp_min(leak_floor)
 
 
-def lb_gains(theta_rows: torch.Tensor, leak: torch.Tensor, r: torch.Tensor, fast: bool = False) -> torch.Tensor:
+def lb_gains(
+    theta_rows: torch.Tensor, leak: torch.Tensor, r: torch.Tensor, fast: bool = False
+) -> torch.Tensor:
     """``Delta_ik = r_ik [f(theta_i0 + theta_ik / r_ik) - f(theta_i0)]`` per positive entry, (P, K).
 
     ``Delta`` is what switching ``z_k`` on adds to the Jensen bound; 0 where ``r_ik = 0``.
@@ -342,7 +351,9 @@ def _lb_fused(
     return gain, (excess - u * ((1.0 - m) / m)).clamp_min(0.0)
 
 
-def lb_r_gradient(theta_rows: torch.Tensor, leak: torch.Tensor, q_rows: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+def lb_r_gradient(
+    theta_rows: torch.Tensor, leak: torch.Tensor, q_rows: torch.Tensor, r: torch.Tensor
+) -> torch.Tensor:
     """``G_ik = q_k dDelta_ik/dr_ik = q_k [f(c + u) - u f'(c + u) - f(c)]``, ``u = theta_ik/r_ik``, (P, K).
 
     For ``theta_ik > 0`` the bracket rises from 0 (``r -> inf``) to ``-f(c)`` (``r -> 0``, where
@@ -411,11 +422,15 @@ def lb_update_r(
         return f_c[idx].squeeze(-1) + (q_rows[idx] * g).sum(-1)
 
     slope = (grad * (proposal - r)).sum(-1)
-    new_r, new_obj, rejected = _backtrack(r, obj, proposal, slope, objective, ascent=True, max_halvings=max_halvings)
+    new_r, new_obj, rejected = _backtrack(
+        r, obj, proposal, slope, objective, ascent=True, max_halvings=max_halvings
+    )
     new_gain = full_gain[0]
     if rejected:
         moved = (new_r != proposal).any(-1)
-        new_gain[moved] = _lb_fused(theta_rows[moved], c[moved], f_c[moved], new_r[moved], want_deriv=False)[0]
+        new_gain[moved] = _lb_fused(theta_rows[moved], c[moved], f_c[moved], new_r[moved], want_deriv=False)[
+            0
+        ]
     return new_r, new_obj, new_gain
 
 
@@ -481,7 +496,12 @@ def _backtrack(
 
 
 def lb_tighten_r(
-    theta_rows: torch.Tensor, leak: torch.Tensor, q_rows: torch.Tensor, r: torch.Tensor, iters: int, tol: float = 0.0
+    theta_rows: torch.Tensor,
+    leak: torch.Tensor,
+    q_rows: torch.Tensor,
+    r: torch.Tensor,
+    iters: int,
+    tol: float = 0.0,
 ) -> torch.Tensor:
     """``iters`` monotone fixed-point steps on ``r`` for fixed ``q`` (stops early below ``tol``)."""
     if iters <= 1:
@@ -532,11 +552,19 @@ def lb_natural_params(
     """
     if gains is None:
         gains = lb_gains(model.theta[pos.cols], lb_leak(model, pos, leak_floor), r)
-    return torch.logit(model.mu) + _scatter_rows(gains, pos.rows, x.shape[0]) - inactive_sum(model.theta, pos, x.shape[0])
+    return (
+        torch.logit(model.mu)
+        + _scatter_rows(gains, pos.rows, x.shape[0])
+        - inactive_sum(model.theta, pos, x.shape[0])
+    )
 
 
 def lb_loglik(
-    model: NoisyOR, x: torch.Tensor, pos: PositiveEntries, r: torch.Tensor, leak_floor: float = DEFAULT_LEAK_FLOOR
+    model: NoisyOR,
+    x: torch.Tensor,
+    pos: PositiveEntries,
+    r: torch.Tensor,
+    leak_floor: float = DEFAULT_LEAK_FLOOR,
 ) -> torch.Tensor:
     """``LL-LB(r) = log sum_z exp(LB joint)`` in closed form, ``<= log p(x)``, (N,)."""
     return lb_q_step(model, x, pos, r, leak_floor)[1]
@@ -586,7 +614,11 @@ def lb_q_step(
     """Exact ``q``-step for fixed ``r``: ``(q*, LL-LB(r))`` with ``q* = sigmoid(eta)``."""
     eta = lb_natural_params(model, x, pos, r, leak_floor, gains)
     pos_const = _scatter_rows(f_pos(lb_leak(model, pos, leak_floor)), pos.rows, x.shape[0])
-    ll = pos_const - inactive_sum(model.theta0, pos, x.shape[0]) + (torch.log1p(-model.mu) + F.softplus(eta)).sum(-1)
+    ll = (
+        pos_const
+        - inactive_sum(model.theta0, pos, x.shape[0])
+        + (torch.log1p(-model.mu) + F.softplus(eta)).sum(-1)
+    )
     return torch.sigmoid(eta), ll
 
 

@@ -12,15 +12,14 @@ term and the prior are linear in ``z`` and enter through one matrix product per 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 
+from noisyor_bench.infra.constants import MAX_EXACT_K  # noqa: E402  (re-exported)
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.model import NoisyOR, log1mexp
-
-from noisyor_bench.infra.constants import MAX_EXACT_K  # noqa: E402  (re-exported)
 
 
 def check_enumerable(k: int, max_k: int = MAX_EXACT_K) -> None:
@@ -107,7 +106,11 @@ def exact_log_marginal(model: NoisyOR, x: torch.Tensor, chunk_states: int | None
 
 @torch.no_grad()
 def exact_elbo(
-    model: NoisyOR, x: torch.Tensor, q: torch.Tensor, chunk_states: int | None = None, max_k: int = MAX_EXACT_K
+    model: NoisyOR,
+    x: torch.Tensor,
+    q: torch.Tensor,
+    chunk_states: int | None = None,
+    max_k: int = MAX_EXACT_K,
 ) -> torch.Tensor:
     """Exact ELBO ``E_q[log p(x, z)] + H(q)`` of a factorised Bernoulli ``q`` (N, K), shape (N,).
 

@@ -101,7 +101,9 @@ class GenerativeInit:
 
     def __post_init__(self) -> None:
         high = self.theta_high
-        if not (0.0 <= self.theta_low < math.inf) or (high is not None and not self.theta_low <= high < math.inf):
+        if not (0.0 <= self.theta_low < math.inf) or (
+            high is not None and not self.theta_low <= high < math.inf
+        ):
             raise ConfigError(
                 f"generative init needs 0 <= theta_low <= theta_high < inf; got "
                 f"theta_low={self.theta_low}, theta_high={high}"
@@ -189,7 +191,7 @@ class LearnableNoisyOR(GenerativeModule):
     @classmethod
     def from_model(
         cls, model: NoisyOR, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"
-    ) -> "LearnableNoisyOR":
+    ) -> LearnableNoisyOR:
         """Start learning from given parameter values (rates are floored at 1e-6 so the
         inverse softplus stays finite)."""
         module = cls.__new__(cls)
@@ -224,7 +226,9 @@ class FixedNoisyOR(GenerativeModule):
 
     learnable = False
 
-    def __init__(self, model: NoisyOR, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> None:
+    def __init__(
+        self, model: NoisyOR, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"
+    ) -> None:
         super().__init__()
         m = model.detach().to(dtype=dtype, device=device)
         self.register_buffer("theta", m.theta.clone())

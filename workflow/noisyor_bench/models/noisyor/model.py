@@ -78,20 +78,20 @@ class NoisyOR:
         mu: np.ndarray,
         dtype: torch.dtype = torch.float64,
         device: torch.device | str | None = None,
-    ) -> "NoisyOR":
+    ) -> NoisyOR:
         def t(a: np.ndarray) -> torch.Tensor:
             return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
 
         return cls(theta=t(theta), theta0=t(theta0), mu=t(mu))
 
-    def to(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> "NoisyOR":
+    def to(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> NoisyOR:
         return NoisyOR(
             theta=self.theta.to(device=device, dtype=dtype),
             theta0=self.theta0.to(device=device, dtype=dtype),
             mu=self.mu.to(device=device, dtype=dtype),
         )
 
-    def detach(self) -> "NoisyOR":
+    def detach(self) -> NoisyOR:
         return NoisyOR(self.theta.detach(), self.theta0.detach(), self.mu.detach())
 
     def numpy(self) -> dict[str, np.ndarray]:

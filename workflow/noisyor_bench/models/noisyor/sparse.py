@@ -116,12 +116,21 @@ def _replicate(p: CsrPattern, copies: int) -> CsrPattern:
     nnz, dev = p.nnz, p.col.device
     offsets = torch.arange(copies, device=dev)
     row = (p.row.unsqueeze(0) + offsets.unsqueeze(1) * p.n_rows).reshape(-1)
-    crow = torch.cat([(p.crow[:-1].unsqueeze(0) + offsets.unsqueeze(1) * nnz).reshape(-1), p.crow.new_tensor([copies * nnz])])
+    crow = torch.cat(
+        [
+            (p.crow[:-1].unsqueeze(0) + offsets.unsqueeze(1) * nnz).reshape(-1),
+            p.crow.new_tensor([copies * nnz]),
+        ]
+    )
     t_col_base = p.t_col  # row of each transposed entry
     col_of_t = p.col[p.t_perm]  # column of each transposed entry
     count = (p.t_crow[1:] - p.t_crow[:-1])[col_of_t]
     within = torch.arange(nnz, device=dev) - p.t_crow[:-1][col_of_t]
-    dest = copies * p.t_crow[:-1][col_of_t].unsqueeze(0) + offsets.unsqueeze(1) * count.unsqueeze(0) + within.unsqueeze(0)
+    dest = (
+        copies * p.t_crow[:-1][col_of_t].unsqueeze(0)
+        + offsets.unsqueeze(1) * count.unsqueeze(0)
+        + within.unsqueeze(0)
+    )
     t_perm = torch.empty(copies * nnz, dtype=torch.long, device=dev)
     t_col = torch.empty(copies * nnz, dtype=torch.long, device=dev)
     t_perm[dest.reshape(-1)] = (offsets.unsqueeze(1) * nnz + p.t_perm.unsqueeze(0)).reshape(-1)
@@ -150,7 +159,7 @@ class ActiveSet:
     _replicas: dict[int, CsrPattern] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def of(cls, x: torch.Tensor) -> "ActiveSet":
+    def of(cls, x: torch.Tensor) -> ActiveSet:
         """From a dense 0/1 matrix (any dtype; entries > 0 are active)."""
         if x.ndim != 2:
             raise ValueError(f"x must be a matrix (N, D); got shape {tuple(x.shape)}")
@@ -201,7 +210,7 @@ class ActiveSet:
         return self.density() <= LINEAR_MAX_DENSITY
 
     # ------------------------------------------------------------------ derived sets
-    def select(self, rows: torch.Tensor | slice) -> "ActiveSet":
+    def select(self, rows: torch.Tensor | slice) -> ActiveSet:
         """The active entries of the rows ``rows`` (in that order)."""
         if isinstance(rows, slice):
             rows = torch.arange(self.n_rows, device=self.cols.device)[rows]
@@ -320,7 +329,9 @@ class _Log1mexp(torch.autograd.Function):
 
 
 # ---------------------------------------------------------------------------- model terms
-def positive_loglik(theta: torch.Tensor, theta0: torch.Tensor, z: torch.Tensor, active: ActiveSet) -> torch.Tensor:
+def positive_loglik(
+    theta: torch.Tensor, theta0: torch.Tensor, z: torch.Tensor, active: ActiveSet
+) -> torch.Tensor:
     """``sum_{i: x_i=1} log(1 - exp(-a_i(z)))`` for samples ``z`` (L, N, K): (L, N).
 
     The rates ``a_i = theta0_i + z . theta_i`` are evaluated at the active entries of every

@@ -24,17 +24,30 @@ import json
 import logging
 import math
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
-from noisyor_bench.reporting.aggregate import markdown_table, method_label, method_rank, paper_numbers, read_metrics
-from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.experiments.runs import (
+    evaluate_posterior,
+    file_sha256,
+    ground_truth,
+    has_truth,
+    load_dataset,
+)
 from noisyor_bench.inference.registry import get_method
-from noisyor_bench.experiments.runs import evaluate_posterior, file_sha256, ground_truth, has_truth, load_dataset
 from noisyor_bench.inference.training import stream_seed
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.reporting.aggregate import (
+    markdown_table,
+    method_label,
+    method_rank,
+    paper_numbers,
+    read_metrics,
+)
 
 ARTIFACT = "fig3a_sensitivity"
 STEP_HPARAMS: dict[str, str] = {"svi": "posterior_steps", "lb-cdi": "max_rounds"}
@@ -47,9 +60,28 @@ METRICS: tuple[str, ...] = ("nelbo", "f1", "em")
 # Direction in which a metric is better: the paper's number is "matched" once ours is at least as good.
 LOWER_IS_BETTER: dict[str, bool] = {"nelbo": True, "f1": False, "em": False}
 COLUMNS: tuple[str, ...] = (
-    "artifact", "dataset", "method", "method_label", "setting", "step_hparam", "steps_cap", "steps_taken",
-    "stopped_by_tol", "seed", "nelbo", "f1", "em", "f1_map", "em_map", "exact_nll", "exact_nelbo", "exact_gap",
-    "paper_nelbo", "paper_f1", "paper_em", "posterior_seconds",
+    "artifact",
+    "dataset",
+    "method",
+    "method_label",
+    "setting",
+    "step_hparam",
+    "steps_cap",
+    "steps_taken",
+    "stopped_by_tol",
+    "seed",
+    "nelbo",
+    "f1",
+    "em",
+    "f1_map",
+    "em_map",
+    "exact_nll",
+    "exact_nelbo",
+    "exact_gap",
+    "paper_nelbo",
+    "paper_f1",
+    "paper_em",
+    "posterior_seconds",
 )
 
 
@@ -68,9 +100,13 @@ def select_runs(paths: Sequence[str]) -> dict[str, dict[str, Any]]:
     for path in paths:
         row = read_metrics(path)
         if row["method"] not in STEP_HPARAMS:
-            raise DataError(f"{path}: method {row['method']!r} has no step cap here; allowed: {', '.join(STEP_HPARAMS)}")
+            raise DataError(
+                f"{path}: method {row['method']!r} has no step cap here; allowed: {', '.join(STEP_HPARAMS)}"
+            )
         if row.get("mode") != "inference":
-            raise DataError(f"{path}: expected an inference-mode run (Fig. 3a), found mode {row.get('mode')!r}")
+            raise DataError(
+                f"{path}: expected an inference-mode run (Fig. 3a), found mode {row.get('mode')!r}"
+            )
         kept = by_method.get(row["method"])
         if kept is None or row["seed"] < kept["seed"]:
             by_method[row["method"]] = row
@@ -105,7 +141,9 @@ def _evaluation_args(run: Mapping[str, Any]) -> tuple[int, int, int]:
         iw = run.get("iw_samples")
         exact_max_k = int(run["exact_max_k"])
     except (KeyError, TypeError, ValueError):
-        raise DataError(f"{run['run_dir']}: metrics.json lacks n_samples / exact_max_k (an old run? rerun it)") from None
+        raise DataError(
+            f"{run['run_dir']}: metrics.json lacks n_samples / exact_max_k (an old run? rerun it)"
+        ) from None
     return n_samples, int(iw or 0), exact_max_k
 
 
@@ -124,7 +162,9 @@ class _Posteriors:
     after ``t`` steps is also the fit of every cap ``>= t``: such caps reuse it.
     """
 
-    def __init__(self, method: str, truth: Any, x: torch.Tensor, hparams: Mapping[str, Any], seed: int) -> None:
+    def __init__(
+        self, method: str, truth: Any, x: torch.Tensor, hparams: Mapping[str, Any], seed: int
+    ) -> None:
         self.args = (method, truth, x, hparams, seed)
         self.done: dict[int, tuple[np.ndarray, int, bool, float]] = {}
 
@@ -137,30 +177,59 @@ class _Posteriors:
         return self.done[cap]
 
 
-def method_rows(run: Mapping[str, Any], data: Mapping[str, np.ndarray], steps: Sequence[int]) -> list[dict[str, Any]]:
+def method_rows(
+    run: Mapping[str, Any], data: Mapping[str, np.ndarray], steps: Sequence[int]
+) -> list[dict[str, Any]]:
     """Rows of one method: one per step cap, then the run's own setting (``setting == "fig3a"``)."""
     method, seed = run["method"], int(run["seed"])
-    hparams = json.loads(run["hparams"]) if isinstance(run.get("hparams"), str) else dict(run.get("hparams") or {})
+    hparams = (
+        json.loads(run["hparams"]) if isinstance(run.get("hparams"), str) else dict(run.get("hparams") or {})
+    )
     truth = ground_truth(data)
     x = torch.as_tensor(data["x_test"])
     n_samples, iw_samples, exact_max_k = _evaluation_args(run)
     eval_seed = stream_seed(seed, "evaluation")
-    paper = {(int(r["n_train"]), r["method"]): r for r in paper_numbers()["fig3a"]["rows"]}.get((0, method), {})
+    paper = {(int(r["n_train"]), r["method"]): r for r in paper_numbers()["fig3a"]["rows"]}.get(
+        (0, method), {}
+    )
     posteriors = _Posteriors(method, truth, x, hparams, seed)
     rows = []
     for cap, setting in [*((c, "capped") for c in steps), (resolved_cap(method, hparams), "fig3a")]:
         q, taken, by_tol, seconds = posteriors(cap)
-        metrics = evaluate_posterior({"q": q, **truth.numpy()}, data, "inference", n_samples, iw_samples,
-                                     exact_max_k, eval_seed)
-        rows.append({
-            "artifact": ARTIFACT, "dataset": run["dataset"], "method": method, "method_label": method_label(method),
-            "setting": setting, "step_hparam": STEP_HPARAMS[method], "steps_cap": cap, "steps_taken": taken,
-            "stopped_by_tol": by_tol, "seed": seed,
-            **{k: metrics.get(k) for k in ("nelbo", "f1", "em", "f1_map", "em_map", "exact_nll", "exact_nelbo",
-                                           "exact_gap")},
-            "paper_nelbo": paper.get("nelbo"), "paper_f1": paper.get("f1"), "paper_em": paper.get("em"),
-            "posterior_seconds": seconds,
-        })
+        metrics = evaluate_posterior(
+            {"q": q, **truth.numpy()}, data, "inference", n_samples, iw_samples, exact_max_k, eval_seed
+        )
+        rows.append(
+            {
+                "artifact": ARTIFACT,
+                "dataset": run["dataset"],
+                "method": method,
+                "method_label": method_label(method),
+                "setting": setting,
+                "step_hparam": STEP_HPARAMS[method],
+                "steps_cap": cap,
+                "steps_taken": taken,
+                "stopped_by_tol": by_tol,
+                "seed": seed,
+                **{
+                    k: metrics.get(k)
+                    for k in (
+                        "nelbo",
+                        "f1",
+                        "em",
+                        "f1_map",
+                        "em_map",
+                        "exact_nll",
+                        "exact_nelbo",
+                        "exact_gap",
+                    )
+                },
+                "paper_nelbo": paper.get("nelbo"),
+                "paper_f1": paper.get("f1"),
+                "paper_em": paper.get("em"),
+                "posterior_seconds": seconds,
+            }
+        )
     _check_reproduces(run, rows[-1])
     return rows
 
@@ -173,7 +242,9 @@ def _check_reproduces(run: Mapping[str, Any], row: Mapping[str, Any]) -> None:
     if not math.isclose(row["nelbo"], recorded, rel_tol=1e-9, abs_tol=1e-9):
         logging.getLogger(__name__).warning(
             "%s: the run's own setting gives NELBO %.6f here but %.6f in its metrics.json (other device or code?)",
-            run["run_dir"], row["nelbo"], recorded,
+            run["run_dir"],
+            row["nelbo"],
+            recorded,
         )
 
 
@@ -182,7 +253,9 @@ def sensitivity_table(paths: Sequence[str], dataset: str, steps: Sequence[int] |
     runs = select_runs(paths)
     data = load_dataset(dataset)
     if not has_truth(data):
-        raise DataError(f"dataset {dataset} has no ground truth; the Fig. 3a sensitivity needs a synthetic dataset")
+        raise DataError(
+            f"dataset {dataset} has no ground truth; the Fig. 3a sensitivity needs a synthetic dataset"
+        )
     sha = file_sha256(dataset)
     for run in runs.values():
         if run.get("dataset_sha256") not in (None, sha):
@@ -211,13 +284,21 @@ def crossings(table: pd.DataFrame) -> pd.DataFrame:
         g = g.sort_values("steps_cap")
         for metric in METRICS:
             paper = g[f"paper_{metric}"].iloc[0]
-            row: dict[str, Any] = {"method": method, "metric": metric, "paper": paper, "first_step": None,
-                                   "step_interp": None, "value_at_first": None}
+            row: dict[str, Any] = {
+                "method": method,
+                "metric": metric,
+                "paper": paper,
+                "first_step": None,
+                "step_interp": None,
+                "value_at_first": None,
+            }
             if paper is None or (isinstance(paper, float) and math.isnan(paper)):
                 out.append(row)
                 continue
             caps, values = g["steps_cap"].to_numpy(float), g[metric].to_numpy(float)
-            hits = [i for i, v in enumerate(values) if math.isfinite(v) and _better_or_equal(v, paper, metric)]
+            hits = [
+                i for i, v in enumerate(values) if math.isfinite(v) and _better_or_equal(v, paper, metric)
+            ]
             if hits:
                 i = hits[0]
                 row.update(first_step=int(caps[i]), value_at_first=float(values[i]))
@@ -226,7 +307,9 @@ def crossings(table: pd.DataFrame) -> pd.DataFrame:
                     frac = (paper - values[i - 1]) / (values[i] - values[i - 1])
                     row["step_interp"] = float(math.expm1(a + frac * (b - a)))
             out.append(row)
-    return pd.DataFrame(out, columns=["method", "metric", "paper", "first_step", "step_interp", "value_at_first"])
+    return pd.DataFrame(
+        out, columns=["method", "metric", "paper", "first_step", "step_interp", "value_at_first"]
+    )
 
 
 def crossing_sentence(cross: pd.DataFrame) -> str:
@@ -236,13 +319,19 @@ def crossing_sentence(cross: pd.DataFrame) -> str:
     for method, g in cross.groupby("method", sort=False):
         items = []
         for r in g.to_dict("records"):
-            if r["first_step"] is None or (isinstance(r["first_step"], float) and math.isnan(r["first_step"])):
+            if r["first_step"] is None or (
+                isinstance(r["first_step"], float) and math.isnan(r["first_step"])
+            ):
                 items.append(f"{names[r['metric']]} never within the grid")
-            elif r["step_interp"] is None or (isinstance(r["step_interp"], float) and math.isnan(r["step_interp"])):
+            elif r["step_interp"] is None or (
+                isinstance(r["step_interp"], float) and math.isnan(r["step_interp"])
+            ):
                 items.append(f"{names[r['metric']]} {r['paper']:g} already at {int(r['first_step'])} steps")
             else:
-                items.append(f"{names[r['metric']]} {r['paper']:g} at ≈{r['step_interp']:.1f} steps "
-                             f"(first grid point {int(r['first_step'])})")
+                items.append(
+                    f"{names[r['metric']]} {r['paper']:g} at ≈{r['step_interp']:.1f} steps "
+                    f"(first grid point {int(r['first_step'])})"
+                )
         parts.append(f"{method_label(method)} matches the paper's " + "; ".join(items) + ".")
     return " ".join(parts)
 
@@ -255,19 +344,46 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 def sensitivity_markdown(table: pd.DataFrame, digits: int = 2) -> str:
     """The table for people, with the sentence saying where the paper's numbers are matched."""
-    header = ["Method", "steps (cap)", "steps taken", "NELBO", "F1", "EM", "exact gap", "NELBO (paper)",
-              "F1 (paper)", "EM (paper)"]
+    header = [
+        "Method",
+        "steps (cap)",
+        "steps taken",
+        "NELBO",
+        "F1",
+        "EM",
+        "exact gap",
+        "NELBO (paper)",
+        "F1 (paper)",
+        "EM (paper)",
+    ]
     rows = []
     for r in table.to_dict("records"):
-        cap = f"Fig. 3a setting ({int(r['steps_cap'])})" if r["setting"] == "fig3a" else str(int(r["steps_cap"]))
+        cap = (
+            f"Fig. 3a setting ({int(r['steps_cap'])})"
+            if r["setting"] == "fig3a"
+            else str(int(r["steps_cap"]))
+        )
         taken = f"{int(r['steps_taken'])}" + (" (tol)" if r["stopped_by_tol"] else "")
-        rows.append([r["method_label"], cap, taken, _fmt(r["nelbo"], digits), _fmt(r["f1"], 1), _fmt(r["em"], 1),
-                     _fmt(r["exact_gap"], 4), _fmt(r["paper_nelbo"], 1), _fmt(r["paper_f1"], 1),
-                     _fmt(r["paper_em"], 1)])
+        rows.append(
+            [
+                r["method_label"],
+                cap,
+                taken,
+                _fmt(r["nelbo"], digits),
+                _fmt(r["f1"], 1),
+                _fmt(r["em"], 1),
+                _fmt(r["exact_gap"], 4),
+                _fmt(r["paper_nelbo"], 1),
+                _fmt(r["paper_f1"], 1),
+                _fmt(r["paper_em"], 1),
+            ]
+        )
     dataset = table["dataset"].iloc[0] if len(table) else ""
     exact = table["exact_nll"].dropna()
     exact_text = f" Exact held-out −log p(x) under the true model: {exact.iloc[0]:.3f}." if len(exact) else ""
-    units = "; ".join(f"{method_label(m)}: {u} (hyperparameter `{STEP_HPARAMS[m]}`)" for m, u in STEP_UNITS.items())
+    units = "; ".join(
+        f"{method_label(m)}: {u} (hyperparameter `{STEP_HPARAMS[m]}`)" for m, u in STEP_UNITS.items()
+    )
     return (
         f"# Fig. 3a sensitivity: SVI and LB-CDI against per-datapoint optimisation steps ({dataset})\n\n"
         "Held-out NELBO (nats per point, lower is better), F1 and EM (percent, higher is better) computed exactly "
@@ -281,6 +397,17 @@ def sensitivity_markdown(table: pd.DataFrame, digits: int = 2) -> str:
 
 
 __all__ = [
-    "ARTIFACT", "COLUMNS", "DEFAULT_STEPS", "STEP_HPARAMS", "capped_posterior", "crossing_sentence", "crossings",
-    "method_rows", "parse_steps", "resolved_cap", "select_runs", "sensitivity_markdown", "sensitivity_table",
+    "ARTIFACT",
+    "COLUMNS",
+    "DEFAULT_STEPS",
+    "STEP_HPARAMS",
+    "capped_posterior",
+    "crossing_sentence",
+    "crossings",
+    "method_rows",
+    "parse_steps",
+    "resolved_cap",
+    "select_runs",
+    "sensitivity_markdown",
+    "sensitivity_table",
 ]

@@ -18,7 +18,8 @@ interval of their mean.  Per-K means are listed in the numbers for inspection.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,8 +29,6 @@ from noisyor_bench.reporting.claims import (
     BUDGET_RULE,
     INCONCLUSIVE,
     NO_DATA,
-    NOT_REPRODUCED,
-    REPRODUCED,
     Claim,
     Interval,
     budget_aware,
@@ -49,8 +48,10 @@ LARGE_N_THRESHOLD = 1000
 """Supplement: "when using a training set of more than 1000 documents, AVI achieves higher
 classification accuracy": checked on every N_train > 1000 of the grid."""
 
-RULE_GREATER = ("reproduced if the 95% CI of the difference lies entirely above 0, not reproduced if entirely "
-                "below 0, else inconclusive (fewer than 2 paired values: inconclusive, n=1)" + BUDGET_RULE)
+RULE_GREATER = (
+    "reproduced if the 95% CI of the difference lies entirely above 0, not reproduced if entirely "
+    "below 0, else inconclusive (fewer than 2 paired values: inconclusive, n=1)" + BUDGET_RULE
+)
 SUPP_FIG3 = "Supplement Figure 3, Section 5.1 Document classification, supplement lines 77-89"
 SUPP_TSNE = "Supplement Figures 4-6, Section 5.1 Document classification, supplement line 91"
 
@@ -74,7 +75,9 @@ def _paper_table5(method: str, n_train: int) -> dict[str, Any]:
 def paired_pooled(a: Mapping[Any, float], b: Mapping[Any, float]) -> Interval:
     """CI of mean(a - b) over the keys both sides have (one-sample t on the paired differences)."""
     common = sorted(k for k in set(a) & set(b) if not (math.isnan(a[k]) or math.isnan(b[k])))
-    return difference_ci({i: a[k] for i, k in enumerate(common)}, {i: b[k] for i, k in enumerate(common)}, paired=True)
+    return difference_ci(
+        {i: a[k] for i, k in enumerate(common)}, {i: b[k] for i, k in enumerate(common)}, paired=True
+    )
 
 
 def _mean(values: Mapping[Any, float]) -> str:
@@ -103,8 +106,10 @@ def _ranked_pmi(t: pd.DataFrame | None, method: str, n_train: int, rank: int) ->
 def claim_pmi_acp_higher(tables: Mapping[str, pd.DataFrame], n_train: int = 2000) -> Claim:
     """(a) With N_train = 2000 ACP's mean PMI over topics is higher than AVI's (2.75 vs 2.55 in the paper)."""
     cid = f"table5-acp-higher-mean-pmi-n{n_train}"
-    statement = (f"with N_train = {n_train} ACP's topics are more coherent than AVI's: mean PMI over topics "
-                 "(Table 5 headers)")
+    statement = (
+        f"with N_train = {n_train} ACP's topics are more coherent than AVI's: mean PMI over topics "
+        "(Table 5 headers)"
+    )
     loc = _table5_loc("text line 346")
     rule = "mean PMI(ACP) − mean PMI(AVI) > 0 per seed; " + RULE_GREATER
     acp, avi = _run_pmi(tables.get("table5"), "acp", n_train), _run_pmi(tables.get("table5"), "avi", n_train)
@@ -117,25 +122,40 @@ def claim_pmi_acp_higher(tables: Mapping[str, pd.DataFrame], n_train: int = 2000
 
 
 @budget_aware
-def claim_best_topics_acp_higher(tables: Mapping[str, pd.DataFrame], n_train: int = 2000, best: int = 4) -> Claim:
+def claim_best_topics_acp_higher(
+    tables: Mapping[str, pd.DataFrame], n_train: int = 2000, best: int = 4
+) -> Claim:
     """(a') "all four selected topics in ACP have better average pairwise PMI scores than AVI" (N_train = 2000)."""
     cid = f"table5-acp-best-topics-higher-pmi-n{n_train}"
-    statement = (f"when N_train is reduced to {n_train}, all {best} selected (best-PMI) topics of ACP have better "
-                 "average pairwise PMI than AVI's; checked rank by rank")
+    statement = (
+        f"when N_train is reduced to {n_train}, all {best} selected (best-PMI) topics of ACP have better "
+        "average pairwise PMI than AVI's; checked rank by rank"
+    )
     loc = _table5_loc("text line 346")
-    rule = (f"for r = 1..{best}: PMI of ACP's r-th best topic − PMI of AVI's r-th best topic > 0 per seed; "
-            + RULE_GREATER + "; reproduced only if every rank is")
+    rule = (
+        f"for r = 1..{best}: PMI of ACP's r-th best topic − PMI of AVI's r-th best topic > 0 per seed; "
+        + RULE_GREATER
+        + "; reproduced only if every rank is"
+    )
     t = tables.get("table5")
     parts, verdicts = [], []
     for r in range(1, best + 1):
         acp, avi = _ranked_pmi(t, "acp", n_train, r), _ranked_pmi(t, "avi", n_train, r)
         if not acp or not avi:
-            return _no_data(cid, statement, loc, rule, f"table5 rank-{r} topics of ACP/AVI at N_train={n_train}")
+            return _no_data(
+                cid, statement, loc, rule, f"table5 rank-{r} topics of ACP/AVI at N_train={n_train}"
+            )
         iv = difference_ci(acp, avi)
         verdicts.append(verdict_above(iv))
         parts.append(f"rank {r}: {iv.text()}")
-    return Claim(cid, statement, loc, combine(verdicts), "ACP−AVI " + "; ".join(parts) + _all_topics_beside(t, n_train),
-                 rule)
+    return Claim(
+        cid,
+        statement,
+        loc,
+        combine(verdicts),
+        "ACP−AVI " + "; ".join(parts) + _all_topics_beside(t, n_train),
+        rule,
+    )
 
 
 def _all_topics_beside(t: pd.DataFrame | None, n_train: int) -> str:
@@ -143,20 +163,25 @@ def _all_topics_beside(t: pd.DataFrame | None, n_train: int) -> str:
     acp, avi = _run_pmi(t, "acp", n_train), _run_pmi(t, "avi", n_train)
     if not acp or not avi:
         return ""
-    return (f"; beside it, mean PMI over all topics: ACP {_mean(acp)}, AVI {_mean(avi)}, "
-            f"ACP−AVI = {difference_ci(acp, avi).text()}")
+    return (
+        f"; beside it, mean PMI over all topics: ACP {_mean(acp)}, AVI {_mean(avi)}, "
+        f"ACP−AVI = {difference_ci(acp, avi).text()}"
+    )
 
 
 @budget_aware
-def claim_pmi_similar(tables: Mapping[str, pd.DataFrame], n_train: int = 5241,
-                      margin: float = PMI_SIMILAR_MARGIN) -> Claim:
+def claim_pmi_similar(
+    tables: Mapping[str, pd.DataFrame], n_train: int = 5241, margin: float = PMI_SIMILAR_MARGIN
+) -> Claim:
     """(b) With N_train = 5241 ACP and AVI achieve similar mean PMI."""
     cid = f"table5-similar-mean-pmi-n{n_train}"
     statement = f"with more training data (N_train = {n_train}) ACP and AVI achieve similar average PMI"
     loc = _table5_loc("text line 346")
-    rule = (f"equivalence with margin {margin:g}: reproduced if the 95% CI of mean PMI(ACP) − mean PMI(AVI) lies "
-            f"inside ±{margin:g}, not reproduced if it lies entirely outside, else inconclusive (n=1: inconclusive); "
-            "margin = the gap the paper itself calls similar (2.78 − 2.49)" + BUDGET_RULE)
+    rule = (
+        f"equivalence with margin {margin:g}: reproduced if the 95% CI of mean PMI(ACP) − mean PMI(AVI) lies "
+        f"inside ±{margin:g}, not reproduced if it lies entirely outside, else inconclusive (n=1: inconclusive); "
+        "margin = the gap the paper itself calls similar (2.78 − 2.49)" + BUDGET_RULE
+    )
     acp, avi = _run_pmi(tables.get("table5"), "acp", n_train), _run_pmi(tables.get("table5"), "avi", n_train)
     if not acp or not avi:
         return _no_data(cid, statement, loc, rule, f"table5 rows ACP/AVI at N_train={n_train}")
@@ -170,8 +195,11 @@ def claim_pmi_similar(tables: Mapping[str, pd.DataFrame], n_train: int = 5241,
 def _em(t: pd.DataFrame, method: str, ns: set[int]) -> dict[tuple[int, int, int], float]:
     g = t[(t["features"] == "q") & (t["method"] == method)]
     note_evidence(g[g["n_train"].astype(int).isin(ns)])
-    return {(int(k), int(n), int(s)): float(v) for k, n, s, v in zip(g["K"], g["n_train"], g["seed"], g["em"])
-            if int(n) in ns}
+    return {
+        (int(k), int(n), int(s)): float(v)
+        for k, n, s, v in zip(g["K"], g["n_train"], g["seed"], g["em"])
+        if int(n) in ns
+    }
 
 
 def _per_k(a: Mapping[tuple, float], b: Mapping[tuple, float]) -> str:
@@ -191,10 +219,19 @@ def above_threshold(ns: list[int]) -> set[int]:
     return {n for n in ns if n > LARGE_N_THRESHOLD}
 
 
-def _classification_claim(tables: Mapping[str, pd.DataFrame], cid: str, statement: str, first: str, second: str,
-                          select: Callable[[list[int]], set[int]], pick: str) -> Claim:
-    rule = (f"{first.upper()} EM − {second.upper()} EM > 0, pooled over K: paired differences over (K, N_train, "
-            f"seed) cells with N_train {pick}; " + RULE_GREATER)
+def _classification_claim(
+    tables: Mapping[str, pd.DataFrame],
+    cid: str,
+    statement: str,
+    first: str,
+    second: str,
+    select: Callable[[list[int]], set[int]],
+    pick: str,
+) -> Claim:
+    rule = (
+        f"{first.upper()} EM − {second.upper()} EM > 0, pooled over K: paired differences over (K, N_train, "
+        f"seed) cells with N_train {pick}; " + RULE_GREATER
+    )
     t = tables.get("classification")
     if t is None or t.empty or not (t["features"] == "q").any():
         return _no_data(cid, statement, SUPP_FIG3, rule, "classification table")
@@ -204,10 +241,18 @@ def _classification_claim(tables: Mapping[str, pd.DataFrame], cid: str, statemen
         return _no_data(cid, statement, SUPP_FIG3, rule, f"no N_train {pick} in the grid {ns_all}")
     a, b = _em(t, first, ns), _em(t, second, ns)
     if not a or not b:
-        return _no_data(cid, statement, SUPP_FIG3, rule, f"classification rows of {first}/{second} at N_train {sorted(ns)}")
+        return _no_data(
+            cid,
+            statement,
+            SUPP_FIG3,
+            rule,
+            f"classification rows of {first}/{second} at N_train {sorted(ns)}",
+        )
     iv = paired_pooled(a, b)
-    numbers = (f"N_train {sorted(ns)}: {first.upper()}−{second.upper()} EM = {iv.text()} (percentage points); "
-               f"per K: {_per_k(a, b)}; {first.upper()} {_mean(a)}, {second.upper()} {_mean(b)}")
+    numbers = (
+        f"N_train {sorted(ns)}: {first.upper()}−{second.upper()} EM = {iv.text()} (percentage points); "
+        f"per K: {_per_k(a, b)}; {first.upper()} {_mean(a)}, {second.upper()} {_mean(b)}"
+    )
     return Claim(cid, statement, SUPP_FIG3, verdict_above(iv), numbers, rule)
 
 
@@ -215,18 +260,29 @@ def _classification_claim(tables: Mapping[str, pd.DataFrame], cid: str, statemen
 def claim_em_acp_small(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(c) ACP classifies better than AVI with the smallest training set."""
     return _classification_claim(
-        tables, "suppfig3-acp-higher-em-small-n",
+        tables,
+        "suppfig3-acp-higher-em-small-n",
         "ACP offers more stability w.r.t. the amount of training examples and reaches higher classification "
-        "performance (EM) with smaller training sets", "acp", "avi", smallest, "= the smallest of the grid")
+        "performance (EM) with smaller training sets",
+        "acp",
+        "avi",
+        smallest,
+        "= the smallest of the grid",
+    )
 
 
 @budget_aware
 def claim_em_avi_large(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(d) AVI classifies better than ACP with more than 1000 training documents."""
     return _classification_claim(
-        tables, "suppfig3-avi-higher-em-large-n",
+        tables,
+        "suppfig3-avi-higher-em-large-n",
         "with a training set of more than 1000 documents AVI achieves higher classification accuracy (EM) than ACP",
-        "avi", "acp", above_threshold, f"> {LARGE_N_THRESHOLD}")
+        "avi",
+        "acp",
+        above_threshold,
+        f"> {LARGE_N_THRESHOLD}",
+    )
 
 
 # ------------------------------------------------------------------------------ supplement Figs. 4-6
@@ -234,12 +290,16 @@ def claim_em_avi_large(tables: Mapping[str, pd.DataFrame]) -> Claim:
 def claim_tsne_acp_separates(tables: Mapping[str, pd.DataFrame], metric: str = "knn_acc_2d") -> Claim:
     """(e) With small training sets ACP's posteriors separate the categories better than AVI's."""
     cid = "suppfig4-6-acp-separates-categories-small-n"
-    statement = ("with a small training set (middle and right columns) the acq and money-fx features learned by AVI "
-                 "tend to fuse while with ACP the three categories can still be distinguished; checked as: the "
-                 "category's leave-one-out k-NN accuracy in the 2-D t-SNE map is higher for ACP")
-    rule = (f"ACP {metric} − AVI {metric} > 0, pooled over K: paired differences over (K, N_train) panels of the "
-            "t-SNE figures except the largest N_train column (the paper's 'middle and right columns'), first seed; "
-            + RULE_GREATER)
+    statement = (
+        "with a small training set (middle and right columns) the acq and money-fx features learned by AVI "
+        "tend to fuse while with ACP the three categories can still be distinguished; checked as: the "
+        "category's leave-one-out k-NN accuracy in the 2-D t-SNE map is higher for ACP"
+    )
+    rule = (
+        f"ACP {metric} − AVI {metric} > 0, pooled over K: paired differences over (K, N_train) panels of the "
+        "t-SNE figures except the largest N_train column (the paper's 'middle and right columns'), first seed; "
+        + RULE_GREATER
+    )
     t = tables.get("tsne")
     if t is None or t.empty:
         return _no_data(cid, statement, SUPP_TSNE, rule, "tsne table")
@@ -251,15 +311,20 @@ def claim_tsne_acp_separates(tables: Mapping[str, pd.DataFrame], metric: str = "
     def vals(method: str) -> dict[tuple[int, int, int], float]:
         g = t[(t["method"] == method) & t["n_train"].isin(small)]
         note_evidence(g)
-        return {(int(k), int(n), int(s)): float(v) for k, n, s, v in zip(g["K"], g["n_train"], g["seed"], g[metric])}
+        return {
+            (int(k), int(n), int(s)): float(v)
+            for k, n, s, v in zip(g["K"], g["n_train"], g["seed"], g[metric])
+        }
 
     a, b = vals("acp"), vals("avi")
     if not a or not b:
         return _no_data(cid, statement, SUPP_TSNE, rule, f"tsne rows of ACP/AVI at N_train {sorted(small)}")
     iv = paired_pooled(a, b)
     k = ",".join(str(int(v)) for v in sorted(t["neighbors"].unique())) if "neighbors" in t else "?"
-    numbers = (f"k = {k}; N_train {sorted(small)}: ACP−AVI {metric} = {iv.text()} (percentage points); per K: {_per_k(a, b)}; "
-               f"ACP {_mean(a)}, AVI {_mean(b)}")
+    numbers = (
+        f"k = {k}; N_train {sorted(small)}: ACP−AVI {metric} = {iv.text()} (percentage points); per K: {_per_k(a, b)}; "
+        f"ACP {_mean(a)}, AVI {_mean(b)}"
+    )
     return Claim(cid, statement, SUPP_TSNE, verdict_above(iv), numbers, rule)
 
 

@@ -24,6 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.io import load_npz
+from noisyor_bench.reporting.acp.text_common import add_convergence_columns, load_run_posterior
 from noisyor_bench.reporting.aggregate import (
     CI_NOTE,
     format_ci,
@@ -33,15 +36,24 @@ from noisyor_bench.reporting.aggregate import (
     parse_values,
     summarise,
 )
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.infra.io import load_npz
-from noisyor_bench.reporting.acp.text_common import add_convergence_columns, load_run_posterior
 
 ARTIFACT = "classification"
 DEFAULT_MAX_ITER = 1000
 BASELINE = "baseline"
-COLUMNS = ("artifact", "features", "method", "K", "n_train", "seed", "em", "em_folds", "folds", "cv_seed",
-           "n_docs", "run_dir")
+COLUMNS = (
+    "artifact",
+    "features",
+    "method",
+    "K",
+    "n_train",
+    "seed",
+    "em",
+    "em_folds",
+    "folds",
+    "cv_seed",
+    "n_docs",
+    "run_dir",
+)
 
 
 def load_labelled_test(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -56,8 +68,14 @@ def load_labelled_test(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[s
         raise DataError(f"dataset {path} lacks arrays {missing}: classification needs test labels y_test")
     x, y = np.asarray(data["x_test"]), np.asarray(data["y_test"])
     if y.ndim != 2 or y.shape[0] != x.shape[0] or not np.isin(y, (0, 1)).all():
-        raise DataError(f"dataset {path}: y_test must be an N x L 0/1 array with N = {x.shape[0]}; got {y.shape}")
-    names = [str(s) for s in data["label_names"]] if "label_names" in data else [f"label{i}" for i in range(y.shape[1])]
+        raise DataError(
+            f"dataset {path}: y_test must be an N x L 0/1 array with N = {x.shape[0]}; got {y.shape}"
+        )
+    names = (
+        [str(s) for s in data["label_names"]]
+        if "label_names" in data
+        else [f"label{i}" for i in range(y.shape[1])]
+    )
     return x, y.astype(np.int64), names
 
 
@@ -77,8 +95,9 @@ def make_classifier(max_iter: int = DEFAULT_MAX_ITER) -> Any:
     return OneVsRestClassifier(LogisticRegression(max_iter=max_iter))
 
 
-def cv_exact_match(features: np.ndarray, y: np.ndarray, folds: int, seed: int,
-                   max_iter: int = DEFAULT_MAX_ITER) -> list[float]:
+def cv_exact_match(
+    features: np.ndarray, y: np.ndarray, folds: int, seed: int, max_iter: int = DEFAULT_MAX_ITER
+) -> list[float]:
     """EM (percent) on each held-out fold of a shuffled ``folds``-fold split of the documents."""
     from sklearn.model_selection import KFold
     from threadpoolctl import threadpool_limits
@@ -87,11 +106,16 @@ def cv_exact_match(features: np.ndarray, y: np.ndarray, folds: int, seed: int,
     if features.shape[0] != y.shape[0]:
         raise DataError(f"{features.shape[0]} feature rows but {y.shape[0]} label rows")
     if folds < 2 or folds > features.shape[0]:
-        raise ConfigError(f"--folds must be in [2, {features.shape[0]}] (number of test documents); got {folds}")
+        raise ConfigError(
+            f"--folds must be in [2, {features.shape[0]}] (number of test documents); got {folds}"
+        )
     scores = []
     for train, test in KFold(n_splits=folds, shuffle=True, random_state=seed).split(features):
         clf = make_classifier(max_iter)
-        with warnings.catch_warnings(), threadpool_limits(limits=1):  # one BLAS thread: same result everywhere
+        with (
+            warnings.catch_warnings(),
+            threadpool_limits(limits=1),
+        ):  # one BLAS thread: same result everywhere
             # A label absent from (or present in) every training document of a fold: the
             # one-vs-rest wrapper predicts it constantly, which is the right thing here.
             warnings.filterwarnings("ignore", message="Label .* is present in all training examples")
@@ -100,28 +124,78 @@ def cv_exact_match(features: np.ndarray, y: np.ndarray, folds: int, seed: int,
     return scores
 
 
-def _row(features: str, method: str, k: Any, n_train: Any, seed: Any, scores: list[float], folds: int, cv_seed: int,
-         n_docs: int, run_dir: str) -> dict[str, Any]:
+def _row(
+    features: str,
+    method: str,
+    k: Any,
+    n_train: Any,
+    seed: Any,
+    scores: list[float],
+    folds: int,
+    cv_seed: int,
+    n_docs: int,
+    run_dir: str,
+) -> dict[str, Any]:
     return {
-        "artifact": ARTIFACT, "features": features, "method": method, "K": k, "n_train": n_train, "seed": seed,
-        "em": float(np.mean(scores)), "em_folds": ";".join(repr(float(s)) for s in scores), "folds": folds,
-        "cv_seed": cv_seed, "n_docs": n_docs, "run_dir": run_dir,
+        "artifact": ARTIFACT,
+        "features": features,
+        "method": method,
+        "K": k,
+        "n_train": n_train,
+        "seed": seed,
+        "em": float(np.mean(scores)),
+        "em_folds": ";".join(repr(float(s)) for s in scores),
+        "folds": folds,
+        "cv_seed": cv_seed,
+        "n_docs": n_docs,
+        "run_dir": run_dir,
     }
 
 
-def classification_table(runs: pd.DataFrame, x_test: np.ndarray, y_test: np.ndarray, folds: int, seed: int,
-                         max_iter: int = DEFAULT_MAX_ITER) -> pd.DataFrame:
+def classification_table(
+    runs: pd.DataFrame,
+    x_test: np.ndarray,
+    y_test: np.ndarray,
+    folds: int,
+    seed: int,
+    max_iter: int = DEFAULT_MAX_ITER,
+) -> pd.DataFrame:
     """One row per run (features ``q``) plus the baseline row (features ``x``); see :data:`COLUMNS`."""
-    rows = [_row("x", BASELINE, int(x_test.shape[1]), None, None,
-                 cv_exact_match(x_test, y_test, folds, seed, max_iter), folds, seed, int(y_test.shape[0]), "")]
+    rows = [
+        _row(
+            "x",
+            BASELINE,
+            int(x_test.shape[1]),
+            None,
+            None,
+            cv_exact_match(x_test, y_test, folds, seed, max_iter),
+            folds,
+            seed,
+            int(y_test.shape[0]),
+            "",
+        )
+    ]
     for r in runs.to_dict("records"):
         q = load_run_posterior(r["run_dir"], ("q",))["q"]
         if q.ndim != 2 or q.shape[0] != y_test.shape[0]:
-            raise DataError(f"{r['run_dir']}/posterior_test.npz: q has shape {q.shape}, expected "
-                            f"({y_test.shape[0]} test documents, K)")
-        rows.append(_row("q", r["method"], int(q.shape[1]), int(r["n_train"]), int(r["seed"]),
-                         cv_exact_match(q, y_test, folds, seed, max_iter), folds, seed, int(y_test.shape[0]),
-                         str(r["run_dir"])))
+            raise DataError(
+                f"{r['run_dir']}/posterior_test.npz: q has shape {q.shape}, expected "
+                f"({y_test.shape[0]} test documents, K)"
+            )
+        rows.append(
+            _row(
+                "q",
+                r["method"],
+                int(q.shape[1]),
+                int(r["n_train"]),
+                int(r["seed"]),
+                cv_exact_match(q, y_test, folds, seed, max_iter),
+                folds,
+                seed,
+                int(y_test.shape[0]),
+                str(r["run_dir"]),
+            )
+        )
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in ("K", "n_train", "seed"):
         frame[col] = frame[col].astype("Int64")
@@ -148,8 +222,15 @@ def classification_markdown(table: pd.DataFrame) -> str:
     base = baseline_em(table)
     rows = []
     for r in s.assign(_m=s["method"].map(method_rank)).sort_values(["K", "n_train", "_m"]).to_dict("records"):
-        rows.append([r["K"], r["n_train"], method_label(r["method"]), format_ci(r["em_mean"], r["em_ci95"], r["em_n"]),
-                     "; ".join(f"s{seed}: {v:.2f}" for seed, v in parse_values(r["em_values"]).items())])
+        rows.append(
+            [
+                r["K"],
+                r["n_train"],
+                method_label(r["method"]),
+                format_ci(r["em_mean"], r["em_ci95"], r["em_n"]),
+                "; ".join(f"s{seed}: {v:.2f}" for seed, v in parse_values(r["em_values"]).items()),
+            ]
+        )
     folds = int(table["folds"].iloc[0]) if len(table) else 0
     cv_seed = table["cv_seed"].iloc[0] if len(table) else ""
     n_docs = int(table["n_docs"].iloc[0]) if len(table) else 0
@@ -161,6 +242,7 @@ def classification_markdown(table: pd.DataFrame) -> str:
         f"seed {cv_seed}, the same folds for every run), as in the supplement. EM: percent of held-out documents "
         "with all three labels right, averaged over folds.\n\n"
         f"Baseline (black dashed line in the figure): the same classifier on the raw binary x_test: **EM = {base_text}**.\n\n"
-        + CI_NOTE + "\n"
+        + CI_NOTE
+        + "\n"
         + markdown_table(["K", "N_train", "method", "EM % (mean ± CI over seeds)", "per seed"], rows)
     )

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.reporting.aggregate import collect_runs, convergence_counts
+from noisyor_bench.experiments.text_grid import classification_latents
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
-from noisyor_bench.experiments.text_grid import classification_latents
+from noisyor_bench.reporting.aggregate import collect_runs, convergence_counts
 
 
 def load_run_posterior(run_dir: str | Path, need: Sequence[str] = ("theta",)) -> dict[str, np.ndarray]:
@@ -42,7 +42,9 @@ def collect_text_runs(paths: Sequence[str | Path]) -> pd.DataFrame:
     for r in runs.to_dict("records"):
         k = classification_latents(str(r["experiment"]))
         if k is not None and k != r["K"]:
-            raise DataError(f"{r['run_dir']}: experiment {r['experiment']} but the run learned K={r['K']} latents")
+            raise DataError(
+                f"{r['run_dir']}: experiment {r['experiment']} but the run learned K={r['K']} latents"
+            )
     return runs
 
 
@@ -52,16 +54,20 @@ def check_dataset(runs: pd.DataFrame, sha256: str, path: str | Path) -> None:
         return
     wrong = runs[runs["dataset_sha256"].notna() & (runs["dataset_sha256"] != sha256)]
     if len(wrong):
-        raise DataError(f"run {wrong['run_dir'].iloc[0]} was trained on another file than {path} "
-                        f"(sha256 {str(wrong['dataset_sha256'].iloc[0])[:12]}... vs {sha256[:12]}...)")
+        raise DataError(
+            f"run {wrong['run_dir'].iloc[0]} was trained on another file than {path} "
+            f"(sha256 {str(wrong['dataset_sha256'].iloc[0])[:12]}... vs {sha256[:12]}...)"
+        )
 
 
 def add_convergence_columns(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """``n_runs`` and ``n_converged`` (issue 12, contract 2) of each row's run, by ``run_dir``:
     1 and 0/1 for a run's row (null ``converged`` = converged), 0 and 0 for a row without a run
     (the classification baseline)."""
-    counts = {str(r["run_dir"]): convergence_counts(runs[runs["run_dir"] == r["run_dir"]])
-              for r in runs.to_dict("records")}
+    counts = {
+        str(r["run_dir"]): convergence_counts(runs[runs["run_dir"] == r["run_dir"]])
+        for r in runs.to_dict("records")
+    }
     none = {"n_runs": 0, "n_converged": 0}
     out = frame.copy()
     for col in ("n_runs", "n_converged"):

@@ -8,25 +8,31 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from noisyor_bench.reporting.acp.text_tsne import Panel
 from noisyor_bench.reporting.aggregate import method_label, method_rank
 from noisyor_bench.reporting.plots import save_figure
 from noisyor_bench.reporting.plots.figures import METHOD_MARKERS, _n_label, _style, method_color
-from noisyor_bench.reporting.acp.text_tsne import Panel
 
 # Category colours (Okabe-Ito, distinct from the method colours): earn, acq, money-fx, ...
 CATEGORY_COLORS = ("#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 BASELINE_STYLE = {"color": "black", "ls": "--", "lw": 1.4}
 
 
-def plot_classification(summary: pd.DataFrame, baseline: float | None, folds: int, path_png: str | os.PathLike[str],
-                        path_pdf: str | os.PathLike[str] | None = None, title: str | None = None) -> None:
+def plot_classification(
+    summary: pd.DataFrame,
+    baseline: float | None,
+    folds: int,
+    path_png: str | os.PathLike[str],
+    path_pdf: str | os.PathLike[str] | None = None,
+    title: str | None = None,
+) -> None:
     """EM vs N_train (log x), one panel per K, a line per method with its CI band, the x baseline dashed."""
     ks = sorted(int(k) for k in summary["K"].unique())
     if not ks:
@@ -44,8 +50,15 @@ def plot_classification(summary: pd.DataFrame, baseline: float | None, folds: in
                 x = g["n_train"].to_numpy(float)
                 mean = g["em_mean"].to_numpy(float)
                 ci = np.nan_to_num(g["em_ci95"].to_numpy(float), nan=0.0)
-                ax.plot(x, mean, marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6, color=method_color(m),
-                        label=method_label(m))
+                ax.plot(
+                    x,
+                    mean,
+                    marker=METHOD_MARKERS.get(m, "o"),
+                    ms=4,
+                    lw=1.6,
+                    color=method_color(m),
+                    label=method_label(m),
+                )
                 ax.fill_between(x, mean - ci, mean + ci, color=method_color(m), alpha=0.18, lw=0)
             if baseline is not None:
                 ax.axhline(baseline, **BASELINE_STYLE)
@@ -56,8 +69,10 @@ def plot_classification(summary: pd.DataFrame, baseline: float | None, folds: in
             ax.set_title(f"K = {k}", fontsize=10)
             ax.set_xlabel("N_train (log scale)")
         axes[0].set_ylabel(f"EM (%), {folds}-fold CV on the test set")
-        handles = [Line2D([], [], color=method_color(m), marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6)
-                   for m in methods]
+        handles = [
+            Line2D([], [], color=method_color(m), marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6)
+            for m in methods
+        ]
         labels = [method_label(m) for m in methods]
         if baseline is not None:
             handles.append(Line2D([], [], **BASELINE_STYLE))
@@ -69,8 +84,13 @@ def plot_classification(summary: pd.DataFrame, baseline: float | None, folds: in
         save_figure(fig, path_png, path_pdf)
 
 
-def plot_tsne(panels: Sequence[Panel], label_names: Sequence[str], path_png: str | os.PathLike[str],
-              path_pdf: str | os.PathLike[str] | None = None, title: str | None = None) -> None:
+def plot_tsne(
+    panels: Sequence[Panel],
+    label_names: Sequence[str],
+    path_png: str | os.PathLike[str],
+    path_pdf: str | os.PathLike[str] | None = None,
+    title: str | None = None,
+) -> None:
     """Rows = method, columns = N_train (large to small), points coloured by category (supplement Figs. 4-6)."""
     if not panels:
         raise ValueError("no t-SNE panels to plot")
@@ -91,16 +111,28 @@ def plot_tsne(panels: Sequence[Panel], label_names: Sequence[str], path_png: str
                     continue
                 for c in range(len(label_names)):
                     sel = p.labels == c
-                    ax.scatter(p.points[sel, 0], p.points[sel, 1], s=3, lw=0, alpha=0.7,
-                               color=CATEGORY_COLORS[c % len(CATEGORY_COLORS)], rasterized=True)
+                    ax.scatter(
+                        p.points[sel, 0],
+                        p.points[sel, 1],
+                        s=3,
+                        lw=0,
+                        alpha=0.7,
+                        color=CATEGORY_COLORS[c % len(CATEGORY_COLORS)],
+                        rasterized=True,
+                    )
                 ax.set_title(f"{method_label(m)}, N_train = {n}\n{_knn_text(p)}", fontsize=9)
-        handles = [Line2D([], [], ls="", marker="o", ms=5, color=CATEGORY_COLORS[c % len(CATEGORY_COLORS)])
-                   for c in range(len(label_names))]
+        handles = [
+            Line2D([], [], ls="", marker="o", ms=5, color=CATEGORY_COLORS[c % len(CATEGORY_COLORS)])
+            for c in range(len(label_names))
+        ]
         fig.legend(handles, list(label_names), loc="outside lower center", ncol=len(handles), frameon=False)
         k = panels[0].K
         seed = panels[0].seed
-        fig.suptitle(title or f"t-SNE of the test-set posteriors q(z|x), K = {k} (seed {seed}; single-label "
-                              "test documents)", fontsize=11)
+        fig.suptitle(
+            title
+            or f"t-SNE of the test-set posteriors q(z|x), K = {k} (seed {seed}; single-label test documents)",
+            fontsize=11,
+        )
         save_figure(fig, path_png, path_pdf)
 
 

@@ -18,12 +18,16 @@ reports the mean PMI as mean +- 95% CI over seeds beside the paper's value.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from noisyor_bench.evaluation.pmi import CooccurrenceTable, model_topics, score_topics
+from noisyor_bench.infra.errors import DataError
+from noisyor_bench.reporting.acp.text_common import add_convergence_columns, load_run_posterior
 from noisyor_bench.reporting.aggregate import (
     CI_NOTE,
     format_ci,
@@ -33,14 +37,28 @@ from noisyor_bench.reporting.aggregate import (
     method_rank,
     paper_numbers,
 )
-from noisyor_bench.infra.errors import DataError
-from noisyor_bench.evaluation.pmi import CooccurrenceTable, model_topics, score_topics
-from noisyor_bench.reporting.acp.text_common import add_convergence_columns, load_run_posterior
 
 ARTIFACT = "table5"
 COLUMNS = (
-    "artifact", "experiment", "dataset", "method", "n_train", "seed", "K", "topic", "rank", "words", "pmi",
-    "pairs_used", "pairs_skipped", "mu", "mean_pmi", "topics_defined", "mean_pmi_best", "best_topics", "run_dir",
+    "artifact",
+    "experiment",
+    "dataset",
+    "method",
+    "n_train",
+    "seed",
+    "K",
+    "topic",
+    "rank",
+    "words",
+    "pmi",
+    "pairs_used",
+    "pairs_skipped",
+    "mu",
+    "mean_pmi",
+    "topics_defined",
+    "mean_pmi_best",
+    "best_topics",
+    "run_dir",
 )  # + n_runs, n_converged of the row's run (textexp.common.add_convergence_columns)
 DEFAULT_BEST_TOPICS = 4  # the paper's Table 5 shows the best 4 topics
 
@@ -66,7 +84,9 @@ def read_vocabulary(path: str | Path) -> list[str]:
     try:
         words = [w.strip() for w in path.read_text(encoding="utf-8").splitlines() if w.strip()]
     except FileNotFoundError:
-        raise DataError(f"vocabulary {path} not found; it is written beside the corpus by 'noisyor-bench ingest-neurips'") from None
+        raise DataError(
+            f"vocabulary {path} not found; it is written beside the corpus by 'noisyor-bench ingest-neurips'"
+        ) from None
     if not words:
         raise DataError(f"vocabulary {path} is empty")
     if len(set(words)) != len(words):
@@ -80,39 +100,54 @@ def best_mean(per_topic: Sequence[float], best_topics: int) -> float:
     return float(np.mean(defined)) if defined else math.nan
 
 
-def run_topics(theta: np.ndarray, mu: np.ndarray | None, vocabulary: Sequence[str], table: CooccurrenceTable,
-               top_words: int, best_topics: int = DEFAULT_BEST_TOPICS) -> pd.DataFrame:
+def run_topics(
+    theta: np.ndarray,
+    mu: np.ndarray | None,
+    vocabulary: Sequence[str],
+    table: CooccurrenceTable,
+    top_words: int,
+    best_topics: int = DEFAULT_BEST_TOPICS,
+) -> pd.DataFrame:
     """One row per topic of one model: words (best first), PMI, pairs used/skipped, PMI rank (1 = best),
     and the model's mean PMI over all topics (``mean_pmi``) and over its best ``best_topics`` (``mean_pmi_best``)."""
     topics = model_topics(theta, vocabulary, top_words)
     scores = score_topics(table, topics)
     ranks = np.empty(len(topics), dtype=np.int64)
     ranks[scores.best(len(topics))] = np.arange(1, len(topics) + 1)
-    return pd.DataFrame({
-        "topic": np.arange(len(topics)),
-        "rank": ranks,
-        "words": [" ".join(t) for t in topics],
-        "pmi": scores.per_topic,
-        "pairs_used": scores.pairs_used,
-        "pairs_skipped": scores.pairs_skipped,
-        "mu": np.asarray(mu, dtype=np.float64) if mu is not None else np.nan,
-        "mean_pmi": scores.mean,
-        "topics_defined": int(sum(not math.isnan(v) for v in scores.per_topic)),
-        "mean_pmi_best": best_mean(scores.per_topic, best_topics),
-        "best_topics": int(best_topics),
-    })
+    return pd.DataFrame(
+        {
+            "topic": np.arange(len(topics)),
+            "rank": ranks,
+            "words": [" ".join(t) for t in topics],
+            "pmi": scores.per_topic,
+            "pairs_used": scores.pairs_used,
+            "pairs_skipped": scores.pairs_skipped,
+            "mu": np.asarray(mu, dtype=np.float64) if mu is not None else np.nan,
+            "mean_pmi": scores.mean,
+            "topics_defined": int(sum(not math.isnan(v) for v in scores.per_topic)),
+            "mean_pmi_best": best_mean(scores.per_topic, best_topics),
+            "best_topics": int(best_topics),
+        }
+    )
 
 
-def topics_table(runs: pd.DataFrame, vocabulary: Sequence[str], table: CooccurrenceTable, top_words: int,
-                 best_topics: int = DEFAULT_BEST_TOPICS) -> pd.DataFrame:
+def topics_table(
+    runs: pd.DataFrame,
+    vocabulary: Sequence[str],
+    table: CooccurrenceTable,
+    top_words: int,
+    best_topics: int = DEFAULT_BEST_TOPICS,
+) -> pd.DataFrame:
     """Table 5 rows for every run: one row per (method, N_train, seed, topic); see :data:`COLUMNS`."""
     parts = []
     for r in runs.to_dict("records"):
         post = load_run_posterior(r["run_dir"])
         theta = post["theta"]
         if theta.ndim != 2 or theta.shape[0] != len(vocabulary):
-            raise DataError(f"{r['run_dir']}/posterior_test.npz: theta has shape {theta.shape}; the vocabulary has "
-                            f"{len(vocabulary)} words (was the run trained on this corpus?)")
+            raise DataError(
+                f"{r['run_dir']}/posterior_test.npz: theta has shape {theta.shape}; the vocabulary has "
+                f"{len(vocabulary)} words (was the run trained on this corpus?)"
+            )
         part = run_topics(theta, post.get("mu"), vocabulary, table, top_words, best_topics)
         for key in ("experiment", "dataset", "method", "n_train", "seed", "run_dir"):
             part[key] = r[key]
@@ -159,8 +194,10 @@ def _block(g: pd.DataFrame, method: str, n_train: int, best_topics: int) -> str:
     rows = [[c[j] if j < len(c) else "" for c in cols] for j in range(depth)]
     rows.append([f"PMI: {_fmt(v)}" for v in top["pmi"]])
     rows.append([f"({int(u)}/{int(u + k)} pairs)" for u, k in zip(top["pairs_used"], top["pairs_skipped"])])
-    title = (f"### N_train = {n_train}, {method_label(method)} (mean PMI over all topics = {format_ci(mean, ci, n)} over {n} seed(s); "
-             f"shown: seed {shown}, PMI = {_fmt(means[shown])})\n\n")
+    title = (
+        f"### N_train = {n_train}, {method_label(method)} (mean PMI over all topics = {format_ci(mean, ci, n)} over {n} seed(s); "
+        f"shown: seed {shown}, PMI = {_fmt(means[shown])})\n\n"
+    )
     return title + markdown_table(header, rows)
 
 
@@ -168,8 +205,10 @@ def table5_markdown(table: pd.DataFrame, best_topics: int, reference: str = "the
     """Table 5 layout (best topics per method and N_train) and a summary beside the paper's PMI."""
     paper = _paper_rows()
     blocks, summary = [], []
-    keys = sorted({(m, int(n)) for m, n in zip(table["method"], table["n_train"])},
-                  key=lambda mn: (-mn[1], _paper_method_order(mn[0])))
+    keys = sorted(
+        {(m, int(n)) for m, n in zip(table["method"], table["n_train"])},
+        key=lambda mn: (-mn[1], _paper_method_order(mn[0])),
+    )
     for method, n_train in keys:
         g = table[(table["method"] == method) & (table["n_train"] == n_train)]
         blocks.append(_block(g, method, n_train, best_topics))
@@ -182,14 +221,21 @@ def table5_markdown(table: pd.DataFrame, best_topics: int, reference: str = "the
         p = paper.get((method, n_train), {})
         paper_best = p.get("topic_pmi") or []
         used, skipped = int(g["pairs_used"].sum()), int(g["pairs_skipped"].sum())
-        summary.append([
-            n_train, method_label(method), format_ci(mean, ci, n), format_ci(b_mean, b_ci, b_n),
-            "; ".join(f"s{s}: {_fmt(v)}" for s, v in means.items()),
-            ", ".join(_fmt(v) for v in best), _fmt(p.get("mean_pmi")),
-            (", ".join(_fmt(v) for v in paper_best) + f" (mean {_fmt(float(np.mean(paper_best)))})") if paper_best
-            else ("not legible" if p else ""),
-            f"{skipped}/{used + skipped}",
-        ])
+        summary.append(
+            [
+                n_train,
+                method_label(method),
+                format_ci(mean, ci, n),
+                format_ci(b_mean, b_ci, b_n),
+                "; ".join(f"s{s}: {_fmt(v)}" for s, v in means.items()),
+                ", ".join(_fmt(v) for v in best),
+                _fmt(p.get("mean_pmi")),
+                (", ".join(_fmt(v) for v in paper_best) + f" (mean {_fmt(float(np.mean(paper_best)))})")
+                if paper_best
+                else ("not legible" if p else ""),
+                f"{skipped}/{used + skipped}",
+            ]
+        )
     k = int(table["K"].iloc[0]) if len(table) else 0
     words = int(table["words"].str.split(" ").map(len).max()) if len(table) else 0
     src = paper_numbers()["table5"]["source"]
@@ -200,14 +246,28 @@ def table5_markdown(table: pd.DataFrame, best_topics: int, reference: str = "the
         f"defined PMI); a model's PMI: mean over **all** its {k} topics (as the paper's header numbers), shown beside "
         f"the mean over its best {best_topics} (the paper's selection). Topics are ranked by "
         "PMI; the block shows the seed whose mean PMI is the median over seeds (lower median for an even count).\n\n"
-        + UNSEEN_PAIRS_NOTE + "\n"
-        + REFERENCE_NOTE.format(reference=reference) + "\n"
+        + UNSEEN_PAIRS_NOTE
+        + "\n"
+        + REFERENCE_NOTE.format(reference=reference)
+        + "\n"
         + "\n".join(blocks)
         + f"\n## Summary: mean PMI over all {k} topics and over the best {best_topics}, ours beside the paper's\n\n"
-        + CI_NOTE + "\n"
-        + markdown_table(["N_train", "method", f"mean PMI, all {k} topics (ours)", f"mean PMI, best {best_topics} (ours)",
-                          "all topics, per seed", f"best {best_topics} (shown seed)", "paper mean PMI (all topics)",
-                          f"paper best {best_topics}", "pairs skipped (unseen), all seeds"], summary)
+        + CI_NOTE
+        + "\n"
+        + markdown_table(
+            [
+                "N_train",
+                "method",
+                f"mean PMI, all {k} topics (ours)",
+                f"mean PMI, best {best_topics} (ours)",
+                "all topics, per seed",
+                f"best {best_topics} (shown seed)",
+                "paper mean PMI (all topics)",
+                f"paper best {best_topics}",
+                "pairs skipped (unseen), all seeds",
+            ],
+            summary,
+        )
     )
 
 

@@ -20,8 +20,9 @@ and the silhouette score of the categories in the embedding.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,8 +61,13 @@ def embed(features: np.ndarray, perplexity: float, seed: int, threads: int = 1) 
     from threadpoolctl import threadpool_limits
 
     x = np.asarray(features, dtype=np.float64)
-    tsne = TSNE(n_components=2, perplexity=effective_perplexity(perplexity, x.shape[0]), init="pca",
-                random_state=seed, n_jobs=threads)
+    tsne = TSNE(
+        n_components=2,
+        perplexity=effective_perplexity(perplexity, x.shape[0]),
+        init="pca",
+        random_state=seed,
+        n_jobs=threads,
+    )
     with threadpool_limits(limits=threads):
         points = tsne.fit_transform(x)
     return points, float(tsne.kl_divergence_)
@@ -123,39 +129,73 @@ class Panel:
     neighbors: int = DEFAULT_NEIGHBORS
 
 
-def tsne_panels(runs: pd.DataFrame, y_test: np.ndarray, perplexity: float, seed: int,
-                k: int = DEFAULT_NEIGHBORS, threads: int = 1) -> list[Panel]:
+def tsne_panels(
+    runs: pd.DataFrame,
+    y_test: np.ndarray,
+    perplexity: float,
+    seed: int,
+    k: int = DEFAULT_NEIGHBORS,
+    threads: int = 1,
+) -> list[Panel]:
     """Embed every run's test posterior (single-label documents) and score the separation."""
     mask, labels = single_label(y_test)
     panels = []
     for r in runs.to_dict("records"):
         q = load_run_posterior(r["run_dir"], ("q",))["q"]
         if q.ndim != 2 or q.shape[0] != y_test.shape[0]:
-            raise DataError(f"{r['run_dir']}/posterior_test.npz: q has shape {q.shape}, expected "
-                            f"({y_test.shape[0]} test documents, K)")
+            raise DataError(
+                f"{r['run_dir']}/posterior_test.npz: q has shape {q.shape}, expected "
+                f"({y_test.shape[0]} test documents, K)"
+            )
         feats = q[mask]
         points, _ = embed(feats, perplexity, seed, threads)
-        panels.append(Panel(str(r["method"]), int(q.shape[1]), int(r["n_train"]), int(r["seed"]), points, labels,
-                            knn_accuracy(points, labels, k), knn_accuracy(feats, labels, k), silhouette(points, labels),
-                            k))
+        panels.append(
+            Panel(
+                str(r["method"]),
+                int(q.shape[1]),
+                int(r["n_train"]),
+                int(r["seed"]),
+                points,
+                labels,
+                knn_accuracy(points, labels, k),
+                knn_accuracy(feats, labels, k),
+                silhouette(points, labels),
+                k,
+            )
+        )
     return panels
 
 
-def tsne_table(panels: Sequence[Panel], runs: pd.DataFrame, perplexity: float, seed: int,
-               label_names: Sequence[str]) -> pd.DataFrame:
+def tsne_table(
+    panels: Sequence[Panel], runs: pd.DataFrame, perplexity: float, seed: int, label_names: Sequence[str]
+) -> pd.DataFrame:
     """One row per panel: identity, points, the separation numbers and the majority-class rate."""
-    dirs = {(r["method"], int(r["n_train"]), int(r["seed"]), int(r["K"])): r["run_dir"] for r in runs.to_dict("records")}
+    dirs = {
+        (r["method"], int(r["n_train"]), int(r["seed"]), int(r["K"])): r["run_dir"]
+        for r in runs.to_dict("records")
+    }
     rows: list[dict[str, Any]] = []
     for p in panels:
         counts = np.bincount(p.labels, minlength=len(label_names))
-        rows.append({
-            "artifact": ARTIFACT, "method": p.method, "K": p.K, "n_train": p.n_train, "seed": p.seed,
-            "n_points": int(p.labels.size), "perplexity": effective_perplexity(perplexity, p.labels.size),
-            "tsne_seed": seed, "neighbors": p.neighbors, "knn_acc_2d": p.knn_acc_2d, "knn_acc_q": p.knn_acc_q,
-            "silhouette_2d": p.silhouette_2d, "majority_rate": float(100.0 * counts.max() / counts.sum()),
-            "category_counts": ";".join(f"{n}:{int(c)}" for n, c in zip(label_names, counts)),
-            "run_dir": dirs.get((p.method, p.n_train, p.seed, p.K), ""),
-        })
+        rows.append(
+            {
+                "artifact": ARTIFACT,
+                "method": p.method,
+                "K": p.K,
+                "n_train": p.n_train,
+                "seed": p.seed,
+                "n_points": int(p.labels.size),
+                "perplexity": effective_perplexity(perplexity, p.labels.size),
+                "tsne_seed": seed,
+                "neighbors": p.neighbors,
+                "knn_acc_2d": p.knn_acc_2d,
+                "knn_acc_q": p.knn_acc_q,
+                "silhouette_2d": p.silhouette_2d,
+                "majority_rate": float(100.0 * counts.max() / counts.sum()),
+                "category_counts": ";".join(f"{n}:{int(c)}" for n, c in zip(label_names, counts)),
+                "run_dir": dirs.get((p.method, p.n_train, p.seed, p.K), ""),
+            }
+        )
     return add_convergence_columns(pd.DataFrame(rows), runs)
 
 
@@ -163,10 +203,23 @@ def tsne_markdown(table: pd.DataFrame) -> str:
     """The separation numbers per panel (one row per K, N_train, method)."""
     from noisyor_bench.reporting.aggregate import markdown_table, method_label, method_rank
 
-    t = table.assign(_m=table["method"].map(method_rank)).sort_values(["K", "n_train", "_m"], ascending=[True, False, True])
-    rows = [[int(r["K"]), int(r["n_train"]), method_label(r["method"]), int(r["seed"]), int(r["n_points"]),
-             f"{r['knn_acc_2d']:.1f}", f"{r['knn_acc_q']:.1f}", f"{r['silhouette_2d']:.3f}", f"{r['majority_rate']:.1f}"]
-            for r in t.to_dict("records")]
+    t = table.assign(_m=table["method"].map(method_rank)).sort_values(
+        ["K", "n_train", "_m"], ascending=[True, False, True]
+    )
+    rows = [
+        [
+            int(r["K"]),
+            int(r["n_train"]),
+            method_label(r["method"]),
+            int(r["seed"]),
+            int(r["n_points"]),
+            f"{r['knn_acc_2d']:.1f}",
+            f"{r['knn_acc_q']:.1f}",
+            f"{r['silhouette_2d']:.3f}",
+            f"{r['majority_rate']:.1f}",
+        ]
+        for r in t.to_dict("records")
+    ]
     k = ",".join(str(int(v)) for v in sorted(table["neighbors"].unique())) if len(table) else "?"
     perp = ",".join(f"{v:g}" for v in sorted(table["perplexity"].unique())) if len(table) else "?"
     return (
@@ -176,6 +229,18 @@ def tsne_markdown(table: pd.DataFrame) -> str:
         "vote of the nearest other points) of the category in the 2-D map and in the K-dimensional posterior "
         "space q(z|x); silhouette of the categories in the 2-D map; majority-class rate = the accuracy of "
         "always answering the most frequent category (fully fused categories score about this).\n\n"
-        + markdown_table(["K", "N_train", "method", "seed", "points", "k-NN acc. 2-D (%)", "k-NN acc. q (%)",
-                          "silhouette 2-D", "majority rate (%)"], rows)
+        + markdown_table(
+            [
+                "K",
+                "N_train",
+                "method",
+                "seed",
+                "points",
+                "k-NN acc. 2-D (%)",
+                "k-NN acc. q (%)",
+                "silhouette 2-D",
+                "majority rate (%)",
+            ],
+            rows,
+        )
     )

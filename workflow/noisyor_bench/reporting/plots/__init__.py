@@ -22,7 +22,9 @@ from noisyor_bench.infra.io import atomic_path  # noqa: E402
 DPI = 150
 
 
-def save_figure(fig: Figure, path_png: str | os.PathLike[str], path_pdf: str | os.PathLike[str] | None = None) -> None:
+def save_figure(
+    fig: Figure, path_png: str | os.PathLike[str], path_pdf: str | os.PathLike[str] | None = None
+) -> None:
     """Write ``fig`` as PNG (and optionally PDF), each atomically, without timestamps."""
     targets: list[tuple[Path, str, dict[str, object]]] = [(Path(path_png), "png", {"Software": None})]
     if path_pdf is not None:

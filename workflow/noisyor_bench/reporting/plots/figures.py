@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,8 +23,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 
-from noisyor_bench.reporting.aggregate import BASELINE_LABELS, mean_ci, method_label, method_rank
 from noisyor_bench.evaluation.recovery import Recovery, activation_probabilities
+from noisyor_bench.reporting.aggregate import BASELINE_LABELS, mean_ci, method_label, method_rank
 from noisyor_bench.reporting.plots import save_figure
 
 METHOD_COLORS: dict[str, str] = {
@@ -34,7 +35,14 @@ METHOD_COLORS: dict[str, str] = {
     "ub-cdi": "#E69F00",  # orange
     "acp-sg": "#000000",  # black: the ablation of ACP (theta stopped in eq. 11)
 }
-METHOD_MARKERS: dict[str, str] = {"avi": "o", "acp": "s", "svi": "^", "lb-cdi": "D", "ub-cdi": "v", "acp-sg": "X"}
+METHOD_MARKERS: dict[str, str] = {
+    "avi": "o",
+    "acp": "s",
+    "svi": "^",
+    "lb-cdi": "D",
+    "ub-cdi": "v",
+    "acp-sg": "X",
+}
 LLUB_COLOR = "#333333"
 RECOVERED_EDGE = "#009E73"
 MISSED_EDGE = "#D55E00"
@@ -74,8 +82,12 @@ def curve_bands(curves: pd.DataFrame, column: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["round", "mean", "low", "high"])
 
 
-def plot_fig3b(curves: pd.DataFrame, path_png: str | os.PathLike[str], path_pdf: str | os.PathLike[str] | None = None,
-               title: str | None = None) -> None:
+def plot_fig3b(
+    curves: pd.DataFrame,
+    path_png: str | os.PathLike[str],
+    path_pdf: str | os.PathLike[str] | None = None,
+    title: str | None = None,
+) -> None:
     """UB-CDI learning curve: LL-UB (left axis) and ELBO (right axis) per fixed-point round (paper Fig. 3b)."""
     if curves.empty:
         raise ValueError("no curve rows to plot")
@@ -114,12 +126,20 @@ class PatternRow:
     recovery: Recovery
 
 
-def _draw_panel(ax: Axes, values: np.ndarray, shape: tuple[int, int], label: str, edge: str | None = None,
-                vmax: float | None = None) -> None:
+def _draw_panel(
+    ax: Axes,
+    values: np.ndarray,
+    shape: tuple[int, int],
+    label: str,
+    edge: str | None = None,
+    vmax: float | None = None,
+) -> None:
     """One pattern as an image of p = 1 - exp(-theta); its own maximum is black unless ``vmax`` is given."""
     p = activation_probabilities(values)
     top = float(p.max()) if vmax is None else float(vmax)
-    ax.imshow(p.reshape(shape), cmap=PATTERN_CMAP, vmin=0.0, vmax=top if top > 0 else 1.0, interpolation="nearest")
+    ax.imshow(
+        p.reshape(shape), cmap=PATTERN_CMAP, vmin=0.0, vmax=top if top > 0 else 1.0, interpolation="nearest"
+    )
     ax.set_xticks([])
     ax.set_yticks([])
     ax.grid(False)
@@ -130,9 +150,15 @@ def _draw_panel(ax: Axes, values: np.ndarray, shape: tuple[int, int], label: str
         spine.set_linewidth(2.0 if edge else 0.6)
 
 
-def plot_pattern_grid(theta_true: np.ndarray, theta0_true: np.ndarray | None, rows: Sequence[PatternRow],
-                      image_shape: tuple[int, int], path_png: str | os.PathLike[str],
-                      path_pdf: str | os.PathLike[str] | None = None, title: str | None = None) -> None:
+def plot_pattern_grid(
+    theta_true: np.ndarray,
+    theta0_true: np.ndarray | None,
+    rows: Sequence[PatternRow],
+    image_shape: tuple[int, int],
+    path_png: str | os.PathLike[str],
+    path_pdf: str | os.PathLike[str] | None = None,
+    title: str | None = None,
+) -> None:
     """Grid of patterns (paper Fig. 4): the true patterns on top, then one row per learned model.
 
     Learned columns are shown in the order of the true pattern they were matched to (extra
@@ -147,9 +173,16 @@ def plot_pattern_grid(theta_true: np.ndarray, theta0_true: np.ndarray | None, ro
     with _style():
         fig = Figure(figsize=(0.95 * n_cols + 0.3, 1.25 * (len(rows) + 1) + 0.5), layout="constrained")
         subfigs = fig.subfigures(len(rows) + 1, 1, squeeze=False)[:, 0]
-        _pattern_row(subfigs[0], theta_true, theta0_true, shape, n_cols,
-                     [f"true {j + 1}" for j in range(k_true)], [None] * k_true,
-                     f"true patterns ({k_true}) and leak")
+        _pattern_row(
+            subfigs[0],
+            theta_true,
+            theta0_true,
+            shape,
+            n_cols,
+            [f"true {j + 1}" for j in range(k_true)],
+            [None] * k_true,
+            f"true patterns ({k_true}) and leak",
+        )
         for sub, row in zip(subfigs[1:], rows):
             order = row.recovery.order()
             labels, edges = [], []
@@ -162,14 +195,24 @@ def plot_pattern_grid(theta_true: np.ndarray, theta0_true: np.ndarray | None, ro
                     labels.append("unmatched")
                     edges.append(None)
             _pattern_row(sub, row.theta[:, order], row.theta0, shape, n_cols, labels, edges, row.label)
-        key = ("panel title: matched cosine similarity (max p = strongest pixel); frame green = recovered, "
-               "red = not recovered; images show p = 1 − exp(−θ), black = panel maximum")
+        key = (
+            "panel title: matched cosine similarity (max p = strongest pixel); frame green = recovered, "
+            "red = not recovered; images show p = 1 − exp(−θ), black = panel maximum"
+        )
         fig.suptitle(f"{title}\n{key}" if title else key, fontsize=9)
         save_figure(fig, path_png, path_pdf)
 
 
-def _pattern_row(sub: SubFigure, theta: np.ndarray, theta0: np.ndarray | None, shape: tuple[int, int], n_cols: int,
-                 labels: Sequence[str], edges: Sequence[str | None], row_title: str) -> None:
+def _pattern_row(
+    sub: SubFigure,
+    theta: np.ndarray,
+    theta0: np.ndarray | None,
+    shape: tuple[int, int],
+    n_cols: int,
+    labels: Sequence[str],
+    edges: Sequence[str | None],
+    row_title: str,
+) -> None:
     """Pattern panels (each scaled to its own maximum) and the leak on the row's common scale.
 
     The leak is usually near-uniform, so its own maximum would paint it black; on the row's
@@ -182,7 +225,9 @@ def _pattern_row(sub: SubFigure, theta: np.ndarray, theta0: np.ndarray | None, s
             _draw_panel(ax, theta[:, j], shape, f"{labels[j]} (max {p_max[j]:.2f})", edges[j])
         elif j == n_cols - 1 and theta0 is not None:
             common = max(float(p_max.max()), float(activation_probabilities(theta0).max()))
-            _draw_panel(ax, theta0, shape, f"leak (max {activation_probabilities(theta0).max():.2f})", vmax=common)
+            _draw_panel(
+                ax, theta0, shape, f"leak (max {activation_probabilities(theta0).max():.2f})", vmax=common
+            )
         else:
             ax.axis("off")
     sub.suptitle(row_title, fontsize=9, x=0.01, ha="left")
@@ -205,20 +250,26 @@ def representative_runs(recovery: pd.DataFrame) -> pd.DataFrame:
         g = g.sort_values(["mean_similarity", "seed"]).reset_index(drop=True)
         picks.append(g.iloc[(len(g) - 1) // 2])
     out = pd.DataFrame(picks)
-    out = out.assign(_r=out["method"].map(method_rank)).sort_values(["_r", "n_train"], ascending=[True, False])
+    out = out.assign(_r=out["method"].map(method_rank)).sort_values(
+        ["_r", "n_train"], ascending=[True, False]
+    )
     return out.drop(columns="_r").reset_index(drop=True)
 
 
 def row_title(pick: Mapping[str, object], recovery: pd.DataFrame) -> str:
     """``"ACP, N_train=200 (seed 1, lowest val. NELBO): 8/8 recovered; all seeds: 8, 8, 7 (all 8 in 2/3)"``."""
-    g = recovery[(recovery["method"] == pick["method"]) & (recovery["n_train"] == pick["n_train"])].sort_values("seed")
+    g = recovery[
+        (recovery["method"] == pick["method"]) & (recovery["n_train"] == pick["n_train"])
+    ].sort_values("seed")
     counts = ", ".join(str(int(v)) for v in g["recovered"])
     n_all = int((g["recovered"].astype(int) == g["n_true"].astype(int)).sum())
     selected = pick.get("selected")
     how = ", lowest val. NELBO" if isinstance(selected, (bool, np.bool_)) and bool(selected) else ""
-    return (f"{method_label(str(pick['method']))}, N_train={int(pick['n_train'])} (seed {int(pick['seed'])}{how}): "
-            f"{int(pick['recovered'])}/{int(pick['n_true'])} recovered; all seeds: {counts} "
-            f"(all {int(pick['n_true'])} in {n_all}/{len(g)})")
+    return (
+        f"{method_label(str(pick['method']))}, N_train={int(pick['n_train'])} (seed {int(pick['seed'])}{how}): "
+        f"{int(pick['recovered'])}/{int(pick['n_true'])} recovered; all seeds: {counts} "
+        f"(all {int(pick['n_true'])} in {n_all}/{len(g)})"
+    )
 
 
 # ------------------------------------------------------------------------------ Fig. 5
@@ -236,8 +287,13 @@ _REFERENCE_STYLES: dict[str, dict[str, Any]] = {
 }
 
 
-def plot_fig5(table: pd.DataFrame, path_png: str | os.PathLike[str], path_pdf: str | os.PathLike[str] | None = None,
-              titles: Mapping[str, str] | None = None, title: str | None = None) -> None:
+def plot_fig5(
+    table: pd.DataFrame,
+    path_png: str | os.PathLike[str],
+    path_pdf: str | os.PathLike[str] | None = None,
+    titles: Mapping[str, str] | None = None,
+    title: str | None = None,
+) -> None:
     """Held-out NELBO vs N_train (log axis), one panel per dataset, one line per method with a 95% CI band.
 
     Reference rows (``status = baseline``, :func:`noisyor_bench.reporting.aggregate.with_baselines`) are
@@ -264,15 +320,28 @@ def plot_fig5(table: pd.DataFrame, path_png: str | os.PathLike[str], path_pdf: s
                 x = g["n_train"].to_numpy(float)
                 mean = g["nelbo_mean"].to_numpy(float)
                 ci = np.nan_to_num(g["nelbo_ci95"].to_numpy(float), nan=0.0)
-                ax.plot(x, mean, marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6, color=method_color(m),
-                        label=method_label(m))
+                ax.plot(
+                    x,
+                    mean,
+                    marker=METHOD_MARKERS.get(m, "o"),
+                    ms=4,
+                    lw=1.6,
+                    color=method_color(m),
+                    label=method_label(m),
+                )
                 ax.fill_between(x, mean - ci, mean + ci, color=method_color(m), alpha=0.18, lw=0)
             for ref, style in _REFERENCE_STYLES.items():
                 g = refs[(refs["dataset"] == dataset) & (refs["method"] == ref)].sort_values("n_train")
                 if g.empty:
                     continue
                 if ref == "indep-bernoulli":
-                    ax.plot(g["n_train"].to_numpy(float), g["nelbo_mean"].to_numpy(float), color="0.35", lw=1.2, **style)
+                    ax.plot(
+                        g["n_train"].to_numpy(float),
+                        g["nelbo_mean"].to_numpy(float),
+                        color="0.35",
+                        lw=1.2,
+                        **style,
+                    )
                 else:
                     ax.axhline(float(g["nelbo_mean"].iloc[0]), color="0.2", lw=1.0, **style)
             ax.set_xscale("log")
@@ -282,18 +351,25 @@ def plot_fig5(table: pd.DataFrame, path_png: str | os.PathLike[str], path_pdf: s
             ax.set_title((titles or {}).get(dataset, dataset), fontsize=10)
             ax.set_xlabel("N_train (log scale)")
             ax.set_ylabel("held-out NELBO (nats / point)")
-        for ax in axes[len(datasets):]:
+        for ax in axes[len(datasets) :]:
             ax.axis("off")
-        handles = [Line2D([], [], color=method_color(m), marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6)
-                   for m in methods]
+        handles = [
+            Line2D([], [], color=method_color(m), marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6)
+            for m in methods
+        ]
         labels = [method_label(m) for m in methods]
         for ref, style in _REFERENCE_STYLES.items():
             if (refs["method"] == ref).any():
-                handles.append(Line2D([], [], color="0.35" if ref == "indep-bernoulli" else "0.2", lw=1.2, **style))
+                handles.append(
+                    Line2D([], [], color="0.35" if ref == "indep-bernoulli" else "0.2", lw=1.2, **style)
+                )
                 labels.append(BASELINE_LABELS[ref])
         fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 5), frameon=False)
         n_lo, n_hi = int(table["nelbo_n"].min()), int(table["nelbo_n"].max())
-        seeds = "1 seed per point, no CI bands" if n_hi < 2 else (
-            f"mean over {n_lo if n_lo == n_hi else f'{n_lo}-{n_hi}'} seeds, 95% CI bands")
+        seeds = (
+            "1 seed per point, no CI bands"
+            if n_hi < 2
+            else (f"mean over {n_lo if n_lo == n_hi else f'{n_lo}-{n_hi}'} seeds, 95% CI bands")
+        )
         fig.suptitle(title or f"Generative modelling on SYN-RANDOM: held-out NELBO ({seeds})", fontsize=11)
         save_figure(fig, path_png, path_pdf)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
+import matplotlib.pyplot as plt  # noqa: E402  (backend chosen in plots/__init__)
 import numpy as np
 
 from noisyor_bench.reporting.plots import save_figure
-
-import matplotlib.pyplot as plt  # noqa: E402  (backend chosen in plots/__init__)
 
 _CMAP = "gray_r"
 
@@ -29,7 +29,9 @@ def _checked(theta: np.ndarray, leak: np.ndarray | None) -> tuple[np.ndarray, np
     if leak is not None:
         leak = np.asarray(leak, dtype=np.float64)
         if leak.shape != (theta.shape[0],) or not np.all(np.isfinite(leak)) or np.any(leak < 0):
-            raise ValueError(f"leak must be finite, non-negative, of shape ({theta.shape[0]},); got {leak.shape}")
+            raise ValueError(
+                f"leak must be finite, non-negative, of shape ({theta.shape[0]},); got {leak.shape}"
+            )
     return theta, leak
 
 
