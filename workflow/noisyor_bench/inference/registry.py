@@ -1,8 +1,17 @@
-"""Registry of inference methods (paper Table 1), imported lazily by name."""
+"""The inference methods (paper Table 1 and the ablation): the one list every layer reads.
+
+Each entry says what the rest of the workflow needs to know about a method without importing
+torch: its CLI/wildcard name, the paper's label, the class that implements it (imported lazily),
+whether it is amortized, the modes it exists in, and its colour and marker in every figure.  The
+Snakefile's wildcard constraint, the config validation, the tables' column order and labels and
+the plots' colours are all derived from :data:`METHODS`; adding a method is one entry here and
+one module beside this one.
+"""
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from noisyor_bench.infra.errors import ConfigError
@@ -10,27 +19,84 @@ from noisyor_bench.infra.errors import ConfigError
 if TYPE_CHECKING:  # the base class imports torch; the registry must not
     from noisyor_bench.inference.base import InferenceMethod
 
-# name -> "module:Class" inside this package
-_REGISTRY: dict[str, str] = {
-    "avi": "avi:AVI",
-    "acp": "acp:ACP",
-    "svi": "svi:SVI",
-    "lb-cdi": "lbcdi:LBCDI",
-    "ub-cdi": "ubcdi:UBCDI",
-    "acp-sg": "acp:ACPStopGrad",  # ablation: ACP with theta detached in eq. 11 (learning mode only)
-}
+BOTH_MODES: tuple[str, ...] = ("inference", "learning")
 
-LEARNING_ONLY: tuple[str, ...] = ("acp-sg",)
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """What the workflow knows about one method (see the module docstring)."""
+
+    name: str  # CLI, config and wildcard name, e.g. "lb-cdi"
+    label: str  # the paper's name, e.g. "LB-CDI"
+    entry: str  # "module:Class" inside noisyor_bench.inference
+    amortized: bool  # one encoder for all datapoints (AVI, ACP) vs per-datapoint optimisation
+    colour: str  # Okabe-Ito palette (colour-blind safe), the same in every figure
+    marker: str
+    modes: tuple[str, ...] = BOTH_MODES
+    modes_reason: str = ""  # why a method exists in fewer modes
+    ablates: str | None = None  # the method this one is an ablation of (shown next to it)
+
+    @property
+    def deterministic_in_inference(self) -> bool:
+        """A per-datapoint optimisation on the held-out rows with the true model: no seed enters
+        it, so one value per setting (the classical methods in inference mode)."""
+        return not self.amortized
+
+
+# Paper Table 1's order, then the ablations; tables and legends use :func:`display_order`.
+METHODS: tuple[MethodInfo, ...] = (
+    MethodInfo("avi", "AVI", "avi:AVI", True, "#0072B2", "o"),  # blue
+    MethodInfo("acp", "ACP", "acp:ACP", True, "#D55E00", "s"),  # vermillion
+    MethodInfo("svi", "SVI", "svi:SVI", False, "#009E73", "^"),  # bluish green
+    MethodInfo("lb-cdi", "LB-CDI", "lbcdi:LBCDI", False, "#CC79A7", "D"),  # reddish purple
+    MethodInfo("ub-cdi", "UB-CDI", "ubcdi:UBCDI", False, "#E69F00", "v"),  # orange
+    MethodInfo(
+        "acp-sg",
+        "ACP-SG",
+        "acp:ACPStopGrad",
+        True,
+        "#000000",  # black: the ablation of ACP (theta stopped in eq. 11)
+        "X",
+        modes=("learning",),
+        modes_reason="an ablation of learning (theta detached in eq. 11); in inference mode theta is "
+        "fixed, so ACP-SG would be ACP",
+        ablates="acp",
+    ),
+)
+
+_BY_NAME: dict[str, MethodInfo] = {m.name: m for m in METHODS}
+
+METHOD_NAMES: tuple[str, ...] = tuple(m.name for m in METHODS)
+LEARNING_ONLY: tuple[str, ...] = tuple(m.name for m in METHODS if m.modes == ("learning",))
 """Methods that exist only in learning mode (refused in inference experiments)."""
+NON_AMORTIZED: tuple[str, ...] = tuple(m.name for m in METHODS if not m.amortized)
 
-METHOD_NAMES: tuple[str, ...] = tuple(_REGISTRY)
+
+def method_info(name: str) -> MethodInfo:
+    """The registry entry of ``name``; a clear error naming the allowed methods otherwise."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ConfigError(f"unknown method {name!r}; allowed: {', '.join(METHOD_NAMES)}") from None
 
 
 def get_method(name: str) -> type[InferenceMethod]:
-    """The method class registered under ``name`` (e.g. ``"acp"``)."""
-    try:
-        module_name, class_name = _REGISTRY[name].split(":")
-    except KeyError:
-        raise ConfigError(f"unknown method {name!r}; allowed: {', '.join(METHOD_NAMES)}") from None
+    """The method class registered under ``name`` (e.g. ``"acp"``), imported on first use."""
+    module_name, class_name = method_info(name).entry.split(":")
     module = importlib.import_module(f"{__package__}.{module_name}")
     return getattr(module, class_name)
+
+
+def wildcard_pattern() -> str:
+    """The Snakefile's ``method`` wildcard constraint: exactly the registered names."""
+    return "|".join(METHOD_NAMES)
+
+
+def display_order() -> tuple[str, ...]:
+    """Tables' column and figures' legend order: registry order, each ablation after its method."""
+    order: list[str] = []
+    for m in METHODS:
+        if m.ablates is None:
+            order.append(m.name)
+            order.extend(a.name for a in METHODS if a.ablates == m.name)
+    return tuple(order)
