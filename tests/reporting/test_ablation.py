@@ -32,8 +32,10 @@ from noisyor_bench.models.noisyor.elbo import elbo
 from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.models.noisyor.sparse import ActiveSet
 from noisyor_bench.reporting.acp import ablation as AB
-from noisyor_bench.reporting.aggregate import collect_runs, format_values, parse_values, read_tables
-from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, synthetic_claims
+from noisyor_bench.reporting.acp.synthetic_claims import synthetic_claims
+from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from noisyor_bench.reporting.collect import collect_runs
+from noisyor_bench.reporting.tables import format_values, parse_values, read_tables
 
 F64 = torch.float64
 ROOT = Path(__file__).resolve().parents[2]
@@ -338,7 +340,7 @@ def test_mechanism_claim_verdict_from_the_paired_cis(
 
 
 def test_acp_sg_is_no_competitor_in_table4_claim() -> None:
-    from noisyor_bench.reporting.claims import claim_acp_lowest_table4
+    from noisyor_bench.reporting.acp.synthetic_claims import claim_acp_lowest_table4
 
     rows = []
     for m, v in (("acp", 150.0), ("avi", 152.0), ("acp-sg", 140.0)):

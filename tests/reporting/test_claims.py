@@ -1,4 +1,5 @@
-"""Claim verdicts from CIs over seeds, on hand-made tables (no runs needed)."""
+"""Claim verdicts from CIs over seeds, on hand-made tables (no runs needed): the generic rules
+(noisyor_bench.reporting.claims) and the ACP synthetic-data claims (reporting.acp.synthetic_claims)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from scipy import stats
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.reporting import claims as C
+from noisyor_bench.reporting.acp import synthetic_claims as SC
 from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claim, Interval
 
 
@@ -176,7 +178,7 @@ NOISY_A, NOISY_B = seeds(22.0, 25.0, 19.0), seeds(23.0, 21.0, 24.0)
 )
 def test_claim_recovery_n200(acp, avi, expected):
     tables = {"recovery": recovery({("syn-pattern", "acp", 200): acp, ("syn-pattern", "avi", 200): avi})}
-    assert C.claim_recovery_n200(tables).verdict == expected
+    assert SC.claim_recovery_n200(tables).verdict == expected
 
 
 def test_claim_recovery_success_rate_and_selected_run_in_numbers():
@@ -191,7 +193,7 @@ def test_claim_recovery_success_rate_and_selected_run_in_numbers():
             {("syn-pattern", "acp", 1000): acp, ("syn-pattern", "avi", 1000): [8] * 10}, val=val
         )
     }
-    claim = C.claim_recovery_n1000(tables)
+    claim = SC.claim_recovery_n1000(tables)
     assert (
         claim.verdict == INCONCLUSIVE
     )  # ACP's interval straddles 1/2; AVI 10/10 -> (0.72, 1) alone would pass
@@ -208,7 +210,7 @@ def test_claim_recovery_without_val_nelbo_reports_no_selection():
             {("syn-pattern", "lb-cdi", 1000): [3] * 5, ("syn-pattern", "svi", 1000): [2] * 5}
         )
     }
-    claim = C.claim_recovery_nonamortized(tables)
+    claim = SC.claim_recovery_nonamortized(tables)
     assert claim.verdict == REPRODUCED  # 0/5 recover all: (0, 0.43) below 1/2 -> "misses" holds for both
     assert "n/a (no validation NELBO)" in claim.numbers
 
@@ -217,7 +219,7 @@ def test_claim_recovery_other_dataset_is_no_data():
     tables = {
         "recovery": recovery({("multi-mnist", "acp", 200): [8, 8], ("multi-mnist", "avi", 200): [6, 6]})
     }
-    assert C.claim_recovery_n200(tables).numbers.startswith("no data")
+    assert SC.claim_recovery_n200(tables).numbers.startswith("no data")
 
 
 def test_claim_recovery_mnist_counts():
@@ -226,13 +228,13 @@ def test_claim_recovery_mnist_counts():
             {("multi-mnist", "acp", 8000): [8, 9, 8], ("multi-mnist", "avi", 8000): [6, 7, 5]}, n_true=10
         )
     }
-    assert C.claim_recovery_mnist(tables).verdict == REPRODUCED
+    assert SC.claim_recovery_mnist(tables).verdict == REPRODUCED
     tables = {
         "recovery": recovery(
             {("multi-mnist", "acp", 8000): [6, 7, 5], ("multi-mnist", "avi", 8000): [8, 9, 8]}, n_true=10
         )
     }
-    assert C.claim_recovery_mnist(tables).verdict == NOT_REPRODUCED
+    assert SC.claim_recovery_mnist(tables).verdict == NOT_REPRODUCED
 
 
 def test_claim_recovery_mnist_smaller_cell_is_labelled():
@@ -244,11 +246,11 @@ def test_claim_recovery_mnist_smaller_cell_is_labelled():
         ("multi-mnist", "acp", 500): [1, 1, 1],
         ("multi-mnist", "avi", 500): [5, 5, 5],
     }
-    claim = C.claim_recovery_mnist({"recovery": recovery(small, n_true=10)})
+    claim = SC.claim_recovery_mnist({"recovery": recovery(small, n_true=10)})
     assert claim.verdict == REPRODUCED and "N_train = 2000, not the paper's 8000" in claim.numbers
     assert claim.claim_id == "suppfig2-acp-recovers-more-than-avi-n8000"
     both = {**small, ("multi-mnist", "acp", 8000): [6, 7, 5], ("multi-mnist", "avi", 8000): [8, 9, 8]}
-    claim = C.claim_recovery_mnist({"recovery": recovery(both, n_true=10)})
+    claim = SC.claim_recovery_mnist({"recovery": recovery(both, n_true=10)})
     assert claim.verdict == NOT_REPRODUCED and "not the paper's" not in claim.numbers
 
 
@@ -260,16 +262,16 @@ def test_claim_acp_lowest_table4():
         (1000, "svi"): seeds(158.0, 158.1, 158.3),
         (40000, "lb-cdi"): None,
     }
-    claim = C.claim_acp_lowest_table4({"table4": table4(base)})
+    claim = SC.claim_acp_lowest_table4({"table4": table4(base)})
     assert claim.verdict == REPRODUCED
     assert "not run here: 40000, 20000, 10000, 5000" in claim.numbers
     worse = {**base, (5000, "acp"): seeds(152.0, 152.1, 152.2), (5000, "svi"): seeds(150.0, 150.2, 150.1)}
-    assert C.claim_acp_lowest_table4({"table4": table4(worse)}).verdict == NOT_REPRODUCED
+    assert SC.claim_acp_lowest_table4({"table4": table4(worse)}).verdict == NOT_REPRODUCED
     tied = {**base, (1000, "svi"): seeds(157.5, 156.8, 157.3)}
-    assert C.claim_acp_lowest_table4({"table4": table4(tied)}).verdict == INCONCLUSIVE
-    assert C.claim_acp_lowest_table4({"table4": table4({(1000, "avi"): seeds(1.0, 2.0)})}).numbers.startswith(
-        "no data"
-    )
+    assert SC.claim_acp_lowest_table4({"table4": table4(tied)}).verdict == INCONCLUSIVE
+    assert SC.claim_acp_lowest_table4(
+        {"table4": table4({(1000, "avi"): seeds(1.0, 2.0)})}
+    ).numbers.startswith("no data")
 
 
 # ------------------------------------------------------------------------------ claim 7
@@ -291,22 +293,22 @@ def _fig5_cells(adv_small: float, adv_large: float, seeds_avi=(0, 1, 2), seeds_a
     ],
 )
 def test_claim_advantage_grows(small, large, expected):
-    claim = C.claim_advantage_grows({"fig5": fig5(_fig5_cells(small, large))}, "syn-random-1")
+    claim = SC.claim_advantage_grows({"fig5": fig5(_fig5_cells(small, large))}, "syn-random-1")
     assert claim.verdict == expected
-    unpaired = C.claim_advantage_grows(
+    unpaired = SC.claim_advantage_grows(
         {"fig5": fig5(_fig5_cells(small, large, seeds_avi=(5, 6, 7)))}, "syn-random-1"
     )
     assert unpaired.verdict == expected and "welch" in unpaired.numbers
 
 
 def test_claim_advantage_no_data_and_single_n():
-    assert C.claim_advantage_grows({}, "syn-random-2").numbers.startswith("no data")
+    assert SC.claim_advantage_grows({}, "syn-random-2").numbers.startswith("no data")
     one_n = {k: v for k, v in _fig5_cells(5.0, 0.5).items() if k[1] == 100}
-    assert C.claim_advantage_grows({"fig5": fig5(one_n)}, "syn-random-1").numbers.startswith("no data")
+    assert SC.claim_advantage_grows({"fig5": fig5(one_n)}, "syn-random-1").numbers.startswith("no data")
 
 
 def test_synthetic_claims_without_tables_all_no_data():
-    out = C.synthetic_claims({})
+    out = SC.synthetic_claims({})
     assert len(out) == 11 + 4 * 6  # per Fig. 5 dataset: advantage grows, small N, on par, vs SVI/LB-CDI
     assert all(c.verdict == INCONCLUSIVE and c.numbers.startswith("no data") for c in out)
     assert len({c.claim_id for c in out}) == len(out)
@@ -394,7 +396,7 @@ CLEAR_LOSS = {(20, "acp"): seeds(40.0, 40.4, 40.2), (20, "avi"): seeds(37.0, 38.
 )
 def test_budget_limited_verdict_table_driven(cells, columns, verdict, statistical, limits):
     table = _with(fig3a(cells), **{k: dict(v) for k, v in columns.items()})
-    claim = C.claim_acp_beats_avi({"fig3a": table}, 20)
+    claim = SC.claim_acp_beats_avi({"fig3a": table}, 20)
     assert (claim.verdict, claim.statistical_verdict) == (verdict, statistical)
     if limits is None:
         assert "budget-limited" not in claim.numbers
@@ -412,7 +414,7 @@ def test_budget_limited_on_per_run_rows_and_only_rows_read():
     rows = recovery({("syn-pattern", "acp", 200): [8] * 5, ("syn-pattern", "avi", 200): [6] * 5})
     rows["n_runs"], rows["n_converged"] = 1, [1, 1, 1, 1, 1, 1, 1, 0, 1, 1]
     rows["run_dir"] = [f"r{i}" for i in range(len(rows))]
-    claim = C.claim_recovery_n200({"recovery": rows})
+    claim = SC.claim_recovery_n200({"recovery": rows})
     assert (claim.verdict, claim.statistical_verdict) == (C.BUDGET_LIMITED, REPRODUCED)
     assert claim.evidence == "9/10 runs converged; no baseline in the tables"
     # an unconverged run in a cell the claim does not read changes nothing
@@ -423,14 +425,14 @@ def test_budget_limited_on_per_run_rows_and_only_rows_read():
         ],
         ignore_index=True,
     )
-    assert C.claim_recovery_n200({"recovery": other}).verdict == REPRODUCED
+    assert SC.claim_recovery_n200({"recovery": other}).verdict == REPRODUCED
     # no data stays inconclusive "no data", never budget-limited
-    assert C.claim_recovery_n1000({"recovery": rows}).verdict == INCONCLUSIVE
+    assert SC.claim_recovery_n1000({"recovery": rows}).verdict == INCONCLUSIVE
 
 
 def test_claims_csv_roundtrip_keeps_statistical_verdict(tmp_path):
     table = _with(fig3a(CLEAR_WIN), n_runs={"*": 3}, n_converged={"*": 2})
-    claims = [C.claim_acp_beats_avi({"fig3a": table}, 20), C.claim_acp_beats_avi({}, 100)]
+    claims = [SC.claim_acp_beats_avi({"fig3a": table}, 20), SC.claim_acp_beats_avi({}, 100)]
     C.write_claims(claims, tmp_path / "c.csv", tmp_path / "c.md")
     back = C.read_claims(tmp_path / "c.csv")
     assert (
@@ -463,18 +465,18 @@ def test_deterministic_svi_is_a_constant_in_claim_4():
     # amortized side's alone; as a constant the interval is the one-sample t of AVI/ACP against 22
     table = fig3a({**amort, (0, "svi"): seeds(22.0, 22.0)})
     table["deterministic"] = [m == "svi" for m in table["method"]]
-    claim = C.claim_nonamortized_worse({"fig3a": table}, "svi")
+    claim = SC.claim_nonamortized_worse({"fig3a": table}, "svi")
     assert claim.verdict == REPRODUCED and "vs constant" in claim.numbers and "welch" not in claim.numbers
     assert "SVI 22.00 (deterministic)" in claim.numbers
     # close to the constant: AVI − 14.25 = -0.15 ± 0.25 and ACP − 14.25 = +0.15 ± 0.25 both straddle 0
     near = fig3a({**amort, (0, "svi"): seeds(14.25, 14.25)}).assign(
         deterministic=lambda d: d["method"] == "svi"
     )
-    assert C.claim_nonamortized_worse({"fig3a": near}, "svi").verdict == INCONCLUSIVE
+    assert SC.claim_nonamortized_worse({"fig3a": near}, "svi").verdict == INCONCLUSIVE
 
 
 def test_aggregate_marks_deterministic_cells_and_counts_convergence():
-    from noisyor_bench.reporting import aggregate as A
+    from noisyor_bench.reporting.tables import parse_values, stat_cell, summarise
 
     runs = pd.DataFrame(
         {
@@ -487,17 +489,17 @@ def test_aggregate_marks_deterministic_cells_and_counts_convergence():
         }
     )
     runs.loc[4, "n_train"] = 30
-    out = A.summarise(runs, ["method", "n_train"], ["nelbo"]).set_index(["method", "n_train"])
+    out = summarise(runs, ["method", "n_train"], ["nelbo"]).set_index(["method", "n_train"])
     svi, acp = out.loc[("svi", 0)], out.loc[("acp", 20)]
     assert bool(svi["deterministic"]) and svi["nelbo_n"] == 1 and math.isnan(svi["nelbo_ci95"])
-    assert svi["nelbo_mean"] == pytest.approx(22.1) and A.parse_values(svi["nelbo_values"]) == {
+    assert svi["nelbo_mean"] == pytest.approx(22.1) and parse_values(svi["nelbo_values"]) == {
         0: 22.0,
         1: 22.2,
     }
     assert (svi["n_runs"], svi["n_converged"]) == (2, 2)  # null: no fit of its own, counts as converged
     assert not bool(acp["deterministic"]) and (acp["n_runs"], acp["n_converged"]) == (2, 1)
-    assert A._cell(dict(svi), "nelbo", 2) == "22.10 (deterministic)"
-    assert A._cell(dict(acp), "nelbo", 2).endswith(" [1/2 conv.]")
+    assert stat_cell(dict(svi), "nelbo", 2) == "22.10 (deterministic)"
+    assert stat_cell(dict(acp), "nelbo", 2).endswith(" [1/2 conv.]")
 
 
 # ------------------------------------------------------------------------------ Fig. 5 in full
@@ -525,7 +527,7 @@ def _fig5_three(avi_small, acp_small, avi_large, acp_large, extra=None):
 )
 def test_fig5_on_par_equivalence(avi_large, acp_large, expected):
     tables = _fig5_three(seeds(12.0, 12.1, 12.2), seeds(11.0, 11.0, 11.1), avi_large, acp_large)
-    claim = C.claim_fig5_on_par_large_n(tables, "syn-random-1")
+    claim = SC.claim_fig5_on_par_large_n(tables, "syn-random-1")
     assert claim.verdict == expected and "N_train=1000" in claim.numbers
     level = (np.mean(list(avi_large.values())) + 10.0) / 2
     assert f"margin ±{0.01 * level:.3f} nats" in claim.numbers
@@ -543,9 +545,9 @@ def test_fig5_small_n_and_vs_classical():
             ("syn-random-1", 30, "lb-cdi"): seeds(11.5, 11.6, 11.4),
         },
     )
-    small = C.claim_fig5_acp_better_small_n(tables, "syn-random-1")
+    small = SC.claim_fig5_acp_better_small_n(tables, "syn-random-1")
     assert small.verdict == REPRODUCED and "N_train=30" in small.numbers
-    vs = C.claim_fig5_acp_beats_classical(tables, "syn-random-1")
+    vs = SC.claim_fig5_acp_beats_classical(tables, "syn-random-1")
     assert vs.verdict == REPRODUCED and "ACP−SVI" in vs.numbers and "ACP−LB-CDI" in vs.numbers
     # the quick table's contradiction (LB-CDI 11.32 vs ACP 13.25) is a "not reproduced"
     worse = _fig5_three(
@@ -555,8 +557,8 @@ def test_fig5_small_n_and_vs_classical():
         seeds(10.0, 10.0, 10.0),
         {("syn-random-1", 30, "lb-cdi"): seeds(11.3, 11.35, 11.31)},
     )
-    assert C.claim_fig5_acp_beats_classical(worse, "syn-random-1").verdict == NOT_REPRODUCED
-    assert C.claim_fig5_acp_beats_classical(
+    assert SC.claim_fig5_acp_beats_classical(worse, "syn-random-1").verdict == NOT_REPRODUCED
+    assert SC.claim_fig5_acp_beats_classical(
         _fig5_three(*[seeds(1.0, 2.0)] * 4), "syn-random-1"
     ).numbers.startswith("no data")
     one_n = {
@@ -564,4 +566,4 @@ def test_fig5_small_n_and_vs_classical():
             {("syn-random-1", 30, "avi"): seeds(1.0, 2.0), ("syn-random-1", 30, "acp"): seeds(1.0, 2.0)}
         )
     }
-    assert C.claim_fig5_on_par_large_n(one_n, "syn-random-1").numbers.startswith("no data")
+    assert SC.claim_fig5_on_par_large_n(one_n, "syn-random-1").numbers.startswith("no data")

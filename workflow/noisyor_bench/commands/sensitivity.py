@@ -16,8 +16,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         sensitivity_markdown,
         sensitivity_table,
     )
-    from noisyor_bench.reporting.aggregate import write_table
     from noisyor_bench.reporting.plots.sensitivity import plot_sensitivity
+    from noisyor_bench.reporting.tables import write_table
 
     set_threads(args.threads)
     table = sensitivity_table(args.runs, args.dataset, args.steps)

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.reporting.aggregate import format_ci
+from noisyor_bench.reporting.tables import format_ci
 
 STAT_SUFFIXES = ("mean", "std", "n", "ci95", "values")
 """Columns ``<metric>_<suffix>`` that :func:`noisyor_bench.reporting.aggregate.summarise` writes per metric."""

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.reporting.aggregate import paper_numbers
+from noisyor_bench.reporting.acp.paper import paper_numbers
 from noisyor_bench.reporting.claims import (
     BUDGET_RULE,
     INCONCLUSIVE,

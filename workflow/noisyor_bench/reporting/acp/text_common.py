@@ -11,7 +11,7 @@ import pandas as pd
 from noisyor_bench.experiments.text_grid import classification_latents
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
-from noisyor_bench.reporting.aggregate import collect_runs, convergence_counts
+from noisyor_bench.reporting.collect import collect_runs, convergence_counts
 
 
 def load_run_posterior(run_dir: str | Path, need: Sequence[str] = ("theta",)) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from noisyor_bench.reporting.acp.text_tsne import Panel
-from noisyor_bench.reporting.aggregate import method_label, method_rank
+from noisyor_bench.reporting.methods import method_label, method_rank
 from noisyor_bench.reporting.plots import save_figure
 from noisyor_bench.reporting.plots.figures import METHOD_MARKERS, _n_label, _style, method_color
 

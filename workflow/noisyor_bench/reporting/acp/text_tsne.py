@@ -201,7 +201,8 @@ def tsne_table(
 
 def tsne_markdown(table: pd.DataFrame) -> str:
     """The separation numbers per panel (one row per K, N_train, method)."""
-    from noisyor_bench.reporting.aggregate import markdown_table, method_label, method_rank
+    from noisyor_bench.reporting.methods import method_label, method_rank
+    from noisyor_bench.reporting.tables import markdown_table
 
     t = table.assign(_m=table["method"].map(method_rank)).sort_values(
         ["K", "n_train", "_m"], ascending=[True, False, True]

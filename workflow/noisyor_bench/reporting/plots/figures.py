@@ -24,8 +24,10 @@ from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 
 from noisyor_bench.evaluation.recovery import Recovery, activation_probabilities
-from noisyor_bench.reporting.aggregate import BASELINE_LABELS, mean_ci, method_label, method_rank
+from noisyor_bench.reporting.baselines import BASELINE_LABELS
+from noisyor_bench.reporting.methods import method_label, method_rank
 from noisyor_bench.reporting.plots import save_figure
+from noisyor_bench.reporting.statistics import mean_ci
 
 METHOD_COLORS: dict[str, str] = {
     "avi": "#0072B2",  # blue

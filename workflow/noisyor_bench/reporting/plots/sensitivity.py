@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from noisyor_bench.reporting.aggregate import method_label, method_rank
+from noisyor_bench.reporting.methods import method_label, method_rank
 from noisyor_bench.reporting.plots import save_figure
 from noisyor_bench.reporting.plots.figures import METHOD_MARKERS, _style, method_color
 
