@@ -49,7 +49,7 @@ def test_recovery_summary_success_rate_and_selected_run():
 
 
 def test_pattern_figure_shows_the_selected_run():
-    from noisyor_bench.reporting.plots.figures import representative_runs, row_title
+    from noisyor_bench.reporting.acp.figures import representative_runs, row_title
 
     rows = [
         {

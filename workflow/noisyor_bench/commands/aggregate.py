@@ -72,10 +72,10 @@ def _dataset_titles(paths: list[str] | None) -> dict[str, str]:
 
 
 def cmd_figure_fig5(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.acp.figures import plot_fig5
     from noisyor_bench.reporting.acp.synthetic_tables import fig5_markdown, fig5_table
     from noisyor_bench.reporting.baselines import read_baselines
     from noisyor_bench.reporting.collect import collect_runs
-    from noisyor_bench.reporting.plots.figures import plot_fig5
     from noisyor_bench.reporting.tables import write_table
 
     table = fig5_table(collect_runs(args.runs), read_baselines(args.baselines))
@@ -86,8 +86,8 @@ def cmd_figure_fig5(args: argparse.Namespace) -> int:
 
 
 def cmd_figure_fig3b(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.acp.figures import plot_fig3b
     from noisyor_bench.reporting.acp.synthetic_tables import collect_curves, fig3b_markdown
-    from noisyor_bench.reporting.plots.figures import plot_fig3b
     from noisyor_bench.reporting.tables import write_table
 
     curves = collect_curves(args.runs)
@@ -100,15 +100,15 @@ def cmd_figure_fig3b(args: argparse.Namespace) -> int:
 def cmd_figure_patterns(args: argparse.Namespace) -> int:
     from noisyor_bench.evaluation.recovery import match_patterns
     from noisyor_bench.infra.provenance import note_input
-    from noisyor_bench.reporting.acp.recovery_tables import recovery_markdown, recovery_table
-    from noisyor_bench.reporting.baselines import read_baselines
-    from noisyor_bench.reporting.collect import collect_runs, load_dataset_truth, load_posterior
-    from noisyor_bench.reporting.plots.figures import (
+    from noisyor_bench.reporting.acp.figures import (
         PatternRow,
         plot_pattern_grid,
         representative_runs,
         row_title,
     )
+    from noisyor_bench.reporting.acp.recovery_tables import recovery_markdown, recovery_table
+    from noisyor_bench.reporting.baselines import read_baselines
+    from noisyor_bench.reporting.collect import collect_runs, load_dataset_truth, load_posterior
     from noisyor_bench.reporting.tables import write_table
 
     if not 0.0 < args.threshold <= 1.0:

@@ -35,8 +35,8 @@ def cmd_text_hparams(args: argparse.Namespace) -> int:
 
 def cmd_topics_table(args: argparse.Namespace) -> int:
     from noisyor_bench.evaluation.pmi import CooccurrenceTable
-    from noisyor_bench.reporting.acp.text_common import collect_text_runs
-    from noisyor_bench.reporting.acp.text_topics import read_vocabulary, table5_markdown, topics_table
+    from noisyor_bench.reporting.acp.text_runs import collect_text_runs
+    from noisyor_bench.reporting.acp.topics_table import read_vocabulary, table5_markdown, topics_table
     from noisyor_bench.reporting.baselines import nelbo_baseline_markdown, read_baselines
     from noisyor_bench.reporting.tables import write_table
 
@@ -56,15 +56,15 @@ def cmd_topics_table(args: argparse.Namespace) -> int:
 
 def cmd_classify(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.runs import file_sha256
-    from noisyor_bench.reporting.acp.text_classify import (
+    from noisyor_bench.reporting.acp.classification import (
         baseline_em,
         classification_markdown,
         classification_table,
         load_labelled_test,
         summary,
     )
-    from noisyor_bench.reporting.acp.text_common import check_dataset, collect_text_runs
-    from noisyor_bench.reporting.acp.text_plots import plot_classification
+    from noisyor_bench.reporting.acp.figures_text import plot_classification
+    from noisyor_bench.reporting.acp.text_runs import check_dataset, collect_text_runs
     from noisyor_bench.reporting.tables import write_table
 
     runs = collect_text_runs(args.runs)
@@ -79,10 +79,10 @@ def cmd_classify(args: argparse.Namespace) -> int:
 
 def cmd_tsne(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.runs import file_sha256
-    from noisyor_bench.reporting.acp.text_classify import load_labelled_test
-    from noisyor_bench.reporting.acp.text_common import check_dataset, collect_text_runs
-    from noisyor_bench.reporting.acp.text_plots import plot_tsne
-    from noisyor_bench.reporting.acp.text_tsne import tsne_panels, tsne_table
+    from noisyor_bench.reporting.acp.classification import load_labelled_test
+    from noisyor_bench.reporting.acp.figures_text import plot_tsne
+    from noisyor_bench.reporting.acp.text_runs import check_dataset, collect_text_runs
+    from noisyor_bench.reporting.acp.tsne import tsne_panels, tsne_table
     from noisyor_bench.reporting.tables import write_table
 
     if args.perplexity <= 0:
@@ -106,7 +106,7 @@ def cmd_tsne(args: argparse.Namespace) -> int:
 def cmd_tsne_table(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from noisyor_bench.reporting.acp.text_tsne import tsne_markdown
+    from noisyor_bench.reporting.acp.tsne import tsne_markdown
     from noisyor_bench.reporting.tables import read_table, write_table
 
     table = pd.concat([read_table(p) for p in args.tables], ignore_index=True)

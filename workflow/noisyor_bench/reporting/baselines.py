@@ -22,7 +22,7 @@ from noisyor_bench.reporting.tables import format_number, markdown_table, stat_c
 
 BASELINE_STATUS = "baseline"
 """``status`` of reference rows (independent Bernoulli, true model): never "measured", so
-:func:`noisyor_bench.reporting.claims._values` and the plots' method lines leave them out."""
+:func:`noisyor_bench.reporting.claims.table_values` and the plots' method lines leave them out."""
 
 
 BASELINE_LABELS: dict[str, str] = {

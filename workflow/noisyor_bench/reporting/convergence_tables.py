@@ -67,7 +67,7 @@ _FROM_OBJECT = (
 
 
 def convergence_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per run (:func:`~noisyor_bench.reporting.aggregate.collect_runs` frame) of one experiment.
+    """One row per run (:func:`~noisyor_bench.reporting.collect.collect_runs` frame) of one experiment.
 
     ``converged`` is ``True``/``False``, or empty where it does not apply (no fit of its own);
     runs written before convergence was recorded have an empty ``rule`` as well."""

@@ -148,7 +148,7 @@ def ablation_table(
 ) -> pd.DataFrame:
     """One row per (experiment, dataset, N_train) with ACP-SG runs: the paired comparisons of the module doc.
 
-    ``runs``: :func:`noisyor_bench.reporting.aggregate.collect_runs` of the ACP, ACP-SG and AVI runs (with
+    ``runs``: :func:`noisyor_bench.reporting.collect.collect_runs` of the ACP, ACP-SG and AVI runs (with
     ``posterior_test.npz`` beside each ``metrics.json``).  ``truths``: dataset name -> true ``theta``,
     for the recovery columns (left empty for a dataset without one).
     """

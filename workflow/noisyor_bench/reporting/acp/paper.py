@@ -28,3 +28,14 @@ def _paper_numbers_cached() -> dict[str, Any]:
 def paper_numbers() -> dict[str, Any]:
     """The paper's reported numbers (package data ``paper_numbers.yaml``); a fresh copy."""
     return copy.deepcopy(_paper_numbers_cached())
+
+
+def paper_sparsity(dataset: str) -> float | None:
+    """The sparsity (percent of zeros in ``x``) the paper reports for ``dataset`` in its Table 2
+    (SYN-PATTERN, MULTI-MNIST) or Table 3 (SYN-RANDOM rows); ``None`` for other datasets."""
+    numbers = _paper_numbers_cached()
+    for block in ("table2", "table3"):
+        for row in numbers[block]["rows"]:
+            if row["dataset"] == dataset:
+                return float(row["sparsity"])
+    return None

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.reporting.acp.text_common import add_convergence_columns, load_run_posterior
+from noisyor_bench.reporting.acp.text_runs import add_convergence_columns, load_run_posterior
 
 ARTIFACT = "tsne"
 DEFAULT_NEIGHBORS = 5
