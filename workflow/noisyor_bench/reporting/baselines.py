@@ -34,8 +34,6 @@ BASELINE_LABELS: dict[str, str] = {
 
 
 BELOW_MARK = "†"
-
-
 BELOW_NOTE = (
     f"{BELOW_MARK}: mean NELBO worse (higher) than the independent-Bernoulli baseline fitted on the "
     "same N_train training rows (`below_baseline` in the CSV): the model has learned less than the "

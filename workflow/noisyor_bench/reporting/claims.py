@@ -46,29 +46,15 @@ from scipy import stats
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
 from noisyor_bench.reporting.statistics import CI_LEVEL
-from noisyor_bench.reporting.tables import markdown_table, parse_values
+from noisyor_bench.reporting.tables import cell_flag, is_missing, markdown_table, parse_values
 
 REPRODUCED = "reproduced"
-
-
 NOT_REPRODUCED = "not reproduced"
-
-
 INCONCLUSIVE = "inconclusive"
-
-
 BUDGET_LIMITED = "budget-limited"
-
-
 STATISTICAL_VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
-
-
 VERDICTS = (*STATISTICAL_VERDICTS, BUDGET_LIMITED)
-
-
 NO_DATA = "no data"
-
-
 BUDGET_RULE = (
     "; budget-limited instead when the rows behind it include unconverged runs or cells below the "
     "independent-Bernoulli baseline (the statistical verdict is kept in statistical_verdict)"
@@ -99,8 +85,6 @@ class Claim:
 
 
 CLAIM_COLUMNS = [f.name for f in fields(Claim)]
-
-
 REQUIRED_CLAIM_COLUMNS = CLAIM_COLUMNS[:6]  # claims CSVs from before statistical_verdict / evidence
 
 
@@ -296,7 +280,7 @@ class Evidence:
             key = (str(r.get("artifact", "")), run if isinstance(run, str) else label)
             n_runs = _count(r.get("n_runs"), _count(r.get("n_seeds"), n_values))
             n_conv = _count(r.get("n_converged"), n_runs)
-            below = None if _missing(r.get("below_baseline")) else _flag(r.get("below_baseline"))
+            below = None if is_missing(r.get("below_baseline")) else cell_flag(r.get("below_baseline"))
             self.rows[key] = (n_runs, min(n_conv, n_runs), below)
 
     def merge(self, other: Evidence) -> None:
@@ -358,17 +342,7 @@ def note_evidence(rows: pd.DataFrame, n_values: int = 1) -> None:
 
 
 def _count(value: Any, default: int) -> int:
-    return default if _missing(value) else int(value)
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _flag(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() == "true"
-    return bool(value)
+    return default if is_missing(value) else int(value)
 
 
 def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
@@ -484,8 +458,8 @@ def table_side(table: pd.DataFrame | None, metric: str, **where: Any) -> Side:
         note_evidence(rows, len(values))
     fixed = (
         "deterministic" in rows.columns
-        and not _missing(rows["deterministic"].iloc[0])
-        and _flag(rows["deterministic"].iloc[0])
+        and not is_missing(rows["deterministic"].iloc[0])
+        and cell_flag(rows["deterministic"].iloc[0])
     )
     return Side(values, fixed)
 

@@ -28,11 +28,7 @@ from noisyor_bench.infra.io import load_npz, read_json
 from noisyor_bench.reporting.methods import DETERMINISTIC_IN_INFERENCE, method_rank
 
 REQUIRED_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
-
-
 IDENTITY_KEYS: tuple[str, ...] = (*REQUIRED_KEYS, "mode", "n_test", "device", "threads")
-
-
 METRIC_KEYS: tuple[str, ...] = (
     "nelbo",
     "f1",
@@ -46,8 +42,6 @@ METRIC_KEYS: tuple[str, ...] = (
     "eval_seconds",
     "epochs",
 )
-
-
 RUN_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
 
 

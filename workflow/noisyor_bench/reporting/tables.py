@@ -102,7 +102,7 @@ def summarise(
 def stat_cell(row: Mapping[str, Any], metric: str, digits: int) -> str:
     """``mean ± CI`` (``(deterministic)`` for one setting), flagged when some runs did not converge."""
     mean = row.get(f"{metric}_mean", float("nan"))
-    if _flag(row.get("deterministic")) and not _missing(mean):
+    if cell_flag(row.get("deterministic")) and not is_missing(mean):
         text = f"{float(mean):.{digits}f} (deterministic)"
     else:
         text = format_ci(mean, row.get(f"{metric}_ci95", float("nan")), row.get(f"{metric}_n", 0), digits)
@@ -112,18 +112,19 @@ def stat_cell(row: Mapping[str, Any], metric: str, digits: int) -> str:
 def convergence_mark(row: Mapping[str, Any]) -> str:
     """`` [1/2 conv.]`` when fewer runs converged than ran (the table notes explain it), else ``""``."""
     n, c = row.get("n_runs"), row.get("n_converged")
-    if _missing(n) or _missing(c) or int(c) >= int(n):
+    if is_missing(n) or is_missing(c) or int(c) >= int(n):
         return ""
     return f" [{int(c)}/{int(n)} conv.]"
 
 
-def _missing(v: Any) -> bool:
+def is_missing(v: Any) -> bool:
+    """An empty cell: None, or NaN (how pandas reads an empty CSV field)."""
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def _flag(v: Any) -> bool:
+def cell_flag(v: Any) -> bool:
     """A boolean cell (True/False, or 'True'/'False' read back from a CSV); NaN/None = False."""
-    if _missing(v):
+    if is_missing(v):
         return False
     if isinstance(v, str):
         return v.strip().lower() == "true"

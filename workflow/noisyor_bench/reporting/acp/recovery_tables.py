@@ -112,8 +112,6 @@ def _finite_or_nan(value: Any) -> float:
 
 
 RECOVERY_GROUP = ("dataset", "method", "n_train")
-
-
 RECOVERY_SUMMARY_COLUMNS = (
     "n_seeds",
     "n_all_recovered",

@@ -33,11 +33,7 @@ from noisyor_bench.reporting.methods import method_label, method_rank
 from noisyor_bench.reporting.tables import CI_NOTE, format_number, markdown_table, stat_cell, summarise
 
 TABLE4_METHODS: tuple[str, ...] = ("avi", "svi", "lb-cdi", "acp")  # the paper's column order
-
-
 FIG3A_METRICS: tuple[str, ...] = ("nelbo", "f1", "em", "exact_nll", "exact_gap")
-
-
 DEFAULT_MISSING_REASON = "not run in this profile"
 
 
