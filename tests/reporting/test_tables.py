@@ -38,3 +38,30 @@ def test_summarise_hand_made_frame():
     assert parse_values(out.loc["acp", "nelbo_values"]) == {0: 1.0, 1: 2.0, 2: 3.0}
     assert out.loc["avi", "n_seeds"] == 2 and out.loc["avi", "nelbo_n"] == 1
     assert math.isnan(out.loc["avi", "nelbo_ci95"])
+
+
+def test_aggregate_marks_deterministic_cells_and_counts_convergence():
+    from noisyor_bench.reporting.tables import parse_values, stat_cell, summarise
+
+    runs = pd.DataFrame(
+        {
+            "method": ["svi", "svi", "acp", "acp", "acp"],
+            "mode": ["inference"] * 3 + ["learning"] * 2,
+            "n_train": [0, 0, 20, 20, 20],
+            "seed": [0, 1, 0, 1, 0],
+            "nelbo": [22.0, 22.2, 10.0, 11.0, 12.0],
+            "converged": [None, None, True, False, True],
+        }
+    )
+    runs.loc[4, "n_train"] = 30
+    out = summarise(runs, ["method", "n_train"], ["nelbo"]).set_index(["method", "n_train"])
+    svi, acp = out.loc[("svi", 0)], out.loc[("acp", 20)]
+    assert bool(svi["deterministic"]) and svi["nelbo_n"] == 1 and math.isnan(svi["nelbo_ci95"])
+    assert svi["nelbo_mean"] == pytest.approx(22.1) and parse_values(svi["nelbo_values"]) == {
+        0: 22.0,
+        1: 22.2,
+    }
+    assert (svi["n_runs"], svi["n_converged"]) == (2, 2)  # null: no fit of its own, counts as converged
+    assert not bool(acp["deterministic"]) and (acp["n_runs"], acp["n_converged"]) == (2, 1)
+    assert stat_cell(dict(svi), "nelbo", 2) == "22.10 (deterministic)"
+    assert stat_cell(dict(acp), "nelbo", 2).endswith(" [1/2 conv.]")
