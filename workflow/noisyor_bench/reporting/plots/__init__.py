@@ -19,7 +19,6 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display on cluster nodes; must precede pyplot imports
 
-import seaborn as sns  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from noisyor_bench.infra.io import atomic_path  # noqa: E402
@@ -42,6 +41,8 @@ def save_figure(
 
 def figure_style() -> contextlib.ExitStack:
     """Seaborn style scoped to one figure (no global rcParams change)."""
+    import seaborn as sns  # imported here: pattern pictures (plots.patterns) do not need it
+
     stack = contextlib.ExitStack()
     stack.enter_context(sns.axes_style("whitegrid"))
     stack.enter_context(sns.plotting_context("paper", font_scale=1.1))
