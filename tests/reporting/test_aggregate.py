@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 from scipy import stats
 
 from noisyor_bench.cli import main
@@ -16,7 +17,6 @@ from noisyor_bench.infra.errors import DataError, UserError
 from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic
 from noisyor_bench.reporting import aggregate as A
 
-REPO = Path(__file__).resolve().parents[2]
 PAPER_TXT = REPO.parent / "shared" / "paper" / "acp_noisyor_paper.txt"
 
 
