@@ -215,8 +215,11 @@ def cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
 
 
 def _layer_order(layers: set[str]) -> list[str]:
-    """Known layers bottom-up, then any other (a flat layout's root modules), sorted."""
-    return [layer for layer in LAYERS if layer in layers] + sorted(layers - set(LAYERS))
+    """Top-down: a layered package's layers from ``cli`` to ``infra``; any other layout (a flat
+    one, where every root module is its own node) ``cli`` first, then by name."""
+    if layers <= set(LAYERS):
+        return [layer for layer in reversed(LAYERS) if layer in layers]
+    return sorted(layers, key=lambda layer: (layer != "cli", layer))
 
 
 def _node(layer: str) -> str:
@@ -241,13 +244,13 @@ def render(package_dir: Path = PACKAGE_DIR) -> str:
     )
 
     lines = ["```mermaid", "flowchart TB"]
-    for layer in reversed(order):  # declared top-down: the CLI first, infra last
+    for layer in order:
         n = len(members[layer])
         label = f"{layer}<br/>{n} file{'s' * (n != 1)}"
         if within[layer]:
             label += f", {within[layer]} internal import{'s' * (within[layer] != 1)}"
         lines.append(f'    {_node(layer)}["{label}"]')
-    edges = sorted(between, key=lambda e: (-order.index(e[0]), -order.index(e[1])))
+    edges = sorted(between, key=lambda e: (order.index(e[0]), order.index(e[1])))
     red = []
     for i, (a, b) in enumerate(edges):
         lines.append(f"    {_node(a)} -->|{between[(a, b)]}| {_node(b)}")
@@ -266,7 +269,7 @@ def render(package_dir: Path = PACKAGE_DIR) -> str:
         "| layer | modules (`x/` is the package `x/__init__.py`) |",
         "|---|---|",
     ]
-    for layer in reversed(order):
+    for layer in order:
         lines.append(f"| {layer} | {', '.join(f'`{n}`' for n in _short_names(layer, members[layer]))} |")
     return "\n".join(lines) + "\n"
 
@@ -277,10 +280,12 @@ def _short_names(layer: str, names: list[str]) -> list[str]:
     out = []
     for name in sorted(names):
         parts = name.split(".")[1:]
-        if layer == "cli" or layer not in LAYERS and len(parts) == 1:
+        is_package = any(n.startswith(name + ".") for n in names)
+        if layer == "cli":
             out.append(parts[0] if parts else "__init__")
+        elif len(parts) == 1 and not is_package:  # a root module (flat layout): its own layer
+            out.append(parts[0])
         elif len(parts) > 1:
-            is_package = any(n.startswith(name + ".") for n in names)
             out.append("/".join(parts[1:]) + ("/" if is_package else ""))
     return sorted(out)
 
