@@ -9,11 +9,11 @@ from __future__ import annotations
 import itertools
 import math
 from functools import cache, lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from conftest import REPO
 
 from noisyor_bench.data.synthetic.synrandom import (
     LEAK_FLOOR,
@@ -25,7 +25,7 @@ from noisyor_bench.data.synthetic.synrandom import (
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.reporting.acp.paper import paper_sparsity
 
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
+CONFIG = REPO / "config" / "config.yaml"
 ROWS = [f"syn-random-{i}" for i in range(1, 8)]
 SMALL = {"D": 20, "K": 30, "alpha_theta": 1, "beta_theta": 5, "alpha_mu": 1, "beta_mu": 10, "s": 0.9}
 

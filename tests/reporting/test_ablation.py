@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import REPO
 from scipy import stats
 from toydata import write_toy_dataset
 
@@ -38,7 +39,6 @@ from noisyor_bench.reporting.collect import collect_runs
 from noisyor_bench.reporting.tables import format_values, parse_values, read_tables
 
 F64 = torch.float64
-ROOT = Path(__file__).resolve().parents[2]
 HP = {"dtype": "float64", "hidden_dim": 8}
 
 
@@ -173,7 +173,7 @@ def test_sparse_path_agrees_with_dense(sparse_linear: None) -> None:
 
 
 def test_config_refuses_acp_sg_in_an_inference_experiment() -> None:
-    cfg = load_config(ROOT / "config/config.yaml", {"profile": "quick"})
+    cfg = load_config(REPO / "config/config.yaml", {"profile": "quick"})
     bad = copy.deepcopy(cfg)
     bad["profiles"]["quick"]["experiments"]["fig3a"]["runs"]["acp-sg"] = [20]
     with pytest.raises(ConfigError, match=r"fig3a\.runs\.acp-sg: acp-sg is a learning-mode ablation"):
