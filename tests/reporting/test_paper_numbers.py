@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from conftest import REPO
 
 from noisyor_bench.reporting.acp.paper import paper_numbers
-
-REPO = Path(__file__).resolve().parents[2]
-
 
 PAPER_TXT = REPO.parent / "shared" / "paper" / "acp_noisyor_paper.txt"
 
