@@ -37,8 +37,8 @@ import numpy as np
 import torch
 
 from noisyor_bench.evaluation.recovery import match_patterns
+from noisyor_bench.experiments.corpus_hparams import corpus_hparams
 from noisyor_bench.experiments.runs import has_truth, load_dataset, shape_model, training_rows
-from noisyor_bench.experiments.text_hparams import corpus_hparams
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.registry import get_method
 

@@ -4,7 +4,7 @@
 
 rule baselines:
     # Reference scores of one dataset for the NELBO tables: independent Bernoulli per N_train
-    # of the profile's cells, true model (exact / IW bound / per-datapoint ELBO); docs/baselines.md.
+    # of the grid's cells, true model (exact / IW bound / per-datapoint ELBO); docs/baselines.md.
     input:
         R("data/{dataset}.npz"),
     output:

@@ -6,7 +6,7 @@
 # Tables in the report: each is shown as its HTML view (tables/<name>.html, written next to the
 # CSV by `noisyor-bench table-html`; the CSV is a download link inside the view). One line per
 # table: table_view(<CSV path or pattern>, <caption>, <category>, <label>[, <subcategory>]); a
-# table gets its view when its CSV or .md is among the profile's targets (table_view_targets).
+# table gets its view when its CSV or .md is among the grid's targets (table_view_targets).
 table_view(
     R("tables/datasets.csv"), "datasets_table", REPORT_DATASETS, "Tables 2-3: dataset parameters, sparsity"
 )

@@ -1,6 +1,6 @@
 # Stage: real-corpus experiments -- paper Section 4.5 (Table 5, topic model on NeurIPS titles)
 # and supplement Section 5.1 (Fig. 3 Reuters classification, Figs. 4-6 t-SNE). The grid is
-# profiles.<p>.text (noisyor_bench.experiments.text_grid); one train job per (experiment, corpus, method,
+# profiles.<p>.text (noisyor_bench.experiments.grid.corpora); one train job per (experiment, corpus, method,
 # N_train) cell runs all seeds (noisyor-bench train-cell --latents K, learning mode).
 REPORT_TOPICS = "Table 5: topics (NeurIPS titles)"  # subcategories of REPORT_TEXT
 REPORT_CLASSIFICATION = "Supplement 5.1: Reuters classification"
@@ -49,9 +49,9 @@ rule train_text_cell:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        latents=lambda w: textgrid.experiment_latents(config, w.experiment),
+        latents=lambda w: corpus_grid.experiment_latents(config, w.experiment),
         seeds=" ".join(str(s) for s in TEXT_SEEDS),
-        budget=json_param(textgrid.budget(config)),
+        budget=json_param(corpus_grid.budget(config)),
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
         results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
@@ -66,7 +66,7 @@ rule train_text_cell:
 rule table5:
     input:
         runs=text_cell_files(
-            textgrid.cells(config, textgrid.TOPICS_EXPERIMENT), ("metrics.json", "posterior_test.npz")
+            corpus_grid.cells(config, corpus_grid.TOPICS_EXPERIMENT), ("metrics.json", "posterior_test.npz")
         ),
         vocab=R("data/neurips-titles.vocab.txt"),
         cooccurrence=R("pmi/cooccurrence.npz"),

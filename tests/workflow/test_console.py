@@ -188,7 +188,7 @@ def test_repository_readme_has_the_results_markers():
 def test_time_estimate_uses_the_measurement_or_scales_the_compute():
     table = {
         "machine": "m",
-        "profiles": {
+        "grids": {
             "quick": {
                 "wall_seconds": 600,
                 "core_seconds": 1100,
@@ -203,7 +203,7 @@ def test_time_estimate_uses_the_measurement_or_scales_the_compute():
     assert "about 18 min" in summary.estimate_time(table, "quick", 1)
     assert "none recorded" in summary.estimate_time(table, "paper", 2)
     real = summary.load_estimates(REPO / "config" / "runtime_estimates.yaml")
-    assert {"quick", "paper"} <= set(real["profiles"]) and real["machine"]
+    assert {"quick", "paper"} <= set(real["grids"]) and real["machine"]
 
 
 # ------------------------------------------------------------------------------ CLI help

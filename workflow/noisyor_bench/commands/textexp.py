@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 
 def cmd_text_hparams(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.text_hparams import hparams_record
+    from noisyor_bench.experiments.corpus_hparams import hparams_record
     from noisyor_bench.infra import provenance
     from noisyor_bench.infra.io import write_json_atomic
 
