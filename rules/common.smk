@@ -146,7 +146,7 @@ def json_param(obj):
     """A config value as a shell-quoted compact JSON argument (deterministic: sorted keys).
 
     Long values are written once to a file named by their sha256 and passed as ``@file``
-    (every JSON option of the CLI reads ``@file``); the name changes with the content, so
+    (every JSON option of the CLI reads ``@file``: noisyor_bench.commands.arguments.json_argument); the name changes with the content, so
     Snakemake's params trigger still reruns a job whose value changed.
     """
     import hashlib
