@@ -269,7 +269,7 @@ def experiment_datasets(experiment):
 
 
 def baseline_files(experiment):
-    """results/baselines/<dataset>.json of an experiment's datasets (rule baselines, rules/aggregate.smk)."""
+    """results/baselines/<dataset>.json of an experiment's datasets (rule baselines, rules/acp_synthetic.smk)."""
     exp = grid.experiments(config).get(experiment)
     return [R(f"baselines/{ds}.json") for ds in exp["datasets"]] if exp else []
 
@@ -386,7 +386,7 @@ def dataset_raw_stamps(wildcards):
 
 
 # ---------------------------------------------------------------------------------------
-# Real-corpus experiments (rules/text_experiments.smk): the grid's `text` section
+# Real-corpus experiments (rules/training.smk: train_cell_corpus; rules/acp_text.smk): the grid's `text` section
 # (noisyor_bench.experiments.grid.corpora), validated with the rest of the config by validate_config above.
 
 TEXT = corpus_grid.corpus_section(config)
@@ -461,7 +461,7 @@ def tsne_tables():
 
 
 # ---------------------------------------------------------------------------------------
-# Convergence tables (rules/aggregate.smk): one per experiment with runs -- the synthetic grid
+# Convergence tables (rules/summary.smk): one per experiment with runs -- the synthetic grid
 # and the real-corpus experiments, which write the same run directories.
 def convergence_experiments():
     """Every experiment of the selected grid that has runs, synthetic then text, in a stable order."""

@@ -1,6 +1,8 @@
 # Stage: the report's runtime section. `snakemake --report results/report.zip` (make report)
 # collects every output marked with paper_report() (common.smk); this rule adds the compute of
-# the run, from the files of the rules' `benchmark:` directives.
+# the run, from the files of the rules' `benchmark:` directives. Rule names are the
+# noisyor-bench subcommand they run; `table-html` runs in one rule per table,
+# `table_html_<table>`.
 
 
 # Tables in the report: each is shown as its HTML view (tables/<name>.html, written next to the

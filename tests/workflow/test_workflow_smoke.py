@@ -174,7 +174,7 @@ def test_runtime_table_counts_every_job(smoke_results):
         rules = {r["rule"]: r for r in csv.DictReader(fh)}
     assert int(rules["train_cell"]["jobs"]) == len(grid.cells(cfg))
     assert float(rules["train_cell"]["total_s"]) > 0
-    assert {"make_dataset", "search", "train_text_cell", "claims"} <= set(rules)
+    assert {"make_dataset", "search", "train_cell_corpus", "claims_merge"} <= set(rules)
     assert "slowest jobs" in (smoke_results / "tables" / "runtime.md").read_text()
 
 
@@ -330,7 +330,7 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(
         | set(downstream)
         | {
             ("claims_synthetic", ""),
-            ("claims", ""),
+            ("claims_merge", ""),
             ("convergence_summary", ""),
             ("runtime_table", ""),
             ("all", ""),
