@@ -15,10 +15,14 @@ from noisyor_bench.infra.constants import NAME_PATTERN
 from noisyor_bench.infra.errors import ConfigError
 from snakemake.exceptions import WorkflowError
 
+_RAW_CONFIG = config
 try:
-    config = validate_config(config)
+    config = validate_config(config)  # also maps the deprecated `profile`/`profiles` to `grid`/`grids`
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
+# The report's captions read snakemake.config["grid"]: the grid that really ran, also when it
+# was chosen with the deprecated `--config profile=...`.
+_RAW_CONFIG["grid"] = config["grid"]
 
 GRID = grid.active_grid(config)  # grids.<grid> of `--config grid=...` (default: config.yaml's)
 _BUDGET_WARNINGS = budget_warnings(config)  # schema-valid but absurd budgets (issue 18)

@@ -206,6 +206,19 @@ def test_time_estimate_uses_the_measurement_or_scales_the_compute():
     assert {"quick", "paper"} <= set(real["grids"]) and real["machine"]
 
 
+def test_estimate_time_takes_the_grid_and_the_deprecated_profile(capsys):
+    from noisyor_bench.cli import main
+
+    table = str(REPO / "config" / "runtime_estimates.yaml")
+    assert main(["estimate-time", "--grid", "paper", "--cores", "2", "--table", table]) == 0
+    new = capsys.readouterr()
+    assert "Time estimate (paper grid, 2 cores)" in new.out and "deprecated" not in new.err
+    assert main(["estimate-time", "--profile", "paper", "--cores", "2", "--table", table]) == 0
+    old = capsys.readouterr()
+    assert old.out == new.out
+    assert "estimate-time --profile is deprecated: use --grid paper" in old.err
+
+
 # ------------------------------------------------------------------------------ CLI help
 def _options_without_help(parser: argparse.ArgumentParser, path: str):
     for action in parser._actions:

@@ -83,7 +83,7 @@ def test_gpu_profile_covers_the_rules_of_experiments_with_own_seeds(tmp_path):
         resources = job_resources(out, rule)
         assert resources and all("gpu=1" in r for r in resources), rule
     assert "seed9/metrics.json" in out
-    # 5 seeds on the D = 50 panels of Fig. 5, the profile's 2 at D = 500
+    # 5 seeds on the D = 50 panels of Fig. 5, the grid's 2 at D = 500
     assert "runs/fig5/syn-random-1/avi/n30/seed4" in out and "runs/fig5/syn-random-4/avi/n30/seed2" not in out
 
 

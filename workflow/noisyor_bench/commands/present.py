@@ -94,7 +94,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "estimate-time", help="print the expected wall time of an experiment grid (measured table)"
     )
     p.add_argument("--grid", default="quick", help="experiment grid: smoke, quick or paper (default: quick)")
-    p.add_argument("--profile", dest="deprecated_profile", help=argparse.SUPPRESS)  # before issue 13
+    p.add_argument(
+        "--profile", dest="deprecated_profile", help="deprecated spelling of --grid (before issue 13)"
+    )
     p.add_argument("--cores", type=int, help="cores the run may use (default: this machine's)")
     p.add_argument("--table", default="config/runtime_estimates.yaml", help="measured times per grid")
     p.set_defaults(func=cmd_estimate_time)

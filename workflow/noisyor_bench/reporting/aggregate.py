@@ -70,7 +70,7 @@ METRIC_KEYS: tuple[str, ...] = (
 RUN_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
 FIG3A_METRICS: tuple[str, ...] = ("nelbo", "f1", "em", "exact_nll", "exact_gap")
 CI_LEVEL = 0.95
-DEFAULT_MISSING_REASON = "not run in this profile"
+DEFAULT_MISSING_REASON = "not run in this grid"
 DETERMINISTIC_IN_INFERENCE: tuple[str, ...] = ("svi", "lb-cdi", "ub-cdi")
 """Methods whose inference-mode posterior is a deterministic optimisation on the held-out rows
 with the true model (no seed enters it; ``runs.NON_AMORTIZED``): one value per setting."""

@@ -1,6 +1,6 @@
 """Real-corpus experiments: paper Section 4.5 (Table 5) and supplement Section 5.1 (Figs. 3-6).
 
-* :mod:`.grid` -- the ``profiles.<p>.text`` grid: cells, seeds, K per experiment, validation;
+* :mod:`noisyor_bench.experiments.grid.corpora` -- the ``grids.<g>.text`` grid: cells, seeds, K per experiment, validation;
 * :mod:`.topics` -- Table 5: top words of each learned topic and their average pairwise PMI;
 * :mod:`.classify` -- supplement Fig. 3: exact match of a linear multi-label classifier on the
   test-set posteriors, by cross-validation on the test set, against the raw-``x`` baseline;
