@@ -57,7 +57,7 @@ reproduce: setup
 	@start=$$(date +%s); \
 	$(SNAKEMAKE) --config grid=$(GRID); \
 	echo "reproduce ($(GRID) grid): total wall time $$(( $$(date +%s) - start )) s"
-	$(MAKE) --no-print-directory report
+	$(MAKE) --no-print-directory report GRID=$(GRID) PROFILE=  # PROFILE= : the deprecation note once
 
 # Snakemake's self-contained report of the last run: every table and figure with its caption,
 # grouped by paper section, the claims and the runtime per rule. A zip (one folder of files and
