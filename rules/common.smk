@@ -304,6 +304,8 @@ def sensitivity_runs():
     return [
         R(f"runs/fig3a/{c.dataset}/{c.method}/n{c.n_train}/seed{SEEDS[0]}/metrics.json")
         for c in grid.cells(config, "fig3a")
+        # the methods with a per-datapoint step cap (noisyor_bench.reporting.acp.sensitivity.STEP_HPARAMS,
+        # not imported here: it loads torch while Snakemake parses the workflow)
         if c.method in ("svi", "lb-cdi") and c.dataset == "syn-pattern" and c.n_train == 0
     ]
 
@@ -332,6 +334,8 @@ def ablation_files(files=("metrics.json", "posterior_test.npz")):
     return [
         path
         for cell in grid.cells(config)
+        # the ablation, the method it ablates (registry: `ablates`) and the table's yardstick AVI
+        # (noisyor_bench.reporting.acp.ablation: ABLATION, REFERENCE, BASELINE)
         if (cell.experiment, cell.dataset, cell.n_train) in wanted and cell.method in ("acp-sg", "acp", "avi")
         for path in run_files(cell.experiment, cell.dataset, cell.method, cell.n_train, files)
     ]
