@@ -1,4 +1,9 @@
-"""Shared fixtures: the raw-data mirror, the repository root, deterministic torch."""
+"""Shared fixtures and helpers: the repository root, the raw-data mirror, deterministic torch,
+the toy dataset and the in-process CLI.
+
+Test modules import the constants and helpers by name (``from conftest import REPO, cli``:
+``tests/`` is on ``sys.path`` through pyproject's ``pythonpath``); fixtures need no import.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from toydata import write_toy_dataset
+
+from noisyor_bench.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,11 +42,28 @@ def repo() -> Path:
     return REPO
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def mirror() -> Path:
-    """The raw-data mirror (../shared/data or $NOISYOR_RAW_DATA); CI always has it."""
+    """The raw-data mirror (../shared/data or $NOISYOR_RAW_DATA); CI always has it.
+
+    Session-scoped so that module-scoped fixtures (a CLI run shared by a module) can use it.
+    """
     if MIRROR is None:
         if os.environ.get("CI"):
             pytest.fail("CI needs the raw-data mirror at ../shared/data or $NOISYOR_RAW_DATA")
         pytest.skip("raw-data mirror not found (set NOISYOR_RAW_DATA)")
     return MIRROR
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny synthetic dataset (D=10, K=3, :func:`toydata.write_toy_dataset`) as ``make-dataset``
+    would write it; one per test module."""
+    return write_toy_dataset(tmp_path_factory.mktemp("data") / "toy.npz")
+
+
+def cli(argv: list, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run ``noisyor-bench argv`` in process: (exit code, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err

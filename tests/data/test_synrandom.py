@@ -9,11 +9,11 @@ from __future__ import annotations
 import itertools
 import math
 from functools import cache, lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from conftest import REPO
 
 from noisyor_bench.data.synthetic.synrandom import (
     LEAK_FLOOR,
@@ -23,8 +23,9 @@ from noisyor_bench.data.synthetic.synrandom import (
     random_parameters,
 )
 from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.reporting.acp.paper import paper_sparsity
 
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
+CONFIG = REPO / "config" / "config.yaml"
 ROWS = [f"syn-random-{i}" for i in range(1, 8)]
 SMALL = {"D": 20, "K": 30, "alpha_theta": 1, "beta_theta": 5, "alpha_mu": 1, "beta_mu": 10, "s": 0.9}
 
@@ -240,7 +241,7 @@ def _draws(name: str) -> np.ndarray:
 @pytest.mark.parametrize("name", _paper_rows_except_6())
 def test_table3_reading_in_expectation(name: str) -> None:
     """The reading: the mean over parameter draws lands within 2 points of the paper."""
-    assert abs(_draws(name).mean() - _spec(name)["paper_sparsity"]) <= 2.0
+    assert abs(_draws(name).mean() - paper_sparsity(name)) <= 2.0
 
 
 # Config seeds follow the rule of docs/syn_random.md ("Seeds"): seed = 100 * base + j for the
@@ -260,4 +261,4 @@ CONFIG_SEED_MISSES = {"syn-random-6": ROW6_REASON}
 def test_config_seed_matches_paper_sparsity(name: str) -> None:
     spec = _spec(name)
     value = 100 * expected_sparsity(*random_parameters(spec, params_rng(spec["seed"]), name=name))
-    assert abs(value - spec["paper_sparsity"]) <= 2.0
+    assert abs(value - paper_sparsity(name)) <= 2.0

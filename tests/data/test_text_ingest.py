@@ -5,7 +5,6 @@ on the raw-data mirror (checked against counts taken independently from the raw 
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -164,18 +163,6 @@ def neurips_out(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> Path:
     out = tmp_path_factory.mktemp("neurips") / "neurips-titles.npz"
     _run(["ingest-neurips", "--raw-data-dir", str(mirror), "--seed", "0", "--no-variants", "--out", str(out)])
     return out
-
-
-@pytest.fixture(scope="module")
-def mirror() -> Path:
-    """conftest's mirror fixture at module scope (the CLI runs once per module)."""
-    from conftest import MIRROR
-
-    if MIRROR is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs the raw-data mirror at ../shared/data or $NOISYOR_RAW_DATA")
-        pytest.skip("raw-data mirror not found (set NOISYOR_RAW_DATA)")
-    return MIRROR
 
 
 def test_missing_or_malformed_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

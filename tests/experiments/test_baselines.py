@@ -25,7 +25,22 @@ from noisyor_bench.experiments.baselines import (
     true_model_scores,
 )
 from noisyor_bench.infra.errors import ConfigError
-from noisyor_bench.reporting import aggregate, claims
+from noisyor_bench.reporting.acp.synthetic_claims import (
+    claim_acp_beats_avi,
+    claim_acp_lowest_table4,
+    claim_advantage_grows,
+)
+from noisyor_bench.reporting.acp.synthetic_tables import (
+    fig3a_markdown,
+    fig3a_table,
+    fig5_markdown,
+    fig5_table,
+    table4_markdown,
+    table4_table,
+)
+from noisyor_bench.reporting.baselines import BELOW_MARK, nelbo_baseline_markdown
+from noisyor_bench.reporting.claims import BUDGET_LIMITED, table_values
+from noisyor_bench.reporting.tables import read_table, write_table
 
 
 # ---------------------------------------------------------------------------------- independent Bernoulli
@@ -215,7 +230,7 @@ def _runs() -> pd.DataFrame:
 
 
 def test_below_baseline_is_set_on_a_hand_made_fig5_table(tmp_path):
-    table = aggregate.fig5_table(_runs(), BASELINES)
+    table = fig5_table(_runs(), BASELINES)
     cells = table[table["status"] == "measured"].set_index(["method", "n_train"])
     assert bool(cells.loc[("avi", 30), "below_baseline"]) is True  # mean 10.6 > 10.0
     assert bool(cells.loc[("acp", 30), "below_baseline"]) is False  # 9.85 < 10.0
@@ -226,18 +241,18 @@ def test_below_baseline_is_set_on_a_hand_made_fig5_table(tmp_path):
     assert set(refs["method"]) == {"indep-bernoulli", "true-iw", "true-elbo"}
     assert not refs["below_baseline"].any()
     # CSV round trip keeps the columns; the claims code ignores the reference rows
-    aggregate.write_table(table, tmp_path / "fig5.csv")
-    back = aggregate.read_table(tmp_path / "fig5.csv")
+    write_table(table, tmp_path / "fig5.csv")
+    back = read_table(tmp_path / "fig5.csv")
     assert back["below_baseline"].dtype == bool
-    assert claims._values(back, "nelbo", dataset="syn-random-1", n_train=30, method="avi") == {
+    assert table_values(back, "nelbo", dataset="syn-random-1", n_train=30, method="avi") == {
         0: 10.5,
         1: 10.7,
     }
-    assert claims._values(back, "nelbo", dataset="syn-random-1", n_train=0, method="true-iw") == {}
-    claims.claim_advantage_grows({"fig5": back}, "syn-random-1")
-    md = aggregate.fig5_markdown(table)
-    assert "10.60 ± " in md and f"{aggregate.BELOW_MARK}" in md and "true model (IW bound)" in md
-    flagged = [line for line in md.splitlines() if aggregate.BELOW_MARK in line and line.startswith("| syn")]
+    assert table_values(back, "nelbo", dataset="syn-random-1", n_train=0, method="true-iw") == {}
+    claim_advantage_grows({"fig5": back}, "syn-random-1")
+    md = fig5_markdown(table)
+    assert "10.60 ± " in md and f"{BELOW_MARK}" in md and "true model (IW bound)" in md
+    flagged = [line for line in md.splitlines() if BELOW_MARK in line and line.startswith("| syn")]
     assert len(flagged) == 1 and "| 30 |" in flagged[0]
 
 
@@ -250,16 +265,16 @@ def test_table4_and_fig3a_get_reference_rows():
             "independent_bernoulli": {"rows": [{"n_train": 1000, "nelbo": 10.0}]},
         }
     }
-    t4 = aggregate.table4_table(runs, baselines=base)
+    t4 = table4_table(runs, baselines=base)
     measured = t4[t4["status"] == "measured"].set_index("method")
     assert bool(measured.loc["avi", "below_baseline"]) and not bool(measured.loc["acp", "below_baseline"])
     assert not t4.loc[t4["status"] == "not run", "below_baseline"].any()
-    claim = claims.claim_acp_lowest_table4({"table4": t4})
+    claim = claim_acp_lowest_table4({"table4": t4})
     # reference rows are no competitors of ACP (the numbers compare ACP with AVI only) ...
     assert "−INDEP" not in claim.numbers.upper() and "−TRUE" not in claim.numbers.upper()
     # ... but AVI's cell below the baseline makes the verdict budget-limited
-    assert claim.verdict == claims.BUDGET_LIMITED and "1 cell below the independent baseline" in claim.numbers
-    assert aggregate.BELOW_MARK in aggregate.table4_markdown(t4)
+    assert claim.verdict == BUDGET_LIMITED and "1 cell below the independent baseline" in claim.numbers
+    assert BELOW_MARK in table4_markdown(t4)
 
     fig3a_runs = runs.assign(experiment="fig3a", mode="inference", n_train=20, dataset="syn-pattern")
     pattern = {
@@ -271,12 +286,12 @@ def test_table4_and_fig3a_get_reference_rows():
     }
     for m in ("f1", "em", "exact_nll", "exact_gap"):
         fig3a_runs[m] = 1.0
-    f3 = aggregate.fig3a_table(fig3a_runs, baselines=pattern)
+    f3 = fig3a_table(fig3a_runs, baselines=pattern)
     refs = f3[f3["status"] == "baseline"].set_index("method")
     assert refs.loc["indep-bernoulli", "nelbo_mean"] == 21.5 and refs.loc["true-exact", "nelbo_mean"] == 9.9
     assert "below_baseline" not in f3.columns  # inference mode: no learned model to flag
-    assert "true model (exact)" in aggregate.fig3a_markdown(f3)
-    claims.claim_acp_beats_avi({"fig3a": f3}, 20)
+    assert "true model (exact)" in fig3a_markdown(f3)
+    claim_acp_beats_avi({"fig3a": f3}, 20)
 
 
 def test_text_note_flags_cells_worse_than_the_baseline():
@@ -301,8 +316,8 @@ def test_text_note_flags_cells_worse_than_the_baseline():
             "true_model": None,
         }
     }
-    md = aggregate.nelbo_baseline_markdown(runs, base)
+    md = nelbo_baseline_markdown(runs, base)
     lines = {line.split("|")[2].strip(): line for line in md.splitlines() if line.startswith("| neurips")}
-    assert aggregate.BELOW_MARK in lines["AVI"] and aggregate.BELOW_MARK not in lines["ACP"]
+    assert BELOW_MARK in lines["AVI"] and BELOW_MARK not in lines["ACP"]
     assert "29.31" in lines["AVI"]
-    assert aggregate.nelbo_baseline_markdown(runs, {}) == ""
+    assert nelbo_baseline_markdown(runs, {}) == ""

@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from toydata import write_toy_dataset
+from conftest import cli
 
 import noisyor_bench.inference.registry as methods_pkg
-from noisyor_bench.cli import main
 from noisyor_bench.experiments.runs import (
     CURVE_FILE,
     METRICS_FILE,
@@ -143,11 +142,6 @@ def fake_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(methods_pkg, "get_method", get_method)
     monkeypatch.setattr(methods_pkg, "METHOD_NAMES", (*methods_pkg.METHOD_NAMES, *FAKES))
     monkeypatch.setattr(FakeMethod, "crash_at", None)
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_toy_dataset(tmp_path_factory.mktemp("data") / "toy.npz")
 
 
 def make_spec(dataset: Path, out: Path, **kw: Any) -> RunSpec:
@@ -359,12 +353,6 @@ def test_same_seed_same_outputs(dataset: Path, tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------- CLI
-def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def train_argv(dataset: Path, out: Path, *extra: str) -> list[str]:
     return [
         "train",

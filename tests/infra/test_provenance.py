@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import cli
 from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
@@ -33,12 +34,6 @@ HAS_GIT = shutil.which("git") is not None
 
 def sha(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ---------------------------------------------------------------------------------- code version

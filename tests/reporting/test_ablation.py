@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import REPO
 from scipy import stats
 from toydata import write_toy_dataset
 
@@ -32,11 +33,12 @@ from noisyor_bench.models.noisyor.elbo import elbo
 from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.models.noisyor.sparse import ActiveSet
 from noisyor_bench.reporting.acp import ablation as AB
-from noisyor_bench.reporting.aggregate import collect_runs, format_values, parse_values, read_tables
-from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, synthetic_claims
+from noisyor_bench.reporting.acp.synthetic_claims import synthetic_claims
+from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from noisyor_bench.reporting.collect import collect_runs
+from noisyor_bench.reporting.tables import format_values, parse_values, read_tables
 
 F64 = torch.float64
-ROOT = Path(__file__).resolve().parents[2]
 HP = {"dtype": "float64", "hidden_dim": 8}
 
 
@@ -171,7 +173,7 @@ def test_sparse_path_agrees_with_dense(sparse_linear: None) -> None:
 
 
 def test_config_refuses_acp_sg_in_an_inference_experiment() -> None:
-    cfg = load_config(ROOT / "config/config.yaml", {"grid": "quick"})
+    cfg = load_config(REPO / "config/config.yaml", {"grid": "quick"})
     bad = copy.deepcopy(cfg)
     bad["grids"]["quick"]["experiments"]["fig3a"]["runs"]["acp-sg"] = [20]
     with pytest.raises(ConfigError, match=r"fig3a\.runs\.acp-sg: acp-sg is a learning-mode ablation"):
@@ -338,7 +340,7 @@ def test_mechanism_claim_verdict_from_the_paired_cis(
 
 
 def test_acp_sg_is_no_competitor_in_table4_claim() -> None:
-    from noisyor_bench.reporting.claims import claim_acp_lowest_table4
+    from noisyor_bench.reporting.acp.synthetic_claims import claim_acp_lowest_table4
 
     rows = []
     for m, v in (("acp", 150.0), ("avi", 152.0), ("acp-sg", 140.0)):

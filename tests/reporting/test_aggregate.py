@@ -1,4 +1,5 @@
-"""Aggregation of run directories: statistics, tables, paper numbers, figures and the CLI end to end."""
+"""Run directories to tables: collecting runs (noisyor_bench.reporting.collect), the synthetic tables
+(noisyor_bench.reporting.acp.synthetic_tables) and the aggregate CLI end to end; they share the fake-run builder."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ from scipy import stats
 from noisyor_bench.cli import main
 from noisyor_bench.infra.errors import DataError, UserError
 from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic
-from noisyor_bench.reporting import aggregate as A
+from noisyor_bench.reporting.acp.synthetic_tables import (
+    fig3a_markdown,
+    fig3a_table,
+    parse_missing_reasons,
+    table4_markdown,
+    table4_table,
+)
+from noisyor_bench.reporting.collect import METRIC_KEYS, collect_runs
 
-REPO = Path(__file__).resolve().parents[2]
-PAPER_TXT = REPO.parent / "shared" / "paper" / "acp_noisyor_paper.txt"
 
-
-# ------------------------------------------------------------------------------ fake runs
 def make_run(
     root: Path,
     experiment: str,
@@ -47,7 +51,7 @@ def make_run(
         "device": "cpu",
         "threads": 1,
         "hparams": {"lr": 0.001},
-        **{k: None for k in A.METRIC_KEYS},
+        **{k: None for k in METRIC_KEYS},
     }
     record.update(metrics)
     write_json_atomic(run / "metrics.json", record)
@@ -58,210 +62,41 @@ def make_run(
     return run
 
 
-# ------------------------------------------------------------------------------ statistics
-def test_t_halfwidth_by_hand_and_scipy():
-    x = np.array([1.0, 2.0, 3.0, 4.0])
-    mean, std, n, ci = A.mean_ci(x)
-    # by hand: s = sqrt(5/3), t_{0.975,3} = 3.182446305284263
-    assert std == pytest.approx(math.sqrt(5 / 3), abs=1e-12)
-    assert ci == pytest.approx(3.182446305284263 * math.sqrt(5 / 3) / 2, abs=1e-9)
-    lo, hi = stats.t.interval(0.95, df=3, loc=mean, scale=stats.sem(x))
-    assert (mean - ci, mean + ci) == pytest.approx((lo, hi), abs=1e-12)
-
-
-def test_single_seed_has_no_ci():
-    mean, std, n, ci = A.mean_ci([14.2])
-    assert (mean, n) == (14.2, 1) and math.isnan(std) and math.isnan(ci)
-    assert A.format_ci(mean, ci, n) == "14.20 (n=1)"
-    assert A.format_ci(14.0234, 0.111, 5) == "14.02 ± 0.11"
-    assert A.format_ci(float("nan"), float("nan"), 0) == ""
-
-
-def test_wilson_interval_by_hand_and_scipy():
-    # by hand, 7/10: z = 1.959964, z² = 3.841459; centre (0.7 + z²/20)/(1 + z²/10) = 0.892073/1.384146
-    # = 0.644494, half-width z·sqrt(0.021 + z²/400)/(1 + z²/10) = 1.959964·0.174939/1.384146 = 0.247716
-    assert A.wilson_interval(7, 10) == pytest.approx((0.396778, 0.892209), abs=3e-6)
-    for k, n in [(0, 1), (1, 1), (0, 10), (3, 7), (10, 10), (2, 2), (4, 4), (37, 50)]:
-        ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-        assert A.wilson_interval(k, n) == pytest.approx((ci.low, ci.high), abs=1e-12)
-    ci = stats.binomtest(3, 7).proportion_ci(confidence_level=0.8, method="wilson")
-    assert A.wilson_interval(3, 7, level=0.8) == pytest.approx((ci.low, ci.high), abs=1e-12)
-    assert A.wilson_interval(10, 10)[1] == 1.0 and A.wilson_interval(0, 10)[0] == 0.0
-    assert all(math.isnan(v) for v in A.wilson_interval(0, 0))
-    for bad in [(3, 2), (-1, 4), (1.5, 4)]:
-        with pytest.raises(ValueError):
-            A.wilson_interval(*bad)
-
-
-def test_recovery_summary_success_rate_and_selected_run():
-    rows = [
-        {
-            "dataset": "syn-pattern",
-            "method": m,
-            "n_train": 200,
-            "seed": s,
-            "recovered": r,
-            "n_true": 8,
-            "val_nelbo": v,
-        }
-        for m, counts, vals in [
-            ("acp", [8, 7, 8, 8], [11.2, 10.1, float("nan"), 10.1]),
-            ("avi", [6, 8, 5, 7], [float("nan")] * 4),
-        ]
-        for s, (r, v) in enumerate(zip(counts, vals))
-    ]
-    out = A.with_recovery_summary(pd.DataFrame(rows))
-    summary = A.recovery_summary(pd.DataFrame(rows)).set_index("method")
-    acp, avi = summary.loc["acp"], summary.loc["avi"]
-    assert (acp["n_all_recovered"], acp["n_seeds"], acp["success_rate"], acp["mean_recovered"]) == (
-        3,
-        4,
-        0.75,
-        7.75,
-    )
-    assert (acp["success_ci_low"], acp["success_ci_high"]) == pytest.approx(A.wilson_interval(3, 4))
-    # lowest finite validation NELBO 10.1 at seeds 1 and 3: the lower seed (1, 7/8) is selected
-    assert (acp["selected_seed"], acp["selected_recovered"], acp["selected_all_recovered"]) == (1, 7, False)
-    assert pd.isna(avi["selected_seed"]) and avi["n_all_recovered"] == 1  # no validation NELBO: no selection
-    assert out.loc[out["selected"], ["method", "seed"]].values.tolist() == [["acp", 1]]
-    assert (out.groupby("method")["n_seeds"].first() == 4).all()
-    assert A.format_success(3, 4, *A.wilson_interval(3, 4)) == "3/4 (75%; Wilson 95% CI 30–95%)"
-
-
-def test_pattern_figure_shows_the_selected_run():
-    from noisyor_bench.reporting.plots.figures import representative_runs, row_title
-
-    rows = [
-        {
-            "dataset": "syn-pattern",
-            "method": "acp",
-            "n_train": 200,
-            "seed": s,
-            "recovered": r,
-            "n_true": 8,
-            "val_nelbo": v,
-            "mean_similarity": sim,
-        }
-        for s, (r, v, sim) in enumerate([(8, 10.5, 0.95), (6, 10.2, 0.7), (8, 10.9, 0.9)])
-    ]
-    table = A.with_recovery_summary(pd.DataFrame(rows))
-    pick = representative_runs(table).iloc[0]
-    assert int(pick["seed"]) == 1  # lowest validation NELBO, although not the median similarity (seed 2)
-    assert row_title(pick.to_dict(), table) == (
-        "ACP, N_train=200 (seed 1, lowest val. NELBO): 6/8 recovered; all seeds: 8, 6, 8 (all 8 in 2/3)"
-    )
-    fallback = representative_runs(table.drop(columns=["selected"])).iloc[0]
-    assert int(fallback["seed"]) == 2  # no selection: the (lower) median mean similarity
-
-
-def test_values_roundtrip_exact():
-    text = A.format_values([0, 3], [0.1 + 0.2, -1e-300])
-    assert A.parse_values(text) == {0: 0.1 + 0.2, 3: -1e-300}
-    assert A.parse_values(float("nan")) == {}
-    with pytest.raises(DataError):
-        A.parse_values("0:abc")
-
-
-def test_summarise_hand_made_frame():
-    df = pd.DataFrame(
-        {
-            "method": ["acp", "acp", "acp", "avi", "avi"],
-            "n_train": [20, 20, 20, 20, 20],
-            "seed": [2, 0, 1, 0, 1],
-            "nelbo": [3.0, 1.0, 2.0, 10.0, np.nan],  # AVI seed 1 has no value (null in metrics.json)
-        }
-    )
-    out = A.summarise(df, ["method", "n_train"], ["nelbo"]).set_index("method")
-    assert out.loc["acp", "n_seeds"] == 3 and out.loc["acp", "seeds"] == "0;1;2"
-    assert out.loc["acp", "nelbo_mean"] == pytest.approx(2.0)
-    assert out.loc["acp", "nelbo_std"] == pytest.approx(1.0)
-    assert out.loc["acp", "nelbo_ci95"] == pytest.approx(stats.t.ppf(0.975, 2) / math.sqrt(3))
-    assert A.parse_values(out.loc["acp", "nelbo_values"]) == {0: 1.0, 1: 2.0, 2: 3.0}
-    assert out.loc["avi", "n_seeds"] == 2 and out.loc["avi", "nelbo_n"] == 1
-    assert math.isnan(out.loc["avi", "nelbo_ci95"])
-
-
-# ------------------------------------------------------------------------------ paper numbers
-def test_paper_numbers_blocks():
-    p = A.paper_numbers()
-    assert [(r["n_train"], r["method"]) for r in p["fig3a"]["rows"]][:2] == [(1000, "avi"), (1000, "acp")]
-    assert {r["n_train"]: r["lb-cdi"] for r in p["table4"]["rows"]} == {
-        40000: None,
-        20000: None,
-        10000: None,
-        5000: None,
-        1000: 158.8,
-    }
-    assert p["table4"]["missing"]["lb-cdi"]["reason"] == "computational complexity"
-    assert p["fig5"]["numbers"] is None and "no numbers" in p["fig5"]["note"]
-    for block in ("fig3a", "table4", "table5", "table2", "table3", "fig4", "supp_fig1", "supp_fig2"):
-        assert p[block]["source"]["lines"]
-    p["fig3a"]["rows"].clear()  # callers get a copy
-    assert A.paper_numbers()["fig3a"]["rows"]
-
-
-@pytest.mark.skipif(not PAPER_TXT.exists(), reason="paper text not available")
-def test_paper_numbers_match_paper_text():
-    """Independent re-reading of the paper text (Fig. 3a and Table 4 rows, Table 5 PMIs)."""
-    lines = PAPER_TXT.read_text(encoding="utf-8").splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("N_{train}\tMethod\tNELBO"))
-    text_rows = []
-    for ln in lines[start + 1 : start + 10]:
-        n, method, *nums = ln.split("\t")
-        text_rows.append((int(n) if n.strip().isdigit() else 0, method.lower(), *map(float, nums)))
-    p = A.paper_numbers()
-    assert text_rows == [
-        (r["n_train"], r["method"], r["nelbo"], r["f1"], r["em"]) for r in p["fig3a"]["rows"]
-    ]
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("N_{train}\tAVI\tSVI\tLB-CDI\tACP"))
-    for ln, row in zip(lines[start + 1 : start + 6], p["table4"]["rows"]):
-        n, *cells = ln.split("\t")
-        assert int(n.rstrip("k")) * 1000 == row["n_train"]
-        assert [None if c == "-" else float(c) for c in cells] == [
-            row[m] for m in ("avi", "svi", "lb-cdi", "acp")
-        ]
-    pmi_line = next(ln for ln in lines if ln.startswith("PMI: 3.82"))
-    pmis = [float(x.split(": ")[1]) for x in pmi_line.split("\t")]
-    t5 = {(r["n_train"], r["method"]): r for r in p["table5"]["rows"]}
-    assert pmis == t5[(5241, "acp")]["topic_pmi"] + t5[(5241, "avi")]["topic_pmi"]
-
-
-# ------------------------------------------------------------------------------ collecting runs
 def test_collect_runs_and_errors(tmp_path):
     r0 = make_run(tmp_path, "inference", "syn-pattern", "acp", 20, 0, nelbo=22.0, f1=70.0)
     r1 = make_run(tmp_path, "inference", "syn-pattern", "avi", 20, 0, nelbo=37.0, mc_gap=0.5)
-    df = A.collect_runs([r1 / "metrics.json", r0])  # files and directories both accepted
+    df = collect_runs([r1 / "metrics.json", r0])  # files and directories both accepted
     assert list(df["method"]) == ["avi", "acp"]  # paper method order
     assert df.loc[0, "nelbo"] == 37.0 and math.isnan(df.loc[0, "f1"])
     assert df.loc[0, "mc_gap"] == 0.5 and json.loads(df.loc[0, "hparams"]) == {"lr": 0.001}
 
     with pytest.raises(DataError, match="duplicate"):
-        A.collect_runs([r0, r0])
+        collect_runs([r0, r0])
     bad = tmp_path / "bad" / "metrics.json"
     bad.parent.mkdir()
     bad.write_text("{not json")
     with pytest.raises(DataError, match=str(bad)):
-        A.collect_runs([bad])
+        collect_runs([bad])
     bad.write_text(json.dumps({"dataset": "d", "experiment": "e", "method": "acp", "seed": 0}))
     with pytest.raises(DataError, match="n_train"):
-        A.collect_runs([bad])
+        collect_runs([bad])
     bad.write_text(
         json.dumps(
             {"dataset": "d", "experiment": "e", "method": "acp", "seed": 0, "n_train": 5, "nelbo": "12.0"}
         )
     )
     with pytest.raises(DataError, match="nelbo"):
-        A.collect_runs([bad])
+        collect_runs([bad])
     with pytest.raises(DataError, match="not found"):
-        A.collect_runs([tmp_path / "nowhere" / "metrics.json"])
+        collect_runs([tmp_path / "nowhere" / "metrics.json"])
     moved = make_run(tmp_path, "inference", "syn-pattern", "acp", 100, 1, nelbo=1.0)
     record = json.loads((moved / "metrics.json").read_text())
     record["n_train"] = 20
     (moved / "metrics.json").write_text(json.dumps(record))
     with pytest.raises(DataError, match="disagree"):
-        A.collect_runs([moved])
+        collect_runs([moved])
     with pytest.raises(UserError):
-        A.collect_runs([])
+        collect_runs([])
 
 
 def _fig3a_runs(root: Path) -> list[Path]:
@@ -293,7 +128,7 @@ def _fig3a_runs(root: Path) -> list[Path]:
 
 
 def test_fig3a_table_order_paper_columns_and_missing(tmp_path):
-    table = A.fig3a_table(A.collect_runs(_fig3a_runs(tmp_path)))
+    table = fig3a_table(collect_runs(_fig3a_runs(tmp_path)))
     keys = list(zip(table["n_train"], table["method"]))
     assert keys == [
         (1000, "avi"),
@@ -314,22 +149,22 @@ def test_fig3a_table_order_paper_columns_and_missing(tmp_path):
         stats.t.ppf(0.975, 1) * np.std([22.0, 22.4], ddof=1) / math.sqrt(2)
     )
     assert table.set_index(["n_train", "method"]).loc[(1000, "avi"), "status"] == "not run"
-    md = A.fig3a_markdown(table)
+    md = fig3a_markdown(table)
     assert "| - | SVI | 22.60 (deterministic) | 22.6 |" in md  # inference-mode SVI: one setting
     assert "| 1000 | AVI | not run | 14.0 |" in md
-    inference_and_learning = A.collect_runs(
+    inference_and_learning = collect_runs(
         [make_run(tmp_path / "x", "e", "syn-pattern", "acp", 20, 0, mode="learning", nelbo=1.0)]
     )
     with pytest.raises(DataError, match="inference"):
-        A.fig3a_table(inference_and_learning)
-    two = A.collect_runs(
+        fig3a_table(inference_and_learning)
+    two = collect_runs(
         [
             make_run(tmp_path / "y", "e", "a", "acp", 20, 0, nelbo=1.0),
             make_run(tmp_path / "y", "e", "b", "acp", 20, 0, nelbo=1.0),
         ]
     )
     with pytest.raises(DataError, match="one dataset"):
-        A.fig3a_table(two)
+        fig3a_table(two)
 
 
 def test_table4_missing_reasons(tmp_path):
@@ -338,19 +173,18 @@ def test_table4_missing_reasons(tmp_path):
         for m in ("avi", "acp", "lb-cdi")
         for s in (0, 1)
     ]
-    reasons = A.parse_missing_reasons(["not run: budget", "lb-cdi=not run: LB-CDI above 1k skipped (budget)"])
-    table = A.table4_table(A.collect_runs(runs), reasons).set_index(["n_train", "method"])
+    reasons = parse_missing_reasons(["not run: budget", "lb-cdi=not run: LB-CDI above 1k skipped (budget)"])
+    table = table4_table(collect_runs(runs), reasons).set_index(["n_train", "method"])
     assert table.loc[(1000, "acp"), "status"] == "measured"
     assert table.loc[(1000, "svi"), "note"] == "not run: budget"
     assert table.loc[(5000, "lb-cdi"), "note"] == "not run: LB-CDI above 1k skipped (budget)"
     assert table.loc[(5000, "lb-cdi"), "paper_note"] == "not run in the paper: computational complexity"
     assert table.loc[(40000, "acp"), "paper_nelbo"] == 149.5
     assert table.index.get_level_values(0).unique().tolist() == [40000, 20000, 10000, 5000, 1000]
-    md = A.table4_markdown(table.reset_index())
+    md = table4_markdown(table.reset_index())
     assert "| 1000 | not run: budget |" not in md and "150.50 ± " in md
 
 
-# ------------------------------------------------------------------------------ CLI end to end
 def _syn_pattern(root: Path) -> tuple[Path, np.ndarray]:
     theta = np.zeros((64, 4))
     for k in range(4):

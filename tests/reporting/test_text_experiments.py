@@ -22,14 +22,14 @@ from noisyor_bench.experiments.grid import corpora as G
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic
 from noisyor_bench.reporting.acp import text_claims as TC
-from noisyor_bench.reporting.acp.text_classify import (
+from noisyor_bench.reporting.acp.classification import (
     classification_table,
     cv_exact_match,
     exact_match,
 )
-from noisyor_bench.reporting.acp.text_common import collect_text_runs
-from noisyor_bench.reporting.acp.text_topics import median_seed, table5_markdown, topics_table
-from noisyor_bench.reporting.acp.text_tsne import (
+from noisyor_bench.reporting.acp.text_runs import collect_text_runs
+from noisyor_bench.reporting.acp.topics_table import median_seed, table5_markdown, topics_table
+from noisyor_bench.reporting.acp.tsne import (
     effective_perplexity,
     knn_accuracy,
     knn_predict,
@@ -684,7 +684,7 @@ def test_cli_tables_and_claims(tmp_path: Path) -> None:
     other = tmp_path / "other.npz"
     write_npz_atomic(other, x_test=np.zeros((30, 3), np.uint8), y_test=y.astype(np.uint8))
     with pytest.raises(DataError, match="another file"):
-        from noisyor_bench.reporting.acp.text_common import check_dataset
+        from noisyor_bench.reporting.acp.text_runs import check_dataset
 
         check_dataset(collect_text_runs(cls), file_sha256(other), other)
     assert (

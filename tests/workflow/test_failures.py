@@ -26,13 +26,12 @@ from typing import Any
 
 import pytest
 import torch
-from toydata import write_toy_dataset
+from conftest import REPO
 
 from noisyor_bench.cli import main
 from noisyor_bench.experiments.runs import partial_dir
 from noisyor_bench.infra.io import read_json
 
-REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "workflow" / "noisyor_bench"
 # The installed console script, as Snakemake calls it (``python -m noisyor_bench`` without the venv's bin/).
 _SCRIPT = Path(sys.executable).with_name("noisyor-bench")
@@ -40,12 +39,6 @@ CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "noisyor_be
 TIMING_KEYS = {"train_seconds", "val_seconds", "posterior_seconds", "eval_seconds"}
 # Differ legitimately between a resumed and an uninterrupted run.
 NOT_COMPARED = TIMING_KEYS | {"resumed", "provenance"}
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny synthetic dataset (D=10, K=3) as ``make-dataset`` would write it."""
-    return write_toy_dataset(tmp_path_factory.mktemp("data") / "toy.npz")
 
 
 def train_argv(dataset: Path, out: Path, method: str, *extra: str) -> list[str]:

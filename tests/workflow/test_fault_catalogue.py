@@ -31,12 +31,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import REPO
 from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic
 
-REPO = Path(__file__).resolve().parents[2]
 RUN = Path("results/runs/exp/toy/svi/n60/seed0")
 DATA = Path("data/toy.npz")
 FAST = ["--eval-samples", "10", "--iw-samples", "0", "--threads", "1", "--device", "cpu"]

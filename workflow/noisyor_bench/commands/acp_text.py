@@ -19,9 +19,10 @@ log = logging.getLogger(__name__)
 
 def cmd_topics_table(args: argparse.Namespace) -> int:
     from noisyor_bench.evaluation.pmi import CooccurrenceTable
-    from noisyor_bench.reporting.acp.text_common import collect_text_runs
-    from noisyor_bench.reporting.acp.text_topics import read_vocabulary, table5_markdown, topics_table
-    from noisyor_bench.reporting.aggregate import nelbo_baseline_markdown, read_baselines, write_table
+    from noisyor_bench.reporting.acp.text_runs import collect_text_runs
+    from noisyor_bench.reporting.acp.topics_table import read_vocabulary, table5_markdown, topics_table
+    from noisyor_bench.reporting.baselines import nelbo_baseline_markdown, read_baselines
+    from noisyor_bench.reporting.tables import write_table
 
     if args.top_words < 2:
         raise ConfigError(f"--top-words must be >= 2 (PMI averages word pairs); got {args.top_words}")
@@ -39,16 +40,16 @@ def cmd_topics_table(args: argparse.Namespace) -> int:
 
 def cmd_classify(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.runs import file_sha256
-    from noisyor_bench.reporting.acp.text_classify import (
+    from noisyor_bench.reporting.acp.classification import (
         baseline_em,
         classification_markdown,
         classification_table,
         load_labelled_test,
         summary,
     )
-    from noisyor_bench.reporting.acp.text_common import check_dataset, collect_text_runs
-    from noisyor_bench.reporting.acp.text_plots import plot_classification
-    from noisyor_bench.reporting.aggregate import write_table
+    from noisyor_bench.reporting.acp.figures_text import plot_classification
+    from noisyor_bench.reporting.acp.text_runs import check_dataset, collect_text_runs
+    from noisyor_bench.reporting.tables import write_table
 
     runs = collect_text_runs(args.runs)
     check_dataset(runs, file_sha256(args.dataset), args.dataset)
@@ -62,11 +63,11 @@ def cmd_classify(args: argparse.Namespace) -> int:
 
 def cmd_tsne(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.runs import file_sha256
-    from noisyor_bench.reporting.acp.text_classify import load_labelled_test
-    from noisyor_bench.reporting.acp.text_common import check_dataset, collect_text_runs
-    from noisyor_bench.reporting.acp.text_plots import plot_tsne
-    from noisyor_bench.reporting.acp.text_tsne import tsne_panels, tsne_table
-    from noisyor_bench.reporting.aggregate import write_table
+    from noisyor_bench.reporting.acp.classification import load_labelled_test
+    from noisyor_bench.reporting.acp.figures_text import plot_tsne
+    from noisyor_bench.reporting.acp.text_runs import check_dataset, collect_text_runs
+    from noisyor_bench.reporting.acp.tsne import tsne_panels, tsne_table
+    from noisyor_bench.reporting.tables import write_table
 
     if args.perplexity <= 0:
         raise ConfigError(f"--perplexity must be > 0; got {args.perplexity}")
@@ -89,8 +90,8 @@ def cmd_tsne(args: argparse.Namespace) -> int:
 def cmd_tsne_table(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from noisyor_bench.reporting.acp.text_tsne import tsne_markdown
-    from noisyor_bench.reporting.aggregate import read_table, write_table
+    from noisyor_bench.reporting.acp.tsne import tsne_markdown
+    from noisyor_bench.reporting.tables import read_table, write_table
 
     table = pd.concat([read_table(p) for p in args.tables], ignore_index=True)
     table = table.sort_values(["K", "n_train", "method", "seed"], ascending=[True, False, True, True])
@@ -100,8 +101,8 @@ def cmd_tsne_table(args: argparse.Namespace) -> int:
 
 def cmd_claims_text(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.acp.text_claims import text_claims
-    from noisyor_bench.reporting.aggregate import read_tables
     from noisyor_bench.reporting.claims import write_claims
+    from noisyor_bench.reporting.tables import read_tables
 
     claims = text_claims(read_tables(args.tables), best_topics=args.best_topics)
     write_claims(

@@ -17,13 +17,10 @@ log = logging.getLogger(__name__)
 
 
 def cmd_table_fig3a(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import (
-        collect_runs,
-        fig3a_markdown,
-        fig3a_table,
-        read_baselines,
-        write_table,
-    )
+    from noisyor_bench.reporting.acp.synthetic_tables import fig3a_markdown, fig3a_table
+    from noisyor_bench.reporting.baselines import read_baselines
+    from noisyor_bench.reporting.collect import collect_runs
+    from noisyor_bench.reporting.tables import write_table
 
     table = fig3a_table(collect_runs(args.runs), baselines=read_baselines(args.baselines))
     write_table(table, args.out_csv, fig3a_markdown(table), args.out_md)
@@ -32,14 +29,14 @@ def cmd_table_fig3a(args: argparse.Namespace) -> int:
 
 
 def cmd_table4(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import (
-        collect_runs,
+    from noisyor_bench.reporting.acp.synthetic_tables import (
         parse_missing_reasons,
-        read_baselines,
         table4_markdown,
         table4_table,
-        write_table,
     )
+    from noisyor_bench.reporting.baselines import read_baselines
+    from noisyor_bench.reporting.collect import collect_runs
+    from noisyor_bench.reporting.tables import write_table
 
     table = table4_table(
         collect_runs(args.runs),
@@ -75,14 +72,11 @@ def _dataset_titles(paths: list[str] | None) -> dict[str, str]:
 
 
 def cmd_figure_fig5(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import (
-        collect_runs,
-        fig5_markdown,
-        fig5_table,
-        read_baselines,
-        write_table,
-    )
-    from noisyor_bench.reporting.plots.figures import plot_fig5
+    from noisyor_bench.reporting.acp.figures import plot_fig5
+    from noisyor_bench.reporting.acp.synthetic_tables import fig5_markdown, fig5_table
+    from noisyor_bench.reporting.baselines import read_baselines
+    from noisyor_bench.reporting.collect import collect_runs
+    from noisyor_bench.reporting.tables import write_table
 
     table = fig5_table(collect_runs(args.runs), read_baselines(args.baselines))
     write_table(table, args.out_csv, fig5_markdown(table), args.out_md)
@@ -92,8 +86,9 @@ def cmd_figure_fig5(args: argparse.Namespace) -> int:
 
 
 def cmd_figure_fig3b(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import collect_curves, fig3b_markdown, write_table
-    from noisyor_bench.reporting.plots.figures import plot_fig3b
+    from noisyor_bench.reporting.acp.figures import plot_fig3b
+    from noisyor_bench.reporting.acp.synthetic_tables import collect_curves, fig3b_markdown
+    from noisyor_bench.reporting.tables import write_table
 
     curves = collect_curves(args.runs)
     write_table(curves, args.out_csv, fig3b_markdown(curves), args.out_md)
@@ -105,21 +100,16 @@ def cmd_figure_fig3b(args: argparse.Namespace) -> int:
 def cmd_figure_patterns(args: argparse.Namespace) -> int:
     from noisyor_bench.evaluation.recovery import match_patterns
     from noisyor_bench.infra.provenance import note_input
-    from noisyor_bench.reporting.aggregate import (
-        collect_runs,
-        load_dataset_truth,
-        load_posterior,
-        read_baselines,
-        recovery_markdown,
-        recovery_table,
-        write_table,
-    )
-    from noisyor_bench.reporting.plots.figures import (
+    from noisyor_bench.reporting.acp.figures import (
         PatternRow,
         plot_pattern_grid,
         representative_runs,
         row_title,
     )
+    from noisyor_bench.reporting.acp.recovery_tables import recovery_markdown, recovery_table
+    from noisyor_bench.reporting.baselines import read_baselines
+    from noisyor_bench.reporting.collect import collect_runs, load_dataset_truth, load_posterior
+    from noisyor_bench.reporting.tables import write_table
 
     if not 0.0 < args.threshold <= 1.0:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold}")
@@ -157,7 +147,8 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
 def cmd_ablation_table(args: argparse.Namespace) -> int:
     from noisyor_bench.infra.provenance import note_input
     from noisyor_bench.reporting.acp.ablation import ablation_markdown, ablation_table
-    from noisyor_bench.reporting.aggregate import collect_runs, load_dataset_truth, write_table
+    from noisyor_bench.reporting.collect import collect_runs, load_dataset_truth
+    from noisyor_bench.reporting.tables import write_table
 
     if not 0.0 < args.threshold <= 1.0:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold}")
@@ -174,8 +165,9 @@ def cmd_ablation_table(args: argparse.Namespace) -> int:
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import read_tables
-    from noisyor_bench.reporting.claims import synthetic_claims, write_claims
+    from noisyor_bench.reporting.acp.synthetic_claims import synthetic_claims
+    from noisyor_bench.reporting.claims import write_claims
+    from noisyor_bench.reporting.tables import read_tables
 
     claims = synthetic_claims(read_tables(args.tables))
     write_claims(
@@ -187,12 +179,13 @@ def cmd_claims(args: argparse.Namespace) -> int:
 
 
 def cmd_convergence_table(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import collect_runs, write_table
+    from noisyor_bench.reporting.collect import collect_runs
     from noisyor_bench.reporting.convergence_tables import (
         convergence_markdown,
         convergence_table,
         summary_line,
     )
+    from noisyor_bench.reporting.tables import write_table
 
     table = convergence_table(collect_runs(args.runs))
     write_table(table, args.out_csv, convergence_markdown(table), args.out_md)
@@ -201,12 +194,12 @@ def cmd_convergence_table(args: argparse.Namespace) -> int:
 
 
 def cmd_convergence_summary(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.aggregate import write_table
     from noisyor_bench.reporting.convergence_tables import (
         read_convergence_tables,
         summary_markdown,
         summary_table,
     )
+    from noisyor_bench.reporting.tables import write_table
 
     summary = summary_table(read_convergence_tables(args.tables))
     write_table(summary, args.out_csv, summary_markdown(summary), args.out_md)

@@ -55,6 +55,7 @@ def dataset_integrity(npz_path: str | Path) -> str | None:
 
 def cmd_make_dataset(args: argparse.Namespace) -> int:
     from noisyor_bench.data.synthetic.build import build_dataset
+    from noisyor_bench.reporting.acp.paper import paper_sparsity
 
     if args.spec is not None:
         from noisyor_bench.experiments.config import check_name, validate_dataset_spec
@@ -78,7 +79,7 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
     sidecar["provenance"] = _dataset_provenance(args, spec, mirror)
     write_json_atomic(sidecar_path(args.out), sidecar)
     s = sidecar["sparsity_percent"]["all"]
-    paper = sidecar.get("paper_sparsity_percent")
+    paper = paper_sparsity(args.name)
     log.info(
         "%s: D=%d K=%d sparsity %.1f%% (paper %s%%) -> %s",
         args.name,
@@ -142,6 +143,7 @@ TABLE_COLUMNS = [
 
 def dataset_rows(paths: list[str]) -> list[dict[str, Any]]:
     from noisyor_bench.infra.provenance import note_input
+    from noisyor_bench.reporting.acp.paper import paper_sparsity
 
     rows = []
     for path in paths:
@@ -161,7 +163,7 @@ def dataset_rows(paths: list[str]) -> list[dict[str, Any]]:
             )
         cfg = meta["config"]
         measured = meta["sparsity_percent"]["all"]
-        paper = meta.get("paper_sparsity_percent")
+        paper = paper_sparsity(meta["name"])
         mu = cfg.get("mu", f"Beta({cfg.get('alpha_mu')},{cfg.get('beta_mu')})")
         rows.append(
             {

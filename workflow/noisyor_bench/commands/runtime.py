@@ -14,8 +14,8 @@ log = logging.getLogger(__name__)
 
 def cmd_runtime_table(args: argparse.Namespace) -> int:
     from noisyor_bench.infra.errors import ConfigError
-    from noisyor_bench.reporting.aggregate import write_table
     from noisyor_bench.reporting.runtime import collect, markdown, per_rule, plot
+    from noisyor_bench.reporting.tables import write_table
 
     if args.top < 1:
         raise ConfigError(f"--top must be >= 1, got {args.top}")

@@ -1,35 +1,32 @@
-"""The paper's claims about its synthetic experiments, checked against our aggregated tables.
+"""Claims checked against aggregated tables: the verdict vocabulary, records and statistics.
 
-Each claim function takes the tables (by artifact, as written by :mod:`.aggregate`) and
-returns :class:`Claim` records with a verdict in {reproduced, not reproduced, inconclusive,
-budget-limited}.
+A paper module (e.g. :mod:`noisyor_bench.reporting.acp.synthetic_claims`) writes one function
+per claim: it reads the tables (by artifact, :func:`noisyor_bench.reporting.tables.read_tables`)
+and returns a :class:`Claim` with a verdict in {reproduced, not reproduced, inconclusive,
+budget-limited}.  The rules shared by every paper live here:
 
 Verdicts come from 95% confidence intervals over seeds, never from point estimates alone:
 
-* "A is lower than B" (e.g. ACP's NELBO below AVI's): the CI of ``A - B`` -- from per-seed
-  paired differences (one-sample t) when both sides have the same seeds and share the
-  experimental cell, else Welch's unequal-variance t -- is *reproduced* if it lies entirely
-  below 0, *not reproduced* if it lies entirely above 0, *inconclusive* otherwise.  With a
-  single seed on either side there is no CI: inconclusive (n=1).
-* "Method m recovers all patterns" (Fig. 4, supplement Fig. 1): a success rate over seeds,
-  each seed an independent initialisation; reproduced if its Wilson 95% interval lies above
-  1/2, not reproduced if below, inconclusive otherwise (:data:`RULE_SUCCESS`).  The run the
-  protocol selects on validation NELBO is reported beside the verdict.
+* "A is lower than B": the CI of ``A - B`` -- from per-seed paired differences (one-sample t)
+  when both sides have the same seeds and share the experimental cell, else Welch's
+  unequal-variance t -- is *reproduced* if it lies entirely below 0, *not reproduced* if it
+  lies entirely above 0, *inconclusive* otherwise (:func:`difference_ci`,
+  :func:`verdict_below`).  With a single seed on either side there is no CI: inconclusive (n=1).
 * Claims made of several comparisons are reproduced only if all parts are, not reproduced if
-  any part is, inconclusive otherwise.
+  any part is, inconclusive otherwise (:func:`combine`).
 * A claim whose data are not in the grid's tables is inconclusive with "no data".
-* Deterministic cells (SVI, LB-CDI, UB-CDI optimised on the held-out set in inference mode:
-  the same posterior for every seed; ``deterministic`` in the tables) are a constant, not a
-  sample: the other side's CI is compared against that constant (one-sample t of its values
-  minus the constant), never a Welch test on identical values; two constants differ exactly.
-* **budget-limited** (issue 12, contract 3): a claim whose evidence -- the table rows it read
-  -- includes runs that did not converge (``n_converged < n_runs``) or learning-mode cells
-  whose NELBO is worse than the independent-Bernoulli baseline (``below_baseline``) gets
-  this verdict instead of the statistical one, which is kept in ``statistical_verdict``; the
-  counts are in ``numbers`` and ``evidence``.  Tables without these columns count as
-  converged / not below the baseline.
-
-Later stages (text experiments) reuse :class:`Claim`, :func:`write_claims`, :func:`read_claims`.
+* Deterministic cells (the non-amortized methods optimised on the held-out set in inference
+  mode: the same posterior for every seed; ``deterministic`` in the tables) are a constant,
+  not a sample: the other side's CI is compared against that constant (one-sample t of its
+  values minus the constant), never a Welch test on identical values; two constants differ
+  exactly (:class:`Side`, :func:`compare`).
+* **budget-limited** (issue 12, contract 3): a claim function decorated with
+  :func:`budget_aware` collects the table rows it reads (:func:`table_side`,
+  :func:`note_evidence`); when they include runs that did not converge
+  (``n_converged < n_runs``) or learning-mode cells whose NELBO is worse than the
+  independent-Bernoulli baseline (``below_baseline``) the claim gets this verdict instead of
+  the statistical one, which is kept in ``statistical_verdict``; the counts are in ``numbers``
+  and ``evidence``.  Tables without these columns count as converged / not below the baseline.
 """
 
 from __future__ import annotations
@@ -37,6 +34,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -47,17 +45,8 @@ from scipy import stats
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
-from noisyor_bench.reporting.aggregate import (
-    CI_LEVEL,
-    format_selected,
-    format_success,
-    markdown_table,
-    method_label,
-    paper_numbers,
-    parse_values,
-    recovery_summary,
-    wilson_interval,
-)
+from noisyor_bench.reporting.statistics import CI_LEVEL
+from noisyor_bench.reporting.tables import cell_flag, is_missing, markdown_table, parse_values
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -71,25 +60,7 @@ BUDGET_RULE = (
     "independent-Bernoulli baseline (the statistical verdict is kept in statistical_verdict)"
 )
 
-AT_LEAST_AS_GOOD_MARGIN = 0.2
-"""Non-inferiority margin (nats per data point) for claim 2 "AVI at least as good as ACP at
-N_train=1000": half the gap the paper itself reports there (ACP 14.4 - AVI 14.0 = 0.4), i.e. a
-difference smaller than the one the paper calls "slightly better" counts as "as good"."""
 
-FIG5_ON_PAR_REL_MARGIN = 0.01
-"""Equivalence margin of Fig. 5's "on par with a large amount of data", relative to the NELBO
-level of the cell (the mean of AVI's and ACP's means): the paper's own largest-N_train gaps,
-Table 4 at N_train = 40,000 and 20,000 (AVI − ACP = 1.2 nats on ~150 nats, 0.8%), are what it
-calls "on-par or slightly better"; a relative margin because the Fig. 5 panels range from ~10
-(syn-random-1) to ~150 nats (syn-random-4 to 6)."""
-
-SYNRANDOM_FIG5 = tuple(paper_numbers()["fig5"]["datasets"])
-
-ABLATIONS = ("acp-sg",)
-"""Our ablations (not methods of the paper): never a competitor in a claim about the paper's methods."""
-
-
-# ------------------------------------------------------------------------------ records
 @dataclass(frozen=True)
 class Claim:
     """One checked claim: what the paper says and where, our verdict, the numbers, the rule."""
@@ -186,7 +157,6 @@ def read_claims(path: str | Path) -> list[Claim]:
         raise DataError(f"{path}: {err}") from None
 
 
-# ------------------------------------------------------------------------------ statistics
 @dataclass(frozen=True)
 class Interval:
     """Estimate of a difference with its two-sided CI; ``low``/``high`` NaN when undefined."""
@@ -296,7 +266,6 @@ RULE_LESS = (
 )
 
 
-# ------------------------------------------------------------------------------ evidence (budget-limited)
 @dataclass
 class Evidence:
     """What the table rows a claim read say about their runs: convergence and the baseline."""
@@ -311,7 +280,7 @@ class Evidence:
             key = (str(r.get("artifact", "")), run if isinstance(run, str) else label)
             n_runs = _count(r.get("n_runs"), _count(r.get("n_seeds"), n_values))
             n_conv = _count(r.get("n_converged"), n_runs)
-            below = None if _missing(r.get("below_baseline")) else _flag(r.get("below_baseline"))
+            below = None if is_missing(r.get("below_baseline")) else cell_flag(r.get("below_baseline"))
             self.rows[key] = (n_runs, min(n_conv, n_runs), below)
 
     def merge(self, other: Evidence) -> None:
@@ -359,28 +328,21 @@ class Evidence:
         return "; ".join(parts)
 
 
-_COLLECTORS: list[Evidence] = []
+_COLLECTING: ContextVar[Evidence | None] = ContextVar("claim_evidence", default=None)
+"""The evidence of the claim being checked (set by :func:`budget_aware` for the duration of
+one claim function; ``None`` outside), so the table readers can note the rows they return."""
 
 
 def note_evidence(rows: pd.DataFrame, n_values: int = 1) -> None:
     """Tell the claim being checked (if any) which table rows it rests on (``n_values``: runs
     per row when the table does not say)."""
-    if _COLLECTORS and rows is not None and not rows.empty:
-        _COLLECTORS[-1].note(rows, n_values)
+    evidence = _COLLECTING.get()
+    if evidence is not None and rows is not None and not rows.empty:
+        evidence.note(rows, n_values)
 
 
 def _count(value: Any, default: int) -> int:
-    return default if _missing(value) else int(value)
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _flag(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() == "true"
-    return bool(value)
+    return default if is_missing(value) else int(value)
 
 
 def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
@@ -407,19 +369,19 @@ def budget_aware(check: Callable[..., Claim]) -> Callable[..., Claim]:
     @functools.wraps(check)
     def wrapper(*args: Any, **kwargs: Any) -> Claim:
         evidence = Evidence()
-        _COLLECTORS.append(evidence)
+        token = _COLLECTING.set(evidence)
         try:
             claim = check(*args, **kwargs)
         finally:
-            _COLLECTORS.pop()
-        if _COLLECTORS:
-            _COLLECTORS[-1].merge(evidence)
+            _COLLECTING.reset(token)
+        outer = _COLLECTING.get()
+        if outer is not None:  # a claim made of other claims rests on their rows too
+            outer.merge(evidence)
         return with_evidence(claim, evidence)
 
     return wrapper
 
 
-# ------------------------------------------------------------------------------ constants vs samples
 @dataclass(frozen=True)
 class Side:
     """One side of a comparison: per-seed values, or a deterministic setting (a constant)."""
@@ -474,8 +436,7 @@ def verdict_within(iv: Interval, margin: float) -> str:
     return INCONCLUSIVE
 
 
-# ------------------------------------------------------------------------------ table access
-def _side(table: pd.DataFrame | None, metric: str, **where: Any) -> Side:
+def table_side(table: pd.DataFrame | None, metric: str, **where: Any) -> Side:
     """Per-seed values of ``metric`` in the (single) measured row matching ``where`` (empty if
     absent / not run), marked deterministic when the row is; the row counts as evidence."""
     if table is None or table.empty:
@@ -497,18 +458,18 @@ def _side(table: pd.DataFrame | None, metric: str, **where: Any) -> Side:
         note_evidence(rows, len(values))
     fixed = (
         "deterministic" in rows.columns
-        and not _missing(rows["deterministic"].iloc[0])
-        and _flag(rows["deterministic"].iloc[0])
+        and not is_missing(rows["deterministic"].iloc[0])
+        and cell_flag(rows["deterministic"].iloc[0])
     )
     return Side(values, fixed)
 
 
-def _values(table: pd.DataFrame | None, metric: str, **where: Any) -> dict[int, float]:
+def table_values(table: pd.DataFrame | None, metric: str, **where: Any) -> dict[int, float]:
     """Per-seed values of ``metric`` in the (single) row matching ``where``; {} if absent/not run."""
-    return _side(table, metric, **where).values
+    return table_side(table, metric, **where).values
 
 
-def _mean(v: Mapping[int, float] | Side) -> str:
+def format_side(v: Mapping[int, float] | Side) -> str:
     if isinstance(v, Side):
         if v.deterministic and v:
             return f"{v.constant:.2f} (deterministic)"
@@ -516,536 +477,5 @@ def _mean(v: Mapping[int, float] | Side) -> str:
     return "n/a" if not v else f"{np.mean(list(v.values())):.2f} (n={len(v)})"
 
 
-def _no_data(claim_id: str, statement: str, location: str, rule: str, what: str) -> Claim:
+def no_data_claim(claim_id: str, statement: str, location: str, rule: str, what: str) -> Claim:
     return Claim(claim_id, statement, location, INCONCLUSIVE, f"{NO_DATA}: {what}", rule)
-
-
-def _loc(block: str, extra: str = "") -> str:
-    src = paper_numbers()[block]["source"]
-    return f"{src['item']}, Section {src['section']}, {src['file']} lines {src['lines']}" + (
-        f"; {extra}" if extra else ""
-    )
-
-
-def _paper_fig3a(n_train: int, method: str) -> float | None:
-    for r in paper_numbers()["fig3a"]["rows"]:
-        if int(r["n_train"]) == n_train and r["method"] == method:
-            return r["nelbo"]
-    return None
-
-
-# ------------------------------------------------------------------------------ claims 1, 2, 4 (Fig. 3a)
-@budget_aware
-def claim_acp_beats_avi(tables: Mapping[str, pd.DataFrame], n_train: int) -> Claim:
-    """(1) ACP's held-out NELBO is lower than AVI's at small N_train (Fig. 3a)."""
-    cid = f"fig3a-acp-beats-avi-n{n_train}"
-    statement = (
-        "with limited training data ACP gains huge advantages over AVI "
-        f"(Fig. 3a, N_train={n_train}: lower NELBO)"
-    )
-    loc = _loc("fig3a", "text line 259")
-    rule = "ACP NELBO − AVI NELBO < 0; " + RULE_LESS
-    t = tables.get("fig3a")
-    acp, avi = (
-        _values(t, "nelbo", n_train=n_train, method="acp"),
-        _values(t, "nelbo", n_train=n_train, method="avi"),
-    )
-    if not acp or not avi:
-        return _no_data(cid, statement, loc, rule, f"fig3a rows ACP/AVI at N_train={n_train}")
-    iv = difference_ci(acp, avi)
-    numbers = (
-        f"ACP−AVI = {iv.text()}; ACP {_mean(acp)}, AVI {_mean(avi)}; paper ACP "
-        f"{_paper_fig3a(n_train, 'acp')} vs AVI {_paper_fig3a(n_train, 'avi')}"
-    )
-    return Claim(cid, statement, loc, verdict_below(iv), numbers, rule)
-
-
-@budget_aware
-def claim_avi_as_good_at_1000(
-    tables: Mapping[str, pd.DataFrame], margin: float = AT_LEAST_AS_GOOD_MARGIN
-) -> Claim:
-    """(2) With N_train=1000 AVI is at least as good as ACP (the paper: 'slightly better')."""
-    cid = "fig3a-avi-as-good-as-acp-n1000"
-    statement = (
-        "with a sufficient amount of training data (N_train=1000) AVI achieves slightly better "
-        "performance (Fig. 3a); checked as: AVI at least as good as ACP on NELBO"
-    )
-    loc = _loc("fig3a", "text line 259")
-    rule = (
-        f"non-inferiority with margin {margin:g} nats: reproduced if the 95% CI of AVI NELBO − ACP NELBO lies "
-        f"entirely below +{margin:g}, not reproduced if entirely above +{margin:g}, else inconclusive "
-        "(n=1: inconclusive); margin = half the paper's own gap (14.4 − 14.0)" + BUDGET_RULE
-    )
-    t = tables.get("fig3a")
-    acp, avi = (
-        _values(t, "nelbo", n_train=1000, method="acp"),
-        _values(t, "nelbo", n_train=1000, method="avi"),
-    )
-    if not acp or not avi:
-        return _no_data(cid, statement, loc, rule, "fig3a rows ACP/AVI at N_train=1000")
-    iv = difference_ci(avi, acp)
-    numbers = (
-        f"AVI−ACP = {iv.text()}; AVI {_mean(avi)}, ACP {_mean(acp)}; paper AVI "
-        f"{_paper_fig3a(1000, 'avi')} vs ACP {_paper_fig3a(1000, 'acp')}"
-    )
-    return Claim(cid, statement, loc, verdict_below(iv, margin), numbers, rule)
-
-
-@budget_aware
-def claim_nonamortized_worse(tables: Mapping[str, pd.DataFrame], method: str, n_train: int = 1000) -> Claim:
-    """(4) LB-CDI (resp. SVI) has a higher NELBO than both amortized methods at N_train=1000."""
-    cid = f"fig3a-{method}-worse-than-amortized-n{n_train}"
-    statement = (
-        f"{method_label(method)} performs much worse than the amortized methods (AVI, ACP) when training "
-        f"data is sufficient (Fig. 3a, N_train={n_train})"
-    )
-    loc = _loc("fig3a", "text lines 269-271")
-    rule = (
-        f"{method_label(method)} NELBO − X NELBO > 0 for X in (AVI, ACP); {method_label(method)} optimised on "
-        "the held-out set is deterministic (the same posterior for every seed): a constant, so the CI is the "
-        "amortized method's one-sample t interval against it (Welch if it were a sample); reproduced only if "
-        "both are" + BUDGET_RULE
-    )
-    t = tables.get("fig3a")
-    other = _side(t, "nelbo", n_train=0, method=method)
-    parts, verdicts = [], []
-    for amortized in ("avi", "acp"):
-        ref = _side(t, "nelbo", n_train=n_train, method=amortized)
-        if not other or not ref:
-            return _no_data(
-                cid,
-                statement,
-                loc,
-                rule,
-                f"fig3a rows {method_label(method)} and {method_label(amortized)} at N_train={n_train}",
-            )
-        iv = compare(ref, other, paired=False)  # amortized − other < 0  <=>  other worse
-        verdicts.append(verdict_below(iv))
-        parts.append(f"{method_label(amortized)}−{method_label(method)} = {iv.text()}")
-    numbers = (
-        f"{'; '.join(parts)}; {method_label(method)} {_mean(other)}; paper {method_label(method)} "
-        f"{_paper_fig3a(0, method)} vs AVI {_paper_fig3a(n_train, 'avi')}, ACP {_paper_fig3a(n_train, 'acp')}"
-    )
-    return Claim(cid, statement, loc, combine(verdicts), numbers, rule)
-
-
-# ------------------------------------------------------------------------------ claim 3 (Fig. 3b)
-@budget_aware
-def claim_ubcdi_curve(tables: Mapping[str, pd.DataFrame]) -> Claim:
-    """(3) UB-CDI: the LL-UB tightens (decreases) over the rounds while the final ELBO is below the initial one."""
-    cid = "fig3b-ubcdi-tighter-bound-worse-elbo"
-    statement = (
-        "UB-CDI: LL-UB becomes tighter over the fixed-point rounds, yet the final ELBO after convergence "
-        "is much worse than at the initial point (Fig. 3b)"
-    )
-    loc = _loc("fig3b")
-    rule = (
-        "per seed, first round (initial psi) vs last round: LL-UB(last) − LL-UB(first) < 0 and "
-        "ELBO(last) − ELBO(first) < 0, each by the paired 95% CI over seeds; reproduced only if both are, "
-        "not reproduced if either CI lies entirely on the other side, else inconclusive (n=1: inconclusive)"
-    )
-    t = tables.get("fig3b")
-    if t is None or t.empty or not (t["method"] == "ub-cdi").any():
-        return _no_data(cid, statement, loc, rule, "fig3b curve table (UB-CDI)")
-    t = t[t["method"] == "ub-cdi"].sort_values(["seed", "round"])
-    first = t.groupby("seed").first()
-    last = t.groupby("seed").last()
-    ivs = {}
-    for col in ("ll_ub", "elbo"):
-        ivs[col] = difference_ci(last[col].to_dict(), first[col].to_dict(), paired=True)
-    verdict = combine(verdict_below(iv) for iv in ivs.values())
-    numbers = (
-        f"ΔLL-UB (last−first) = {ivs['ll_ub'].text(3)}; ΔELBO (last−first) = {ivs['elbo'].text(3)}; "
-        f"ELBO first {first['elbo'].mean():.3f}, last {last['elbo'].mean():.3f}; "
-        f"rounds {int(last['round'].min())}-{int(last['round'].max())}"
-    )
-    return Claim(cid, statement, loc, verdict, numbers, rule)
-
-
-# ------------------------------------------------------------------------------ claim 5 (Fig. 4, supp. 1-2)
-SUCCESS_BAR = 0.5
-"""A method "recovers all patterns" in a cell if it does so in more than half of independent runs."""
-
-RULE_SUCCESS = (
-    "over seeds (independent initialisations): success rate = share of seeds recovering every true pattern, "
-    "with its Wilson 95% interval; 'recovers all' is reproduced if the interval lies entirely above 1/2, not "
-    "reproduced if entirely below, else inconclusive (e.g. 2 seeds: (0.34, 1) at best); 'misses at least one' "
-    "is the mirror image (interval below 1/2 = reproduced); reproduced if every stated property is, not "
-    "reproduced if any is not, else inconclusive. Reported beside it: the run the protocol selects, the seed "
-    "with the lowest validation NELBO, and whether it recovers all (not part of the verdict)" + BUDGET_RULE
-)
-
-
-def _recovered(tables: Mapping[str, pd.DataFrame], dataset: str, method: str, n_train: int) -> pd.DataFrame:
-    t = tables.get("recovery")
-    if t is None or t.empty:
-        return pd.DataFrame()
-    rows = t[(t["dataset"] == dataset) & (t["method"] == method) & (t["n_train"] == n_train)]
-    note_evidence(rows)
-    return rows
-
-
-def _success_verdict(n_all: int, n: int, want_all: bool) -> str:
-    """Verdict of "recovers all" (``want_all``) or "misses at least one" from the Wilson interval."""
-    low, high = wilson_interval(n_all, n)
-    if math.isnan(low):
-        return INCONCLUSIVE
-    above, below = low > SUCCESS_BAR, high < SUCCESS_BAR
-    if above:
-        return REPRODUCED if want_all else NOT_REPRODUCED
-    if below:
-        return NOT_REPRODUCED if want_all else REPRODUCED
-    return INCONCLUSIVE
-
-
-def _recovery_numbers(rows: pd.DataFrame, method: str) -> tuple[int, int, str]:
-    """``(seeds recovering all, seeds, text)`` of one cell's recovery rows."""
-    s = recovery_summary(rows).iloc[0]
-    n_all, n = int(s["n_all_recovered"]), int(s["n_seeds"])
-    per_seed = ", ".join(f"s{int(a)}:{int(r)}" for a, r in zip(rows["seed"], rows["recovered"]))
-    text = (
-        f"{method_label(method)}: all {int(s['n_true'])} recovered in "
-        f"{format_success(n_all, n, float(s['success_ci_low']), float(s['success_ci_high']))}, "
-        f"mean {float(s['mean_recovered']):.2f} recovered; selected on val. NELBO {format_selected(s.to_dict())}; "
-        f"per seed [{per_seed}]"
-    )
-    return n_all, n, text
-
-
-def _recovery_claim(
-    tables: Mapping[str, pd.DataFrame],
-    cid: str,
-    statement: str,
-    loc: str,
-    dataset: str,
-    n_train: int,
-    expect: Mapping[str, bool],
-    expect_text: Mapping[str, str],
-) -> Claim:
-    """A claim "method m recovers all patterns" (``expect[m]`` True) or "misses at least one"
-    (False), decided per method by the Wilson interval of its success rate (:data:`RULE_SUCCESS`)."""
-    rule = "; ".join(f"{method_label(m)}: {expect_text[m]}" for m in expect) + "; " + RULE_SUCCESS
-    parts, verdicts = [], []
-    for m, want_all in expect.items():
-        rows = _recovered(tables, dataset, m, n_train)
-        if rows.empty:
-            return _no_data(
-                cid, statement, loc, rule, f"recovery rows {method_label(m)} {dataset} N_train={n_train}"
-            )
-        n_all, n, text = _recovery_numbers(rows.sort_values("seed"), m)
-        verdicts.append(_success_verdict(n_all, n, want_all))
-        parts.append(text)
-    return Claim(cid, statement, loc, combine(verdicts), "; ".join(parts), rule)
-
-
-@budget_aware
-def claim_recovery_n200(tables: Mapping[str, pd.DataFrame]) -> Claim:
-    """(5) SYN-PATTERN, N_train=200: ACP recovers all 8 patterns, AVI misses some."""
-    return _recovery_claim(
-        tables,
-        "fig4-acp-recovers-all-avi-misses-n200",
-        "with 200 training points ACP still reconstructs all the patterns while AVI does not recover two of the "
-        "eight (Fig. 4c, 4d)",
-        _loc("fig4"),
-        "syn-pattern",
-        200,
-        {"acp": True, "avi": False},
-        {"acp": "recovers all patterns", "avi": "misses at least one pattern"},
-    )
-
-
-@budget_aware
-def claim_recovery_n1000(tables: Mapping[str, pd.DataFrame]) -> Claim:
-    """(5b) SYN-PATTERN, N_train=1000: both AVI and ACP recover all patterns."""
-    return _recovery_claim(
-        tables,
-        "fig4-both-recover-all-n1000",
-        "with 1000 training points both AVI and ACP recover all the patterns (Fig. 4a, 4b)",
-        _loc("fig4"),
-        "syn-pattern",
-        1000,
-        {"avi": True, "acp": True},
-        {"avi": "recovers all patterns", "acp": "recovers all patterns"},
-    )
-
-
-@budget_aware
-def claim_recovery_nonamortized(tables: Mapping[str, pd.DataFrame]) -> Claim:
-    """(5c) Supplement Fig. 1: LB-CDI and SVI (N_train=1000) do not recover the patterns (merged)."""
-    return _recovery_claim(
-        tables,
-        "suppfig1-lbcdi-svi-do-not-recover-n1000",
-        "even with N_train=1000, LB-CDI and SVI achieve bad estimation results: all the patterns are merged "
-        "together (supplement Fig. 1)",
-        _loc("supp_fig1"),
-        "syn-pattern",
-        1000,
-        {"lb-cdi": False, "svi": False},
-        {"lb-cdi": "misses at least one pattern", "svi": "misses at least one pattern"},
-    )
-
-
-MNIST_PAPER_N = 8000
-
-
-def _mnist_n_train(tables: Mapping[str, pd.DataFrame]) -> int:
-    """The paper's N_train = 8,000 if the recovery table has it, else its largest multi-mnist
-    N_train (the quick grid runs a smaller cell that converges within its budget)."""
-    t = tables.get("recovery")
-    if t is None or t.empty:
-        return MNIST_PAPER_N
-    sizes = {int(n) for n in t.loc[t["dataset"] == "multi-mnist", "n_train"]}
-    return MNIST_PAPER_N if MNIST_PAPER_N in sizes or not sizes else max(sizes)
-
-
-@budget_aware
-def claim_recovery_mnist(tables: Mapping[str, pd.DataFrame], n_train: int | None = None) -> Claim:
-    """(5d) Supplement Fig. 2: on MULTI-MNIST with 8K points ACP recovers more patterns than AVI.
-
-    Without 8K rows (quick grid: N_train = 2,000, docs/convergence.md) the claim is checked on
-    the largest N_train measured and its numbers say so; the claim id stays the paper's.
-    """
-    n = _mnist_n_train(tables) if n_train is None else n_train
-    cid = f"suppfig2-acp-recovers-more-than-avi-n{MNIST_PAPER_N if n_train is None else n_train}"
-    statement = (
-        "MULTI-MNIST with reduced training data (8K): the number of patterns detected by AVI decreases "
-        "largely while ACP recovers all but two (supplement Fig. 2); checked as: ACP recovers more "
-        "patterns than AVI"
-    )
-    loc = _loc("supp_fig2")
-    rule = (
-        "ACP recovered − AVI recovered > 0 (recovered counts per seed); "
-        + RULE_LESS
-        + "; reported beside it: each method's success rate (all recovered, Wilson 95% interval) and the run "
-        "selected on validation NELBO (not part of the verdict)"
-    )
-    acp = _recovered(tables, "multi-mnist", "acp", n)
-    avi = _recovered(tables, "multi-mnist", "avi", n)
-    if acp.empty or avi.empty:
-        return _no_data(cid, statement, loc, rule, f"recovery rows ACP/AVI multi-mnist N_train={n}")
-    a = dict(zip(acp["seed"].astype(int), acp["recovered"].astype(float)))
-    b = dict(zip(avi["seed"].astype(int), avi["recovered"].astype(float)))
-    iv = difference_ci(a, b)
-    details = "; ".join(
-        _recovery_numbers(rows.sort_values("seed"), m)[2] for m, rows in (("acp", acp), ("avi", avi))
-    )
-    numbers = (
-        f"ACP−AVI recovered = {iv.text()}; ACP {_mean(a)}, AVI {_mean(b)} of {int(acp['n_true'].iloc[0])}; "
-        + details
-    )
-    if n != MNIST_PAPER_N:
-        numbers += (
-            f" (measured at N_train = {n}, not the paper's {MNIST_PAPER_N}: a smaller cell of this grid)"
-        )
-    return Claim(cid, statement, loc, verdict_above(iv), numbers, rule)
-
-
-# ------------------------------------------------------------------------------ claim 6 (Table 4)
-@budget_aware
-def claim_acp_lowest_table4(tables: Mapping[str, pd.DataFrame]) -> Claim:
-    """(6) ACP has the lowest NELBO in every row of Table 4."""
-    cid = "table4-acp-lowest-every-row"
-    statement = (
-        "ACP outperforms AVI and SVI (and LB-CDI) with both sufficient and limited training data (Table 4)"
-    )
-    loc = _loc("table4", "text line 304")
-    rule = (
-        "for every N_train row we ran and every other method run in it: ACP NELBO − X NELBO < 0 ("
-        + RULE_LESS
-        + "); reproduced only if all comparisons are; rows of the paper this grid did not run are listed"
-    )
-    t = tables.get("table4")
-    if t is None or t.empty:
-        return _no_data(cid, statement, loc, rule, "table4")
-    measured = t[t["status"] == "measured"]
-    rows_run = sorted({int(n) for n in measured.loc[measured["method"] == "acp", "n_train"]}, reverse=True)
-    if not rows_run:
-        return _no_data(cid, statement, loc, rule, "table4 has no ACP cells")
-    parts, verdicts = [], []
-    for n in rows_run:
-        acp = _values(t, "nelbo", n_train=n, method="acp")
-        others = sorted(set(measured.loc[measured["n_train"] == n, "method"]) - {"acp", *ABLATIONS})
-        for m in others:
-            iv = difference_ci(acp, _values(t, "nelbo", n_train=n, method=m))
-            verdicts.append(verdict_below(iv))
-            parts.append(f"N={n} ACP−{method_label(m)} = {iv.text()}")
-    if not verdicts:
-        return _no_data(cid, statement, loc, rule, "table4 has no competitor next to ACP")
-    paper_rows = sorted(
-        {int(r["n_train"]) for r in paper_numbers()["table4"]["rows"]} - set(rows_run), reverse=True
-    )
-    tail = f"; paper rows not run here: {', '.join(map(str, paper_rows))}" if paper_rows else ""
-    return Claim(cid, statement, loc, combine(verdicts), "; ".join(parts) + tail, rule)
-
-
-# ------------------------------------------------------------------------------ claim 7 (Fig. 5)
-def _advantage_groups(t: pd.DataFrame, dataset: str, n: int) -> list[tuple[float, dict[int, float]]]:
-    """Per-seed AVI−ACP advantage if the seeds pair, else the two groups (for a Welch contrast)."""
-    avi = _values(t, "nelbo", dataset=dataset, n_train=n, method="avi")
-    acp = _values(t, "nelbo", dataset=dataset, n_train=n, method="acp")
-    if set(avi) == set(acp):
-        return [(1.0, {s: avi[s] - acp[s] for s in avi})]
-    return [(1.0, avi), (-1.0, acp)]
-
-
-@budget_aware
-def claim_advantage_grows(tables: Mapping[str, pd.DataFrame], dataset: str) -> Claim:
-    """(7) On a Fig. 5 dataset, ACP's advantage over AVI (AVI − ACP NELBO) is larger at the smallest N_train."""
-    cid = f"fig5-acp-advantage-grows-{dataset}"
-    statement = (
-        "ACP performs on-par or slightly better than AVI with a large amount of data but noticeably better "
-        f"with a small amount of data (Fig. 5, {dataset})"
-    )
-    loc = _loc("fig5")
-    rule = (
-        "advantage A(N) = AVI NELBO − ACP NELBO; claim A(N_min) − A(N_max) > 0 over the smallest and largest "
-        "N_train where both ran; CI: per-seed advantages when AVI/ACP seeds pair within N, Welch across N "
-        "(Welch–Satterthwaite over the four groups otherwise); reproduced if the CI is entirely above 0, not "
-        "reproduced if entirely below, else inconclusive (n=1: inconclusive)" + BUDGET_RULE
-    )
-    t = tables.get("fig5")
-    if t is None or t.empty:
-        return _no_data(cid, statement, loc, rule, "fig5 table")
-    d = t[t["dataset"] == dataset]
-    ns = sorted(
-        {int(n) for n in d.loc[d["method"] == "avi", "n_train"]}
-        & {int(n) for n in d.loc[d["method"] == "acp", "n_train"]}
-    )
-    if len(ns) < 2:
-        return _no_data(
-            cid, statement, loc, rule, f"fig5 {dataset}: AVI and ACP at fewer than 2 N_train values"
-        )
-    small, large = ns[0], ns[-1]
-    groups = _advantage_groups(t, dataset, small) + [(-c, v) for c, v in _advantage_groups(t, dataset, large)]
-    iv = contrast_ci(groups)
-    adv = {}
-    for n in ns:
-        a = _values(t, "nelbo", dataset=dataset, n_train=n, method="avi")
-        c = _values(t, "nelbo", dataset=dataset, n_train=n, method="acp")
-        adv[n] = np.mean(list(a.values())) - np.mean(list(c.values()))
-    numbers = f"A(N_min={small}) − A(N_max={large}) = {iv.text()}; mean advantage per N: " + ", ".join(
-        f"{n}: {v:+.2f}" for n, v in adv.items()
-    )
-    return Claim(cid, statement, loc, verdict_above(iv), numbers, rule)
-
-
-def _fig5_sizes(t: pd.DataFrame | None, dataset: str, first: str, second: str) -> list[int]:
-    """N_train values of a Fig. 5 dataset where both methods have a measured row, ascending."""
-    if t is None or t.empty:
-        return []
-    d = t[t["dataset"] == dataset]
-    return sorted(
-        {int(n) for n in d.loc[d["method"] == first, "n_train"]}
-        & {int(n) for n in d.loc[d["method"] == second, "n_train"]}
-    )
-
-
-@budget_aware
-def claim_fig5_acp_better_small_n(tables: Mapping[str, pd.DataFrame], dataset: str) -> Claim:
-    """(7a) Fig. 5: with little data ACP's NELBO is lower than AVI's (AVI − ACP > 0 at the smallest N_train)."""
-    cid = f"fig5-acp-better-small-n-{dataset}"
-    statement = f"ACP performs noticeably better than AVI with a small amount of data (Fig. 5, {dataset})"
-    loc = _loc("fig5")
-    rule = "AVI NELBO − ACP NELBO > 0 at the smallest N_train where both ran; " + RULE_LESS
-    t = tables.get("fig5")
-    ns = _fig5_sizes(t, dataset, "avi", "acp")
-    if not ns:
-        return _no_data(cid, statement, loc, rule, f"fig5 {dataset}: AVI and ACP not both run")
-    avi, acp = (
-        _side(t, "nelbo", dataset=dataset, n_train=ns[0], method="avi"),
-        _side(t, "nelbo", dataset=dataset, n_train=ns[0], method="acp"),
-    )
-    iv = compare(avi, acp)
-    numbers = f"N_train={ns[0]}: AVI−ACP = {iv.text()}; AVI {_mean(avi)}, ACP {_mean(acp)}"
-    return Claim(cid, statement, loc, verdict_above(iv), numbers, rule)
-
-
-@budget_aware
-def claim_fig5_on_par_large_n(
-    tables: Mapping[str, pd.DataFrame], dataset: str, rel_margin: float = FIG5_ON_PAR_REL_MARGIN
-) -> Claim:
-    """(7b) Fig. 5: with much data ACP and AVI are on par -- an equivalence test at the largest N_train."""
-    cid = f"fig5-on-par-large-n-{dataset}"
-    statement = (
-        f"ACP performs on-par (or slightly better) than AVI with a large amount of data (Fig. 5, {dataset}); "
-        "checked as equivalence at the largest N_train"
-    )
-    loc = _loc("fig5")
-    rule = (
-        f"equivalence: reproduced if the 95% CI of AVI NELBO − ACP NELBO at the largest N_train (of at least two) "
-        f"lies inside ±margin, not reproduced if entirely outside, else inconclusive (n=1: inconclusive); margin = "
-        f"{rel_margin:.0%} of the cell's NELBO level (mean of the AVI and ACP means): the paper's own largest-N_train "
-        "gaps, Table 4 at 40,000 and 20,000 (AVI − ACP = 1.2 of ~150 nats, 0.8%), are what it calls on par or "
-        "slightly better" + BUDGET_RULE
-    )
-    t = tables.get("fig5")
-    ns = _fig5_sizes(t, dataset, "avi", "acp")
-    if len(ns) < 2:
-        return _no_data(
-            cid, statement, loc, rule, f"fig5 {dataset}: AVI and ACP at fewer than 2 N_train values"
-        )
-    avi, acp = (
-        _side(t, "nelbo", dataset=dataset, n_train=ns[-1], method="avi"),
-        _side(t, "nelbo", dataset=dataset, n_train=ns[-1], method="acp"),
-    )
-    iv = compare(avi, acp)
-    margin = rel_margin * abs(avi.constant + acp.constant) / 2.0
-    numbers = (
-        f"N_train={ns[-1]}: AVI−ACP = {iv.text()}; margin ±{margin:.3f} nats; AVI {_mean(avi)}, "
-        f"ACP {_mean(acp)}"
-    )
-    return Claim(cid, statement, loc, verdict_within(iv, margin), numbers, rule)
-
-
-@budget_aware
-def claim_fig5_acp_beats_classical(tables: Mapping[str, pd.DataFrame], dataset: str) -> Claim:
-    """(7c) Fig. 5: ACP's NELBO is below SVI's and LB-CDI's at every N_train where they ran."""
-    cid = f"fig5-acp-beats-svi-lbcdi-{dataset}"
-    statement = f"ACP outperforms SVI and LB-CDI (Fig. 5, {dataset})"
-    loc = _loc("fig5", "text lines 288-290")
-    rule = (
-        "ACP NELBO − X NELBO < 0 for X in (SVI, LB-CDI) at every N_train where ACP and X both ran; reproduced "
-        "only if every comparison is; " + RULE_LESS
-    )
-    t = tables.get("fig5")
-    parts, verdicts = [], []
-    for other in ("svi", "lb-cdi"):
-        for n in _fig5_sizes(t, dataset, "acp", other):
-            acp = _side(t, "nelbo", dataset=dataset, n_train=n, method="acp")
-            x = _side(t, "nelbo", dataset=dataset, n_train=n, method=other)
-            iv = compare(acp, x)
-            verdicts.append(verdict_below(iv))
-            parts.append(f"N={n} ACP−{method_label(other)} = {iv.text()}")
-    if not verdicts:
-        return _no_data(cid, statement, loc, rule, f"fig5 {dataset}: no N_train with ACP and SVI or LB-CDI")
-    return Claim(cid, statement, loc, combine(verdicts), "; ".join(parts), rule)
-
-
-# ------------------------------------------------------------------------------ all
-def synthetic_claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
-    """Every synthetic-data claim (Sections 4.2-4.4, supplement 4.1), in a fixed order."""
-    claims = [
-        claim_acp_beats_avi(tables, 20),
-        claim_acp_beats_avi(tables, 100),
-        claim_avi_as_good_at_1000(tables),
-        claim_ubcdi_curve(tables),
-        claim_nonamortized_worse(tables, "lb-cdi"),
-        claim_nonamortized_worse(tables, "svi"),
-        claim_recovery_n200(tables),
-        claim_recovery_n1000(tables),
-        claim_recovery_nonamortized(tables),
-        claim_recovery_mnist(tables),
-        claim_acp_lowest_table4(tables),
-    ]
-    for ds in SYNRANDOM_FIG5:
-        claims += [
-            claim_advantage_grows(tables, ds),
-            claim_fig5_acp_better_small_n(tables, ds),
-            claim_fig5_on_par_large_n(tables, ds),
-            claim_fig5_acp_beats_classical(tables, ds),
-        ]
-    if "ablation" in tables:  # the mechanism (ACP vs ACP-SG), only when the grid runs the ablation
-        from noisyor_bench.reporting.acp.ablation import mechanism_claims
-
-        claims += mechanism_claims(tables)
-    return claims

@@ -15,7 +15,8 @@ from typing import Any
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.reporting.aggregate import markdown_table, method_label, method_rank
+from noisyor_bench.reporting.methods import method_label, method_rank
+from noisyor_bench.reporting.tables import markdown_table
 
 ARTIFACT = "convergence"
 SUMMARY_ARTIFACT = "convergence-summary"
@@ -66,7 +67,7 @@ _FROM_OBJECT = (
 
 
 def convergence_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per run (:func:`~noisyor_bench.reporting.aggregate.collect_runs` frame) of one experiment.
+    """One row per run (:func:`~noisyor_bench.reporting.collect.collect_runs` frame) of one experiment.
 
     ``converged`` is ``True``/``False``, or empty where it does not apply (no fit of its own);
     runs written before convergence was recorded have an empty ``rule`` as well."""
@@ -292,7 +293,7 @@ def summary_markdown(summary: pd.DataFrame) -> str:
 
 def read_convergence_tables(paths: Sequence[str]) -> list[pd.DataFrame]:
     """Per-experiment convergence CSVs (their ``artifact`` column checked)."""
-    from noisyor_bench.reporting.aggregate import read_table
+    from noisyor_bench.reporting.tables import read_table
 
     out = []
     for path in paths:

@@ -116,7 +116,7 @@ def _hms(seconds: float) -> str:
 
 def markdown(rules: pd.DataFrame, jobs: pd.DataFrame, top: int = 10) -> str:
     """Per-rule totals, the ``top`` slowest jobs, and the sum over jobs (serial compute)."""
-    from noisyor_bench.reporting.aggregate import markdown_table
+    from noisyor_bench.reporting.tables import markdown_table
 
     total = float(jobs["s"].sum())
     lines = [

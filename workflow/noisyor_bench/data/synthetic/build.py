@@ -115,7 +115,6 @@ def build_dataset(
         "n_test": sizes["test"],
         "sparsity_percent": {"all": overall, **zeros},
         "expected_sparsity_percent": 100.0 * expected_sparsity(params.theta, params.theta0, params.mu),
-        "paper_sparsity_percent": spec.get("paper_sparsity"),
         "mean_active_latents": float(arrays["z_train"].sum(1).mean()),
         "parameters_info": params.info,
         "image_shape": IMAGE_SHAPES.get(str(spec.get("patterns"))),

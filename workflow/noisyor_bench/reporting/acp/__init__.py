@@ -1,14 +1,14 @@
-"""Real-corpus experiments: paper Section 4.5 (Table 5) and supplement Section 5.1 (Figs. 3-6).
+"""The ACP paper ("Amortized Inference of Variational Bounds for Learning Noisy-OR"): its numbers,
+tables, figures and claims, built on the generic reporting modules of :mod:`noisyor_bench.reporting`.
 
-* :mod:`noisyor_bench.experiments.grid.corpora` -- the ``grids.<g>.text`` grid: cells, seeds, K per experiment, validation;
-* :mod:`.topics` -- Table 5: top words of each learned topic and their average pairwise PMI;
-* :mod:`.classify` -- supplement Fig. 3: exact match of a linear multi-label classifier on the
-  test-set posteriors, by cross-validation on the test set, against the raw-``x`` baseline;
-* :mod:`.tsne` -- supplement Figs. 4-6: 2-D t-SNE of the test posteriors and a quantitative
-  companion (k-nearest-neighbour accuracy of the category in the embedding);
-* :mod:`.claims` -- the verdicts of the paper's statements about these experiments;
-* :mod:`.plots` -- the figures.
+* :mod:`.paper` -- the loader of ``paper_numbers.yaml``, the only place paper numbers are written down;
+* synthetic data (Sections 4.2-4.4): :mod:`.synthetic_tables` (Fig. 3a, Table 4, Fig. 5, Fig. 3b),
+  :mod:`.recovery_tables` (Fig. 4, supplement Figs. 1-2), :mod:`.synthetic_claims`,
+  :mod:`.sensitivity` (Fig. 3a step-cap sensitivity), :mod:`.ablation` (ACP vs ACP-SG);
+* real corpora (Section 4.5, supplement Section 5.1): :mod:`.text_runs` (reading the text runs),
+  :mod:`.topics_table` (Table 5: top words and PMI), :mod:`.classification` (supplement Fig. 3),
+  :mod:`.tsne` (supplement Figs. 4-6), :mod:`.text_claims`;
+* figures: :mod:`.figures` (Figs. 3b, 4, 5), :mod:`.figures_sensitivity`, :mod:`.figures_text`.
 
-Training itself is ``noisyor-bench train-cell --latents K`` (:mod:`noisyor_bench.experiments.runs`, learning
-mode on datasets without ground truth).
+Training itself is ``noisyor-bench train-cell`` (:mod:`noisyor_bench.experiments.runs`).
 """

@@ -43,13 +43,6 @@ import pandas as pd
 from noisyor_bench.evaluation.heldout import match_latents, weight_similarity
 from noisyor_bench.evaluation.recovery import DEFAULT_THRESHOLD, match_patterns
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.reporting.aggregate import (
-    CI_LEVEL,
-    format_values,
-    load_posterior,
-    markdown_table,
-    parse_values,
-)
 from noisyor_bench.reporting.claims import (
     BUDGET_RULE,
     INCONCLUSIVE,
@@ -63,6 +56,9 @@ from noisyor_bench.reporting.claims import (
     verdict_below,
     with_evidence,
 )
+from noisyor_bench.reporting.collect import load_posterior
+from noisyor_bench.reporting.statistics import CI_LEVEL
+from noisyor_bench.reporting.tables import format_values, markdown_table, parse_values
 
 ARTIFACT = "ablation"
 ABLATION, REFERENCE, BASELINE = "acp-sg", "acp", "avi"
@@ -152,7 +148,7 @@ def ablation_table(
 ) -> pd.DataFrame:
     """One row per (experiment, dataset, N_train) with ACP-SG runs: the paired comparisons of the module doc.
 
-    ``runs``: :func:`noisyor_bench.reporting.aggregate.collect_runs` of the ACP, ACP-SG and AVI runs (with
+    ``runs``: :func:`noisyor_bench.reporting.collect.collect_runs` of the ACP, ACP-SG and AVI runs (with
     ``posterior_test.npz`` beside each ``metrics.json``).  ``truths``: dataset name -> true ``theta``,
     for the recovery columns (left empty for a dataset without one).
     """

@@ -41,13 +41,10 @@ from noisyor_bench.experiments.runs import (
 from noisyor_bench.inference.registry import get_method
 from noisyor_bench.inference.training import stream_seed
 from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.reporting.aggregate import (
-    markdown_table,
-    method_label,
-    method_rank,
-    paper_numbers,
-    read_metrics,
-)
+from noisyor_bench.reporting.acp.paper import paper_numbers
+from noisyor_bench.reporting.collect import read_metrics
+from noisyor_bench.reporting.methods import method_label, method_rank
+from noisyor_bench.reporting.tables import markdown_table
 
 ARTIFACT = "fig3a_sensitivity"
 STEP_HPARAMS: dict[str, str] = {"svi": "posterior_steps", "lb-cdi": "max_rounds"}

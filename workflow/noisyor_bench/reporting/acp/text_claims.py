@@ -5,7 +5,7 @@ Same rules as :mod:`noisyor_bench.reporting.claims`: verdicts from 95% CIs of di
 single value (n=1), *inconclusive* with "no data" when the grid did not run the cells.
 
 Budget-limited (issue 12): every claim reads per-run rows carrying ``n_runs`` / ``n_converged``
-(:func:`~noisyor_bench.reporting.acp.text_common.add_convergence_columns`); a claim resting on a run that
+(:func:`~noisyor_bench.reporting.acp.text_runs.add_convergence_columns`); a claim resting on a run that
 did not converge gets the verdict ``budget-limited``, its statistical verdict kept
 (:func:`noisyor_bench.reporting.claims.budget_aware`).
 
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.reporting.aggregate import paper_numbers
+from noisyor_bench.reporting.acp.paper import paper_numbers
 from noisyor_bench.reporting.claims import (
     BUDGET_RULE,
     INCONCLUSIVE,

@@ -1,12 +1,17 @@
-"""Figures (matplotlib, Agg backend): shared helpers for deterministic, atomic output.
+"""Figures (matplotlib, Agg backend): helpers every paper's figures share.
 
 Every figure is written through :func:`save_figure`: a temporary file in the target
 directory renamed into place (an interrupted job leaves no half-written figure), with the
-timestamps matplotlib would embed in PDFs removed so equal figures give equal bytes.
+timestamps matplotlib would embed in PDFs removed so equal figures give equal bytes.  Figures
+use one seaborn style (:func:`figure_style`) and the registry's colour and marker per method
+(:mod:`noisyor_bench.reporting.methods`).  This package holds only what is not tied to one paper
+(and :mod:`.patterns`, pictures of any noisy-OR weight matrix); a paper's own figures live with
+that paper (e.g. :mod:`noisyor_bench.reporting.acp.figures`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -32,3 +37,19 @@ def save_figure(
     for path, fmt, metadata in targets:
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=fmt, dpi=DPI, metadata=metadata, bbox_inches="tight")
+
+
+def figure_style() -> contextlib.ExitStack:
+    """Seaborn style scoped to one figure (no global rcParams change)."""
+    import seaborn as sns  # imported here: pattern pictures (plots.patterns) do not need it
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(sns.axes_style("whitegrid"))
+    stack.enter_context(sns.plotting_context("paper", font_scale=1.1))
+    return stack
+
+
+def n_train_tick(n: float) -> str:
+    """``1000 -> "1k"``, ``40000 -> "40k"``, ``200 -> "200"`` (as in the paper's Table 4)."""
+    n = int(n)
+    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)

@@ -27,16 +27,11 @@ import pandas as pd
 
 from noisyor_bench.evaluation.pmi import CooccurrenceTable, model_topics, score_topics
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.reporting.acp.text_common import add_convergence_columns, load_run_posterior
-from noisyor_bench.reporting.aggregate import (
-    CI_NOTE,
-    format_ci,
-    markdown_table,
-    mean_ci,
-    method_label,
-    method_rank,
-    paper_numbers,
-)
+from noisyor_bench.reporting.acp.paper import paper_numbers
+from noisyor_bench.reporting.acp.text_runs import add_convergence_columns, load_run_posterior
+from noisyor_bench.reporting.methods import method_label, method_rank
+from noisyor_bench.reporting.statistics import mean_ci
+from noisyor_bench.reporting.tables import CI_NOTE, format_ci, markdown_table
 
 ARTIFACT = "table5"
 COLUMNS = (
@@ -59,7 +54,7 @@ COLUMNS = (
     "mean_pmi_best",
     "best_topics",
     "run_dir",
-)  # + n_runs, n_converged of the row's run (textexp.common.add_convergence_columns)
+)  # + n_runs, n_converged of the row's run (text_runs.add_convergence_columns)
 DEFAULT_BEST_TOPICS = 4  # the paper's Table 5 shows the best 4 topics
 
 UNSEEN_PAIRS_NOTE = (

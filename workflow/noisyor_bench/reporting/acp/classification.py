@@ -26,16 +26,9 @@ import pandas as pd
 
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz
-from noisyor_bench.reporting.acp.text_common import add_convergence_columns, load_run_posterior
-from noisyor_bench.reporting.aggregate import (
-    CI_NOTE,
-    format_ci,
-    markdown_table,
-    method_label,
-    method_rank,
-    parse_values,
-    summarise,
-)
+from noisyor_bench.reporting.acp.text_runs import add_convergence_columns, load_run_posterior
+from noisyor_bench.reporting.methods import method_label, method_rank
+from noisyor_bench.reporting.tables import CI_NOTE, format_ci, markdown_table, parse_values, summarise
 
 ARTIFACT = "classification"
 DEFAULT_MAX_ITER = 1000

@@ -1,6 +1,6 @@
 """Figures of the real-corpus experiments: supplement Fig. 3 (EM vs N_train) and Figs. 4-6 (t-SNE).
 
-Same conventions as :mod:`noisyor_bench.reporting.plots.figures`: the paper's method names and colours,
+Same conventions as :mod:`noisyor_bench.reporting.acp.figures`: the paper's method names and colours,
 mean over seeds with a 95% Student-t band, PNG + PDF written atomically and without timestamps.
 """
 
@@ -15,10 +15,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from noisyor_bench.reporting.acp.text_tsne import Panel
-from noisyor_bench.reporting.aggregate import method_label, method_rank
-from noisyor_bench.reporting.plots import save_figure
-from noisyor_bench.reporting.plots.figures import METHOD_MARKERS, _n_label, _style, method_color
+from noisyor_bench.reporting.acp.tsne import Panel
+from noisyor_bench.reporting.methods import method_colour, method_label, method_marker, method_rank
+from noisyor_bench.reporting.plots import figure_style, n_train_tick, save_figure
 
 # Category colours (Okabe-Ito, distinct from the method colours): earn, acq, money-fx, ...
 CATEGORY_COLORS = ("#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -38,7 +37,7 @@ def plot_classification(
     if not ks:
         raise ValueError("no classification rows to plot")
     methods = sorted(summary["method"].unique(), key=method_rank)
-    with _style():
+    with figure_style():
         fig = Figure(figsize=(4.0 * len(ks), 3.4), layout="constrained")
         axes = np.atleast_1d(fig.subplots(1, len(ks), sharey=True, squeeze=False).ravel())
         for ax, k in zip(axes, ks):
@@ -53,25 +52,24 @@ def plot_classification(
                 ax.plot(
                     x,
                     mean,
-                    marker=METHOD_MARKERS.get(m, "o"),
+                    marker=method_marker(m),
                     ms=4,
                     lw=1.6,
-                    color=method_color(m),
+                    color=method_colour(m),
                     label=method_label(m),
                 )
-                ax.fill_between(x, mean - ci, mean + ci, color=method_color(m), alpha=0.18, lw=0)
+                ax.fill_between(x, mean - ci, mean + ci, color=method_colour(m), alpha=0.18, lw=0)
             if baseline is not None:
                 ax.axhline(baseline, **BASELINE_STYLE)
             ax.set_xscale("log")
             ticks = sorted(int(n) for n in d["n_train"].unique())
-            ax.set_xticks(ticks, [_n_label(n) for n in ticks])
+            ax.set_xticks(ticks, [n_train_tick(n) for n in ticks])
             ax.minorticks_off()
             ax.set_title(f"K = {k}", fontsize=10)
             ax.set_xlabel("N_train (log scale)")
         axes[0].set_ylabel(f"EM (%), {folds}-fold CV on the test set")
         handles = [
-            Line2D([], [], color=method_color(m), marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6)
-            for m in methods
+            Line2D([], [], color=method_colour(m), marker=method_marker(m), ms=4, lw=1.6) for m in methods
         ]
         labels = [method_label(m) for m in methods]
         if baseline is not None:
@@ -97,7 +95,7 @@ def plot_tsne(
     methods = sorted({p.method for p in panels}, key=method_rank)
     ns = sorted({p.n_train for p in panels}, reverse=True)
     by_key = {(p.method, p.n_train): p for p in panels}
-    with _style():
+    with figure_style():
         fig = Figure(figsize=(3.3 * len(ns), 3.4 * len(methods) + 0.5), layout="constrained")
         axes = fig.subplots(len(methods), len(ns), squeeze=False)
         for i, m in enumerate(methods):

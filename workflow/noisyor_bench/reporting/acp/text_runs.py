@@ -11,7 +11,7 @@ import pandas as pd
 from noisyor_bench.experiments.grid.corpora import classification_latents
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
-from noisyor_bench.reporting.aggregate import collect_runs, convergence_counts
+from noisyor_bench.reporting.collect import collect_runs, convergence_counts
 
 
 def load_run_posterior(run_dir: str | Path, need: Sequence[str] = ("theta",)) -> dict[str, np.ndarray]:
@@ -30,7 +30,7 @@ def load_run_posterior(run_dir: str | Path, need: Sequence[str] = ("theta",)) ->
 
 
 def collect_text_runs(paths: Sequence[str | Path]) -> pd.DataFrame:
-    """Runs (one row each, :func:`~noisyor_bench.reporting.aggregate.collect_runs`) with a checked ``K`` column.
+    """Runs (one row each, :func:`~noisyor_bench.reporting.collect.collect_runs`) with a checked ``K`` column.
 
     A ``classification-K<K>`` run must have learned K latents: the experiment name is what the
     tables and figures group by, so a mismatch would silently mislabel a panel.

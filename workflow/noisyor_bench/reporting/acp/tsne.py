@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.reporting.acp.text_common import add_convergence_columns, load_run_posterior
+from noisyor_bench.reporting.acp.text_runs import add_convergence_columns, load_run_posterior
 
 ARTIFACT = "tsne"
 DEFAULT_NEIGHBORS = 5
@@ -201,7 +201,8 @@ def tsne_table(
 
 def tsne_markdown(table: pd.DataFrame) -> str:
     """The separation numbers per panel (one row per K, N_train, method)."""
-    from noisyor_bench.reporting.aggregate import markdown_table, method_label, method_rank
+    from noisyor_bench.reporting.methods import method_label, method_rank
+    from noisyor_bench.reporting.tables import markdown_table
 
     t = table.assign(_m=table["method"].map(method_rank)).sort_values(
         ["K", "n_train", "_m"], ascending=[True, False, True]

@@ -14,9 +14,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from noisyor_bench.reporting.aggregate import method_label, method_rank
-from noisyor_bench.reporting.plots import save_figure
-from noisyor_bench.reporting.plots.figures import METHOD_MARKERS, _style, method_color
+from noisyor_bench.reporting.methods import method_colour, method_label, method_marker, method_rank
+from noisyor_bench.reporting.plots import figure_style, save_figure
 
 PANELS: tuple[tuple[str, str], ...] = (
     ("nelbo", "held-out NELBO (nats / point)"),
@@ -39,16 +38,14 @@ def plot_sensitivity(
     capped = table[table["setting"] == "capped"]
     own = table[table["setting"] == "fig3a"]
     exact = table["exact_nll"].dropna()
-    with _style():
+    with figure_style():
         fig = Figure(figsize=(13.0, 3.9), layout="constrained")
         axes = fig.subplots(1, len(PANELS))
         for ax, (metric, ylabel) in zip(axes, PANELS):
             for m in methods:
-                color = method_color(m)
+                color = method_colour(m)
                 g = capped[capped["method"] == m].sort_values("steps_cap")
-                ax.plot(
-                    g["steps_cap"], g[metric], marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6, color=color
-                )
+                ax.plot(g["steps_cap"], g[metric], marker=method_marker(m), ms=4, lw=1.6, color=color)
                 paper = g[f"paper_{metric}"].dropna()
                 if len(paper):
                     ax.axhline(float(paper.iloc[0]), color=color, ls="--", lw=1.2, alpha=0.9)
@@ -71,8 +68,7 @@ def plot_sensitivity(
             ax.set_xlabel("per-datapoint optimisation steps (symlog)")
             ax.set_ylabel(ylabel)
         handles = [
-            Line2D([], [], color=method_color(m), marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6)
-            for m in methods
+            Line2D([], [], color=method_colour(m), marker=method_marker(m), ms=4, lw=1.6) for m in methods
         ]
         labels = [method_label(m) for m in methods]
         handles += [

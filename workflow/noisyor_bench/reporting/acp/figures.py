@@ -2,14 +2,13 @@
 (learned patterns), Fig. 5 (NELBO vs N_train on SYN-RANDOM).
 
 Conventions shared by all figures: the paper's method names, one fixed colour and marker per
-method (Okabe-Ito colour-blind-safe palette), mean over seeds with a 95% Student-t CI band
+method (the registry's Okabe-Ito colour-blind-safe palette), mean over seeds with a 95% Student-t CI band
 (no band for a single seed), PNG + PDF written atomically via :func:`save_figure`.
 Figures are built on :class:`matplotlib.figure.Figure` objects (no pyplot state).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -18,47 +17,20 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 
 from noisyor_bench.evaluation.recovery import Recovery, activation_probabilities
-from noisyor_bench.reporting.aggregate import BASELINE_LABELS, mean_ci, method_label, method_rank
-from noisyor_bench.reporting.plots import save_figure
+from noisyor_bench.reporting.baselines import BASELINE_LABELS
+from noisyor_bench.reporting.methods import method_colour, method_label, method_marker, method_rank
+from noisyor_bench.reporting.plots import figure_style, n_train_tick, save_figure
+from noisyor_bench.reporting.statistics import mean_ci
 
-METHOD_COLORS: dict[str, str] = {
-    "avi": "#0072B2",  # blue
-    "acp": "#D55E00",  # vermillion
-    "svi": "#009E73",  # bluish green
-    "lb-cdi": "#CC79A7",  # reddish purple
-    "ub-cdi": "#E69F00",  # orange
-    "acp-sg": "#000000",  # black: the ablation of ACP (theta stopped in eq. 11)
-}
-METHOD_MARKERS: dict[str, str] = {
-    "avi": "o",
-    "acp": "s",
-    "svi": "^",
-    "lb-cdi": "D",
-    "ub-cdi": "v",
-    "acp-sg": "X",
-}
 LLUB_COLOR = "#333333"
 RECOVERED_EDGE = "#009E73"
 MISSED_EDGE = "#D55E00"
 PATTERN_CMAP = "gray_r"  # as plots.patterns: black = high probability, white = 0
-
-
-def method_color(method: str) -> str:
-    return METHOD_COLORS.get(method, "#555555")
-
-
-def _style() -> contextlib.ExitStack:
-    """Seaborn style scoped to one figure (no global rcParams change)."""
-    stack = contextlib.ExitStack()
-    stack.enter_context(sns.axes_style("whitegrid"))
-    stack.enter_context(sns.plotting_context("paper", font_scale=1.1))
-    return stack
 
 
 def mean_band(values: Sequence[float]) -> tuple[float, float, float]:
@@ -92,14 +64,14 @@ def plot_fig3b(
     if curves.empty:
         raise ValueError("no curve rows to plot")
     n_seeds = curves["seed"].nunique()
-    with _style():
+    with figure_style():
         fig = Figure(figsize=(6.0, 3.8), layout="constrained")
         ax = fig.add_subplot()
         ax2 = ax.twinx()
         lines = []
         for axis, column, color, style, label in (
             (ax, "ll_ub", LLUB_COLOR, "--", "LL-UB (log-likelihood upper bound)"),
-            (ax2, "elbo", method_color("ub-cdi"), "-", "ELBO"),
+            (ax2, "elbo", method_colour("ub-cdi"), "-", "ELBO"),
         ):
             band = curve_bands(curves, column)
             (line,) = axis.plot(band["round"], band["mean"], style, color=color, lw=1.8, label=label)
@@ -170,7 +142,7 @@ def plot_pattern_grid(
     if shape[0] * shape[1] != d:
         raise ValueError(f"image_shape {shape} does not hold D={d} pixels")
     n_cols = max([k_true] + [r.theta.shape[1] for r in rows]) + 1
-    with _style():
+    with figure_style():
         fig = Figure(figsize=(0.95 * n_cols + 0.3, 1.25 * (len(rows) + 1) + 0.5), layout="constrained")
         subfigs = fig.subfigures(len(rows) + 1, 1, squeeze=False)[:, 0]
         _pattern_row(
@@ -273,12 +245,6 @@ def row_title(pick: Mapping[str, object], recovery: pd.DataFrame) -> str:
 
 
 # ------------------------------------------------------------------------------ Fig. 5
-def _n_label(n: float) -> str:
-    """``1000 -> "1k"``, ``40000 -> "40k"``, ``200 -> "200"`` (as in the paper's Table 4)."""
-    n = int(n)
-    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
-
-
 _REFERENCE_STYLES: dict[str, dict[str, Any]] = {
     "indep-bernoulli": {"ls": "--", "marker": "x", "ms": 4},
     "true-exact": {"ls": ":"},
@@ -296,7 +262,7 @@ def plot_fig5(
 ) -> None:
     """Held-out NELBO vs N_train (log axis), one panel per dataset, one line per method with a 95% CI band.
 
-    Reference rows (``status = baseline``, :func:`noisyor_bench.reporting.aggregate.with_baselines`) are
+    Reference rows (``status = baseline``, :func:`noisyor_bench.reporting.baselines.with_baselines`) are
     drawn as grey lines: the independent Bernoulli against N_train (dashed) and the true model
     (horizontal: exact or IW bound dotted, per-datapoint ELBO dash-dotted).
     """
@@ -308,7 +274,7 @@ def plot_fig5(
     methods = sorted(table["method"].unique(), key=method_rank)
     n_cols = min(3, len(datasets))
     n_rows = math.ceil(len(datasets) / n_cols)
-    with _style():
+    with figure_style():
         fig = Figure(figsize=(4.2 * n_cols, 3.3 * n_rows + 0.6), layout="constrained")
         axes = np.atleast_1d(fig.subplots(n_rows, n_cols, squeeze=False).ravel())
         for ax, dataset in zip(axes, datasets):
@@ -323,13 +289,13 @@ def plot_fig5(
                 ax.plot(
                     x,
                     mean,
-                    marker=METHOD_MARKERS.get(m, "o"),
+                    marker=method_marker(m),
                     ms=4,
                     lw=1.6,
-                    color=method_color(m),
+                    color=method_colour(m),
                     label=method_label(m),
                 )
-                ax.fill_between(x, mean - ci, mean + ci, color=method_color(m), alpha=0.18, lw=0)
+                ax.fill_between(x, mean - ci, mean + ci, color=method_colour(m), alpha=0.18, lw=0)
             for ref, style in _REFERENCE_STYLES.items():
                 g = refs[(refs["dataset"] == dataset) & (refs["method"] == ref)].sort_values("n_train")
                 if g.empty:
@@ -346,7 +312,7 @@ def plot_fig5(
                     ax.axhline(float(g["nelbo_mean"].iloc[0]), color="0.2", lw=1.0, **style)
             ax.set_xscale("log")
             ticks = sorted(d["n_train"].unique())
-            ax.set_xticks(ticks, [_n_label(n) for n in ticks])
+            ax.set_xticks(ticks, [n_train_tick(n) for n in ticks])
             ax.minorticks_off()
             ax.set_title((titles or {}).get(dataset, dataset), fontsize=10)
             ax.set_xlabel("N_train (log scale)")
@@ -354,8 +320,7 @@ def plot_fig5(
         for ax in axes[len(datasets) :]:
             ax.axis("off")
         handles = [
-            Line2D([], [], color=method_color(m), marker=METHOD_MARKERS.get(m, "o"), ms=4, lw=1.6)
-            for m in methods
+            Line2D([], [], color=method_colour(m), marker=method_marker(m), ms=4, lw=1.6) for m in methods
         ]
         labels = [method_label(m) for m in methods]
         for ref, style in _REFERENCE_STYLES.items():

@@ -1,0 +1,46 @@
+"""Statistics over seeds (noisyor_bench.reporting.statistics): t-intervals of means, Wilson intervals of rates."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from noisyor_bench.reporting.statistics import mean_ci, wilson_interval
+from noisyor_bench.reporting.tables import format_ci
+
+
+def test_t_halfwidth_by_hand_and_scipy():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    mean, std, n, ci = mean_ci(x)
+    # by hand: s = sqrt(5/3), t_{0.975,3} = 3.182446305284263
+    assert std == pytest.approx(math.sqrt(5 / 3), abs=1e-12)
+    assert ci == pytest.approx(3.182446305284263 * math.sqrt(5 / 3) / 2, abs=1e-9)
+    lo, hi = stats.t.interval(0.95, df=3, loc=mean, scale=stats.sem(x))
+    assert (mean - ci, mean + ci) == pytest.approx((lo, hi), abs=1e-12)
+
+
+def test_single_seed_has_no_ci():
+    mean, std, n, ci = mean_ci([14.2])
+    assert (mean, n) == (14.2, 1) and math.isnan(std) and math.isnan(ci)
+    assert format_ci(mean, ci, n) == "14.20 (n=1)"
+    assert format_ci(14.0234, 0.111, 5) == "14.02 ± 0.11"
+    assert format_ci(float("nan"), float("nan"), 0) == ""
+
+
+def test_wilson_interval_by_hand_and_scipy():
+    # by hand, 7/10: z = 1.959964, z² = 3.841459; centre (0.7 + z²/20)/(1 + z²/10) = 0.892073/1.384146
+    # = 0.644494, half-width z·sqrt(0.021 + z²/400)/(1 + z²/10) = 1.959964·0.174939/1.384146 = 0.247716
+    assert wilson_interval(7, 10) == pytest.approx((0.396778, 0.892209), abs=3e-6)
+    for k, n in [(0, 1), (1, 1), (0, 10), (3, 7), (10, 10), (2, 2), (4, 4), (37, 50)]:
+        ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+        assert wilson_interval(k, n) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    ci = stats.binomtest(3, 7).proportion_ci(confidence_level=0.8, method="wilson")
+    assert wilson_interval(3, 7, level=0.8) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    assert wilson_interval(10, 10)[1] == 1.0 and wilson_interval(0, 10)[0] == 0.0
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
+    for bad in [(3, 2), (-1, 4), (1.5, 4)]:
+        with pytest.raises(ValueError):
+            wilson_interval(*bad)

@@ -1,0 +1,196 @@
+"""The package's architecture, enforced: layer order, the package root, no import cycles, and a
+``docs/architecture.md`` picture that matches the real imports.
+
+Everything is read from the source with :mod:`ast` (``docs/architecture_graph.py``), so the tests
+need no torch and follow any module that is added, moved or renamed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+_spec = importlib.util.spec_from_file_location("architecture_graph", REPO / "docs" / "architecture_graph.py")
+graph = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = graph  # dataclasses resolve their module by name
+_spec.loader.exec_module(graph)
+
+PACKAGE = graph.PACKAGE_DIR
+LAYERS = graph.LAYERS
+
+# Imports against the layer order that the tree had when this test was written, each with why it
+# is there and how to remove it.  Keep this list empty: fix the import, then delete its entry (the
+# test fails on an entry that no longer occurs, so the list cannot outlive its reason).
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    ("noisyor_bench.infra.provenance", "noisyor_bench"): (
+        "reads noisyor_bench.__version__ from the package root; fix: keep the version in infra "
+        "(e.g. infra/constants.py) and let noisyor_bench/__init__.py re-export it"
+    ),
+    ("noisyor_bench.data.synthetic.build", "noisyor_bench"): "reads noisyor_bench.__version__ (see above)",
+    ("noisyor_bench.experiments.runs", "noisyor_bench"): "reads noisyor_bench.__version__ (see above)",
+    ("noisyor_bench.infra.provenance", "noisyor_bench.data.rawdata"): (
+        "provenance.sha256 calls rawdata.sha256_file (inside the function); fix: one sha256 helper "
+        "in infra that rawdata uses too"
+    ),
+    ("noisyor_bench.models.noisyor.bounds", "noisyor_bench.evaluation.heldout"): (
+        "bounds imports heldout.nelbo for its evaluation glue; fix: move that glue to evaluation/ "
+        "(or the metric it needs down to models/)"
+    ),
+}
+
+# Import cycles between modules (counting imports inside functions), with why and the fix.
+KNOWN_CYCLES: dict[frozenset[str], str] = {
+    frozenset({"noisyor_bench.inference.base", "noisyor_bench.inference.training"}): (
+        "training imports EpochRecord, FitBudget from base (base re-exports them from fitting) and "
+        "base imports training.derive_init_seed inside __init__; fix: training imports them from "
+        "inference.fitting"
+    ),
+    frozenset({"noisyor_bench.reporting.claims", "noisyor_bench.reporting.acp.ablation"}): (
+        "ablation builds on claims (Claim, Evidence, difference_ci, ...) and claims.synthetic_claims "
+        "calls ablation.mechanism_claims inside a function; fix: the ACP paper's claim list (in "
+        "reporting/acp/) calls both"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def parsed() -> tuple[dict[str, Path], list]:
+    return graph.import_graph(PACKAGE)
+
+
+def _name(key: tuple[str, str] | frozenset[str]) -> str:
+    return " -> ".join(key) if isinstance(key, tuple) else " <-> ".join(sorted(key))
+
+
+def _report(kind: str, known: dict, found: set) -> list[str]:
+    """Warn about the allowlisted entries still present (pytest prints them); return the stale ones."""
+    for key in sorted(found & set(known), key=sorted):
+        warnings.warn(
+            f"known {kind}, allowlisted in tests/test_architecture.py: {_name(key)}: {known[key]}",
+            stacklevel=1,
+        )
+    return [f"{_name(key)}: {known[key]}" for key in sorted(set(known) - found, key=sorted)]
+
+
+def test_no_module_imports_a_higher_layer(parsed) -> None:
+    """infra < models < data < evaluation < inference < experiments < reporting < commands < cli:
+    a module imports only its own layer and lower ones (module-level, function-local and
+    TYPE_CHECKING imports alike)."""
+    _, imports = parsed
+    upward = graph.upward_imports(imports)
+    new = [graph.describe(i) for i in upward if (i.importer, i.imported) not in KNOWN_UPWARD]
+    stale = _report("upward import", KNOWN_UPWARD, {(i.importer, i.imported) for i in upward})
+    assert not new, "imports against the layer order " + " < ".join(LAYERS) + ":\n" + "\n".join(new)
+    assert not stale, "KNOWN_UPWARD entries that no longer occur (delete them):\n" + "\n".join(stale)
+
+
+def test_every_module_is_in_a_layer(parsed) -> None:
+    modules, _ = parsed
+    strays = sorted(m for m in modules if graph.layer_of(m) not in LAYERS)
+    assert not strays, f"modules outside the layers {LAYERS}: {strays}"
+
+
+def test_package_root_holds_only_the_face_and_the_layer_folders() -> None:
+    allowed = {"__init__.py", "__main__.py", "cli.py", "__pycache__"} | set(LAYERS[:-1])
+    extra = sorted(p.name for p in PACKAGE.iterdir() if p.name not in allowed)
+    assert not extra, (
+        f"{PACKAGE.relative_to(REPO)} holds only __init__.py, __main__.py, cli.py and the layer "
+        f"folders {', '.join(LAYERS[:-1])}; move {extra} into a layer folder"
+    )
+    missing = sorted(layer for layer in LAYERS[:-1] if not (PACKAGE / layer / "__init__.py").is_file())
+    assert not missing, f"layer folders without __init__.py: {missing}"
+
+
+def test_no_import_cycles(parsed) -> None:
+    """No two modules import each other, directly or through others (function-local imports
+    count: a cycle hidden in a function is still a knot in the design)."""
+    _, imports = parsed
+    found = {frozenset(c) for c in graph.cycles({(i.importer, i.imported) for i in imports})}
+    new = sorted(sorted(c) for c in found - set(KNOWN_CYCLES))
+    stale = _report("import cycle", KNOWN_CYCLES, found)
+    assert not new, "import cycles between modules:\n" + "\n".join(" <-> ".join(c) for c in new)
+    assert not stale, "KNOWN_CYCLES entries that no longer occur (delete them):\n" + "\n".join(stale)
+
+
+def test_no_import_cycles_at_import_time(parsed) -> None:
+    """Module-level imports alone must form no cycle at all (no allowlist): a cycle there makes
+    the result depend on which module is imported first."""
+    _, imports = parsed
+    cycles = graph.cycles({(i.importer, i.imported) for i in imports if i.kind == "module"})
+    assert not cycles, "import-time cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_layers_form_no_cycle(parsed) -> None:
+    _, imports = parsed
+    layer_edges = {
+        (graph.layer_of(i.importer), graph.layer_of(i.imported))
+        for i in imports
+        if graph.layer_of(i.importer) != graph.layer_of(i.imported)
+        and (i.importer, i.imported) not in KNOWN_UPWARD
+    }
+    assert not graph.cycles(layer_edges)
+
+
+def test_architecture_doc_picture_is_current() -> None:
+    doc = graph.DOC.read_text(encoding="utf-8")
+    block = graph.generated_block(doc)
+    assert block is not None, f"{graph.DOC}: the markers {graph.BEGIN} ... {graph.END} are missing"
+    assert block == graph.render(PACKAGE), (
+        "docs/architecture.md's import graph is stale (modules or imports changed): run `make architecture`"
+    )
+
+
+# ---------------------------------------------------------------------------------- the parser itself
+def test_parser_sees_every_kind_of_import(tmp_path: Path) -> None:
+    """Absolute, relative, ``from pkg import module``, function-local and TYPE_CHECKING imports."""
+    pkg = tmp_path / "noisyor_bench"
+    for folder in ("infra", "models", "models/noisyor", "reporting"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text('__version__ = "0"\n')
+    (pkg / "infra" / "io.py").write_text("from . import errors\n")
+    (pkg / "infra" / "errors.py").write_text("")
+    (pkg / "models" / "noisyor" / "model.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import noisyor_bench.infra.io\n"
+        "from ...infra.errors import X\n"
+        "if TYPE_CHECKING:\n"
+        "    from noisyor_bench.reporting import plots\n"
+        "def f():\n"
+        "    from noisyor_bench import __version__\n"
+    )
+    (pkg / "reporting" / "plots.py").write_text("import numpy\nimport noisyor_bench.models.noisyor\n")
+    modules, imports = graph.import_graph(pkg)
+    got = {(i.importer.removeprefix("noisyor_bench."), i.imported, i.kind) for i in imports}
+    assert got == {
+        ("infra.io", "noisyor_bench.infra.errors", "module"),
+        ("models.noisyor.model", "noisyor_bench.infra.io", "module"),
+        ("models.noisyor.model", "noisyor_bench.infra.errors", "module"),
+        ("models.noisyor.model", "noisyor_bench.reporting.plots", "type-checking"),
+        ("models.noisyor.model", "noisyor_bench", "function"),
+        ("reporting.plots", "noisyor_bench.models.noisyor", "module"),
+    }
+    assert [graph.describe(i) for i in graph.upward_imports(imports)] == [
+        "models/noisyor/model.py:7 imports noisyor_bench [function] (models < cli)",
+        "models/noisyor/model.py:5 imports noisyor_bench.reporting.plots [type-checking] (models < reporting)",
+    ]
+    assert graph.layer_of("noisyor_bench.models.noisyor.model") == "models"
+    assert graph.layer_of("noisyor_bench.__main__") == graph.layer_of("noisyor_bench") == "cli"
+
+
+def test_cycles_are_found() -> None:
+    edges = {("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "e"), ("e", "d")}
+    assert graph.cycles(edges) == [["a", "b", "c"], ["d", "e"]]
+    assert graph.cycles({("a", "b"), ("b", "c")}) == []
+
+
+def test_generated_block_round_trip() -> None:
+    text = f"intro\n{graph.BEGIN}\nold\n{graph.END}\noutro\n"
+    new = graph.replace_block(text, "new\n")
+    assert graph.generated_block(new) == "new\n"
+    assert new.startswith("intro\n") and new.endswith(f"{graph.END}\noutro\n")

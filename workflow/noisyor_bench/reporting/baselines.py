@@ -1,0 +1,255 @@
+"""Reference rows beside the methods: the independent-Bernoulli baseline and the true model.
+
+``results/baselines/<dataset>.json`` (``noisyor-bench baselines``) gives, per dataset, the
+independent-Bernoulli NLL at each N_train and the true model's scores; here they become
+``baseline_nelbo`` / ``below_baseline`` columns and reference rows (``status = baseline``) of
+any table with a NELBO column, and the Markdown notes that explain them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from noisyor_bench.infra.errors import DataError
+from noisyor_bench.reporting.collect import read_json_record
+from noisyor_bench.reporting.methods import method_label
+from noisyor_bench.reporting.tables import format_number, markdown_table, stat_cell, summarise
+
+BASELINE_STATUS = "baseline"
+"""``status`` of reference rows (independent Bernoulli, true model): never "measured", so
+:func:`noisyor_bench.reporting.claims.table_values` and the plots' method lines leave them out."""
+
+
+BASELINE_LABELS: dict[str, str] = {
+    "indep-bernoulli": "independent Bernoulli",
+    "true-exact": "true model (exact)",
+    "true-iw": "true model (IW bound)",
+    "true-elbo": "true model (ELBO, per-datapoint)",
+}
+
+
+BELOW_MARK = "†"
+BELOW_NOTE = (
+    f"{BELOW_MARK}: mean NELBO worse (higher) than the independent-Bernoulli baseline fitted on the "
+    "same N_train training rows (`below_baseline` in the CSV): the model has learned less than the "
+    "pixel marginals.\n"
+)
+
+
+def read_baselines(paths: Sequence[str | Path] | None) -> dict[str, dict[str, Any]]:
+    """``results/baselines/<dataset>.json`` files (``noisyor-bench baselines``) by dataset name."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in paths or []:
+        path = Path(path)
+        record = read_json_record(path, "baselines file not found (made by 'noisyor-bench baselines')")
+        if not isinstance(record, dict) or "dataset" not in record or "independent_bernoulli" not in record:
+            raise DataError(
+                f"{path}: not a baselines file (expected keys 'dataset', 'independent_bernoulli')"
+            )
+        if record["dataset"] in out:
+            raise DataError(f"{path}: a second baselines file for dataset {record['dataset']!r}")
+        out[str(record["dataset"])] = record
+    return out
+
+
+def baseline_nelbo(baselines: Mapping[str, Mapping[str, Any]], dataset: str, n_train: int) -> float:
+    """Independent-Bernoulli NLL of ``dataset`` fitted on ``n_train`` rows; NaN when not computed."""
+    record = baselines.get(dataset)
+    if not record:
+        return float("nan")
+    for row in record["independent_bernoulli"]["rows"]:
+        if int(row["n_train"]) == int(n_train):
+            return float(row["nelbo"])
+    return float("nan")
+
+
+def add_baseline_columns(table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """``baseline_nelbo`` and ``below_baseline`` (mean NELBO > baseline) on every learning-mode row.
+
+    Rows without a measurement (``status`` not "measured") or without a baseline get
+    ``below_baseline = False``.
+    """
+    table = table.copy()
+    base = [baseline_nelbo(baselines, r["dataset"], int(r["n_train"])) for r in table.to_dict("records")]
+    table["baseline_nelbo"] = base
+    measured = (
+        table["status"] == "measured" if "status" in table.columns else pd.Series(True, index=table.index)
+    )
+    mean = pd.to_numeric(table["nelbo_mean"], errors="coerce") if "nelbo_mean" in table.columns else np.nan
+    table["below_baseline"] = (measured & (mean > table["baseline_nelbo"])).astype(bool)
+    return table
+
+
+def baseline_rows(
+    baselines: Mapping[str, Mapping[str, Any]], dataset: str, n_values: Iterable[int], artifact: str
+) -> list[dict[str, Any]]:
+    """Reference rows (status "baseline") of one dataset: the independent Bernoulli at each N_train
+    of ``n_values`` that has a baseline, then the true model (``n_train`` 0: it uses no training data)."""
+    record = baselines.get(dataset)
+    if not record:
+        return []
+    rows = []
+
+    def row(method: str, n_train: int, value: Any, n_scored: Any, note: str) -> dict[str, Any]:
+        return {
+            "artifact": artifact,
+            "dataset": dataset,
+            "n_train": int(n_train),
+            "method": method,
+            "method_label": BASELINE_LABELS[method],
+            "status": BASELINE_STATUS,
+            "nelbo_mean": float(value),
+            "nelbo_n": 1,
+            "n_test_scored": n_scored,
+            "note": note,
+        }
+
+    wanted = {int(n) for n in n_values}
+    for r in record["independent_bernoulli"]["rows"]:
+        if int(r["n_train"]) in wanted:
+            rows.append(
+                row(
+                    "indep-bernoulli",
+                    r["n_train"],
+                    r["nelbo"],
+                    r.get("n_test_scored"),
+                    record["independent_bernoulli"].get("smoothing", ""),
+                )
+            )
+    truth = record.get("true_model") or {}
+    if truth.get("exact_nll") is not None:
+        rows.append(
+            row(
+                "true-exact",
+                0,
+                truth["exact_nll"],
+                truth.get("exact_n_test_scored"),
+                "exact -log p(x) by enumeration of the 2^K latent states",
+            )
+        )
+    if truth.get("iw_nll") is not None:
+        rows.append(
+            row(
+                "true-iw",
+                0,
+                truth["iw_nll"],
+                truth.get("n_test_scored"),
+                f"importance-weighted bound, {truth.get('iw_samples')} samples, proposal = LB-CDI q; "
+                f"{truth.get('rows', '')}",
+            )
+        )
+    if truth.get("elbo_nelbo") is not None:
+        rounds = ((truth.get("inference") or {}).get("hparams") or {}).get("max_rounds")
+        same = truth.get("exact_nll_scored_rows")
+        same = f"; exact −log p(x) on these rows {float(same):.2f}" if same is not None else ""
+        rows.append(
+            row(
+                "true-elbo",
+                0,
+                truth["elbo_nelbo"],
+                truth.get("n_test_scored"),
+                f"NELBO of LB-CDI's E-step (<= {rounds} rounds) with the truth fixed; {truth.get('rows', '')}"
+                + same,
+            )
+        )
+    return rows
+
+
+def with_baselines(
+    table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], artifact: str, learning: bool = True
+) -> pd.DataFrame:
+    """``table`` with baseline columns (learning mode) and the reference rows of each of its datasets appended."""
+    if not baselines:
+        return table
+    if learning:
+        table = add_baseline_columns(table, baselines)
+    extra = []
+    for dataset in dict.fromkeys(table["dataset"]):
+        ns = sorted({int(n) for n in table.loc[table["dataset"] == dataset, "n_train"] if int(n) > 0})
+        extra += baseline_rows(baselines, dataset, ns, artifact)
+    if not extra:
+        return table
+    if "status" not in table.columns:
+        table = table.assign(status="measured")
+    ref = pd.DataFrame(extra)
+    if learning:
+        ref["baseline_nelbo"] = np.nan
+        ref["below_baseline"] = False
+    out = pd.concat([table, ref], ignore_index=True)
+    # reference rows have no runs: keep the counts integers (empty there), not floats
+    for col in ("n_seeds", "n_runs", "n_converged"):
+        if col in out.columns:
+            out[col] = out[col].astype("Int64")
+    return out
+
+
+def mark_below(row: Mapping[str, Any], text: str) -> str:
+    """A cell's text with the below-baseline mark when its row is flagged."""
+    return f"{text} {BELOW_MARK}" if text and bool(row.get("below_baseline", False)) else text
+
+
+def reference_markdown(table: pd.DataFrame, digits: int = 2) -> str:
+    """The true-model reference rows of a table as a short Markdown section ('' if none)."""
+    if "status" not in table.columns:
+        return ""
+    ref = table[(table["status"] == BASELINE_STATUS) & (table["method"] != "indep-bernoulli")]
+    if ref.empty:
+        return ""
+    rows = [
+        [
+            r["dataset"],
+            r["method_label"],
+            format_number(r["nelbo_mean"], digits),
+            "" if pd.isna(r.get("n_test_scored")) else int(r["n_test_scored"]),
+            r.get("note", ""),
+        ]
+        for r in ref.to_dict("records")
+    ]
+    return (
+        "\n## Reference: the true model on the test split\n\n"
+        "What the generating noisy-OR scores (nats per data point): its exact −log p(x) where 2^K states "
+        "can be enumerated, else its importance-weighted bound (an upper bound on −log p(x)); and its NELBO "
+        "under converged per-datapoint mean-field inference (LB-CDI's E-step, the posterior of the "
+        "inference-mode LB-CDI runs): what mean-field learning could reach with the true parameters, an upper "
+        "limit where the Jaakkola–Jordan bound is loose (docs/baselines.md).\n\n"
+        + markdown_table(["dataset", "reference", "score", "test rows scored", "how"], rows)
+    )
+
+
+def nelbo_baseline_markdown(
+    runs: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], digits: int = 2
+) -> str:
+    """A note for tables that do not report NELBO (Table 5): each cell's held-out NELBO beside
+    the independent-Bernoulli baseline of its training rows, flagged when worse ('' without baselines)."""
+    if not baselines:
+        return ""
+    summary = summarise(runs, ["dataset", "method", "n_train"], ["nelbo"])
+    summary = add_baseline_columns(summary, baselines)
+    rows = [
+        [
+            r["dataset"],
+            method_label(r["method"]),
+            int(r["n_train"]),
+            mark_below(r, stat_cell(r, "nelbo", digits)),
+            format_number(r["baseline_nelbo"], digits),
+        ]
+        for r in summary.sort_values(["dataset", "n_train", "method"]).to_dict("records")
+    ]
+    return (
+        "\n## Held-out NELBO beside the independent-Bernoulli baseline\n\n"
+        "NELBO of the runs above on the test split (nats per document); independent Bernoulli: one rate per "
+        "word fitted on the same N_train training documents (docs/baselines.md).\n"
+        + BELOW_NOTE
+        + "\n"
+        + markdown_table(["dataset", "method", "N_train", "NELBO", "indep. Bernoulli"], rows)
+    )
+
+
+def learning_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The method rows of a table (reference rows left out)."""
+    return table[table["status"] != BASELINE_STATUS] if "status" in table.columns else table

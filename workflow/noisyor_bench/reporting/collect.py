@@ -1,0 +1,210 @@
+"""Reading run directories into frames: one validated row per run.
+
+A run directory is ``<experiment>/<dataset>/<method>/n<N>/seed<s>/`` with a ``metrics.json``
+(and, for some stages, ``posterior_test.npz``); :func:`collect_runs` checks that the path and
+the file agree and that no run appears twice.
+
+Convergence (issue 12): :func:`convergence_counts` gives ``n_runs`` (runs in a cell) and
+``n_converged`` (runs whose ``metrics.json`` does not say ``converged: false``; ``null`` --
+no training budget to converge, e.g. SVI/LB-CDI/UB-CDI optimised on the held-out set -- and
+runs written before the key existed count as converged).  Deterministic cells
+(:func:`is_deterministic`) -- the non-amortized methods in inference mode, whose posterior
+does not depend on the seed -- are one setting, not a sample.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from noisyor_bench.infra.errors import DataError, UserError
+from noisyor_bench.infra.io import load_npz, read_json
+from noisyor_bench.reporting.methods import DETERMINISTIC_IN_INFERENCE, method_rank
+
+REQUIRED_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
+IDENTITY_KEYS: tuple[str, ...] = (*REQUIRED_KEYS, "mode", "n_test", "device", "threads")
+METRIC_KEYS: tuple[str, ...] = (
+    "nelbo",
+    "f1",
+    "em",
+    "exact_nll",
+    "exact_elbo",
+    "exact_nelbo",
+    "exact_gap",
+    "iw_nll",
+    "train_seconds",
+    "eval_seconds",
+    "epochs",
+)
+RUN_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
+
+
+def metrics_path(path: str | Path) -> Path:
+    """``metrics.json`` of a run: the path itself, or ``<run dir>/metrics.json``."""
+    p = Path(path)
+    return p / "metrics.json" if p.is_dir() else p
+
+
+_NUMBER = (int, float)
+
+
+def read_json_record(path: Path, missing: str) -> Any:
+    """A JSON file's content; DataError naming the file when it is missing (``missing`` says
+    what to do) or not valid JSON."""
+    try:
+        return read_json(path)
+    except FileNotFoundError:
+        raise DataError(f"{path}: {missing}") from None
+    except (OSError, json.JSONDecodeError) as err:
+        raise DataError(f"{path}: not valid JSON ({err})") from None
+
+
+def read_metrics(path: str | Path) -> dict[str, Any]:
+    """One run's ``metrics.json`` as a flat dict, validated; errors name the file."""
+    path = metrics_path(path)
+    data = read_json_record(path, "metrics.json not found (did the run finish?)")
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    missing = [k for k in REQUIRED_KEYS if data.get(k) is None]
+    if missing:
+        raise DataError(f"{path}: missing required key(s) {missing}")
+    for key in ("n_train", "seed"):
+        if isinstance(data[key], bool) or not isinstance(data[key], int) or data[key] < 0:
+            raise DataError(f"{path}: key {key!r} must be a non-negative integer, found {data[key]!r}")
+    for key in ("experiment", "dataset", "method"):
+        if not isinstance(data[key], str):
+            raise DataError(f"{path}: key {key!r} must be a string, found {data[key]!r}")
+    row: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "hparams":
+            row["hparams"] = json.dumps(value, sort_keys=True)
+        elif key == "convergence" and isinstance(value, dict):
+            # the numbers behind `converged`, as convergence_<key> columns (convergence tables)
+            row.update(
+                {
+                    f"convergence_{k}": v
+                    for k, v in value.items()
+                    if v is None or isinstance(v, (str, bool, *_NUMBER))
+                }
+            )
+        elif key in METRIC_KEYS:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, _NUMBER)):
+                raise DataError(f"{path}: metric {key!r} must be a number or null, found {value!r}")
+            row[key] = float("nan") if value is None else float(value)
+        elif value is None or isinstance(value, (str, bool, *_NUMBER)):
+            row[key] = value  # identity keys and any extra scalar metric (f1_map, mc_gap, ...)
+    for key in METRIC_KEYS:
+        row.setdefault(key, float("nan"))
+    _check_layout(path, row)
+    row["run_dir"] = str(path.parent)
+    return row
+
+
+_LAYOUT = re.compile(r"^n(\d+)$"), re.compile(r"^seed(\d+)$")
+
+
+def _check_layout(path: Path, row: Mapping[str, Any]) -> None:
+    """If the path follows ``<experiment>/<dataset>/<method>/n<N>/seed<s>/``, it must agree with the file."""
+    parts = path.parent.parts
+    if len(parts) < 5:
+        return
+    m_n, m_seed = _LAYOUT[0].match(parts[-2]), _LAYOUT[1].match(parts[-1])
+    if not (m_n and m_seed):
+        return
+    expected = {
+        "experiment": parts[-5],
+        "dataset": parts[-4],
+        "method": parts[-3],
+        "n_train": int(m_n.group(1)),
+        "seed": int(m_seed.group(1)),
+    }
+    wrong = {k: (v, row[k]) for k, v in expected.items() if row[k] != v}
+    if wrong:
+        detail = ", ".join(f"{k}: path says {a!r}, file says {b!r}" for k, (a, b) in wrong.items())
+        raise DataError(f"{path}: run directory and metrics.json disagree ({detail})")
+
+
+def collect_runs(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """One row per run (identity + metrics + ``run_dir``) from metrics.json files or run dirs."""
+    if not paths:
+        raise UserError("no runs given (expected metrics.json files or run directories)")
+    rows = [read_metrics(p) for p in paths]
+    seen: dict[tuple[Any, ...], str] = {}
+    for row in rows:
+        key = tuple(row[k] for k in RUN_KEYS)
+        if key in seen:
+            raise DataError(f"duplicate run {dict(zip(RUN_KEYS, key))}: {seen[key]} and {row['run_dir']}")
+        seen[key] = row["run_dir"]
+    frame = pd.DataFrame(rows)
+    first = [c for c in (*IDENTITY_KEYS, *METRIC_KEYS) if c in frame.columns]
+    frame = frame[first + [c for c in frame.columns if c not in first]]
+    frame["n_train"] = frame["n_train"].astype(int)
+    frame["seed"] = frame["seed"].astype(int)
+    return frame.sort_values(list(RUN_KEYS), key=_sort_key).reset_index(drop=True)
+
+
+def _sort_key(col: pd.Series) -> pd.Series:
+    return col.map(method_rank) if col.name == "method" else col
+
+
+def single_value(runs: pd.DataFrame, column: str, what: str) -> Any:
+    """The one value of ``column`` shared by all runs (e.g. one dataset per table), else an error."""
+    values = sorted(set(runs[column].dropna()), key=str)
+    if len(values) != 1:
+        raise DataError(f"{what}: runs must share one {column}, found {values}")
+    return values[0]
+
+
+def convergence_counts(runs: pd.DataFrame) -> dict[str, int]:
+    """``n_runs`` and ``n_converged`` of a group of runs: a run counts as converged unless its
+    ``converged`` is false (null = no fit to converge; no column = runs from before the key)."""
+    n = int(len(runs))
+    if "converged" not in runs.columns:
+        return {"n_runs": n, "n_converged": n}
+    unconverged = int(sum(isinstance(v, (bool, np.bool_)) and not v for v in runs["converged"]))
+    return {"n_runs": n, "n_converged": n - unconverged}
+
+
+def is_deterministic(runs: pd.DataFrame) -> bool:
+    """Whether every run of a group is an inference-mode SVI/LB-CDI/UB-CDI run (one setting)."""
+    if runs.empty or "mode" not in runs.columns:
+        return False
+    return bool(((runs["mode"] == "inference") & runs["method"].isin(DETERMINISTIC_IN_INFERENCE)).all())
+
+
+def load_dataset_truth(path: str | Path) -> tuple[np.ndarray, np.ndarray, tuple[int, int] | None, str]:
+    """True ``theta``, ``theta0``, image shape (from the sidecar) and name of a dataset ``.npz``."""
+    path = Path(path)
+    try:
+        arrays = load_npz(path)
+    except FileNotFoundError:
+        raise DataError(f"{path}: dataset file not found") from None
+    except (OSError, ValueError) as err:
+        raise DataError(f"{path}: not a readable .npz ({err})") from None
+    for key in ("theta", "theta0"):
+        if key not in arrays:
+            raise DataError(f"{path}: array {key!r} missing")
+    sidecar = path.with_suffix(".json")
+    meta = read_json(sidecar) if sidecar.exists() else {}
+    shape = tuple(meta["image_shape"]) if meta.get("image_shape") else None
+    return arrays["theta"], arrays["theta0"], shape, str(meta.get("name", path.stem))
+
+
+def load_posterior(run_dir: str | Path) -> dict[str, np.ndarray]:
+    """``posterior_test.npz`` of a run (``q``, ``theta``, ``theta0``, ``mu``)."""
+    path = Path(run_dir) / "posterior_test.npz"
+    try:
+        arrays = load_npz(path)
+    except FileNotFoundError:
+        raise DataError(f"{path}: posterior_test.npz not found") from None
+    except (OSError, ValueError) as err:
+        raise DataError(f"{path}: not a readable .npz ({err})") from None
+    if "theta" not in arrays:
+        raise DataError(f"{path}: array 'theta' missing")
+    return arrays

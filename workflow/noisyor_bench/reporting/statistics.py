@@ -1,0 +1,62 @@
+"""Statistics over seeds: the Student-t interval of a mean and the Wilson interval of a rate.
+
+The CI of a mean is ``t_{0.975, n-1} * s / sqrt(n)`` with the sample standard deviation ``s``
+(ddof=1); a single seed has no CI.  Differences between methods (paired or Welch) are in
+:mod:`noisyor_bench.reporting.claims`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats
+
+CI_LEVEL = 0.95
+
+
+def t_halfwidth(std: float, n: int, level: float = CI_LEVEL) -> float:
+    """Half-width of the Student-t CI of a mean: ``t_{(1+level)/2, n-1} * std / sqrt(n)``; NaN if n < 2."""
+    if n < 2 or not np.isfinite(std):
+        return float("nan")
+    return float(stats.t.ppf(0.5 + level / 2.0, n - 1) * std / math.sqrt(n))
+
+
+def mean_ci(values: Sequence[float], level: float = CI_LEVEL) -> tuple[float, float, int, float]:
+    """``(mean, std (ddof=1), n, CI half-width)`` of finite-or-infinite values; NaN where undefined."""
+    arr = np.asarray(values, dtype=np.float64)
+    n = int(arr.size)
+    if n == 0:
+        return float("nan"), float("nan"), 0, float("nan")
+    mean = float(arr.mean())
+    std = float(arr.std(ddof=1)) if n > 1 else float("nan")
+    return mean, std, n, t_halfwidth(std, n, level)
+
+
+def wilson_interval(successes: int, n: int, level: float = CI_LEVEL) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion ``successes / n`` at confidence ``level``.
+
+    ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)`` with ``z`` the normal quantile
+    ``Φ⁻¹((1+level)/2)``: unlike the Wald interval it stays inside [0, 1] and does not collapse
+    to a point at 0 or n successes, so 10/10 seeds gives (0.72, 1), not (1, 1).  ``(nan, nan)``
+    for ``n = 0``.
+    """
+    if isinstance(successes, bool) or isinstance(n, bool) or int(successes) != successes or int(n) != n:
+        raise ValueError(f"successes and n must be integers; got {successes!r}, {n!r}")
+    k, n = int(successes), int(n)
+    if n < 0 or not 0 <= k <= max(n, 0):
+        raise ValueError(f"need 0 <= successes <= n; got successes={k}, n={n}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1); got {level}")
+    if n == 0:
+        return float("nan"), float("nan")
+    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    p, z2 = k / n, z * z
+    denom = 1.0 + z2 / n
+    center = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denom
+    # at k = 0 or k = n one end is exactly 0 or 1 (floating point may miss it by an ulp)
+    low = 0.0 if k == 0 else max(0.0, center - half)
+    high = 1.0 if k == n else min(1.0, center + half)
+    return low, high
