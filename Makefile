@@ -1,9 +1,10 @@
 # Two commands do all the set-up on a fresh machine:
-#   make reproduce   create .venv, install the pinned dependencies, run the quick profile, build the report
+#   make reproduce   create .venv, install the pinned dependencies, run the quick grid, build the report
 #   make test        same set-up, then the test suite, snakemake --lint and dry runs
-# Variables: PROFILE (experiment grid: smoke|quick|paper), SMK_PROFILE (how jobs run: the
-# Snakemake profile profiles/<name>: default = local, gpu, slurm), CORES (overrides the
-# Snakemake profile's cores), TORCH (PyTorch build: cpu, or a CUDA build such as cu126).
+# Variables: GRID (experiment grid: smoke|quick|paper), SMK_PROFILE (how jobs run: the
+# Snakemake execution profile profiles/<name>: default = local, gpu, slurm), CORES (overrides
+# the Snakemake profile's cores), TORCH (PyTorch build: cpu, or a CUDA build such as cu126).
+# PROFILE=<grid> is the pre-issue-13 spelling of GRID: still accepted, with a note.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -12,7 +13,11 @@ VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 CORES ?=
-PROFILE ?= quick
+ifdef PROFILE
+$(info note: PROFILE is deprecated for the experiment grid: use GRID=$(PROFILE))
+GRID := $(PROFILE)
+endif
+GRID ?= quick
 SMK_PROFILE ?= default
 REPORT ?= results/report.zip
 # Raw-data mirror: $NOISYOR_RAW_DATA if set, else ../shared/data when present, else download.
@@ -48,17 +53,17 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 setup: $(VENV)/.installed
 
 reproduce: setup
-	@$(BIN)/noisyor-bench estimate-time --profile $(PROFILE) $(if $(CORES),--cores $(CORES)) || true
+	@$(BIN)/noisyor-bench estimate-time --grid $(GRID) $(if $(CORES),--cores $(CORES)) || true
 	@start=$$(date +%s); \
-	$(SNAKEMAKE) --config profile=$(PROFILE); \
-	echo "reproduce ($(PROFILE) profile): total wall time $$(( $$(date +%s) - start )) s"
-	$(MAKE) --no-print-directory report
+	$(SNAKEMAKE) --config grid=$(GRID); \
+	echo "reproduce ($(GRID) grid): total wall time $$(( $$(date +%s) - start )) s"
+	$(MAKE) --no-print-directory report GRID=$(GRID) PROFILE=  # PROFILE= : the deprecation note once
 
 # Snakemake's self-contained report of the last run: every table and figure with its caption,
 # grouped by paper section, the claims and the runtime per rule. A zip (one folder of files and
 # report.html), not a single .html: the figures would make one HTML file slow to open.
 report: setup
-	$(SNAKEMAKE) --config profile=$(PROFILE) --report $(REPORT)
+	$(SNAKEMAKE) --config grid=$(GRID) --report $(REPORT)
 	@echo "report: $(REPORT) (unzip it and open report/report.html)"
 
 test: setup lint dryrun
@@ -78,8 +83,8 @@ format: setup
 	$(BIN)/snakefmt .
 
 dryrun: setup
-	$(SNAKEMAKE) --dry-run --quiet --config profile=quick
-	$(SNAKEMAKE) --dry-run --quiet --config profile=paper
+	$(SNAKEMAKE) --dry-run --quiet --config grid=quick
+	$(SNAKEMAKE) --dry-run --quiet --config grid=paper
 
 # Regenerate envs/requirements.txt from the current venv (after changing pyproject.toml).
 lock: setup

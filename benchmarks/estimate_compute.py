@@ -1,4 +1,4 @@
-"""Extrapolate the paper profile's compute from a finished quick run (README "Expected compute").
+"""Extrapolate the paper grid's compute from a finished quick run (README "Expected compute").
 
     python benchmarks/estimate_compute.py            # reads results/runs of the last run
 
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from noisyor_bench.experiments import grid  # noqa: E402
-from noisyor_bench.experiments import text_grid as textgrid  # noqa: E402
 from noisyor_bench.experiments.config import load_config  # noqa: E402
+from noisyor_bench.experiments.grid import corpora as corpus_grid  # noqa: E402
 
 AMORTIZED_MIN_ROWS = 20 * 128  # min_epoch_steps * batch_size
 
@@ -50,7 +50,7 @@ def main() -> int:
     costs = quick_epoch_costs(ROOT / "results")
     if not costs:
         raise SystemExit("estimate_compute: no runs under results/runs; run `make reproduce` first")
-    cfg = load_config(ROOT / "config" / "config.yaml", {"profile": "paper"})
+    cfg = load_config(ROOT / "config" / "config.yaml", {"grid": "paper"})
     cells = [
         (
             c.experiment,
@@ -63,10 +63,10 @@ def main() -> int:
         )
         for c in grid.cells(cfg)
     ]
-    text_epochs = textgrid.budget(cfg)["max_epochs"]
+    text_epochs = corpus_grid.budget(cfg)["max_epochs"]
     cells += [
-        (c.experiment, c.dataset, c.method, c.n_train, 1, len(textgrid.seeds(cfg)), text_epochs)
-        for c in textgrid.cells(cfg)
+        (c.experiment, c.dataset, c.method, c.n_train, 1, len(corpus_grid.seeds(cfg)), text_epochs)
+        for c in corpus_grid.cells(cfg)
     ]
     total, fits, longest, missing = 0.0, 0, (0.0, None), []
     for exp, ds, method, n, draws, seeds, epochs in cells:
@@ -81,14 +81,14 @@ def main() -> int:
         )
         fit = per_epoch * effective_rows(method, n) / effective_rows(method, n_quick) * epochs
         search_job = draws * fit if draws > 1 else 0.0
-        train_job = seeds * (fit + 2 * eval_s)  # 100 test samples against the quick profile's 50
+        train_job = seeds * (fit + 2 * eval_s)  # 100 test samples against the quick grid's 50
         total += search_job + train_job
         fits += (draws if draws > 1 else 0) + seeds
         for job in (search_job, train_job):
             if job > longest[0]:
                 longest = (job, (exp, ds, method, n))
     print(
-        f"paper profile: {len(cells)} cells, {fits} fits, compute <= {total / 3600:.0f} core-hours; "
+        f"paper grid: {len(cells)} cells, {fits} fits, compute <= {total / 3600:.0f} core-hours; "
         f"longest job <= {longest[0] / 3600:.1f} h {longest[1]}"
     )
     print(

@@ -1,8 +1,8 @@
-"""Wall time of the quick profile's training jobs from measured per-epoch costs (docs/convergence.md).
+"""Wall time of the quick grid's training jobs from measured per-epoch costs (docs/convergence.md).
 
     python benchmarks/estimate_quick.py [--seeds fig4=10 --seeds fig5=5 ...] [--add fig4:syn-pattern:acp-sg=200/1000]
 
-Why: the quick profile must finish within 20 minutes on the 2-core machine with most of its
+Why: the quick grid must finish within 20 minutes on the 2-core machine with most of its
 learning-mode runs converged, and a finished run's ``runtime_jobs.csv`` is not always at hand.
 Every training job of the grid (search draws and seeds, text cells) is charged
 
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from noisyor_bench.experiments import grid  # noqa: E402
-from noisyor_bench.experiments import text_grid as textgrid  # noqa: E402
 from noisyor_bench.experiments.config import load_config  # noqa: E402
+from noisyor_bench.experiments.grid import corpora as corpus_grid  # noqa: E402
 
 # Measured costs, CPU seconds on the shared machine while ~10 other processes ran
 # (benchmarks/results/epoch_cost_*.csv, learning_curves_*.csv; docs/convergence.md).
@@ -99,14 +99,14 @@ def parse_pairs(items: list[str]) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
-    p.add_argument("--profile", default="quick")
+    p.add_argument("--grid", default="quick")
     p.add_argument(
         "--seeds", action="append", default=[], help="EXPERIMENT=N, EXPERIMENT:DATASET=N or text=N: seeds"
     )
     p.add_argument("--add", action="append", default=[], help="EXP:DATASET:METHOD=N1/N2: extra cells")
     p.add_argument("--cores", type=int, default=2)
     a = p.parse_args(argv)
-    cfg = load_config(a.config, {"profile": a.profile})
+    cfg = load_config(a.config, {"grid": a.grid})
     seeds = {k: int(v) for k, v in parse_pairs(a.seeds).items()}
     cells = [(c.experiment, c.mode, c.dataset, c.method, c.n_train) for c in grid.cells(cfg)]
     modes = {c.experiment: c.mode for c in grid.cells(cfg)}
@@ -123,9 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.setdefault(exp, [0, 0.0])
         rows[exp][0] += jobs
         rows[exp][1] += jobs * cost
-    t_budget = textgrid.budget(cfg)
-    t_seeds = seeds.get("text", len(textgrid.seeds(cfg)))
-    for c in textgrid.cells(cfg):
+    t_budget = corpus_grid.budget(cfg)
+    t_seeds = seeds.get("text", len(corpus_grid.seeds(cfg)))
+    for c in corpus_grid.cells(cfg):
         key = f"text:{c.experiment}"
         rows.setdefault(key, [0, 0.0])
         scale = max(c.latents / 150, 0.3) if c.dataset == "reuters" else 1.0

@@ -37,8 +37,8 @@ import numpy as np
 import torch
 
 from noisyor_bench.evaluation.recovery import match_patterns
+from noisyor_bench.experiments.corpus_hparams import corpus_hparams
 from noisyor_bench.experiments.runs import has_truth, load_dataset, shape_model, training_rows
-from noisyor_bench.experiments.text_hparams import corpus_hparams
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.registry import get_method
 
@@ -93,7 +93,7 @@ def run_one(
 
         model = ground_truth(data)
         hparams: dict = {}
-    else:  # a corpus: K topics, the corpus-scaled init of textexp.hparams
+    else:  # a corpus: K topics, the corpus-scaled init of experiments.corpus_hparams
         model = shape_model(x_train.shape[1], latents)
         hparams = corpus_hparams(x_train)
     if theta_high > 0:
@@ -151,14 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--settings",
         default="1e-3/0.02,1e-2/0.02,3e-2/0.02,1e-2/0.1",
-        help="gen_lr/theta_high,...; theta_high 0 keeps the corpus rule of textexp.hparams",
+        help="gen_lr/theta_high,...; theta_high 0 keeps the corpus rule of experiments.corpus_hparams",
     )
     p.add_argument("--seeds", default="0")
     p.add_argument(
         "--lr",
         type=float,
         default=None,
-        help="encoder learning rate (default: the method default; corpora: textexp.hparams)",
+        help="encoder learning rate (default: the method default; corpora: experiments.corpus_hparams)",
     )
     p.add_argument("--latents", type=int, default=TEXT_K, help="K for a corpus (no ground truth)")
     p.add_argument("--max-epochs", type=int, default=200)

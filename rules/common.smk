@@ -8,29 +8,35 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from noisyor_bench.experiments import grid
-from noisyor_bench.experiments.config import active_profile, budget_warnings, raw_data_dir, validate_config
+from noisyor_bench.experiments.grid import corpora as corpus_grid
+from noisyor_bench.experiments.config import budget_warnings, raw_data_dir, validate_config
+from noisyor_bench.inference.registry import METHODS, wildcard_pattern
 from noisyor_bench.infra.constants import NAME_PATTERN
 from noisyor_bench.infra.errors import ConfigError
 from snakemake.exceptions import WorkflowError
 
+_RAW_CONFIG = config
 try:
-    config = validate_config(config)
+    config = validate_config(config)  # also maps the deprecated `profile`/`profiles` to `grid`/`grids`
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
+# The report's captions read snakemake.config["grid"]: the grid that really ran, also when it
+# was chosen with the deprecated `--config profile=...`.
+_RAW_CONFIG["grid"] = config["grid"]
 
-PROFILE = active_profile(config)
+GRID = grid.active_grid(config)  # grids.<grid> of `--config grid=...` (default: config.yaml's)
 _BUDGET_WARNINGS = budget_warnings(config)  # schema-valid but absurd budgets (issue 18)
 if _BUDGET_WARNINGS:
     print(
-        f"noisyor-bench: {len(_BUDGET_WARNINGS)} budget warning(s) for profile {config['profile']} "
+        f"noisyor-bench: {len(_BUDGET_WARNINGS)} budget warning(s) for grid {config['grid']} "
         "(patience not below max_epochs, batch_size above N_train); 'noisyor-bench check-config "
-        f"--set profile={config['profile']}' lists them with their keys",
+        f"--set grid={config['grid']}' lists them with their keys",
         file=sys.stderr,
     )
 SEEDS = grid.seeds(config)
-DEVICE = PROFILE.get("device", "auto")
-THREADS = int(PROFILE.get("threads", 1))
-GPUS_PER_JOB = int(PROFILE.get("gpus_per_job", 0))
+DEVICE = GRID.get("device", "auto")
+THREADS = int(GRID.get("threads", 1))
+GPUS_PER_JOB = int(GRID.get("gpus_per_job", 0))
 RUN_FILES = ("metrics.json", "posterior_test.npz", "curve.csv")
 RESULTS = config["results_dir"]
 RAW_DATA_DIR = raw_data_dir(config)
@@ -136,7 +142,7 @@ def runtime_targets():
 
 
 # A JSON argument longer than this goes through a file (`@<results>/params/<sha>.json`): the
-# paper profile's search draws would otherwise make shell lines of thousands of characters.
+# paper grid's search draws would otherwise make shell lines of thousands of characters.
 JSON_INLINE_MAX = 160
 
 
@@ -144,7 +150,7 @@ def json_param(obj):
     """A config value as a shell-quoted compact JSON argument (deterministic: sorted keys).
 
     Long values are written once to a file named by their sha256 and passed as ``@file``
-    (every JSON option of the CLI reads ``@file``); the name changes with the content, so
+    (every JSON option of the CLI reads ``@file``: noisyor_bench.commands.arguments.json_argument); the name changes with the content, so
     Snakemake's params trigger still reruns a job whose value changed.
     """
     import hashlib
@@ -243,7 +249,7 @@ def search_result(wildcards):
 def run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
     """The per-seed files a train_cell job writes (wildcard patterns or concrete values).
 
-    Seeds: ``seeds`` if given, else the experiment's (``grid.seeds``: its own or the profile's).
+    Seeds: ``seeds`` if given, else the experiment's (``grid.seeds``: its own or the grid's).
     """
     if seeds is None:
         seeds = grid.seeds(config, experiment, dataset) if experiment in grid.experiments(config) else SEEDS
@@ -251,7 +257,7 @@ def run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
 
 
 def experiment_files(experiment, files=("metrics.json",), methods=None):
-    """Run files of every cell of an experiment in the active profile (empty if absent)."""
+    """Run files of every cell of an experiment in the selected grid (empty if absent)."""
     return [
         path
         for cell in grid.cells(config, experiment)
@@ -267,7 +273,7 @@ def experiment_datasets(experiment):
 
 
 def baseline_files(experiment):
-    """results/baselines/<dataset>.json of an experiment's datasets (rule baselines, rules/aggregate.smk)."""
+    """results/baselines/<dataset>.json of an experiment's datasets (rule baselines, rules/acp_synthetic.smk)."""
     exp = grid.experiments(config).get(experiment)
     return [R(f"baselines/{ds}.json") for ds in exp["datasets"]] if exp else []
 
@@ -282,7 +288,7 @@ def baseline_n_train(dataset):
 def missing_reasons(experiment):
     """``[METHOD=]TEXT`` items for cells an experiment's table shows without runs."""
     exp = grid.experiments(config).get(experiment) or {}
-    default = f"not run in this profile (profiles.{config['profile']}.experiments.{experiment}.runs)"
+    default = f"not run in this grid (grids.{config['grid']}.experiments.{experiment}.runs)"
     return [default] + [f"{m}={why}" for m, why in sorted((exp.get("not_run") or {}).items())]
 
 
@@ -294,16 +300,18 @@ def recovery_dataset(experiment):
 
 def sensitivity_runs():
     """First-seed Fig. 3a runs of SVI and LB-CDI on SYN-PATTERN (deterministic methods: one seed
-    suffices), for the sensitivity figure; empty when the profile has none."""
+    suffices), for the sensitivity figure; empty when the grid has none."""
     return [
         R(f"runs/fig3a/{c.dataset}/{c.method}/n{c.n_train}/seed{SEEDS[0]}/metrics.json")
         for c in grid.cells(config, "fig3a")
+        # the methods with a per-datapoint step cap (noisyor_bench.reporting.acp.sensitivity.STEP_HPARAMS,
+        # not imported here: it loads torch while Snakemake parses the workflow)
         if c.method in ("svi", "lb-cdi") and c.dataset == "syn-pattern" and c.n_train == 0
     ]
 
 
 def synthetic_tables():
-    """Aggregated tables of the synthetic experiments present in the profile (for claims)."""
+    """Aggregated tables of the synthetic experiments present in the grid (for claims)."""
     exps = grid.experiments(config)
     tables = []
     if "fig3a" in exps:
@@ -315,8 +323,9 @@ def synthetic_tables():
 
 
 def ablation_cells():
-    """(experiment, dataset, N_train) of every ACP-SG cell (the ablation of ACP) in the active profile."""
-    return sorted({(c.experiment, c.dataset, c.n_train) for c in grid.cells(config) if c.method == "acp-sg"})
+    """(experiment, dataset, N_train) of every ACP-SG cell (the ablation of ACP) in the selected grid."""
+    ablations = {m.name for m in METHODS if m.ablates}  # the registry's ablations (ACP-SG)
+    return sorted({(c.experiment, c.dataset, c.n_train) for c in grid.cells(config) if c.method in ablations})
 
 
 def ablation_files(files=("metrics.json", "posterior_test.npz")):
@@ -325,13 +334,15 @@ def ablation_files(files=("metrics.json", "posterior_test.npz")):
     return [
         path
         for cell in grid.cells(config)
+        # the ablation, the method it ablates (registry: `ablates`) and the table's yardstick AVI
+        # (noisyor_bench.reporting.acp.ablation: ABLATION, REFERENCE, BASELINE)
         if (cell.experiment, cell.dataset, cell.n_train) in wanted and cell.method in ("acp-sg", "acp", "avi")
         for path in run_files(cell.experiment, cell.dataset, cell.method, cell.n_train, files)
     ]
 
 
 def ablation_tables():
-    """The ablation table (for claims and rule all), if the profile runs ACP-SG."""
+    """The ablation table (for claims and rule all), if the grid runs ACP-SG."""
     return [R("tables/ablation_acp_sg.csv")] if ablation_cells() else []
 
 
@@ -341,14 +352,14 @@ def claim_tables():
 
 
 def all_targets():
-    """Everything `rule all` builds for the active profile."""
+    """Everything `rule all` builds for the selected grid."""
     targets = [
         R("tables/datasets.csv"),
         R("tables/datasets.md"),
         R("pmi/cooccurrence.npz"),
         R("data/reuters.npz"),
     ]
-    for name in PROFILE["datasets"]:
+    for name in GRID["datasets"]:
         targets.append(R(f"figures/patterns_{name}.png"))
     exps = grid.experiments(config)
     if "fig3a" in exps:
@@ -383,12 +394,11 @@ def dataset_raw_stamps(wildcards):
 
 
 # ---------------------------------------------------------------------------------------
-# Real-corpus experiments (rules/text_experiments.smk): the profile's `text` grid
-# (noisyor_bench.experiments.text_grid), validated with the rest of the config by validate_config above.
-from noisyor_bench.experiments import text_grid as textgrid
+# Real-corpus experiments (rules/training.smk: train_cell_corpus; rules/acp_text.smk): the grid's `text` section
+# (noisyor_bench.experiments.grid.corpora), validated with the rest of the config by validate_config above.
 
-TEXT = textgrid.text_section(config)
-TEXT_SEEDS = textgrid.seeds(config)
+TEXT = corpus_grid.corpus_section(config)
+TEXT_SEEDS = corpus_grid.seeds(config)
 
 
 def text_run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
@@ -409,25 +419,25 @@ def text_cell_files(cells, files=("metrics.json",), seeds=None):
 def classification_cells():
     return [
         c
-        for k in textgrid.classification_ks(config)
-        for c in textgrid.cells(config, textgrid.classification_experiment(k))
+        for k in corpus_grid.classification_ks(config)
+        for c in corpus_grid.cells(config, corpus_grid.classification_experiment(k))
     ]
 
 
 def tsne_files(k, files=("metrics.json", "posterior_test.npz")):
     """Runs shown in the t-SNE figure of one K: the t-SNE N_train columns, first seed."""
-    return text_cell_files(textgrid.tsne_cells(config, int(k)), files, seeds=TEXT_SEEDS[:1])
+    return text_cell_files(corpus_grid.tsne_cells(config, int(k)), files, seeds=TEXT_SEEDS[:1])
 
 
 def text_targets():
-    """Tables and figures of the real-corpus experiments of the active profile."""
+    """Tables and figures of the real-corpus experiments of the selected grid."""
     targets = []
     if TEXT.get("topics"):
         targets += [R("tables/table5.csv"), R("tables/table5.md")]
     if TEXT.get("classification"):
         targets += [R("tables/classification.md"), R("figures/classification.png")]
     if TEXT.get("tsne"):
-        targets += [R(f"figures/tsne_K{k}.png") for k in textgrid.classification_ks(config)]
+        targets += [R(f"figures/tsne_K{k}.png") for k in corpus_grid.classification_ks(config)]
         targets += [R("tables/tsne.md")]
     return targets
 
@@ -445,24 +455,26 @@ def text_tables():
 
 
 def text_claim_tables():
-    """The text claim table (for claim_tables() in common.smk), if the profile has text experiments."""
+    """The text claim table (for claim_tables() in common.smk), if the grid has text experiments."""
     return [R("tables/claims_text.csv")] if text_tables() else []
 
 
 def tsne_tables():
     """Per-K t-SNE tables merged into tables/tsne.csv."""
     return (
-        [R(f"tables/tsne_K{k}.csv") for k in textgrid.classification_ks(config)] if TEXT.get("tsne") else []
+        [R(f"tables/tsne_K{k}.csv") for k in corpus_grid.classification_ks(config)]
+        if TEXT.get("tsne")
+        else []
     )
 
 
 # ---------------------------------------------------------------------------------------
-# Convergence tables (rules/aggregate.smk): one per experiment with runs -- the synthetic grid
+# Convergence tables (rules/summary.smk): one per experiment with runs -- the synthetic grid
 # and the real-corpus experiments, which write the same run directories.
 def convergence_experiments():
-    """Every experiment of the active profile that has runs, synthetic then text, in a stable order."""
+    """Every experiment of the selected grid that has runs, synthetic then text, in a stable order."""
     synthetic = sorted(grid.experiments(config))
-    text = sorted({c.experiment for c in textgrid.cells(config)})
+    text = sorted({c.experiment for c in corpus_grid.cells(config)})
     return synthetic + [e for e in text if e not in synthetic]
 
 
@@ -470,7 +482,7 @@ def convergence_run_files(experiment):
     """metrics.json of every run of an experiment (synthetic or text)."""
     if experiment in grid.experiments(config):
         return experiment_files(experiment)
-    return text_cell_files(textgrid.cells(config, experiment))
+    return text_cell_files(corpus_grid.cells(config, experiment))
 
 
 def convergence_tables():

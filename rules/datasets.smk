@@ -49,7 +49,7 @@ rule plot_patterns:
 
 rule dataset_table:
     input:
-        expand(R("data/{name}.npz"), name=PROFILE["datasets"]),
+        expand(R("data/{name}.npz"), name=GRID["datasets"]),
     output:
         csv=R("tables/datasets.csv"),
         md=R("tables/datasets.md"),

@@ -1,12 +1,14 @@
 # Stage: the report's runtime section. `snakemake --report results/report.zip` (make report)
 # collects every output marked with paper_report() (common.smk); this rule adds the compute of
-# the run, from the files of the rules' `benchmark:` directives.
+# the run, from the files of the rules' `benchmark:` directives. Rule names are the
+# noisyor-bench subcommand they run; `table-html` runs in one rule per table,
+# `table_html_<table>`.
 
 
 # Tables in the report: each is shown as its HTML view (tables/<name>.html, written next to the
 # CSV by `noisyor-bench table-html`; the CSV is a download link inside the view). One line per
 # table: table_view(<CSV path or pattern>, <caption>, <category>, <label>[, <subcategory>]); a
-# table gets its view when its CSV or .md is among the profile's targets (table_view_targets).
+# table gets its view when its CSV or .md is among the grid's targets (table_view_targets).
 table_view(
     R("tables/datasets.csv"), "datasets_table", REPORT_DATASETS, "Tables 2-3: dataset parameters, sparsity"
 )

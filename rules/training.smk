@@ -3,9 +3,14 @@ import re
 
 SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config)) or "(?!)"
 
-# Stage: training. One job per grid cell (experiment, dataset, method, N_train): first its
+# Stage: training. Rule names are the noisyor-bench subcommand they run (`-` -> `_`), with a
+# qualifier where one subcommand runs in several rules: `search`; `train_cell` and
+# `train_cell_<experiment>[_<n>seeds]` (synthetic cells, one rule per seed list, below);
+# `corpus_hparams` and `train_cell_corpus` (the real-corpus cells of the grid's `text` section).
+#
+# Synthetic cells: one job per grid cell (experiment, dataset, method, N_train): first its
 # random search (all draws in one process, selected on validation NELBO), then its runs over
-# the experiment's seeds (its own `seeds`, else the profile's). Grid, budgets, seeds and draws come
+# the experiment's seeds (its own `seeds`, else the grid's). Grid, budgets, seeds and draws come
 # from noisyor_bench.experiments.grid (see common.smk). Each draw and seed derives its initialisation from
 # (cell, draw or final, seed) inside the CLI (noisyor_bench.inference.training.run_init_key).
 
@@ -86,3 +91,63 @@ for _group in grid.seed_groups(config):
             " --n-train {wildcards.n} --seeds {params.seeds} {params.best} --budget {params.budget}"
             " --evaluation {params.evaluation} --device {params.device} --threads {threads}"
             " --results-dir {params.results} > {log} 2>&1"
+
+
+# ---------------------------------------------------------------------------------------
+# Real-corpus cells (grids.<g>.text, noisyor_bench.experiments.grid.corpora): one job per
+# (experiment, corpus, method, N_train) cell runs all seeds (train-cell --latents K, learning
+# mode) with the corpus-scaled hyperparameters of corpus_hparams (no search).
+# The synthetic train_cell rule's output pattern also matches text run directories; its
+# input functions fail for text experiments, and this makes the choice explicit.
+ruleorder: train_cell_corpus > train_cell
+
+
+rule corpus_hparams:
+    input:
+        dataset=R("data/{dataset}.npz"),
+    output:
+        R("hparams/text/{dataset}.json"),
+    log:
+        log_path("corpus_hparams", "{dataset}"),
+    benchmark:
+        benchmark_path("corpus_hparams", "{dataset}")
+    wildcard_constraints:
+        dataset="neurips-titles|reuters",
+    conda:
+        CONDA_ENV
+    shell:
+        "noisyor-bench corpus-hparams --dataset {input.dataset} --out {output} > {log} 2>&1"
+
+
+rule train_cell_corpus:
+    input:
+        dataset=R("data/{dataset}.npz"),
+        hparams=R("hparams/text/{dataset}.json"),
+    output:
+        text_run_files("{experiment}", "{dataset}", "{method}", "{n}"),
+    log:
+        log_path("train_cell_corpus", "{experiment}/{dataset}/{method}/n{n}"),
+    benchmark:
+        benchmark_path("train_cell_corpus", "{experiment}/{dataset}/{method}/n{n}")
+    wildcard_constraints:
+        experiment="table5|classification-K[0-9]+",
+        dataset="neurips-titles|reuters",
+        method="|".join(corpus_grid.corpus_methods()),
+    conda:
+        CONDA_ENV
+    threads: THREADS
+    resources:
+        gpu=GPUS_PER_JOB,
+    params:
+        latents=lambda w: corpus_grid.experiment_latents(config, w.experiment),
+        seeds=" ".join(str(s) for s in TEXT_SEEDS),
+        budget=json_param(corpus_grid.budget(config)),
+        evaluation=json_param(grid.evaluation(config)),
+        device=DEVICE,
+        results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+    shell:
+        "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
+        " --experiment {wildcards.experiment} --method {wildcards.method} --mode learning"
+        " --n-train {wildcards.n} --seeds {params.seeds} --latents {params.latents} --best {input.hparams}"
+        " --budget {params.budget} --evaluation {params.evaluation} --device {params.device}"
+        " --threads {threads} --results-dir {params.results} > {log} 2>&1"

@@ -1,7 +1,7 @@
 """Screenshot one result of an unzipped Snakemake report, shown inline as a reader clicking it sees it.
 
 A manual check (not collected by pytest), e.g. that the report renders the claims table inline:
-    snakemake --config profile=smoke results_dir=/tmp/smoke --report /tmp/smoke/report.zip
+    snakemake --config grid=smoke results_dir=/tmp/smoke --report /tmp/smoke/report.zip
     (cd /tmp/smoke && unzip -o report.zip)
     python tests/report_screenshot.py /tmp/smoke/report claims.html /tmp/claims.png
 Needs Debian's chromium (apt-get install chromium).

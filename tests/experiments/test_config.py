@@ -18,8 +18,8 @@ def cfg(repo):
 
 def test_shipped_config_is_valid(cfg):
     validated = validate_config(cfg)
-    assert validated["profile"] == "quick"
-    assert {"smoke", "quick", "paper"} <= set(validated["profiles"])
+    assert validated["grid"] == "quick"
+    assert {"smoke", "quick", "paper"} <= set(validated["grids"])
     assert len([n for n in validated["datasets"] if n.startswith("syn-random-")]) == 7
 
 
@@ -27,7 +27,7 @@ def test_shipped_config_is_valid(cfg):
     ("mutate", "message"),
     [
         (lambda c: c.update(bogus=1), "'bogus' was unexpected"),
-        (lambda c: c.update(profile="fast"), "allowed values: ['paper', 'quick', 'smoke']"),
+        (lambda c: c.update(grid="fast"), "allowed values: ['paper', 'quick', 'smoke']"),
         (lambda c: c["datasets"]["syn-pattern"].update(mu=1.5), "datasets.syn-pattern.mu"),
         (lambda c: c["datasets"]["syn-random-1"].update(D="fifty"), "datasets.syn-random-1.D"),
         (lambda c: c["datasets"]["syn-random-1"].pop("s"), "'s' is a required property"),
@@ -36,8 +36,8 @@ def test_shipped_config_is_valid(cfg):
             "allowed values: ['syn-pattern', 'mnist']",
         ),
         (lambda c: c["datasets"]["syn-pattern"].update(colour="red"), "'colour' was unexpected"),
-        (lambda c: c["profiles"]["quick"].update(datasets=["nope"]), "unknown dataset 'nope'"),
-        (lambda c: c["profiles"]["quick"].update(speed=3), "profiles.quick"),
+        (lambda c: c["grids"]["quick"].update(datasets=["nope"]), "unknown dataset 'nope'"),
+        (lambda c: c["grids"]["quick"].update(speed=3), "grids.quick"),
     ],
 )
 def test_invalid_config_names_the_key(cfg, mutate, message):
@@ -50,7 +50,7 @@ def test_invalid_config_names_the_key(cfg, mutate, message):
 
 def test_yaml_is_loaded_safely(tmp_path):
     evil = tmp_path / "evil.yaml"
-    evil.write_text("profile: !!python/object/apply:os.system ['echo pwned']\n")
+    evil.write_text("results: !!python/object/apply:os.system ['echo pwned']\n")
     with pytest.raises(ConfigError, match=r"evil.yaml:1:10: invalid YAML: .*safe loader"):
         load_yaml(evil)
 
@@ -81,47 +81,47 @@ def test_cli_reports_user_errors_without_traceback(capsys, tmp_path, repo):
     ("mutate", "message"),
     [
         (
-            lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
+            lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
             "unknown method 'vae'",
         ),
         (
-            lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(avi=[5000]),
+            lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(avi=[5000]),
             "N_train = 5000 exceeds the training pool of syn-pattern (1000 rows",
         ),
         (
-            lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(acp=[0]),
+            lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(acp=[0]),
             "N_train = 0 is only for",
         ),
         (
-            lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(mode="learn"),
+            lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(mode="learn"),
             "allowed values: ['inference', 'learning']",
         ),
         (
-            lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(datasets=["mnist"]),
+            lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(datasets=["mnist"]),
             "unknown dataset 'mnist'",
         ),
         (
-            lambda c: c["profiles"]["quick"]["budget"].update(max_epochs="ten"),
-            "profiles.quick.budget.max_epochs",
+            lambda c: c["grids"]["quick"]["budget"].update(max_epochs="ten"),
+            "grids.quick.budget.max_epochs",
         ),
-        (lambda c: c["profiles"]["quick"]["budget"].update(epochs=3), "'epochs' was unexpected"),
+        (lambda c: c["grids"]["quick"]["budget"].update(epochs=3), "'epochs' was unexpected"),
         (
-            lambda c: c["profiles"]["quick"]["budget"].update(convergence_rel_tol=0),
-            "profiles.quick.budget.convergence_rel_tol",
+            lambda c: c["grids"]["quick"]["budget"].update(convergence_rel_tol=0),
+            "grids.quick.budget.convergence_rel_tol",
         ),
         (
-            lambda c: c["profiles"]["quick"]["text"]["budget"].update(convergence_window=0),
-            "profiles.quick.text.budget.convergence_window",
+            lambda c: c["grids"]["quick"]["text"]["budget"].update(convergence_window=0),
+            "grids.quick.text.budget.convergence_window",
         ),
         (lambda c: c["search_spaces"]["avi"].update(lr={"gaussian": [0, 1]}), "search_spaces.avi.lr"),
         # the real-corpus grid is checked by the same validation (CLI and Snakefile alike)
         (
-            lambda c: c["profiles"]["quick"]["text"]["tsne"].update(n_train=[4543, 777]),
-            "profiles.quick.text.tsne.n_train: [777] not in profiles.quick.text.classification.n_train",
+            lambda c: c["grids"]["quick"]["text"]["tsne"].update(n_train=[4543, 777]),
+            "grids.quick.text.tsne.n_train: [777] not in grids.quick.text.classification.n_train",
         ),
         (
-            lambda c: c["profiles"]["quick"]["text"]["topics"].update(best_topics=99),
-            "profiles.quick.text.topics.best_topics = 99 exceeds",
+            lambda c: c["grids"]["quick"]["text"]["topics"].update(best_topics=99),
+            "grids.quick.text.topics.best_topics = 99 exceeds",
         ),
     ],
 )
@@ -142,27 +142,27 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
         (
             lambda c: c.update(bogus=1),
             "'bogus' was unexpected",
-            "allowed keys: corpora, datasets, pmi, profile, profiles, raw_data_dir, results_dir, search_spaces",
+            "allowed keys: corpora, datasets, grid, grids, pmi, raw_data_dir, results_dir, search_spaces",
         ),
         (
-            lambda c: c["profiles"]["quick"]["budget"].update(epochs=3),
-            "profiles.quick.budget: ",
+            lambda c: c["grids"]["quick"]["budget"].update(epochs=3),
+            "grids.quick.budget: ",
             "allowed keys: batch_size, convergence_rel_tol, convergence_window, eval_every, max_epochs, min_epoch_steps, "
             "patience",
         ),
         (
-            lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(colour=1),
-            "profiles.quick.experiments.fig3a: ",
+            lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(colour=1),
+            "grids.quick.experiments.fig3a: ",
             "allowed keys: budget, dataset_runs, dataset_seeds, datasets, method_budget, mode, not_run, runs, search",
         ),
         (
-            lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
-            "profiles.quick.experiments.fig3a.runs: unknown method 'vae'",
+            lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
+            "grids.quick.experiments.fig3a.runs: unknown method 'vae'",
             f"allowed values: {METHODS}",
         ),
         (
-            lambda c: c["profiles"]["quick"].setdefault("method_budget", {}).update(vae={"max_epochs": 3}),
-            "profiles.quick.method_budget: 'vae'",
+            lambda c: c["grids"]["quick"].setdefault("method_budget", {}).update(vae={"max_epochs": 3}),
+            "grids.quick.method_budget: 'vae'",
             f"allowed values: {METHODS}",
         ),
         (
@@ -171,13 +171,13 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
             f"allowed values: {METHODS}",
         ),
         (
-            lambda c: c.update(profile="fast"),
-            "profile: 'fast'",
+            lambda c: c.update(grid="fast"),
+            "grid: 'fast'",
             "allowed values: ['paper', 'quick', 'smoke']",
         ),
         (
-            lambda c: c["profiles"]["quick"]["experiments"]["fig3a"].update(mode="learn"),
-            "profiles.quick.experiments.fig3a.mode: 'learn'",
+            lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(mode="learn"),
+            "grids.quick.experiments.fig3a.mode: 'learn'",
             "allowed values: ['inference', 'learning']",
         ),
         (
@@ -186,8 +186,8 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
             "is not of type 'integer'",
         ),
         (
-            lambda c: c["profiles"]["quick"]["experiments"]["fig3a"]["runs"].update(avi=[5000]),
-            "profiles.quick.experiments.fig3a.runs.avi: N_train = 5000",
+            lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(avi=[5000]),
+            "grids.quick.experiments.fig3a.runs.avi: N_train = 5000",
             "exceeds the training pool of syn-pattern (1000 rows, datasets.syn-pattern.n_train_pool)",
         ),
     ],
@@ -199,3 +199,65 @@ def test_invalid_config_names_the_key_and_the_allowed_values(cfg, mutate, key, a
     with pytest.raises(ConfigError) as err:
         validate_config(bad)
     assert key in str(err.value) and allowed in str(err.value)
+
+
+# ------------------------------------------------------------------ grid key (issue 13)
+def test_grid_key_selects_the_experiment_grid(cfg):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # today's spelling: no deprecation warning
+        validated = validate_config({**cfg, "grid": "paper"})
+    assert validated["grid"] == "paper" and "profile" not in validated and "profiles" not in validated
+
+
+def test_deprecated_profile_key_still_works_and_warns(cfg):
+    from noisyor_bench.experiments.config import ConfigDeprecationWarning
+
+    # `snakemake --config profile=paper` over today's config.yaml (which sets grid: quick)
+    with pytest.warns(
+        ConfigDeprecationWarning, match=r"config key 'profile' is deprecated: use grid=paper"
+    ) as rec:
+        validated = validate_config({**cfg, "profile": "paper"})
+    assert validated["grid"] == "paper" and "profile" not in validated
+    assert len(rec) == 1
+
+
+def test_deprecated_profiles_section_still_works_and_warns(cfg):
+    from noisyor_bench.experiments.config import ConfigDeprecationWarning
+
+    old = {k: v for k, v in cfg.items() if k not in ("grid", "grids")}
+    old.update(profile="smoke", profiles=cfg["grids"])  # a config file written before issue 13
+    with pytest.warns(ConfigDeprecationWarning) as rec:
+        validated = validate_config(old)
+    messages = sorted(str(w.message) for w in rec)
+    assert messages == [
+        "config key 'profile' is deprecated: use grid=smoke",
+        "config section 'profiles' is deprecated: rename it to 'grids'",
+    ]
+    assert validated["grid"] == "smoke" and validated["grids"] == cfg["grids"]
+    # an old file with today's key on the command line: the command line (grid) wins
+    with pytest.warns(ConfigDeprecationWarning):
+        assert validate_config({**old, "grid": "paper"})["grid"] == "paper"
+
+
+def test_grids_and_profiles_sections_together_are_refused(cfg):
+    with pytest.raises(ConfigError, match="both 'grids' and the deprecated 'profiles'"):
+        validate_config({**cfg, "profiles": cfg["grids"]})
+
+
+def test_check_config_accepts_the_deprecated_set_profile(repo, capsys):
+    from noisyor_bench.experiments.config import ConfigDeprecationWarning
+
+    with pytest.warns(ConfigDeprecationWarning, match="use grid=smoke"):
+        assert main(["check-config", str(repo / "config" / "config.yaml"), "--set", "profile=smoke"]) == 0
+    assert "valid (grid smoke:" in capsys.readouterr().out
+
+
+def test_method_enums_of_the_schema_come_from_the_registry():
+    from noisyor_bench.experiments.config import schema
+    from noisyor_bench.inference.registry import METHOD_NAMES
+
+    defs = schema()["$defs"]
+    assert defs["method"]["enum"] == list(METHOD_NAMES)
+    assert defs["corpus_method"]["enum"] == ["avi", "acp"]

@@ -14,7 +14,7 @@ from noisyor_bench.infra.errors import ConfigError
 @pytest.fixture
 def cfg(repo):
     raw = load_yaml(repo / "config" / "config.yaml")
-    raw["profiles"]["t"] = {
+    raw["grids"]["t"] = {
         "datasets": ["syn-pattern", "syn-random-1"],
         "seeds": [3, 4],
         "budget": {"max_epochs": 7},
@@ -29,7 +29,7 @@ def cfg(repo):
             }
         },
     }
-    raw["profile"] = "t"
+    raw["grid"] = "t"
     return validate_config(raw)
 
 
@@ -46,15 +46,15 @@ def test_cells_follow_runs_and_dataset_overrides(cfg):
     assert grid.seeds(cfg) == [3, 4]
 
 
-def test_budget_layers_defaults_profile_experiment(cfg):
+def test_budget_layers_defaults_grid_experiment(cfg):
     cell = grid.cells(cfg)[0]
     assert grid.budget(cfg, cell) == {"max_epochs": 7, "patience": 2, "batch_size": 128}
 
 
 def test_method_budget_overrides_apply_to_that_method_only(cfg):
     cfg = copy.deepcopy(cfg)
-    cfg["profiles"]["t"]["method_budget"] = {"svi": {"eval_every": 5, "max_epochs": 9}}
-    cfg["profiles"]["t"]["experiments"]["e"]["method_budget"] = {"svi": {"max_epochs": 3}}
+    cfg["grids"]["t"]["method_budget"] = {"svi": {"eval_every": 5, "max_epochs": 9}}
+    cfg["grids"]["t"]["experiments"]["e"]["method_budget"] = {"svi": {"max_epochs": 3}}
     cfg = validate_config(cfg)
     avi, _, svi, _ = grid.cells(cfg)
     assert grid.budget(cfg, svi) == {"max_epochs": 3, "patience": 2, "batch_size": 128, "eval_every": 5}
@@ -63,7 +63,7 @@ def test_method_budget_overrides_apply_to_that_method_only(cfg):
 
 def test_method_budget_rejects_unknown_methods(cfg):
     bad = copy.deepcopy(cfg)
-    bad["profiles"]["t"]["method_budget"] = {"vae": {"max_epochs": 3}}
+    bad["grids"]["t"]["method_budget"] = {"vae": {"max_epochs": 3}}
     with pytest.raises(ConfigError, match="method_budget"):
         validate_config(bad)
 
@@ -79,24 +79,24 @@ def test_only_methods_with_a_search_space_are_searched(cfg):
 
 def test_dataset_runs_must_name_an_experiment_dataset(cfg):
     bad = copy.deepcopy(cfg)
-    bad["profiles"]["t"]["experiments"]["e"]["dataset_runs"] = {"multi-mnist": {"avi": [10]}}
+    bad["grids"]["t"]["experiments"]["e"]["dataset_runs"] = {"multi-mnist": {"avi": [10]}}
     with pytest.raises(ConfigError, match="dataset_runs: 'multi-mnist' is not one of"):
         validate_config(bad)
 
 
 def test_dataset_runs_are_checked_against_the_pool(cfg):
     bad = copy.deepcopy(cfg)
-    bad["profiles"]["t"]["experiments"]["e"]["dataset_runs"] = {"syn-random-1": {"acp": [10001]}}
+    bad["grids"]["t"]["experiments"]["e"]["dataset_runs"] = {"syn-random-1": {"acp": [10001]}}
     with pytest.raises(ConfigError, match="N_train = 10001 exceeds the training pool of syn-random-1"):
         validate_config(bad)
 
 
-def test_experiment_seeds_replace_the_profile_seeds(cfg):
-    assert grid.seeds(cfg, "e") == [3, 4]  # no own seeds: the profile's
+def test_experiment_seeds_replace_the_grid_seeds(cfg):
+    assert grid.seeds(cfg, "e") == [3, 4]  # no own seeds: the grid's
     assert grid.seed_groups(cfg) == [grid.SeedGroup("", ("e",), None, (3, 4))]
     raw = copy.deepcopy(cfg)
-    raw["profiles"]["t"]["experiments"]["e"]["seeds"] = list(range(10))
-    raw["profiles"]["t"]["experiments"]["f-2"] = {
+    raw["grids"]["t"]["experiments"]["e"]["seeds"] = list(range(10))
+    raw["grids"]["t"]["experiments"]["f-2"] = {
         "mode": "inference",
         "datasets": ["syn-pattern"],
         "runs": {"avi": [20]},
@@ -105,7 +105,7 @@ def test_experiment_seeds_replace_the_profile_seeds(cfg):
     raw = validate_config(raw)
     assert grid.seeds(raw, "e") == list(range(10))
     assert grid.seeds(raw) == [3, 4]
-    # one training rule per seed list: the profile's (suffix "") first, then each experiment of its own
+    # one training rule per seed list: the grid's (suffix "") first, then each experiment of its own
     assert grid.seed_groups(raw) == [
         grid.SeedGroup("", ("f-2",), None, (3, 4)),
         grid.SeedGroup("_e", ("e",), None, tuple(range(10))),
@@ -114,12 +114,12 @@ def test_experiment_seeds_replace_the_profile_seeds(cfg):
 
 def test_dataset_seeds_replace_the_experiment_seeds_for_one_dataset(cfg):
     raw = copy.deepcopy(cfg)
-    exp = raw["profiles"]["t"]["experiments"]["e"]
+    exp = raw["grids"]["t"]["experiments"]["e"]
     exp["datasets"] = ["syn-pattern", "syn-random-1"]
     exp["dataset_seeds"] = {"syn-random-1": [0, 1, 2, 3, 4]}
     raw = validate_config(raw)
     assert grid.seeds(raw, "e", "syn-random-1") == [0, 1, 2, 3, 4]
-    assert grid.seeds(raw, "e", "syn-pattern") == [3, 4]  # the profile's
+    assert grid.seeds(raw, "e", "syn-pattern") == [3, 4]  # the grid's
     # one rule per seed list of the experiment, each restricted to its datasets
     assert grid.seed_groups(raw) == [
         grid.SeedGroup("", (), None, (3, 4)),
@@ -127,7 +127,7 @@ def test_dataset_seeds_replace_the_experiment_seeds_for_one_dataset(cfg):
         grid.SeedGroup("_e_5seeds", ("e",), ("syn-random-1",), (0, 1, 2, 3, 4)),
     ]
     bad = copy.deepcopy(raw)
-    bad["profiles"]["t"]["experiments"]["e"]["dataset_seeds"] = {"syn-random-7": [0]}
+    bad["grids"]["t"]["experiments"]["e"]["dataset_seeds"] = {"syn-random-7": [0]}
     with pytest.raises(
         ConfigError, match="dataset_seeds: 'syn-random-7' is not one of the experiment's datasets"
     ):
@@ -137,13 +137,13 @@ def test_dataset_seeds_replace_the_experiment_seeds_for_one_dataset(cfg):
 @pytest.mark.parametrize("seeds", [[], [1, 1], [-1], ["0"], 3])
 def test_experiment_seeds_are_validated(cfg, seeds):
     raw = copy.deepcopy(cfg)
-    raw["profiles"]["t"]["experiments"]["e"]["seeds"] = seeds
+    raw["grids"]["t"]["experiments"]["e"]["seeds"] = seeds
     with pytest.raises(ConfigError, match="seeds"):
         validate_config(raw)
 
 
-def test_quick_profile_runs_ten_recovery_seeds(repo):
+def test_quick_grid_runs_ten_recovery_seeds(repo):
     raw = load_yaml(repo / "config" / "config.yaml")
-    raw["profile"] = "quick"
+    raw["grid"] = "quick"
     cfg = validate_config(raw)
     assert len(grid.seeds(cfg, "fig4")) >= 10

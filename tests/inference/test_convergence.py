@@ -152,8 +152,8 @@ def test_grid_layers_convergence_keys() -> None:
     from noisyor_bench.experiments import grid
 
     cfg = {
-        "profile": "p",
-        "profiles": {
+        "grid": "p",
+        "grids": {
             "p": {
                 "budget": {"max_epochs": 9, "convergence_window": 4},
                 "method_budget": {"acp": {"convergence_rel_tol": 0.01}},

@@ -181,7 +181,7 @@ def test_claim_recovery_mnist_counts():
 
 
 def test_claim_recovery_mnist_smaller_cell_is_labelled():
-    """The quick profile runs MULTI-MNIST at N_train = 2,000 (8,000 cannot converge in its budget):
+    """The quick grid runs MULTI-MNIST at N_train = 2,000 (8,000 cannot converge in its budget):
     the claim is checked there and says so; with 8,000 present, 8,000 is used."""
     small = {
         ("multi-mnist", "acp", 2000): [8, 9, 8],

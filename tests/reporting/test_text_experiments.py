@@ -17,8 +17,8 @@ import pytest
 
 from noisyor_bench.cli import main
 from noisyor_bench.evaluation.pmi import CooccurrenceTable
-from noisyor_bench.experiments import text_grid as G
-from noisyor_bench.experiments.text_hparams import corpus_hparams
+from noisyor_bench.experiments.corpus_hparams import corpus_hparams
+from noisyor_bench.experiments.grid import corpora as G
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic
 from noisyor_bench.reporting.acp import text_claims as TC
@@ -481,15 +481,15 @@ def text_cfg(**text: Any) -> dict[str, Any]:
         "tsne": {"n_train": [300, 100], "perplexity": 30},
     }
     base.update(text)
-    return {"profile": "p", "profiles": {"p": {"text": base}}}
+    return {"grid": "p", "grids": {"p": {"text": base}}}
 
 
 def test_grid_cells_and_latents() -> None:
     cfg = text_cfg()
     cells = G.cells(cfg)
     assert len(cells) == 2 * 1 + 2 * 2 * 2
-    assert G.TextCell("table5", "neurips-titles", "acp", 300, 5) in cells
-    assert G.TextCell("classification-K20", "reuters", "avi", 100, 20) in cells
+    assert G.CorpusCell("table5", "neurips-titles", "acp", 300, 5) in cells
+    assert G.CorpusCell("classification-K20", "reuters", "avi", 100, 20) in cells
     assert G.experiment_latents(cfg, "classification-K20") == 20 and G.experiment_latents(cfg, "table5") == 5
     with pytest.raises(ConfigError, match="classification-K30"):
         G.experiment_latents(cfg, "classification-K30")
@@ -497,17 +497,17 @@ def test_grid_cells_and_latents() -> None:
 
 
 def test_tsne_n_train_must_be_classification_subset() -> None:
-    with pytest.raises(ConfigError, match=r"profiles\.p\.text\.tsne\.n_train: \[500\]"):
-        G.validate_text(text_cfg(tsne={"n_train": [300, 500], "perplexity": 30}))
-    G.validate_text(text_cfg())
+    with pytest.raises(ConfigError, match=r"grids\.p\.text\.tsne\.n_train: \[500\]"):
+        G.validate_corpus_grid(text_cfg(tsne={"n_train": [300, 500], "perplexity": 30}))
+    G.validate_corpus_grid(text_cfg())
 
 
 def test_repo_config_text_grids_are_valid(repo: Path) -> None:
     from noisyor_bench.experiments.config import load_config
 
-    cfg = load_config(repo / "config" / "config.yaml", {"profile": "quick"})
-    G.validate_text(cfg)
-    assert len(G.cells(cfg, "table5")) == 2 * len(cfg["profiles"]["quick"]["text"]["topics"]["n_train"])
+    cfg = load_config(repo / "config" / "config.yaml", {"grid": "quick"})
+    G.validate_corpus_grid(cfg)
+    assert len(G.cells(cfg, "table5")) == 2 * len(cfg["grids"]["quick"]["text"]["topics"]["n_train"])
 
 
 def test_corpus_hparams_by_hand() -> None:

@@ -1,4 +1,4 @@
-"""The cluster path without a cluster: Snakemake's ``cluster-generic`` executor over the smoke profile.
+"""The cluster path without a cluster: Snakemake's ``cluster-generic`` executor over the smoke grid.
 
 Every job goes through a submit command, as on SLURM: Snakemake writes a jobscript and hands
 it to the command, which here records the submission (counter, rule, wildcards, jobscript) in a
@@ -8,7 +8,7 @@ Completion is detected from the marker files the jobscript touches on a shared f
 jobscript alone, in a fresh process, with nothing shared with the submitting Snakemake but
 the file system and the environment.
 
-To keep CI on 2 cores well under 30 minutes, the DAG is a subset of the smoke profile: the
+To keep CI on 2 cores well under 30 minutes, the DAG is a subset of the smoke grid: the
 targets ``tables/fig3a.md`` and ``figures/fig3b.png`` (paper Fig. 3, 10 jobs: the dataset, the
 random searches, training of all five methods, a table and a figure).  Each job starts its own
 Snakemake process, so this takes about as long as the full smoke DAG's share of those jobs plus
@@ -71,7 +71,7 @@ def cluster_run(tmp_path_factory):
         "--latency-wait",
         "10",
         "--config",
-        "profile=smoke",
+        "grid=smoke",
         f"results_dir={results}",
         "--",
         str(results / "tables" / "fig3a.md"),
@@ -109,7 +109,7 @@ def test_every_job_went_through_the_submit_command(cluster_run):
         len(submitted) == len(set(submitted)) == 11
     )  # make_dataset, baselines, 2 searches, 5 trainings, table, figure
 
-    cfg = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
     cells = grid.cells(cfg, "fig3a")
 
     def wildcards(text: str) -> frozenset[tuple[str, str]]:

@@ -188,7 +188,7 @@ def test_repository_readme_has_the_results_markers():
 def test_time_estimate_uses_the_measurement_or_scales_the_compute():
     table = {
         "machine": "m",
-        "profiles": {
+        "grids": {
             "quick": {
                 "wall_seconds": 600,
                 "core_seconds": 1100,
@@ -203,7 +203,20 @@ def test_time_estimate_uses_the_measurement_or_scales_the_compute():
     assert "about 18 min" in summary.estimate_time(table, "quick", 1)
     assert "none recorded" in summary.estimate_time(table, "paper", 2)
     real = summary.load_estimates(REPO / "config" / "runtime_estimates.yaml")
-    assert {"quick", "paper"} <= set(real["profiles"]) and real["machine"]
+    assert {"quick", "paper"} <= set(real["grids"]) and real["machine"]
+
+
+def test_estimate_time_takes_the_grid_and_the_deprecated_profile(capsys):
+    from noisyor_bench.cli import main
+
+    table = str(REPO / "config" / "runtime_estimates.yaml")
+    assert main(["estimate-time", "--grid", "paper", "--cores", "2", "--table", table]) == 0
+    new = capsys.readouterr()
+    assert "Time estimate (paper grid, 2 cores)" in new.out and "deprecated" not in new.err
+    assert main(["estimate-time", "--profile", "paper", "--cores", "2", "--table", table]) == 0
+    old = capsys.readouterr()
+    assert old.out == new.out
+    assert "estimate-time --profile is deprecated: use --grid paper" in old.err
 
 
 # ------------------------------------------------------------------------------ CLI help

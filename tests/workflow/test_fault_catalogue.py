@@ -123,7 +123,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # ---------------------------------------------------------------------------------- helpers
 def config_with(tmp: Path, edit: Callable[[dict], None]) -> str:
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    cfg["profile"] = "smoke"
+    cfg["grid"] = "smoke"
     edit(cfg)
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -323,13 +323,13 @@ CASES = [
             "check-config",
             config_with(
                 t,
-                lambda c: c["profiles"]["smoke"]["experiments"].__setitem__(
-                    "a/b", c["profiles"]["smoke"]["experiments"]["fig3a"]
+                lambda c: c["grids"]["smoke"]["experiments"].__setitem__(
+                    "a/b", c["grids"]["smoke"]["experiments"]["fig3a"]
                 ),
             ),
         ],
         2,
-        ("profiles.smoke.experiments.a/b", "must match"),
+        ("grids.smoke.experiments.a/b", "must match"),
     ),
     Case(
         "cli-dataset-name-escapes",
@@ -607,32 +607,30 @@ CASES = [
         "config-text-methods-empty",
         lambda t, m: [
             "check-config",
-            config_with(
-                t, lambda c: c["profiles"]["smoke"].setdefault("text", {}).__setitem__("methods", [])
-            ),
+            config_with(t, lambda c: c["grids"]["smoke"].setdefault("text", {}).__setitem__("methods", [])),
         ],
         2,
-        ("profiles.smoke.text.methods", "should be non-empty"),
+        ("grids.smoke.text.methods", "should be non-empty"),
     ),
     Case(
         "config-experiment-unknown-dataset",
         lambda t, m: [
             "check-config",
             config_with(
-                t, lambda c: c["profiles"]["smoke"]["experiments"]["fig3a"].__setitem__("datasets", ["nope"])
+                t, lambda c: c["grids"]["smoke"]["experiments"]["fig3a"].__setitem__("datasets", ["nope"])
             ),
         ],
         2,
-        ("profiles.smoke.experiments.fig3a.datasets", "unknown dataset 'nope'"),
+        ("grids.smoke.experiments.fig3a.datasets", "unknown dataset 'nope'"),
     ),
     Case(
-        "config-profile-unknown-dataset",
+        "config-grid-unknown-dataset",
         lambda t, m: [
             "check-config",
-            config_with(t, lambda c: c["profiles"]["smoke"]["datasets"].append("nope")),
+            config_with(t, lambda c: c["grids"]["smoke"]["datasets"].append("nope")),
         ],
         2,
-        ("profiles.smoke.datasets", "unknown dataset 'nope'"),
+        ("grids.smoke.datasets", "unknown dataset 'nope'"),
     ),
     Case(
         "config-negative-seed",
@@ -645,13 +643,13 @@ CASES = [
     ),
     Case(
         "config-yaml-syntax",
-        lambda t, m: ["check-config", write("bad.yaml", "profile: smoke\ndatasets: [a\n")],
+        lambda t, m: ["check-config", write("bad.yaml", "grid: smoke\ndatasets: [a\n")],
         2,
         ("bad.yaml:3:1", "invalid YAML"),
     ),
     Case(
         "config-yaml-python-tag",
-        lambda t, m: ["check-config", write("bad.yaml", "profile: !!python/object:os.system {}\n")],
+        lambda t, m: ["check-config", write("bad.yaml", "results: !!python/object:os.system {}\n")],
         2,
         ("bad.yaml:1:10", "safe loader"),
     ),
@@ -662,19 +660,19 @@ CASES = [
         "config-budget-patience-absurd",
         lambda t, m: [
             "check-config",
-            config_with(t, lambda c: c["profiles"]["smoke"]["budget"].update(max_epochs=5, patience=10)),
+            config_with(t, lambda c: c["grids"]["smoke"]["budget"].update(max_epochs=5, patience=10)),
         ],
         0,
-        ("warning: profiles.smoke.experiments.fig3a", "patience = 10", "early stopping can never trigger"),
+        ("warning: grids.smoke.experiments.fig3a", "patience = 10", "early stopping can never trigger"),
     ),
     Case(
         "config-budget-batch-absurd",
         lambda t, m: [
             "check-config",
-            config_with(t, lambda c: c["profiles"]["smoke"]["budget"].update(batch_size=100000)),
+            config_with(t, lambda c: c["grids"]["smoke"]["budget"].update(batch_size=100000)),
         ],
         0,
-        ("warning: profiles.smoke.experiments.fig3a", "batch_size = 100000 exceeds N_train"),
+        ("warning: grids.smoke.experiments.fig3a", "batch_size = 100000 exceeds N_train"),
     ),
 ]
 
@@ -756,7 +754,7 @@ def test_signal_during_a_rerun_keeps_the_finished_run(template: Path, tmp_path: 
 def _snakemake(
     workdir: Path, results: Path, mirror: Path | None, *targets: str
 ) -> subprocess.CompletedProcess[str]:
-    config = [f"results_dir={results}", "profile=smoke"] + ([f"raw_data_dir={mirror}"] if mirror else [])
+    config = [f"results_dir={results}", "grid=smoke"] + ([f"raw_data_dir={mirror}"] if mirror else [])
     cmd = [
         sys.executable,
         "-m",

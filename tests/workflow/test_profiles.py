@@ -15,7 +15,7 @@ from conftest import REPO
 PROFILES = ("default", "gpu", "slurm")
 
 
-def dry_run(profile: str, results: Path, grid: str) -> str:
+def dry_run(profile: str, results: Path, grid: str, key: str = "grid", stderr: list | None = None) -> str:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("NOISYOR_RAW_DATA", str(REPO.parent / "shared" / "data"))
@@ -26,12 +26,14 @@ def dry_run(profile: str, results: Path, grid: str) -> str:
         "--dry-run",
         "--nolock",
         "--config",
-        f"profile={grid}",
+        f"{key}={grid}",
         f"results_dir={results}",
     ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"workflow specific profile profiles/{profile}" in proc.stderr
+    if stderr is not None:
+        stderr.append(proc.stderr)
     return proc.stdout
 
 
@@ -53,9 +55,21 @@ def test_profile_parses_and_plans_the_dag(profile, tmp_path):
     assert re.search(r"^total\s+\d+", out, re.M)
 
 
+def test_deprecated_profile_key_selects_the_grid_with_one_warning(tmp_path):
+    """`--config profile=smoke` (the experiment grid's key before issue 13) still works."""
+    stderr: list[str] = []
+    old = dry_run("default", tmp_path / "results", "smoke", key="profile", stderr=stderr)
+    warning = "config key 'profile' is deprecated: use grid=smoke"
+    assert stderr[0].count(warning) == 1
+    new_stderr: list[str] = []
+    new = dry_run("default", tmp_path / "results", "smoke", stderr=new_stderr)
+    assert "deprecated" not in new_stderr[0]
+    assert re.search(r"^total\s+\d+", old, re.M).group(0) == re.search(r"^total\s+\d+", new, re.M).group(0)
+
+
 def test_gpu_profile_gives_every_training_job_one_gpu(tmp_path):
     out = dry_run("gpu", tmp_path / "results", "smoke")  # smoke: gpus_per_job 0 in the config
-    for rule in ("search", "train_cell", "train_text_cell"):
+    for rule in ("search", "train_cell", "train_cell_corpus"):
         resources = job_resources(out, rule)
         assert resources and all("gpu=1" in r for r in resources), (rule, resources[:2])
     assert all("gpu=1" not in r for r in job_resources(out, "make_dataset"))
@@ -69,7 +83,7 @@ def test_gpu_profile_covers_the_rules_of_experiments_with_own_seeds(tmp_path):
         resources = job_resources(out, rule)
         assert resources and all("gpu=1" in r for r in resources), rule
     assert "seed9/metrics.json" in out
-    # 5 seeds on the D = 50 panels of Fig. 5, the profile's 2 at D = 500
+    # 5 seeds on the D = 50 panels of Fig. 5, the grid's 2 at D = 500
     assert "runs/fig5/syn-random-1/avi/n30/seed4" in out and "runs/fig5/syn-random-4/avi/n30/seed2" not in out
 
 

@@ -1,4 +1,4 @@
-"""The smoke profile of the Snakemake DAG, end to end: every rule executes once.
+"""The smoke grid of the Snakemake DAG, end to end: every rule executes once.
 
 This is the test that proves the workflow, not just the package: datasets, ingestion, the
 random search, training of all five methods and the ablation ACP-SG, aggregation, figures and
@@ -31,7 +31,7 @@ def snakemake(repo: Path, results: Path, mirror: Path, *extra: str) -> subproces
         "--cores",
         "2",
         "--config",
-        "profile=smoke",
+        "grid=smoke",
         f"results_dir={results}",
         *extra,
     ]
@@ -90,7 +90,7 @@ def test_runs_have_finite_metrics_and_the_public_files(smoke_results):
     from noisyor_bench.experiments import grid
     from noisyor_bench.experiments.config import load_config
 
-    cfg = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
     synthetic = set(grid.experiments(cfg))
     metrics_files = sorted(
         p for p in smoke_results.glob("runs/*/*/*/n*/seed*/metrics.json") if p.parts[-6] in synthetic
@@ -169,12 +169,12 @@ def test_runtime_table_counts_every_job(smoke_results):
     from noisyor_bench.experiments import grid
     from noisyor_bench.experiments.config import load_config
 
-    cfg = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
     with open(smoke_results / "tables" / "runtime.csv", newline="") as fh:
         rules = {r["rule"]: r for r in csv.DictReader(fh)}
     assert int(rules["train_cell"]["jobs"]) == len(grid.cells(cfg))
     assert float(rules["train_cell"]["total_s"]) > 0
-    assert {"make_dataset", "search", "train_text_cell", "claims"} <= set(rules)
+    assert {"make_dataset", "search", "train_cell_corpus", "claims_merge"} <= set(rules)
     assert "slowest jobs" in (smoke_results / "tables" / "runtime.md").read_text()
 
 
@@ -229,7 +229,7 @@ def test_report_builds_with_every_paper_artifact(smoke_results):
     ):
         assert category in html, category
     # captions name the paper artifact; their Jinja is rendered with each job's wildcards and params
-    folds = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})["profiles"]["smoke"]["text"][
+    folds = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})["grids"]["smoke"]["text"][
         "classification"
     ]["folds"]
     for caption in (
@@ -314,12 +314,12 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(
     from noisyor_bench.experiments import grid
     from noisyor_bench.experiments.config import load_config
 
-    (tmp_path / "overlay.yaml").write_text(yaml.safe_dump({"profiles": {"smoke": overlay}}))
+    (tmp_path / "overlay.yaml").write_text(yaml.safe_dump({"grids": {"smoke": overlay}}))
     proc = snakemake(REPO, smoke_results, MIRROR, "--dry-run", "--configfile", str(tmp_path / "overlay.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:]
 
-    cfg = load_config(REPO / "config" / "config.yaml", {"profile": "smoke"})
-    update_config(cfg["profiles"]["smoke"], overlay)
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
+    update_config(cfg["grids"]["smoke"], overlay)
     cells = grid.cells(cfg, experiment)
     searched = [c for c in cells if grid.n_draws(cfg, c) > 1]
     # a new budget reaches every cell; new draws only the cells with a search
@@ -330,7 +330,7 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(
         | set(downstream)
         | {
             ("claims_synthetic", ""),
-            ("claims", ""),
+            ("claims_merge", ""),
             ("convergence_summary", ""),
             ("runtime_table", ""),
             ("all", ""),

@@ -5,3 +5,6 @@ Each module defines ``register(subparsers)`` which adds its subcommand(s) and se
 exit code).  :mod:`noisyor_bench.cli` discovers the modules here, so adding a stage never
 touches a shared file.
 """
+
+# Modules here that are no stage but shared by the stages (no ``register``): skipped by the CLI.
+SHARED_MODULES = frozenset({"arguments"})  # arguments: JSON options given inline or as @file

@@ -304,7 +304,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-md")
     p.set_defaults(func=cmd_ablation_table)
 
-    p = sub.add_parser("claims", help="verdicts on the paper's synthetic-data claims from the table CSVs")
+    p = sub.add_parser(
+        "claims-synthetic",
+        aliases=["claims"],
+        help="verdicts on the paper's synthetic-data claims from the table CSVs",
+    )
     p.add_argument(
         "--tables",
         nargs="+",

@@ -2,7 +2,7 @@
 
 The same validation the Snakefile runs before scheduling anything, with a precise location for
 YAML errors (``file:line:column``), the key path of every invalid value, and warnings for
-schema-valid but absurd budgets of the active profile.  Exit 0 when valid (warnings included),
+schema-valid but absurd budgets of the selected experiment grid.  Exit 0 when valid (warnings included),
 2 otherwise.
 """
 
@@ -25,15 +25,16 @@ def _override(text: str) -> tuple[str, object]:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.config import active_profile, budget_warnings, load_config
+    from noisyor_bench.experiments.config import budget_warnings, load_config
+    from noisyor_bench.experiments.grid import active_grid
 
     cfg = load_config(args.config, dict(_override(item) for item in args.set or []))
     for warning in budget_warnings(cfg):
         print(f"warning: {warning}", file=sys.stderr)
-    prof = active_profile(cfg)
+    selected = active_grid(cfg)
     print(
-        f"{args.config}: valid (profile {cfg['profile']}: {len(prof.get('datasets', []))} datasets, "
-        f"{len(prof.get('experiments') or {})} experiments; results_dir {cfg['results_dir']})"
+        f"{args.config}: valid (grid {cfg['grid']}: {len(selected.get('datasets', []))} datasets, "
+        f"{len(selected.get('experiments') or {})} experiments; results_dir {cfg['results_dir']})"
     )
     return 0
 

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
+from noisyor_bench.commands.arguments import json_argument
 from noisyor_bench.experiments.config import load_config, raw_data_dir
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
-
-
-def _json_arg(text: str, what: str) -> Any:
-    """Parse a JSON argument, or ``@path`` to read it from a file."""
-    try:
-        if text.startswith("@"):
-            return json.loads(Path(text[1:]).read_text(encoding="utf-8"))
-        return json.loads(text)
-    except (OSError, json.JSONDecodeError) as err:
-        raise ConfigError(f"{what}: not valid JSON ({err})") from None
 
 
 def sidecar_path(npz_path: str | Path) -> Path:
@@ -70,7 +60,7 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
     if args.spec is not None:
         from noisyor_bench.experiments.config import check_name, validate_dataset_spec
 
-        spec = _json_arg(args.spec, "--spec")
+        spec = json_argument(args.spec, "--spec")
         check_name(args.name, "--name")
         validate_dataset_spec(args.name, spec, "--spec")
         mirror = Path(args.raw_data_dir) if args.raw_data_dir else raw_data_dir({})

@@ -22,21 +22,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+from noisyor_bench.commands.arguments import json_argument
 from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 SEARCH_TABLE = "search.csv"
 BEST_FILE = "best.json"
-
-
-def _json(text: str, argument: str) -> Any:
-    try:
-        if text.startswith("@"):
-            return json.loads(Path(text[1:]).read_text(encoding="utf-8"))
-        return json.loads(text)
-    except (OSError, json.JSONDecodeError) as err:
-        raise ConfigError(f"{argument}: not valid JSON ({err})") from None
 
 
 def _spec(
@@ -52,8 +44,8 @@ def _spec(
     from noisyor_bench.inference.fitting import budget_from_mapping
     from noisyor_bench.inference.training import run_init_key
 
-    budget = _json(args.budget, "--budget")
-    evaluation = _json(args.evaluation, "--evaluation")
+    budget = json_argument(args.budget, "--budget")
+    evaluation = json_argument(args.evaluation, "--evaluation")
     return RunSpec(
         dataset=Path(args.dataset),
         dataset_name=args.dataset_name,
@@ -96,7 +88,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from noisyor_bench.inference.training import NonFiniteLossError
     from noisyor_bench.infra.io import write_json_atomic, write_text_atomic
 
-    draws = _json(args.draws, "--draws")
+    draws = json_argument(args.draws, "--draws")
     if not isinstance(draws, list) or not draws:
         raise ConfigError("--draws: expected a non-empty JSON list of hyperparameter dicts (draw 0 first)")
     out = Path(args.out_dir)
@@ -165,8 +157,8 @@ def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) ->
         "init_keys": [
             run_init_key(args.experiment, args.dataset_name, args.n_train, i) for i in range(len(draws))
         ],
-        "budget": _json(args.budget, "--budget"),
-        "evaluation": _json(args.evaluation, "--evaluation"),
+        "budget": json_argument(args.budget, "--budget"),
+        "evaluation": json_argument(args.evaluation, "--evaluation"),
         "criterion": "lowest validation NELBO",
     }
     return provenance.artifact_record("search", inputs, [out / SEARCH_TABLE], out, config)
@@ -207,7 +199,7 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
 
 def _best_hparams(path: Path) -> dict[str, Any]:
     """``hparams`` of a search's best.json, validated (ConfigError naming --best and the file)."""
-    best = _json(f"@{path}", f"--best {path}")
+    best = json_argument(f"@{path}", "--best")
     if not isinstance(best, dict) or not isinstance(best.get("hparams"), dict):
         raise ConfigError(
             f"--best {path}: expected a search's best.json, a JSON object with an 'hparams' object"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,13 @@ def cmd_estimate_time(args: argparse.Namespace) -> int:
     cores = args.cores or (
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     )
-    print(estimate_time(load_estimates(args.table), args.profile, cores), flush=True)
+    if args.deprecated_profile is not None:
+        print(
+            f"noisyor-bench: estimate-time --profile is deprecated: use --grid {args.deprecated_profile}",
+            file=sys.stderr,
+        )
+    grid = args.grid if args.deprecated_profile is None else args.deprecated_profile
+    print(estimate_time(load_estimates(args.table), grid, cores), flush=True)
     return 0
 
 
@@ -84,11 +91,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_readme_results)
 
     p = sub.add_parser(
-        "estimate-time", help="print the expected wall time of a config profile (measured table)"
+        "estimate-time", help="print the expected wall time of an experiment grid (measured table)"
     )
+    p.add_argument("--grid", default="quick", help="experiment grid: smoke, quick or paper (default: quick)")
     p.add_argument(
-        "--profile", default="quick", help="config profile: smoke, quick or paper (default: quick)"
+        "--profile", dest="deprecated_profile", help="deprecated spelling of --grid (before issue 13)"
     )
     p.add_argument("--cores", type=int, help="cores the run may use (default: this machine's)")
-    p.add_argument("--table", default="config/runtime_estimates.yaml", help="measured times per profile")
+    p.add_argument("--table", default="config/runtime_estimates.yaml", help="measured times per grid")
     p.set_defaults(func=cmd_estimate_time)

@@ -31,7 +31,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "sensitivity",
+        "figure-fig3a-sensitivity",
+        aliases=["sensitivity"],  # its name before issue 13 (rule figure_fig3a_sensitivity)
         help="Fig. 3a sensitivity: SVI/LB-CDI held-out NELBO, F1, EM against the per-datapoint step cap",
     )
     p.add_argument(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
+from noisyor_bench.commands.arguments import json_argument
 from noisyor_bench.inference import registry as methods_pkg
 from noisyor_bench.inference.fitting import BUDGET_FIELDS, FitBudget
 from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
@@ -14,22 +14,10 @@ from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.io import read_json
 
 
-def parse_json_arg(text: str, argument: str) -> Any:
-    """A JSON value given inline or as ``@path``; errors name the argument."""
-    try:
-        if text.startswith("@"):
-            return json.loads(Path(text[1:]).read_text(encoding="utf-8"))
-        return json.loads(text)
-    except OSError as err:
-        raise ConfigError(f"{argument}: cannot read {text[1:]!r} ({err.strerror})") from None
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{argument}: not valid JSON ({err})") from None
-
-
 def parse_hparams(text: str | None) -> dict[str, Any]:
     if text is None:
         return {}
-    value = parse_json_arg(text, "--hparams")
+    value = json_argument(text, "--hparams")
     if not isinstance(value, dict):
         raise ConfigError(
             f"--hparams: expected a JSON object like '{{\"lr\": 0.001}}'; got {type(value).__name__}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from noisyor_bench.inference.registry import METHOD_NAMES
 from noisyor_bench.infra.errors import ConfigError
 
 
@@ -44,10 +46,16 @@ def yaml_error_message(path: str | os.PathLike[str], err: yaml.YAMLError) -> str
 
 
 def schema() -> dict[str, Any]:
+    """The config schema, its method enums taken from the registry (one list of methods)."""
+    from noisyor_bench.experiments.grid.corpora import corpus_methods
+
     text = (
         resources.files("noisyor_bench.experiments").joinpath("schemas/config.schema.yaml").read_text("utf-8")
     )
-    return yaml.safe_load(text)
+    loaded = yaml.safe_load(text)
+    loaded["$defs"]["method"]["enum"] = list(METHOD_NAMES)
+    loaded["$defs"]["corpus_method"]["enum"] = list(corpus_methods())
+    return loaded
 
 
 def _key_path(error: jsonschema.ValidationError) -> str:
@@ -76,9 +84,51 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{_key_path(error)}: {error.message}"
 
 
+class ConfigDeprecationWarning(FutureWarning):
+    """A config spelling that still works but will go (shown by default, unlike DeprecationWarning)."""
+
+
+_WARNED: dict[Any, Any] = {}  # warnings' registry of this module: each deprecation shown once
+
+
+def _deprecated(message: str) -> None:
+    """Warn once per process, located at the config rather than at a line of this module."""
+    warnings.warn_explicit(
+        message, ConfigDeprecationWarning, "noisyor-bench config", 0, __name__, registry=_WARNED
+    )
+
+
+def rename_deprecated_keys(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` with the pre-issue-13 spellings mapped to today's, warning once each.
+
+    The experiment grid was selected by ``profile`` from a ``profiles`` section; "profile" also
+    means Snakemake's execution profiles (``profiles/``, ``--workflow-profile``), so the keys are
+    now ``grid`` and ``grids``.  When both ``grid`` and ``profile`` are set, the one given on the
+    command line wins: ``profile`` with a ``grids`` section (today's config.yaml sets ``grid``),
+    ``grid`` with a ``profiles`` section (an old config file sets ``profile``).
+    """
+    cfg = dict(config)
+    if "profiles" in cfg:
+        if "grids" in cfg:
+            raise ConfigError(
+                "profiles: the config has both 'grids' and the deprecated 'profiles' section; keep 'grids'"
+            )
+        _deprecated("config section 'profiles' is deprecated: rename it to 'grids'")
+        cfg["grids"] = cfg.pop("profiles")
+        old_file = True
+    else:
+        old_file = False
+    if "profile" in cfg:
+        value = cfg.pop("profile")
+        if "grid" not in cfg or not old_file:
+            _deprecated(f"config key 'profile' is deprecated: use grid={value}")
+            cfg["grid"] = value
+    return cfg
+
+
 def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a config dict; return a copy with defaults filled in. Raises ConfigError."""
-    cfg = copy.deepcopy(dict(config))
+    cfg = copy.deepcopy(rename_deprecated_keys(config))
     cfg.setdefault("results_dir", "results")
     cfg.setdefault("raw_data_dir", None)
     validator_cls = jsonschema.validators.validator_for(schema())
@@ -107,14 +157,14 @@ def validate_dataset_spec(name: str, spec: Any, where: str) -> None:
 
 
 def budget_warnings(cfg: Mapping[str, Any]) -> list[str]:
-    """Schema-valid but absurd budgets of the active profile, each naming the keys.
+    """Schema-valid but absurd budgets of the active grid, each naming the keys.
 
     patience (in evaluations) not below max_epochs / eval_every: early stopping can never
     trigger; batch_size above N_train: every epoch is one full batch.
     """
     from noisyor_bench.experiments.grid import budget, cells
 
-    where = f"profiles.{cfg['profile']}"
+    where = f"grids.{cfg['grid']}"
     found: dict[tuple[str, str], list[str]] = {}  # (experiment, problem) -> cells, one line each
     for cell in cells(cfg):
         b = budget(cfg, cell)
@@ -158,25 +208,24 @@ def _check_names(cfg: Mapping[str, Any]) -> None:
         check_name(name, f"datasets.{name}")
     for name in cfg.get("corpora") or {}:
         check_name(name, f"corpora.{name}")
-    for pname, prof in cfg["profiles"].items():
-        for ename in prof.get("experiments") or {}:
-            check_name(ename, f"profiles.{pname}.experiments.{ename}")
+    for gname, grid_ in cfg["grids"].items():
+        for ename in grid_.get("experiments") or {}:
+            check_name(ename, f"grids.{gname}.experiments.{ename}")
 
 
 def _check_cross_references(cfg: Mapping[str, Any]) -> None:
     from noisyor_bench.experiments.grid import validate_grid
-    from noisyor_bench.inference.registry import METHOD_NAMES
 
     _check_names(cfg)
 
-    profiles = cfg["profiles"]
-    if cfg["profile"] not in profiles:
-        raise ConfigError(f"profile: {cfg['profile']!r} is not defined; allowed values: {sorted(profiles)}")
-    for pname, prof in profiles.items():
-        for ds in prof.get("datasets", []):
+    grids = cfg["grids"]
+    if cfg["grid"] not in grids:
+        raise ConfigError(f"grid: {cfg['grid']!r} is not defined; allowed values: {sorted(grids)}")
+    for gname, grid_ in grids.items():
+        for ds in grid_.get("datasets", []):
             if ds not in cfg["datasets"]:
                 raise ConfigError(
-                    f"profiles.{pname}.datasets: unknown dataset {ds!r}; allowed values: {sorted(cfg['datasets'])}"
+                    f"grids.{gname}.datasets: unknown dataset {ds!r}; allowed values: {sorted(cfg['datasets'])}"
                 )
     unknown = sorted(set(cfg.get("search_spaces") or {}) - set(METHOD_NAMES))
     if unknown:
@@ -184,9 +233,9 @@ def _check_cross_references(cfg: Mapping[str, Any]) -> None:
             f"search_spaces: unknown method(s) {', '.join(map(repr, unknown))}; allowed values: {list(METHOD_NAMES)}"
         )
     validate_grid(cfg, METHOD_NAMES, training_pools(cfg))
-    from noisyor_bench.experiments.text_grid import validate_text
+    from noisyor_bench.experiments.grid.corpora import validate_corpus_grid
 
-    validate_text(cfg)
+    validate_corpus_grid(cfg)
 
 
 def load_config(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -196,10 +245,6 @@ def load_config(path: str | os.PathLike[str], overrides: Mapping[str, Any] | Non
         raise ConfigError(f"config file {path} must hold a mapping at the top level")
     cfg.update(overrides or {})
     return validate_config(cfg)
-
-
-def active_profile(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(cfg["profiles"][cfg["profile"]])
 
 
 def raw_data_dir(cfg: Mapping[str, Any]) -> Path | None:

@@ -3,7 +3,7 @@
 A draw is a pure function of ``(space, search seed, draw index)``, so the hyperparameters of
 every draw are plain values known when the DAG is built: Snakemake sees them as rule params
 and reruns exactly the draws whose values change.  Draw 0 is always the method's defaults, so
-a profile with ``draws: 1`` runs no search at all.
+a grid with ``draws: 1`` runs no search at all.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Verdicts come from 95% confidence intervals over seeds, never from point estimat
   :func:`verdict_below`).  With a single seed on either side there is no CI: inconclusive (n=1).
 * Claims made of several comparisons are reproduced only if all parts are, not reproduced if
   any part is, inconclusive otherwise (:func:`combine`).
-* A claim whose data are not in the profile's tables is inconclusive with "no data".
+* A claim whose data are not in the grid's tables is inconclusive with "no data".
 * Deterministic cells (the non-amortized methods optimised on the held-out set in inference
   mode: the same posterior for every seed; ``deterministic`` in the tables) are a constant,
   not a sample: the other side's CI is compared against that constant (one-sample t of its

@@ -2,7 +2,7 @@
 
 Every rule writes ``<results>/benchmarks/<rule>/<job>.tsv`` (one row per repetition; columns
 ``s``, ``h:m:s``, ``max_rss`` in MB, ``cpu_time``, ...).  These tables are what the README's
-compute estimate for the paper profile is extrapolated from, so they list per rule the job
+compute estimate for the paper grid is extrapolated from, so they list per rule the job
 count and the total, mean and largest wall time, and the slowest jobs by name.
 """
 

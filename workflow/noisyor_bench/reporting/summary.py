@@ -124,23 +124,23 @@ def _human(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def estimate_time(table: Mapping[str, Any], profile: str, cores: int) -> str:
-    """One line: the expected wall time of a profile on ``cores`` cores, from measured numbers.
+def estimate_time(table: Mapping[str, Any], grid: str, cores: int) -> str:
+    """One line: the expected wall time of an experiment grid on ``cores`` cores, from measured numbers.
 
     Wall time on c cores ~ max(core_seconds / c, longest job): the jobs are independent
     beyond their stages, and no job runs on more than one core (threads: 1).
     """
-    row = (table.get("profiles") or {}).get(profile)
+    row = (table.get("grids") or {}).get(grid)
     machine = table.get("machine", "an unnamed machine")
     if not row:
-        return f"Time estimate: none recorded for the {profile!r} profile (config/runtime_estimates.yaml)."
+        return f"Time estimate: none recorded for the {grid!r} grid (config/runtime_estimates.yaml)."
     cores = max(int(cores), 1)
     if "wall_seconds" in row and int(row.get("cores", 0)) == cores:
         wall = float(row["wall_seconds"])
     else:
         wall = max(float(row["core_seconds"]) / cores, float(row.get("longest_job_seconds", 0)))
     return (
-        f"Time estimate ({profile} profile, {cores} core{'s' if cores != 1 else ''}): about {_human(wall)}\n"
+        f"Time estimate ({grid} grid, {cores} core{'s' if cores != 1 else ''}): about {_human(wall)}\n"
         f"  basis: {' '.join(str(row.get('how', '')).split())}; machine: {machine}\n"
         "  progress: Snakemake's 'N of M steps'; each job's log (results/logs/) has epoch lines with an ETA"
     )
@@ -154,6 +154,6 @@ def load_estimates(path: str | Path) -> dict[str, Any]:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as err:
         raise UserError(f"{path}: cannot read the time estimates ({err})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("profiles"), dict):
-        raise UserError(f"{path}: expected a mapping with 'machine' and 'profiles'")
+    if not isinstance(data, dict) or not isinstance(data.get("grids"), dict):
+        raise UserError(f"{path}: expected a mapping with 'machine' and 'grids'")
     return data

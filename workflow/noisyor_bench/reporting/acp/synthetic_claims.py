@@ -337,7 +337,7 @@ MNIST_PAPER_N = 8000
 
 def _mnist_n_train(tables: Mapping[str, pd.DataFrame]) -> int:
     """The paper's N_train = 8,000 if the recovery table has it, else its largest multi-mnist
-    N_train (the quick profile runs a smaller cell that converges within its budget)."""
+    N_train (the quick grid runs a smaller cell that converges within its budget)."""
     t = tables.get("recovery")
     if t is None or t.empty:
         return MNIST_PAPER_N
@@ -349,7 +349,7 @@ def _mnist_n_train(tables: Mapping[str, pd.DataFrame]) -> int:
 def claim_recovery_mnist(tables: Mapping[str, pd.DataFrame], n_train: int | None = None) -> Claim:
     """(5d) Supplement Fig. 2: on MULTI-MNIST with 8K points ACP recovers more patterns than AVI.
 
-    Without 8K rows (quick profile: N_train = 2,000, docs/convergence.md) the claim is checked on
+    Without 8K rows (quick grid: N_train = 2,000, docs/convergence.md) the claim is checked on
     the largest N_train measured and its numbers say so; the claim id stays the paper's.
     """
     n = _mnist_n_train(tables) if n_train is None else n_train
@@ -382,7 +382,7 @@ def claim_recovery_mnist(tables: Mapping[str, pd.DataFrame], n_train: int | None
     )
     if n != MNIST_PAPER_N:
         numbers += (
-            f" (measured at N_train = {n}, not the paper's {MNIST_PAPER_N}: a smaller cell of this profile)"
+            f" (measured at N_train = {n}, not the paper's {MNIST_PAPER_N}: a smaller cell of this grid)"
         )
     return Claim(cid, statement, loc, verdict_above(iv), numbers, rule)
 
@@ -398,7 +398,7 @@ def claim_acp_lowest_table4(tables: Mapping[str, pd.DataFrame]) -> Claim:
     rule = (
         "for every N_train row we ran and every other method run in it: ACP NELBO − X NELBO < 0 ("
         + RULE_LESS
-        + "); reproduced only if all comparisons are; rows of the paper this profile did not run are listed"
+        + "); reproduced only if all comparisons are; rows of the paper this grid did not run are listed"
     )
     t = tables.get("table4")
     if t is None or t.empty:
@@ -590,7 +590,7 @@ def synthetic_claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
             claim_fig5_on_par_large_n(tables, ds),
             claim_fig5_acp_beats_classical(tables, ds),
         ]
-    if "ablation" in tables:  # the mechanism (ACP vs ACP-SG), only when the profile runs the ablation
+    if "ablation" in tables:  # the mechanism (ACP vs ACP-SG), only when the grid runs the ablation
         from noisyor_bench.reporting.acp.ablation import mechanism_claims
 
         claims += mechanism_claims(tables)

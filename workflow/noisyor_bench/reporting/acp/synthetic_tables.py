@@ -2,7 +2,7 @@
 
 Every table puts our measurement, ``mean +- 95% CI over seeds``, beside the paper's number
 (:func:`noisyor_bench.reporting.acp.paper.paper_numbers`); rows the paper reports but the
-profile did not run keep the paper's numbers with ``status = not run``.  The ``artifact``
+grid did not run keep the paper's numbers with ``status = not run``.  The ``artifact``
 column names the table (``fig3a``, ``table4``, ``fig5``, ``fig3b``).  Pattern recovery
 (Fig. 4) is in :mod:`.recovery_tables`.
 """
@@ -34,7 +34,7 @@ from noisyor_bench.reporting.tables import CI_NOTE, format_number, markdown_tabl
 
 TABLE4_METHODS: tuple[str, ...] = ("avi", "svi", "lb-cdi", "acp")  # the paper's column order
 FIG3A_METRICS: tuple[str, ...] = ("nelbo", "f1", "em", "exact_nll", "exact_gap")
-DEFAULT_MISSING_REASON = "not run in this profile"
+DEFAULT_MISSING_REASON = "not run in this grid"
 
 
 def _paper(value: Any, digits: int = 1) -> str:

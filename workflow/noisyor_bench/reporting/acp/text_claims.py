@@ -2,7 +2,7 @@
 
 Same rules as :mod:`noisyor_bench.reporting.claims`: verdicts from 95% CIs of differences over seeds
 (paired when the seeds match), *inconclusive* when the CI straddles the bound or a side has a
-single value (n=1), *inconclusive* with "no data" when the profile did not run the cells.
+single value (n=1), *inconclusive* with "no data" when the grid did not run the cells.
 
 Budget-limited (issue 12): every claim reads per-run rows carrying ``n_runs`` / ``n_converged``
 (:func:`~noisyor_bench.reporting.acp.text_runs.add_convergence_columns`); a claim resting on a run that

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.experiments.text_grid import classification_latents
+from noisyor_bench.experiments.grid.corpora import classification_latents
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
 from noisyor_bench.reporting.collect import collect_runs, convergence_counts

@@ -1,4 +1,9 @@
-"""The experiment grid of a profile: which runs exist, with which budget and search draws.
+"""The experiment grid (``grids.<grid>``, chosen by ``--config grid=...``): which runs exist,
+with which budget and search draws.
+
+One grid, two kinds of cells: the synthetic experiments (this module: :class:`Cell`,
+:func:`cells`, ...) and the real-corpus experiments of the grid's ``text`` section
+(:mod:`noisyor_bench.experiments.grid.corpora`: :class:`~.corpora.CorpusCell`, ...).
 
 A *cell* is one (experiment, dataset, method, N_train) combination; it is trained once per
 seed with the hyperparameters chosen by the cell's random search.  The Snakefile builds its
@@ -14,11 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from noisyor_bench.experiments.grid import corpora as corpora  # the grid's real-corpus cells (grid.corpora)
 from noisyor_bench.experiments.search import sample_hparams
-from noisyor_bench.inference.registry import LEARNING_ONLY
+from noisyor_bench.inference.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED
 from noisyor_bench.infra.errors import ConfigError
 
-AMORTIZED = ("avi", "acp", "acp-sg")
+AMORTIZED = tuple(m for m in METHOD_NAMES if m not in NON_AMORTIZED)
 DEFAULT_BUDGET = {"max_epochs": 200, "patience": 10, "batch_size": 128}
 DEFAULT_EVALUATION = {"samples": 100, "iw_samples": 1000}
 
@@ -37,16 +43,17 @@ class Cell:
         return f"{self.experiment}/{self.dataset}/{self.method}/n{self.n_train}"
 
 
-def profile(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(cfg["profiles"][cfg["profile"]])
+def active_grid(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The section ``grids.<grid>`` of the selected experiment grid (smoke, quick, paper)."""
+    return dict(cfg["grids"][cfg["grid"]])
 
 
 def experiments(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return dict(profile(cfg).get("experiments") or {})
+    return dict(active_grid(cfg).get("experiments") or {})
 
 
 def cells(cfg: Mapping[str, Any], experiment: str | None = None) -> list[Cell]:
-    """Every cell of the active profile (or of one experiment), in a stable order."""
+    """Every cell of the selected grid (or of one experiment), in a stable order."""
     out = []
     for name, exp in sorted(experiments(cfg).items()):
         if experiment is not None and name != experiment:
@@ -64,16 +71,16 @@ def runs_for(exp: Mapping[str, Any], dataset: str) -> dict[str, list[int]]:
 
 
 def seeds(cfg: Mapping[str, Any], experiment: str | None = None, dataset: str | None = None) -> list[int]:
-    """Seeds of the profile, of ``experiment`` or of one of its datasets: the experiment's
-    ``dataset_seeds[dataset]`` if given, else its own ``seeds``, else the profile's.  More seeds
+    """Seeds of the grid, of ``experiment`` or of one of its datasets: the experiment's
+    ``dataset_seeds[dataset]`` if given, else its own ``seeds``, else the grid's.  More seeds
     where runs take seconds (a success rate or a CI over seeds is reported), fewer where a run
     takes minutes (e.g. quick's Fig. 5: 5 seeds on the D = 50 panels, 2 at D = 500)."""
-    prof = profile(cfg)
+    grid_ = active_grid(cfg)
     exp = (experiments(cfg).get(experiment) or {}) if experiment is not None else {}
     own = (exp.get("dataset_seeds") or {}).get(dataset) if dataset is not None else None
     if own is None:
         own = exp.get("seeds")
-    return [int(s) for s in (own if own is not None else prof.get("seeds", [0]))]
+    return [int(s) for s in (own if own is not None else grid_.get("seeds", [0]))]
 
 
 @dataclass(frozen=True)
@@ -90,7 +97,7 @@ class SeedGroup:
 def seed_groups(cfg: Mapping[str, Any]) -> list[SeedGroup]:
     """How the training rules split the cells by seed list.  A Snakemake rule's outputs (one set
     of files per seed) are fixed per rule, so the experiments whose every dataset runs the
-    profile's seeds share rule ``train_cell`` (suffix ``""``, listed first even when empty); an
+    grid's seeds share rule ``train_cell`` (suffix ``""``, listed first even when empty); an
     experiment with one seed list of its own gets ``train_cell_<name>`` (non-word characters as
     ``_``); one whose datasets differ (``dataset_seeds``) gets one rule per seed list,
     ``train_cell_<name>_<n>seeds``, restricted to those datasets."""
@@ -121,16 +128,16 @@ def seed_groups(cfg: Mapping[str, Any]) -> list[SeedGroup]:
 
 
 def budget(cfg: Mapping[str, Any], cell: Cell) -> dict[str, int | float]:
-    """Fit budget: defaults < profile ``budget`` < experiment ``budget`` < profile
+    """Fit budget: defaults < grid ``budget`` < experiment ``budget`` < grid
     ``method_budget[method]`` < experiment ``method_budget[method]``.  Keys absent from every
     layer (e.g. ``convergence_window``, ``convergence_rel_tol``) take the
     :class:`~noisyor_bench.inference.fitting.FitBudget` defaults in the run."""
-    prof, exp = profile(cfg), experiments(cfg)[cell.experiment]
+    grid_, exp = active_grid(cfg), experiments(cfg)[cell.experiment]
     merged = dict(DEFAULT_BUDGET)
     for layer in (
-        prof.get("budget"),
+        grid_.get("budget"),
         exp.get("budget"),
-        (prof.get("method_budget") or {}).get(cell.method),
+        (grid_.get("method_budget") or {}).get(cell.method),
         (exp.get("method_budget") or {}).get(cell.method),
     ):
         merged.update(layer or {})
@@ -139,7 +146,7 @@ def budget(cfg: Mapping[str, Any], cell: Cell) -> dict[str, int | float]:
 
 def evaluation(cfg: Mapping[str, Any]) -> dict[str, int]:
     merged = dict(DEFAULT_EVALUATION)
-    merged.update(profile(cfg).get("evaluation") or {})
+    merged.update(active_grid(cfg).get("evaluation") or {})
     return merged
 
 
@@ -147,14 +154,14 @@ DEFAULT_BASELINES = {"max_rows": 500, "iw_samples": 1000, "max_rounds": 200}
 
 
 def baseline_settings(cfg: Mapping[str, Any]) -> dict[str, int]:
-    """True-model scoring of ``noisyor-bench baselines``: defaults < profile ``baselines``."""
+    """True-model scoring of ``noisyor-bench baselines``: defaults < grid ``baselines``."""
     merged = dict(DEFAULT_BASELINES)
-    merged.update(profile(cfg).get("baselines") or {})
+    merged.update(active_grid(cfg).get("baselines") or {})
     return merged
 
 
 def baseline_n_train(cfg: Mapping[str, Any], dataset: str) -> list[int]:
-    """Every N_train > 0 of the active profile's cells on ``dataset``: the baselines it needs."""
+    """Every N_train > 0 of the active grid's cells on ``dataset``: the baselines it needs."""
     return sorted({c.n_train for c in cells(cfg) if c.dataset == dataset and c.n_train > 0})
 
 
@@ -164,7 +171,7 @@ def search_space(cfg: Mapping[str, Any], method: str) -> dict[str, Any]:
 
 def n_draws(cfg: Mapping[str, Any], cell: Cell) -> int:
     """Number of search draws for a cell (1 = defaults only, no search job)."""
-    search = dict(profile(cfg).get("search") or {})
+    search = dict(active_grid(cfg).get("search") or {})
     search.update(experiments(cfg)[cell.experiment].get("search") or {})
     if not search_space(cfg, cell.method):
         return 1
@@ -173,16 +180,16 @@ def n_draws(cfg: Mapping[str, Any], cell: Cell) -> int:
 
 def draws(cfg: Mapping[str, Any], cell: Cell) -> list[dict[str, Any]]:
     """Hyperparameters of every draw of the cell's search; draw 0 is the defaults."""
-    search_seed = int((profile(cfg).get("search") or {}).get("seed", 0))
+    search_seed = int((active_grid(cfg).get("search") or {}).get("seed", 0))
     space = search_space(cfg, cell.method)
     return [sample_hparams(space, search_seed, d) for d in range(n_draws(cfg, cell))]
 
 
 def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools: Mapping[str, int]) -> None:
     """Cross-field checks the schema cannot express; raises ConfigError naming the key."""
-    for pname, prof in cfg["profiles"].items():
-        for ename, exp in (prof.get("experiments") or {}).items():
-            where = f"profiles.{pname}.experiments.{ename}"
+    for gname, grid_ in cfg["grids"].items():
+        for ename, exp in (grid_.get("experiments") or {}).items():
+            where = f"grids.{gname}.experiments.{ename}"
             for ds in exp["datasets"]:
                 if ds not in pools:
                     raise ConfigError(

@@ -1,72 +1,17 @@
-# Stage: real-corpus experiments -- paper Section 4.5 (Table 5, topic model on NeurIPS titles)
-# and supplement Section 5.1 (Fig. 3 Reuters classification, Figs. 4-6 t-SNE). The grid is
-# profiles.<p>.text (noisyor_bench.experiments.text_grid); one train job per (experiment, corpus, method,
-# N_train) cell runs all seeds (noisyor-bench train-cell --latents K, learning mode).
+# Stage: the ACP paper's real-corpus tables, figures and claims -- Section 4.5 (Table 5, topic
+# model on NeurIPS titles) and supplement Section 5.1 (Fig. 3 Reuters classification, Figs. 4-6
+# t-SNE), from the runs of rule train_cell_corpus (rules/training.smk). The grid is
+# grids.<g>.text (noisyor_bench.experiments.grid.corpora). Each rule is named as the
+# noisyor-bench subcommand it runs (`-` -> `_`).
 REPORT_TOPICS = "Table 5: topics (NeurIPS titles)"  # subcategories of REPORT_TEXT
 REPORT_CLASSIFICATION = "Supplement 5.1: Reuters classification"
 REPORT_TSNE = "Supplement 5.1: t-SNE"
 
 
-# The generic synthetic train_cell rule's output pattern also matches text run directories; its
-# input functions fail for text experiments, and this makes the choice explicit.
-ruleorder: train_text_cell > train_cell
-
-
-rule text_hparams:
-    input:
-        dataset=R("data/{dataset}.npz"),
-    output:
-        R("hparams/text/{dataset}.json"),
-    log:
-        log_path("text_hparams", "{dataset}"),
-    benchmark:
-        benchmark_path("text_hparams", "{dataset}")
-    wildcard_constraints:
-        dataset="neurips-titles|reuters",
-    conda:
-        CONDA_ENV
-    shell:
-        "noisyor-bench text-hparams --dataset {input.dataset} --out {output} > {log} 2>&1"
-
-
-rule train_text_cell:
-    input:
-        dataset=R("data/{dataset}.npz"),
-        hparams=R("hparams/text/{dataset}.json"),
-    output:
-        text_run_files("{experiment}", "{dataset}", "{method}", "{n}"),
-    log:
-        log_path("train_text_cell", "{experiment}/{dataset}/{method}/n{n}"),
-    benchmark:
-        benchmark_path("train_text_cell", "{experiment}/{dataset}/{method}/n{n}")
-    wildcard_constraints:
-        experiment="table5|classification-K[0-9]+",
-        dataset="neurips-titles|reuters",
-        method="avi|acp",
-    conda:
-        CONDA_ENV
-    threads: THREADS
-    resources:
-        gpu=GPUS_PER_JOB,
-    params:
-        latents=lambda w: textgrid.experiment_latents(config, w.experiment),
-        seeds=" ".join(str(s) for s in TEXT_SEEDS),
-        budget=json_param(textgrid.budget(config)),
-        evaluation=json_param(grid.evaluation(config)),
-        device=DEVICE,
-        results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
-    shell:
-        "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
-        " --experiment {wildcards.experiment} --method {wildcards.method} --mode learning"
-        " --n-train {wildcards.n} --seeds {params.seeds} --latents {params.latents} --best {input.hparams}"
-        " --budget {params.budget} --evaluation {params.evaluation} --device {params.device}"
-        " --threads {threads} --results-dir {params.results} > {log} 2>&1"
-
-
 rule table5:
     input:
         runs=text_cell_files(
-            textgrid.cells(config, textgrid.TOPICS_EXPERIMENT), ("metrics.json", "posterior_test.npz")
+            corpus_grid.cells(config, corpus_grid.TOPICS_EXPERIMENT), ("metrics.json", "posterior_test.npz")
         ),
         vocab=R("data/neurips-titles.vocab.txt"),
         cooccurrence=R("pmi/cooccurrence.npz"),
@@ -85,7 +30,7 @@ rule table5:
         top_words=lambda w: TEXT["topics"]["top_words"],
         best_topics=lambda w: TEXT["topics"]["best_topics"],
     shell:
-        "noisyor-bench topics-table --runs {params.runs} --vocab {input.vocab} --cooccurrence {input.cooccurrence}"
+        "noisyor-bench table5 --runs {params.runs} --vocab {input.vocab} --cooccurrence {input.cooccurrence}"
         " --top-words {params.top_words} --best-topics {params.best_topics} --baselines {input.baselines}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
 
@@ -116,7 +61,7 @@ rule classification:
         folds=lambda w: TEXT["classification"]["folds"],
         seed=TEXT_SEEDS[0],
     shell:
-        "noisyor-bench classify --runs {params.runs} --dataset {input.dataset} --folds {params.folds}"
+        "noisyor-bench classification --runs {params.runs} --dataset {input.dataset} --folds {params.folds}"
         " --seed {params.seed} --out-csv {output.csv} --out-md {output.md} --out-png {output.png}"
         " --out-pdf {output.pdf} > {log} 2>&1"
 

@@ -1,10 +1,10 @@
-"""The real-corpus grid of a profile (``profiles.<p>.text``): which runs exist and their K.
+"""The real-corpus part of an experiment grid (``grids.<g>.text``): which runs exist and their K.
 
 Two experiments share the section: ``table5`` (the noisy-OR topic model on ``neurips-titles``
 with ``topics.K`` latents, paper Section 4.5) and ``classification-K<K>`` (``reuters`` with
 each ``classification.K``, supplement Section 5.1).  The t-SNE figures (supplement Figs. 4-6)
 reuse the classification runs of the first seed, so ``tsne.n_train`` must be a subset of
-``classification.n_train`` (:func:`validate_text`).  The Snakemake rules build their jobs
+``classification.n_train`` (:func:`validate_corpus_grid`).  The Snakemake rules build their jobs
 from :func:`cells`, so the DAG and the package agree on the grid.
 """
 
@@ -15,13 +15,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from noisyor_bench.inference.registry import METHODS
 from noisyor_bench.infra.errors import ConfigError
 
 TOPICS_EXPERIMENT = "table5"
 TOPICS_DATASET = "neurips-titles"
 CLASSIFICATION_DATASET = "reuters"
 CLASSIFICATION_PREFIX = "classification-K"
-DEFAULT_METHODS = ("avi", "acp")
+
+
+def corpus_methods() -> tuple[str, ...]:
+    """Methods a real corpus may be trained with: the amortized ones that are no ablation (the
+    per-datapoint methods would optimise every document; the ablation is a synthetic study)."""
+    return tuple(m.name for m in METHODS if m.amortized and m.ablates is None)
+
+
+DEFAULT_METHODS = corpus_methods()
 DEFAULT_BUDGET = {"max_epochs": 200, "patience": 10, "batch_size": 128}
 MODE = "learning"  # real corpora have no ground truth: the generative model is always learned
 
@@ -29,7 +38,7 @@ _CLASSIFICATION_RE = re.compile(rf"^{CLASSIFICATION_PREFIX}(\d+)$")
 
 
 @dataclass(frozen=True, order=True)
-class TextCell:
+class CorpusCell:
     """One (experiment, dataset, method, N_train) cell with its number of latents K."""
 
     experiment: str
@@ -44,24 +53,24 @@ class TextCell:
         return f"{self.experiment}/{self.dataset}/{self.method}/n{self.n_train}"
 
 
-def text_section(cfg: Mapping[str, Any], profile: str | None = None) -> dict[str, Any]:
-    """``profiles.<profile>.text`` of the active (or named) profile; empty if absent."""
-    name = cfg["profile"] if profile is None else profile
-    return dict(cfg["profiles"][name].get("text") or {})
+def corpus_section(cfg: Mapping[str, Any], grid: str | None = None) -> dict[str, Any]:
+    """``grids.<grid>.text`` of the selected (or named) grid; empty if absent."""
+    name = cfg["grid"] if grid is None else grid
+    return dict(cfg["grids"][name].get("text") or {})
 
 
 def seeds(cfg: Mapping[str, Any]) -> list[int]:
-    return [int(s) for s in text_section(cfg).get("seeds", [0])]
+    return [int(s) for s in corpus_section(cfg).get("seeds", [0])]
 
 
 def methods(cfg: Mapping[str, Any]) -> list[str]:
-    return list(text_section(cfg).get("methods", DEFAULT_METHODS))
+    return list(corpus_section(cfg).get("methods", DEFAULT_METHODS))
 
 
 def budget(cfg: Mapping[str, Any]) -> dict[str, int]:
     """Fit budget of every text run: defaults < ``text.budget``."""
     merged = dict(DEFAULT_BUDGET)
-    merged.update(text_section(cfg).get("budget") or {})
+    merged.update(corpus_section(cfg).get("budget") or {})
     return merged
 
 
@@ -86,31 +95,31 @@ def experiment_dataset(experiment: str) -> str:
 
 
 def experiment_latents(cfg: Mapping[str, Any], experiment: str) -> int:
-    """K learned in an experiment of the active profile (ConfigError if it is not in the grid)."""
-    text = text_section(cfg)
+    """K learned in an experiment of the selected grid (ConfigError if it is not in the grid)."""
+    text = corpus_section(cfg)
     if experiment == TOPICS_EXPERIMENT and "topics" in text:
         return int(text["topics"]["K"])
     k = classification_latents(experiment)
     if k is not None and k in [int(v) for v in (text.get("classification") or {}).get("K", [])]:
         return k
-    raise ConfigError(f"experiment {experiment!r} is not in profiles.{cfg['profile']}.text")
+    raise ConfigError(f"experiment {experiment!r} is not in grids.{cfg['grid']}.text")
 
 
-def cells(cfg: Mapping[str, Any], experiment: str | None = None) -> list[TextCell]:
-    """Every text cell of the active profile (or of one experiment), in a stable order."""
-    text = text_section(cfg)
-    out: list[TextCell] = []
+def cells(cfg: Mapping[str, Any], experiment: str | None = None) -> list[CorpusCell]:
+    """Every real-corpus cell of the selected grid (or of one experiment), in a stable order."""
+    text = corpus_section(cfg)
+    out: list[CorpusCell] = []
     topics = text.get("topics")
     if topics:
         out += [
-            TextCell(TOPICS_EXPERIMENT, TOPICS_DATASET, m, int(n), int(topics["K"]))
+            CorpusCell(TOPICS_EXPERIMENT, TOPICS_DATASET, m, int(n), int(topics["K"]))
             for m in methods(cfg)
             for n in topics["n_train"]
         ]
     cls = text.get("classification")
     if cls:
         out += [
-            TextCell(classification_experiment(k), CLASSIFICATION_DATASET, m, int(n), int(k))
+            CorpusCell(classification_experiment(k), CLASSIFICATION_DATASET, m, int(n), int(k))
             for k in cls["K"]
             for m in methods(cfg)
             for n in cls["n_train"]
@@ -119,25 +128,25 @@ def cells(cfg: Mapping[str, Any], experiment: str | None = None) -> list[TextCel
 
 
 def classification_ks(cfg: Mapping[str, Any]) -> list[int]:
-    return [int(k) for k in (text_section(cfg).get("classification") or {}).get("K", [])]
+    return [int(k) for k in (corpus_section(cfg).get("classification") or {}).get("K", [])]
 
 
 def tsne_n_train(cfg: Mapping[str, Any]) -> list[int]:
     """N_train columns of the t-SNE figures, in the configured order (the paper: large to small)."""
-    return [int(n) for n in (text_section(cfg).get("tsne") or {}).get("n_train", [])]
+    return [int(n) for n in (corpus_section(cfg).get("tsne") or {}).get("n_train", [])]
 
 
-def tsne_cells(cfg: Mapping[str, Any], k: int) -> list[TextCell]:
+def tsne_cells(cfg: Mapping[str, Any], k: int) -> list[CorpusCell]:
     """Classification cells shown in the t-SNE figure of one K (run at the first seed)."""
     ns = set(tsne_n_train(cfg))
     return [c for c in cells(cfg, classification_experiment(k)) if c.n_train in ns]
 
 
-def validate_text(cfg: Mapping[str, Any]) -> None:
-    """Cross-field checks of every profile's ``text`` section the schema cannot express."""
-    for pname, prof in cfg["profiles"].items():
-        text = prof.get("text") or {}
-        where = f"profiles.{pname}.text"
+def validate_corpus_grid(cfg: Mapping[str, Any]) -> None:
+    """Cross-field checks of every grid's ``text`` section the schema cannot express."""
+    for gname, grid_ in cfg["grids"].items():
+        text = grid_.get("text") or {}
+        where = f"grids.{gname}.text"
         _unique(text.get("methods", DEFAULT_METHODS), f"{where}.methods")
         topics = text.get("topics")
         if topics:

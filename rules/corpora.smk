@@ -1,5 +1,6 @@
 # Stage: real corpora (paper Section 4.5, supplement Section 5.1): ingestion and the cached
-# co-occurrence counts of the PMI reference corpus.
+# co-occurrence counts of the PMI reference corpus. Each rule is named as the noisyor-bench
+# subcommand it runs (`-` -> `_`).
 
 
 rule ingest_neurips:

@@ -1,6 +1,8 @@
-"""CLI: real-corpus tables, figures and claims (paper Table 5; supplement Figs. 3-6).
+"""CLI: the ACP paper's real-corpus tables, figures and claims (Table 5; supplement Figs. 3-6).
 
-Training is ``noisyor-bench train-cell --mode learning --latents K`` on the corpus; these
+Each subcommand is named as the rule that runs it (rules/acp_text.smk); the names before
+issue 13 stay as aliases (``topics-table``, ``classify``).  Training is
+``noisyor-bench train-cell --mode learning --latents K`` on the corpus; these
 commands read the finished run directories (``--runs`` takes run directories or their
 ``metrics.json``, interchangeably; Snakemake passes explicit lists, never globs).
 """
@@ -9,28 +11,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 
 from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
-
-
-def cmd_text_hparams(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.text_hparams import hparams_record
-    from noisyor_bench.infra import provenance
-    from noisyor_bench.infra.io import write_json_atomic
-
-    record = hparams_record(args.dataset)
-    record["provenance"] = provenance.artifact_record(
-        "hparams",
-        [provenance.file_entry(args.dataset, "dataset", Path(args.out).parent)],
-        [],
-        Path(args.out).parent,
-    )
-    write_json_atomic(args.out, record)
-    log.info("text hyperparameters for %s: %s -> %s", args.dataset, record["hparams"], args.out)
-    return 0
 
 
 def cmd_topics_table(args: argparse.Namespace) -> int:
@@ -134,15 +118,9 @@ def cmd_claims_text(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "text-hparams",
-        help="AVI/ACP hyperparameters for a text corpus (init scaled to D; for train-cell --best)",
-    )
-    p.add_argument("--dataset", required=True, help="corpus .npz (x_train)")
-    p.add_argument("--out", required=True, help="JSON with 'hparams' (read by train-cell --best)")
-    p.set_defaults(func=cmd_text_hparams)
-
-    p = sub.add_parser(
-        "topics-table", help="Table 5: top words and PMI of the learned topics (NeurIPS titles)"
+        "table5",
+        aliases=["topics-table"],
+        help="Table 5: top words and PMI of the learned topics (NeurIPS titles)",
     )
     p.add_argument("--runs", nargs="+", required=True, help="table5 run directories or metrics.json files")
     p.add_argument("--vocab", required=True, help="corpus vocabulary (results/data/neurips-titles.vocab.txt)")
@@ -162,7 +140,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_topics_table)
 
     p = sub.add_parser(
-        "classify", help="supplement Fig. 3: EM of a linear classifier on test posteriors (CV on test)"
+        "classification",
+        aliases=["classify"],
+        help="supplement Fig. 3: EM of a linear classifier on test posteriors (CV on test)",
     )
     p.add_argument(
         "--runs", nargs="+", required=True, help="classification run directories or metrics.json files"

@@ -1,4 +1,5 @@
-"""CLI: text corpora (NeurIPS titles, Reuters headlines) and PMI co-occurrence counts.
+"""CLI: text corpora (NeurIPS titles, Reuters headlines), their training hyperparameters and PMI
+co-occurrence counts (rules/corpora.smk, rules/training.smk: corpus_hparams).
 
 ``ingest-neurips`` / ``ingest-reuters`` write ``<out>.npz`` (binary x_*, ids_*; Reuters also
 y_*), ``<out stem>.vocab.txt`` (column order) and ``<out stem>.json`` (counts beside the
@@ -266,6 +267,23 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def cmd_corpus_hparams(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.corpus_hparams import hparams_record
+    from noisyor_bench.infra import provenance
+    from noisyor_bench.infra.io import write_json_atomic
+
+    record = hparams_record(args.dataset)
+    record["provenance"] = provenance.artifact_record(
+        "hparams",
+        [provenance.file_entry(args.dataset, "dataset", Path(args.out).parent)],
+        [],
+        Path(args.out).parent,
+    )
+    write_json_atomic(args.out, record)
+    log.info("corpus hyperparameters for %s: %s -> %s", args.dataset, record["hparams"], args.out)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "ingest-neurips", help="NeurIPS titles 1987-2017 -> binary bag of words (paper Sec. 4.5)"
@@ -320,3 +338,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", required=True, help="output .npz (a .json summary is written beside it)")
     p.set_defaults(func=cmd_pmi_counts)
+
+    p = sub.add_parser(
+        "corpus-hparams",
+        aliases=["text-hparams"],
+        help="AVI/ACP hyperparameters for a text corpus (init scaled to D; for train-cell --best)",
+    )
+    p.add_argument("--dataset", required=True, help="corpus .npz (x_train)")
+    p.add_argument("--out", required=True, help="JSON with 'hparams' (read by train-cell --best)")
+    p.set_defaults(func=cmd_corpus_hparams)

@@ -1,4 +1,4 @@
-"""Hyperparameters of the text runs: AVI/ACP defaults, a generative init scaled to the corpus, lr 1e-2.
+"""Hyperparameters of the real-corpus runs: AVI/ACP defaults, a generative init scaled to the corpus, lr 1e-2.
 
 Why not the plain defaults.  The default init of the learnable noisy-OR
 (:class:`~noisyor_bench.models.noisyor.generative.GenerativeInit`: ``theta_ik ~ U(0, 0.02)``, leak
@@ -82,6 +82,6 @@ def hparams_record(dataset: str | Path) -> dict[str, Any]:
         "rule": (
             "init_theta_high = 2 * 0.64 / D (an active cause costs ~0.64 nats, as the default init at D = 64); "
             "init_theta0 = -log(1 - mean x_train); lr = 1e-2; other hyperparameters: method defaults "
-            "(noisyor_bench.experiments.text_hparams)"
+            "(noisyor_bench.experiments.corpus_hparams)"
         ),
     }

@@ -1,10 +1,11 @@
-# Stage: tables, figures and claim verdicts of the synthetic experiments (paper Sections
-# 4.2-4.4, Figs. 3-5, Table 4, supplement Figs. 1-2), from the run directories.
+# Stage: the ACP paper's tables, figures and claim verdicts of the synthetic experiments
+# (Sections 4.2-4.4, Figs. 3-5, Table 4, supplement Figs. 1-2), from the run directories.
+# Each rule is named as the noisyor-bench subcommand it runs (`-` -> `_`).
 
 
 rule baselines:
     # Reference scores of one dataset for the NELBO tables: independent Bernoulli per N_train
-    # of the profile's cells, true model (exact / IW bound / per-datapoint ELBO); docs/baselines.md.
+    # of the grid's cells, true model (exact / IW bound / per-datapoint ELBO); docs/baselines.md.
     input:
         R("data/{dataset}.npz"),
     output:
@@ -70,7 +71,7 @@ rule figure_fig3a_sensitivity:
         CONDA_ENV
     threads: THREADS
     shell:
-        "noisyor-bench sensitivity --runs {input.runs} --dataset {input.dataset} --threads {threads}"
+        "noisyor-bench figure-fig3a-sensitivity --runs {input.runs} --dataset {input.dataset} --threads {threads}"
         " --out-csv {output.csv} --out-md {output.md} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
 
 
@@ -202,56 +203,4 @@ rule claims_synthetic:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench claims --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
-
-
-rule claims:
-    input:
-        claim_tables(),
-    output:
-        csv=R("tables/claims.csv"),
-        md=R("tables/claims.md"),
-    log:
-        log_path("claims", "claims"),
-    benchmark:
-        benchmark_path("claims", "claims")
-    conda:
-        CONDA_ENV
-    shell:
-        "noisyor-bench claims-merge --claims {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
-
-
-# Convergence (issue 12): did each run converge (metrics.json `converged`, `convergence`), per
-# experiment, and the summary over all experiments (learning-mode share).
-rule convergence_table:
-    input:
-        lambda w: convergence_run_files(w.experiment),
-    output:
-        csv=R("tables/convergence_{experiment}.csv"),
-        md=R("tables/convergence_{experiment}.md"),
-    log:
-        log_path("convergence_table", "{experiment}"),
-    benchmark:
-        benchmark_path("convergence_table", "{experiment}")
-    conda:
-        CONDA_ENV
-    params:
-        runs=lambda w, input: list_param(input),
-    shell:
-        "noisyor-bench convergence-table --runs {params.runs} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
-
-
-rule convergence_summary:
-    input:
-        convergence_tables(),
-    output:
-        csv=R("tables/convergence.csv"),
-        md=R("tables/convergence.md"),
-    log:
-        log_path("convergence_summary", "convergence"),
-    benchmark:
-        benchmark_path("convergence_summary", "convergence")
-    conda:
-        CONDA_ENV
-    shell:
-        "noisyor-bench convergence-summary --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench claims-synthetic --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

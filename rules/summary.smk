@@ -1,0 +1,54 @@
+# Stage: summaries over every experiment of the grid (any paper): the merged claim verdicts
+# and the convergence tables. Each rule is named as the noisyor-bench subcommand it runs.
+
+
+rule claims_merge:
+    input:
+        claim_tables(),
+    output:
+        csv=R("tables/claims.csv"),
+        md=R("tables/claims.md"),
+    log:
+        log_path("claims_merge", "claims"),
+    benchmark:
+        benchmark_path("claims_merge", "claims")
+    conda:
+        CONDA_ENV
+    shell:
+        "noisyor-bench claims-merge --claims {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+# Convergence (issue 12): did each run converge (metrics.json `converged`, `convergence`), per
+# experiment, and the summary over all experiments (learning-mode share).
+rule convergence_table:
+    input:
+        lambda w: convergence_run_files(w.experiment),
+    output:
+        csv=R("tables/convergence_{experiment}.csv"),
+        md=R("tables/convergence_{experiment}.md"),
+    log:
+        log_path("convergence_table", "{experiment}"),
+    benchmark:
+        benchmark_path("convergence_table", "{experiment}")
+    conda:
+        CONDA_ENV
+    params:
+        runs=lambda w, input: list_param(input),
+    shell:
+        "noisyor-bench convergence-table --runs {params.runs} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule convergence_summary:
+    input:
+        convergence_tables(),
+    output:
+        csv=R("tables/convergence.csv"),
+        md=R("tables/convergence.md"),
+    log:
+        log_path("convergence_summary", "convergence"),
+    benchmark:
+        benchmark_path("convergence_summary", "convergence")
+    conda:
+        CONDA_ENV
+    shell:
+        "noisyor-bench convergence-summary --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

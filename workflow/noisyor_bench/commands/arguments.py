@@ -1,0 +1,36 @@
+"""Command-line values shared by the commands: JSON arguments given inline or as ``@file``.
+
+The workflow passes config values to the CLI as compact JSON (``rules/common.smk``:
+``json_param``), long ones through a file (``@<results>/params/<sha>.json``), so every JSON
+option of every command reads both forms, here, with one error wording.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from noisyor_bench.infra.errors import ConfigError
+
+
+def json_argument(text: str, name: str) -> Any:
+    """The value of the JSON argument ``name`` (e.g. ``--budget``): ``text`` itself, or the
+    content of the file ``text[1:]`` when ``text`` starts with ``@``.
+
+    Raises ConfigError (a UserError: a message, exit code 2, no traceback) naming the argument
+    and, for ``@file``, the file.
+    """
+    if text.startswith("@"):
+        path = text[1:]
+        try:
+            content = Path(path).read_text(encoding="utf-8")
+        except OSError as err:
+            raise ConfigError(f"{name}: cannot read {path!r} ({err.strerror})") from None
+        where = f"{name}: {path}"
+    else:
+        content, where = text, name
+    try:
+        return json.loads(content)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{where}: not valid JSON ({err})") from None
