@@ -136,7 +136,7 @@ def worker(args: argparse.Namespace) -> None:
     else:
         import numpy as np
 
-        from noisyor_bench.inference.base import FitBudget
+        from noisyor_bench.inference.fitting import FitBudget
         from noisyor_bench.inference.registry import get_method
         from noisyor_bench.models.noisyor.model import NoisyOR
 

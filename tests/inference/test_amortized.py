@@ -19,7 +19,7 @@ from noisyor_bench.inference import amortized as amortized_mod
 from noisyor_bench.inference.acp import ACP
 from noisyor_bench.inference.amortized import AmortizedHParams, acp_logits, parse_hparams, temperature
 from noisyor_bench.inference.avi import AVI
-from noisyor_bench.inference.base import EpochRecord, FitBudget
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.registry import get_method
 from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra.errors import ConfigError, DataError

@@ -24,7 +24,7 @@ from noisyor_bench.experiments.config import load_config, validate_config
 from noisyor_bench.experiments.runs import RunSpec, execute_run
 from noisyor_bench.inference.acp import ACP, ACPStopGrad
 from noisyor_bench.inference.amortized import acp_logits
-from noisyor_bench.inference.base import FitBudget
+from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.registry import get_method
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic

@@ -13,7 +13,7 @@ from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
 from noisyor_bench.experiments.runs import RunSpec, execute_run, ground_truth, load_dataset, run_dir
-from noisyor_bench.inference.base import FitBudget
+from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.svi import SVI
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import read_json

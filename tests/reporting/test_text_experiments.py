@@ -538,7 +538,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_execute_run_without_ground_truth(corpus: Path, tmp_path: Path) -> None:
     from noisyor_bench.experiments.runs import RunSpec, execute_run
-    from noisyor_bench.inference.base import FitBudget
+    from noisyor_bench.inference.fitting import FitBudget
 
     spec = RunSpec(
         dataset=corpus,

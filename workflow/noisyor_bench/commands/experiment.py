@@ -6,7 +6,7 @@ torch, so the workflow's unit of work is a *cell* (experiment, dataset, method, 
 runs all seeds with the chosen hyperparameters.  Each run still writes its own directory.
 
 Initialisation is part of the protocol: every run's random streams derive from its seed and
-its ``init_key`` (:func:`~noisyor_bench.inference.training.run_init_key`), the cell (experiment,
+its ``init_key`` (:func:`~noisyor_bench.inference.seeding.run_init_key`), the cell (experiment,
 dataset, N_train -- not the method) plus ``draw<d>`` for search draw ``d`` or ``final`` for the
 reported seeds.  So each draw and each seed starts from its own initialisation, the final
 seed-0 run is not the search winner replayed, and AVI/ACP/SVI/LB-CDI of one (cell, draw or
@@ -50,7 +50,7 @@ def _spec(
     """The RunSpec of one seed of the cell: search draw ``draw``, or a final run (``None``)."""
     from noisyor_bench.experiments.runs import RunSpec
     from noisyor_bench.inference.fitting import budget_from_mapping
-    from noisyor_bench.inference.training import run_init_key
+    from noisyor_bench.inference.seeding import run_init_key
 
     budget = _json(args.budget, "--budget")
     evaluation = _json(args.evaluation, "--evaluation")
@@ -152,7 +152,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) -> dict[str, Any]:
     """best.json's record: the dataset, every draw's metrics.json, the search settings."""
-    from noisyor_bench.inference.training import run_init_key
+    from noisyor_bench.inference.seeding import run_init_key
     from noisyor_bench.infra import provenance
 
     inputs = [provenance.file_entry(args.dataset, "dataset", out)]

@@ -59,10 +59,12 @@ from noisyor_bench.evaluation.heldout import (
     weight_similarity,
 )
 from noisyor_bench.inference import registry as methods_pkg
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod
+from noisyor_bench.inference.base import InferenceMethod
 from noisyor_bench.inference.convergence import Convergence, assess
-from noisyor_bench.inference.fitting import check_budget, fit_budget_fields
-from noisyor_bench.inference.training import NonFiniteLossError, derive_init_seed, stream_seed
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
+from noisyor_bench.inference.registry import NON_AMORTIZED
+from noisyor_bench.inference.seeding import derive_init_seed, stream_seed
+from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.device import describe, pick_device, set_threads
 from noisyor_bench.infra.errors import ConfigError, DataError, Interrupted
@@ -100,7 +102,6 @@ RECOMPUTED_METRICS = (
     "latent_match_cosine",
 )
 
-NON_AMORTIZED = ("svi", "lb-cdi", "ub-cdi")
 Mode = Literal["inference", "learning"]
 MODES: tuple[str, ...] = ("inference", "learning")
 
@@ -135,7 +136,7 @@ class RunSpec:
     then ``None``.  ``iw_samples=0`` skips the importance-weighted bound; ``val_metrics``
     adds the test-protocol NELBO on the validation split (``val_nelbo``, for model selection
     across runs, e.g. the hyperparameter search).  ``init_key`` (the grid's runs set it,
-    :func:`~noisyor_bench.inference.training.run_init_key`: cell and search draw or ``final``) makes the
+    :func:`~noisyor_bench.inference.seeding.run_init_key`: cell and search draw or ``final``) makes the
     run's initialisation and other training streams derive from (cell, draw-or-final, seed)
     rather than from the seed alone; ``None`` keeps them on the seed.
     """

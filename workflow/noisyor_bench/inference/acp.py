@@ -76,8 +76,4 @@ class ACPStopGrad(ACP):
     theta_through_q: ClassVar[bool] = False
     encoder_stream = "acp"
 
-    modes = ("learning",)
-    modes_reason = (
-        "acp-sg (ACP with theta stopped in eq. 11) is a learning-mode ablation: in inference mode "
-        "theta is fixed and acp-sg equals acp; use it only in learning experiments"
-    )
+    # modes (learning only) and the refusal's reason: registry.METHODS['acp-sg']

@@ -37,9 +37,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode
+from noisyor_bench.inference.base import InferenceMethod, Mode
 from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.training import Trainer, stream_generator, validate_budget
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.seeding import stream_generator
+from noisyor_bench.inference.training import Trainer, validate_budget
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.elbo import elbo
 from noisyor_bench.models.noisyor.generative import GenerativeInit, GenerativeModule, make_generative
@@ -212,7 +214,6 @@ class AmortizedMethod(InferenceMethod):
     Subclasses define the encoder's output size and :meth:`logits`.
     """
 
-    amortized = True
     encoder_stream: str | None = None
     """Name whose ``<name>-encoder-init`` stream draws the encoder (``None``: the method's own
     name).  An ablation of a method sets the method's name so both start from the same network."""

@@ -49,10 +49,12 @@ from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
+from noisyor_bench.inference.base import InferenceMethod, Mode, PosteriorProgress
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
-from noisyor_bench.inference.training import lower_lr_hint, stream_generator
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.seeding import stream_generator
+from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.inference.ubcdi import _lap
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.bounds import (
@@ -100,7 +102,6 @@ class LBCDI(InferenceMethod):
     """Lower-bound conjugate dual inference with variational EM (full batch)."""
 
     name: ClassVar[str] = "lb-cdi"
-    amortized: ClassVar[bool] = False
 
     def __init__(
         self,

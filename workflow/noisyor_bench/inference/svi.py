@@ -44,10 +44,12 @@ from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
+from noisyor_bench.inference.base import InferenceMethod, Mode, PosteriorProgress
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
-from noisyor_bench.inference.training import lower_lr_hint, stream_generator
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.seeding import stream_generator
+from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.inference.ubcdi import _lap
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.bounds import (
@@ -150,7 +152,6 @@ class SVI(InferenceMethod):
     """Per-datapoint variational parameters on the Jaakkola-Jordan lower bound (not amortized)."""
 
     name: ClassVar[str] = "svi"
-    amortized: ClassVar[bool] = False
 
     def __init__(
         self,

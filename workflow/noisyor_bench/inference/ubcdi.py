@@ -57,9 +57,10 @@ from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode
+from noisyor_bench.inference.base import InferenceMethod, Mode
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitloop import FitLoop, fingerprint
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.bounds import (
     UBRound,
@@ -91,7 +92,6 @@ class UBCDI(InferenceMethod):
     """Tightest-upper-bound conjugate dual inference (inference mode only)."""
 
     name: ClassVar[str] = "ub-cdi"
-    amortized: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -105,11 +105,6 @@ class UBCDI(InferenceMethod):
         super().__init__(model, mode, hparams, seed, device, init_key=init_key)
         self.hparams = resolve_hparams(self.name, DEFAULTS, hparams)
         h = self.hparams
-        if mode != "inference":
-            raise ConfigError(
-                f"{self.name}: mode {mode!r} is not supported; UB-CDI is an inference-only baseline "
-                "(paper Section 4.2); allowed: inference"
-            )
         require(
             self.name, h["psi_init"] in PSI_INITS, "psi_init", h["psi_init"], f"one of {', '.join(PSI_INITS)}"
         )

@@ -39,7 +39,7 @@ from noisyor_bench.experiments.runs import (
     load_dataset,
 )
 from noisyor_bench.inference.registry import get_method
-from noisyor_bench.inference.training import stream_seed
+from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.reporting.aggregate import (
     markdown_table,
