@@ -15,7 +15,6 @@ import pytest
 import torch
 from scipy.optimize import minimize_scalar
 
-from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.bounds import (
     PositiveEntries,
     conj_g,
@@ -34,7 +33,6 @@ from noisyor_bench.models.noisyor.bounds import (
     lb_update_r,
     ll_ub,
     lower_bound_f,
-    resolve_hparams,
     row_chunks,
     ub_fixed_point,
     ub_optimize,
@@ -464,18 +462,3 @@ def test_row_chunks_cover_rows_and_respect_the_budget():
     assert torch.equal(covered, torch.arange(50))
     for c in chunks:
         assert (x[c] > 0).sum() <= 40 or c.stop - c.start == 1
-
-
-def test_resolve_hparams_rejects_unknown_keys_and_wrong_types():
-    defaults = {"tol": 1e-6, "rounds": 10, "init": "prior"}
-    assert resolve_hparams("m", defaults, {"tol": 1, "rounds": 3}) == {
-        "tol": 1.0,
-        "rounds": 3,
-        "init": "prior",
-    }
-    with pytest.raises(ConfigError, match=r"unknown hyperparameter.*'bogus'.*allowed: init, rounds, tol"):
-        resolve_hparams("m", defaults, {"bogus": 1})
-    with pytest.raises(ConfigError, match="'rounds' must be int"):
-        resolve_hparams("m", defaults, {"rounds": 2.5})
-    with pytest.raises(ConfigError, match="'rounds' must be int"):
-        resolve_hparams("m", defaults, {"rounds": True})

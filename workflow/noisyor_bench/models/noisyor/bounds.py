@@ -77,15 +77,13 @@ docs/bounds.md repeats these derivations with every intermediate step.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from noisyor_bench.evaluation.heldout import nelbo
-from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.exact import exact_elbo
 from noisyor_bench.models.noisyor.model import NoisyOR, bernoulli_kl, log1mexp
 
@@ -736,46 +734,6 @@ def elbo_of_q(
     return -nelbo(model, x, q, n_samples, generator).to(x.device)
 
 
-# ====================================================================== hyperparameters
-def resolve_hparams(method: str, defaults: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
-    """``defaults`` overridden by ``given``; unknown keys and wrong types raise ConfigError.
-
-    Types follow the defaults: an int default needs an int (not bool), a float default accepts
-    ints, a str default needs a str.  Shared by SVI, LB-CDI and UB-CDI.
-    """
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise ConfigError(
-            f"{method}: unknown hyperparameter(s) {', '.join(map(repr, unknown))}; "
-            f"allowed: {', '.join(sorted(defaults))}"
-        )
-    out = dict(defaults)
-    for key, value in given.items():
-        want = type(defaults[key])
-        ok = (
-            isinstance(value, str)
-            if want is str
-            else not isinstance(value, bool) and isinstance(value, int if want is int else (int, float))
-        )
-        if not ok:
-            raise ConfigError(f"{method}: hyperparameter {key!r} must be {want.__name__}; got {value!r}")
-        out[key] = float(value) if want is float else value
-    return out
-
-
-def require(method: str, condition: bool, key: str, value: Any, what: str) -> None:
-    """Raise ConfigError ``<method>: hyperparameter <key> must be <what>; got <value>`` unless ``condition``."""
-    if not condition:
-        raise ConfigError(f"{method}: hyperparameter {key!r} must be {what}; got {value!r}")
-
-
-def torch_dtype(method: str, name: str) -> torch.dtype:
-    """``"float64"``/``"float32"`` -> torch dtype (ConfigError otherwise)."""
-    table = {"float64": torch.float64, "float32": torch.float32}
-    require(method, name in table, "dtype", name, "one of float64, float32")
-    return table[name]
-
-
 __all__ = [
     "DEFAULT_LEAK_FLOOR",
     "LBState",
@@ -803,10 +761,7 @@ __all__ = [
     "ll_ub",
     "ll_ub_gradient",
     "lower_bound_f",
-    "require",
-    "resolve_hparams",
     "row_chunks",
-    "torch_dtype",
     "ub_coefficients",
     "ub_fixed_point",
     "ub_optimize",
