@@ -1,4 +1,4 @@
-"""Jaakkola-Jordan conjugate bounds (noisyor_bench.models.noisyor.bounds) against independent computations.
+"""Jaakkola-Jordan conjugate bounds (noisyor_bench.models.noisyor.conjugate, jj_upper, jj_lower) against independent computations.
 
 References: numpy float64 formulas written out here, explicit enumeration of all 2^K latent
 states, scipy scalar minimisation for the conjugate duality, mpmath for g at extreme
@@ -15,12 +15,11 @@ import pytest
 import torch
 from scipy.optimize import minimize_scalar
 
-from noisyor_bench.models.noisyor.bounds import (
+from noisyor_bench.evaluation.heldout import elbo_of_q
+from noisyor_bench.models.noisyor.conjugate import conj_g, conj_g_prime, f_prime
+from noisyor_bench.models.noisyor.exact import exact_elbo
+from noisyor_bench.models.noisyor.jj_lower import (
     PositiveEntries,
-    conj_g,
-    conj_g_prime,
-    elbo_of_q,
-    f_prime,
     lb_elbo,
     lb_estep,
     lb_gains,
@@ -31,9 +30,11 @@ from noisyor_bench.models.noisyor.bounds import (
     lb_objective_r,
     lb_tighten_r,
     lb_update_r,
-    ll_ub,
     lower_bound_f,
     row_chunks,
+)
+from noisyor_bench.models.noisyor.jj_upper import (
+    ll_ub,
     ub_fixed_point,
     ub_optimize,
     ub_posterior_logits,
@@ -41,7 +42,6 @@ from noisyor_bench.models.noisyor.bounds import (
     ub_psi_prior,
     upper_bound_f,
 )
-from noisyor_bench.models.noisyor.exact import exact_elbo
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 # ----------------------------------------------------------------------------- references

@@ -17,7 +17,7 @@ from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.svi import SVI
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import read_json
-from noisyor_bench.models.noisyor.bounds import PositiveEntries, lb_round, lb_start
+from noisyor_bench.models.noisyor.jj_lower import PositiveEntries, lb_round, lb_start
 from noisyor_bench.reporting.acp.sensitivity import (
     COLUMNS,
     capped_posterior,

@@ -488,22 +488,9 @@ def _active_or_none(x: torch.Tensor) -> ActiveSet | None:
     return ActiveSet.of(x) if wants_sparse(x) else None
 
 
-def acp_logits(
-    x: torch.Tensor, psi: torch.Tensor, theta: torch.Tensor, prior_logits: torch.Tensor
-) -> torch.Tensor:
-    """Eq. 11: ``sum_{i: x_i=1} psi_i theta_ik - sum_{i: x_i=0} theta_ik + logit(mu_k)``: (N, K).
-
-    The conjugate upper bound of eq. 7 makes every positive observation contribute linearly
-    (weight ``psi_i``) and every negative one exactly (weight -1), so ``q`` factorises.
-    """
-    weights = x * psi - (1 - x)  # (N, D)
-    return weights @ theta + prior_logits
-
-
 __all__ = [
     "AmortizedHParams",
     "AmortizedMethod",
-    "acp_logits",
     "build_mlp",
     "parse_hparams",
     "temperature",

@@ -8,7 +8,7 @@ inside every term:
     log p(x_i=1|z) >= f(theta_i0) + sum_k z_k Delta_ik,
     Delta_ik = r_ik [f(theta_i0 + theta_ik / r_ik) - f(theta_i0)]
 
-(:mod:`noisyor_bench.models.noisyor.bounds`, docs/bounds.md).  The bound is linear in ``z``, so:
+(:mod:`noisyor_bench.models.noisyor.jj_lower`, docs/bounds.md).  The bound is linear in ``z``, so:
 
 * **q-step** (closed form, exact -- not a coordinate or gradient approximation): the
   maximiser of the lower-bounded ELBO over factorised ``q`` is
@@ -49,6 +49,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from noisyor_bench.evaluation.heldout import elbo_of_q
 from noisyor_bench.inference.base import Mode, PosteriorProgress
 from noisyor_bench.inference.classical import ClassicalMethod, lap
 from noisyor_bench.inference.fitloop import FitLoop, clone_tensors
@@ -57,15 +58,8 @@ from noisyor_bench.inference.hparams import require
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.models.noisyor.bounds import (
-    PositiveEntries,
-    elbo_of_q,
-    lb_elbo,
-    lb_round,
-    lb_start,
-    row_chunks,
-)
 from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
+from noisyor_bench.models.noisyor.jj_lower import PositiveEntries, lb_elbo, lb_round, lb_start, row_chunks
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 DEFAULTS: dict[str, Any] = {

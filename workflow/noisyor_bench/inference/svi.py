@@ -5,7 +5,7 @@ Two sets of variational parameters (Section 2.4):
 * ``phi``: the logits of a factorised ``q(z | x^(n)) = prod_k Bern(sigmoid(phi_nk))``, one free
   vector per training point (not amortized);
 * ``r``: the Jensen weights of the lower bound on each positive observation,
-  ``log p(x_i=1|z) >= f(theta_i0) + sum_k z_k Delta_ik(r)`` (:mod:`noisyor_bench.models.noisyor.bounds`).
+  ``log p(x_i=1|z) >= f(theta_i0) + sum_k z_k Delta_ik(r)`` (:mod:`noisyor_bench.models.noisyor.jj_lower`).
 
 The objective is the lower-bounded ELBO (Table 1: objective "LB")
 
@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from noisyor_bench.evaluation.heldout import elbo_of_q
 from noisyor_bench.inference.base import Mode, PosteriorProgress
 from noisyor_bench.inference.classical import ClassicalMethod, lap
 from noisyor_bench.inference.fitloop import FitLoop, clone_tensors
@@ -52,17 +53,16 @@ from noisyor_bench.inference.hparams import require
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.models.noisyor.bounds import (
+from noisyor_bench.models.noisyor.elbo import bernoulli_kl_from_logits
+from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
+from noisyor_bench.models.noisyor.jj_lower import (
     PositiveEntries,
-    elbo_of_q,
     lb_elbo,
     lb_init_r,
     lb_leak,
     lb_tighten_r,
     row_chunks,
 )
-from noisyor_bench.models.noisyor.elbo import bernoulli_kl_from_logits
-from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 DEFAULTS: dict[str, Any] = {

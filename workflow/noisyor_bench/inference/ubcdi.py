@@ -5,7 +5,7 @@ Per data point the positive likelihoods are replaced by the conjugate upper boun
 (eq. 11) and ``psi`` is chosen to give the tightest bound, i.e. to minimise the
 log-likelihood upper bound ``LL-UB = log p~(x | psi)`` (eq. 12 applied to the whole data
 vector; closed form: supplement eq. 4 with the missing ``exp`` restored).  The minimiser is
-the fixed point ``psi_i = 1 / (exp(E_q[a_i]) - 1)`` (derivation: :mod:`noisyor_bench.models.noisyor.bounds`
+the fixed point ``psi_i = 1 / (exp(E_q[a_i]) - 1)`` (derivation: :mod:`noisyor_bench.models.noisyor.jj_upper`
 and docs/bounds.md), iterated with backtracking so that LL-UB decreases monotonically.
 
 Initial ``psi`` (hyperparameter ``psi_init``):
@@ -42,7 +42,7 @@ function of the data, so a resumed fit replays the saved rounds without their EL
 evaluation, checks that it reached the saved ``psi`` bit for bit, and continues; if it did
 not (e.g. a different number of threads), it starts afresh.  The curve of a resumed fit is
 bit-identical to an uninterrupted one.  (Replaying instead of storing ``psi`` keeps
-:func:`~noisyor_bench.models.noisyor.bounds.ub_optimize` the only implementation of a round; a whole fit on
+:func:`~noisyor_bench.models.noisyor.jj_upper.ub_optimize` the only implementation of a round; a whole fit on
 SYN-PATTERN's 1,000 validation points takes under a second, of which the rounds are ~70%.)
 """
 
@@ -57,18 +57,13 @@ from typing import Any, ClassVar
 
 import torch
 
+from noisyor_bench.evaluation.heldout import elbo_of_q
 from noisyor_bench.inference.base import Mode
 from noisyor_bench.inference.classical import ClassicalMethod, lap
 from noisyor_bench.inference.fitloop import FitLoop
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.hparams import require
-from noisyor_bench.models.noisyor.bounds import (
-    UBRound,
-    elbo_of_q,
-    ub_optimize,
-    ub_psi_marginal,
-    ub_psi_prior,
-)
+from noisyor_bench.models.noisyor.jj_upper import UBRound, ub_optimize, ub_psi_marginal, ub_psi_prior
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 log = logging.getLogger(__name__)
