@@ -19,9 +19,10 @@ log = logging.getLogger(__name__)
 
 def cmd_baselines(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.baselines import baselines_record, true_model_scores
-    from noisyor_bench.experiments.runs import file_sha256, has_truth, load_dataset
+    from noisyor_bench.experiments.runs import has_truth, load_dataset
     from noisyor_bench.infra.device import set_threads
     from noisyor_bench.infra.errors import ConfigError
+    from noisyor_bench.infra.hashing import sha256_file
     from noisyor_bench.infra.io import write_json_atomic
 
     for flag in ("max_rows", "iw_samples", "samples", "max_rounds"):
@@ -46,7 +47,7 @@ def cmd_baselines(args: argparse.Namespace) -> int:
         )
         truth["threads"] = threads
     record = baselines_record(data, name, args.dataset, args.n_train, truth)
-    record["dataset_sha256"] = file_sha256(args.dataset)
+    record["dataset_sha256"] = sha256_file(args.dataset)
     write_json_atomic(args.out_json, record)
     for row in record["independent_bernoulli"]["rows"]:
         log.info("%s: independent Bernoulli, N_train=%d: %.3f", name, row["n_train"], row["nelbo"])

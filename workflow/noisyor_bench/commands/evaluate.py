@@ -51,17 +51,17 @@ def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]
         METRICS_FILE,
         POSTERIOR_FILE,
         evaluate_posterior,
-        file_sha256,
         json_safe,
         load_dataset,
     )
+    from noisyor_bench.infra.hashing import sha256_file
 
     metrics_path, posterior_path = run / METRICS_FILE, run / POSTERIOR_FILE
     for path in (metrics_path, posterior_path):
         if not path.is_file():
             raise DataError(f"{path} is missing: {run} is not a finished run directory")
     recorded = read_json(metrics_path)
-    sha = file_sha256(dataset)
+    sha = sha256_file(dataset)
     if recorded.get("dataset_sha256") not in (None, sha):
         raise DataError(
             f"dataset {dataset} (sha256 {sha[:12]}...) is not the file the run used "
@@ -149,14 +149,14 @@ def dataset_candidates(run: Path, recorded: Mapping[str, Any]) -> list[Path]:
 
 def locate_dataset(run: Path, recorded: Mapping[str, Any]) -> Path:
     """The dataset file the run used, found from its record and checked by sha256."""
-    from noisyor_bench.infra.provenance import sha256
+    from noisyor_bench.infra.hashing import sha256_file_memo
 
     entry = _dataset_entry(recorded)
     want = (entry or {}).get("sha256") or recorded.get("dataset_sha256")
     cands = dataset_candidates(run, recorded)
     existing = [c for c in cands if c.is_file()]
     for c in existing:
-        if want is None or sha256(c) == want:
+        if want is None or sha256_file_memo(c) == want:
             return Path(os.path.relpath(c.resolve()))
     tried = ", ".join(str(c) for c in cands) or "(the run records no dataset path)"
     if not existing:
@@ -165,7 +165,7 @@ def locate_dataset(run: Path, recorded: Mapping[str, Any]) -> Path:
             "Pass it with --dataset PATH, or rebuild it (noisyor-bench provenance on the run's metrics.json "
             "shows its config)"
         )
-    found = ", ".join(f"{c} (sha256 {sha256(c)[:12]}...)" for c in existing)
+    found = ", ".join(f"{c} (sha256 {sha256_file_memo(c)[:12]}...)" for c in existing)
     raise DataError(
         f"the dataset of run {run} has changed: the run used sha256 {str(want)[:12]}..., but {found}. "
         "It was rebuilt with another config or is corrupt; rebuild it from the recorded config or pass the "
@@ -175,7 +175,7 @@ def locate_dataset(run: Path, recorded: Mapping[str, Any]) -> Path:
 
 def check_run_files(run: Path, recorded: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(file, status)`` of the run files whose sha256 the provenance record holds."""
-    from noisyor_bench.infra.provenance import sha256
+    from noisyor_bench.infra.hashing import sha256_file_memo
 
     rows = []
     for entry in (recorded.get("provenance") or {}).get("outputs") or []:
@@ -183,7 +183,7 @@ def check_run_files(run: Path, recorded: Mapping[str, Any]) -> list[tuple[str, s
         if not path.is_file():
             status = "MISSING"
         else:
-            status = "ok" if sha256(path) == entry.get("sha256") else "CHANGED since recorded"
+            status = "ok" if sha256_file_memo(path) == entry.get("sha256") else "CHANGED since recorded"
         rows.append((entry["path"], status))
     return rows
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import hashlib
 import inspect
 import io
 import json
@@ -68,6 +67,7 @@ from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.device import describe, pick_device, set_threads
 from noisyor_bench.infra.errors import ConfigError, DataError, Interrupted
+from noisyor_bench.infra.hashing import sha256_file
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
 from noisyor_bench.models.noisyor.exact import MAX_EXACT_K
 from noisyor_bench.models.noisyor.model import NoisyOR
@@ -234,14 +234,6 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
 
 
 # ---------------------------------------------------------------------------------- dataset
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def load_dataset(path: str | Path) -> dict[str, np.ndarray]:
     """Load and check a dataset ``.npz`` (keys and shapes); DataError names file and key."""
     path = Path(path)
@@ -666,7 +658,7 @@ def execute_run(spec: RunSpec) -> Path:
     model_in = initial_model(spec, data)
     threads = set_threads(spec.threads)
     device = resolve_device(spec.device)
-    sha = file_sha256(spec.dataset)
+    sha = sha256_file(spec.dataset)
     method = _construct(method_cls, model_in, spec, device)
 
     # A finished run at out_dir stays until _publish replaces it (never removed up front).
@@ -820,7 +812,6 @@ __all__ = [
     "RunSpec",
     "evaluate_posterior",
     "execute_run",
-    "file_sha256",
     "has_truth",
     "headline",
     "load_dataset",

@@ -8,13 +8,13 @@ stream never shifts another.
 
 from __future__ import annotations
 
-import hashlib
 import zlib
 
 import numpy as np
 import torch
 
 from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.infra.hashing import sha256_bytes
 
 
 def stream_seed(seed: int, stream: str) -> int:
@@ -66,7 +66,7 @@ def derive_init_seed(seed: int, init_key: str | None) -> int:
         return int(seed)
     if not isinstance(init_key, str) or not init_key:
         raise ConfigError(f"init_key must be a non-empty string or None; got {init_key!r}")
-    digest = hashlib.sha256(init_key.encode("utf-8")).digest()
+    digest = bytes.fromhex(sha256_bytes(init_key.encode("utf-8")))
     words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 32, 4)]
     state = np.random.SeedSequence([int(seed), *words]).generate_state(2, dtype=np.uint32)
     return (int(state[0]) << 32 | int(state[1])) & 0x7FFF_FFFF_FFFF_FFFF

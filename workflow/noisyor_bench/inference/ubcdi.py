@@ -48,7 +48,6 @@ SYN-PATTERN's 1,000 validation points takes under a second, of which the rounds 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -63,6 +62,7 @@ from noisyor_bench.inference.classical import ClassicalMethod, lap
 from noisyor_bench.inference.fitloop import FitLoop
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.hparams import require
+from noisyor_bench.infra.hashing import sha256_bytes
 from noisyor_bench.models.noisyor.jj_upper import UBRound, ub_optimize, ub_psi_marginal, ub_psi_prior
 from noisyor_bench.models.noisyor.model import NoisyOR
 
@@ -257,7 +257,7 @@ class _ReplayDiverged(Exception):
 
 def _digest(psi: torch.Tensor) -> str:
     """sha256 of ``psi``'s bytes: enough to check a replay bit for bit without storing ``psi``."""
-    return hashlib.sha256(psi.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
+    return sha256_bytes(psi.detach().cpu().contiguous().numpy().tobytes())
 
 
 __all__ = ["DEFAULTS", "UBCDI"]

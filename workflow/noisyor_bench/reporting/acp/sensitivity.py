@@ -33,7 +33,6 @@ import torch
 
 from noisyor_bench.experiments.runs import (
     evaluate_posterior,
-    file_sha256,
     ground_truth,
     has_truth,
     load_dataset,
@@ -41,6 +40,7 @@ from noisyor_bench.experiments.runs import (
 from noisyor_bench.inference.registry import get_method
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.hashing import sha256_file
 from noisyor_bench.reporting.aggregate import (
     markdown_table,
     method_label,
@@ -256,7 +256,7 @@ def sensitivity_table(paths: Sequence[str], dataset: str, steps: Sequence[int] |
         raise DataError(
             f"dataset {dataset} has no ground truth; the Fig. 3a sensitivity needs a synthetic dataset"
         )
-    sha = file_sha256(dataset)
+    sha = sha256_file(dataset)
     for run in runs.values():
         if run.get("dataset_sha256") not in (None, sha):
             raise DataError(f"{run['run_dir']} was trained on another file than {dataset} (sha256 differs)")
