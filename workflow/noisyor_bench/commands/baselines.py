@@ -65,7 +65,7 @@ def cmd_baselines(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from noisyor_bench.experiments.baselines import DEFAULT_IW_SAMPLES, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_ROWS
+    from noisyor_bench.infra.constants import BASELINE_IW_SAMPLES, BASELINE_MAX_ROUNDS, BASELINE_MAX_ROWS
 
     p = sub.add_parser(
         "baselines", help="independent-Bernoulli and true-model reference scores of a dataset (test split)"
@@ -82,12 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--max-rows",
         type=int,
-        default=DEFAULT_MAX_ROWS,
+        default=BASELINE_MAX_ROWS,
         help="score the true model's IW bound and ELBO on a fixed seeded subset of this many test rows",
     )
     p.add_argument("--samples", type=int, default=100, help="discrete samples of q per row for the NELBO")
-    p.add_argument("--iw-samples", type=int, default=DEFAULT_IW_SAMPLES, help="importance samples (0 = skip)")
-    p.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, help="LB-CDI E-step rounds (cap)")
+    p.add_argument(
+        "--iw-samples", type=int, default=BASELINE_IW_SAMPLES, help="importance samples (0 = skip)"
+    )
+    p.add_argument("--max-rounds", type=int, default=BASELINE_MAX_ROUNDS, help="LB-CDI E-step rounds (cap)")
     p.add_argument(
         "--exact-max-k", type=int, default=MAX_EXACT_K, help="exact -log p(x) by enumeration up to this K"
     )

@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,8 @@ def _spec(
         out_dir=out_dir,
         hparams=hparams,
         budget=budget_from_mapping(budget, "--budget"),
-        n_samples=int(evaluation.get("samples", 100)),
-        iw_samples=int(evaluation.get("iw_samples", 100)) if evaluate_test else 0,
+        n_samples=int(evaluation.get("samples", DEFAULT_N_SAMPLES)),
+        iw_samples=int(evaluation.get("iw_samples", DEFAULT_IW_SAMPLES)) if evaluate_test else 0,
         device=args.device,
         threads=args.threads,
         evaluate_test=evaluate_test,

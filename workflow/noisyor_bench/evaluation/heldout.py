@@ -374,7 +374,7 @@ def elbo_of_q(
     x: torch.Tensor,
     q: torch.Tensor,
     exact_max_k: int,
-    n_samples: int = 100,
+    n_samples: int = DEFAULT_N_SAMPLES,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """ELBO of a factorised ``q`` per data point, (N,) float64: exact by enumeration when ``K <= exact_max_k``.

@@ -36,15 +36,18 @@ from typing import Any
 
 import numpy as np
 
+from noisyor_bench.infra.constants import (
+    BASELINE_IW_SAMPLES,
+    BASELINE_MAX_ROUNDS,
+    BASELINE_MAX_ROWS,
+    DEFAULT_N_SAMPLES,
+)
 from noisyor_bench.infra.errors import ConfigError, DataError
 
 PSEUDO_COUNT = 0.5
 """Pseudo-count per outcome of the smoothed rate ``(count + a) / (N + 2a)``: a = 1/2 (Jeffreys)."""
 SMOOTHING = "jeffreys: p = (count + 0.5) / (N_train + 1)"
 TRUE_MODEL_INFERENCE = "lb-cdi"
-DEFAULT_MAX_ROWS = 500
-DEFAULT_IW_SAMPLES = 1000
-DEFAULT_MAX_ROUNDS = 200
 SUBSET_STREAM = 20201212  # fixed seed of the test-row subset (SeedSequence entropy)
 
 
@@ -109,10 +112,10 @@ def true_model_scores(
     data: Mapping[str, np.ndarray],
     *,
     exact_max_k: int,
-    max_rows: int | None = DEFAULT_MAX_ROWS,
-    n_samples: int = 100,
-    iw_samples: int = DEFAULT_IW_SAMPLES,
-    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    max_rows: int | None = BASELINE_MAX_ROWS,
+    n_samples: int = DEFAULT_N_SAMPLES,
+    iw_samples: int = BASELINE_IW_SAMPLES,
+    max_rounds: int = BASELINE_MAX_ROUNDS,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Scores of the ground-truth model on the test split (see the module docstring).

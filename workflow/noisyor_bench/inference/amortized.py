@@ -42,6 +42,7 @@ from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.training import Trainer, validate_budget
+from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.elbo import elbo
 from noisyor_bench.models.noisyor.generative import GenerativeInit, GenerativeModule, make_generative
@@ -332,7 +333,9 @@ class AmortizedMethod(InferenceMethod):
         return -elbo(model, x, logits, n_samples, temperature, generator, active=active)
 
     @torch.no_grad()
-    def nelbo(self, x: Any, n_samples: int = 100, generator: torch.Generator | None = None) -> torch.Tensor:
+    def nelbo(
+        self, x: Any, n_samples: int = DEFAULT_N_SAMPLES, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """Held-out NELBO per data point with exact Bernoulli samples (the paper's test protocol
         uses 100), on the CPU in float64.  ``generator`` must live on ``self.device``; draws are
         made per chunk of rows (:data:`EVAL_BATCH_SIZE`, :data:`EVAL_MAX_ELEMENTS`), so the

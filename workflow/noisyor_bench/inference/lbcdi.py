@@ -57,6 +57,7 @@ from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.hparams import require
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.training import lower_lr_hint
+from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
 from noisyor_bench.models.noisyor.jj_lower import PositiveEntries, lb_elbo, lb_round, lb_start, row_chunks
@@ -72,7 +73,7 @@ DEFAULTS: dict[str, Any] = {
     "val_rounds": 10,  # learning: warm-started E-step rounds on x_val per evaluation
     "leak_floor": 1e-6,  # leak used inside the bound is max(theta_i0, leak_floor)
     "exact_max_k": 12,  # ELBO by 2^K enumeration up to this K, else Monte Carlo
-    "eval_samples": 100,  # Bernoulli samples per data point for the Monte Carlo ELBO
+    "eval_samples": DEFAULT_N_SAMPLES,  # Bernoulli samples per data point for the Monte Carlo ELBO
     "dtype": "float64",
 }
 

@@ -62,6 +62,7 @@ from noisyor_bench.inference.classical import ClassicalMethod, lap
 from noisyor_bench.inference.fitloop import FitLoop
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.hparams import require
+from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.hashing import sha256_bytes
 from noisyor_bench.models.noisyor.jj_upper import UBRound, ub_optimize, ub_psi_marginal, ub_psi_prior
 from noisyor_bench.models.noisyor.model import NoisyOR
@@ -74,7 +75,7 @@ DEFAULTS: dict[str, Any] = {
     "psi_init": "marginal",  # marginal | prior | one | zero (see module docstring)
     "damping": "backtrack",  # backtrack (monotone LL-UB) | none (plain fixed point, may oscillate)
     "exact_max_k": 12,  # ELBO by 2^K enumeration up to this K, else Monte Carlo
-    "eval_samples": 100,  # Bernoulli samples per data point for the Monte Carlo ELBO
+    "eval_samples": DEFAULT_N_SAMPLES,  # Bernoulli samples per data point for the Monte Carlo ELBO
     "dtype": "float64",
 }
 PSI_INITS = ("marginal", "prior", "one", "zero")
