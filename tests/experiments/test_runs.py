@@ -20,15 +20,8 @@ from toydata import write_toy_dataset
 
 import noisyor_bench.inference.registry as methods_pkg
 from noisyor_bench.cli import main
-from noisyor_bench.experiments.runs import (
-    CURVE_FILE,
-    METRICS_FILE,
-    POSTERIOR_FILE,
-    RunSpec,
-    execute_run,
-    partial_dir,
-    run_dir,
-)
+from noisyor_bench.experiments.rundir import CURVE_FILE, METRICS_FILE, POSTERIOR_FILE, partial_dir, run_dir
+from noisyor_bench.experiments.runs import RunSpec, execute_run
 from noisyor_bench.inference.base import InferenceMethod
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.infra.errors import ConfigError, DataError

@@ -29,7 +29,7 @@ import torch
 from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
-from noisyor_bench.experiments.runs import partial_dir
+from noisyor_bench.experiments.rundir import partial_dir
 from noisyor_bench.infra.io import read_json
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ log = logging.getLogger(__name__)
 
 
 def cmd_baselines(args: argparse.Namespace) -> int:
+    from noisyor_bench.data.loading import has_truth, load_dataset
     from noisyor_bench.experiments.baselines import baselines_record, true_model_scores
-    from noisyor_bench.experiments.runs import has_truth, load_dataset
     from noisyor_bench.infra.device import set_threads
     from noisyor_bench.infra.errors import ConfigError
     from noisyor_bench.infra.hashing import sha256_file

@@ -2,7 +2,7 @@
 
 Reads ``posterior_test.npz`` and the settings recorded in ``metrics.json`` (samples, seed,
 mode), recomputes every metric from the dataset's test split with the same code path as the
-run (:func:`noisyor_bench.experiments.runs.evaluate_posterior`), prints recorded vs recomputed and exits
+run (:func:`noisyor_bench.evaluation.run_metrics.evaluate_posterior`), prints recorded vs recomputed and exits
 1 when any differs beyond the tolerance (evaluation is CPU float64 with a recorded seed, so
 they agree to rounding) or when ``posterior_test.npz``/``curve.csv`` differ from the sha256
 in the run's provenance record.  Without ``--dataset`` the dataset is found from that record
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.infra.io import load_npz, read_json
+from noisyor_bench.infra.io import read_json
 
 DEFAULT_RTOL = 1e-9
 
@@ -47,13 +47,10 @@ def compare(
 
 def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(recorded metrics, recomputed metrics)`` of a run directory."""
-    from noisyor_bench.experiments.runs import (
-        METRICS_FILE,
-        POSTERIOR_FILE,
-        evaluate_posterior,
-        json_safe,
-        load_dataset,
-    )
+    from noisyor_bench.data.loading import load_dataset
+    from noisyor_bench.evaluation.run_metrics import evaluate_posterior
+    from noisyor_bench.experiments.rundir import METRICS_FILE, POSTERIOR_FILE, load_posterior
+    from noisyor_bench.experiments.runs import json_safe
     from noisyor_bench.infra.hashing import sha256_file
 
     metrics_path, posterior_path = run / METRICS_FILE, run / POSTERIOR_FILE
@@ -68,7 +65,7 @@ def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]
             f"(sha256 {str(recorded['dataset_sha256'])[:12]}..., {recorded.get('dataset_file')})"
         )
     data = load_dataset(dataset)
-    posterior = load_npz(posterior_path)
+    posterior = load_posterior(run, need=())
     check_posterior_arrays(
         posterior, posterior_path, int(data["x_test"].shape[0]), int(data["x_test"].shape[1])
     )
@@ -89,7 +86,7 @@ def check_posterior_arrays(posterior: Mapping[str, Any], path: Path, n_test: int
     shapes; DataError naming the file and the array otherwise."""
     import numpy as np
 
-    from noisyor_bench.experiments.runs import check_generative
+    from noisyor_bench.data.loading import check_generative
 
     missing = [k for k in ("q", "theta", "theta0", "mu") if k not in posterior]
     if missing:
@@ -195,7 +192,8 @@ def _fmt(v: Any) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.runs import METRICS_FILE, POSTERIOR_FILE, RECOMPUTED_METRICS
+    from noisyor_bench.experiments.rundir import METRICS_FILE, POSTERIOR_FILE
+    from noisyor_bench.experiments.runs import RECOMPUTED_METRICS
 
     run = Path(args.run_dir)
     metrics_path = run / METRICS_FILE

@@ -174,7 +174,8 @@ def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) ->
 
 
 def cmd_train_cell(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.runs import execute_run, headline, run_dir
+    from noisyor_bench.experiments.rundir import run_dir
+    from noisyor_bench.experiments.runs import execute_run, headline
     from noisyor_bench.infra import provenance
     from noisyor_bench.infra.io import read_json
 

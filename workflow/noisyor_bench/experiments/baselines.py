@@ -3,7 +3,7 @@
 Two references per dataset, in the tables' units (nats per test data point, test split):
 
 * **Independent Bernoulli** -- one Bernoulli rate per pixel (word), fitted on a learning-mode
-  cell's training rows (the first ``N_train`` rows of the pool, :func:`noisyor_bench.experiments.runs.training_rows`),
+  cell's training rows (the first ``N_train`` rows of the pool, :func:`noisyor_bench.data.loading.training_rows`),
   scored as the exact negative log-likelihood ``-sum_i [x_i log p_i + (1 - x_i) log(1 - p_i)]``
   averaged over the test rows.  A model with latent causes that scores worse than this has
   learned nothing the pixel marginals do not already say.  The rates are smoothed with the
@@ -78,7 +78,7 @@ def independent_baselines(
     data: Mapping[str, np.ndarray], n_train_values: Sequence[int], path: str
 ) -> list[dict[str, Any]]:
     """One record per N_train: the independent-Bernoulli NLL on the whole test split."""
-    from noisyor_bench.experiments.runs import training_rows
+    from noisyor_bench.data.loading import training_rows
 
     out = []
     for n in sorted({int(v) for v in n_train_values}):
@@ -127,8 +127,8 @@ def true_model_scores(
     """
     import torch
 
+    from noisyor_bench.data.loading import ground_truth, has_truth
     from noisyor_bench.evaluation.heldout import child_seeds, iw_log_likelihood, nelbo
-    from noisyor_bench.experiments.runs import ground_truth, has_truth
     from noisyor_bench.inference.lbcdi import LBCDI
     from noisyor_bench.models.noisyor.exact import exact_posterior
 

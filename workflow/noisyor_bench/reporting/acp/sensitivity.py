@@ -12,7 +12,7 @@ SVI ``posterior_steps`` (Adam steps on the per-datapoint logits, learning rate
 the exact q-step; round 0 is already a q-step for ``r`` tight at the prior mean).  Every
 other hyperparameter, the evaluation seed and the sample counts are the Fig. 3a run's own
 (read from its ``metrics.json``), and the metrics come from
-:func:`noisyor_bench.experiments.runs.evaluate_posterior`, the code path of every run -- so the row
+:func:`noisyor_bench.evaluation.run_metrics.evaluate_posterior`, the code path of every run -- so the row
 ``setting == "fig3a"`` (the run's own cap, e.g. SVI's default 300 steps) reproduces the run's recorded numbers
 exactly.  Both methods are deterministic in inference mode: one run (the lowest seed) per
 method suffices; other seeds differ only in the evaluation's Monte Carlo draws.
@@ -31,12 +31,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from noisyor_bench.experiments.runs import (
-    evaluate_posterior,
-    ground_truth,
-    has_truth,
-    load_dataset,
-)
+from noisyor_bench.data.loading import ground_truth, has_truth, load_dataset
+from noisyor_bench.evaluation.run_metrics import evaluate_posterior
 from noisyor_bench.inference.registry import get_method
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra.errors import ConfigError, DataError
