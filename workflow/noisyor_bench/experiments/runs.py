@@ -600,10 +600,12 @@ def _opt_int(v: Any) -> int | None:
 
 
 def _resolved_hparams(method: InferenceMethod) -> dict[str, Any] | None:
-    """The method's hyperparameters after defaults: its dataclass ``hp`` if it has one, else
-    its ``hparams`` dict (which methods may replace by the resolved values)."""
+    """The method's hyperparameters after defaults (:meth:`InferenceMethod.resolved_hparams`);
+    for a method outside the base class, its dataclass ``hp`` or its ``hparams`` dict."""
     hp = getattr(method, "hp", None)
-    if hp is not None and dataclasses.is_dataclass(hp) and not isinstance(hp, type):
+    if isinstance(method, InferenceMethod):
+        values = method.resolved_hparams()
+    elif hp is not None and dataclasses.is_dataclass(hp) and not isinstance(hp, type):
         values = dataclasses.asdict(hp)
     elif isinstance(getattr(method, "hparams", None), Mapping):
         values = dict(method.hparams)

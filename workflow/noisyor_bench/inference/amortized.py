@@ -270,6 +270,10 @@ class AmortizedMethod(InferenceMethod):
         self.stop_reason: str | None = None
         self.convergence: Convergence | None = None  # set by fit (noisyor_bench.inference.convergence)
 
+    def resolved_hparams(self) -> dict[str, Any]:
+        """:class:`AmortizedHParams` after defaults, as a dict."""
+        return asdict(self.hp)
+
     # ------------------------------------------------------------------ subclass hooks
     @abstractmethod
     def encoder_out_dim(self) -> int:

@@ -116,6 +116,12 @@ class InferenceMethod(ABC):
     def generative(self) -> NoisyOR:
         """The generative model currently used (ground truth in inference mode)."""
 
+    def resolved_hparams(self) -> dict[str, Any]:
+        """Every hyperparameter after defaults (what ``metrics.json`` records as the run's
+        resolved hyperparameters).  Methods that resolve ``hparams`` into ``self.hparams`` (the
+        classical ones) need nothing more; the amortized ones return their parsed dataclass."""
+        return dict(self.hparams)
+
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume a fit (tensors and plain values only)."""
         raise NotImplementedError(f"{self.name} does not support checkpointing")
