@@ -79,8 +79,6 @@ _BY_NAME: dict[str, MethodInfo] = {m.name: m for m in METHODS}
 METHOD_NAMES: tuple[str, ...] = tuple(m.name for m in METHODS)
 LEARNING_ONLY: tuple[str, ...] = tuple(m.name for m in METHODS if m.modes == ("learning",))
 """Methods that exist only in learning mode (refused in inference experiments)."""
-INFERENCE_ONLY: tuple[str, ...] = tuple(m.name for m in METHODS if m.modes == ("inference",))
-"""Methods that exist only in inference mode (refused when constructed in learning mode)."""
 NON_AMORTIZED: tuple[str, ...] = tuple(m.name for m in METHODS if not m.amortized)
 
 
