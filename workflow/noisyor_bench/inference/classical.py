@@ -25,6 +25,7 @@ from noisyor_bench.inference.fitloop import FitLoop, fingerprint
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.hparams import resolve_hparams, torch_dtype
 from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.models.noisyor.generative import GenerativeModule
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 
@@ -32,8 +33,12 @@ class ClassicalMethod(InferenceMethod):
     """A non-amortized method: per-datapoint variational parameters, optimised on the rows given.
 
     Subclasses set ``name`` and ``DEFAULTS`` (every hyperparameter with its default; the
-    default's type is the accepted type) and implement :meth:`check_hparams` (ranges).
+    default's type is the accepted type), implement :meth:`check_hparams` (ranges) and hold
+    their generative parameters in ``self.module`` (or override :attr:`generative` and
+    :attr:`n_observed`).
     """
+
+    module: GenerativeModule
 
     DEFAULTS: ClassVar[Mapping[str, Any]]
 
@@ -59,9 +64,16 @@ class ClassicalMethod(InferenceMethod):
         """Range checks of the resolved hyperparameters (ConfigError via ``hparams.require``)."""
 
     @property
+    def generative(self) -> NoisyOR:
+        """The model of ``self.module`` (a :class:`~noisyor_bench.models.noisyor.generative.GenerativeModule`:
+        fixed in inference mode, learned in learning mode), detached; UB-CDI, which has no
+        module, overrides it."""
+        return self.module.model().detach()
+
+    @property
     def n_observed(self) -> int:
         """D, the number of observed variables each data row must have."""
-        return self.generative.D
+        return self.module.D
 
     # ------------------------------------------------------------------ shared pieces of fit
     def _fit_loop(

@@ -128,10 +128,6 @@ class LBCDI(ClassicalMethod):
         require(self.name, h["leak_floor"] > 0, "leak_floor", h["leak_floor"], "> 0")
 
     # ------------------------------------------------------------------ API
-    @property
-    def generative(self) -> NoisyOR:
-        return self.module.model().detach()
-
     def fit(
         self,
         x_train: torch.Tensor,

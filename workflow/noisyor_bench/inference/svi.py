@@ -186,10 +186,6 @@ class SVI(ClassicalMethod):
         require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
 
     # ------------------------------------------------------------------ API
-    @property
-    def generative(self) -> NoisyOR:
-        return self.module.model().detach()
-
     def fit(
         self,
         x_train: torch.Tensor,
