@@ -86,7 +86,7 @@ def ll_ub(model: NoisyOR, x: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
     ``sum_k log(1 - mu_k + mu_k e^{s_k}) = sum_k [log(1 - mu_k) + softplus(s_k + logit mu_k)]``.
     """
     c = ub_coefficients(x, psi)
-    eta = c @ model.theta + torch.logit(model.mu)
+    eta = conjugate_posterior_logits(x, psi, model.theta, torch.logit(model.mu))  # eq. 11's logits
     pos = torch.where(x > 0, -conj_g(psi), torch.zeros_like(psi)).sum(-1)
     return pos + c @ model.theta0 + (torch.log1p(-model.mu) + F.softplus(eta)).sum(-1)
 
