@@ -54,16 +54,18 @@ def _load(dataset: str, n_rows: int):
     import numpy as np
     import torch
 
+    from noisyor_bench.infra.io import load_npz
+
     path = ROOT / "results" / "data" / f"{dataset}.npz"
     if not path.exists():
         raise SystemExit(
             f"bench: {path} is missing; build it with: snakemake --cores 2 {path.relative_to(ROOT)}"
         )
-    data = np.load(path)
+    data = load_npz(path)
     x = data["x_train"]
     reps = math.ceil(n_rows / x.shape[0])
     x = np.concatenate([x] * reps)[:n_rows] if reps > 1 else x[:n_rows]
-    k = int(data["theta"].shape[1]) if "theta" in data.files else DATASETS[dataset]
+    k = int(data["theta"].shape[1]) if "theta" in data else DATASETS[dataset]
     return torch.as_tensor(x), torch.as_tensor(data["x_val"][:BATCH]), k
 
 
@@ -136,7 +138,7 @@ def worker(args: argparse.Namespace) -> None:
     else:
         import numpy as np
 
-        from noisyor_bench.inference.base import FitBudget
+        from noisyor_bench.inference.fitting import FitBudget
         from noisyor_bench.inference.registry import get_method
         from noisyor_bench.models.noisyor.model import NoisyOR
 

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import noisyor_bench.models.noisyor.sparse as sparse  # noqa: E402
-from noisyor_bench.inference.base import FitBudget  # noqa: E402
+from noisyor_bench.inference.fitting import FitBudget  # noqa: E402
 from noisyor_bench.inference.registry import get_method  # noqa: E402
 from noisyor_bench.models.noisyor.model import NoisyOR  # noqa: E402
 

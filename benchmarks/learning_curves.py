@@ -36,9 +36,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from noisyor_bench.data.loading import has_truth, load_dataset, training_rows
 from noisyor_bench.evaluation.recovery import match_patterns
 from noisyor_bench.experiments.corpus_hparams import corpus_hparams
-from noisyor_bench.experiments.runs import has_truth, load_dataset, shape_model, training_rows
+from noisyor_bench.experiments.runs import shape_model
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.registry import get_method
 
@@ -89,7 +90,7 @@ def run_one(
     x_train = training_rows(data, n_train, name)
     truth = has_truth(data)
     if truth:
-        from noisyor_bench.experiments.runs import ground_truth
+        from noisyor_bench.data.loading import ground_truth
 
         model = ground_truth(data)
         hparams: dict = {}

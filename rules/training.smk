@@ -12,7 +12,7 @@ SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config))
 # random search (all draws in one process, selected on validation NELBO), then its runs over
 # the experiment's seeds (its own `seeds`, else the grid's). Grid, budgets, seeds and draws come
 # from noisyor_bench.experiments.grid (see common.smk). Each draw and seed derives its initialisation from
-# (cell, draw or final, seed) inside the CLI (noisyor_bench.inference.training.run_init_key).
+# (cell, draw or final, seed) inside the CLI (noisyor_bench.inference.seeding.run_init_key).
 
 
 rule search:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from noisyor_bench.data import rawdata
-from noisyor_bench.data.rawdata import ContentCheck, RawFile, fetch, resolve_raw_data_dir, sha256_file, verify
+from noisyor_bench.data.rawdata import ContentCheck, RawFile, fetch, resolve_raw_data_dir, verify
 from noisyor_bench.infra.errors import ConfigError, DataError
 
 
@@ -27,18 +27,6 @@ def _manifest(pairs: list[tuple[str, bytes]]) -> str:
     """Independent implementation of the member-manifest digest documented in rawdata."""
     text = "".join(sorted(f"{n}\t{_sha(b)}\n" for n, b in pairs))
     return _sha(text.encode())
-
-
-# ----------------------------------------------------------------------------- sha256
-def test_sha256_file_known_vector_and_multichunk(tmp_path: Path) -> None:
-    small = tmp_path / "abc"
-    small.write_bytes(b"abc")
-    # FIPS 180-2 test vector.
-    assert sha256_file(small) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    big = tmp_path / "big"
-    data = os.urandom(1) * 10 + bytes(range(256)) * 10_000  # > 1 MiB chunk
-    big.write_bytes(data)
-    assert sha256_file(big) == _sha(data)
 
 
 # ----------------------------------------------------------------------------- registry vs mirror

@@ -103,7 +103,7 @@ def _hand_log_px(theta: np.ndarray, theta0: np.ndarray, mu: np.ndarray, x: np.nd
 
 @pytest.fixture
 def toy(tmp_path):
-    from noisyor_bench.experiments.runs import load_dataset
+    from noisyor_bench.data.loading import load_dataset
 
     path = write_toy_dataset(tmp_path / "toy.npz", n_test=40)
     return path, load_dataset(path)

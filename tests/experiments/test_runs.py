@@ -19,16 +19,10 @@ import torch
 from conftest import cli
 
 import noisyor_bench.inference.registry as methods_pkg
-from noisyor_bench.experiments.runs import (
-    CURVE_FILE,
-    METRICS_FILE,
-    POSTERIOR_FILE,
-    RunSpec,
-    execute_run,
-    partial_dir,
-    run_dir,
-)
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod
+from noisyor_bench.experiments.rundir import CURVE_FILE, METRICS_FILE, POSTERIOR_FILE, partial_dir, run_dir
+from noisyor_bench.experiments.runs import RunSpec, execute_run
+from noisyor_bench.inference.base import InferenceMethod
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic
 from noisyor_bench.models.noisyor.exact import exact_elbo, exact_posterior

@@ -17,9 +17,9 @@ import torch
 
 from noisyor_bench.inference import amortized as amortized_mod
 from noisyor_bench.inference.acp import ACP
-from noisyor_bench.inference.amortized import AmortizedHParams, acp_logits, parse_hparams, temperature
+from noisyor_bench.inference.amortized import AmortizedHParams, parse_hparams, temperature
 from noisyor_bench.inference.avi import AVI
-from noisyor_bench.inference.base import EpochRecord, FitBudget
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.registry import get_method
 from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra.errors import ConfigError, DataError
@@ -32,6 +32,7 @@ from noisyor_bench.models.noisyor.generative import (
     inverse_softplus,
     make_generative,
 )
+from noisyor_bench.models.noisyor.jj_upper import conjugate_posterior_logits
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 F64 = torch.float64
@@ -247,7 +248,7 @@ def test_acp_logits_match_eq11_by_hand() -> None:
     g = torch.Generator().manual_seed(2)
     x = (torch.rand(5, 7, generator=g, dtype=F64) < 0.5).to(F64)
     psi = torch.rand(5, 7, generator=g, dtype=F64) * 3
-    got = acp_logits(x, psi, model.theta, torch.logit(model.mu))
+    got = conjugate_posterior_logits(x, psi, model.theta, torch.logit(model.mu))
     want = _eq11_numpy(x.numpy(), psi.numpy(), model.theta.numpy(), model.mu.numpy())
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from noisyor_bench.inference.base import FitBudget
+from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.lbcdi import LBCDI
 from noisyor_bench.inference.registry import get_method
 from noisyor_bench.inference.svi import SVI
@@ -335,7 +335,7 @@ def test_corrupt_checkpoint_is_a_data_error(task, tmp_path):
 
 def _drive(loop, vals, upto=None):
     """Feed validation values to a FitLoop as a learning fit would (patience 3, 10 epochs at most)."""
-    from noisyor_bench.inference.base import EpochRecord
+    from noisyor_bench.inference.fitting import EpochRecord
 
     for epoch in range(loop.state.epoch + 1, (upto or len(vals)) + 1):
         if loop.finished:
@@ -367,7 +367,7 @@ def test_fitloop_early_stopping_survives_a_resume(tmp_path):
 def test_fitloop_skips_expensive_checkpoints_but_never_the_last(tmp_path):
     """A write that takes 1 s is repeated only after 10 s (MAX_OVERHEAD 10%); quick writes every epoch."""
     from noisyor_bench.inference import fitloop
-    from noisyor_bench.inference.base import EpochRecord
+    from noisyor_bench.inference.fitting import EpochRecord
 
     assert fitloop.MAX_OVERHEAD == 0.1 and fitloop.FREE_WRITE_SECONDS == 0.2
     # clock readings: before / after each write (only "before" when the write is skipped)

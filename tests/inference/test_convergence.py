@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from toydata import write_toy_dataset
 
-from noisyor_bench.experiments.runs import METRICS_FILE, RunSpec, execute_run
+from noisyor_bench.experiments.rundir import METRICS_FILE
+from noisyor_bench.experiments.runs import RunSpec, execute_run
 from noisyor_bench.inference.convergence import (
     EARLY_STOPPING,
     METHOD_CRITERION,

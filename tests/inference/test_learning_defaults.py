@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from noisyor_bench.evaluation.recovery import match_patterns
-from noisyor_bench.inference.base import FitBudget
+from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.registry import get_method
 from noisyor_bench.models.noisyor.model import NoisyOR
 

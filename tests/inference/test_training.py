@@ -11,13 +11,12 @@ import pytest
 import torch
 from torch import nn
 
-from noisyor_bench.inference.base import EpochRecord, FitBudget
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.seeding import stream_generator, stream_seed
 from noisyor_bench.inference.training import (
     NonFiniteLossError,
     Trainer,
     load_checkpoint,
-    stream_generator,
-    stream_seed,
 )
 from noisyor_bench.infra.errors import ConfigError, DataError, UserError
 

@@ -1,4 +1,4 @@
-"""Jaakkola-Jordan conjugate bounds (noisyor_bench.models.noisyor.bounds) against independent computations.
+"""Jaakkola-Jordan conjugate bounds (noisyor_bench.models.noisyor.conjugate, jj_upper, jj_lower) against independent computations.
 
 References: numpy float64 formulas written out here, explicit enumeration of all 2^K latent
 states, scipy scalar minimisation for the conjugate duality, mpmath for g at extreme
@@ -15,13 +15,11 @@ import pytest
 import torch
 from scipy.optimize import minimize_scalar
 
-from noisyor_bench.infra.errors import ConfigError
-from noisyor_bench.models.noisyor.bounds import (
+from noisyor_bench.evaluation.heldout import elbo_of_q
+from noisyor_bench.models.noisyor.conjugate import conj_g, conj_g_prime, f_prime
+from noisyor_bench.models.noisyor.exact import exact_elbo
+from noisyor_bench.models.noisyor.jj_lower import (
     PositiveEntries,
-    conj_g,
-    conj_g_prime,
-    elbo_of_q,
-    f_prime,
     lb_elbo,
     lb_estep,
     lb_gains,
@@ -32,10 +30,11 @@ from noisyor_bench.models.noisyor.bounds import (
     lb_objective_r,
     lb_tighten_r,
     lb_update_r,
-    ll_ub,
     lower_bound_f,
-    resolve_hparams,
     row_chunks,
+)
+from noisyor_bench.models.noisyor.jj_upper import (
+    ll_ub,
     ub_fixed_point,
     ub_optimize,
     ub_posterior_logits,
@@ -43,7 +42,6 @@ from noisyor_bench.models.noisyor.bounds import (
     ub_psi_prior,
     upper_bound_f,
 )
-from noisyor_bench.models.noisyor.exact import exact_elbo
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 # ----------------------------------------------------------------------------- references
@@ -464,18 +462,3 @@ def test_row_chunks_cover_rows_and_respect_the_budget():
     assert torch.equal(covered, torch.arange(50))
     for c in chunks:
         assert (x[c] > 0).sum() <= 40 or c.stop - c.start == 1
-
-
-def test_resolve_hparams_rejects_unknown_keys_and_wrong_types():
-    defaults = {"tol": 1e-6, "rounds": 10, "init": "prior"}
-    assert resolve_hparams("m", defaults, {"tol": 1, "rounds": 3}) == {
-        "tol": 1.0,
-        "rounds": 3,
-        "init": "prior",
-    }
-    with pytest.raises(ConfigError, match=r"unknown hyperparameter.*'bogus'.*allowed: init, rounds, tol"):
-        resolve_hparams("m", defaults, {"bogus": 1})
-    with pytest.raises(ConfigError, match="'rounds' must be int"):
-        resolve_hparams("m", defaults, {"rounds": 2.5})
-    with pytest.raises(ConfigError, match="'rounds' must be int"):
-        resolve_hparams("m", defaults, {"rounds": True})

@@ -209,7 +209,7 @@ def test_log1mexp_derivative_used_in_backward():
 
 
 def test_lower_bound_negative_term_and_inactive_sums_match_dense():
-    from noisyor_bench.models.noisyor.bounds import PositiveEntries, inactive_sum, lb_negative_term
+    from noisyor_bench.models.noisyor.jj_lower import PositiveEntries, inactive_sum, lb_negative_term
 
     x, model, g = _data()
     pos = PositiveEntries.of(x)

@@ -24,12 +24,12 @@ from noisyor_bench.evaluation.recovery import match_patterns
 from noisyor_bench.experiments.config import load_config, validate_config
 from noisyor_bench.experiments.runs import RunSpec, execute_run
 from noisyor_bench.inference.acp import ACP, ACPStopGrad
-from noisyor_bench.inference.amortized import acp_logits
-from noisyor_bench.inference.base import FitBudget
+from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.registry import get_method
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic
 from noisyor_bench.models.noisyor.elbo import elbo
+from noisyor_bench.models.noisyor.jj_upper import conjugate_posterior_logits
 from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.models.noisyor.sparse import ActiveSet
 from noisyor_bench.reporting.acp import ablation as AB
@@ -71,7 +71,7 @@ def _split_nelbo(method: ACP, x: torch.Tensor, theta_lik: torch.Tensor, theta_q:
     gen = method.generative_module
     with torch.no_grad():
         m = gen.model()
-        logits = acp_logits(x, method.psi(x), theta_q, gen.prior_logits())
+        logits = conjugate_posterior_logits(x, method.psi(x), theta_q, gen.prior_logits())
         lik = NoisyOR(theta_lik, m.theta0, m.mu)
         return float(-elbo(lik, x, logits, 3, 0.5, torch.Generator().manual_seed(9)).sum())
 

@@ -12,12 +12,14 @@ import torch
 from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
-from noisyor_bench.experiments.runs import RunSpec, execute_run, ground_truth, load_dataset, run_dir
-from noisyor_bench.inference.base import FitBudget
+from noisyor_bench.data.loading import ground_truth, load_dataset
+from noisyor_bench.experiments.rundir import run_dir
+from noisyor_bench.experiments.runs import RunSpec, execute_run
+from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.svi import SVI
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import read_json
-from noisyor_bench.models.noisyor.bounds import PositiveEntries, lb_round, lb_start
+from noisyor_bench.models.noisyor.jj_lower import PositiveEntries, lb_round, lb_start
 from noisyor_bench.reporting.acp.sensitivity import (
     COLUMNS,
     capped_posterior,

@@ -538,7 +538,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_execute_run_without_ground_truth(corpus: Path, tmp_path: Path) -> None:
     from noisyor_bench.experiments.runs import RunSpec, execute_run
-    from noisyor_bench.inference.base import FitBudget
+    from noisyor_bench.inference.fitting import FitBudget
 
     spec = RunSpec(
         dataset=corpus,
@@ -636,9 +636,9 @@ def test_cli_tables_and_claims(tmp_path: Path) -> None:
         y_test=y.astype(np.uint8),
         label_names=np.array(["earn", "acq", "money-fx"]),
     )
-    from noisyor_bench.experiments.runs import file_sha256
+    from noisyor_bench.infra.hashing import sha256_file
 
-    sha = {"dataset_sha256": file_sha256(data)}
+    sha = {"dataset_sha256": sha256_file(data)}
     cls = [
         make_run(
             tmp_path,
@@ -686,7 +686,7 @@ def test_cli_tables_and_claims(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="another file"):
         from noisyor_bench.reporting.acp.text_runs import check_dataset
 
-        check_dataset(collect_text_runs(cls), file_sha256(other), other)
+        check_dataset(collect_text_runs(cls), sha256_file(other), other)
     assert (
         main(
             [

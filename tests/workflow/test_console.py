@@ -116,7 +116,7 @@ def test_cli_table_html_writes_next_to_each_csv(tmp_path: Path):
 # ------------------------------------------------------------------------------ progress
 def test_progress_lines_are_throttled_and_carry_an_eta(caplog: pytest.LogCaptureFixture):
     from noisyor_bench.experiments.runs import _Progress
-    from noisyor_bench.inference.base import EpochRecord
+    from noisyor_bench.inference.fitting import EpochRecord
 
     now = [100.0]
     progress = _Progress(total=10, desc="acp n10 s0", interval=5.0, clock=lambda: now[0])

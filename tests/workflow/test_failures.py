@@ -29,7 +29,7 @@ import torch
 from conftest import REPO
 
 from noisyor_bench.cli import main
-from noisyor_bench.experiments.runs import partial_dir
+from noisyor_bench.experiments.rundir import partial_dir
 from noisyor_bench.infra.io import read_json
 
 PACKAGE = REPO / "workflow" / "noisyor_bench"

@@ -779,10 +779,12 @@ def _snakemake(
 
 def _fake_dataset(results: Path, name: str) -> Path:
     """A stand-in for a built dataset: .npz and a sidecar recording its sha256, as make-dataset writes."""
-    from noisyor_bench.infra.provenance import sha256
+    from noisyor_bench.infra.hashing import sha256_file_memo
 
     npz = write_toy_dataset(results / "data" / f"{name}.npz")
-    sidecar = {"provenance": {"outputs": [{"path": str(npz), "relpath": npz.name, "sha256": sha256(npz)}]}}
+    sidecar = {
+        "provenance": {"outputs": [{"path": str(npz), "relpath": npz.name, "sha256": sha256_file_memo(npz)}]}
+    }
     write_json_atomic(npz.with_suffix(".json"), sidecar)
     return npz
 

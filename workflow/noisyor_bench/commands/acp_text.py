@@ -39,7 +39,7 @@ def cmd_topics_table(args: argparse.Namespace) -> int:
 
 
 def cmd_classify(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.runs import file_sha256
+    from noisyor_bench.infra.hashing import sha256_file
     from noisyor_bench.reporting.acp.classification import (
         baseline_em,
         classification_markdown,
@@ -52,7 +52,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.tables import write_table
 
     runs = collect_text_runs(args.runs)
-    check_dataset(runs, file_sha256(args.dataset), args.dataset)
+    check_dataset(runs, sha256_file(args.dataset), args.dataset)
     x_test, y_test, _ = load_labelled_test(args.dataset)
     table = classification_table(runs, x_test, y_test, args.folds, args.seed, args.max_iter)
     write_table(table, args.out_csv, classification_markdown(table), args.out_md)
@@ -62,7 +62,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
 
 
 def cmd_tsne(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.runs import file_sha256
+    from noisyor_bench.infra.hashing import sha256_file
     from noisyor_bench.reporting.acp.classification import load_labelled_test
     from noisyor_bench.reporting.acp.figures_text import plot_tsne
     from noisyor_bench.reporting.acp.text_runs import check_dataset, collect_text_runs
@@ -76,7 +76,7 @@ def cmd_tsne(args: argparse.Namespace) -> int:
     runs = collect_text_runs(args.runs)
     if runs["K"].nunique() != 1:
         raise ConfigError(f"--runs: one t-SNE figure shows one K; got K = {sorted(runs['K'].unique())}")
-    check_dataset(runs, file_sha256(args.dataset), args.dataset)
+    check_dataset(runs, sha256_file(args.dataset), args.dataset)
     _, y_test, names = load_labelled_test(args.dataset)
     if args.threads < 1:
         raise ConfigError(f"--threads must be >= 1; got {args.threads}")

@@ -18,10 +18,11 @@ log = logging.getLogger(__name__)
 
 
 def cmd_baselines(args: argparse.Namespace) -> int:
+    from noisyor_bench.data.loading import has_truth, load_dataset
     from noisyor_bench.experiments.baselines import baselines_record, true_model_scores
-    from noisyor_bench.experiments.runs import file_sha256, has_truth, load_dataset
     from noisyor_bench.infra.device import set_threads
     from noisyor_bench.infra.errors import ConfigError
+    from noisyor_bench.infra.hashing import sha256_file
     from noisyor_bench.infra.io import write_json_atomic
 
     for flag in ("max_rows", "iw_samples", "samples", "max_rounds"):
@@ -46,7 +47,7 @@ def cmd_baselines(args: argparse.Namespace) -> int:
         )
         truth["threads"] = threads
     record = baselines_record(data, name, args.dataset, args.n_train, truth)
-    record["dataset_sha256"] = file_sha256(args.dataset)
+    record["dataset_sha256"] = sha256_file(args.dataset)
     write_json_atomic(args.out_json, record)
     for row in record["independent_bernoulli"]["rows"]:
         log.info("%s: independent Bernoulli, N_train=%d: %.3f", name, row["n_train"], row["nelbo"])
@@ -64,7 +65,7 @@ def cmd_baselines(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from noisyor_bench.experiments.baselines import DEFAULT_IW_SAMPLES, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_ROWS
+    from noisyor_bench.infra.constants import BASELINE_IW_SAMPLES, BASELINE_MAX_ROUNDS, BASELINE_MAX_ROWS
 
     p = sub.add_parser(
         "baselines", help="independent-Bernoulli and true-model reference scores of a dataset (test split)"
@@ -81,12 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--max-rows",
         type=int,
-        default=DEFAULT_MAX_ROWS,
+        default=BASELINE_MAX_ROWS,
         help="score the true model's IW bound and ELBO on a fixed seeded subset of this many test rows",
     )
     p.add_argument("--samples", type=int, default=100, help="discrete samples of q per row for the NELBO")
-    p.add_argument("--iw-samples", type=int, default=DEFAULT_IW_SAMPLES, help="importance samples (0 = skip)")
-    p.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, help="LB-CDI E-step rounds (cap)")
+    p.add_argument(
+        "--iw-samples", type=int, default=BASELINE_IW_SAMPLES, help="importance samples (0 = skip)"
+    )
+    p.add_argument("--max-rounds", type=int, default=BASELINE_MAX_ROUNDS, help="LB-CDI E-step rounds (cap)")
     p.add_argument(
         "--exact-max-k", type=int, default=MAX_EXACT_K, help="exact -log p(x) by enumeration up to this K"
     )

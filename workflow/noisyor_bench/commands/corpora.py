@@ -40,9 +40,9 @@ def _mirror(args: argparse.Namespace) -> Path | None:
 
 
 def _input_record(key: str, path: Path) -> dict[str, str]:
-    from noisyor_bench.infra.provenance import sha256
+    from noisyor_bench.infra.hashing import sha256_file_memo
 
-    return {"key": key, "file": path.name, "sha256": sha256(path), "path": str(path)}
+    return {"key": key, "file": path.name, "sha256": sha256_file_memo(path), "path": str(path)}
 
 
 def _provenance(
@@ -197,7 +197,7 @@ def cmd_pmi_counts(args: argparse.Namespace) -> int:
                 "(one document per line)"
             )
     if reference.is_file():
-        from noisyor_bench.data.rawdata import sha256_file
+        from noisyor_bench.infra.hashing import sha256_file
 
         ref_record["sha256"] = sha256_file(reference)
     ref_record["file"] = reference.name

@@ -26,7 +26,7 @@ def dataset_integrity(npz_path: str | Path) -> str | None:
     A dataset without a sidecar or without a recorded sha256 is not judged (Snakemake
     rebuilds a dataset whose sidecar is missing anyway).
     """
-    from noisyor_bench.infra.provenance import sha256
+    from noisyor_bench.infra.hashing import sha256_file_memo
 
     npz = Path(npz_path)
     side = sidecar_path(npz)
@@ -44,7 +44,7 @@ def dataset_integrity(npz_path: str | Path) -> str | None:
     )
     if recorded is None:
         return None
-    now = sha256(npz)
+    now = sha256_file_memo(npz)
     if now != recorded:
         return (
             f"{npz}: sha256 {now[:12]}... differs from the {recorded[:12]}... recorded in {side} when it was built "

@@ -2,7 +2,7 @@
 
 Reads ``posterior_test.npz`` and the settings recorded in ``metrics.json`` (samples, seed,
 mode), recomputes every metric from the dataset's test split with the same code path as the
-run (:func:`noisyor_bench.experiments.runs.evaluate_posterior`), prints recorded vs recomputed and exits
+run (:func:`noisyor_bench.evaluation.run_metrics.evaluate_posterior`), prints recorded vs recomputed and exits
 1 when any differs beyond the tolerance (evaluation is CPU float64 with a recorded seed, so
 they agree to rounding) or when ``posterior_test.npz``/``curve.csv`` differ from the sha256
 in the run's provenance record.  Without ``--dataset`` the dataset is found from that record
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.infra.io import load_npz, read_json
+from noisyor_bench.infra.io import read_json
 
 DEFAULT_RTOL = 1e-9
 
@@ -47,28 +47,25 @@ def compare(
 
 def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(recorded metrics, recomputed metrics)`` of a run directory."""
-    from noisyor_bench.experiments.runs import (
-        METRICS_FILE,
-        POSTERIOR_FILE,
-        evaluate_posterior,
-        file_sha256,
-        json_safe,
-        load_dataset,
-    )
+    from noisyor_bench.data.loading import load_dataset
+    from noisyor_bench.evaluation.run_metrics import evaluate_posterior
+    from noisyor_bench.experiments.rundir import METRICS_FILE, POSTERIOR_FILE, load_posterior
+    from noisyor_bench.experiments.runs import json_safe
+    from noisyor_bench.infra.hashing import sha256_file
 
     metrics_path, posterior_path = run / METRICS_FILE, run / POSTERIOR_FILE
     for path in (metrics_path, posterior_path):
         if not path.is_file():
             raise DataError(f"{path} is missing: {run} is not a finished run directory")
     recorded = read_json(metrics_path)
-    sha = file_sha256(dataset)
+    sha = sha256_file(dataset)
     if recorded.get("dataset_sha256") not in (None, sha):
         raise DataError(
             f"dataset {dataset} (sha256 {sha[:12]}...) is not the file the run used "
             f"(sha256 {str(recorded['dataset_sha256'])[:12]}..., {recorded.get('dataset_file')})"
         )
     data = load_dataset(dataset)
-    posterior = load_npz(posterior_path)
+    posterior = load_posterior(run, need=())
     check_posterior_arrays(
         posterior, posterior_path, int(data["x_test"].shape[0]), int(data["x_test"].shape[1])
     )
@@ -89,7 +86,7 @@ def check_posterior_arrays(posterior: Mapping[str, Any], path: Path, n_test: int
     shapes; DataError naming the file and the array otherwise."""
     import numpy as np
 
-    from noisyor_bench.experiments.runs import check_generative
+    from noisyor_bench.data.loading import check_generative
 
     missing = [k for k in ("q", "theta", "theta0", "mu") if k not in posterior]
     if missing:
@@ -149,14 +146,14 @@ def dataset_candidates(run: Path, recorded: Mapping[str, Any]) -> list[Path]:
 
 def locate_dataset(run: Path, recorded: Mapping[str, Any]) -> Path:
     """The dataset file the run used, found from its record and checked by sha256."""
-    from noisyor_bench.infra.provenance import sha256
+    from noisyor_bench.infra.hashing import sha256_file_memo
 
     entry = _dataset_entry(recorded)
     want = (entry or {}).get("sha256") or recorded.get("dataset_sha256")
     cands = dataset_candidates(run, recorded)
     existing = [c for c in cands if c.is_file()]
     for c in existing:
-        if want is None or sha256(c) == want:
+        if want is None or sha256_file_memo(c) == want:
             return Path(os.path.relpath(c.resolve()))
     tried = ", ".join(str(c) for c in cands) or "(the run records no dataset path)"
     if not existing:
@@ -165,7 +162,7 @@ def locate_dataset(run: Path, recorded: Mapping[str, Any]) -> Path:
             "Pass it with --dataset PATH, or rebuild it (noisyor-bench provenance on the run's metrics.json "
             "shows its config)"
         )
-    found = ", ".join(f"{c} (sha256 {sha256(c)[:12]}...)" for c in existing)
+    found = ", ".join(f"{c} (sha256 {sha256_file_memo(c)[:12]}...)" for c in existing)
     raise DataError(
         f"the dataset of run {run} has changed: the run used sha256 {str(want)[:12]}..., but {found}. "
         "It was rebuilt with another config or is corrupt; rebuild it from the recorded config or pass the "
@@ -175,7 +172,7 @@ def locate_dataset(run: Path, recorded: Mapping[str, Any]) -> Path:
 
 def check_run_files(run: Path, recorded: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(file, status)`` of the run files whose sha256 the provenance record holds."""
-    from noisyor_bench.infra.provenance import sha256
+    from noisyor_bench.infra.hashing import sha256_file_memo
 
     rows = []
     for entry in (recorded.get("provenance") or {}).get("outputs") or []:
@@ -183,7 +180,7 @@ def check_run_files(run: Path, recorded: Mapping[str, Any]) -> list[tuple[str, s
         if not path.is_file():
             status = "MISSING"
         else:
-            status = "ok" if sha256(path) == entry.get("sha256") else "CHANGED since recorded"
+            status = "ok" if sha256_file_memo(path) == entry.get("sha256") else "CHANGED since recorded"
         rows.append((entry["path"], status))
     return rows
 
@@ -195,7 +192,8 @@ def _fmt(v: Any) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.runs import METRICS_FILE, POSTERIOR_FILE, RECOMPUTED_METRICS
+    from noisyor_bench.experiments.rundir import METRICS_FILE, POSTERIOR_FILE
+    from noisyor_bench.experiments.runs import RECOMPUTED_METRICS
 
     run = Path(args.run_dir)
     metrics_path = run / METRICS_FILE

@@ -6,7 +6,7 @@ torch, so the workflow's unit of work is a *cell* (experiment, dataset, method, 
 runs all seeds with the chosen hyperparameters.  Each run still writes its own directory.
 
 Initialisation is part of the protocol: every run's random streams derive from its seed and
-its ``init_key`` (:func:`~noisyor_bench.inference.training.run_init_key`), the cell (experiment,
+its ``init_key`` (:func:`~noisyor_bench.inference.seeding.run_init_key`), the cell (experiment,
 dataset, N_train -- not the method) plus ``draw<d>`` for search draw ``d`` or ``final`` for the
 reported seeds.  So each draw and each seed starts from its own initialisation, the final
 seed-0 run is not the search winner replayed, and AVI/ACP/SVI/LB-CDI of one (cell, draw or
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from noisyor_bench.commands.arguments import json_argument
+from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def _spec(
     """The RunSpec of one seed of the cell: search draw ``draw``, or a final run (``None``)."""
     from noisyor_bench.experiments.runs import RunSpec
     from noisyor_bench.inference.fitting import budget_from_mapping
-    from noisyor_bench.inference.training import run_init_key
+    from noisyor_bench.inference.seeding import run_init_key
 
     budget = json_argument(args.budget, "--budget")
     evaluation = json_argument(args.evaluation, "--evaluation")
@@ -57,8 +58,8 @@ def _spec(
         out_dir=out_dir,
         hparams=hparams,
         budget=budget_from_mapping(budget, "--budget"),
-        n_samples=int(evaluation.get("samples", 100)),
-        iw_samples=int(evaluation.get("iw_samples", 100)) if evaluate_test else 0,
+        n_samples=int(evaluation.get("samples", DEFAULT_N_SAMPLES)),
+        iw_samples=int(evaluation.get("iw_samples", DEFAULT_IW_SAMPLES)) if evaluate_test else 0,
         device=args.device,
         threads=args.threads,
         evaluate_test=evaluate_test,
@@ -144,7 +145,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) -> dict[str, Any]:
     """best.json's record: the dataset, every draw's metrics.json, the search settings."""
-    from noisyor_bench.inference.training import run_init_key
+    from noisyor_bench.inference.seeding import run_init_key
     from noisyor_bench.infra import provenance
 
     inputs = [provenance.file_entry(args.dataset, "dataset", out)]
@@ -165,7 +166,8 @@ def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) ->
 
 
 def cmd_train_cell(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.runs import execute_run, headline, run_dir
+    from noisyor_bench.experiments.rundir import run_dir
+    from noisyor_bench.experiments.runs import execute_run, headline
     from noisyor_bench.infra import provenance
     from noisyor_bench.infra.io import read_json
 

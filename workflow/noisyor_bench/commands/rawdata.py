@@ -20,7 +20,7 @@ def cmd_verify_raw(args: argparse.Namespace) -> int:
     The workflow's derived files depend on these stamps, so a corrupted raw file fails this
     job, whose only output is the stamp, before any job that would delete derived outputs.
     """
-    from noisyor_bench.data.rawdata import sha256_file
+    from noisyor_bench.infra.hashing import sha256_file
     from noisyor_bench.infra.io import write_json_atomic
 
     how = verify(args.key, args.path)

@@ -95,7 +95,8 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.runs import METRICS_FILE, execute_run, headline
+    from noisyor_bench.experiments.rundir import METRICS_FILE
+    from noisyor_bench.experiments.runs import execute_run, headline
 
     spec = spec_from_args(args)
     out = execute_run(spec)

@@ -28,7 +28,6 @@ modes, so a download cache can serve as a mirror.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import logging
 import os
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.hashing import sha256_bytes, sha256_file, sha256_stream
 from noisyor_bench.infra.io import atomic_path
 
 log = logging.getLogger(__name__)
@@ -215,18 +215,9 @@ REGISTRY: dict[str, RawFile] = {
 
 
 # ---------------------------------------------------------------------------- digests
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks (constant memory)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _manifest_digest(entries: Iterable[tuple[str, bytes]]) -> tuple[str, int]:
-    lines = sorted(f"{name}\t{hashlib.sha256(data).hexdigest()}\n" for name, data in entries)
-    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest(), len(lines)
+    lines = sorted(f"{name}\t{sha256_bytes(data)}\n" for name, data in entries)
+    return sha256_bytes("".join(lines).encode("utf-8")), len(lines)
 
 
 def content_sha256(path: str | os.PathLike[str], check: ContentCheck) -> str:
@@ -237,11 +228,8 @@ def content_sha256(path: str | os.PathLike[str], check: ContentCheck) -> str:
     """
     try:
         if check.kind == "gzip":
-            h = hashlib.sha256()
             with gzip.open(path, "rb") as fh:
-                for chunk in iter(lambda: fh.read(_CHUNK), b""):
-                    h.update(chunk)
-            return h.hexdigest()
+                return sha256_stream(fh)
         rx = re.compile(check.members)
         if check.kind == "zip-members":
             with zipfile.ZipFile(path) as zf:

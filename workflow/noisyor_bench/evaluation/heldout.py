@@ -368,7 +368,28 @@ def evaluate(
     return out
 
 
+@torch.no_grad()
+def elbo_of_q(
+    model: NoisyOR,
+    x: torch.Tensor,
+    q: torch.Tensor,
+    exact_max_k: int,
+    n_samples: int = DEFAULT_N_SAMPLES,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """ELBO of a factorised ``q`` per data point, (N,) float64: exact by enumeration when ``K <= exact_max_k``.
+
+    Otherwise the benchmark's evaluation protocol (:func:`noisyor_bench.evaluation.heldout.nelbo`,
+    on CPU): ``n_samples`` exact Bernoulli draws for the positive term, the negative term and
+    KL in closed form.  ``generator``: a CPU generator.
+    """
+    if model.K <= exact_max_k:
+        return exact_elbo(model.to(dtype=torch.float64), x.to(torch.float64), q.to(torch.float64))
+    return -nelbo(model, x, q, n_samples, generator).to(x.device)
+
+
 __all__ = [
+    "elbo_of_q",
     "CHUNK_ELEMENTS",
     "F1_ZERO_DIVISION",
     "child_seeds",

@@ -43,7 +43,7 @@ import numpy as np
 
 from noisyor_bench.data.corpora.preprocess import Preprocessor
 from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.infra.io import write_npz_atomic
+from noisyor_bench.infra.io import load_npz, write_npz_atomic
 
 log = logging.getLogger(__name__)
 
@@ -221,8 +221,7 @@ class CooccurrenceTable:
     def load(cls, path: str | Path) -> CooccurrenceTable:
         p = Path(path)
         try:
-            with np.load(p, allow_pickle=False) as z:
-                data = {k: z[k] for k in z.files}
+            data = load_npz(p)
             return cls(
                 vocabulary=[str(w) for w in data["vocabulary"]],
                 window=int(data["window"]),
@@ -237,7 +236,7 @@ class CooccurrenceTable:
             raise DataError(
                 f"co-occurrence table {p}: not found; build it with 'noisyor-bench pmi-counts'"
             ) from None
-        except (OSError, KeyError, ValueError, zipfile.BadZipFile) as err:
+        except (DataError, OSError, KeyError, ValueError, zipfile.BadZipFile) as err:
             raise DataError(
                 f"co-occurrence table {p}: not a valid table ({err}); rebuild it with 'noisyor-bench pmi-counts'"
             ) from None

@@ -3,7 +3,7 @@
 Two references per dataset, in the tables' units (nats per test data point, test split):
 
 * **Independent Bernoulli** -- one Bernoulli rate per pixel (word), fitted on a learning-mode
-  cell's training rows (the first ``N_train`` rows of the pool, :func:`noisyor_bench.experiments.runs.training_rows`),
+  cell's training rows (the first ``N_train`` rows of the pool, :func:`noisyor_bench.data.loading.training_rows`),
   scored as the exact negative log-likelihood ``-sum_i [x_i log p_i + (1 - x_i) log(1 - p_i)]``
   averaged over the test rows.  A model with latent causes that scores worse than this has
   learned nothing the pixel marginals do not already say.  The rates are smoothed with the
@@ -36,15 +36,18 @@ from typing import Any
 
 import numpy as np
 
+from noisyor_bench.infra.constants import (
+    BASELINE_IW_SAMPLES,
+    BASELINE_MAX_ROUNDS,
+    BASELINE_MAX_ROWS,
+    DEFAULT_N_SAMPLES,
+)
 from noisyor_bench.infra.errors import ConfigError, DataError
 
 PSEUDO_COUNT = 0.5
 """Pseudo-count per outcome of the smoothed rate ``(count + a) / (N + 2a)``: a = 1/2 (Jeffreys)."""
 SMOOTHING = "jeffreys: p = (count + 0.5) / (N_train + 1)"
 TRUE_MODEL_INFERENCE = "lb-cdi"
-DEFAULT_MAX_ROWS = 500
-DEFAULT_IW_SAMPLES = 1000
-DEFAULT_MAX_ROUNDS = 200
 SUBSET_STREAM = 20201212  # fixed seed of the test-row subset (SeedSequence entropy)
 
 
@@ -75,7 +78,7 @@ def independent_baselines(
     data: Mapping[str, np.ndarray], n_train_values: Sequence[int], path: str
 ) -> list[dict[str, Any]]:
     """One record per N_train: the independent-Bernoulli NLL on the whole test split."""
-    from noisyor_bench.experiments.runs import training_rows
+    from noisyor_bench.data.loading import training_rows
 
     out = []
     for n in sorted({int(v) for v in n_train_values}):
@@ -109,10 +112,10 @@ def true_model_scores(
     data: Mapping[str, np.ndarray],
     *,
     exact_max_k: int,
-    max_rows: int | None = DEFAULT_MAX_ROWS,
-    n_samples: int = 100,
-    iw_samples: int = DEFAULT_IW_SAMPLES,
-    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    max_rows: int | None = BASELINE_MAX_ROWS,
+    n_samples: int = DEFAULT_N_SAMPLES,
+    iw_samples: int = BASELINE_IW_SAMPLES,
+    max_rounds: int = BASELINE_MAX_ROUNDS,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Scores of the ground-truth model on the test split (see the module docstring).
@@ -124,8 +127,8 @@ def true_model_scores(
     """
     import torch
 
+    from noisyor_bench.data.loading import ground_truth, has_truth
     from noisyor_bench.evaluation.heldout import child_seeds, iw_log_likelihood, nelbo
-    from noisyor_bench.experiments.runs import ground_truth, has_truth
     from noisyor_bench.inference.lbcdi import LBCDI
     from noisyor_bench.models.noisyor.exact import exact_posterior
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import hashlib
 import inspect
 import io
 import json
@@ -50,39 +49,41 @@ import numpy as np
 import torch
 
 from noisyor_bench import __version__
+from noisyor_bench.data.loading import ground_truth, has_truth, load_dataset, training_rows
 from noisyor_bench.evaluation.heldout import (
     DEFAULT_IW_SAMPLES,
     DEFAULT_N_SAMPLES,
-    evaluate,
-    match_latents,
     nelbo,
-    weight_similarity,
+)
+from noisyor_bench.evaluation.run_metrics import evaluate_posterior
+from noisyor_bench.experiments.rundir import (
+    CHECKPOINT_FILE,
+    CURVE_FILE,
+    METRICS_FILE,
+    POSTERIOR_FILE,
+    SPEC_FILE,
+    partial_dir,
 )
 from noisyor_bench.inference import registry as methods_pkg
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod
+from noisyor_bench.inference.base import InferenceMethod
 from noisyor_bench.inference.convergence import Convergence, assess
-from noisyor_bench.inference.fitting import check_budget, fit_budget_fields
-from noisyor_bench.inference.training import NonFiniteLossError, derive_init_seed, stream_seed
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
+from noisyor_bench.inference.registry import NON_AMORTIZED
+from noisyor_bench.inference.seeding import derive_init_seed, stream_seed
+from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra import provenance
-from noisyor_bench.infra.device import describe, pick_device, set_threads
-from noisyor_bench.infra.errors import ConfigError, DataError, Interrupted
-from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.device import describe, resolve_device, set_threads
+from noisyor_bench.infra.errors import ConfigError, Interrupted
+from noisyor_bench.infra.hashing import sha256_file
+from noisyor_bench.infra.io import read_json, write_json_atomic, write_npz_atomic, write_text_atomic
 from noisyor_bench.models.noisyor.exact import MAX_EXACT_K
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-METRICS_FILE = "metrics.json"
-POSTERIOR_FILE = "posterior_test.npz"
-CURVE_FILE = "curve.csv"
-CHECKPOINT_FILE = "checkpoint.pt"
-SPEC_FILE = "spec.json"
 CURVE_COLUMNS = ("epoch", "train_nelbo", "val_nelbo", "seconds")
 
-REQUIRED_ARRAYS = ("x_train", "x_val", "x_test")
-# Ground truth of synthetic datasets: all three or none (real corpora have none).
-TRUTH_ARRAYS = ("theta", "theta0", "mu")
 # Metrics recomputable from posterior_test.npz + the dataset (compared by `evaluate`).
 RECOMPUTED_METRICS = (
     "nelbo",
@@ -100,30 +101,8 @@ RECOMPUTED_METRICS = (
     "latent_match_cosine",
 )
 
-NON_AMORTIZED = ("svi", "lb-cdi", "ub-cdi")
 Mode = Literal["inference", "learning"]
 MODES: tuple[str, ...] = ("inference", "learning")
-
-
-def run_dir(
-    results_dir: str | Path, experiment: str, dataset: str, method: str, n_train: int, seed: int
-) -> Path:
-    """``results_dir/runs/<experiment>/<dataset>/<method>/n<N_train>/seed<seed>``; names that
-    would leave ``results_dir/runs`` (``..``, ``/``) are a ConfigError."""
-    from noisyor_bench.experiments.config import check_name
-
-    check_name(experiment, "experiment")
-    check_name(dataset, "dataset name")
-    check_name(method, "method")
-    return (
-        Path(results_dir) / "runs" / experiment / dataset / method / f"n{int(n_train)}" / f"seed{int(seed)}"
-    )
-
-
-def partial_dir(out_dir: str | Path) -> Path:
-    """The working directory of a run in progress: ``<out_dir>.partial``."""
-    out = Path(out_dir)
-    return out.with_name(out.name + ".partial")
 
 
 @dataclass
@@ -135,7 +114,7 @@ class RunSpec:
     then ``None``.  ``iw_samples=0`` skips the importance-weighted bound; ``val_metrics``
     adds the test-protocol NELBO on the validation split (``val_nelbo``, for model selection
     across runs, e.g. the hyperparameter search).  ``init_key`` (the grid's runs set it,
-    :func:`~noisyor_bench.inference.training.run_init_key`: cell and search draw or ``final``) makes the
+    :func:`~noisyor_bench.inference.seeding.run_init_key`: cell and search draw or ``final``) makes the
     run's initialisation and other training streams derive from (cell, draw-or-final, seed)
     rather than from the seed alone; ``None`` keeps them on the seed.
     """
@@ -212,113 +191,9 @@ def check_layout(spec: RunSpec) -> None:
         raise ConfigError(f"output directory {spec.out_dir} disagrees with the run: " + "; ".join(wrong))
 
 
-def resolve_device(name: str) -> torch.device:
-    """``auto``/``cpu``/``cuda[:N]`` as a device; ConfigError for unknown or absent devices."""
-    try:
-        device = pick_device(name)
-    except RuntimeError:
-        raise ConfigError(
-            f"device {name!r} is not a valid torch device; use auto, cpu, cuda or cuda:N"
-        ) from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device {name!r} requested but CUDA is not available; use --device auto or cpu")
-    if device.type not in ("cpu", "cuda"):
-        raise ConfigError(f"device {name!r} is not supported; use auto, cpu, cuda or cuda:N")
-    return device
-
-
 def _check_int(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum}; got {value!r}")
-
-
-# ---------------------------------------------------------------------------------- dataset
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def load_dataset(path: str | Path) -> dict[str, np.ndarray]:
-    """Load and check a dataset ``.npz`` (keys and shapes); DataError names file and key."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"dataset file {path} does not exist; build it with 'noisyor-bench make-dataset'")
-    try:
-        data = load_npz(path)
-    except Exception as err:  # corrupt zip / pickled arrays
-        raise DataError(f"cannot read dataset {path}: {err}") from None
-    missing = [k for k in REQUIRED_ARRAYS if k not in data]
-    truth = [k for k in TRUTH_ARRAYS if k in data]
-    if truth and len(truth) < len(TRUTH_ARRAYS):
-        missing += [k for k in TRUTH_ARRAYS if k not in data]
-    if missing:
-        raise DataError(f"dataset {path} lacks arrays {missing}; it holds {sorted(data)}")
-    if truth:
-        d, k = np.shape(data["theta"]) if np.ndim(data["theta"]) == 2 else (None, None)
-        if d is None or np.shape(data["theta0"]) != (d,) or np.shape(data["mu"]) != (k,):
-            raise DataError(
-                f"dataset {path}: inconsistent parameters theta {np.shape(data['theta'])}, "
-                f"theta0 {np.shape(data['theta0'])}, mu {np.shape(data['mu'])}"
-            )
-    else:  # a real corpus (paper Section 4.5, supplement 5.1): no parameters, no latents
-        d, k = (data["x_train"].shape[1] if data["x_train"].ndim == 2 else None), None
-        stray = [f"z_{s}" for s in ("train", "val", "test") if f"z_{s}" in data]
-        if stray:
-            raise DataError(f"dataset {path} has latents {stray} but no ground-truth theta/theta0/mu")
-    for split in ("train", "val", "test"):
-        x = data[f"x_{split}"]
-        if x.ndim != 2 or x.shape[1] != d:
-            raise DataError(f"dataset {path}: x_{split} has shape {x.shape}, expected (N, D={d})")
-        z = data.get(f"z_{split}")
-        if z is not None and z.shape != (x.shape[0], k):
-            raise DataError(f"dataset {path}: z_{split} has shape {z.shape}, expected ({x.shape[0]}, K={k})")
-    if truth:
-        check_generative(data, f"dataset {path}")
-    return data
-
-
-def check_generative(arrays: Mapping[str, np.ndarray], where: str) -> None:
-    """Noisy-OR parameters must be valid: finite theta, theta0 >= 0 (failure log-probabilities)
-    and prior probabilities mu in (0, 1); otherwise DataError naming the array (issue 18:
-    an invalid truth used to surface as a fake divergence or a traceback in the matching)."""
-    for key in ("theta", "theta0"):
-        a = np.asarray(arrays[key], dtype=float)
-        if not np.all(np.isfinite(a)):
-            raise DataError(
-                f"{where}: {key} has {int(np.sum(~np.isfinite(a)))} non-finite value(s) (NaN/inf)"
-            )
-        if np.any(a < 0):
-            raise DataError(
-                f"{where}: {key} has negative value(s) (min {a.min():.4g}); noisy-OR weights are >= 0"
-            )
-    mu = np.asarray(arrays["mu"], dtype=float)
-    if not np.all((mu > 0) & (mu < 1)):
-        raise DataError(
-            f"{where}: mu must lie in (0, 1) (prior probabilities); got values in [{np.nanmin(mu):.4g}, {np.nanmax(mu):.4g}]"
-        )
-
-
-def training_rows(data: Mapping[str, np.ndarray], n_train: int, path: str | Path) -> np.ndarray:
-    """The first ``n_train`` rows of the training pool (smaller sets are prefixes of larger)."""
-    pool = data["x_train"].shape[0]
-    if n_train > pool:
-        raise DataError(
-            f"n_train={n_train} exceeds the training pool of {path} ({pool} rows); "
-            f"use n_train <= {pool} or rebuild the dataset with a larger n_train_pool"
-        )
-    return data["x_train"][:n_train]
-
-
-def has_truth(data: Mapping[str, np.ndarray]) -> bool:
-    """Whether a dataset carries generative ground truth (synthetic) or not (real corpora)."""
-    return "theta" in data
-
-
-def ground_truth(data: Mapping[str, np.ndarray]) -> NoisyOR:
-    return NoisyOR.from_numpy(data["theta"], data["theta0"], data["mu"])
 
 
 def initial_model(spec: RunSpec, data: Mapping[str, np.ndarray]) -> NoisyOR:
@@ -347,64 +222,6 @@ def shape_model(d: int, k: int) -> NoisyOR:
     :func:`noisyor_bench.models.noisyor.generative.make_generative`); the values are neutral anyway.
     """
     return NoisyOR.from_numpy(np.full((d, k), 0.1), np.full(d, 0.05), np.full(k, 0.2))
-
-
-# ---------------------------------------------------------------------------------- evaluation
-def evaluate_posterior(
-    posterior: Mapping[str, np.ndarray],
-    data: Mapping[str, np.ndarray],
-    mode: str,
-    n_samples: int,
-    iw_samples: int,
-    exact_max_k: int,
-    eval_seed: int,
-) -> dict[str, Any]:
-    """Test metrics from a ``posterior_test.npz`` content and the dataset.
-
-    The single code path used by :func:`execute_run` and by ``noisyor-bench evaluate``, so a
-    recomputation reproduces the recorded numbers exactly.  Learning mode: Hungarian matching
-    of the learned to the true weight columns (when both K agree), recorded with the mean
-    cosine similarity of the matched columns; inference mode: identity.  A dataset without
-    ground truth (a real corpus) gets no matching, no F1/EM and no exact metrics: the 2^K
-    enumeration checks bounds against synthetic truths, and at K=20 with D~1,300 words it
-    would cost ~10^12 operations per run.
-    """
-    model = NoisyOR.from_numpy(posterior["theta"], posterior["theta0"], posterior["mu"])
-    z_test = data.get("z_test")
-    extra: dict[str, Any] = {
-        "latent_matching": "identity",
-        "latent_permutation": None,
-        "latent_match_cosine": None,
-    }
-    perm = None
-    if not has_truth(data):
-        extra["latent_matching"] = None
-        z_test = None
-        exact_max_k = 0
-    elif mode == "learning":
-        extra["latent_matching"] = "hungarian"
-        theta_true = np.asarray(data["theta"])
-        if theta_true.shape == np.shape(posterior["theta"]):
-            perm = match_latents(posterior["theta"], theta_true)
-            sim = weight_similarity(posterior["theta"], theta_true)
-            extra["latent_permutation"] = [int(i) for i in perm]
-            extra["latent_match_cosine"] = float(np.mean(sim[perm, np.arange(len(perm))]))
-        else:
-            extra["latent_matching"] = None  # K differs: no matching, no F1/EM
-            z_test = None
-    metrics = evaluate(
-        model,
-        data["x_test"],
-        posterior["q"],
-        z_true=z_test,
-        n_samples=n_samples,
-        iw_samples=iw_samples,
-        seed=eval_seed,
-        exact_max_k=exact_max_k,
-        permutation=perm,
-    )
-    metrics.update(extra)
-    return metrics
 
 
 def json_safe(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -665,7 +482,7 @@ def execute_run(spec: RunSpec) -> Path:
     model_in = initial_model(spec, data)
     threads = set_threads(spec.threads)
     device = resolve_device(spec.device)
-    sha = file_sha256(spec.dataset)
+    sha = sha256_file(spec.dataset)
     method = _construct(method_cls, model_in, spec, device)
 
     # A finished run at out_dir stays until _publish replaces it (never removed up front).
@@ -783,10 +600,12 @@ def _opt_int(v: Any) -> int | None:
 
 
 def _resolved_hparams(method: InferenceMethod) -> dict[str, Any] | None:
-    """The method's hyperparameters after defaults: its dataclass ``hp`` if it has one, else
-    its ``hparams`` dict (which methods may replace by the resolved values)."""
+    """The method's hyperparameters after defaults (:meth:`InferenceMethod.resolved_hparams`);
+    for a method outside the base class, its dataclass ``hp`` or its ``hparams`` dict."""
     hp = getattr(method, "hp", None)
-    if hp is not None and dataclasses.is_dataclass(hp) and not isinstance(hp, type):
+    if isinstance(method, InferenceMethod):
+        values = method.resolved_hparams()
+    elif hp is not None and dataclasses.is_dataclass(hp) and not isinstance(hp, type):
         values = dataclasses.asdict(hp)
     elif isinstance(getattr(method, "hparams", None), Mapping):
         values = dict(method.hparams)
@@ -812,17 +631,8 @@ def headline(metrics: Mapping[str, Any]) -> str:
 
 
 __all__ = [
-    "METRICS_FILE",
-    "POSTERIOR_FILE",
-    "CURVE_FILE",
     "RECOMPUTED_METRICS",
     "RunSpec",
-    "evaluate_posterior",
     "execute_run",
-    "file_sha256",
-    "has_truth",
     "headline",
-    "load_dataset",
-    "partial_dir",
-    "run_dir",
 ]

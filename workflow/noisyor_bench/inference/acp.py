@@ -19,7 +19,8 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from noisyor_bench.inference.amortized import AmortizedMethod, acp_logits
+from noisyor_bench.inference.amortized import AmortizedMethod
+from noisyor_bench.models.noisyor.jj_upper import conjugate_posterior_logits
 from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.models.noisyor.sparse import ActiveSet, active_matmul, linear_at_active
 
@@ -43,7 +44,7 @@ class ACP(AmortizedMethod):
     ) -> torch.Tensor:
         theta = model.theta if self.theta_through_q else model.theta.detach()
         if active is None or not active.sparse_linear:
-            return acp_logits(x, self.psi(x), theta, prior_logits)
+            return conjugate_posterior_logits(x, self.psi(x), theta, prior_logits)
         # Eq. 11 rewritten over the active entries: sum_{x_i=1} (psi_i + 1) theta_ik - sum_i theta_ik
         # + logit(mu_k); psi is needed (and computed) only where x_i = 1.
         psi_active = F.softplus(linear_at_active(active, self.hidden(x, active), self.encoder[-1]))
@@ -76,8 +77,4 @@ class ACPStopGrad(ACP):
     theta_through_q: ClassVar[bool] = False
     encoder_stream = "acp"
 
-    modes = ("learning",)
-    modes_reason = (
-        "acp-sg (ACP with theta stopped in eq. 11) is a learning-mode ablation: in inference mode "
-        "theta is fixed and acp-sg equals acp; use it only in learning experiments"
-    )
+    # modes (learning only) and the refusal's reason: registry.METHODS['acp-sg']

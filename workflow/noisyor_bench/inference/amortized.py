@@ -37,9 +37,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode
+from noisyor_bench.inference.base import InferenceMethod, Mode
 from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.training import Trainer, stream_generator, validate_budget
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.seeding import stream_generator
+from noisyor_bench.inference.training import Trainer, validate_budget
+from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.elbo import elbo
 from noisyor_bench.models.noisyor.generative import GenerativeInit, GenerativeModule, make_generative
@@ -212,7 +215,6 @@ class AmortizedMethod(InferenceMethod):
     Subclasses define the encoder's output size and :meth:`logits`.
     """
 
-    amortized = True
     encoder_stream: str | None = None
     """Name whose ``<name>-encoder-init`` stream draws the encoder (``None``: the method's own
     name).  An ablation of a method sets the method's name so both start from the same network."""
@@ -267,6 +269,10 @@ class AmortizedMethod(InferenceMethod):
         self.best_epoch: int | None = None
         self.stop_reason: str | None = None
         self.convergence: Convergence | None = None  # set by fit (noisyor_bench.inference.convergence)
+
+    def resolved_hparams(self) -> dict[str, Any]:
+        """:class:`AmortizedHParams` after defaults, as a dict."""
+        return asdict(self.hp)
 
     # ------------------------------------------------------------------ subclass hooks
     @abstractmethod
@@ -331,7 +337,9 @@ class AmortizedMethod(InferenceMethod):
         return -elbo(model, x, logits, n_samples, temperature, generator, active=active)
 
     @torch.no_grad()
-    def nelbo(self, x: Any, n_samples: int = 100, generator: torch.Generator | None = None) -> torch.Tensor:
+    def nelbo(
+        self, x: Any, n_samples: int = DEFAULT_N_SAMPLES, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """Held-out NELBO per data point with exact Bernoulli samples (the paper's test protocol
         uses 100), on the CPU in float64.  ``generator`` must live on ``self.device``; draws are
         made per chunk of rows (:data:`EVAL_BATCH_SIZE`, :data:`EVAL_MAX_ELEMENTS`), so the
@@ -487,22 +495,9 @@ def _active_or_none(x: torch.Tensor) -> ActiveSet | None:
     return ActiveSet.of(x) if wants_sparse(x) else None
 
 
-def acp_logits(
-    x: torch.Tensor, psi: torch.Tensor, theta: torch.Tensor, prior_logits: torch.Tensor
-) -> torch.Tensor:
-    """Eq. 11: ``sum_{i: x_i=1} psi_i theta_ik - sum_{i: x_i=0} theta_ik + logit(mu_k)``: (N, K).
-
-    The conjugate upper bound of eq. 7 makes every positive observation contribute linearly
-    (weight ``psi_i``) and every negative one exactly (weight -1), so ``q`` factorises.
-    """
-    weights = x * psi - (1 - x)  # (N, D)
-    return weights @ theta + prior_logits
-
-
 __all__ = [
     "AmortizedHParams",
     "AmortizedMethod",
-    "acp_logits",
     "build_mlp",
     "parse_hparams",
     "temperature",

@@ -24,6 +24,8 @@ from typing import Any, ClassVar, Literal
 import torch
 
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.registry import BOTH_MODES, METHOD_NAMES, method_info
+from noisyor_bench.inference.seeding import derive_init_seed
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.model import NoisyOR
 
@@ -44,14 +46,24 @@ class PosteriorProgress:
 
 
 class InferenceMethod(ABC):
-    """Base class; subclasses set ``name`` and ``amortized`` and implement the abstract API."""
+    """Base class; subclasses set ``name`` and implement the abstract API.
+
+    What the workflow knows about a method (``amortized``, the ``modes`` it exists in and
+    ``modes_reason``) is read from its entry in :data:`noisyor_bench.inference.registry.METHODS`
+    when the subclass is defined, so the registry is the one source of it.
+    """
 
     name: ClassVar[str]
     amortized: ClassVar[bool]
-    # The modes a method exists in, and why when not both (its name is then in
-    # ``methods.LEARNING_ONLY``, which the config validation reads without importing torch).
-    modes: ClassVar[tuple[str, ...]] = ("inference", "learning")
+    modes: ClassVar[tuple[str, ...]] = BOTH_MODES
     modes_reason: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("name")
+        if name in METHOD_NAMES:  # a registered method (abstract intermediates and test fakes are not)
+            info = method_info(name)
+            cls.amortized, cls.modes, cls.modes_reason = info.amortized, info.modes, info.modes_reason
 
     def __init__(
         self,
@@ -63,15 +75,13 @@ class InferenceMethod(ABC):
         init_key: str | None = None,
     ) -> None:
         """``seed``: the run's seed; ``init_key`` (e.g. ``"fig4/syn-pattern/n1000/final"``,
-        :func:`~noisyor_bench.inference.training.run_init_key`): what the run's random streams derive
+        :func:`~noisyor_bench.inference.seeding.run_init_key`): what the run's random streams derive
         from besides the seed.  ``self.init_seed`` (= ``seed`` without a key) is the root of
         every training stream (generative and encoder initialisation, shuffling, Monte Carlo
         noise); methods must draw from it, never from ``seed`` directly."""
-        from noisyor_bench.inference.training import derive_init_seed  # training imports this module
-
         if mode not in ("inference", "learning"):
             raise ConfigError(f"{self.name}: unknown mode {mode!r}; allowed: inference, learning")
-        if mode not in self.modes:
+        if mode not in self.modes:  # the reason is the registry's (``MethodInfo.modes_reason``)
             raise ConfigError(f"{self.name} cannot run in {mode} mode: {self.modes_reason}")
         self.mode = mode
         self.hparams = dict(hparams)
@@ -105,6 +115,12 @@ class InferenceMethod(ABC):
     @abstractmethod
     def generative(self) -> NoisyOR:
         """The generative model currently used (ground truth in inference mode)."""
+
+    def resolved_hparams(self) -> dict[str, Any]:
+        """Every hyperparameter after defaults (what ``metrics.json`` records as the run's
+        resolved hyperparameters).  Methods that resolve ``hparams`` into ``self.hparams`` (the
+        classical ones) need nothing more; the amortized ones return their parsed dataclass."""
+        return dict(self.hparams)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume a fit (tensors and plain values only)."""

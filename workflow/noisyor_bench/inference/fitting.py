@@ -29,6 +29,17 @@ class FitBudget:
     convergence_rel_tol: float = 1e-3
 
 
+CONFIG_BUDGET_FIELDS = ("max_epochs", "patience", "batch_size")
+"""The budget keys a config's experiment grid fills in when an experiment sets none."""
+
+
+def config_budget_defaults() -> dict[str, Any]:
+    """``{max_epochs, patience, batch_size}`` at :class:`FitBudget`'s defaults (a fresh dict):
+    the config grids' default budget, so the defaults live in one place."""
+    defaults = FitBudget()
+    return {name: getattr(defaults, name) for name in CONFIG_BUDGET_FIELDS}
+
+
 BUDGET_FIELDS = (
     "max_epochs",
     "patience",

@@ -8,7 +8,7 @@ inside every term:
     log p(x_i=1|z) >= f(theta_i0) + sum_k z_k Delta_ik,
     Delta_ik = r_ik [f(theta_i0 + theta_ik / r_ik) - f(theta_i0)]
 
-(:mod:`noisyor_bench.models.noisyor.bounds`, docs/bounds.md).  The bound is linear in ``z``, so:
+(:mod:`noisyor_bench.models.noisyor.jj_lower`, docs/bounds.md).  The bound is linear in ``z``, so:
 
 * **q-step** (closed form, exact -- not a coordinate or gradient approximation): the
   maximiser of the lower-bounded ELBO over factorised ``q`` is
@@ -42,31 +42,25 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
-from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
-from noisyor_bench.inference.training import lower_lr_hint, stream_generator
-from noisyor_bench.inference.ubcdi import _lap
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.models.noisyor.bounds import (
-    PositiveEntries,
-    elbo_of_q,
-    lb_elbo,
-    lb_round,
-    lb_start,
-    require,
-    resolve_hparams,
-    row_chunks,
-    torch_dtype,
-)
+from noisyor_bench.evaluation.heldout import elbo_of_q
+from noisyor_bench.inference.base import Mode, PosteriorProgress
+from noisyor_bench.inference.classical import ClassicalMethod, lap
+from noisyor_bench.inference.fitloop import FitLoop, clone_tensors
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.hparams import require
+from noisyor_bench.inference.seeding import stream_generator
+from noisyor_bench.inference.training import lower_lr_hint
+from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
+from noisyor_bench.infra.errors import DataError
 from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
+from noisyor_bench.models.noisyor.jj_lower import PositiveEntries, lb_elbo, lb_round, lb_start, row_chunks
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 DEFAULTS: dict[str, Any] = {
@@ -79,7 +73,7 @@ DEFAULTS: dict[str, Any] = {
     "val_rounds": 10,  # learning: warm-started E-step rounds on x_val per evaluation
     "leak_floor": 1e-6,  # leak used inside the bound is max(theta_i0, leak_floor)
     "exact_max_k": 12,  # ELBO by 2^K enumeration up to this K, else Monte Carlo
-    "eval_samples": 100,  # Bernoulli samples per data point for the Monte Carlo ELBO
+    "eval_samples": DEFAULT_N_SAMPLES,  # Bernoulli samples per data point for the Monte Carlo ELBO
     "dtype": "float64",
 }
 
@@ -96,11 +90,11 @@ class _Chunk:
     ll: torch.Tensor
 
 
-class LBCDI(InferenceMethod):
+class LBCDI(ClassicalMethod):
     """Lower-bound conjugate dual inference with variational EM (full batch)."""
 
     name: ClassVar[str] = "lb-cdi"
-    amortized: ClassVar[bool] = False
+    DEFAULTS: ClassVar[dict[str, Any]] = DEFAULTS
 
     def __init__(
         self,
@@ -112,16 +106,6 @@ class LBCDI(InferenceMethod):
         init_key: str | None = None,
     ) -> None:
         super().__init__(model, mode, hparams, seed, device, init_key=init_key)
-        self.hparams = resolve_hparams(self.name, DEFAULTS, hparams)
-        h = self.hparams
-        for key in ("max_rounds", "estep_rounds", "val_rounds", "m_steps"):
-            require(self.name, h[key] >= 0, key, h[key], ">= 0")
-        for key in ("r_iters", "eval_samples"):
-            require(self.name, h[key] >= 1, key, h[key], ">= 1")
-        require(self.name, h["lr"] > 0, "lr", h["lr"], "> 0")
-        require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
-        require(self.name, h["leak_floor"] > 0, "leak_floor", h["leak_floor"], "> 0")
-        self.dtype = torch_dtype(self.name, h["dtype"])
         # Same stream as AVI/ACP: with one (seed, init_key) every learning-mode method starts from the same theta.
         init_gen = stream_generator(self.init_seed, "generative-init")
         self.module: GenerativeModule = make_generative(
@@ -132,17 +116,18 @@ class LBCDI(InferenceMethod):
         self._train: list[_Chunk] | None = None
         self._val: list[_Chunk] | None = None
         self._saved_r: dict[str, list[torch.Tensor] | None] = {}  # from load_state_dict, used by the next fit
-        self.best_epoch: int | None = None
-        self.stop_reason: str | None = None
-        self.convergence: Convergence | None = None  # set by fit (noisyor_bench.inference.convergence)
-        self.posterior_progress: PosteriorProgress | None = None  # of the last posterior() call
         self._rounds_converged = False  # whether the last _run_rounds stopped by its tolerance
 
-    # ------------------------------------------------------------------ API
-    @property
-    def generative(self) -> NoisyOR:
-        return self.module.model().detach()
+    def check_hparams(self, h: Mapping[str, Any]) -> None:
+        for key in ("max_rounds", "estep_rounds", "val_rounds", "m_steps"):
+            require(self.name, h[key] >= 0, key, h[key], ">= 0")
+        for key in ("r_iters", "eval_samples"):
+            require(self.name, h[key] >= 1, key, h[key], ">= 1")
+        require(self.name, h["lr"] > 0, "lr", h["lr"], "> 0")
+        require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
+        require(self.name, h["leak_floor"] > 0, "leak_floor", h["leak_floor"], "> 0")
 
+    # ------------------------------------------------------------------ API
     def fit(
         self,
         x_train: torch.Tensor,
@@ -163,19 +148,19 @@ class LBCDI(InferenceMethod):
         ``checkpoint_path``: save after every iteration / round, and resume from it when it exists.
         """
         generator = self._eval_generator()
-        loop = FitLoop(
-            fingerprint(self, budget, torch.as_tensor(x_train), torch.as_tensor(x_val)),
+        loop = self._fit_loop(
+            budget,
+            x_train,
+            x_val,
             checkpoint_path,
             {"evaluation": generator},
-            hint=lower_lr_hint("'lr', the M-step's"),
+            lower_lr_hint("'lr', the M-step's"),
         )
         if self.mode == "inference":
             records = self._fit_inference(x_val, budget, progress, loop, generator)
         else:
             records = self._fit_learning(x_train, x_val, budget, progress, loop, generator)
-        self.best_epoch, self.stop_reason = loop.best_epoch, loop.stop_reason
-        # Inference mode fits held-out rows with the true model: no training budget to judge.
-        self.convergence = loop.convergence(budget, applicable=self.mode == "learning")
+        self._end_fit(loop, budget, applicable=self.mode == "learning")
         return records
 
     @torch.no_grad()
@@ -208,8 +193,7 @@ class LBCDI(InferenceMethod):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`; the saved ``r`` takes effect on the next ``fit`` (same data)."""
-        if state.get("method") != self.name:
-            raise ConfigError(f"{self.name}: checkpoint is for method {state.get('method')!r}")
+        self._check_state_method(state)
         self.module.load_state_dict(state["generative"])
         self.epoch = int(state["epoch"])
         if state.get("optimizer") is not None and self.module.learnable:
@@ -250,7 +234,7 @@ class LBCDI(InferenceMethod):
                     model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
                 ).mean()
             )
-            rec = EpochRecord(t, -ll, -elbo, _lap(clock), {"ll_lb": ll, "elbo": elbo})
+            rec = EpochRecord(t, -ll, -elbo, lap(clock), {"ll_lb": ll, "elbo": elbo})
             loop.end_epoch(rec, state, stop="converged" if converged else "", max_epochs=rounds)
             if progress is not None:
                 progress(rec)
@@ -405,18 +389,6 @@ class LBCDI(InferenceMethod):
                 self._rounds_converged = True
                 break
         return t
-
-    # ------------------------------------------------------------------ helpers
-    def _as_data(self, x: torch.Tensor) -> torch.Tensor:
-        x = torch.as_tensor(x).to(device=self.device, dtype=self.dtype)
-        d = self.module.D
-        if x.ndim != 2 or x.shape[1] != d:
-            raise DataError(f"{self.name}: data must have shape (N, {d}); got {tuple(x.shape)}")
-        return x
-
-    def _eval_generator(self) -> torch.Generator:
-        """CPU generator of the Monte Carlo ELBO in the curve (used only when K > exact_max_k)."""
-        return torch.Generator().manual_seed(self.init_seed)
 
 
 def _restore_chunks(chunks: list[_Chunk], saved: dict[str, Any], keys: tuple[str, ...]) -> None:

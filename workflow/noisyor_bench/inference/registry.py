@@ -49,7 +49,17 @@ METHODS: tuple[MethodInfo, ...] = (
     MethodInfo("acp", "ACP", "acp:ACP", True, "#D55E00", "s"),  # vermillion
     MethodInfo("svi", "SVI", "svi:SVI", False, "#009E73", "^"),  # bluish green
     MethodInfo("lb-cdi", "LB-CDI", "lbcdi:LBCDI", False, "#CC79A7", "D"),  # reddish purple
-    MethodInfo("ub-cdi", "UB-CDI", "ubcdi:UBCDI", False, "#E69F00", "v"),  # orange
+    MethodInfo(
+        "ub-cdi",
+        "UB-CDI",
+        "ubcdi:UBCDI",
+        False,
+        "#E69F00",  # orange
+        "v",
+        modes=("inference",),
+        modes_reason="UB-CDI is an inference-only baseline (paper Section 4.2: no global parameters, "
+        "the paper does not use it for learning); allowed: inference",
+    ),
     MethodInfo(
         "acp-sg",
         "ACP-SG",
@@ -58,8 +68,8 @@ METHODS: tuple[MethodInfo, ...] = (
         "#000000",  # black: the ablation of ACP (theta stopped in eq. 11)
         "X",
         modes=("learning",),
-        modes_reason="an ablation of learning (theta detached in eq. 11); in inference mode theta is "
-        "fixed, so ACP-SG would be ACP",
+        modes_reason="acp-sg (ACP with theta stopped in eq. 11) is a learning-mode ablation: in inference "
+        "mode theta is fixed and acp-sg equals acp; use it only in learning experiments",
         ablates="acp",
     ),
 )

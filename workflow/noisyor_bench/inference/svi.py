@@ -5,7 +5,7 @@ Two sets of variational parameters (Section 2.4):
 * ``phi``: the logits of a factorised ``q(z | x^(n)) = prod_k Bern(sigmoid(phi_nk))``, one free
   vector per training point (not amortized);
 * ``r``: the Jensen weights of the lower bound on each positive observation,
-  ``log p(x_i=1|z) >= f(theta_i0) + sum_k z_k Delta_ik(r)`` (:mod:`noisyor_bench.models.noisyor.bounds`).
+  ``log p(x_i=1|z) >= f(theta_i0) + sum_k z_k Delta_ik(r)`` (:mod:`noisyor_bench.models.noisyor.jj_lower`).
 
 The objective is the lower-bounded ELBO (Table 1: objective "LB")
 
@@ -29,7 +29,7 @@ Resume: ``fit(..., checkpoint_path=...)`` saves after every epoch the generative
 the global Adam state, the training logits with their row-wise Adam moments, the
 warm-started validation logits and moments, the shuffling and evaluation generators, the
 early-stopping state and the curve (inference mode: the logits, moments and ``r`` of the
-fit on ``x_val``) (:mod:`.fitloop`); a fit started with that file continues after the saved
+fit on ``x_val``) (:mod:`.fitloop`, via :class:`~noisyor_bench.inference.classical.ClassicalMethod`); a fit started with that file continues after the saved
 epoch and ends bit-identical to an uninterrupted fit.
 """
 
@@ -37,33 +37,33 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode, PosteriorProgress
-from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
-from noisyor_bench.inference.training import lower_lr_hint, stream_generator
-from noisyor_bench.inference.ubcdi import _lap
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.models.noisyor.bounds import (
+from noisyor_bench.evaluation.heldout import elbo_of_q
+from noisyor_bench.inference.base import Mode, PosteriorProgress
+from noisyor_bench.inference.classical import ClassicalMethod, lap
+from noisyor_bench.inference.fitloop import FitLoop, clone_tensors
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.hparams import require
+from noisyor_bench.inference.seeding import stream_generator
+from noisyor_bench.inference.training import lower_lr_hint
+from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
+from noisyor_bench.infra.errors import DataError
+from noisyor_bench.models.noisyor.elbo import bernoulli_kl_from_logits
+from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
+from noisyor_bench.models.noisyor.jj_lower import (
     PositiveEntries,
-    elbo_of_q,
     lb_elbo,
     lb_init_r,
     lb_leak,
     lb_tighten_r,
-    require,
-    resolve_hparams,
     row_chunks,
-    torch_dtype,
 )
-from noisyor_bench.models.noisyor.elbo import bernoulli_kl_from_logits
-from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 DEFAULTS: dict[str, Any] = {
@@ -77,7 +77,7 @@ DEFAULTS: dict[str, Any] = {
     "val_steps": 30,  # learning: warm-started logit steps on x_val per evaluation
     "leak_floor": 1e-6,  # leak used inside the bound is max(theta_i0, leak_floor)
     "exact_max_k": 12,  # ELBO by 2^K enumeration up to this K, else Monte Carlo
-    "eval_samples": 100,  # Bernoulli samples per data point for the Monte Carlo ELBO
+    "eval_samples": DEFAULT_N_SAMPLES,  # Bernoulli samples per data point for the Monte Carlo ELBO
     "dtype": "float64",
 }
 
@@ -146,11 +146,11 @@ class _FreshProgress:
     converged: bool = False
 
 
-class SVI(InferenceMethod):
+class SVI(ClassicalMethod):
     """Per-datapoint variational parameters on the Jaakkola-Jordan lower bound (not amortized)."""
 
     name: ClassVar[str] = "svi"
-    amortized: ClassVar[bool] = False
+    DEFAULTS: ClassVar[dict[str, Any]] = DEFAULTS
 
     def __init__(
         self,
@@ -162,16 +162,6 @@ class SVI(InferenceMethod):
         init_key: str | None = None,
     ) -> None:
         super().__init__(model, mode, hparams, seed, device, init_key=init_key)
-        self.hparams = resolve_hparams(self.name, DEFAULTS, hparams)
-        h = self.hparams
-        for key in ("lr_local", "lr_global", "leak_floor"):
-            require(self.name, h[key] > 0, key, h[key], "> 0")
-        for key in ("local_steps", "r_iters", "steps_per_epoch", "eval_samples"):
-            require(self.name, h[key] >= 1, key, h[key], ">= 1")
-        for key in ("posterior_steps", "val_steps"):
-            require(self.name, h[key] >= 0, key, h[key], ">= 0")
-        require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
-        self.dtype = torch_dtype(self.name, h["dtype"])
         self.module: GenerativeModule = make_generative(
             mode,
             model,
@@ -185,16 +175,17 @@ class SVI(InferenceMethod):
         self._val_logits: torch.Tensor | None = None
         self._val_adam: RowAdam | None = None
         self._optimizer: torch.optim.Optimizer | None = None
-        self.best_epoch: int | None = None
-        self.stop_reason: str | None = None
-        self.convergence: Convergence | None = None  # set by fit (noisyor_bench.inference.convergence)
-        self.posterior_progress: PosteriorProgress | None = None  # of the last posterior() call
+
+    def check_hparams(self, h: Mapping[str, Any]) -> None:
+        for key in ("lr_local", "lr_global", "leak_floor"):
+            require(self.name, h[key] > 0, key, h[key], "> 0")
+        for key in ("local_steps", "r_iters", "steps_per_epoch", "eval_samples"):
+            require(self.name, h[key] >= 1, key, h[key], ">= 1")
+        for key in ("posterior_steps", "val_steps"):
+            require(self.name, h[key] >= 0, key, h[key], ">= 0")
+        require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
 
     # ------------------------------------------------------------------ API
-    @property
-    def generative(self) -> NoisyOR:
-        return self.module.model().detach()
-
     def fit(
         self,
         x_train: torch.Tensor,
@@ -220,19 +211,14 @@ class SVI(InferenceMethod):
         if self.mode == "learning":
             shuffle = torch.Generator().manual_seed(self.init_seed + 1)
             generators["shuffle"] = shuffle
-        loop = FitLoop(
-            fingerprint(self, budget, torch.as_tensor(x_train), torch.as_tensor(x_val)),
-            checkpoint_path,
-            generators,
-            hint=lower_lr_hint("'lr_global' or 'lr_local'"),
+        loop = self._fit_loop(
+            budget, x_train, x_val, checkpoint_path, generators, lower_lr_hint("'lr_global' or 'lr_local'")
         )
         if shuffle is None:
             records = self._fit_inference(x_val, budget, progress, loop, generator)
         else:
             records = self._fit_learning(x_train, x_val, budget, progress, loop, generator, shuffle)
-        self.best_epoch, self.stop_reason = loop.best_epoch, loop.stop_reason
-        # Inference mode fits held-out rows with the true model: no training budget to judge.
-        self.convergence = loop.convergence(budget, applicable=self.mode == "learning")
+        self._end_fit(loop, budget, applicable=self.mode == "learning")
         return records
 
     def posterior(self, x: torch.Tensor) -> torch.Tensor:
@@ -262,8 +248,7 @@ class SVI(InferenceMethod):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (all of it: a following ``fit`` continues exactly)."""
-        if state.get("method") != self.name:
-            raise ConfigError(f"{self.name}: checkpoint is for method {state.get('method')!r}")
+        self._check_state_method(state)
         self.module.load_state_dict(state["generative"])
         self.epoch = int(state["epoch"])
         self._optimizer = None
@@ -421,7 +406,7 @@ class SVI(InferenceMethod):
                     model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
                 ).mean()
             )
-            rec = EpochRecord(epoch, -objective, -elbo, _lap(clock), {"lb_elbo": objective, "elbo": elbo})
+            rec = EpochRecord(epoch, -objective, -elbo, lap(clock), {"lb_elbo": objective, "elbo": elbo})
             ended = "converged" if fresh.converged else "max_epochs" if fresh.done >= max_steps else ""
             loop.end_epoch(rec, state, stop=ended)
             if progress is not None:
@@ -524,18 +509,6 @@ class SVI(InferenceMethod):
                 model, xv, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
             ).mean()
         )
-
-    # ------------------------------------------------------------------ helpers
-    def _as_data(self, x: torch.Tensor) -> torch.Tensor:
-        x = torch.as_tensor(x).to(device=self.device, dtype=self.dtype)
-        d = self.module.D
-        if x.ndim != 2 or x.shape[1] != d:
-            raise DataError(f"{self.name}: data must have shape (N, {d}); got {tuple(x.shape)}")
-        return x
-
-    def _eval_generator(self) -> torch.Generator:
-        """CPU generator of the Monte Carlo ELBO in the curve (used only when K > exact_max_k)."""
-        return torch.Generator().manual_seed(self.init_seed)
 
 
 def _clone_or_none(t: torch.Tensor | None) -> torch.Tensor | None:

@@ -12,7 +12,7 @@ their own loops and share :func:`write_checkpoint` / :func:`read_checkpoint` thr
 * ``val_fn() -> float`` (optional): the monitored validation loss, e.g. a held-out NELBO;
   it must be deterministic for a given parameter state (seed its own generator on every
   call) so epochs are comparable.  Without it the epoch's training loss is monitored.
-* an optimiser over ``module``'s parameters, a :class:`~noisyor_bench.inference.base.FitBudget`,
+* an optimiser over ``module``'s parameters, a :class:`~noisyor_bench.inference.fitting.FitBudget`,
   a CPU ``torch.Generator`` for shuffling and any further generators ``loss_fn`` draws from.
 
 Per epoch: one pass (or, with ``budget.min_epoch_steps``, as many as make that many steps) over
@@ -29,7 +29,7 @@ counters, the state of every generator, the best state, the history and the pati
 from it and ends with bit-identical parameters to an uninterrupted run.  A ``fingerprint``
 (any JSON-like dict describing the run configuration) is stored and must match on resume.
 
-Sketch of use (see ``methods/amortized.py`` for a full one)::
+Sketch of use (see ``inference/amortized.py``; streams from :mod:`noisyor_bench.inference.seeding` for a full one)::
 
     noise = stream_generator(seed, "elbo-samples", device)
     trainer = Trainer(
@@ -49,22 +49,18 @@ Sketch of use (see ``methods/amortized.py`` for a full one)::
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from noisyor_bench.inference.base import EpochRecord, FitBudget
 from noisyor_bench.inference.convergence import Convergence, assess
-from noisyor_bench.inference.fitting import check_budget, fit_budget_fields
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
 from noisyor_bench.infra.errors import ConfigError, DataError, UserError
 from noisyor_bench.infra.io import atomic_path
 
@@ -78,66 +74,6 @@ ProgressFn = Callable[[EpochRecord], None]
 
 class NonFiniteLossError(UserError):
     """Training diverged (NaN/inf loss or parameters); usually a too-large learning rate."""
-
-
-def stream_seed(seed: int, stream: str) -> int:
-    """A 64-bit seed for the named random stream of run ``seed``.
-
-    Independent streams (``"generative-init"``, ``"encoder-init"``, ``"shuffle"``, ...) come
-    from one user seed through :class:`numpy.random.SeedSequence`, so adding a stream never
-    shifts another, and two methods that use the same stream name with the same seed (e.g.
-    the generative initialisation in learning mode) start from identical values.
-    """
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer; got {seed!r}")
-    key = zlib.crc32(stream.encode("utf-8"))
-    words = np.random.SeedSequence(int(seed), spawn_key=(key,)).generate_state(2, dtype=np.uint32)
-    return (int(words[0]) << 32 | int(words[1])) & 0x7FFF_FFFF_FFFF_FFFF
-
-
-FINAL_ROLE = "final"
-
-
-def run_init_key(experiment: str, dataset: str, n_train: int, draw: int | None = None) -> str:
-    """The initialisation key of one run of the grid cell (experiment, dataset, N_train).
-
-    ``"<experiment>/<dataset>/n<N_train>/draw<d>"`` for search draw ``d``,
-    ``"<experiment>/<dataset>/n<N_train>/final"`` for the cell's final (reported) seeds.  The
-    method is not part of it, so AVI, ACP, SVI, LB-CDI, ... of one (cell, draw-or-final, seed)
-    start from the same generative parameters (paired comparisons), while every draw, every
-    seed and the final runs get initialisations of their own, as independent runs of a random
-    search would.
-    """
-    if draw is not None and (isinstance(draw, bool) or not isinstance(draw, (int, np.integer)) or draw < 0):
-        raise ConfigError(f"search draw must be a non-negative integer; got {draw!r}")
-    role = FINAL_ROLE if draw is None else f"draw{int(draw)}"
-    return f"{experiment}/{dataset}/n{int(n_train)}/{role}"
-
-
-def derive_init_seed(seed: int, init_key: str | None) -> int:
-    """The root seed of a run's training streams: ``seed`` itself without ``init_key``,
-    else a 63-bit seed from ``SeedSequence([seed, *sha256(init_key) as 8 uint32 words])``.
-
-    Every training stream of the run (``"generative-init"``, ``"<method>-encoder-init"``,
-    ``"shuffle"``, ``"elbo-samples"``, ``"validation"``, ...) is then :func:`stream_seed` of
-    this value, so the same (seed, key) always gives the same run and a different seed or key
-    gives independent streams.  A full-width hash (not CRC32) keeps distinct keys apart.
-    """
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer; got {seed!r}")
-    if init_key is None:
-        return int(seed)
-    if not isinstance(init_key, str) or not init_key:
-        raise ConfigError(f"init_key must be a non-empty string or None; got {init_key!r}")
-    digest = hashlib.sha256(init_key.encode("utf-8")).digest()
-    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 32, 4)]
-    state = np.random.SeedSequence([int(seed), *words]).generate_state(2, dtype=np.uint32)
-    return (int(state[0]) << 32 | int(state[1])) & 0x7FFF_FFFF_FFFF_FFFF
-
-
-def stream_generator(seed: int, stream: str, device: torch.device | str = "cpu") -> torch.Generator:
-    """``torch.Generator`` on ``device`` seeded with :func:`stream_seed`."""
-    return torch.Generator(device=torch.device(device)).manual_seed(stream_seed(seed, stream))
 
 
 def validate_budget(budget: FitBudget) -> None:
@@ -414,14 +350,10 @@ def lower_lr_hint(keys: str) -> str:
 __all__ = [
     "NonFiniteLossError",
     "Trainer",
-    "derive_init_seed",
     "diverged",
     "load_checkpoint",
     "lower_lr_hint",
     "read_checkpoint",
-    "run_init_key",
     "write_checkpoint",
-    "stream_generator",
-    "stream_seed",
     "validate_budget",
 ]

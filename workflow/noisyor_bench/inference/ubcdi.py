@@ -5,7 +5,7 @@ Per data point the positive likelihoods are replaced by the conjugate upper boun
 (eq. 11) and ``psi`` is chosen to give the tightest bound, i.e. to minimise the
 log-likelihood upper bound ``LL-UB = log p~(x | psi)`` (eq. 12 applied to the whole data
 vector; closed form: supplement eq. 4 with the missing ``exp`` restored).  The minimiser is
-the fixed point ``psi_i = 1 / (exp(E_q[a_i]) - 1)`` (derivation: :mod:`noisyor_bench.models.noisyor.bounds`
+the fixed point ``psi_i = 1 / (exp(E_q[a_i]) - 1)`` (derivation: :mod:`noisyor_bench.models.noisyor.jj_upper`
 and docs/bounds.md), iterated with backtracking so that LL-UB decreases monotonically.
 
 Initial ``psi`` (hyperparameter ``psi_init``):
@@ -42,35 +42,29 @@ function of the data, so a resumed fit replays the saved rounds without their EL
 evaluation, checks that it reached the saved ``psi`` bit for bit, and continues; if it did
 not (e.g. a different number of threads), it starts afresh.  The curve of a resumed fit is
 bit-identical to an uninterrupted one.  (Replaying instead of storing ``psi`` keeps
-:func:`~noisyor_bench.models.noisyor.bounds.ub_optimize` the only implementation of a round; a whole fit on
+:func:`~noisyor_bench.models.noisyor.jj_upper.ub_optimize` the only implementation of a round; a whole fit on
 SYN-PATTERN's 1,000 validation points takes under a second, of which the rounds are ~70%.)
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.inference.base import EpochRecord, FitBudget, InferenceMethod, Mode
-from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.fitloop import FitLoop, fingerprint
-from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.models.noisyor.bounds import (
-    UBRound,
-    elbo_of_q,
-    require,
-    resolve_hparams,
-    torch_dtype,
-    ub_optimize,
-    ub_psi_marginal,
-    ub_psi_prior,
-)
+from noisyor_bench.evaluation.heldout import elbo_of_q
+from noisyor_bench.inference.base import Mode
+from noisyor_bench.inference.classical import ClassicalMethod, lap
+from noisyor_bench.inference.fitloop import FitLoop
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.hparams import require
+from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
+from noisyor_bench.infra.hashing import sha256_bytes
+from noisyor_bench.models.noisyor.jj_upper import UBRound, ub_optimize, ub_psi_marginal, ub_psi_prior
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 log = logging.getLogger(__name__)
@@ -81,17 +75,17 @@ DEFAULTS: dict[str, Any] = {
     "psi_init": "marginal",  # marginal | prior | one | zero (see module docstring)
     "damping": "backtrack",  # backtrack (monotone LL-UB) | none (plain fixed point, may oscillate)
     "exact_max_k": 12,  # ELBO by 2^K enumeration up to this K, else Monte Carlo
-    "eval_samples": 100,  # Bernoulli samples per data point for the Monte Carlo ELBO
+    "eval_samples": DEFAULT_N_SAMPLES,  # Bernoulli samples per data point for the Monte Carlo ELBO
     "dtype": "float64",
 }
 PSI_INITS = ("marginal", "prior", "one", "zero")
 
 
-class UBCDI(InferenceMethod):
-    """Tightest-upper-bound conjugate dual inference (inference mode only)."""
+class UBCDI(ClassicalMethod):
+    """Tightest-upper-bound conjugate dual inference (inference mode only: registry ``modes``)."""
 
     name: ClassVar[str] = "ub-cdi"
-    amortized: ClassVar[bool] = False
+    DEFAULTS: ClassVar[dict[str, Any]] = DEFAULTS
 
     def __init__(
         self,
@@ -103,13 +97,10 @@ class UBCDI(InferenceMethod):
         init_key: str | None = None,
     ) -> None:
         super().__init__(model, mode, hparams, seed, device, init_key=init_key)
-        self.hparams = resolve_hparams(self.name, DEFAULTS, hparams)
-        h = self.hparams
-        if mode != "inference":
-            raise ConfigError(
-                f"{self.name}: mode {mode!r} is not supported; UB-CDI is an inference-only baseline "
-                "(paper Section 4.2); allowed: inference"
-            )
+        self._model = model.detach().to(dtype=self.dtype, device=self.device)
+        self.rounds_done = 0
+
+    def check_hparams(self, h: Mapping[str, Any]) -> None:
         require(
             self.name, h["psi_init"] in PSI_INITS, "psi_init", h["psi_init"], f"one of {', '.join(PSI_INITS)}"
         )
@@ -119,12 +110,6 @@ class UBCDI(InferenceMethod):
         require(self.name, h["max_rounds"] >= 0, "max_rounds", h["max_rounds"], ">= 0")
         require(self.name, h["tol"] >= 0, "tol", h["tol"], ">= 0")
         require(self.name, h["eval_samples"] >= 1, "eval_samples", h["eval_samples"], ">= 1")
-        self.dtype = torch_dtype(self.name, h["dtype"])
-        self._model = model.detach().to(dtype=self.dtype, device=self.device)
-        self.rounds_done = 0
-        self.best_epoch: int | None = None
-        self.stop_reason: str | None = None
-        self.convergence: Convergence | None = None  # set by fit (noisyor_bench.inference.convergence)
 
     # ------------------------------------------------------------------ API
     @property
@@ -180,11 +165,13 @@ class UBCDI(InferenceMethod):
         """
         x = self._as_data(x_val)
         generator = self._eval_generator()
-        loop = FitLoop(
-            fingerprint(self, budget, torch.as_tensor(x_train), torch.as_tensor(x_val)),
+        loop = self._fit_loop(
+            budget,
+            x_train,
+            x_val,
             checkpoint_path,
             {"evaluation": generator},
-            hint="check the data and the ground-truth parameters (UB-CDI has no learning rate)",
+            "check the data and the ground-truth parameters (UB-CDI has no learning rate)",
         )
         saved = loop.resume()
         try:
@@ -194,9 +181,8 @@ class UBCDI(InferenceMethod):
             loop.restart()
             generator.manual_seed(self.init_seed)
             records = self._rounds_with_curve(x, budget, progress, loop, generator, None)
-        self.stop_reason = loop.stop_reason
         # Rounds on held-out rows with the true model: only its own criterion ("converged") counts.
-        self.convergence = loop.convergence(budget, applicable=False)
+        self._end_fit(loop, budget, applicable=False)
         return records
 
     def _rounds_with_curve(
@@ -234,7 +220,7 @@ class UBCDI(InferenceMethod):
                 epoch=state.round,
                 train_nelbo=-ll,
                 val_nelbo=-elbo,
-                seconds=_lap(clock),
+                seconds=lap(clock),
                 extra={"ll_ub": ll, "elbo": elbo, "backtracked": float(state.backtracked)},
             )
             # Whether this round is the last is only known after it; a resumed fit replays to the same end.
@@ -257,20 +243,13 @@ class UBCDI(InferenceMethod):
         return {"method": self.name, "hparams": dict(self.hparams), "rounds_done": self.rounds_done}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("method") != self.name:
-            raise ConfigError(f"{self.name}: checkpoint is for method {state.get('method')!r}")
+        self._check_state_method(state)
         self.rounds_done = int(state["rounds_done"])
 
     # ------------------------------------------------------------------ helpers
-    def _as_data(self, x: torch.Tensor) -> torch.Tensor:
-        x = torch.as_tensor(x).to(device=self.device, dtype=self.dtype)
-        if x.ndim != 2 or x.shape[1] != self._model.D:
-            raise DataError(f"{self.name}: data must have shape (N, {self._model.D}); got {tuple(x.shape)}")
-        return x
-
-    def _eval_generator(self) -> torch.Generator:
-        """CPU generator of the Monte Carlo ELBO in the curve (used only when K > exact_max_k)."""
-        return torch.Generator().manual_seed(self.init_seed)
+    @property
+    def n_observed(self) -> int:
+        return self._model.D
 
 
 class _ReplayDiverged(Exception):
@@ -279,14 +258,7 @@ class _ReplayDiverged(Exception):
 
 def _digest(psi: torch.Tensor) -> str:
     """sha256 of ``psi``'s bytes: enough to check a replay bit for bit without storing ``psi``."""
-    return hashlib.sha256(psi.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
-
-
-def _lap(clock: list[float]) -> float:
-    """Seconds since the previous lap (or the start), and start a new lap."""
-    now = time.perf_counter()
-    elapsed, clock[0] = now - clock[0], now
-    return elapsed
+    return sha256_bytes(psi.detach().cpu().contiguous().numpy().tobytes())
 
 
 __all__ = ["DEFAULTS", "UBCDI"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.gpulock import claim_gpu
 
 #: Overrides the number of visible GPUs (tests; a machine where CUDA's count is wrong).
@@ -48,6 +49,21 @@ def pick_device(
     if torch.cuda.is_available():
         torch.cuda.set_device(claim.index)  # implicit "cuda" tensors follow the claimed GPU
     return torch.device("cuda", claim.index)
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto``/``cpu``/``cuda[:N]`` as a device; ConfigError for unknown or absent devices."""
+    try:
+        device = pick_device(name)
+    except RuntimeError:
+        raise ConfigError(
+            f"device {name!r} is not a valid torch device; use auto, cpu, cuda or cuda:N"
+        ) from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {name!r} requested but CUDA is not available; use --device auto or cpu")
+    if device.type not in ("cpu", "cuda"):
+        raise ConfigError(f"device {name!r} is not supported; use auto, cpu, cuda or cuda:N")
+    return device
 
 
 def set_threads(threads: int | None) -> int:

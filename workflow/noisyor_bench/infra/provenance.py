@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from noisyor_bench import __version__
+from noisyor_bench.infra.hashing import sha256_bytes, sha256_file_memo
 
 SCHEMA = 1
 SIDECAR_SUFFIX = ".prov.json"
@@ -302,27 +303,10 @@ def environment(device: Any = None, threads: int | None = None) -> dict[str, Any
 
 
 # ---------------------------------------------------------------------------------- files
-_SHA_MEMO: dict[tuple[str, int, int, int], str] = {}
-
-
-def sha256(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of a file, memoised on (path, size, mtime, inode): a rewrite is re-hashed."""
-    from noisyor_bench.data.rawdata import sha256_file
-
-    p = Path(path)
-    st = p.stat()
-    key = (str(p.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
-    if key not in _SHA_MEMO:
-        _SHA_MEMO[key] = sha256_file(p)
-    return _SHA_MEMO[key]
-
-
 def directory_sha256(path: str | os.PathLike[str]) -> tuple[str | None, int]:
     """Digest of a directory and its file count: the sha256 of the sorted lines
     ``<relative path> TAB <sha256> NEWLINE`` of its files (hidden ones left out), so a directory
     input (e.g. Snakemake's benchmarks) is checked like a file; ``None`` above the size caps."""
-    import hashlib
-
     root = Path(path)
     files: list[Path] = []
     for p in root.rglob("*"):
@@ -333,15 +317,15 @@ def directory_sha256(path: str | os.PathLike[str]) -> tuple[str | None, int]:
     files.sort()
     if sum(p.stat().st_size for p in files) > MAX_DIR_BYTES:
         return None, len(files)
-    lines = "".join(f"{p.relative_to(root).as_posix()}\t{sha256(p)}\n" for p in files)
-    return hashlib.sha256(lines.encode("utf-8")).hexdigest(), len(files)
+    lines = "".join(f"{p.relative_to(root).as_posix()}\t{sha256_file_memo(p)}\n" for p in files)
+    return sha256_bytes(lines.encode("utf-8")), len(files)
 
 
 def current_sha256(path: str | os.PathLike[str]) -> str | None:
     """sha256 of a file, the :func:`directory_sha256` of a directory, None if absent."""
     p = Path(path)
     if p.is_file():
-        return sha256(p)
+        return sha256_file_memo(p)
     if p.is_dir():
         return directory_sha256(p)[0]
     return None
@@ -371,7 +355,7 @@ def file_entry(
         "role": role,
     }
     if p.is_file():
-        entry.update(sha256=sha256(p), bytes=p.stat().st_size)
+        entry.update(sha256=sha256_file_memo(p), bytes=p.stat().st_size)
     elif p.is_dir():
         digest, n_files = directory_sha256(p)
         entry.update(sha256=digest, kind="directory", files=n_files)

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError, UserError
-from noisyor_bench.infra.io import load_npz, read_json
+from noisyor_bench.infra.io import read_json
 from noisyor_bench.reporting.methods import DETERMINISTIC_IN_INFERENCE, method_rank
 
 REQUIRED_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
@@ -180,16 +180,10 @@ def is_deterministic(runs: pd.DataFrame) -> bool:
 
 def load_dataset_truth(path: str | Path) -> tuple[np.ndarray, np.ndarray, tuple[int, int] | None, str]:
     """True ``theta``, ``theta0``, image shape (from the sidecar) and name of a dataset ``.npz``."""
+    from noisyor_bench.data.loading import read_dataset
+
     path = Path(path)
-    try:
-        arrays = load_npz(path)
-    except FileNotFoundError:
-        raise DataError(f"{path}: dataset file not found") from None
-    except (OSError, ValueError) as err:
-        raise DataError(f"{path}: not a readable .npz ({err})") from None
-    for key in ("theta", "theta0"):
-        if key not in arrays:
-            raise DataError(f"{path}: array {key!r} missing")
+    arrays = read_dataset(path, need=("theta", "theta0"))
     sidecar = path.with_suffix(".json")
     meta = read_json(sidecar) if sidecar.exists() else {}
     shape = tuple(meta["image_shape"]) if meta.get("image_shape") else None
@@ -198,13 +192,6 @@ def load_dataset_truth(path: str | Path) -> tuple[np.ndarray, np.ndarray, tuple[
 
 def load_posterior(run_dir: str | Path) -> dict[str, np.ndarray]:
     """``posterior_test.npz`` of a run (``q``, ``theta``, ``theta0``, ``mu``)."""
-    path = Path(run_dir) / "posterior_test.npz"
-    try:
-        arrays = load_npz(path)
-    except FileNotFoundError:
-        raise DataError(f"{path}: posterior_test.npz not found") from None
-    except (OSError, ValueError) as err:
-        raise DataError(f"{path}: not a readable .npz ({err})") from None
-    if "theta" not in arrays:
-        raise DataError(f"{path}: array 'theta' missing")
-    return arrays
+    from noisyor_bench.experiments.rundir import load_posterior as load_run_posterior
+
+    return load_run_posterior(run_dir, need=("theta",))

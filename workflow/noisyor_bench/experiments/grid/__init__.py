@@ -21,12 +21,20 @@ from typing import Any
 
 from noisyor_bench.experiments.grid import corpora as corpora  # the grid's real-corpus cells (grid.corpora)
 from noisyor_bench.experiments.search import sample_hparams
+from noisyor_bench.inference.fitting import config_budget_defaults
 from noisyor_bench.inference.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED
+from noisyor_bench.infra.constants import (
+    BASELINE_IW_SAMPLES,
+    BASELINE_MAX_ROUNDS,
+    BASELINE_MAX_ROWS,
+    DEFAULT_N_SAMPLES,
+    WORKFLOW_IW_SAMPLES,
+)
 from noisyor_bench.infra.errors import ConfigError
 
 AMORTIZED = tuple(m for m in METHOD_NAMES if m not in NON_AMORTIZED)
-DEFAULT_BUDGET = {"max_epochs": 200, "patience": 10, "batch_size": 128}
-DEFAULT_EVALUATION = {"samples": 100, "iw_samples": 1000}
+DEFAULT_BUDGET = config_budget_defaults()
+DEFAULT_EVALUATION = {"samples": DEFAULT_N_SAMPLES, "iw_samples": WORKFLOW_IW_SAMPLES}
 
 
 @dataclass(frozen=True, order=True)
@@ -150,7 +158,11 @@ def evaluation(cfg: Mapping[str, Any]) -> dict[str, int]:
     return merged
 
 
-DEFAULT_BASELINES = {"max_rows": 500, "iw_samples": 1000, "max_rounds": 200}
+DEFAULT_BASELINES = {
+    "max_rows": BASELINE_MAX_ROWS,
+    "iw_samples": BASELINE_IW_SAMPLES,
+    "max_rounds": BASELINE_MAX_ROUNDS,
+}
 
 
 def baseline_settings(cfg: Mapping[str, Any]) -> dict[str, int]:

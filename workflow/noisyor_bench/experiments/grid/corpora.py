@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from noisyor_bench.inference.fitting import config_budget_defaults
 from noisyor_bench.inference.registry import METHODS
 from noisyor_bench.infra.errors import ConfigError
 
@@ -31,7 +32,7 @@ def corpus_methods() -> tuple[str, ...]:
 
 
 DEFAULT_METHODS = corpus_methods()
-DEFAULT_BUDGET = {"max_epochs": 200, "patience": 10, "batch_size": 128}
+DEFAULT_BUDGET = config_budget_defaults()
 MODE = "learning"  # real corpora have no ground truth: the generative model is always learned
 
 _CLASSIFICATION_RE = re.compile(rf"^{CLASSIFICATION_PREFIX}(\d+)$")

@@ -32,9 +32,6 @@ import torch
 
 from noisyor_bench.models.noisyor.model import log1mexp
 
-# CSR tensors are "beta" in PyTorch; the layout is validated here, so skip the per-call checks.
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
-
 SPARSE_MAX_DENSITY = 0.25
 """Use the active-entry positive term when at most this fraction of a batch's entries is 1.
 
@@ -73,15 +70,22 @@ class CsrPattern:
 
     def matrix(self, values: torch.Tensor) -> torch.Tensor:
         """The CSR matrix with ``values`` (nnz,) at the pattern's entries."""
-        return torch.sparse_csr_tensor(
-            self.crow, self.col, values, (self.n_rows, self.n_cols), check_invariants=False
-        )
+        return _csr(self.crow, self.col, values, (self.n_rows, self.n_cols))
 
     def matrix_t(self, values: torch.Tensor) -> torch.Tensor:
         """The transpose of :meth:`matrix`, again in CSR layout (row-parallel, deterministic)."""
-        return torch.sparse_csr_tensor(
-            self.t_crow, self.t_col, values[self.t_perm], (self.n_cols, self.n_rows), check_invariants=False
-        )
+        return _csr(self.t_crow, self.t_col, values[self.t_perm], (self.n_cols, self.n_rows))
+
+
+def _csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """A CSR tensor without PyTorch's per-call checks (the layout is built and validated here).
+
+    CSR tensors are "beta" in PyTorch, which warns on first use; the warning is silenced here,
+    around the construction only, rather than by a process-wide filter set at import.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+        return torch.sparse_csr_tensor(crow, col, values, size, check_invariants=False)
 
 
 def _pointers(index: torch.Tensor, n: int) -> torch.Tensor:

@@ -12,7 +12,7 @@ SVI ``posterior_steps`` (Adam steps on the per-datapoint logits, learning rate
 the exact q-step; round 0 is already a q-step for ``r`` tight at the prior mean).  Every
 other hyperparameter, the evaluation seed and the sample counts are the Fig. 3a run's own
 (read from its ``metrics.json``), and the metrics come from
-:func:`noisyor_bench.experiments.runs.evaluate_posterior`, the code path of every run -- so the row
+:func:`noisyor_bench.evaluation.run_metrics.evaluate_posterior`, the code path of every run -- so the row
 ``setting == "fig3a"`` (the run's own cap, e.g. SVI's default 300 steps) reproduces the run's recorded numbers
 exactly.  Both methods are deterministic in inference mode: one run (the lowest seed) per
 method suffices; other seeds differ only in the evaluation's Monte Carlo draws.
@@ -31,16 +31,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from noisyor_bench.experiments.runs import (
-    evaluate_posterior,
-    file_sha256,
-    ground_truth,
-    has_truth,
-    load_dataset,
-)
+from noisyor_bench.data.loading import ground_truth, has_truth, load_dataset
+from noisyor_bench.evaluation.run_metrics import evaluate_posterior
 from noisyor_bench.inference.registry import get_method
-from noisyor_bench.inference.training import stream_seed
+from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.hashing import sha256_file
 from noisyor_bench.reporting.acp.paper import paper_numbers
 from noisyor_bench.reporting.collect import read_metrics
 from noisyor_bench.reporting.methods import method_label, method_rank
@@ -253,7 +249,7 @@ def sensitivity_table(paths: Sequence[str], dataset: str, steps: Sequence[int] |
         raise DataError(
             f"dataset {dataset} has no ground truth; the Fig. 3a sensitivity needs a synthetic dataset"
         )
-    sha = file_sha256(dataset)
+    sha = sha256_file(dataset)
     for run in runs.values():
         if run.get("dataset_sha256") not in (None, sha):
             raise DataError(f"{run['run_dir']} was trained on another file than {dataset} (sha256 differs)")

@@ -10,23 +10,14 @@ import pandas as pd
 
 from noisyor_bench.experiments.grid.corpora import classification_latents
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.infra.io import load_npz
 from noisyor_bench.reporting.collect import collect_runs, convergence_counts
 
 
 def load_run_posterior(run_dir: str | Path, need: Sequence[str] = ("theta",)) -> dict[str, np.ndarray]:
     """``posterior_test.npz`` of a run with the arrays ``need`` present (DataError naming the file)."""
-    path = Path(run_dir) / "posterior_test.npz"
-    try:
-        arrays = load_npz(path)
-    except FileNotFoundError:
-        raise DataError(f"{path}: posterior_test.npz not found (did the run finish?)") from None
-    except (OSError, ValueError) as err:
-        raise DataError(f"{path}: not a readable .npz ({err})") from None
-    missing = [k for k in need if k not in arrays]
-    if missing:
-        raise DataError(f"{path}: array(s) {missing} missing")
-    return arrays
+    from noisyor_bench.experiments.rundir import load_posterior
+
+    return load_posterior(run_dir, need=need)
 
 
 def collect_text_runs(paths: Sequence[str | Path]) -> pd.DataFrame:

@@ -1,39 +1,4 @@
-"""Jaakkola-Jordan conjugate bounds on the positive noisy-OR likelihood (paper Sections 2.3-2.4).
-
-The only non-linear factor of the noisy-OR likelihood is ``p(x_i = 1 | z) = exp(f(a_i))`` with
-
-    f(a) = log(1 - exp(-a)),    a_i = theta_i0 + sum_k theta_ik z_k          (eqs. 5-7)
-
-``f`` is increasing and concave on ``a > 0``; the two classical bounds exploit this.
-
-Upper bound (UB-CDI; paper eqs. 7-8, supplement eqs. 1-5).  The concave conjugate of ``f``
-
-    g(t) = min_a (t a - f(a)) = -t log t + (t + 1) log(t + 1),   t >= 0      (eq. 8)
-
-(attained at ``a = log((t+1)/t)``, i.e. ``t = f'(a) = 1/(e^a - 1)``) gives, for every
-``psi >= 0``, ``f(a) <= psi a - g(psi)`` with equality iff ``psi = f'(a)``.  The bound is
-linear in ``z``, so multiplying it over the positive observations with the exact negative
-likelihoods and the prior keeps the joint ``p~(x, z | psi)`` factorised over ``k``:
-
-    log p~(x, z | psi) = -sum_i x_i g(psi_i) + sum_i c_i (theta_i0 + sum_k theta_ik z_k)
-                         + log p(z),        c_i = x_i psi_i - (1 - x_i)          (suppl. eq. 3)
-    q(z_k = 1 | x, psi) = sigmoid(sum_i c_i theta_ik + logit mu_k)              (eq. 11)
-    LL-UB(psi) = log p~(x | psi) = -sum_i x_i g(psi_i) + sum_i c_i theta_i0
-                 + sum_k log(1 - mu_k + mu_k exp(sum_i c_i theta_ik))          (suppl. eq. 4)
-
-(The supplement's eq. 4 drops the ``exp`` inside the product; the form above is the correct
-one and is tested against enumeration.)  ``LL-UB >= log p(x)`` for every ``psi``.  It is
-convex in ``psi`` (log-sum-exp of affine functions plus the convex ``-g``) with gradient
-``dLL-UB/dpsi_i = x_i (E_q[a_i] - g'(psi_i))``, ``g'(t) = log((t+1)/t)`` and ``q`` of eq. 11,
-so its minimiser -- the tightest bound, the CDI choice of eq. 12 applied to the whole data
-vector -- is the fixed point
-
-    psi_i = 1 / (exp(E_q[a_i]) - 1) = f'(E_q[a_i]),    E_q[a_i] = theta_i0 + sum_k theta_ik q_k.
-
-Each component of the fixed-point displacement ``F(psi) - psi`` has the sign opposite to the
-gradient, so it is a descent direction; :func:`ub_optimize` steps along it with an Armijo
-backtracking line search so that LL-UB decreases monotonically even where the plain
-iteration oscillates (it does on dense data: see docs/bounds.md).
+"""The Jaakkola-Jordan (Jensen) *lower* bound of LB-CDI and SVI.
 
 Lower bound (LB-CDI and SVI; Jaakkola & Jordan 1999, Singliar & Hauskrecht 2006).  With
 ``r_ik >= 0``, ``sum_{k=1}^K r_ik = 1`` and the leak kept inside every term,
@@ -71,37 +36,25 @@ then ``-inf`` for every ``q`` with some ``q_k < 1``.  The lower-bound functions 
 ``theta_i0 >= leak_floor``; below it they bound the model with the leak raised to the
 floor).  The negative terms always use the exact ``theta_i0``.
 
-docs/bounds.md repeats these derivations with every intermediate step.
+``f`` and its derivative: :mod:`noisyor_bench.models.noisyor.conjugate`; docs/bounds.md repeats
+these derivations with every intermediate step.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from noisyor_bench.evaluation.heldout import nelbo
-from noisyor_bench.infra.errors import ConfigError
-from noisyor_bench.models.noisyor.exact import exact_elbo
-from noisyor_bench.models.noisyor.model import NoisyOR, bernoulli_kl, log1mexp
+from noisyor_bench.models.noisyor.conjugate import f_pos
+from noisyor_bench.models.noisyor.linesearch import backtrack
+from noisyor_bench.models.noisyor.model import NoisyOR, bernoulli_kl
 
-# Smallest rate E_q[a_i] used in the UB fixed point (psi = 1/expm1(E) <= ~1e10).
-_MIN_RATE = 1e-10
 # Division guard for r -> 0 (Delta -> 0 there; the guard keeps gradients finite).
 _R_TINY = 1e-30
 DEFAULT_LEAK_FLOOR = 1e-6
-# Sufficient-decrease constant of the backtracking line searches (see _backtrack).
-ARMIJO = 0.25
-
-
-# ====================================================================== f, g and the tangents
-def f_pos(a: torch.Tensor) -> torch.Tensor:
-    """``f(a) = log(1 - exp(-a))``: log-probability of a positive observation at rate ``a`` (eq. 7)."""
-    return log1mexp(a)
 
 
 def _f_fast(a: torch.Tensor) -> torch.Tensor:
@@ -112,38 +65,6 @@ def _f_fast(a: torch.Tensor) -> torch.Tensor:
     the differentiable objectives use the accurate :func:`f_pos`.
     """
     return torch.log(-torch.expm1(-a))
-
-
-def f_prime(a: torch.Tensor) -> torch.Tensor:
-    """``f'(a) = 1/(e^a - 1)``: the conjugate point ``t`` at which the UB touches ``f`` at ``a``."""
-    return 1.0 / torch.expm1(a)
-
-
-def conj_g(t: torch.Tensor) -> torch.Tensor:
-    """``g(t) = -t log t + (t+1) log(t+1)`` for ``t >= 0`` (eq. 8), ``g(0) = 0``.
-
-    Evaluated as ``(1+t) log1p(t) - t log t`` below 1 and ``log1p(t) + t log1p(1/t)`` above,
-    so neither the tiny-``t`` nor the huge-``t`` end loses digits to cancellation.
-    """
-    small = t <= 1.0
-    ts = torch.where(small, t, torch.ones_like(t))
-    tl = torch.where(small, torch.ones_like(t), t)
-    g_small = (1.0 + ts) * torch.log1p(ts) - torch.xlogy(ts, ts)
-    g_large = torch.log1p(tl) + tl * torch.log1p(1.0 / tl)
-    return torch.where(small, g_small, g_large)
-
-
-def conj_g_prime(t: torch.Tensor) -> torch.Tensor:
-    """``g'(t) = log((t+1)/t)`` (``+inf`` at 0); decreasing, since ``g`` is concave."""
-    small = t <= 1.0
-    ts = torch.where(small, t, torch.ones_like(t))
-    tl = torch.where(small, torch.ones_like(t), t)
-    return torch.where(small, torch.log1p(ts) - torch.log(ts), torch.log1p(1.0 / tl))
-
-
-def upper_bound_f(a: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
-    """``psi a - g(psi) >= f(a)`` (eq. 7): log of ``p~(x_i = 1 | z, psi)``."""
-    return psi * a - conj_g(psi)
 
 
 def lower_bound_f(
@@ -159,143 +80,6 @@ def lower_bound_f(
     return torch.where(r_i > 0, terms, torch.zeros_like(terms)).sum(-1)
 
 
-# ====================================================================== UB-CDI
-def ub_coefficients(x: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
-    """``c_i = x_i psi_i - (1 - x_i)``: the coefficient of ``a_i`` in ``log p~(x, z | psi)`` (suppl. eq. 3)."""
-    return torch.where(x > 0, psi, -torch.ones_like(psi))
-
-
-def ub_posterior_logits(model: NoisyOR, x: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
-    """Logits of ``q(z_k = 1 | x, psi)`` (eq. 11 / suppl. eq. 5): ``c @ theta + logit(mu)``, (N, K)."""
-    return ub_coefficients(x, psi) @ model.theta + torch.logit(model.mu)
-
-
-def ll_ub(model: NoisyOR, x: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
-    """``LL-UB = log p~(x | psi) = log sum_z p~(x, z | psi)`` in closed form (suppl. eq. 4, corrected), (N,).
-
-    ``sum_k log(1 - mu_k + mu_k e^{s_k}) = sum_k [log(1 - mu_k) + softplus(s_k + logit mu_k)]``.
-    """
-    c = ub_coefficients(x, psi)
-    eta = c @ model.theta + torch.logit(model.mu)
-    pos = torch.where(x > 0, -conj_g(psi), torch.zeros_like(psi)).sum(-1)
-    return pos + c @ model.theta0 + (torch.log1p(-model.mu) + F.softplus(eta)).sum(-1)
-
-
-def ll_ub_gradient(model: NoisyOR, x: torch.Tensor, psi: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """``dLL-UB/dpsi_i = x_i (E_q[a_i] - g'(psi_i))`` with ``q`` of eq. 11 at ``psi``, (N, D)."""
-    safe = torch.where(x > 0, psi, torch.ones_like(psi))
-    return torch.where(x > 0, model.rates(q) - conj_g_prime(safe), torch.zeros_like(psi))
-
-
-def ub_fixed_point(model: NoisyOR, x: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """The stationarity map ``psi_i = 1 / (exp(E_q[a_i]) - 1)`` for ``x_i = 1`` (0 elsewhere), (N, D)."""
-    expected_rate = model.rates(q).clamp_min(_MIN_RATE)
-    return torch.where(x > 0, f_prime(expected_rate), torch.zeros_like(expected_rate))
-
-
-def ub_psi_prior(model: NoisyOR, x: torch.Tensor) -> torch.Tensor:
-    """``psi_i = f'(E_{p(z)}[a_i])``: the tangent at the prior-mean rate (one fixed-point step from q = prior)."""
-    q = model.mu.expand(x.shape[0], model.K)
-    return ub_fixed_point(model, x, q)
-
-
-def ub_psi_marginal(model: NoisyOR, x: torch.Tensor, iters: int = 100) -> torch.Tensor:
-    """Eq. 12 literally: ``psi_i = argmin_psi E_{p(z)}[p~(x_i = 1 | z, psi)]`` for each observation.
-
-    ``h_i(psi) = log E_p[p~] = -g(psi) + psi theta_i0 + sum_k log(1 - mu_k + mu_k e^{psi theta_ik})``
-    is convex with ``h_i'(psi) = -g'(psi) + theta_i0 + sum_k theta_ik sigmoid(psi theta_ik + logit mu_k)``
-    increasing from ``-inf``; its root is found by bisection in ``log psi`` on
-    ``[1e-12, 1e12]`` (100 halvings of a width-55 interval: exact to round-off).  The result depends
-    only on ``i``, not on the data point; it is broadcast to ``x``'s positives.
-    """
-    theta, theta0 = model.theta, model.theta0
-    logit_mu = torch.logit(model.mu)
-    lo = torch.full_like(theta0, math.log(1e-12))
-    hi = torch.full_like(theta0, math.log(1e12))
-
-    def slope(log_psi: torch.Tensor) -> torch.Tensor:
-        psi = torch.exp(log_psi)
-        return (
-            -conj_g_prime(psi)
-            + theta0
-            + (theta * torch.sigmoid(psi.unsqueeze(-1) * theta + logit_mu)).sum(-1)
-        )
-
-    for _ in range(iters):
-        mid = 0.5 * (lo + hi)
-        up = slope(mid) > 0
-        hi = torch.where(up, mid, hi)
-        lo = torch.where(up, lo, mid)
-    psi = torch.exp(0.5 * (lo + hi))
-    return torch.where(x > 0, psi.expand_as(x), torch.zeros_like(x))
-
-
-@dataclass
-class UBRound:
-    """State after one fixed-point round: ``psi`` (N, D), ``q`` of eq. 11 (N, K), ``ll_ub`` (N,)."""
-
-    round: int
-    psi: torch.Tensor
-    q: torch.Tensor
-    ll_ub: torch.Tensor
-    backtracked: int
-
-
-def ub_optimize(
-    model: NoisyOR,
-    x: torch.Tensor,
-    psi: torch.Tensor,
-    max_rounds: int,
-    tol: float = 1e-9,
-    max_halvings: int = 40,
-    callback: Callable[[UBRound], None] | None = None,
-    damped: bool = True,
-) -> UBRound:
-    """Minimise LL-UB over ``psi`` per data point by the damped fixed point (tightest UB, eq. 12).
-
-    Each round proposes ``F(psi) = f'(E_q[a])`` with ``q`` from eq. 11 and moves each data
-    point by the largest step ``2^-j`` along ``F(psi) - psi`` that decreases its LL-UB
-    sufficiently (Armijo, :func:`_backtrack`; ``j = 0`` is the plain fixed-point
-    iteration).  Stops when no data point's LL-UB decreased by more than ``tol`` in a round.
-    ``callback`` sees round 0 (the initial ``psi``) and every round after;
-    ``UBRound.backtracked`` counts the data points whose plain step was rejected.
-
-    ``damped=False`` runs the plain iteration ``psi <- F(psi)`` for comparison: it is not
-    monotone and can settle into a 2-cycle far above the minimum (the map is decreasing in
-    ``psi``, and its Jacobian exceeds 1 in modulus when many positives share parents); it
-    stops after ``max_rounds`` or when ``psi`` stops changing.
-    """
-    x = x.to(psi.dtype)
-    obj = ll_ub(model, x, psi)
-    state = UBRound(0, psi, torch.sigmoid(ub_posterior_logits(model, x, psi)), obj, 0)
-    if callback is not None:
-        callback(state)
-    for t in range(1, max_rounds + 1):
-        target = ub_fixed_point(model, x, state.q)
-
-        def objective(idx: torch.Tensor | None, cand: torch.Tensor) -> torch.Tensor:
-            return ll_ub(model, x if idx is None else x[idx], cand)
-
-        if damped:
-            slope = (ll_ub_gradient(model, x, psi, state.q) * (target - psi)).sum(-1)
-            new_psi, new_obj, backtracked = _backtrack(
-                psi, obj, target, slope, objective, ascent=False, max_halvings=max_halvings
-            )
-            decrease = obj - new_obj
-        else:
-            new_psi, new_obj = target, objective(None, target)
-            backtracked = int((new_obj > obj + 1e-12 * obj.abs()).sum())
-            decrease = (new_psi - psi).abs().amax(-1) if psi.numel() else new_obj - obj
-        psi, obj = new_psi, new_obj
-        state = UBRound(t, psi, torch.sigmoid(ub_posterior_logits(model, x, psi)), obj, backtracked)
-        if callback is not None:
-            callback(state)
-        if float(decrease.max()) <= tol:
-            break
-    return state
-
-
-# ====================================================================== lower bound (LB-CDI, SVI)
 @dataclass
 class PositiveEntries:
     """The nonzero entries ``(n, i)`` of a binary ``x``: the only places the lower bound needs ``r``."""
@@ -398,7 +182,7 @@ def lb_update_r(
     """One monotone Singliar-Hauskrecht step ``r <- r G / sum(r G)`` with backtracking.
 
     Each positive entry takes the largest step ``2^-j`` towards the fixed-point proposal that
-    increases its expected bound sufficiently (Armijo, :func:`_backtrack`; ``j = 0`` is the
+    increases its expected bound sufficiently (Armijo, :func:`backtrack`; ``j = 0`` is the
     plain update).  Returns ``(r, E_q[LB], Delta)`` at the new ``r`` (``Delta`` feeds the
     ``q``-step without recomputation).
     """
@@ -422,7 +206,7 @@ def lb_update_r(
         return f_c[idx].squeeze(-1) + (q_rows[idx] * g).sum(-1)
 
     slope = (grad * (proposal - r)).sum(-1)
-    new_r, new_obj, rejected = _backtrack(
+    new_r, new_obj, rejected = backtrack(
         r, obj, proposal, slope, objective, ascent=True, max_halvings=max_halvings
     )
     new_gain = full_gain[0]
@@ -432,67 +216,6 @@ def lb_update_r(
             0
         ]
     return new_r, new_obj, new_gain
-
-
-def _backtrack(
-    x0: torch.Tensor,
-    obj0: torch.Tensor,
-    proposal: torch.Tensor,
-    slope: torch.Tensor,
-    objective: Callable[[torch.Tensor | None, torch.Tensor], torch.Tensor],
-    ascent: bool,
-    max_halvings: int,
-    armijo: float = ARMIJO,
-) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Row-wise backtracking along ``d = proposal - x0`` with the Armijo condition.
-
-    Each row takes the largest step ``s = 2^-j`` (``j <= max_halvings``) whose objective
-    improves on ``obj0`` by at least ``armijo * s * |slope|`` (``slope``: the directional
-    derivative along ``d``, per row), else stays at ``x0``.  With ``armijo = 1/4`` the
-    accepted step on a quadratic is the full step or lies in ``(3/4, 3/2]`` times the exact
-    line minimiser, so a tiny improvement really means a small gradient (a bare "no worse"
-    test would accept steps near twice the minimiser, which zig-zag with almost no progress
-    and stop convergence tests early).  Only still-rejected rows are re-evaluated;
-    ``objective(idx, cand)`` evaluates rows ``idx`` (``None`` = all).  There is no slack for
-    round-off: a row whose computed objective would get worse stays where it is, so the
-    computed objective is monotone exactly; halving stops once the predicted change drops
-    below the objective's round-off.  Returns the new rows, their objective and the number of rows
-    whose full step was rejected.
-    """
-    sign = 1.0 if ascent else -1.0
-    # An infinite slope (e.g. g'(0) = inf at psi_i = 0) only asks for plain improvement.
-    pred = (sign * slope).clamp_min(0.0)
-    pred = torch.where(torch.isfinite(pred), pred, torch.zeros_like(pred))
-    gain_rate = armijo * pred
-
-    def ok(new: torch.Tensor, old: torch.Tensor, rate: torch.Tensor, step: float) -> torch.Tensor:
-        return sign * (new - old) >= step * rate
-
-    direction = proposal - x0
-    cand_obj = objective(None, proposal)
-    accept = ok(cand_obj, obj0, gain_rate, 1.0)
-    shape = (-1,) + (1,) * (x0.ndim - 1)
-    new_x = torch.where(accept.view(shape), proposal, x0)
-    new_obj = torch.where(accept, cand_obj, obj0)
-    idx = torch.nonzero(~accept, as_tuple=True)[0]
-    rejected = int(idx.numel())
-    # A row whose predicted change step * |slope| is below the round-off of its objective
-    # cannot show a measurable improvement any more: it keeps x0 without further halvings.
-    noise = 8 * torch.finfo(obj0.dtype).eps * obj0.abs()
-    pred = torch.where(torch.isfinite(slope), pred, torch.full_like(pred, torch.inf))
-    step = 0.5
-    for _ in range(max_halvings):
-        idx = idx[step * pred[idx] > noise[idx]]
-        if idx.numel() == 0:
-            break
-        cand = x0[idx] + step * direction[idx]
-        c_obj = objective(idx, cand)
-        good = ok(c_obj, obj0[idx], gain_rate[idx], step)
-        new_x[idx[good]] = cand[good]
-        new_obj[idx[good]] = c_obj[good]
-        idx = idx[~good]
-        step *= 0.5
-    return new_x, new_obj, rejected
 
 
 def lb_tighten_r(
@@ -715,77 +438,11 @@ def row_chunks(x: torch.Tensor, width: int, max_numbers: int = 2**18) -> list[sl
     return out
 
 
-# ====================================================================== evaluation
-@torch.no_grad()
-def elbo_of_q(
-    model: NoisyOR,
-    x: torch.Tensor,
-    q: torch.Tensor,
-    exact_max_k: int,
-    n_samples: int = 100,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
-    """ELBO of a factorised ``q`` per data point, (N,) float64: exact by enumeration when ``K <= exact_max_k``.
-
-    Otherwise the benchmark's evaluation protocol (:func:`noisyor_bench.evaluation.heldout.nelbo`,
-    on CPU): ``n_samples`` exact Bernoulli draws for the positive term, the negative term and
-    KL in closed form.  ``generator``: a CPU generator.
-    """
-    if model.K <= exact_max_k:
-        return exact_elbo(model.to(dtype=torch.float64), x.to(torch.float64), q.to(torch.float64))
-    return -nelbo(model, x, q, n_samples, generator).to(x.device)
-
-
-# ====================================================================== hyperparameters
-def resolve_hparams(method: str, defaults: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
-    """``defaults`` overridden by ``given``; unknown keys and wrong types raise ConfigError.
-
-    Types follow the defaults: an int default needs an int (not bool), a float default accepts
-    ints, a str default needs a str.  Shared by SVI, LB-CDI and UB-CDI.
-    """
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise ConfigError(
-            f"{method}: unknown hyperparameter(s) {', '.join(map(repr, unknown))}; "
-            f"allowed: {', '.join(sorted(defaults))}"
-        )
-    out = dict(defaults)
-    for key, value in given.items():
-        want = type(defaults[key])
-        ok = (
-            isinstance(value, str)
-            if want is str
-            else not isinstance(value, bool) and isinstance(value, int if want is int else (int, float))
-        )
-        if not ok:
-            raise ConfigError(f"{method}: hyperparameter {key!r} must be {want.__name__}; got {value!r}")
-        out[key] = float(value) if want is float else value
-    return out
-
-
-def require(method: str, condition: bool, key: str, value: Any, what: str) -> None:
-    """Raise ConfigError ``<method>: hyperparameter <key> must be <what>; got <value>`` unless ``condition``."""
-    if not condition:
-        raise ConfigError(f"{method}: hyperparameter {key!r} must be {what}; got {value!r}")
-
-
-def torch_dtype(method: str, name: str) -> torch.dtype:
-    """``"float64"``/``"float32"`` -> torch dtype (ConfigError otherwise)."""
-    table = {"float64": torch.float64, "float32": torch.float32}
-    require(method, name in table, "dtype", name, "one of float64, float32")
-    return table[name]
-
-
 __all__ = [
     "DEFAULT_LEAK_FLOOR",
     "LBState",
     "PositiveEntries",
-    "UBRound",
-    "conj_g",
-    "conj_g_prime",
-    "elbo_of_q",
-    "f_pos",
-    "f_prime",
+    "inactive_sum",
     "lb_elbo",
     "lb_estep",
     "lb_gains",
@@ -793,25 +450,14 @@ __all__ = [
     "lb_leak",
     "lb_loglik",
     "lb_natural_params",
+    "lb_negative_term",
     "lb_objective_r",
     "lb_q_step",
+    "lb_r_gradient",
     "lb_round",
     "lb_start",
-    "lb_r_gradient",
     "lb_tighten_r",
     "lb_update_r",
-    "ll_ub",
-    "ll_ub_gradient",
     "lower_bound_f",
-    "require",
-    "resolve_hparams",
     "row_chunks",
-    "torch_dtype",
-    "ub_coefficients",
-    "ub_fixed_point",
-    "ub_optimize",
-    "ub_posterior_logits",
-    "ub_psi_marginal",
-    "ub_psi_prior",
-    "upper_bound_f",
 ]
