@@ -26,36 +26,10 @@ LAYERS = graph.LAYERS
 # Imports against the layer order that the tree had when this test was written, each with why it
 # is there and how to remove it.  Keep this list empty: fix the import, then delete its entry (the
 # test fails on an entry that no longer occurs, so the list cannot outlive its reason).
-KNOWN_UPWARD: dict[tuple[str, str], str] = {
-    ("noisyor_bench.infra.provenance", "noisyor_bench"): (
-        "reads noisyor_bench.__version__ from the package root; fix: keep the version in infra "
-        "(e.g. infra/constants.py) and let noisyor_bench/__init__.py re-export it"
-    ),
-    ("noisyor_bench.data.synthetic.build", "noisyor_bench"): "reads noisyor_bench.__version__ (see above)",
-    ("noisyor_bench.experiments.runs", "noisyor_bench"): "reads noisyor_bench.__version__ (see above)",
-    ("noisyor_bench.infra.provenance", "noisyor_bench.data.rawdata"): (
-        "provenance.sha256 calls rawdata.sha256_file (inside the function); fix: one sha256 helper "
-        "in infra that rawdata uses too"
-    ),
-    ("noisyor_bench.models.noisyor.bounds", "noisyor_bench.evaluation.heldout"): (
-        "bounds imports heldout.nelbo for its evaluation glue; fix: move that glue to evaluation/ "
-        "(or the metric it needs down to models/)"
-    ),
-}
+KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 # Import cycles between modules (counting imports inside functions), with why and the fix.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"noisyor_bench.inference.base", "noisyor_bench.inference.training"}): (
-        "training imports EpochRecord, FitBudget from base (base re-exports them from fitting) and "
-        "base imports training.derive_init_seed inside __init__; fix: training imports them from "
-        "inference.fitting"
-    ),
-    frozenset({"noisyor_bench.reporting.claims", "noisyor_bench.reporting.acp.ablation"}): (
-        "ablation builds on claims (Claim, Evidence, difference_ci, ...) and claims.synthetic_claims "
-        "calls ablation.mechanism_claims inside a function; fix: the ACP paper's claim list (in "
-        "reporting/acp/) calls both"
-    ),
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 @pytest.fixture(scope="module")

@@ -4,4 +4,6 @@ The package holds the science (model, datasets, inference methods, metrics); the
 Snakemake rules under ``rules/`` only call its command-line interface.
 """
 
-__version__ = "0.1.0"
+from noisyor_bench.infra.version import __version__
+
+__all__ = ["__version__"]

@@ -9,9 +9,10 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-from noisyor_bench import __version__, commands
+from noisyor_bench import commands
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import UserError
+from noisyor_bench.infra.version import __version__
 
 log = logging.getLogger("noisyor_bench")
 

@@ -48,7 +48,6 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from noisyor_bench import __version__
 from noisyor_bench.data.loading import ground_truth, has_truth, load_dataset, training_rows
 from noisyor_bench.evaluation.heldout import (
     DEFAULT_IW_SAMPLES,
@@ -76,6 +75,7 @@ from noisyor_bench.infra.device import describe, resolve_device, set_threads
 from noisyor_bench.infra.errors import ConfigError, Interrupted
 from noisyor_bench.infra.hashing import sha256_file
 from noisyor_bench.infra.io import read_json, write_json_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.version import __version__
 from noisyor_bench.models.noisyor.exact import MAX_EXACT_K
 from noisyor_bench.models.noisyor.model import NoisyOR
 

@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from noisyor_bench.infra.errors import ConfigError
-
-if TYPE_CHECKING:  # the base class imports torch; the registry must not
-    from noisyor_bench.inference.base import InferenceMethod
 
 BOTH_MODES: tuple[str, ...] = ("inference", "learning")
 
@@ -90,8 +86,10 @@ def method_info(name: str) -> MethodInfo:
         raise ConfigError(f"unknown method {name!r}; allowed: {', '.join(METHOD_NAMES)}") from None
 
 
-def get_method(name: str) -> type[InferenceMethod]:
-    """The method class registered under ``name`` (e.g. ``"acp"``), imported on first use."""
+def get_method(name: str) -> type:
+    """The :class:`~noisyor_bench.inference.base.InferenceMethod` subclass registered under
+    ``name`` (e.g. ``"acp"``), imported on first use (the registry itself never imports torch,
+    nor the base class, which reads its identity from here)."""
     module_name, class_name = method_info(name).entry.split(":")
     module = importlib.import_module(f"{__package__}.{module_name}")
     return getattr(module, class_name)

@@ -37,8 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from noisyor_bench import __version__
 from noisyor_bench.infra.hashing import sha256_bytes, sha256_file_memo
+from noisyor_bench.infra.version import __version__
 
 SCHEMA = 1
 SIDECAR_SUFFIX = ".prov.json"

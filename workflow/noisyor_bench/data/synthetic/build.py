@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from noisyor_bench import __version__
 from noisyor_bench.data.synthetic.sparsity import expected_sparsity
 from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.infra.version import __version__
 
 SPLITS = ("train", "val", "test")
 IMAGE_SHAPES: dict[str, tuple[int, int]] = {"syn-pattern": (8, 8), "mnist": (28, 28)}
