@@ -82,7 +82,7 @@ class GenerativeInit:
     * Why the upper rate shrinks with D: an active cause costs about ``sum_i theta_ik =
       D * theta_high / 2`` nats on its negative pixels; 0.64 at D = 64, but 5 at D = 500 and
       6 at D = 784, so the first steps switch every cause off and the learned model collapses
-      towards independent pixels (the text corpora showed it first, ``textexp.hparams``).
+      towards independent pixels (the text corpora showed it first, ``experiments.corpus_hparams``).
       Keeping the cost at 0.64 nats (issue 12, ``docs/convergence.md``): SYN-RANDOM-7,
       N_train = 1,000, AVI, gen_lr 1e-2: test NELBO 163.1 with (0, 0.02) against 156.0 with
       (0, 0.00256) (independent pixels: 154.3).
