@@ -99,6 +99,7 @@ def cmd_figure_fig3b(args: argparse.Namespace) -> int:
 
 def cmd_figure_patterns(args: argparse.Namespace) -> int:
     from noisyor_bench.evaluation.recovery import match_patterns
+    from noisyor_bench.experiments.rundir import load_posterior
     from noisyor_bench.infra.provenance import note_input
     from noisyor_bench.reporting.acp.figures import (
         PatternRow,
@@ -108,7 +109,7 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
     )
     from noisyor_bench.reporting.acp.recovery_tables import recovery_markdown, recovery_table
     from noisyor_bench.reporting.baselines import read_baselines
-    from noisyor_bench.reporting.collect import collect_runs, load_dataset_truth, load_posterior
+    from noisyor_bench.reporting.collect import collect_runs, load_dataset_truth
     from noisyor_bench.reporting.tables import write_table
 
     if not 0.0 < args.threshold <= 1.0:

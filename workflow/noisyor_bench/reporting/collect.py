@@ -188,10 +188,3 @@ def load_dataset_truth(path: str | Path) -> tuple[np.ndarray, np.ndarray, tuple[
     meta = read_json(sidecar) if sidecar.exists() else {}
     shape = tuple(meta["image_shape"]) if meta.get("image_shape") else None
     return arrays["theta"], arrays["theta0"], shape, str(meta.get("name", path.stem))
-
-
-def load_posterior(run_dir: str | Path) -> dict[str, np.ndarray]:
-    """``posterior_test.npz`` of a run (``q``, ``theta``, ``theta0``, ``mu``)."""
-    from noisyor_bench.experiments.rundir import load_posterior as load_run_posterior
-
-    return load_run_posterior(run_dir, need=("theta",))

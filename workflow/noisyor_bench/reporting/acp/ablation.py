@@ -42,6 +42,7 @@ import pandas as pd
 
 from noisyor_bench.evaluation.heldout import match_latents, weight_similarity
 from noisyor_bench.evaluation.recovery import DEFAULT_THRESHOLD, match_patterns
+from noisyor_bench.experiments.rundir import load_posterior
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.reporting.claims import (
     BUDGET_RULE,
@@ -56,7 +57,6 @@ from noisyor_bench.reporting.claims import (
     verdict_below,
     with_evidence,
 )
-from noisyor_bench.reporting.collect import load_posterior
 from noisyor_bench.reporting.statistics import CI_LEVEL
 from noisyor_bench.reporting.tables import format_values, markdown_table, parse_values
 

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from noisyor_bench.experiments.rundir import load_posterior
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz
-from noisyor_bench.reporting.acp.text_runs import add_convergence_columns, load_run_posterior
+from noisyor_bench.reporting.acp.text_runs import add_convergence_columns
 from noisyor_bench.reporting.methods import method_label, method_rank
 from noisyor_bench.reporting.tables import CI_NOTE, format_ci, markdown_table, parse_values, summarise
 
@@ -169,7 +170,7 @@ def classification_table(
         )
     ]
     for r in runs.to_dict("records"):
-        q = load_run_posterior(r["run_dir"], ("q",))["q"]
+        q = load_posterior(r["run_dir"], ("q",))["q"]
         if q.ndim != 2 or q.shape[0] != y_test.shape[0]:
             raise DataError(
                 f"{r['run_dir']}/posterior_test.npz: q has shape {q.shape}, expected "

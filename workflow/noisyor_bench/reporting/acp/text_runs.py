@@ -5,19 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from noisyor_bench.experiments.grid.corpora import classification_latents
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.reporting.collect import collect_runs, convergence_counts
-
-
-def load_run_posterior(run_dir: str | Path, need: Sequence[str] = ("theta",)) -> dict[str, np.ndarray]:
-    """``posterior_test.npz`` of a run with the arrays ``need`` present (DataError naming the file)."""
-    from noisyor_bench.experiments.rundir import load_posterior
-
-    return load_posterior(run_dir, need=need)
 
 
 def collect_text_runs(paths: Sequence[str | Path]) -> pd.DataFrame:

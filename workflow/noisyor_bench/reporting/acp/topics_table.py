@@ -26,9 +26,10 @@ import numpy as np
 import pandas as pd
 
 from noisyor_bench.evaluation.pmi import CooccurrenceTable, model_topics, score_topics
+from noisyor_bench.experiments.rundir import load_posterior
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.reporting.acp.paper import paper_numbers
-from noisyor_bench.reporting.acp.text_runs import add_convergence_columns, load_run_posterior
+from noisyor_bench.reporting.acp.text_runs import add_convergence_columns
 from noisyor_bench.reporting.methods import method_label, method_rank
 from noisyor_bench.reporting.statistics import mean_ci
 from noisyor_bench.reporting.tables import CI_NOTE, format_ci, markdown_table
@@ -136,7 +137,7 @@ def topics_table(
     """Table 5 rows for every run: one row per (method, N_train, seed, topic); see :data:`COLUMNS`."""
     parts = []
     for r in runs.to_dict("records"):
-        post = load_run_posterior(r["run_dir"])
+        post = load_posterior(r["run_dir"])
         theta = post["theta"]
         if theta.ndim != 2 or theta.shape[0] != len(vocabulary):
             raise DataError(

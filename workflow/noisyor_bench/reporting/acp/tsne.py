@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from noisyor_bench.experiments.rundir import load_posterior
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.reporting.acp.text_runs import add_convergence_columns, load_run_posterior
+from noisyor_bench.reporting.acp.text_runs import add_convergence_columns
 
 ARTIFACT = "tsne"
 DEFAULT_NEIGHBORS = 5
@@ -141,7 +142,7 @@ def tsne_panels(
     mask, labels = single_label(y_test)
     panels = []
     for r in runs.to_dict("records"):
-        q = load_run_posterior(r["run_dir"], ("q",))["q"]
+        q = load_posterior(r["run_dir"], ("q",))["q"]
         if q.ndim != 2 or q.shape[0] != y_test.shape[0]:
             raise DataError(
                 f"{r['run_dir']}/posterior_test.npz: q has shape {q.shape}, expected "
