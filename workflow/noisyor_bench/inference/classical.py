@@ -24,8 +24,9 @@ from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitloop import FitLoop, fingerprint
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.hparams import resolve_hparams, torch_dtype
+from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.models.noisyor.generative import GenerativeModule
+from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 
@@ -59,6 +60,17 @@ class ClassicalMethod(InferenceMethod):
         self.stop_reason: str | None = None
         self.convergence: Convergence | None = None  # set by fit (noisyor_bench.inference.convergence)
         self.posterior_progress: PosteriorProgress | None = None  # of the last posterior() call
+        self._init_state(model, mode)
+
+    def _init_state(self, model: NoisyOR, mode: Mode) -> None:
+        """The method's own state, after the shared set-up above (the subclasses' constructor)."""
+
+    def _generative_module(self, model: NoisyOR, mode: Mode) -> GenerativeModule:
+        """The generative parameters, fixed (inference mode) or initialised for learning from the
+        same stream as AVI/ACP: with one (seed, init_key) every learning-mode method starts from
+        the same theta (paired comparisons)."""
+        init_gen = stream_generator(self.init_seed, "generative-init")
+        return make_generative(mode, model, init_gen, dtype=self.dtype, device=self.device)
 
     def check_hparams(self, h: Mapping[str, Any]) -> None:
         """Range checks of the resolved hyperparameters (ConfigError via ``hparams.require``)."""

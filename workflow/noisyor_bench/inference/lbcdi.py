@@ -55,11 +55,10 @@ from noisyor_bench.inference.classical import ClassicalMethod, lap
 from noisyor_bench.inference.fitloop import FitLoop, clone_tensors
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.hparams import require
-from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
+from noisyor_bench.models.noisyor.generative import GenerativeModule
 from noisyor_bench.models.noisyor.jj_lower import PositiveEntries, lb_elbo, lb_round, lb_start, row_chunks
 from noisyor_bench.models.noisyor.model import NoisyOR
 
@@ -96,21 +95,8 @@ class LBCDI(ClassicalMethod):
     name: ClassVar[str] = "lb-cdi"
     DEFAULTS: ClassVar[dict[str, Any]] = DEFAULTS
 
-    def __init__(
-        self,
-        model: NoisyOR,
-        mode: Mode,
-        hparams: dict[str, Any],
-        seed: int,
-        device: torch.device | str = "cpu",
-        init_key: str | None = None,
-    ) -> None:
-        super().__init__(model, mode, hparams, seed, device, init_key=init_key)
-        # Same stream as AVI/ACP: with one (seed, init_key) every learning-mode method starts from the same theta.
-        init_gen = stream_generator(self.init_seed, "generative-init")
-        self.module: GenerativeModule = make_generative(
-            mode, model, init_gen, dtype=self.dtype, device=self.device
-        )
+    def _init_state(self, model: NoisyOR, mode: Mode) -> None:
+        self.module: GenerativeModule = self._generative_module(model, mode)
         self.epoch = 0
         self._optimizer: torch.optim.Optimizer | None = None
         self._train: list[_Chunk] | None = None

@@ -50,12 +50,11 @@ from noisyor_bench.inference.classical import ClassicalMethod, lap
 from noisyor_bench.inference.fitloop import FitLoop, clone_tensors
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.hparams import require
-from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.models.noisyor.elbo import bernoulli_kl_from_logits
-from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative
+from noisyor_bench.models.noisyor.generative import GenerativeModule
 from noisyor_bench.models.noisyor.jj_lower import (
     PositiveEntries,
     lb_elbo,
@@ -152,23 +151,8 @@ class SVI(ClassicalMethod):
     name: ClassVar[str] = "svi"
     DEFAULTS: ClassVar[dict[str, Any]] = DEFAULTS
 
-    def __init__(
-        self,
-        model: NoisyOR,
-        mode: Mode,
-        hparams: dict[str, Any],
-        seed: int,
-        device: torch.device | str = "cpu",
-        init_key: str | None = None,
-    ) -> None:
-        super().__init__(model, mode, hparams, seed, device, init_key=init_key)
-        self.module: GenerativeModule = make_generative(
-            mode,
-            model,
-            stream_generator(self.init_seed, "generative-init"),
-            dtype=self.dtype,
-            device=self.device,
-        )
+    def _init_state(self, model: NoisyOR, mode: Mode) -> None:
+        self.module: GenerativeModule = self._generative_module(model, mode)
         self.epoch = 0
         self.local_logits: torch.Tensor | None = None  # (N_train, K), learning mode
         self._local_adam: RowAdam | None = None

@@ -87,16 +87,7 @@ class UBCDI(ClassicalMethod):
     name: ClassVar[str] = "ub-cdi"
     DEFAULTS: ClassVar[dict[str, Any]] = DEFAULTS
 
-    def __init__(
-        self,
-        model: NoisyOR,
-        mode: Mode,
-        hparams: dict[str, Any],
-        seed: int,
-        device: torch.device | str = "cpu",
-        init_key: str | None = None,
-    ) -> None:
-        super().__init__(model, mode, hparams, seed, device, init_key=init_key)
+    def _init_state(self, model: NoisyOR, mode: Mode) -> None:
         self._model = model.detach().to(dtype=self.dtype, device=self.device)
         self.rounds_done = 0
 
