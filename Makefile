@@ -70,14 +70,15 @@ test: setup lint dryrun
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # Style (CI enforces it through make test): ruff lint + format for Python, snakefmt for the
-# Snakefile and rules, Snakemake's own linter. `make format` applies the formatters.
+# Snakefile and rules, Snakemake's own linter. `make format` applies the formatters and redraws
+# the import picture of docs/architecture.md.
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/snakefmt --check .
 	$(SNAKEMAKE) --lint
 
-format: setup
+format: setup architecture
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 	$(BIN)/snakefmt .
