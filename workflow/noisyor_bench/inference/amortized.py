@@ -204,6 +204,11 @@ def _as_binary(x: Any, d: int, name: str, device: torch.device) -> torch.Tensor:
     return x.to(device=device, dtype=torch.uint8)
 
 
+def eval_chunk_rows(n_samples: int, d: int) -> int:
+    """Rows per chunk of the held-out NELBO: the noise is drawn per chunk, so this fixes it."""
+    return max(1, min(EVAL_BATCH_SIZE, EVAL_MAX_ELEMENTS // (n_samples * d)))
+
+
 def _crc(x: torch.Tensor) -> int:
     return zlib.crc32(x.cpu().contiguous().numpy().tobytes())
 
@@ -326,15 +331,18 @@ class AmortizedMethod(InferenceMethod):
         temperature: float | None,
         generator: torch.Generator | None,
         active: ActiveSet | None = None,
+        uniforms: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Per-datapoint NELBO (negative eq. 16) of float ``x`` on ``self.device``: (N,).
 
-        ``active`` (the active entries of ``x``) selects the sparse computation.
+        ``active`` (the active entries of ``x``) selects the sparse computation.  ``uniforms``
+        (L, N, K): the samples' uniform draws, given instead of drawn from ``generator`` (the
+        batched trainer, :mod:`noisyor_bench.inference.batched`).
         """
         gen = self.generative_module
         model = gen.model()
         logits = self.logits(x, model, gen.prior_logits(), active)
-        return -elbo(model, x, logits, n_samples, temperature, generator, active=active)
+        return -elbo(model, x, logits, n_samples, temperature, generator, active=active, uniforms=uniforms)
 
     @torch.no_grad()
     def nelbo(
@@ -346,7 +354,7 @@ class AmortizedMethod(InferenceMethod):
         exact noise (not its distribution) depends on the chunking."""
         xb = _as_binary(x, self.D, "x", self.device)
         self.net.eval()
-        rows = max(1, min(EVAL_BATCH_SIZE, EVAL_MAX_ELEMENTS // (n_samples * self.D)))
+        rows = eval_chunk_rows(n_samples, self.D)
         out = [
             self.batch_nelbo(chunk.to(self.dtype), n_samples, None, generator, _active_or_none(chunk))
             .double()
@@ -499,6 +507,7 @@ __all__ = [
     "AmortizedHParams",
     "AmortizedMethod",
     "build_mlp",
+    "eval_chunk_rows",
     "parse_hparams",
     "temperature",
 ]
