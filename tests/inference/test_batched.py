@@ -135,6 +135,22 @@ def test_inference_mode(cls: type[AmortizedMethod], toy: dict) -> None:
     _check_equivalence(cls, toy, "inference", [FAST] * 3)
 
 
+def test_dense_data(toy: dict) -> None:
+    """Data above the sparse threshold (25% ones): both paths take the dense ELBO."""
+    theta = torch.zeros(12, 4, dtype=torch.float64)
+    for k in range(4):
+        theta[3 * k : 3 * k + 4, k] = -math.log(1 - 0.8)
+    truth = NoisyOR(
+        theta, torch.full((12,), 0.05, dtype=torch.float64), torch.full((4,), 0.3, dtype=torch.float64)
+    )
+    _, x = truth.sample(160, torch.Generator().manual_seed(0))
+    x = x.to(torch.uint8)
+    assert float(x.double().mean()) > 0.25
+    dense = {"theta": truth.theta.numpy(), "theta0": truth.theta0.numpy(), "mu": truth.mu.numpy()}
+    dense.update(x_train=x[:60].numpy(), x_val=x[60:100].numpy(), x_test=x[100:].numpy())
+    _check_equivalence(ACP, dense, "learning", [FAST] * 3)
+
+
 def test_eval_every_and_min_epoch_steps(toy: dict) -> None:
     """Validation every other epoch (records without val_nelbo) and several passes per epoch."""
     budget = dataclasses.replace(BUDGET, max_epochs=6, eval_every=2, min_epoch_steps=7)

@@ -339,10 +339,17 @@ class AmortizedMethod(InferenceMethod):
         (L, N, K): the samples' uniform draws, given instead of drawn from ``generator`` (the
         batched trainer, :mod:`noisyor_bench.inference.batched`).
         """
+        model, logits = self.model_and_logits(x, active)
+        return -elbo(model, x, logits, n_samples, temperature, generator, active=active, uniforms=uniforms)
+
+    def model_and_logits(
+        self, x: torch.Tensor, active: ActiveSet | None = None
+    ) -> tuple[NoisyOR, torch.Tensor]:
+        """The generative model's view and the logits of ``q`` computed from it (one
+        ``generative.model()`` call, so gradients through ``q`` reach the generative parameters)."""
         gen = self.generative_module
         model = gen.model()
-        logits = self.logits(x, model, gen.prior_logits(), active)
-        return -elbo(model, x, logits, n_samples, temperature, generator, active=active, uniforms=uniforms)
+        return model, self.logits(x, model, gen.prior_logits(), active)
 
     @torch.no_grad()
     def nelbo(

@@ -33,10 +33,17 @@ What must be shared: the method class and mode, (D, K), the encoder architecture
 (``hidden_layers``, ``hidden_dim``), the sample counts (``n_samples``, ``val_samples``), the
 dtype, the device, the data and the budget.
 
-Numerics: the batched step uses the dense ELBO (the sparse CSR kernels of
-:mod:`noisyor_bench.models.noisyor.sparse` do not batch over runs) and a textbook Adam in
-place of PyTorch's fused kernel, so a run agrees with its single-run fit to float rounding,
-not bit for bit (``tests/inference/test_batched.py`` states the tolerance).  The
+The ELBO takes the active-entry path exactly when the single-run fit does (data at most 25%
+ones, :func:`~noisyor_bench.models.noisyor.sparse.wants_sparse`): the positive term -- the
+only one that needs samples, and most of a step's work -- is then evaluated for all runs in
+one call of the sparse kernels (:func:`~noisyor_bench.models.noisyor.sparse.positive_loglik`
+on the block-diagonal pattern of the runs' rows, :meth:`ActiveSet.block_diagonal`), the
+encoder, eq. 11, the negative term and the KL per run under ``vmap`` (dense: at these sizes a
+batched matrix product).  On dense data the whole objective is ``vmap``-ed.
+
+Numerics: the terms linear in ``x`` are evaluated densely and the Adam step is a textbook
+Adam in place of PyTorch's fused kernel, so a run agrees with its single-run fit to float
+rounding, not bit for bit (``tests/inference/test_batched.py`` states the tolerance).  The
 ``seconds`` of an epoch record is the wall time of the batched epoch, shared by its runs.
 Checkpoints and resume are not supported yet.
 """
@@ -68,6 +75,13 @@ from noisyor_bench.inference.training import (
     validate_budget,
 )
 from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.models.noisyor.elbo import (
+    bernoulli_from_uniforms,
+    bernoulli_kl_from_logits,
+    binary_concrete,
+    negative_term,
+)
+from noisyor_bench.models.noisyor.sparse import ActiveSet, positive_loglik, wants_sparse
 
 VAL_MAX_ELEMENTS = 2**24
 """Cap on the (runs, samples, rows, D) rates of one validation chunk (~64 MB in float32)."""
@@ -166,9 +180,48 @@ class _Objective(nn.Module):
         self.net = method.net
         self._method = (method,)  # a tuple: not registered as a submodule
 
-    def forward(self, x: torch.Tensor, uniforms: torch.Tensor, tau: torch.Tensor | None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, uniforms: torch.Tensor | None = None, tau: torch.Tensor | None = None
+    ) -> Any:
+        """With ``uniforms``: the per-point NELBO (dense ELBO).  Without: the per-run parts of
+        the ELBO for the active-entry path -- ``(logits, theta, theta0, negative term, KL)``,
+        the positive term being evaluated for all runs at once by :func:`_stacked_nelbo`."""
         m = self._method[0]
-        return m.batch_nelbo(x, uniforms.shape[0], tau, None, None, uniforms=uniforms)
+        if uniforms is not None:
+            return m.batch_nelbo(x, uniforms.shape[0], tau, None, None, uniforms=uniforms)
+        model, logits = m.model_and_logits(x)
+        q = torch.sigmoid(logits)
+        return (
+            logits,
+            model.theta,
+            model.theta0,
+            negative_term(model, x, q),
+            bernoulli_kl_from_logits(logits, model.mu),
+        )
+
+
+def _stacked_nelbo(
+    parts: tuple[torch.Tensor, ...], uniforms: torch.Tensor, tau: torch.Tensor | None, active: ActiveSet
+) -> torch.Tensor:
+    """Per-point NELBO (R, N) of R runs from their ELBO parts, the positive term from the active
+    entries of all runs in one call (the active branch of :func:`~noisyor_bench.models.noisyor.elbo.elbo`
+    for stacked runs; ``active``: the (R * N, R * D) block-diagonal pattern of the runs' rows).
+
+    The same term functions as :func:`elbo` -- samples from the runs' uniforms (R, L, N, K),
+    :func:`positive_loglik` (the sparse kernels), :func:`negative_term`, the KL -- composed in
+    the same order, ``(pos + neg) - kl``.
+    """
+    logits, theta, theta0, neg, kl = parts
+    r, n, k = logits.shape
+    if tau is None:
+        z = bernoulli_from_uniforms(torch.sigmoid(logits).unsqueeze(1), uniforms)
+    else:
+        z = binary_concrete(logits.unsqueeze(1), uniforms, tau.view(r, 1, 1, 1))
+    n_samples = z.shape[1]
+    z_rows = z.transpose(0, 1).reshape(n_samples, r * n, k)
+    pos = positive_loglik(theta.reshape(-1, k), theta0.reshape(-1), z_rows.to(theta.dtype), active)
+    pos = pos.view(n_samples, r, n).mean(0)
+    return -(pos + neg - kl)
 
 
 def _check_batch(methods: Sequence[AmortizedMethod]) -> None:
@@ -273,7 +326,6 @@ def fit_batched(
     objective = _Objective(first)
     stack = _Stack(methods, objective)
     val_u = _validation_uniforms(methods, n_val)
-    xv_f = xv.to(dtype)
     best = {n: p.detach().clone() for n, p in stack.params.items()}
     states = [RunProgress() for _ in methods]
     results = [BatchedRun() for _ in methods]
@@ -284,8 +336,38 @@ def fit_batched(
     def nelbo_one(params, buffers, x, uniforms, tau):  # noqa: ANN001, ANN202 - vmapped
         return functional_call(objective, (params, buffers), (x, uniforms, tau))
 
-    train_step = vmap(nelbo_one, in_dims=(0, 0, 0, 0, 0))
-    val_step = vmap(nelbo_one, in_dims=(0, 0, None, 0, None))
+    def parts_one(params, buffers, x):  # noqa: ANN001, ANN202 - vmapped
+        return functional_call(objective, (params, buffers), (x,))
+
+    # The active-entry path exactly when the single-run fit takes it (amortized._active_or_none).
+    train_active = ActiveSet.of(xt) if wants_sparse(xt) else None
+    dense_train, dense_val = (
+        vmap(nelbo_one, in_dims=(0, 0, 0, 0, 0)),
+        vmap(nelbo_one, in_dims=(0, 0, None, 0, None)),
+    )
+    parts_train, parts_val = vmap(parts_one, in_dims=(0, 0, 0)), vmap(parts_one, in_dims=(0, 0, None))
+    val_active: dict[tuple[int, int], ActiveSet | None] = {}
+
+    def val_step(p, b, r0: int, u) -> torch.Tensor:  # noqa: ANN001
+        chunk = xv[r0 : r0 + val_rows]
+        runs = u.shape[0]
+        if (r0, runs) not in val_active:
+            one = ActiveSet.of(chunk) if wants_sparse(chunk) else None
+            rows = torch.arange(chunk.shape[0], device=device).repeat(runs)
+            val_active[(r0, runs)] = None if one is None else one.select(rows).block_diagonal(runs)
+        active = val_active[(r0, runs)]
+        x = chunk.to(dtype)
+        if active is None:
+            return dense_val(p, b, x, u, None)
+        return _stacked_nelbo(parts_val(p, b, x), u, None, active)
+
+    def train_step(p, b, batch, u, taus) -> torch.Tensor:  # noqa: ANN001
+        x = xt[batch.to(device)].to(dtype)
+        if train_active is None:
+            return dense_train(p, b, x, u, taus)
+        active = train_active.select(batch.reshape(-1).to(device)).block_diagonal(batch.shape[0])
+        return _stacked_nelbo(parts_train(p, b, x), u, taus, active)
+
     val_rows = eval_chunk_rows(lv, first.D)
     runs_per_chunk = max(1, VAL_MAX_ELEMENTS // (lv * min(val_rows, n_val) * first.D))
 
@@ -299,7 +381,7 @@ def fit_batched(
                 u = val_u[stack.ids[sel]]
                 per_point = torch.cat(
                     [
-                        val_step(p, b, xv_f[r0 : r0 + val_rows], u[:, :, r0 : r0 + val_rows], None).double()
+                        val_step(p, b, r0, u[:, :, r0 : r0 + val_rows]).double()
                         for r0 in range(0, n_val, val_rows)
                     ],
                     dim=1,
@@ -327,8 +409,7 @@ def fit_batched(
                 u = torch.stack(
                     [torch.rand(shape, generator=g, dtype=dtype, device=device) for g in stack.noise]
                 )
-                x = xt[batch.to(device)].to(dtype)
-                losses = train_step(stack.params, stack.buffers, x, u, taus).mean(1)
+                losses = train_step(stack.params, stack.buffers, batch, u, taus).mean(1)
                 values = losses.detach().tolist()
                 for local, value in enumerate(values):
                     if not math.isfinite(value) and not states[stack.ids[local]].finished:
