@@ -95,6 +95,11 @@ class AmortizedHParams:
     init_mu: float = GenerativeInit.mu
     dtype: str = "float32"  # "float32" | "float64" (training and evaluation precision)
 
+    @property
+    def generative_lr(self) -> float:
+        """Adam's learning rate of the generative parameters: ``gen_lr``, else ``lr``."""
+        return self.gen_lr if self.gen_lr is not None else self.lr
+
     def generative_init(self) -> GenerativeInit:
         return GenerativeInit(
             theta_low=self.init_theta_low,
@@ -380,9 +385,7 @@ class AmortizedMethod(InferenceMethod):
         groups: list[dict[str, Any]] = [{"params": list(self.encoder.parameters()), "lr": self.hp.lr}]
         gen_params = list(self.generative_module.parameters())
         if gen_params:
-            groups.append(
-                {"params": gen_params, "lr": self.hp.gen_lr if self.hp.gen_lr is not None else self.hp.lr}
-            )
+            groups.append({"params": gen_params, "lr": self.hp.generative_lr})
         return torch.optim.Adam(groups, lr=self.hp.lr, betas=(self.hp.beta1, 0.999), fused=True)
 
     def fit(

@@ -262,7 +262,8 @@ class _Stack:
         per_run_buffers = [dict(_Objective(m).named_buffers()) for m in methods]
         self.buffers = {n: torch.stack([b[n] for b in per_run_buffers]) for n, _ in objective.named_buffers()}
         lr = {
-            n: [m.hp.lr if n.startswith("net.encoder.") else _gen_lr(m) for m in methods] for n in self.params
+            n: [m.hp.lr if n.startswith("net.encoder.") else m.hp.generative_lr for m in methods]
+            for n in self.params
         }
         self.adam = StackedAdam(self.params, lr, [m.hp.beta1 for m in methods])
         self.shuffle = [stream_generator(m.init_seed, "shuffle") for m in methods]
@@ -276,10 +277,6 @@ class _Stack:
         self.adam.keep(index, self.params)
         self.shuffle = [self.shuffle[i] for i in local]
         self.noise = [self.noise[i] for i in local]
-
-
-def _gen_lr(m: AmortizedMethod) -> float:
-    return m.hp.gen_lr if m.hp.gen_lr is not None else m.hp.lr
 
 
 def _validation_uniforms(methods: Sequence[AmortizedMethod], n_val: int) -> torch.Tensor:
