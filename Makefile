@@ -32,7 +32,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH)
 INSTALLER_PINS := pip==26.3 setuptools==84.2.1 wheel==0.48.0
 SNAKEMAKE := $(BIN)/snakemake --workflow-profile profiles/$(SMK_PROFILE) $(if $(CORES),--cores $(CORES))
 
-.PHONY: setup reproduce test lint format dryrun report bench lock clean readme-results architecture
+.PHONY: setup reproduce test lint format dryrun report bench bench-batched lock clean readme-results architecture
 
 $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -112,6 +112,11 @@ readme-results: setup
 # Throughput of the project's trainers against a dense reference (issue 7); see benchmarks/README.md.
 bench: setup
 	$(BIN)/python benchmarks/bench.py
+
+# Runs per hour: one run per process against R runs batched in one (issue 16); datasets are built
+# into results/data/ if missing. See benchmarks/README.md.
+bench-batched: setup
+	$(BIN)/python benchmarks/batched.py
 
 # docs/architecture.md's import graph, redrawn from the package's real imports (stdlib only, no
 # venv needed); tests/test_architecture.py fails while it is stale.

@@ -93,6 +93,22 @@ def test_positive_loglik_matches_dense_values_and_gradients():
         torch.testing.assert_close(gs, gd, rtol=1e-10, atol=1e-12)
 
 
+def test_block_diagonal_evaluates_stacked_runs_each_against_its_own_parameters():
+    """R runs' rows stacked against their theta stacked as (R * D, K): one positive_loglik call
+    gives every run's own values (and nothing of another run's parameters)."""
+    runs = [_data(seed=s) for s in range(3)]
+    x = torch.cat([r[0] for r in runs])
+    theta = torch.cat([r[1].theta for r in runs])
+    theta0 = torch.cat([r[1].theta0 for r in runs])
+    g = runs[0][2]
+    z = [torch.rand((4, r[0].shape[0], r[1].K), generator=g, dtype=DTYPE) for r in runs]
+    stacked = positive_loglik(theta, theta0, torch.cat(z, dim=1), ActiveSet.of(x).block_diagonal(3))
+    alone = [positive_loglik(r[1].theta, r[1].theta0, zr, ActiveSet.of(r[0])) for r, zr in zip(runs, z)]
+    torch.testing.assert_close(stacked, torch.cat(alone, dim=1), rtol=1e-14, atol=1e-14)
+    with pytest.raises(ValueError, match="equal blocks"):
+        ActiveSet.of(x).block_diagonal(4)
+
+
 def test_positive_loglik_passes_gradcheck():
     x, model, g = _data(n=4, d=6, k=3, density=0.5)
     z = torch.rand((2, 4, 3), generator=g, dtype=DTYPE).requires_grad_(True)

@@ -95,6 +95,11 @@ class AmortizedHParams:
     init_mu: float = GenerativeInit.mu
     dtype: str = "float32"  # "float32" | "float64" (training and evaluation precision)
 
+    @property
+    def generative_lr(self) -> float:
+        """Adam's learning rate of the generative parameters: ``gen_lr``, else ``lr``."""
+        return self.gen_lr if self.gen_lr is not None else self.lr
+
     def generative_init(self) -> GenerativeInit:
         return GenerativeInit(
             theta_low=self.init_theta_low,
@@ -202,6 +207,11 @@ def _as_binary(x: Any, d: int, name: str, device: torch.device) -> torch.Tensor:
     if not binary:
         raise DataError(f"{name} must contain only 0/1 values (binary observations)")
     return x.to(device=device, dtype=torch.uint8)
+
+
+def eval_chunk_rows(n_samples: int, d: int) -> int:
+    """Rows per chunk of the held-out NELBO: the noise is drawn per chunk, so this fixes it."""
+    return max(1, min(EVAL_BATCH_SIZE, EVAL_MAX_ELEMENTS // (n_samples * d)))
 
 
 def _crc(x: torch.Tensor) -> int:
@@ -326,15 +336,25 @@ class AmortizedMethod(InferenceMethod):
         temperature: float | None,
         generator: torch.Generator | None,
         active: ActiveSet | None = None,
+        uniforms: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Per-datapoint NELBO (negative eq. 16) of float ``x`` on ``self.device``: (N,).
 
-        ``active`` (the active entries of ``x``) selects the sparse computation.
+        ``active`` (the active entries of ``x``) selects the sparse computation.  ``uniforms``
+        (L, N, K): the samples' uniform draws, given instead of drawn from ``generator`` (the
+        batched trainer, :mod:`noisyor_bench.inference.batched`).
         """
+        model, logits = self.model_and_logits(x, active)
+        return -elbo(model, x, logits, n_samples, temperature, generator, active=active, uniforms=uniforms)
+
+    def model_and_logits(
+        self, x: torch.Tensor, active: ActiveSet | None = None
+    ) -> tuple[NoisyOR, torch.Tensor]:
+        """The generative model's view and the logits of ``q`` computed from it (one
+        ``generative.model()`` call, so gradients through ``q`` reach the generative parameters)."""
         gen = self.generative_module
         model = gen.model()
-        logits = self.logits(x, model, gen.prior_logits(), active)
-        return -elbo(model, x, logits, n_samples, temperature, generator, active=active)
+        return model, self.logits(x, model, gen.prior_logits(), active)
 
     @torch.no_grad()
     def nelbo(
@@ -346,7 +366,7 @@ class AmortizedMethod(InferenceMethod):
         exact noise (not its distribution) depends on the chunking."""
         xb = _as_binary(x, self.D, "x", self.device)
         self.net.eval()
-        rows = max(1, min(EVAL_BATCH_SIZE, EVAL_MAX_ELEMENTS // (n_samples * self.D)))
+        rows = eval_chunk_rows(n_samples, self.D)
         out = [
             self.batch_nelbo(chunk.to(self.dtype), n_samples, None, generator, _active_or_none(chunk))
             .double()
@@ -365,9 +385,7 @@ class AmortizedMethod(InferenceMethod):
         groups: list[dict[str, Any]] = [{"params": list(self.encoder.parameters()), "lr": self.hp.lr}]
         gen_params = list(self.generative_module.parameters())
         if gen_params:
-            groups.append(
-                {"params": gen_params, "lr": self.hp.gen_lr if self.hp.gen_lr is not None else self.hp.lr}
-            )
+            groups.append({"params": gen_params, "lr": self.hp.generative_lr})
         return torch.optim.Adam(groups, lr=self.hp.lr, betas=(self.hp.beta1, 0.999), fused=True)
 
     def fit(
@@ -499,6 +517,7 @@ __all__ = [
     "AmortizedHParams",
     "AmortizedMethod",
     "build_mlp",
+    "eval_chunk_rows",
     "parse_hparams",
     "temperature",
 ]

@@ -90,8 +90,8 @@ def _fmt(value: float | None) -> str:
 
 
 @dataclass
-class _Progress:
-    """Mutable loop state; everything here goes into the checkpoint."""
+class RunProgress:
+    """Mutable loop state of one run; everything here goes into the checkpoint."""
 
     epoch: int = 0  # completed epochs
     step: int = 0  # completed optimiser steps
@@ -102,6 +102,36 @@ class _Progress:
     stop_reason: str = ""
     last_train: float | None = None
     last_val: float | None = None
+
+
+def passes_per_epoch(n_train: int, budget: FitBudget) -> int:
+    """Passes over ``n_train`` rows per epoch: enough for ``budget.min_epoch_steps`` steps."""
+    batches = math.ceil(n_train / budget.batch_size)
+    return max(1, math.ceil(budget.min_epoch_steps / batches))
+
+
+def evaluates_at(epoch: int, budget: FitBudget) -> bool:
+    """Whether the validation loss is computed after ``epoch`` (1-based): every
+    ``eval_every`` epochs and at the last epoch."""
+    return epoch % budget.eval_every == 0 or epoch == budget.max_epochs
+
+
+def update_stopping(s: RunProgress, monitored: float | None, epoch: int, budget: FitBudget) -> bool:
+    """The early-stopping rule after ``epoch`` (``s.epoch`` already counts it): a lower
+    ``monitored`` loss becomes the best (returns True: keep the state), otherwise one more bad
+    evaluation; ``patience`` bad evaluations or ``max_epochs`` finish the run."""
+    improved = False
+    if monitored is not None:
+        if monitored < s.best_value:
+            s.best_value, s.best_epoch, s.bad_evals = monitored, epoch, 0
+            improved = True
+        else:
+            s.bad_evals += 1
+    if s.bad_evals >= budget.patience:
+        s.finished, s.stop_reason = True, "patience"
+    elif s.epoch >= budget.max_epochs:
+        s.finished, s.stop_reason = True, "max_epochs"
+    return improved
 
 
 class Trainer:
@@ -140,7 +170,7 @@ class Trainer:
         self.fingerprint = dict(fingerprint or {})
         self.fingerprint["budget"] = fit_budget_fields(budget)
         self.fingerprint["n_train"] = self.n_train
-        self.state = _Progress()
+        self.state = RunProgress()
         self.history: list[EpochRecord] = []
         self.best_state: dict[str, torch.Tensor] = _clone_state(module)
 
@@ -162,8 +192,7 @@ class Trainer:
     @property
     def passes_per_epoch(self) -> int:
         """Passes over the training set per epoch: enough for ``budget.min_epoch_steps`` steps."""
-        batches = math.ceil(self.n_train / self.budget.batch_size)
-        return max(1, math.ceil(self.budget.min_epoch_steps / batches))
+        return passes_per_epoch(self.n_train, self.budget)
 
     def run(self, progress: ProgressFn | None = None) -> list[EpochRecord]:
         """Train (or resume), restore the best state into ``module`` and return the curve."""
@@ -193,9 +222,7 @@ class Trainer:
         self.state.last_train = train
         self._check_parameters(epoch)
         val = None
-        if self.val_fn is not None and (
-            epoch % self.budget.eval_every == 0 or epoch == self.budget.max_epochs
-        ):
+        if self.val_fn is not None and evaluates_at(epoch, self.budget):
             self.module.eval()
             with torch.no_grad():
                 val = float(self.val_fn())
@@ -239,18 +266,9 @@ class Trainer:
 
     # ------------------------------------------------------------------ stopping
     def _update_stopping(self, record: EpochRecord) -> None:
-        s = self.state
         monitored = record.val_nelbo if self.val_fn is not None else record.train_nelbo
-        if monitored is not None:
-            if monitored < s.best_value:
-                s.best_value, s.best_epoch, s.bad_evals = monitored, record.epoch, 0
-                self.best_state = _clone_state(self.module)
-            else:
-                s.bad_evals += 1
-        if s.bad_evals >= self.budget.patience:
-            s.finished, s.stop_reason = True, "patience"
-        elif s.epoch >= self.budget.max_epochs:
-            s.finished, s.stop_reason = True, "max_epochs"
+        if update_stopping(self.state, monitored, record.epoch, self.budget):
+            self.best_state = _clone_state(self.module)
 
     # ------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self) -> None:
@@ -280,7 +298,7 @@ class Trainer:
         for name, g in self.generators.items():
             g.set_state(payload["generators"][name])
         self.best_state = payload["best_state"]
-        self.state = _Progress(**payload["progress"])
+        self.state = RunProgress(**payload["progress"])
         self.history = [EpochRecord(**r) for r in payload["history"]]
 
 
@@ -349,11 +367,15 @@ def lower_lr_hint(keys: str) -> str:
 
 __all__ = [
     "NonFiniteLossError",
+    "RunProgress",
     "Trainer",
     "diverged",
+    "evaluates_at",
     "load_checkpoint",
     "lower_lr_hint",
+    "passes_per_epoch",
     "read_checkpoint",
-    "write_checkpoint",
+    "update_stopping",
     "validate_budget",
+    "write_checkpoint",
 ]

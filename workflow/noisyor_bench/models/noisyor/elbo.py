@@ -35,8 +35,17 @@ def sample_binary_concrete(
     two-class Gumbel-softmax.  ``u`` is kept inside (0, 1) to avoid infinite noise.
     """
     shape = (n_samples, *logits.shape)
-    tiny = torch.finfo(logits.dtype).tiny
     u = torch.rand(shape, generator=generator, dtype=logits.dtype, device=logits.device)
+    return binary_concrete(logits, u, temperature)
+
+
+def binary_concrete(logits: torch.Tensor, u: torch.Tensor, temperature: float | torch.Tensor) -> torch.Tensor:
+    """The relaxed samples of :func:`sample_binary_concrete` from given uniforms ``u`` (L, *logits.shape).
+
+    Split from the drawing so that a batched trainer can draw each run's uniforms from the
+    run's own generator and evaluate the samples of all runs in one computation.
+    """
+    tiny = torch.finfo(logits.dtype).tiny
     u = u.clamp(tiny, 1.0 - torch.finfo(logits.dtype).eps)
     noise = torch.log(u) - torch.log1p(-u)
     return torch.sigmoid((logits + noise) / temperature)
@@ -47,6 +56,11 @@ def sample_bernoulli(
 ) -> torch.Tensor:
     """Exact Bernoulli draws: (L, *probs.shape) of 0/1 in ``probs.dtype``."""
     u = torch.rand((n_samples, *probs.shape), generator=generator, dtype=probs.dtype, device=probs.device)
+    return bernoulli_from_uniforms(probs, u)
+
+
+def bernoulli_from_uniforms(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """The draws of :func:`sample_bernoulli` from given uniforms ``u`` (L, *probs.shape)."""
     return (u < probs).to(probs.dtype)
 
 
@@ -86,6 +100,7 @@ def elbo(
     temperature: float | None,
     generator: torch.Generator | None = None,
     active: ActiveSet | None = None,
+    uniforms: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Per-datapoint ELBO (eq. 16), shape (N,).
 
@@ -93,13 +108,22 @@ def elbo(
     evaluation protocol: no relaxation at test time); otherwise binary-concrete samples.
     ``active``: the active entries of ``x``, for the sparse computation (``x`` is still read
     by the linear terms unless ``active.sparse_linear``); the samples drawn are the same
-    either way.
+    either way.  ``uniforms`` (L, N, K): the uniform draws the samples are made from, instead
+    of drawing them from ``generator`` (the batched trainer draws them per run); ``temperature``
+    may then be a 0-d tensor.
     """
     q = torch.sigmoid(logits)
     if temperature is None:
-        z = sample_bernoulli(q.detach() if not q.requires_grad else q, n_samples, generator)
-    else:
+        probs = q.detach() if not q.requires_grad else q
+        z = (
+            sample_bernoulli(probs, n_samples, generator)
+            if uniforms is None
+            else bernoulli_from_uniforms(probs, uniforms)
+        )
+    elif uniforms is None:
         z = sample_binary_concrete(logits, temperature, n_samples, generator)
+    else:
+        z = binary_concrete(logits, uniforms, temperature)
     kl = bernoulli_kl_from_logits(logits, model.mu)
     if active is None:
         return positive_term(model, x, z) + negative_term(model, x, q) - kl
@@ -120,8 +144,10 @@ def bernoulli_kl_from_logits(logits: torch.Tensor, mu: torch.Tensor) -> torch.Te
 
 
 __all__ = [
+    "bernoulli_from_uniforms",
     "bernoulli_kl",
     "bernoulli_kl_from_logits",
+    "binary_concrete",
     "elbo",
     "negative_term",
     "negative_term_active",

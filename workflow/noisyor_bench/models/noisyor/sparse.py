@@ -226,6 +226,20 @@ class ActiveSet:
         entry = starts[new_row] + torch.arange(new_row.shape[0], device=rows.device) - new_crow[:-1][new_row]
         return ActiveSet(_pattern(new_row, self.cols[entry], int(rows.shape[0]), self.n_features))
 
+    def block_diagonal(self, blocks: int) -> ActiveSet:
+        """The rows cut into ``blocks`` consecutive blocks of equal size, block ``b``'s columns
+        shifted by ``b * n_features``: a ``(N, blocks * D)`` block-diagonal pattern.
+
+        R runs stacked as ``(R * B)`` rows against their parameters stacked as ``(R * D, K)``
+        then evaluate :func:`positive_loglik` of every run in one call: an entry of run ``r``
+        only meets run ``r``'s rows of ``theta``.
+        """
+        if blocks < 1 or self.n_rows % blocks:
+            raise ValueError(f"cannot cut {self.n_rows} rows into {blocks} equal blocks")
+        size = self.n_rows // blocks
+        col = self.cols + torch.div(self.rows, size, rounding_mode="floor") * self.n_features
+        return ActiveSet(_pattern(self.rows, col, self.n_rows, blocks * self.n_features))
+
     def replicated(self, copies: int) -> CsrPattern:
         """The pattern stacked ``copies`` times (rows ``l * N + n``), cached per ``copies``."""
         if copies not in self._replicas:
