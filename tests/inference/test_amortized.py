@@ -8,7 +8,6 @@ form temperature schedule values."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -36,15 +35,6 @@ from noisyor_bench.models.noisyor.jj_upper import conjugate_posterior_logits
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 F64 = torch.float64
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Tiny tensors: one thread is fastest and avoids contention on the shared CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def random_model(d: int, k: int, seed: int) -> NoisyOR:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,14 +33,6 @@ ATOL = 1e-10
 SEEDS = (0, 1, 2)
 BUDGET = FitBudget(max_epochs=15, patience=2, batch_size=25)  # 60 rows: batches of 25, 25, 10
 FAST = {"dtype": "float64", "hidden_dim": 16, "lr": 3e-2, "gen_lr": 9e-2}
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
