@@ -24,7 +24,7 @@ from matplotlib.lines import Line2D
 from noisyor_bench.evaluation.recovery import Recovery, activation_probabilities
 from noisyor_bench.reporting.baselines import BASELINE_LABELS
 from noisyor_bench.reporting.methods import method_colour, method_label, method_marker, method_rank
-from noisyor_bench.reporting.plots import figure_style, n_train_tick, save_figure
+from noisyor_bench.reporting.plots import figure_style, n_train_tick, plot_method_curve, save_figure
 from noisyor_bench.reporting.statistics import mean_ci
 
 LLUB_COLOR = "#333333"
@@ -280,22 +280,9 @@ def plot_fig5(
         for ax, dataset in zip(axes, datasets):
             d = table[table["dataset"] == dataset]
             for m in methods:
-                g = d[d["method"] == m].sort_values("n_train")
-                if g.empty:
-                    continue
-                x = g["n_train"].to_numpy(float)
-                mean = g["nelbo_mean"].to_numpy(float)
-                ci = np.nan_to_num(g["nelbo_ci95"].to_numpy(float), nan=0.0)
-                ax.plot(
-                    x,
-                    mean,
-                    marker=method_marker(m),
-                    ms=4,
-                    lw=1.6,
-                    color=method_colour(m),
-                    label=method_label(m),
-                )
-                ax.fill_between(x, mean - ci, mean + ci, color=method_colour(m), alpha=0.18, lw=0)
+                g = d[d["method"] == m]
+                if not g.empty:
+                    plot_method_curve(ax, g, m, "nelbo")
             for ref, style in _REFERENCE_STYLES.items():
                 g = refs[(refs["dataset"] == dataset) & (refs["method"] == ref)].sort_values("n_train")
                 if g.empty:

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 
 from noisyor_bench.reporting.acp.tsne import Panel
 from noisyor_bench.reporting.methods import method_colour, method_label, method_marker, method_rank
-from noisyor_bench.reporting.plots import figure_style, n_train_tick, save_figure
+from noisyor_bench.reporting.plots import figure_style, n_train_tick, plot_method_curve, save_figure
 
 # Category colours (Okabe-Ito, distinct from the method colours): earn, acq, money-fx, ...
 CATEGORY_COLORS = ("#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -43,22 +43,9 @@ def plot_classification(
         for ax, k in zip(axes, ks):
             d = summary[summary["K"] == k]
             for m in methods:
-                g = d[d["method"] == m].sort_values("n_train")
-                if g.empty:
-                    continue
-                x = g["n_train"].to_numpy(float)
-                mean = g["em_mean"].to_numpy(float)
-                ci = np.nan_to_num(g["em_ci95"].to_numpy(float), nan=0.0)
-                ax.plot(
-                    x,
-                    mean,
-                    marker=method_marker(m),
-                    ms=4,
-                    lw=1.6,
-                    color=method_colour(m),
-                    label=method_label(m),
-                )
-                ax.fill_between(x, mean - ci, mean + ci, color=method_colour(m), alpha=0.18, lw=0)
+                g = d[d["method"] == m]
+                if not g.empty:
+                    plot_method_curve(ax, g, m, "em")
             if baseline is not None:
                 ax.axhline(baseline, **BASELINE_STYLE)
             ax.set_xscale("log")

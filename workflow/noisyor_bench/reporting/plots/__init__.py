@@ -19,9 +19,13 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display on cluster nodes; must precede pyplot imports
 
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from noisyor_bench.infra.io import atomic_path  # noqa: E402
+from noisyor_bench.reporting.methods import method_colour, method_label, method_marker  # noqa: E402
 
 #: Resolution of PNG figures.
 DPI = 150
@@ -53,3 +57,15 @@ def n_train_tick(n: float) -> str:
     """``1000 -> "1k"``, ``40000 -> "40k"``, ``200 -> "200"`` (as in the paper's Table 4)."""
     n = int(n)
     return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
+
+
+def plot_method_curve(ax: Axes, rows: pd.DataFrame, method: str, metric: str) -> None:
+    """One method's ``<metric>_mean`` against N_train with its 95% CI as a band (``<metric>_ci95``;
+    a missing CI draws no band), in the method's colour, marker and label."""
+    g = rows.sort_values("n_train")
+    x = g["n_train"].to_numpy(float)
+    mean = g[f"{metric}_mean"].to_numpy(float)
+    ci = np.nan_to_num(g[f"{metric}_ci95"].to_numpy(float), nan=0.0)
+    colour = method_colour(method)
+    ax.plot(x, mean, marker=method_marker(method), ms=4, lw=1.6, color=colour, label=method_label(method))
+    ax.fill_between(x, mean - ci, mean + ci, color=colour, alpha=0.18, lw=0)
