@@ -1,0 +1,1 @@
+"""Inference for topic models (APE, aviPAM): library-backed samplers and amortized encoders."""
