@@ -33,6 +33,7 @@ if _BUDGET_WARNINGS:
         f"--set grid={config['grid']}' lists them with their keys",
         file=sys.stderr,
     )
+PAPERS = config["papers"]  # which papers `rule all` reproduces (acp, ape, avipam)
 SEEDS = grid.seeds(config)
 DEVICE = GRID.get("device", "auto")
 THREADS = int(GRID.get("threads", 1))
@@ -347,12 +348,24 @@ def ablation_tables():
 
 
 def claim_tables():
-    """Claim tables of every stage, merged into results/tables/claims.csv."""
-    return [R("tables/claims_synthetic.csv")] + text_claim_tables()
+    """Claim tables of every selected paper, merged into results/tables/claims.csv."""
+    tables = []
+    if "acp" in PAPERS:
+        tables += [R("tables/claims_synthetic.csv")] + text_claim_tables()
+    return tables
 
 
 def all_targets():
-    """Everything `rule all` builds for the selected grid."""
+    """Everything `rule all` builds for the selected grid and papers."""
+    targets = acp_targets() if "acp" in PAPERS else []
+    targets += [R("tables/claims.csv"), R("tables/claims.md"), R("software.html")]
+    targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]
+    acp_tables = synthetic_tables() + text_tables() if "acp" in PAPERS else []
+    return targets + table_view_targets(targets + acp_tables)
+
+
+def acp_targets():
+    """The ACP paper's tables and figures (noisy-OR, the core)."""
     targets = [
         R("tables/datasets.csv"),
         R("tables/datasets.md"),
@@ -372,10 +385,7 @@ def all_targets():
     if "table4" in exps:
         targets.append(R("tables/table4.md"))
     targets += [R("tables/ablation_acp_sg.md") for _ in ablation_tables()]
-    targets += text_targets()
-    targets += [R("tables/claims.csv"), R("tables/claims.md"), R("software.html")]
-    targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]
-    return targets + table_view_targets(targets + synthetic_tables() + text_tables())
+    return targets + text_targets()
 
 
 def dataset_raw_inputs(wildcards):
@@ -473,6 +483,8 @@ def tsne_tables():
 # and the real-corpus experiments, which write the same run directories.
 def convergence_experiments():
     """Every experiment of the selected grid that has runs, synthetic then text, in a stable order."""
+    if "acp" not in PAPERS:
+        return []
     synthetic = sorted(grid.experiments(config))
     text = sorted({c.experiment for c in corpus_grid.cells(config)})
     return synthetic + [e for e in text if e not in synthetic]

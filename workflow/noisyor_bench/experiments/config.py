@@ -21,6 +21,9 @@ import yaml
 from noisyor_bench.inference.registry import METHOD_NAMES
 from noisyor_bench.infra.errors import ConfigError
 
+# The papers this workflow reproduces (config key `papers`; the schema's enum lists the same).
+PAPERS = ("acp", "ape", "avipam")
+
 
 def load_yaml(path: str | os.PathLike[str]) -> Any:
     """Parse a YAML file with the safe loader; a missing or malformed file is a ConfigError."""
@@ -131,6 +134,7 @@ def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
     cfg = copy.deepcopy(rename_deprecated_keys(config))
     cfg.setdefault("results_dir", "results")
     cfg.setdefault("raw_data_dir", None)
+    cfg.setdefault("papers", list(PAPERS))
     validator_cls = jsonschema.validators.validator_for(schema())
     validator = validator_cls(schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
