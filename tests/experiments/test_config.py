@@ -5,9 +5,10 @@ from __future__ import annotations
 import copy
 
 import pytest
+from conftest import REPO
 
 from noisyor_bench.cli import main
-from noisyor_bench.experiments.config import load_config, load_yaml, validate_config
+from noisyor_bench.experiments.config import PAPERS, load_config, load_yaml, validate_config
 from noisyor_bench.infra.errors import ConfigError
 
 
@@ -142,7 +143,7 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
         (
             lambda c: c.update(bogus=1),
             "'bogus' was unexpected",
-            "allowed keys: corpora, datasets, grid, grids, pmi, raw_data_dir, results_dir, search_spaces",
+            "allowed keys: corpora, datasets, grid, grids, papers, pmi, raw_data_dir, results_dir, search_spaces",
         ),
         (
             lambda c: c["grids"]["quick"]["budget"].update(epochs=3),
@@ -261,3 +262,10 @@ def test_method_enums_of_the_schema_come_from_the_registry():
     defs = schema()["$defs"]
     assert defs["method"]["enum"] == list(METHOD_NAMES)
     assert defs["corpus_method"]["enum"] == ["avi", "acp"]
+
+
+def test_papers_defaults_to_all_three_and_rejects_unknown_names():
+    cfg = load_yaml(REPO / "config" / "config.yaml")
+    assert validate_config({k: v for k, v in cfg.items() if k != "papers"})["papers"] == list(PAPERS)
+    with pytest.raises(ConfigError, match="papers.0: 'foo' is not allowed"):
+        validate_config({**cfg, "papers": ["foo"]})
