@@ -126,3 +126,24 @@ def test_budget_aware_collects_the_rows_read_and_passes_them_to_the_outer_claim(
     assert (a.statistical_verdict, b.statistical_verdict) == (REPRODUCED, REPRODUCED)
     ok = C.budget_aware(lambda: Claim("ok", "s", "l", REPRODUCED, "n", "r"))()
     assert ok.verdict == REPRODUCED and ok.evidence == ""
+
+
+def test_claims_of_three_papers_share_one_table_grouped_by_paper(tmp_path):
+    def claim(claim_id: str, verdict: str) -> Claim:
+        return Claim(claim_id, "s", "where", verdict, "n", "rule")
+
+    claims = [
+        claim("fig5-acp-small", REPRODUCED),
+        claim("ape-table1-aware", NOT_REPRODUCED),
+        claim("avipam-speed", REPRODUCED),
+    ]
+    assert [c.paper for c in claims] == ["acp", "ape", "avipam"]
+    C.write_claims(claims, tmp_path / "c.csv", tmp_path / "c.md")
+    back = C.read_claims(tmp_path / "c.csv")
+    assert [c.paper for c in back] == ["acp", "ape", "avipam"]
+    text = (tmp_path / "c.md").read_text()
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert [h.split(":")[0] for h in headings] == ["## ACP", "## APE", "## aviPAM"]
+    assert "1 claims: 1 not reproduced." in text.split("## APE")[1]
+    with pytest.raises(ValueError, match="paper 'lda'"):
+        Claim("x", "s", "w", REPRODUCED, "n", "r", paper="lda")

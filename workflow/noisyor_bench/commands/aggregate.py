@@ -212,7 +212,7 @@ def cmd_claims_merge(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.claims import read_claims, write_claims
 
     claims = [c for path in args.claims for c in read_claims(path)]
-    write_claims(claims, args.out_csv, args.out_md)
+    write_claims(claims, args.out_csv, args.out_md, title="Claims of the papers and verdicts")
     return 0
 
 

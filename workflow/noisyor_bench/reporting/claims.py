@@ -61,6 +61,20 @@ BUDGET_RULE = (
 )
 
 
+# The papers whose claims share one table, in the order the table lists them.
+PAPER_TITLES = {
+    "acp": "ACP: Amortized Inference of Variational Bounds for Learning Noisy-OR",
+    "ape": "APE: Rapid Model Comparison by Amortizing Across Models",
+    "avipam": "aviPAM: Variational Inference in Pachinko Allocation Machines",
+}
+
+
+def paper_of(claim_id: str) -> str:
+    """The paper of a claim id: ``ape-...`` and ``avipam-...`` name theirs; the ACP ids predate the prefix."""
+    prefix = claim_id.split("-", 1)[0]
+    return prefix if prefix in PAPER_TITLES and prefix != "acp" else "acp"
+
+
 @dataclass(frozen=True)
 class Claim:
     """One checked claim: what the paper says and where, our verdict, the numbers, the rule."""
@@ -73,8 +87,13 @@ class Claim:
     rule: str
     statistical_verdict: str = ""  # the verdict of the statistics alone (differs when budget-limited)
     evidence: str = ""  # runs converged and cells below the independent baseline among the rows read
+    paper: str = ""  # acp | ape | avipam; empty: read from the claim id's prefix (paper_of)
 
     def __post_init__(self) -> None:
+        if not self.paper:
+            object.__setattr__(self, "paper", paper_of(self.claim_id))
+        if self.paper not in PAPER_TITLES:
+            raise ValueError(f"claim {self.claim_id}: paper {self.paper!r} not in {sorted(PAPER_TITLES)}")
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim {self.claim_id}: verdict {self.verdict!r} not in {VERDICTS}")
         if self.statistical_verdict not in ("", *STATISTICAL_VERDICTS):
@@ -104,37 +123,47 @@ def write_claims(
     if md_path is not None:
         counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
         summary = ", ".join(f"{n} {v}" for v, n in counts.items())
-        rows = [
-            [
-                c.claim_id,
-                c.verdict,
-                c.statistical_verdict,
-                c.evidence,
-                c.statement,
-                c.location,
-                c.numbers,
-                c.rule,
+        sections = []
+        for paper, paper_title in PAPER_TITLES.items():
+            mine = [c for c in claims if c.paper == paper]
+            if not mine:
+                continue
+            mine_counts = ", ".join(f"{n} {v}" for v in VERDICTS if (n := sum(c.verdict == v for c in mine)))
+            rows = [
+                [
+                    c.claim_id,
+                    c.verdict,
+                    c.statistical_verdict,
+                    c.evidence,
+                    c.statement,
+                    c.location,
+                    c.numbers,
+                    c.rule,
+                ]
+                for c in mine
             ]
-            for c in claims
-        ]
+            sections.append(
+                f"## {paper_title}\n\n{len(mine)} claims: {mine_counts}.\n\n"
+                + markdown_table(
+                    [
+                        "id",
+                        "verdict",
+                        "statistical verdict",
+                        "evidence",
+                        "paper's statement",
+                        "where",
+                        "numbers",
+                        "rule",
+                    ],
+                    rows,
+                )
+            )
         text = (
             f"# {title}\n\n{len(claims)} claims: {summary}.\n\n"
             "budget-limited: the evidence includes runs stopped by their epoch limit while still improving, "
-            "or learning-mode cells worse than the independent-Bernoulli baseline; 'statistical verdict' is "
-            "what the confidence intervals alone say.\n\n"
-            + markdown_table(
-                [
-                    "id",
-                    "verdict",
-                    "statistical verdict",
-                    "evidence",
-                    "paper's statement",
-                    "where",
-                    "numbers",
-                    "rule",
-                ],
-                rows,
-            )
+            "or cells worse than their reference baseline (noisy-OR learning: the independent-Bernoulli model); "
+            "'statistical verdict' is "
+            "what the confidence intervals alone say.\n\n" + "\n\n".join(sections)
         )
         write_text_atomic(md_path, text)
 
