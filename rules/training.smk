@@ -84,13 +84,14 @@ for _group in grid.seed_groups(config):
             budget=lambda w: json_param(grid.budget(config, cell_of(w))),
             evaluation=json_param(grid.evaluation(config)),
             device=DEVICE,
+            batch="--batch-seeds" if GRID.get("batch_seeds") else "",
             results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
         shell:
             "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
             " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
             " --n-train {wildcards.n} --seeds {params.seeds} {params.best} --budget {params.budget}"
             " --evaluation {params.evaluation} --device {params.device} --threads {threads}"
-            " --results-dir {params.results} > {log} 2>&1"
+            " {params.batch} --results-dir {params.results} > {log} 2>&1"
 
 
 # ---------------------------------------------------------------------------------------

@@ -191,3 +191,61 @@ def test_stacked_adam_equals_torch_adam_per_run() -> None:
             opt.step()
     for r, p in enumerate(singles):
         torch.testing.assert_close(stacked.detach()[r], p.detach(), rtol=0, atol=1e-14)
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_interrupted_batch_resumes_bit_identical(toy: dict, tmp_path: Path) -> None:
+    """Kill a batch (with one run already finished and one diverged) after epoch 6, resume from
+    its checkpoint: curves, best epochs, verdicts and parameters equal the uninterrupted batch
+    exactly, and a checkpoint of other runs is refused by name."""
+    hparams = [FAST, {**FAST, "lr": 1e6, "gen_lr": 1e6}, {**FAST, "lr": 1e-2}]
+    reference = _build(ACP, toy, "learning", hparams)
+    expected = fit_batched(reference, toy["x_train"], toy["x_val"], BUDGET)
+    assert {r.stop_reason for r in expected} >= {"diverged"}
+
+    path = tmp_path / "batch.pt"
+    key = {"runs": ["seed0", "seed1", "seed2"]}
+
+    def stop_after_epoch_6(run: int, record: EpochRecord) -> None:
+        if record.epoch == 6 and run == 2:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        fit_batched(
+            _build(ACP, toy, "learning", hparams),
+            toy["x_train"],
+            toy["x_val"],
+            BUDGET,
+            progress=stop_after_epoch_6,
+            checkpoint_path=path,
+            fingerprint=key,
+        )
+    assert path.exists()
+    resumed_methods = _build(ACP, toy, "learning", hparams)
+    resumed = fit_batched(
+        resumed_methods, toy["x_train"], toy["x_val"], BUDGET, checkpoint_path=path, fingerprint=key
+    )
+    for ref_m, ref, res_m, res in zip(reference, expected, resumed_methods, resumed, strict=True):
+        assert [dataclasses.asdict(r) | {"seconds": 0} for r in res.history] == [
+            dataclasses.asdict(r) | {"seconds": 0} for r in ref.history
+        ]
+        assert (res.best_epoch, res.stop_reason, res.convergence) == (
+            ref.best_epoch,
+            ref.stop_reason,
+            ref.convergence,
+        )
+        assert (res.error is None) == (ref.error is None)
+        for p, q in zip(ref_m.net.state_dict().values(), res_m.net.state_dict().values(), strict=True):
+            assert torch.equal(p, q)
+    with pytest.raises(ConfigError, match="different run configuration"):
+        fit_batched(
+            _build(ACP, toy, "learning", hparams),
+            toy["x_train"],
+            toy["x_val"],
+            BUDGET,
+            checkpoint_path=path,
+            fingerprint={"runs": ["other"]},
+        )

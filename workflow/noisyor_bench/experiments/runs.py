@@ -40,7 +40,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -470,8 +470,23 @@ def _publish(work: Path, out_dir: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------- the run
-def execute_run(spec: RunSpec) -> Path:
-    """Train, select on validation, evaluate on test once, write the run directory; return it."""
+@dataclass
+class _PreparedRun:
+    """A run up to its fit: data loaded, method built, working directory ready."""
+
+    spec: RunSpec
+    data: Mapping[str, np.ndarray]
+    x_train: torch.Tensor
+    x_val: torch.Tensor
+    method: InferenceMethod
+    device: torch.device
+    threads: int
+    sha: str
+    work: Path
+    clock: provenance.Stopwatch
+
+
+def _prepare(spec: RunSpec) -> _PreparedRun:
     clock = provenance.Stopwatch()
     spec.validate()
     check_layout(spec)
@@ -484,10 +499,8 @@ def execute_run(spec: RunSpec) -> Path:
     device = resolve_device(spec.device)
     sha = sha256_file(spec.dataset)
     method = _construct(method_cls, model_in, spec, device)
-
     # A finished run at out_dir stays until _publish replaces it (never removed up front).
     work = _prepare_partial(spec, _resume_key(spec, sha, device))
-
     log.info(
         "%s/%s/%s n_train=%d seed=%d mode=%s on %s (%d threads)",
         spec.experiment,
@@ -499,18 +512,37 @@ def execute_run(spec: RunSpec) -> Path:
         device,
         threads,
     )
+    return _PreparedRun(spec, data, x_train, x_val, method, device, threads, sha, work, clock)
+
+
+def execute_run(spec: RunSpec) -> Path:
+    """Train, select on validation, evaluate on test once, write the run directory; return it."""
+    run = _prepare(spec)
     progress = _Progress(spec.budget.max_epochs, f"{spec.method} n{spec.n_train} s{spec.seed}")
     t0 = time.perf_counter()
     try:
-        records, resumed = _fit(method, x_train, x_val, spec.budget, progress, work / CHECKPOINT_FILE)
+        records, resumed = _fit(
+            run.method, run.x_train, run.x_val, spec.budget, progress, run.work / CHECKPOINT_FILE
+        )
     except NonFiniteLossError as err:
-        raise _diverged_run(spec, work, err) from err
+        raise _diverged_run(spec, run.work, err) from err
     except KeyboardInterrupt:  # Ctrl-C / SIGINT: the checkpoint in work is exact (issue 18)
-        raise Interrupted(f"interrupted; the same command resumes from {work}") from None
+        raise Interrupted(f"interrupted; the same command resumes from {run.work}") from None
     finally:
         progress.close()
-    train_seconds = time.perf_counter() - t0
+    return _finish(run, records, resumed, time.perf_counter() - t0)
 
+
+def _finish(
+    run: _PreparedRun,
+    records: list[EpochRecord],
+    resumed: bool,
+    train_seconds: float,
+    batch: Mapping[str, Any] | None = None,
+) -> Path:
+    """Select on validation, evaluate on test once, write and publish the run directory."""
+    spec, data, method = run.spec, run.data, run.method
+    x_val = run.x_val
     generative = method.generative.detach()
     # Validation split with the test protocol: a method-independent selection criterion.
     t0 = time.perf_counter()
@@ -546,7 +578,7 @@ def execute_run(spec: RunSpec) -> Path:
         eval_seconds = time.perf_counter() - t0
 
     vals = [r.val_nelbo for r in records if r.val_nelbo is not None and math.isfinite(r.val_nelbo)]
-    out: dict[str, Any] = _identity(spec, data, sha, device, threads)
+    out: dict[str, Any] = _identity(spec, data, run.sha, run.device, run.threads)
     out.update(json_safe(metrics))
     out.update(
         K=int(generative.K),
@@ -564,14 +596,118 @@ def execute_run(spec: RunSpec) -> Path:
         posterior_seconds=posterior_seconds,
         eval_seconds=eval_seconds,
     )
+    if batch is not None:
+        out["batch"] = dict(batch)
     if arrays is not None:
-        write_npz_atomic(work / POSTERIOR_FILE, **arrays)
-    write_text_atomic(work / CURVE_FILE, curve_csv(records))
-    out["provenance"] = provenance.run_record(spec, sha, device, threads, work, clock)
-    write_json_atomic(work / METRICS_FILE, out)
-    _publish(work, spec.out_dir)
+        write_npz_atomic(run.work / POSTERIOR_FILE, **arrays)
+    write_text_atomic(run.work / CURVE_FILE, curve_csv(records))
+    out["provenance"] = provenance.run_record(spec, run.sha, run.device, run.threads, run.work, run.clock)
+    write_json_atomic(run.work / METRICS_FILE, out)
+    _publish(run.work, spec.out_dir)
     log.info("wrote %s", spec.out_dir)
     return spec.out_dir
+
+
+BATCH_DIR = "batch.partial"
+"""Working directory of a batch, beside its runs' seed directories (``.../n<N>/batch.partial``)."""
+
+
+def batchable(specs: Sequence[RunSpec]) -> bool:
+    """Whether :func:`execute_runs_batched` can train ``specs`` as one computation: two or more
+    runs of one amortized method on one dataset, mode, N_train, budget and K."""
+    if len(specs) < 2:
+        return False
+    first = specs[0]
+    same = all(
+        (s.dataset, s.method, s.mode, s.n_train, s.budget, s.n_latent, s.device)
+        == (
+            first.dataset,
+            first.method,
+            first.mode,
+            first.n_train,
+            first.budget,
+            first.n_latent,
+            first.device,
+        )
+        for s in specs
+    )
+    return (
+        same and first.method in methods_pkg.METHOD_NAMES and methods_pkg.method_info(first.method).amortized
+    )
+
+
+def execute_runs_batched(specs: Sequence[RunSpec]) -> list[Path | NonFiniteLossError]:
+    """Train ``specs`` as one batched computation (:func:`~noisyor_bench.inference.batched.fit_batched`),
+    then evaluate and write each run's directory exactly as :func:`execute_run` does.
+
+    The runs share the wall time of the batch: each records ``train_seconds`` = its share
+    (batch time / runs) and ``batch`` = {runs, wall_seconds, index}.  A diverged run yields its
+    error (the others are written); the batch checkpoint (in the first run's working directory,
+    keyed by every run's resume key) lets an interrupted batch resume.
+    """
+    from noisyor_bench.inference.batched import SHARED_HPARAMS, fit_batched
+
+    if not batchable(specs):
+        raise ConfigError(
+            "execute_runs_batched: the runs do not share method, dataset, mode, N_train and budget"
+        )
+    runs = [_prepare(spec) for spec in specs]
+    shapes = {tuple(getattr(r.method.hp, k) for k in SHARED_HPARAMS) for r in runs}  # type: ignore[attr-defined]
+    if len(shapes) > 1:
+        raise ConfigError(
+            f"execute_runs_batched: the runs differ in {', '.join(SHARED_HPARAMS)}: {sorted(shapes)}"
+        )
+    first = runs[0]
+    batch_dir = first.spec.out_dir.parent / BATCH_DIR
+    checkpoint = batch_dir / CHECKPOINT_FILE
+    fingerprint = {"runs": [_resume_key(r.spec, r.sha, r.device) for r in runs]}
+    if checkpoint.exists() and not (first.spec.resume and _read_batch_key(batch_dir) == fingerprint):
+        log.info("discarding stale batch checkpoint %s", checkpoint)
+        shutil.rmtree(batch_dir)
+    batch_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(batch_dir / SPEC_FILE, fingerprint)
+    resumed = checkpoint.exists()
+    if resumed:
+        log.info("resuming the batch from checkpoint %s", checkpoint)
+    progress = _Progress(
+        first.spec.budget.max_epochs, f"{first.spec.method} n{first.spec.n_train} x{len(runs)} seeds"
+    )
+    lead = {"epoch": 0}
+
+    def on_epoch(index: int, record: EpochRecord) -> None:
+        if record.epoch > lead["epoch"]:
+            lead["epoch"] = record.epoch
+            progress(record)
+
+    t0 = time.perf_counter()
+    try:
+        results = fit_batched(
+            [r.method for r in runs],  # type: ignore[misc]
+            first.x_train,
+            first.x_val,
+            first.spec.budget,
+            progress=on_epoch,
+            checkpoint_path=checkpoint,
+            fingerprint=fingerprint,
+        )
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; the same command resumes the batch from {checkpoint}") from None
+    finally:
+        progress.close()
+    wall = time.perf_counter() - t0
+    out: list[Path | NonFiniteLossError] = []
+    for index, (run, result) in enumerate(zip(runs, results, strict=True)):
+        if result.error is not None:
+            out.append(_diverged_run(run.spec, run.work, result.error))
+            continue
+        batch = {"runs": len(runs), "index": index, "wall_seconds": wall}
+        out.append(_finish(run, result.history, resumed, wall / len(runs), batch=batch))
+    shutil.rmtree(batch_dir, ignore_errors=True)
+    return out
+
+
+def _read_batch_key(batch_dir: Path) -> Any:
+    return _read_json_or_none(batch_dir / SPEC_FILE)
 
 
 def run_convergence(method: InferenceMethod, records: list[EpochRecord], spec: RunSpec) -> Convergence:

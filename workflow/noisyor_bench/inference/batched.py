@@ -45,7 +45,12 @@ Numerics: the terms linear in ``x`` are evaluated densely and the Adam step is a
 Adam in place of PyTorch's fused kernel, so a run agrees with its single-run fit to float
 rounding, not bit for bit (``tests/inference/test_batched.py`` states the tolerance).  The
 ``seconds`` of an epoch record is the wall time of the batched epoch, shared by its runs.
-Checkpoints and resume are not supported yet.
+Checkpoint / resume: with ``checkpoint_path`` the batch is written after every epoch, atomically
+(:func:`~noisyor_bench.inference.training.write_checkpoint`): the stacked parameters and Adam
+moments of the runs still training, every run's generators, best state, loop state and curve,
+and the diverged runs' messages -- tensors and plain values only (``weights_only`` loading).  A
+batch started with an existing checkpoint continues from it and ends bit-identical to an
+uninterrupted batch; the ``fingerprint`` (the runs' configurations) must match.
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -65,14 +71,17 @@ from noisyor_bench.inference.convergence import Convergence, assess
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.training import (
+    CHECKPOINT_VERSION,
     NonFiniteLossError,
     RunProgress,
     diverged,
     evaluates_at,
     lower_lr_hint,
     passes_per_epoch,
+    read_checkpoint,
     update_stopping,
     validate_budget,
+    write_checkpoint,
 )
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.elbo import (
@@ -88,6 +97,9 @@ VAL_MAX_ELEMENTS = 2**24
 
 SHARED_HPARAMS = ("hidden_layers", "hidden_dim", "n_samples", "val_samples", "dtype")
 """Hyperparameters that fix tensor shapes or the dtype: equal across the runs of a batch."""
+
+BATCH_CHECKPOINT_VERSION = 1
+"""Layout of a batch checkpoint (in its fingerprint; the file format is the trainer's)."""
 
 BatchedProgressFn = Callable[[int, EpochRecord], None]
 """``progress(run, record)``: called after every epoch of run ``run`` (its index in ``methods``)."""
@@ -296,18 +308,89 @@ def _validation_uniforms(methods: Sequence[AmortizedMethod], n_val: int) -> torc
 
 
 # ---------------------------------------------------------------------- the fit
+# ---------------------------------------------------------------------- checkpoints
+def _save_batch(
+    path: Path,
+    fingerprint: Mapping[str, Any],
+    step: int,
+    stack: _Stack,
+    best: Mapping[str, torch.Tensor],
+    states: Sequence[RunProgress],
+    results: Sequence[BatchedRun],
+) -> None:
+    payload = {
+        "version": CHECKPOINT_VERSION,
+        "fingerprint": dict(fingerprint),
+        "step": step,
+        "ids": list(stack.ids),
+        "params": {n: p.detach() for n, p in stack.params.items()},
+        "exp_avg": stack.adam.exp_avg,
+        "exp_avg_sq": stack.adam.exp_avg_sq,
+        "adam_steps": stack.adam.steps,
+        "shuffle": [g.get_state() for g in stack.shuffle],
+        "noise": [g.get_state() for g in stack.noise],
+        "best": dict(best),
+        "progress": [asdict(s) for s in states],
+        "history": [[asdict(r) for r in res.history] for res in results],
+        "errors": [None if res.error is None else str(res.error) for res in results],
+    }
+    write_checkpoint(path, payload)
+
+
+def _restore_batch(
+    path: Path,
+    fingerprint: Mapping[str, Any],
+    stack: _Stack,
+    best: dict[str, torch.Tensor],
+    states: list[RunProgress],
+    results: list[BatchedRun],
+) -> int:
+    """Load the batch checkpoint into the freshly built stack and records; return the step."""
+    payload = read_checkpoint(path, {**fingerprint, "batch_version": BATCH_CHECKPOINT_VERSION})
+    if len(payload["progress"]) != len(states):
+        raise DataError(
+            f"checkpoint {path} holds {len(payload['progress'])} runs, this batch has {len(states)}"
+        )
+    ids = [int(i) for i in payload["ids"]]
+    if ids != stack.ids:
+        stack.keep([stack.ids.index(i) for i in ids])
+    like = next(iter(stack.params.values()))
+    stack.params = {n: t.to(like.device).requires_grad_() for n, t in payload["params"].items()}
+    stack.adam.params = stack.params
+    stack.adam.exp_avg = {n: t.to(like.device) for n, t in payload["exp_avg"].items()}
+    stack.adam.exp_avg_sq = {n: t.to(like.device) for n, t in payload["exp_avg_sq"].items()}
+    stack.adam.steps = int(payload["adam_steps"])
+    for g, state in zip(stack.shuffle, payload["shuffle"], strict=True):
+        g.set_state(state)
+    for g, state in zip(stack.noise, payload["noise"], strict=True):
+        g.set_state(state)
+    for n, t in payload["best"].items():
+        best[n] = t.to(like.device)
+    for run, (progress_, history, error) in enumerate(
+        zip(payload["progress"], payload["history"], payload["errors"], strict=True)
+    ):
+        states[run] = RunProgress(**progress_)
+        results[run].history = [EpochRecord(**r) for r in history]
+        results[run].error = None if error is None else NonFiniteLossError(error)
+    return int(payload["step"])
+
+
 def fit_batched(
     methods: Sequence[AmortizedMethod],
     x_train: Any,
     x_val: Any,
     budget: FitBudget,
     progress: BatchedProgressFn | None = None,
+    checkpoint_path: str | Path | None = None,
+    fingerprint: Mapping[str, Any] | None = None,
 ) -> list[BatchedRun]:
     """Train ``methods`` (R AVI/ACP runs, see the module doc) together; one result per run.
 
     Afterwards every method holds its best state, ``best_epoch``, ``stop_reason`` and
     ``convergence``, as after its own :meth:`AmortizedMethod.fit`; a run that diverged keeps
     its initial state and reports the error (``BatchedRun.error``) instead of raising it.
+    With ``checkpoint_path`` the batch is checkpointed after every epoch and resumed from an
+    existing checkpoint whose ``fingerprint`` matches (module doc).
     """
     validate_budget(budget)
     _check_batch(methods)
@@ -329,6 +412,10 @@ def fit_batched(
     passes = passes_per_epoch(n_train, budget)
     lv = first.hp.val_samples
     step = 0
+    ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
+    ckpt_key = {**(fingerprint or {}), "batch_version": BATCH_CHECKPOINT_VERSION}
+    if ckpt is not None and ckpt.exists():
+        step = _restore_batch(ckpt, fingerprint or {}, stack, best, states, results)
 
     def nelbo_one(params, buffers, x, uniforms, tau):  # noqa: ANN001, ANN202 - vmapped
         return functional_call(objective, (params, buffers), (x, uniforms, tau))
@@ -462,6 +549,8 @@ def fit_batched(
         keep = [local for local, run in enumerate(stack.ids) if not states[run].finished]
         if len(keep) < len(stack.ids):
             stack.keep(keep)
+        if ckpt is not None:
+            _save_batch(ckpt, ckpt_key, step, stack, best, states, results)
 
     for run, m in enumerate(methods):
         s, result = states[run], results[run]
