@@ -39,13 +39,14 @@ rule search:
         budget=lambda w: json_param(grid.budget(config, cell_of(w))),
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
+        batch="--batch-draws" if GRID.get("batched") else "",
         out_dir=lambda w, output: os.path.dirname(output.best),
     shell:
         "noisyor-bench search --dataset {input.dataset} --dataset-name {wildcards.dataset}"
         " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
         " --n-train {wildcards.n} --seed {params.seed} --draws {params.draws} --budget {params.budget}"
         " --evaluation {params.evaluation} --device {params.device} --threads {threads}"
-        " --out-dir {params.out_dir} > {log} 2>&1"
+        " {params.batch} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 # One train_cell rule per seed list (grid.seed_groups): a rule's outputs, one set per seed, are
@@ -84,7 +85,7 @@ for _group in grid.seed_groups(config):
             budget=lambda w: json_param(grid.budget(config, cell_of(w))),
             evaluation=json_param(grid.evaluation(config)),
             device=DEVICE,
-            batch="--batch-seeds" if GRID.get("batch_seeds") else "",
+            batch="--batch-seeds" if GRID.get("batched") else "",
             results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
         shell:
             "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"

@@ -64,3 +64,60 @@ def test_only_cells_of_one_amortized_method_are_batched(tmp_path: Path) -> None:
     assert not batchable([spec("svi", 0), spec("svi", 1)])  # per-datapoint method
     assert not batchable([spec("acp", 0), spec("avi", 1)])
     assert not batchable([spec("acp", 0), spec("acp", 1, budget=FitBudget(max_epochs=3))])
+
+
+def test_search_batches_the_draws_of_one_encoder_shape(tmp_path: Path) -> None:
+    """Four draws, two encoder shapes: two batches of two; search.csv and best.json agree with
+    the search run draw by draw (validation NELBO to float rounding, same best draw)."""
+    dataset = write_toy_dataset(tmp_path / "toy.npz")
+    draws = [
+        {**HPARAMS, "lr": 3e-2},
+        {**HPARAMS, "hidden_dim": 8},
+        {**HPARAMS, "lr": 1e-2, "beta1": 0.8},
+        {**HPARAMS, "hidden_dim": 8, "gen_lr": 3e-2},
+    ]
+    tables = {}
+    for name, extra in (("alone", []), ("batched", ["--batch-draws"])):
+        out = tmp_path / name
+        args = [
+            "search",
+            "--dataset", str(dataset), "--dataset-name", "toy", "--experiment", "exp",
+            "--method", "acp", "--mode", "learning", "--n-train", "40", "--seed", "0",
+            "--draws", json.dumps(draws),
+            "--budget", json.dumps({"max_epochs": 8, "patience": 2, "batch_size": 16}),
+            "--evaluation", json.dumps({"samples": 20}), "--device", "cpu", "--out-dir", str(out), *extra,
+        ]  # fmt: skip
+        assert main(args) == 0
+        tables[name] = (out / "search.csv").read_text().splitlines()
+        assert not (out / BATCH_DIR).exists()
+        if name == "batched":
+            batches = [read_json(out / f"draw{i}" / "metrics.json")["batch"] for i in range(4)]
+            assert [(b["runs"], b["index"]) for b in batches] == [(2, 0), (2, 0), (2, 1), (2, 1)]
+    alone = [read_json(tmp_path / "alone" / f"draw{i}" / "metrics.json") for i in range(4)]
+    batched = [read_json(tmp_path / "batched" / f"draw{i}" / "metrics.json") for i in range(4)]
+    for a, b in zip(alone, batched, strict=True):
+        assert b["val_nelbo"] == pytest.approx(a["val_nelbo"], rel=1e-9)
+        assert (b["epochs"], b["best_epoch"], b["init_key"]) == (a["epochs"], a["best_epoch"], a["init_key"])
+    assert (
+        read_json(tmp_path / "batched" / "best.json")["draw"]
+        == read_json(tmp_path / "alone" / "best.json")["draw"]
+    )
+
+
+def test_batch_groups_follow_the_shape_fixing_hyperparameters(tmp_path: Path) -> None:
+    from noisyor_bench.experiments.runs import batch_groups
+
+    def spec(method: str, seed: int, hparams: dict) -> RunSpec:
+        return RunSpec(
+            dataset=tmp_path / "d.npz", method=method, mode="learning", n_train=40, seed=seed,
+            out_dir=tmp_path / f"r{seed}", hparams=hparams,
+        )  # fmt: skip
+
+    specs = [
+        spec("acp", 0, {"hidden_dim": 50, "lr": 1e-3}),
+        spec("acp", 1, {"hidden_dim": 100}),
+        spec("acp", 2, {"hidden_dim": 50, "lr": 1e-2, "beta1": 0.7}),
+        spec("svi", 3, {}),
+        spec("acp", 4, {"hidden_dim": 100, "hidden_layers": 2}),
+    ]
+    assert batch_groups(specs) == [[0, 2], [1], [3], [4]]

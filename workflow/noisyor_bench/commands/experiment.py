@@ -84,7 +84,7 @@ def _completed_draw(draw_dir: Path, hparams: dict[str, Any], init_key: str) -> d
 def cmd_search(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from noisyor_bench.experiments.runs import execute_run
+    from noisyor_bench.experiments.runs import batch_groups, execute_run, execute_runs_batched
     from noisyor_bench.experiments.search import best_draw
     from noisyor_bench.inference.training import NonFiniteLossError
     from noisyor_bench.infra.io import write_json_atomic, write_text_atomic
@@ -93,21 +93,47 @@ def cmd_search(args: argparse.Namespace) -> int:
     if not isinstance(draws, list) or not draws:
         raise ConfigError("--draws: expected a non-empty JSON list of hyperparameter dicts (draw 0 first)")
     out = Path(args.out_dir)
+    specs = [
+        _spec(args, hparams, args.seed, out / f"draw{index}", evaluate_test=False, draw=index)
+        for index, hparams in enumerate(draws)
+    ]
+    done = {
+        index: metrics
+        for index, spec in enumerate(specs)
+        if (metrics := _completed_draw(spec.out_dir, spec.hparams, spec.init_key)) is not None
+    }
+    failed: dict[int, NonFiniteLossError] = {}
+    pending = [index for index in range(len(draws)) if index not in done]
+    if args.batch_draws:
+        # Draws that share the encoder's shape train as one computation (issue 16).
+        candidates = list(pending)
+        for group in batch_groups([specs[i] for i in candidates]):
+            members = [candidates[i] for i in group]
+            if len(members) < 2:
+                continue
+            for index, outcome in zip(
+                members, execute_runs_batched([specs[i] for i in members]), strict=True
+            ):
+                if isinstance(outcome, NonFiniteLossError):
+                    failed[index] = outcome
+            pending = [i for i in pending if i not in members]
+    for index in pending:
+        try:
+            execute_run(specs[index])
+        except NonFiniteLossError as err:
+            failed[index] = err
     rows = []
     for index, hparams in enumerate(draws):
-        draw_dir = out / f"draw{index}"
-        spec = _spec(args, hparams, args.seed, draw_dir, evaluate_test=False, draw=index)
-        metrics = _completed_draw(draw_dir, hparams, spec.init_key)
+        spec = specs[index]
+        metrics = done.get(index) or _completed_draw(spec.out_dir, hparams, spec.init_key)
         reason = ""
+        if index in failed:
+            # A diverging draw is a result of the search (issue 18): recorded with an
+            # infinite validation NELBO and the reason; its .partial directory is kept.
+            log.warning("draw %d diverged: %s", index, failed[index])
+            metrics, reason = {"val_nelbo": math.inf}, f"diverged: {failed[index]}"
         if metrics is None:
-            try:
-                execute_run(spec)
-                metrics = _completed_draw(draw_dir, hparams, spec.init_key)
-            except NonFiniteLossError as err:
-                # A diverging draw is a result of the search (issue 18): recorded with an
-                # infinite validation NELBO and the reason; its .partial directory is kept.
-                log.warning("draw %d diverged: %s", index, err)
-                metrics, reason = {"val_nelbo": math.inf}, f"diverged: {err}"
+            raise ConfigError(f"draw {index} of the search in {out} left no metrics.json")
         val = metrics.get("val_nelbo")
         rows.append(
             {
@@ -268,6 +294,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--draws", required=True, help="JSON list (or @file) of hyperparameter dicts; draw 0 = defaults"
     )
     p.add_argument("--out-dir", required=True, help="search directory: draw<i>/, search.csv, best.json")
+    p.add_argument(
+        "--batch-draws",
+        action="store_true",
+        help="train the draws that share the encoder's shape (AVI/ACP/ACP-SG) as one batched computation "
+        "(issue 16; same validation NELBO as one by one to float rounding)",
+    )
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("train-cell", help="train one cell for several seeds (one run directory per seed)")

@@ -636,6 +636,33 @@ def batchable(specs: Sequence[RunSpec]) -> bool:
     )
 
 
+def batch_groups(specs: Sequence[RunSpec]) -> list[list[int]]:
+    """Indices of ``specs`` grouped into batches :func:`execute_runs_batched` can train together
+    (same cell, budget and shape-fixing hyperparameters, e.g. the search draws with one encoder
+    size); a run that cannot be batched is a group of its own.  Groups in order of first index."""
+    from noisyor_bench.inference.amortized import parse_hparams
+    from noisyor_bench.inference.batched import SHARED_HPARAMS
+
+    groups: dict[Any, list[int]] = {}
+    for index, spec in enumerate(specs):
+        key: Any = ("alone", index)
+        if spec.method in methods_pkg.METHOD_NAMES and methods_pkg.method_info(spec.method).amortized:
+            hp = parse_hparams(spec.hparams)
+            shape = tuple(getattr(hp, k) for k in SHARED_HPARAMS)
+            key = (
+                spec.dataset,
+                spec.method,
+                spec.mode,
+                spec.n_train,
+                tuple(sorted(dataclasses.asdict(spec.budget).items())),
+                spec.n_latent,
+                spec.device,
+                shape,
+            )
+        groups.setdefault(key, []).append(index)
+    return list(groups.values())
+
+
 def execute_runs_batched(specs: Sequence[RunSpec]) -> list[Path | NonFiniteLossError]:
     """Train ``specs`` as one batched computation (:func:`~noisyor_bench.inference.batched.fit_batched`),
     then evaluate and write each run's directory exactly as :func:`execute_run` does.
@@ -670,7 +697,7 @@ def execute_runs_batched(specs: Sequence[RunSpec]) -> list[Path | NonFiniteLossE
     if resumed:
         log.info("resuming the batch from checkpoint %s", checkpoint)
     progress = _Progress(
-        first.spec.budget.max_epochs, f"{first.spec.method} n{first.spec.n_train} x{len(runs)} seeds"
+        first.spec.budget.max_epochs, f"{first.spec.method} n{first.spec.n_train} x{len(runs)} runs"
     )
     lead = {"epoch": 0}
 
