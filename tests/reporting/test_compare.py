@@ -1,0 +1,97 @@
+"""noisyor-bench compare on a toy pair of result sets: agreement within CIs, deterministic
+cells, missing cells and claim verdicts, decided by hand."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from noisyor_bench.cli import main
+from noisyor_bench.reporting.compare import AGREE, DISAGREE, MISSING, compare_cell
+
+
+def _table(rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame(
+        rows, columns=["artifact", "dataset", "n_train", "method", "nelbo_mean", "nelbo_ci95", "nelbo_n"]
+    )
+
+
+def _results(root: Path, rows: list[tuple], verdicts: dict[str, str]) -> Path:
+    (root / "tables").mkdir(parents=True)
+    _table(rows).to_csv(root / "tables" / "fig5.csv", index=False)
+    pd.DataFrame([{"claim_id": k, "verdict": v} for k, v in verdicts.items()]).to_csv(
+        root / "tables" / "claims.csv", index=False
+    )
+    return root
+
+
+def test_compare_cell_by_hand() -> None:
+    # |10.0 - 10.5| = 0.5 <= hypot(0.3, 0.4) = 0.5: agree (boundary included)
+    assert compare_cell(10.0, 0.3, 5, 10.5, 0.4, 5) == (pytest.approx(-0.5), pytest.approx(0.5), AGREE)
+    assert compare_cell(10.0, 0.3, 5, 10.6, 0.4, 5)[2] == DISAGREE
+    # deterministic vs deterministic: equal or not, no interval
+    assert compare_cell(3.0, math.nan, 1, 3.0, math.nan, 1)[2] == AGREE
+    assert compare_cell(3.0, math.nan, 1, 3.001, math.nan, 1)[2] == DISAGREE
+    # deterministic vs sampled: inside the sampled interval
+    assert compare_cell(3.0, math.nan, 1, 3.2, 0.25, 5)[2] == AGREE
+    assert compare_cell(math.nan, math.nan, math.nan, 3.0, 0.1, 5)[2] == MISSING
+
+
+def test_compare_command_on_a_toy_pair(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    reference = _results(
+        tmp_path / "reference",
+        [
+            ("fig5", "syn-random-1", 30, "acp", 12.0, 0.2, 5),  # ours 12.1 ± 0.2: agree
+            ("fig5", "syn-random-1", 30, "avi", 13.0, 0.1, 5),  # ours 14.0 ± 0.1: differ
+            ("fig5", "syn-random-1", 1000, "acp", 10.0, 0.1, 5),  # absent from ours: missing
+        ],
+        {"fig5-a": "reproduced", "fig5-b": "not reproduced", "fig5-c": "inconclusive"},
+    )
+    ours = _results(
+        tmp_path / "ours",
+        [
+            ("fig5", "syn-random-1", 30, "acp", 12.1, 0.2, 5),
+            ("fig5", "syn-random-1", 30, "avi", 14.0, 0.1, 5),
+        ],
+        {"fig5-a": "reproduced", "fig5-b": "inconclusive"},
+    )
+    assert main(["compare", "--results", str(ours), "--reference", str(reference)]) == 0
+    out = capsys.readouterr().out
+    assert "1 cells agree" in out and "1 differ, 1 missing" in out
+    assert "claims: 1 same verdict, 1 different, 1 missing" in out
+    table = pd.read_csv(ours / "tables" / "comparison.csv")
+    assert table.set_index("key")["status"].to_dict() == {
+        "artifact=fig5, dataset=syn-random-1, n_train=30, method=acp": AGREE,
+        "artifact=fig5, dataset=syn-random-1, n_train=30, method=avi": DISAGREE,
+        "artifact=fig5, dataset=syn-random-1, n_train=1000, method=acp": MISSING,
+    }
+    md = (ours / "tables" / "comparison.md").read_text()
+    assert "method=avi" in md.split("## Cells that differ")[1].split("## Claims")[0]
+    assert (
+        main(["compare", "--results", str(ours), "--reference", str(reference), "--fail-on-difference"]) == 1
+    )
+
+
+def test_compare_names_a_missing_tables_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--results", str(tmp_path), "--reference", str(tmp_path / "nope")]) != 0
+    assert "no tables directory" in capsys.readouterr().err
+
+
+def test_per_seed_tables_are_summarised_over_seeds_first() -> None:
+    from noisyor_bench.reporting.compare import compare_tables
+
+    def per_seed(values: list[float]) -> pd.DataFrame:
+        return pd.DataFrame(
+            [{"artifact": "recovery", "dataset": "syn-pattern", "n_train": 200, "method": "acp", "seed": s, "recovered": v}
+             for s, v in enumerate(values)]
+        )  # fmt: skip
+
+    # ours 6, 7, 8 (mean 7, CI 2.48); reference 8, 8, 8 (mean 8, n=3, CI 0): |−1| <= 2.48 agree
+    cells = compare_tables("fig4_recovery", per_seed([6, 7, 8]), per_seed([8, 8, 8]))
+    assert [(c.metric, c.status) for c in cells] == [("recovered", AGREE)]
+    assert cells[0].half_width == pytest.approx(4.302652729911275 * 1.0 / math.sqrt(3))
+    cells = compare_tables("fig4_recovery", per_seed([2, 2, 3]), per_seed([8, 8, 8]))
+    assert cells[0].status == DISAGREE
