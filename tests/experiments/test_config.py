@@ -28,7 +28,7 @@ def test_shipped_config_is_valid(cfg):
     ("mutate", "message"),
     [
         (lambda c: c.update(bogus=1), "'bogus' was unexpected"),
-        (lambda c: c.update(grid="fast"), "allowed values: ['paper', 'quick', 'smoke']"),
+        (lambda c: c.update(grid="fast"), "allowed values: ['paper', 'paper-synpattern', 'quick', 'smoke']"),
         (lambda c: c["datasets"]["syn-pattern"].update(mu=1.5), "datasets.syn-pattern.mu"),
         (lambda c: c["datasets"]["syn-random-1"].update(D="fifty"), "datasets.syn-random-1.D"),
         (lambda c: c["datasets"]["syn-random-1"].pop("s"), "'s' is a required property"),
@@ -174,7 +174,7 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
         (
             lambda c: c.update(grid="fast"),
             "grid: 'fast'",
-            "allowed values: ['paper', 'quick', 'smoke']",
+            "allowed values: ['paper', 'paper-synpattern', 'quick', 'smoke']",
         ),
         (
             lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(mode="learn"),
