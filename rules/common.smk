@@ -250,10 +250,12 @@ def search_result(wildcards):
 def run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
     """The per-seed files a train_cell job writes (wildcard patterns or concrete values).
 
-    Seeds: ``seeds`` if given, else the experiment's (``grid.seeds``: its own or the grid's).
+    Seeds: ``seeds`` if given, else the cell's (``grid.seeds``: the experiment's own or the
+    grid's; the first only for a deterministic cell, e.g. SVI in inference mode).
     """
     if seeds is None:
-        seeds = grid.seeds(config, experiment, dataset) if experiment in grid.experiments(config) else SEEDS
+        known = experiment in grid.experiments(config)
+        seeds = grid.seeds(config, experiment, dataset, method) if known else SEEDS
     return [R(f"runs/{experiment}/{dataset}/{method}/n{n}/seed{seed}/{f}") for seed in seeds for f in files]
 
 

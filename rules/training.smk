@@ -73,6 +73,7 @@ for _group in grid.seed_groups(config):
         wildcard_constraints:
             experiment="|".join(re.escape(e) for e in _group.experiments) or "(?!)",
             dataset="|".join(re.escape(d) for d in _group.datasets) if _group.datasets else NAME_PATTERN,
+            method="|".join(re.escape(m) for m in _group.methods) if _group.methods else wildcard_pattern(),
         conda:
             CONDA_ENV
         threads: THREADS
@@ -93,6 +94,13 @@ for _group in grid.seed_groups(config):
             " --n-train {wildcards.n} --seeds {params.seeds} {params.best} --budget {params.budget}"
             " --evaluation {params.evaluation} --device {params.device} --threads {threads}"
             " {params.batch} --results-dir {params.results} > {log} 2>&1"
+
+
+# Deterministic cells (SVI/LB-CDI/UB-CDI in inference mode) run one seed in rule
+# train_cell_once; the other train_cell rules' patterns match them too, so it takes precedence.
+for _once in [g for g in grid.seed_groups(config) if g.methods]:
+    for _other in [g for g in grid.seed_groups(config) if not g.methods]:
+        workflow.ruleorder(f"train_cell{_once.suffix}", f"train_cell{_other.suffix}")
 
 
 # ---------------------------------------------------------------------------------------

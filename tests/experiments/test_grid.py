@@ -147,3 +147,27 @@ def test_quick_grid_runs_ten_recovery_seeds(repo):
     raw["grid"] = "quick"
     cfg = validate_config(raw)
     assert len(grid.seeds(cfg, "fig4")) >= 10
+
+
+def test_deterministic_cells_run_the_first_seed_once(repo):
+    """SVI/LB-CDI/UB-CDI in inference mode give one posterior whatever the seed: one run, in
+    rule train_cell_once; the same methods in learning mode keep every seed."""
+    raw = load_yaml(repo / "config" / "config.yaml")
+    raw["grids"]["t"] = {
+        "datasets": ["syn-pattern", "syn-random-1"],
+        "seeds": [3, 4],
+        "experiments": {
+            "inf": {"mode": "inference", "datasets": ["syn-pattern"], "runs": {"acp": [20], "svi": [0], "ub-cdi": [0]}},
+            "learn": {"mode": "learning", "datasets": ["syn-random-1"], "runs": {"svi": [10]}},
+        },
+    }  # fmt: skip
+    raw["grid"] = "t"
+    cfg = validate_config(raw)
+    assert grid.seeds(cfg, "inf", "syn-pattern", "acp") == [3, 4]
+    assert grid.seeds(cfg, "inf", "syn-pattern", "svi") == [3]
+    assert grid.seeds(cfg, "inf", "syn-pattern", "ub-cdi") == [3]
+    assert grid.seeds(cfg, "learn", "syn-random-1", "svi") == [3, 4]
+    once = [g for g in grid.seed_groups(cfg) if g.methods]
+    assert [(g.suffix, g.experiments, g.seeds, g.methods) for g in once] == [
+        ("_once", ("inf",), (3,), ("svi", "ub-cdi"))
+    ]

@@ -22,7 +22,7 @@ from typing import Any
 from noisyor_bench.experiments.grid import corpora as corpora  # the grid's real-corpus cells (grid.corpora)
 from noisyor_bench.experiments.search import sample_hparams
 from noisyor_bench.inference.fitting import config_budget_defaults
-from noisyor_bench.inference.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED
+from noisyor_bench.inference.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED, method_info
 from noisyor_bench.infra.constants import (
     BASELINE_IW_SAMPLES,
     BASELINE_MAX_ROUNDS,
@@ -78,17 +78,39 @@ def runs_for(exp: Mapping[str, Any], dataset: str) -> dict[str, list[int]]:
     return dict((exp.get("dataset_runs") or {}).get(dataset) or exp["runs"])
 
 
-def seeds(cfg: Mapping[str, Any], experiment: str | None = None, dataset: str | None = None) -> list[int]:
+def seeds(
+    cfg: Mapping[str, Any],
+    experiment: str | None = None,
+    dataset: str | None = None,
+    method: str | None = None,
+) -> list[int]:
     """Seeds of the grid, of ``experiment`` or of one of its datasets: the experiment's
     ``dataset_seeds[dataset]`` if given, else its own ``seeds``, else the grid's.  More seeds
     where runs take seconds (a success rate or a CI over seeds is reported), fewer where a run
-    takes minutes (e.g. quick's Fig. 5: 5 seeds on the D = 50 panels, 2 at D = 500)."""
+    takes minutes (e.g. quick's Fig. 5: 5 seeds on the D = 50 panels, 2 at D = 500).
+
+    With ``method``: a method that is deterministic in the experiment's mode (SVI, LB-CDI,
+    UB-CDI in inference mode: the same posterior for every seed) runs the first seed only --
+    one setting is evaluated once, not replicated (issue 12)."""
     grid_ = active_grid(cfg)
     exp = (experiments(cfg).get(experiment) or {}) if experiment is not None else {}
     own = (exp.get("dataset_seeds") or {}).get(dataset) if dataset is not None else None
     if own is None:
         own = exp.get("seeds")
-    return [int(s) for s in (own if own is not None else grid_.get("seeds", [0]))]
+    out = [int(s) for s in (own if own is not None else grid_.get("seeds", [0]))]
+    if method is not None and is_deterministic_cell(exp.get("mode"), method):
+        return out[:1]
+    return out
+
+
+def is_deterministic_cell(mode: str | None, method: str) -> bool:
+    """Whether a cell's runs give the same numbers for every seed (one run is the setting)."""
+    return mode == "inference" and method in METHOD_NAMES and method_info(method).deterministic_in_inference
+
+
+def deterministic_cells(cfg: Mapping[str, Any]) -> list[Cell]:
+    """The cells of the grid that run one seed (:func:`is_deterministic_cell`)."""
+    return [c for c in cells(cfg) if is_deterministic_cell(c.mode, c.method)]
 
 
 @dataclass(frozen=True)
@@ -100,6 +122,7 @@ class SeedGroup:
     experiments: tuple[str, ...]
     datasets: tuple[str, ...] | None
     seeds: tuple[int, ...]
+    methods: tuple[str, ...] | None = None  # None: any; else the deterministic cells' methods
 
 
 def seed_groups(cfg: Mapping[str, Any]) -> list[SeedGroup]:
@@ -132,7 +155,26 @@ def seed_groups(cfg: Mapping[str, Any]) -> list[SeedGroup]:
             if any(g.suffix == suffix for g in own):
                 suffix += f"_{i}"
             own.append(SeedGroup(suffix, (name,), tuple(sorted(datasets)), group_seeds))
-    return [SeedGroup("", tuple(shared), None, tuple(default)), *own]
+    return [SeedGroup("", tuple(shared), None, tuple(default)), *own, *single_seed_groups(cfg)]
+
+
+def single_seed_groups(cfg: Mapping[str, Any]) -> list[SeedGroup]:
+    """The deterministic cells (:func:`is_deterministic_cell`), one group per first seed: rule
+    ``train_cell_once`` trains them on that seed alone and takes precedence over the groups
+    above, whose patterns also match them (rules/training.smk)."""
+    by_seed: dict[int, list[Cell]] = {}
+    for cell in deterministic_cells(cfg):
+        by_seed.setdefault(seeds(cfg, cell.experiment, cell.dataset, cell.method)[0], []).append(cell)
+    return [
+        SeedGroup(
+            "_once" if i == 0 else f"_once_{i}",
+            tuple(sorted({c.experiment for c in group})),
+            None,
+            (seed,),
+            tuple(sorted({c.method for c in group})),
+        )
+        for i, (seed, group) in enumerate(sorted(by_seed.items()))
+    ]
 
 
 def budget(cfg: Mapping[str, Any], cell: Cell) -> dict[str, int | float]:
