@@ -95,3 +95,59 @@ def test_per_seed_tables_are_summarised_over_seeds_first() -> None:
     assert cells[0].half_width == pytest.approx(4.302652729911275 * 1.0 / math.sqrt(3))
     cells = compare_tables("fig4_recovery", per_seed([2, 2, 3]), per_seed([8, 8, 8]))
     assert cells[0].status == DISAGREE
+
+
+def test_publish_reference_copies_tables_figures_and_sidecars(tmp_path: Path) -> None:
+    import json
+
+    results = _results(
+        tmp_path / "run", [("fig5", "syn-random-1", 30, "acp", 12.0, 0.2, 5)], {"fig5-a": "reproduced"}
+    )
+    (results / "tables" / "claims.md").write_text("# Claims\n\n1 claims: 1 reproduced.\n")
+    (results / "tables" / "fig5.csv.prov.json").write_text("{}")
+    env = {
+        "code": {"commit": "abc123", "dirty": False},
+        "device": {"cpu_model": "TestCPU", "cpus_available": 2},
+    }
+    (results / "tables" / "claims.csv.prov.json").write_text(json.dumps({"environment": env}))
+    (results / "figures").mkdir()
+    (results / "figures" / "fig5.png").write_bytes(b"\x89PNG")
+    (results / "runs").mkdir()  # never published
+    bench = results / "benchmarks" / "search"
+    bench.mkdir(parents=True)
+    (bench / "a.tsv").write_text("s\th:m:s\tcpu_time\n60.0\t0:01:00\t50.5\n")
+    (bench / "b.tsv").write_text("s\th:m:s\tcpu_time\n30.0\t0:00:30\t29.5\n")
+    out = tmp_path / "reference"
+    assert (
+        main(
+            [
+                "publish-reference",
+                "--results",
+                str(results),
+                "--out",
+                str(out),
+                "--command",
+                "make x",
+                "--wall-seconds",
+                "120",
+            ]
+        )
+        == 0
+    )
+    names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert names == [
+        "README.md",
+        "figures/fig5.png",
+        "tables/claims.csv",
+        "tables/claims.csv.prov.json",
+        "tables/claims.md",
+        "tables/fig5.csv",
+        "tables/fig5.csv.prov.json",
+    ]
+    readme = (out / "README.md").read_text()
+    assert "`abc123`" in readme and "TestCPU, 2 cores" in readme and "`make x`" in readme
+    assert "2.0 min (120 s)" in readme  # wall time
+    assert "jobs | 2; summed job wall time 1.5 min (90 s); summed CPU time 1.3 min (80 s)" in readme
+    assert "1 claims: 1 reproduced." in readme
+    # the reference compares equal to the run it was built from
+    assert main(["compare", "--results", str(results), "--reference", str(out)]) == 0

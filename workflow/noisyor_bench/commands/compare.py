@@ -1,4 +1,5 @@
-"""CLI: ``noisyor-bench compare`` -- a user's results against a reference result set (issue 16)."""
+"""CLI: ``compare`` (a user's results against a reference result set) and ``publish-reference``
+(a finished run's small outputs into ``reference/``), issue 16."""
 
 from __future__ import annotations
 
@@ -24,7 +25,32 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_publish_reference(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.reference import publish_reference
+
+    copied = publish_reference(args.results, args.out, args.command, args.wall_seconds, args.note)
+    print(f"published {len(copied)} files to {args.out} (README: {args.out}/README.md)")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "publish-reference",
+        help="copy a finished run's tables and figures, with their provenance, into a reference folder with a README",
+    )
+    p.add_argument("--results", required=True, help="the finished run's results directory")
+    p.add_argument("--out", default="reference", help="the reference folder (default: reference)")
+    p.add_argument(
+        "--command", required=True, help="the command that produced the run (quoted in the README)"
+    )
+    p.add_argument(
+        "--wall-seconds", type=float, help="the run's wall time, if measured (e.g. by /usr/bin/time)"
+    )
+    p.add_argument(
+        "--note", default="", help="a paragraph for the README (e.g. what else ran on the machine)"
+    )
+    p.set_defaults(func=cmd_publish_reference)
+
     p = sub.add_parser(
         "compare",
         help="which cells of your results agree with a reference result set within their 95%% CIs, "
