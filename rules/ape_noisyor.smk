@@ -1,41 +1,7 @@
 # Stage: APE's question on noisy-OR (issue 14, beyond the paper; docs/ape_noisyor.md). Encoders
 # amortized across many noisy-OR models (grids.<grid>.ape_noisyor), ranked on unseen ones against
 # the exact log-likelihood. Each rule is named as the noisyor-bench subcommand it runs.
-APE_NOISYOR = GRID.get("ape_noisyor", {})
-REPORT_APE_NOISYOR = "APE on noisy-OR (beyond the paper)"
-
-
-def ape_noisyor_families():
-    return list(APE_NOISYOR.get("families", {})) if "ape" in PAPERS else []
-
-
-def ape_noisyor_run(family, method, seed):
-    n = APE_NOISYOR["problems"]["train"]
-    return R(f"runs/ape-noisyor/{family}/{method}/n{n}/seed{seed}/metrics.json")
-
-
-def ape_noisyor_run_files():
-    """metrics.json of every encoder seed and every per-datapoint baseline (seed 0: deterministic)."""
-    files = []
-    for family in ape_noisyor_families():
-        for encoder in APE_NOISYOR["encoders"]:
-            files += [ape_noisyor_run(family, encoder, s) for s in APE_NOISYOR["seeds"]]
-        files += [ape_noisyor_run(family, b, 0) for b in APE_NOISYOR.get("baselines", [])]
-    return files
-
-
-def ape_noisyor_targets():
-    if not ape_noisyor_families():
-        return []
-    return [R("tables/ape_noisyor.csv"), R("tables/ape_noisyor.md"), R("figures/ape_noisyor.png")]
-
-
-def ape_noisyor_claim_tables():
-    return [R("tables/claims_ape_noisyor.csv")] if ape_noisyor_families() else []
-
-
-def _ape_noisyor_pattern(names):
-    return "|".join(re.escape(n) for n in names) or "(?!)"
+# Helpers (targets, run files, the settings APE_NOISYOR): rules/common.smk.
 
 
 rule ape_noisyor_problems:
@@ -76,7 +42,7 @@ rule ape_noisyor_train:
         CONDA_ENV
     params:
         settings=lambda w: json_param(APE_NOISYOR),
-        runs=R("runs"),
+        runs=lambda w, output: ape_noisyor_runs_dir(output[0]),
     shell:
         "noisyor-bench ape-noisyor-train --settings {params.settings} --family {wildcards.family}"
         " --encoder {wildcards.encoder} --problems {input.problems} --runs-dir {params.runs} > {log} 2>&1"
@@ -99,7 +65,7 @@ rule ape_noisyor_baseline:
         CONDA_ENV
     params:
         settings=lambda w: json_param(APE_NOISYOR),
-        runs=R("runs"),
+        runs=lambda w, output: ape_noisyor_runs_dir(output[0]),
     shell:
         "noisyor-bench ape-noisyor-baseline --settings {params.settings} --family {wildcards.family}"
         " --method {wildcards.baseline} --problems {input.problems} --runs-dir {params.runs} > {log} 2>&1"
