@@ -21,7 +21,7 @@ def plot_ape_noisyor(table: pd.DataFrame, png: str | Path, pdf: str | Path | Non
     with figure_style():
         fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * len(methods) + 2.0), sharey=True)
         for ax, metric, title in (
-            (axes[0], "agreement_exact", "agreement with the exact ranking (45 pairs)"),
+            (axes[0], "agreement_exact", "agreement with the exact ranking (candidate pairs)"),
             (axes[1], "gap_exact", "log p(x) - ELBO (nats per row)"),
         ):
             for j, family in enumerate(families):
@@ -35,9 +35,9 @@ def plot_ape_noisyor(table: pd.DataFrame, png: str | Path, pdf: str | Path | Non
             ax.set_title(title)
             ax.set_yticks(np.arange(len(methods)))
             ax.set_yticklabels([LABELS.get(m, m) for m in methods])
-            ax.invert_yaxis()
+        axes[0].invert_yaxis()  # the y axis is shared: invert it once (config order, top to bottom)
         axes[0].set_xlim(0.0, 1.0)
-        axes[0].legend(title="family", loc="lower left")
+        axes[1].legend(title="family", loc="lower right")
         fig.suptitle("APE's question on noisy-OR: unseen models, exact ground truth")
         fig.tight_layout()
         save_figure(fig, png, pdf)
