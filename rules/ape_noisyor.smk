@@ -2,6 +2,7 @@
 # amortized across many noisy-OR models (grids.<grid>.ape_noisyor), ranked on unseen ones against
 # the exact log-likelihood. Each rule is named as the noisyor-bench subcommand it runs.
 # Helpers (targets, run files, the settings APE_NOISYOR): rules/common.smk.
+table_view(R("tables/ape_noisyor.csv"), "ape_noisyor_table", REPORT_APE_NOISYOR, "APE on noisy-OR (table)")
 
 
 rule ape_noisyor_problems:
