@@ -354,12 +354,16 @@ def claim_tables():
     tables = []
     if "acp" in PAPERS:
         tables += [R("tables/claims_synthetic.csv")] + text_claim_tables()
+    if "ape" in PAPERS:
+        tables += ape_noisyor_claim_tables()  # rules/ape_noisyor.smk
     return tables
 
 
 def all_targets():
     """Everything `rule all` builds for the selected grid and papers."""
     targets = acp_targets() if "acp" in PAPERS else []
+    if "ape" in PAPERS:
+        targets += ape_noisyor_targets()  # rules/ape_noisyor.smk
     targets += [R("tables/claims.csv"), R("tables/claims.md"), R("software.html")]
     targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]
     acp_tables = synthetic_tables() + text_tables() if "acp" in PAPERS else []
@@ -478,19 +482,68 @@ def tsne_tables():
 
 
 # ---------------------------------------------------------------------------------------
+# APE's question on noisy-OR (rules/ape_noisyor.smk, docs/ape_noisyor.md): grids.<g>.ape_noisyor.
+APE_NOISYOR = GRID.get("ape_noisyor", {})
+REPORT_APE_NOISYOR = "APE on noisy-OR (beyond the paper)"
+
+
+def ape_noisyor_families():
+    return list(APE_NOISYOR.get("families", {})) if "ape" in PAPERS else []
+
+
+def ape_noisyor_run(family, method, seed):
+    n = APE_NOISYOR["problems"]["train"]
+    return R(f"runs/ape-noisyor/{family}/{method}/n{n}/seed{seed}/metrics.json")
+
+
+def ape_noisyor_run_files():
+    """metrics.json of every encoder seed and every per-datapoint baseline (seed 0: deterministic)."""
+    files = []
+    for family in ape_noisyor_families():
+        for encoder in APE_NOISYOR["encoders"]:
+            files += [ape_noisyor_run(family, encoder, s) for s in APE_NOISYOR["seeds"]]
+        files += [ape_noisyor_run(family, b, 0) for b in APE_NOISYOR.get("baselines", [])]
+    return files
+
+
+def ape_noisyor_targets():
+    if not ape_noisyor_families():
+        return []
+    return [R("tables/ape_noisyor.csv"), R("tables/ape_noisyor.md"), R("figures/ape_noisyor.png")]
+
+
+def ape_noisyor_claim_tables():
+    return [R("tables/claims_ape_noisyor.csv")] if ape_noisyor_families() else []
+
+
+def ape_noisyor_runs_dir(metrics_json):
+    """<results>/runs from a run's metrics.json (runs/ape-noisyor/<family>/<method>/n<N>/seed<s>/)."""
+    return str(Path(metrics_json).parents[5])
+
+
+def _ape_noisyor_pattern(names):
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
+# ---------------------------------------------------------------------------------------
 # Convergence tables (rules/summary.smk): one per experiment with runs -- the synthetic grid
 # and the real-corpus experiments, which write the same run directories.
 def convergence_experiments():
     """Every experiment of the selected grid that has runs, synthetic then text, in a stable order."""
-    if "acp" not in PAPERS:
-        return []
-    synthetic = sorted(grid.experiments(config))
-    text = sorted({c.experiment for c in corpus_grid.cells(config)})
-    return synthetic + [e for e in text if e not in synthetic]
+    experiments = []
+    if "acp" in PAPERS:
+        synthetic = sorted(grid.experiments(config))
+        text = sorted({c.experiment for c in corpus_grid.cells(config)})
+        experiments += synthetic + [e for e in text if e not in synthetic]
+    if ape_noisyor_families():  # rules/ape_noisyor.smk ("ape" in PAPERS)
+        experiments.append("ape-noisyor")
+    return experiments
 
 
 def convergence_run_files(experiment):
-    """metrics.json of every run of an experiment (synthetic or text)."""
+    """metrics.json of every run of an experiment (synthetic, text or APE on noisy-OR)."""
+    if experiment == "ape-noisyor":
+        return ape_noisyor_run_files()
     if experiment in grid.experiments(config):
         return experiment_files(experiment)
     return text_cell_files(corpus_grid.cells(config, experiment))

@@ -77,6 +77,10 @@ def test_every_artifact_is_built(smoke_results):
         "data/neurips-titles.npz",
         "data/reuters.npz",
         "pmi/cooccurrence.npz",
+        "tables/ape_noisyor.md",  # APE on noisy-OR (docs/ape_noisyor.md)
+        "tables/ape_noisyor.html",
+        "figures/ape_noisyor.png",
+        "tables/convergence_ape-noisyor.md",
     ]
     missing = [
         p for p in expected if not (smoke_results / p).is_file() or (smoke_results / p).stat().st_size == 0

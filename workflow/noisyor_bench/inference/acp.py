@@ -43,6 +43,9 @@ class ACP(AmortizedMethod):
         self, x: torch.Tensor, model: NoisyOR, prior_logits: torch.Tensor, active: ActiveSet | None = None
     ) -> torch.Tensor:
         theta = model.theta if self.theta_through_q else model.theta.detach()
+        if self.encoder_input != "x":  # a model-aware encoder input (crossmodel): dense path
+            psi = F.softplus(self.encoder(self.features(x, model)))
+            return conjugate_posterior_logits(x, psi, theta, prior_logits)
         if active is None or not active.sparse_linear:
             return conjugate_posterior_logits(x, self.psi(x), theta, prior_logits)
         # Eq. 11 rewritten over the active entries: sum_{x_i=1} (psi_i + 1) theta_ik - sum_i theta_ik

@@ -194,6 +194,38 @@ def build_mlp(
     return nn.Sequential(*layers)
 
 
+# ---------------------------------------------------------------------- encoder inputs
+ENCODER_INPUTS = ("x", "model-aware", "concat")
+"""What the encoder reads (the APE question, docs/ape_noisyor.md): ``"x"`` the observation only
+(the paper's AVI and ACP; the default, unchanged); ``"model-aware"`` APE's model-aware statistic
+for noisy-OR, ``[theta^T x, theta^T (1 - x)]`` (2K numbers: the summed rates of the positive and
+of the negative observations per latent -- the ingredients of eq. 11 at ``psi = 1``);
+``"concat"`` APE's naive input, ``x`` concatenated with the flattened ``theta`` (D + D K)."""
+
+
+def encoder_input_dim(kind: str, d: int, k: int) -> int:
+    """Number of encoder inputs for ``kind`` (:data:`ENCODER_INPUTS`) with D observations, K latents."""
+    dims = {"x": d, "model-aware": 2 * k, "concat": d + d * k}
+    if kind not in dims:
+        raise ConfigError(f"encoder input {kind!r} is not allowed; allowed: {', '.join(ENCODER_INPUTS)}")
+    return dims[kind]
+
+
+def encoder_features(kind: str, x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """The encoder's input for float ``x`` (N, D) under rates ``theta`` (D, K): see :data:`ENCODER_INPUTS`.
+
+    ``"x"`` returns ``x`` itself (no copy), so the default path computes exactly what it did
+    before the option existed."""
+    if kind == "x":
+        return x
+    theta = theta.to(x.dtype)
+    if kind == "model-aware":
+        return torch.cat([x @ theta, (1 - x) @ theta], dim=-1)
+    if kind == "concat":
+        return torch.cat([x, theta.reshape(1, -1).expand(x.shape[0], -1)], dim=-1)
+    raise ConfigError(f"encoder input {kind!r} is not allowed; allowed: {', '.join(ENCODER_INPUTS)}")
+
+
 def _as_binary(x: Any, d: int, name: str, device: torch.device) -> torch.Tensor:
     """Validate a binary data matrix and move it to ``device`` as uint8 (compact; cast per batch)."""
     x = torch.as_tensor(x)
@@ -238,9 +270,12 @@ class AmortizedMethod(InferenceMethod):
         device: torch.device | str = "cpu",
         dtype: torch.dtype | None = None,
         init_key: str | None = None,
+        encoder_input: str = "x",
     ) -> None:
         """``model``: the ground truth in inference mode; in learning mode only its shape
-        (D, K) is used.  Random streams (generative init, encoder init, shuffling, ELBO
+        (D, K) is used.  ``encoder_input`` (:data:`ENCODER_INPUTS`): what the encoder reads;
+        ``"x"`` (default) is the paper's method, the others make the encoder model-aware for
+        amortizing across models (:mod:`noisyor_bench.inference.crossmodel`).  Random streams (generative init, encoder init, shuffling, ELBO
         samples, validation samples) all derive from ``self.init_seed`` (``seed`` and
         ``init_key``, see :class:`~noisyor_bench.inference.base.InferenceMethod`); the
         generative initialisation's stream name is shared with every other method, so AVI
@@ -257,6 +292,8 @@ class AmortizedMethod(InferenceMethod):
         self.dtype = DTYPES[hp.dtype]
         self.truth = model
         self.D, self.K = model.D, model.K
+        self.encoder_input = encoder_input
+        in_dim = encoder_input_dim(encoder_input, self.D, self.K)
         gen = make_generative(
             mode,
             model,
@@ -266,7 +303,7 @@ class AmortizedMethod(InferenceMethod):
             device=self.device,
         )
         encoder = build_mlp(
-            self.D,
+            in_dim,
             self.encoder_out_dim(),
             self.hp.hidden_layers,
             self.hp.hidden_dim,
@@ -299,6 +336,14 @@ class AmortizedMethod(InferenceMethod):
         the ELBO so gradients through ``q`` (ACP) reach the generative parameters.
         ``active``: the active entries of ``x``, for the sparse path (same values).
         """
+
+    def features(self, x: torch.Tensor, model: NoisyOR) -> torch.Tensor:
+        """The encoder's input for ``x`` under ``model`` (:func:`encoder_features`; ``x`` itself by default)."""
+        return encoder_features(self.encoder_input, x, model.theta)
+
+    def encoder_active(self, active: ActiveSet | None) -> ActiveSet | None:
+        """The active set the encoder's first layer may use: only when it reads ``x`` itself."""
+        return active if self.encoder_input == "x" else None
 
     def hidden(self, x: torch.Tensor, active: ActiveSet | None = None) -> torch.Tensor:
         """The encoder's last hidden layer; its first layer reads only the active inputs if given."""
@@ -454,7 +499,13 @@ class AmortizedMethod(InferenceMethod):
             "dtype": str(self.dtype),
             "x_train": [int(xt.shape[0]), _crc(xt)],
             "x_val": [int(xv.shape[0]), _crc(xv)],
+            **self._input_key(),
         }
+
+    def _input_key(self) -> dict[str, str]:
+        """``{"encoder_input": ...}`` for a non-default input, else nothing (records written
+        before the option existed stay byte-identical)."""
+        return {} if self.encoder_input == "x" else {"encoder_input": self.encoder_input}
 
     # ------------------------------------------------------------------ posterior
     @torch.no_grad()
@@ -488,6 +539,7 @@ class AmortizedMethod(InferenceMethod):
             "hparams": asdict(self.hp),
             "shape": [self.D, self.K],
             "net": {k: v.detach().cpu().clone() for k, v in self.net.state_dict().items()},
+            **self._input_key(),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -499,6 +551,11 @@ class AmortizedMethod(InferenceMethod):
             raise DataError(
                 f"{self.name} state has mode {state.get('mode')!r} and shape {state.get('shape')}; "
                 f"this instance has mode {self.mode!r} and shape {[self.D, self.K]}"
+            )
+        if state.get("encoder_input", "x") != self.encoder_input:
+            raise DataError(
+                f"{self.name} state has encoder input {state.get('encoder_input', 'x')!r}, "
+                f"this instance {self.encoder_input!r}"
             )
         if state.get("hparams") != asdict(self.hp):
             raise DataError(
@@ -514,9 +571,12 @@ def _active_or_none(x: torch.Tensor) -> ActiveSet | None:
 
 
 __all__ = [
+    "ENCODER_INPUTS",
     "AmortizedHParams",
     "AmortizedMethod",
     "build_mlp",
+    "encoder_features",
+    "encoder_input_dim",
     "eval_chunk_rows",
     "parse_hparams",
     "temperature",

@@ -25,4 +25,6 @@ class AVI(AmortizedMethod):
     def logits(
         self, x: torch.Tensor, model: NoisyOR, prior_logits: torch.Tensor, active: ActiveSet | None = None
     ) -> torch.Tensor:
-        return self.encode(x, active)
+        if self.encoder_input == "x":
+            return self.encode(x, active)
+        return self.encode(self.features(x, model))

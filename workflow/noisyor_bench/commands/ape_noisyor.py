@@ -1,0 +1,142 @@
+"""CLI: APE's question on noisy-OR (docs/ape_noisyor.md; rules/ape_noisyor.smk).
+
+``ape-noisyor-problems`` builds a family's problem file, ``ape-noisyor-train`` trains one
+encoder across models (every seed), ``ape-noisyor-baseline`` runs a per-datapoint bound (SVI,
+LB-CDI) on the test candidates, ``ape-noisyor-report`` writes the table, figure and claims.
+``--settings`` is the grid section ``grids.<grid>.ape_noisyor`` as JSON (inline or ``@file``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from noisyor_bench.commands.arguments import json_argument
+from noisyor_bench.infra.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def _settings(args: argparse.Namespace):  # noqa: ANN202 - Settings, imported lazily
+    from noisyor_bench.experiments.ape_noisyor.settings import parse_settings
+
+    section = json_argument(args.settings, "--settings")
+    if not isinstance(section, dict):
+        raise ConfigError("--settings: expected a JSON object (grids.<grid>.ape_noisyor)")
+    return parse_settings(section)
+
+
+def cmd_problems(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.ape_noisyor.problems import build_problems, write_problems
+
+    arrays = build_problems(_settings(args), args.family)
+    write_problems(args.out_npz, arrays)
+    log.info("ape-noisyor %s: problems -> %s", args.family, args.out_npz)
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    import torch
+
+    from noisyor_bench.experiments.ape_noisyor.problems import read_problems
+    from noisyor_bench.experiments.ape_noisyor.runs import train_encoder
+
+    settings = _settings(args)
+    if args.encoder not in settings.encoders:
+        raise ConfigError(
+            f"--encoder {args.encoder!r} is not configured; configured: {', '.join(settings.encoders)}"
+        )
+    torch.set_num_threads(1)
+    arrays = read_problems(args.problems)
+    for seed in settings.seeds:
+        train_encoder(arrays, settings, args.family, settings.encoders[args.encoder], seed, args.runs_dir)
+    return 0
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    import torch
+
+    from noisyor_bench.experiments.ape_noisyor.problems import read_problems
+    from noisyor_bench.experiments.ape_noisyor.runs import run_baseline
+
+    settings = _settings(args)
+    torch.set_num_threads(1)
+    run_baseline(read_problems(args.problems), settings, args.family, args.method, args.runs_dir)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from noisyor_bench.experiments.ape_noisyor.problems import read_problems
+    from noisyor_bench.reporting.ape_noisyor.claims import ape_noisyor_claims
+    from noisyor_bench.reporting.ape_noisyor.figure import plot_ape_noisyor
+    from noisyor_bench.reporting.ape_noisyor.table import ape_noisyor_markdown, ape_noisyor_table, run_rows
+    from noisyor_bench.reporting.claims import write_claims
+    from noisyor_bench.reporting.tables import write_table
+
+    settings = _settings(args)
+    log_px = {}
+    for path in args.problems:
+        family = Path(path).stem.removeprefix("ape-noisyor-")
+        log_px[family] = read_problems(path)["test_log_px"]
+    table = ape_noisyor_table(run_rows(args.runs, log_px))
+    detail = (
+        f"{settings.problems['train']} training / {settings.problems['val']} validation / "
+        f"{settings.problems['test']} test problems per family, {settings.candidates} candidates each, "
+        f"{settings.rows['test']} test rows per problem, seeds {list(settings.seeds)}, at most "
+        f"{settings.budget.max_epochs} epochs of >= {settings.budget.min_epoch_steps} steps "
+        f"({settings.budget.batch_size} models x {settings.rows_per_model} rows per step)."
+    )
+    write_table(
+        table, args.out_csv, ape_noisyor_markdown(table, {"grid": args.grid, "detail": detail}), args.out_md
+    )
+    plot_ape_noisyor(table, args.out_png)
+    claims = ape_noisyor_claims(table)
+    write_claims(
+        claims, args.out_claims_csv, args.out_claims_md, title="APE on noisy-OR: claims and verdicts"
+    )
+    log.info("ape-noisyor: %d table rows, %d claims -> %s", len(table), len(claims), args.out_csv)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ape-noisyor-problems", help="APE on noisy-OR: the problem file of one family")
+    p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
+    p.add_argument("--family", required=True, help="a family of the settings (e.g. syn-random)")
+    p.add_argument("--out-npz", required=True, help="results/data/ape-noisyor-<family>.npz")
+    p.set_defaults(func=cmd_problems)
+
+    p = sub.add_parser(
+        "ape-noisyor-train", help="APE on noisy-OR: train one encoder across models (all seeds)"
+    )
+    p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
+    p.add_argument("--family", required=True)
+    p.add_argument("--encoder", required=True, help="an encoder name of the settings (e.g. avi-model-aware)")
+    p.add_argument("--problems", required=True, help="the family's problem file")
+    p.add_argument("--runs-dir", required=True, help="results/runs (run directories go under ape-noisyor/)")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser(
+        "ape-noisyor-baseline", help="APE on noisy-OR: a per-datapoint bound on the test candidates"
+    )
+    p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
+    p.add_argument("--family", required=True)
+    p.add_argument("--method", required=True, choices=("svi", "lb-cdi"))
+    p.add_argument("--problems", required=True, help="the family's problem file")
+    p.add_argument("--runs-dir", required=True, help="results/runs")
+    p.set_defaults(func=cmd_baseline)
+
+    p = sub.add_parser("ape-noisyor-report", help="APE on noisy-OR: table, figure and claims")
+    p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
+    p.add_argument("--grid", default="?", help="the grid's name, for the caption")
+    p.add_argument(
+        "--problems", nargs="+", required=True, help="problem files results/data/ape-noisyor-<family>.npz"
+    )
+    p.add_argument("--runs", nargs="+", required=True, help="metrics.json of every run")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.add_argument("--out-png", required=True)
+    p.add_argument("--out-claims-csv", required=True)
+    p.add_argument("--out-claims-md", required=True)
+    p.set_defaults(func=cmd_report)
