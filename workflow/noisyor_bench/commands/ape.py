@@ -103,6 +103,47 @@ def cmd_ape_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ape_table1(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.ape.table1 import figure1_rows, seed_rows, table1, table1_markdown
+    from noisyor_bench.reporting.tables import write_table
+
+    settings = _section(args)
+    frame = table1(seed_rows(args.evals))
+    write_table(frame, args.out_csv, table1_markdown(frame, settings), args.out_md)
+    fig1 = figure1_rows(args.evals)
+    write_table(fig1, args.out_figure1_csv)
+    log.info("APE Table 1: %d rows -> %s", len(frame), args.out_md)
+    return 0
+
+
+def cmd_ape_figures(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.ape import figures
+
+    figures.figure1_left(args.evals, args.vi_dirs, args.dataset, args.out_left_png, args.out_left_pdf)
+    figures.figure1_right(args.evals, args.dataset, args.out_right_png, args.out_right_pdf)
+    log.info("APE Figure 1 (%s) -> %s, %s", args.dataset, args.out_left_png, args.out_right_png)
+    return 0
+
+
+def cmd_ape_figure2(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.ape.figures import figure2
+
+    figure2(args.dataset_file, args.eval_dir, args.out_png, args.out_pdf)
+    log.info("APE Figure 2 -> %s", args.out_png)
+    return 0
+
+
+def cmd_ape_claims(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.ape.claims import ape_claims
+    from noisyor_bench.reporting.claims import write_claims
+    from noisyor_bench.reporting.tables import read_table
+
+    claims = ape_claims(read_table(args.table), read_table(args.figure1))
+    write_claims(claims, args.out_csv, args.out_md, title="APE: claims of the paper and verdicts")
+    log.info("APE claims: %s", ", ".join(f"{c.claim_id}: {c.verdict}" for c in claims))
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("ape-data", help="APE: build results/data/ape-<dataset>.npz (toy bars, reviews)")
     p.add_argument("--dataset", choices=DATASETS, required=True)
@@ -141,3 +182,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             p.add_argument("--encoder", nargs="*", default=[], help="METHOD=RUN_DIR of each trained encoder")
             p.add_argument("--nuts-dir", default=None, help="the seed's ape-nuts run directory (optional)")
         p.set_defaults(func=func)
+
+    p = subparsers.add_parser("ape-table1", help="APE: Table 1 (both datasets) and Figure 1's times")
+    p.add_argument("--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/seed<s> metrics.json files")
+    p.add_argument("--settings", required=True, help="JSON (or @file): grids.<grid>.ape (for the caption's reductions)")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.add_argument("--out-figure1-csv", required=True, help="output file: Figure 1's times per seed (CSV)")
+    p.set_defaults(func=cmd_ape_table1)
+
+    p = subparsers.add_parser("ape-figures", help="APE: Figure 1 left and right of one dataset")
+    p.add_argument("--dataset", choices=DATASETS, required=True)
+    p.add_argument("--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/seed<s> metrics.json files")
+    p.add_argument("--vi-dirs", nargs="+", required=True, help="runs/ape-vi/<dataset>/vi/n0/seed<s> directories")
+    for side in ("left", "right"):
+        p.add_argument(f"--out-{side}-png", required=True)
+        p.add_argument(f"--out-{side}-pdf", default=None)
+    p.set_defaults(func=cmd_ape_figures)
+
+    p = subparsers.add_parser("ape-figure2", help="APE: Figure 2 (toy bars: topics and reconstructions)")
+    p.add_argument("--dataset-file", required=True, help="results/data/ape-toybars.npz")
+    p.add_argument("--eval-dir", required=True, help="runs/ape-eval/toybars/seed<s> (the first seed)")
+    p.add_argument("--out-png", required=True)
+    p.add_argument("--out-pdf", default=None)
+    p.set_defaults(func=cmd_ape_figure2)
+
+    p = subparsers.add_parser("ape-claims", help="APE: the paper's claims and verdicts (tables/claims_ape.csv)")
+    p.add_argument("--table", required=True, help="tables/ape_table1.csv")
+    p.add_argument("--figure1", required=True, help="tables/ape_figure1.csv")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.set_defaults(func=cmd_ape_claims)

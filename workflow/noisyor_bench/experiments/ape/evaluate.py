@@ -51,6 +51,7 @@ WARM_FROM = "ape-model-aware"  # the encoder whose output warm-starts VI (Figure
 QUALITY_REL_TOL = 1e-3  # "VI's quality": within 0.1 % of random-init VI's final ELBO
 RECONSTRUCTION_COLUMNS = 10
 RECONSTRUCTION_SAMPLES = 100
+MIN_LOG_SIGMA = math.log(1e-3)  # floor of the NUTS samples' moment-matched proposal scale
 
 
 def _generator(seed: int, stream: str) -> torch.Generator:
@@ -301,6 +302,8 @@ def _score_nuts(
     ev = dict(section.get("evaluation") or {})
     out: dict[str, Any] = {"combinations": n, "methods": {}}
     mu, log_sigma = moment_matched_q(h)
+    # a chain that did not move in some coordinate (tiny budgets) has zero variance: floor it
+    log_sigma = torch.nan_to_num(log_sigma, neginf=MIN_LOG_SIGMA).clamp(min=MIN_LOG_SIGMA)
     nuts_scores = score_q(sub, mu, log_sigma, section, seed)  # IS with the moment-matched Gaussian
     with torch.no_grad():
         paper = paper_per_word_predictive(
