@@ -4,7 +4,9 @@
 # as the noisyor-bench subcommand it runs (`-` -> `_`).
 REPORT_APE = "APE: Table 1, Figures 1-2 (Zhang & Hughes)"
 
-table_view(R("tables/ape_table1.csv"), "ape_table1", REPORT_APE, "Table 1: likelihood, time, agreement (table)")
+table_view(
+    R("tables/ape_table1.csv"), "ape_table1", REPORT_APE, "Table 1: likelihood, time, agreement (table)"
+)
 table_view(R("tables/claims_ape.csv"), "ape_claims", REPORT_APE, "APE claims and verdicts (table)")
 
 
@@ -203,7 +205,10 @@ rule ape_figure2:
         scores=R(f"runs/ape-eval/toybars/seed{APE_SEEDS[0] if APE_SEEDS else 0}/scores.npz"),
     output:
         png=paper_report(
-            R("figures/ape_fig2.png"), "ape_fig2", REPORT_APE, "Figure 2: toy bars topics and reconstructions"
+            R("figures/ape_fig2.png"),
+            "ape_fig2",
+            REPORT_APE,
+            "Figure 2: toy bars topics and reconstructions",
         ),
         pdf=R("figures/ape_fig2.pdf"),
     log:

@@ -515,18 +515,32 @@ def ape_encoder_dirs(ds, seed):
 def ape_nuts_files(ds, seed):
     """The seed's NUTS run (metrics.json), or nothing when the grid runs no NUTS on ``ds``."""
     nuts = APE["datasets"][ds].get("nuts") or {}
-    return [R(f"runs/ape-nuts/{ds}/nuts/n0/seed{seed}/metrics.json")] if int(nuts.get("combinations", 0)) > 0 else []
+    return (
+        [R(f"runs/ape-nuts/{ds}/nuts/n0/seed{seed}/metrics.json")]
+        if int(nuts.get("combinations", 0)) > 0
+        else []
+    )
 
 
 def ape_eval_files(ds=None):
     """Evaluation metrics.json of every (dataset, seed), or of one dataset."""
-    return [R(f"runs/ape-eval/{d}/seed{s}/metrics.json") for d in ape_datasets() if ds in (None, d) for s in APE_SEEDS]
+    return [
+        R(f"runs/ape-eval/{d}/seed{s}/metrics.json")
+        for d in ape_datasets()
+        if ds in (None, d)
+        for s in APE_SEEDS
+    ]
 
 
 def ape_run_files(experiment):
     """metrics.json of the APE runs with a convergence verdict: ape-train (encoders), ape-vi."""
     if experiment == "ape-train":
-        return [f"{d}/metrics.json" for ds in ape_datasets() for s in APE_SEEDS for d in ape_encoder_dirs(ds, s).values()]
+        return [
+            f"{d}/metrics.json"
+            for ds in ape_datasets()
+            for s in APE_SEEDS
+            for d in ape_encoder_dirs(ds, s).values()
+        ]
     if experiment == "ape-vi":
         return [R(f"runs/ape-vi/{ds}/vi/n0/seed{s}/metrics.json") for ds in ape_datasets() for s in APE_SEEDS]
     return []

@@ -21,7 +21,9 @@ DATASETS = ("toybars", "mdreviews")
 def _section(args: argparse.Namespace) -> dict[str, Any]:
     value = json_argument(args.settings, "--settings")
     if not isinstance(value, dict):
-        raise ConfigError("--settings: expected a JSON object (the dataset's grids.<grid>.ape.datasets section)")
+        raise ConfigError(
+            "--settings: expected a JSON object (the dataset's grids.<grid>.ape.datasets section)"
+        )
     return value
 
 
@@ -42,7 +44,9 @@ def cmd_ape_data(args: argparse.Namespace) -> int:
         paths = {name: fetch(key, mirror, args.cache_dir) for name, key in RAW_KEYS.items()}
         arrays, facts = datasets.mdreviews_arrays(section, paths)
         inputs = [
-            provenance.file_entry(paths[name], f"raw:{key}", Path(args.out).parent, pinned_sha256=REGISTRY[key].sha256)
+            provenance.file_entry(
+                paths[name], f"raw:{key}", Path(args.out).parent, pinned_sha256=REGISTRY[key].sha256
+            )
             for name, key in RAW_KEYS.items()
         ]
     write_npz_atomic(args.out, **arrays)
@@ -53,7 +57,9 @@ def cmd_ape_data(args: argparse.Namespace) -> int:
         "theta_pool": section["theta_pool"],
         "arrays": {k: list(v.shape) for k, v in sorted(arrays.items())},
     }
-    sidecar["provenance"] = provenance.artifact_record("dataset", inputs, [Path(args.out)], Path(args.out).parent)
+    sidecar["provenance"] = provenance.artifact_record(
+        "dataset", inputs, [Path(args.out)], Path(args.out).parent
+    )
     write_json_atomic(Path(args.out).with_suffix(".json"), sidecar)
     log.info("ape-%s: %s -> %s", args.dataset, facts, args.out)
     return 0
@@ -64,7 +70,9 @@ def cmd_ape_train(args: argparse.Namespace) -> int:
     from noisyor_bench.infra.device import set_threads
 
     set_threads(args.threads)
-    train_run(args.dataset_file, args.dataset, args.method, args.seed, _section(args), args.out_dir, args.device)
+    train_run(
+        args.dataset_file, args.dataset, args.method, args.seed, _section(args), args.out_dir, args.device
+    )
     return 0
 
 
@@ -98,7 +106,14 @@ def cmd_ape_evaluate(args: argparse.Namespace) -> int:
             raise ConfigError(f"--encoder {item!r}: expected METHOD=RUN_DIR")
         runs[method] = path
     evaluate_seed(
-        args.dataset_file, args.dataset, args.seed, _section(args), runs, args.vi_dir, args.nuts_dir, args.out_dir
+        args.dataset_file,
+        args.dataset,
+        args.seed,
+        _section(args),
+        runs,
+        args.vi_dir,
+        args.nuts_dir,
+        args.out_dir,
     )
     return 0
 
@@ -145,10 +160,14 @@ def cmd_ape_claims(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("ape-data", help="APE: build results/data/ape-<dataset>.npz (toy bars, reviews)")
+    p = subparsers.add_parser(
+        "ape-data", help="APE: build results/data/ape-<dataset>.npz (toy bars, reviews)"
+    )
     p.add_argument("--dataset", choices=DATASETS, required=True)
     p.add_argument("--settings", required=True, help="JSON (or @file): grids.<grid>.ape.datasets.<dataset>")
-    p.add_argument("--raw-data-dir", default=None, help="raw-data mirror (default $NOISYOR_RAW_DATA, else download)")
+    p.add_argument(
+        "--raw-data-dir", default=None, help="raw-data mirror (default $NOISYOR_RAW_DATA, else download)"
+    )
     p.add_argument("--cache-dir", default="results/raw", help="download cache (download mode)")
     p.add_argument("--out", required=True, help="the dataset .npz (a .json sidecar is written beside it)")
     p.set_defaults(func=cmd_ape_data)
@@ -166,14 +185,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     for name, func, what in (
         ("ape-vi", cmd_ape_vi, "VI from random initialisation on the test combinations (a run directory)"),
-        ("ape-nuts", cmd_ape_nuts, "NUTS warm-started from VI on the first test combinations (a run directory)"),
+        (
+            "ape-nuts",
+            cmd_ape_nuts,
+            "NUTS warm-started from VI on the first test combinations (a run directory)",
+        ),
         ("ape-evaluate", cmd_ape_evaluate, "score every method of one seed on the test combinations"),
     ):
         p = subparsers.add_parser(name, help=f"APE: {what}")
         p.add_argument("--dataset", choices=DATASETS, required=True)
         p.add_argument("--dataset-file", required=True, help="results/data/ape-<dataset>.npz")
         p.add_argument("--seed", type=int, required=True)
-        p.add_argument("--settings", required=True, help="JSON (or @file): grids.<grid>.ape.datasets.<dataset>")
+        p.add_argument(
+            "--settings", required=True, help="JSON (or @file): grids.<grid>.ape.datasets.<dataset>"
+        )
         p.add_argument("--threads", type=int, default=1)
         p.add_argument("--out-dir", required=True, help="the run directory")
         if name != "ape-vi":
@@ -184,8 +209,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
 
     p = subparsers.add_parser("ape-table1", help="APE: Table 1 (both datasets) and Figure 1's times")
-    p.add_argument("--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/seed<s> metrics.json files")
-    p.add_argument("--settings", required=True, help="JSON (or @file): grids.<grid>.ape (for the caption's reductions)")
+    p.add_argument(
+        "--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/seed<s> metrics.json files"
+    )
+    p.add_argument(
+        "--settings", required=True, help="JSON (or @file): grids.<grid>.ape (for the caption's reductions)"
+    )
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p.add_argument("--out-figure1-csv", required=True, help="output file: Figure 1's times per seed (CSV)")
@@ -193,8 +222,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("ape-figures", help="APE: Figure 1 left and right of one dataset")
     p.add_argument("--dataset", choices=DATASETS, required=True)
-    p.add_argument("--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/seed<s> metrics.json files")
-    p.add_argument("--vi-dirs", nargs="+", required=True, help="runs/ape-vi/<dataset>/vi/n0/seed<s> directories")
+    p.add_argument(
+        "--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/seed<s> metrics.json files"
+    )
+    p.add_argument(
+        "--vi-dirs", nargs="+", required=True, help="runs/ape-vi/<dataset>/vi/n0/seed<s> directories"
+    )
     for side in ("left", "right"):
         p.add_argument(f"--out-{side}-png", required=True)
         p.add_argument(f"--out-{side}-pdf", default=None)
@@ -207,7 +240,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out-pdf", default=None)
     p.set_defaults(func=cmd_ape_figure2)
 
-    p = subparsers.add_parser("ape-claims", help="APE: the paper's claims and verdicts (tables/claims_ape.csv)")
+    p = subparsers.add_parser(
+        "ape-claims", help="APE: the paper's claims and verdicts (tables/claims_ape.csv)"
+    )
     p.add_argument("--table", required=True, help="tables/ape_table1.csv")
     p.add_argument("--figure1", required=True, help="tables/ape_figure1.csv")
     p.add_argument("--out-csv", required=True)

@@ -61,7 +61,9 @@ _OSSCI_MNIST = "https://ossci-datasets.s3.amazonaws.com/mnist"  # torchvision's 
 _WIKI_COMMIT = "52b1f163137bc40b0f67cbf129d5dab4f6fd5901"
 _WIKI_BASE = f"https://raw.githubusercontent.com/Vibhas-hs-edu/WikiTasks/{_WIKI_COMMIT}"
 _APE_COMMIT = "17069bc84dd8e56031c8cca2612dcb5da93b0c2b"  # tufts-ml/any_parameter_encoder, branch workshop
-_APE_RAW = f"https://raw.githubusercontent.com/tufts-ml/any_parameter_encoder/{_APE_COMMIT}/datasets/mdreviews/raw"
+_APE_RAW = (
+    f"https://raw.githubusercontent.com/tufts-ml/any_parameter_encoder/{_APE_COMMIT}/datasets/mdreviews/raw"
+)
 _NEURIPS_ORIGIN = (
     "It has no public single-file source: it was built from the per-year JSON files of the "
     "GitHub repository akshaypithadiya/neurips-papers (commit c6f32a61d918f62b4db574aa82ddfddd098f66c7), "

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from noisyor_bench.experiments.ape.pairs import test_combinations
+from noisyor_bench.experiments.ape.pairs import evaluation_combinations
 from noisyor_bench.experiments.rundir import partial_dir
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra import provenance
@@ -78,10 +78,12 @@ def run_vi(
     from noisyor_bench.models.topics.logistic_normal import ape_prior
 
     arrays = load_npz(dataset_path)
-    combos = test_combinations(arrays, torch.float32)
+    combos = evaluation_combinations(arrays, torch.float32)
     n_topics = combos.theta.shape[1]
     config = vi_config(section)
-    log.info("%s seed %d: VI on %d combinations (max %d steps)", dataset, seed, combos.x.shape[0], config.max_steps)
+    log.info(
+        "%s seed %d: VI on %d combinations (max %d steps)", dataset, seed, combos.x.shape[0], config.max_steps
+    )
     result = fit_vi(
         combos.x,
         combos.theta,
@@ -94,7 +96,9 @@ def run_vi(
     )
     out = Path(out_dir)
     work = _work(out)
-    write_npz_atomic(work / "posterior.npz", mu=result.mu.cpu().numpy(), log_sigma=result.log_sigma.cpu().numpy())
+    write_npz_atomic(
+        work / "posterior.npz", mu=result.mu.cpu().numpy(), log_sigma=result.log_sigma.cpu().numpy()
+    )
     write_text_atomic(work / "curve.csv", pd.DataFrame(result.curve).to_csv(index=False, lineterminator="\n"))
     metrics = {
         **_identity(VI_EXPERIMENT, dataset, "vi", seed),
@@ -110,12 +114,22 @@ def run_vi(
         "vi": dict(section.get("vi") or {}),
     }
     metrics["provenance"] = provenance.artifact_record(
-        "run", [provenance.file_entry(dataset_path, "dataset", out)], [], out, config={"seed": seed, "vi": metrics["vi"]}
+        "run",
+        [provenance.file_entry(dataset_path, "dataset", out)],
+        [],
+        out,
+        config={"seed": seed, "vi": metrics["vi"]},
     )
     write_json_atomic(work / "metrics.json", metrics)
     _finish(work, out)
     log.info(
-        "%s seed %d: VI %d steps, %.1f s, converged %s -> %s", dataset, seed, result.steps, result.seconds, result.converged, out
+        "%s seed %d: VI %d steps, %.1f s, converged %s -> %s",
+        dataset,
+        seed,
+        result.steps,
+        result.seconds,
+        result.converged,
+        out,
     )
     return metrics
 
@@ -129,12 +143,13 @@ def run_nuts(
     out_dir: str | Path,
 ) -> dict[str, Any]:
     """NUTS on the first ``nuts.combinations`` test combinations, started from a draw of VI's q."""
-    from noisyor_bench.inference.topics.ape_nuts import run_nuts as sample, warm_start_from_q
+    from noisyor_bench.inference.topics.ape_nuts import run_nuts as sample
+    from noisyor_bench.inference.topics.ape_nuts import warm_start_from_q
     from noisyor_bench.models.topics.logistic_normal import ape_prior
 
     nuts = dict(section.get("nuts") or {})
     arrays = load_npz(dataset_path)
-    combos = test_combinations(arrays, torch.float32).subset(int(nuts.get("combinations", 300)))
+    combos = evaluation_combinations(arrays, torch.float32).subset(int(nuts.get("combinations", 300)))
     n = combos.x.shape[0]
     q = load_npz(Path(vi_dir) / "posterior.npz")
     mu, log_sigma = (torch.as_tensor(q[k][:n], dtype=torch.float32) for k in ("mu", "log_sigma"))

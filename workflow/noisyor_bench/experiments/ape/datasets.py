@@ -88,7 +88,9 @@ def mdreviews_arrays(
     thetas, lls = [], []
     for i, seed in enumerate(seeds):
         start = time.perf_counter()
-        fit = fit_lda_gibbs(counts, n_topics, alpha, float(data["gibbs_eta"]), int(data["gibbs_iterations"]), seed)
+        fit = fit_lda_gibbs(
+            counts, n_topics, alpha, float(data["gibbs_eta"]), int(data["gibbs_iterations"]), seed
+        )
         thetas.append(fit.topic_word)
         lls.append(fit.log_likelihood_per_word)
         log.info(

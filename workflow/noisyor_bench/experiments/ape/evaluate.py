@@ -37,7 +37,7 @@ import torch
 
 from noisyor_bench.evaluation.ranking import pairwise_agreement
 from noisyor_bench.experiments.ape.baselines import read_run, vi_config
-from noisyor_bench.experiments.ape.pairs import TestCombinations, test_combinations
+from noisyor_bench.experiments.ape.pairs import EvalCombinations, evaluation_combinations
 from noisyor_bench.experiments.ape.train import load_encoder
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra import provenance
@@ -73,7 +73,7 @@ def time_to_reach(curve: pd.DataFrame, target: float, offset: float = 0.0) -> fl
 
 
 def score_q(
-    combos: TestCombinations, mu: torch.Tensor, log_sigma: torch.Tensor, section: Mapping[str, Any], seed: int
+    combos: EvalCombinations, mu: torch.Tensor, log_sigma: torch.Tensor, section: Mapping[str, Any], seed: int
 ) -> dict[str, Any]:
     """Table 1's quantities of one approximate posterior on ``combos`` (float64)."""
     from noisyor_bench.models.topics.logistic_normal import (
@@ -92,11 +92,21 @@ def score_q(
     clean = ape_prior(n_topics)
     tokens = float(x.sum())
     with torch.no_grad():
-        elbo_pair = elbo(x, theta, mu, log_sigma, clean, int(ev.get("elbo_samples", 100)), _generator(seed, "ape-eval-elbo"))
+        elbo_pair = elbo(
+            x,
+            theta,
+            mu,
+            log_sigma,
+            clean,
+            int(ev.get("elbo_samples", 100)),
+            _generator(seed, "ape-eval-elbo"),
+        )
         ll_is, is_pair = per_word_log_likelihood(
             x, theta, mu, log_sigma, clean, int(ev.get("is_samples", 1000)), _generator(seed, "ape-eval-is")
         )
-        pool = sample_q(mu, log_sigma, int(ev.get("paper_samples", 100)), _generator(seed, "ape-eval-paper-pool"))
+        pool = sample_q(
+            mu, log_sigma, int(ev.get("paper_samples", 100)), _generator(seed, "ape-eval-paper-pool")
+        )
         paper = paper_per_word_predictive(
             x,
             theta,
@@ -118,18 +128,22 @@ def score_q(
 
 
 def reconstructions(
-    combos: TestCombinations, index: np.ndarray, mu: torch.Tensor, log_sigma: torch.Tensor, seed: int
+    combos: EvalCombinations, index: np.ndarray, mu: torch.Tensor, log_sigma: torch.Tensor, seed: int
 ) -> np.ndarray:
     """E_q[softmax(h)] theta of the combinations ``index``: (C, V), the document a method expects."""
     from noisyor_bench.models.topics.logistic_normal import sample_q, word_probabilities
 
     idx = torch.as_tensor(index)
     with torch.no_grad():
-        h = sample_q(mu[idx].double(), log_sigma[idx].double(), RECONSTRUCTION_SAMPLES, _generator(seed, "ape-recon"))
+        h = sample_q(
+            mu[idx].double(), log_sigma[idx].double(), RECONSTRUCTION_SAMPLES, _generator(seed, "ape-recon")
+        )
         return word_probabilities(h, combos.theta[idx].double()).mean(0).numpy()
 
 
-def encode_timed(encoder: Any, combos: TestCombinations, repeats: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+def encode_timed(
+    encoder: Any, combos: EvalCombinations, repeats: int
+) -> tuple[torch.Tensor, torch.Tensor, float]:
     """(mu, log_sigma) of every combination and the median wall time of one float32 forward pass."""
     enc32 = encoder.float().eval()
     x, theta = combos.x.float(), combos.theta.float()
@@ -157,7 +171,7 @@ def evaluate_seed(
     from noisyor_bench.models.topics.logistic_normal import ape_prior
 
     arrays = load_npz(dataset_path)
-    combos = test_combinations(arrays, torch.float64)
+    combos = evaluation_combinations(arrays, torch.float64)
     n_models = combos.n_models
     ev = dict(section.get("evaluation") or {})
     repeats = int(ev.get("timing_repeats", 3))
@@ -169,7 +183,14 @@ def evaluate_seed(
         mu, log_sigma, seconds = encode_timed(encoder, combos, repeats)
         posts[method], times[method] = (mu, log_sigma), seconds
         converged[method] = read_run(run).get("converged")
-        log.info("%s seed %d: %s forward pass on %d combinations %.4f s", dataset, seed, method, combos.x.shape[0], seconds)
+        log.info(
+            "%s seed %d: %s forward pass on %d combinations %.4f s",
+            dataset,
+            seed,
+            method,
+            combos.x.shape[0],
+            seconds,
+        )
     vi_q = load_npz(Path(vi_dir) / "posterior.npz")
     vi_meta = read_run(vi_dir)
     posts["vi"] = (torch.as_tensor(vi_q["mu"]).double(), torch.as_tensor(vi_q["log_sigma"]).double())
@@ -192,7 +213,14 @@ def evaluate_seed(
         times["vi-warm"] = times[WARM_FROM] + float(warm.seconds)
         converged["vi-warm"] = bool(warm.converged)
         warm_curve = pd.DataFrame(warm.curve)
-        log.info("%s seed %d: VI warm-started from %s: %d steps, %.1f s", dataset, seed, WARM_FROM, warm.steps, warm.seconds)
+        log.info(
+            "%s seed %d: VI warm-started from %s: %d steps, %.1f s",
+            dataset,
+            seed,
+            WARM_FROM,
+            warm.steps,
+            warm.seconds,
+        )
 
     scores: dict[str, dict[str, Any]] = {m: score_q(combos, *q, section, seed) for m, q in posts.items()}
     vi_elbo_model = per_model_totals(scores["vi"]["elbo_pair_values"], combos.model_index)
@@ -254,7 +282,9 @@ def evaluate_seed(
         "evaluation": ev,
     }
     inputs = [provenance.file_entry(dataset_path, "dataset", out)]
-    inputs += [provenance.file_entry(Path(r) / "metrics.json", f"run:{m}", out) for m, r in encoder_runs.items()]
+    inputs += [
+        provenance.file_entry(Path(r) / "metrics.json", f"run:{m}", out) for m, r in encoder_runs.items()
+    ]
     inputs.append(provenance.file_entry(Path(vi_dir) / "metrics.json", "run:vi", out))
     if nuts_dir is not None:
         inputs.append(provenance.file_entry(Path(nuts_dir) / "metrics.json", "run:nuts", out))
@@ -278,7 +308,7 @@ def evaluate_seed(
 
 
 def _score_nuts(
-    combos: TestCombinations,
+    combos: EvalCombinations,
     vi_q: tuple[torch.Tensor, torch.Tensor],
     nuts_dir: str | Path,
     section: Mapping[str, Any],
@@ -297,7 +327,9 @@ def _score_nuts(
     h = torch.as_tensor(load_npz(Path(nuts_dir) / "samples.npz")["h"]).double()
     n = int(h.shape[1])
     if meta.get("combinations") != n:
-        raise DataError(f"{nuts_dir}: samples.npz holds {n} combinations, metrics.json says {meta.get('combinations')}")
+        raise DataError(
+            f"{nuts_dir}: samples.npz holds {n} combinations, metrics.json says {meta.get('combinations')}"
+        )
     sub = combos.subset(n)
     ev = dict(section.get("evaluation") or {})
     out: dict[str, Any] = {"combinations": n, "methods": {}}
@@ -315,7 +347,10 @@ def _score_nuts(
             int(ev.get("paper_repeats", 10)),
             _generator(seed, "ape-eval-paper"),
         )
-    nuts_scores["ll_paper"], nuts_scores["ll_paper_std"] = float(paper.mean()), float(paper.std()) if paper.numel() > 1 else 0.0
+    nuts_scores["ll_paper"], nuts_scores["ll_paper_std"] = (
+        float(paper.mean()),
+        float(paper.std()) if paper.numel() > 1 else 0.0,
+    )
     vi_scores = score_q(sub, vi_q[0][:n], vi_q[1][:n], section, seed)
     _ = ape_prior  # the clean prior is score_q's
     for m, s, seconds in (("nuts", nuts_scores, float(meta["seconds"])), ("vi", vi_scores, None)):
@@ -325,12 +360,18 @@ def _score_nuts(
     return out
 
 
-def _figure1(methods: Mapping[str, Any], vi_curve: pd.DataFrame, warm_curve: pd.DataFrame | None) -> dict[str, Any]:
+def _figure1(
+    methods: Mapping[str, Any], vi_curve: pd.DataFrame, warm_curve: pd.DataFrame | None
+) -> dict[str, Any]:
     """Figure 1 (left)'s times: VI (random) until APE's ELBO and both VI runs until VI's quality."""
     column = "eval_elbo" if "eval_elbo" in vi_curve.columns else "elbo"
     final = float(vi_curve[column].dropna().iloc[-1])
     target = final - QUALITY_REL_TOL * abs(final)
-    out: dict[str, Any] = {"vi_final_elbo": final, "quality_target": target, "quality_rel_tol": QUALITY_REL_TOL}
+    out: dict[str, Any] = {
+        "vi_final_elbo": final,
+        "quality_target": target,
+        "quality_rel_tol": QUALITY_REL_TOL,
+    }
     out["vi_time_to_quality"] = time_to_reach(vi_curve, target)
     if WARM_FROM in methods:
         ape = methods[WARM_FROM]

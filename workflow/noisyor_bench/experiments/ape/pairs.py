@@ -28,7 +28,7 @@ VALIDATION_MODELS = 50
 
 
 @dataclass(frozen=True)
-class TestCombinations:
+class EvalCombinations:
     """The evaluation pairs: row ``i`` is document ``doc_index[i]`` with model ``model_index[i]``."""
 
     x: torch.Tensor  # (P, V) counts
@@ -40,13 +40,15 @@ class TestCombinations:
     def n_models(self) -> int:
         return int(self.model_index.max()) + 1
 
-    def subset(self, n: int) -> TestCombinations:
+    def subset(self, n: int) -> EvalCombinations:
         """The first ``n`` combinations (document-major: the first documents with every model)."""
         n = min(int(n), self.x.shape[0])
-        return TestCombinations(self.x[:n], self.theta[:n], self.doc_index[:n], self.model_index[:n])
+        return EvalCombinations(self.x[:n], self.theta[:n], self.doc_index[:n], self.model_index[:n])
 
 
-def test_combinations(arrays: dict[str, np.ndarray], dtype: torch.dtype = torch.float64) -> TestCombinations:
+def evaluation_combinations(
+    arrays: dict[str, np.ndarray], dtype: torch.dtype = torch.float64
+) -> EvalCombinations:
     """Documents ``eval_documents`` x test models, document-major."""
     docs = np.asarray(arrays["eval_documents"], dtype=np.int64)
     thetas = np.asarray(arrays["test_thetas"])
@@ -56,7 +58,7 @@ def test_combinations(arrays: dict[str, np.ndarray], dtype: torch.dtype = torch.
     model_index = np.tile(np.arange(thetas.shape[0]), docs.size)
     x = torch.as_tensor(np.asarray(arrays["documents"])[doc_index], dtype=dtype)
     theta = torch.as_tensor(thetas[model_index], dtype=dtype)
-    return TestCombinations(x, theta, doc_index, model_index)
+    return EvalCombinations(x, theta, doc_index, model_index)
 
 
 def training_models(pool: ThetaPool) -> tuple[torch.Tensor | object, int]:

@@ -41,7 +41,15 @@ def n_models(method: str, pool_size: int) -> int:
 
 
 def train_dir(results: str | Path, dataset: str, method: str, pool_size: int, seed: int) -> Path:
-    return Path(results) / "runs" / EXPERIMENT / dataset / method / f"n{n_models(method, pool_size)}" / f"seed{seed}"
+    return (
+        Path(results)
+        / "runs"
+        / EXPERIMENT
+        / dataset
+        / method
+        / f"n{n_models(method, pool_size)}"
+        / f"seed{seed}"
+    )
 
 
 def training_config(section: Mapping[str, Any], n_documents: int, models: int) -> tuple[Any, int, int]:
@@ -92,7 +100,9 @@ def train_run(
     n_docs, vocab = documents.shape
     n_topics = pool.n_topics
     standard = method == "standard"
-    budget = section["standard_training"] if standard and "standard_training" in section else section["training"]
+    budget = (
+        section["standard_training"] if standard and "standard_training" in section else section["training"]
+    )
     models = n_models(method, pool.size)
     config, epoch_steps, steps = training_config(budget, n_docs, models)
     thetas, m = (torch.from_numpy(pool.draw([0])), 1) if standard else pairs.training_models(pool)
@@ -145,7 +155,9 @@ def train_run(
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     torch.save({k: v.cpu() for k, v in encoder.state_dict().items()}, work / ENCODER_FILE)
-    write_text_atomic(work / "curve.csv", pd.DataFrame(result.history).to_csv(index=False, lineterminator="\n"))
+    write_text_atomic(
+        work / "curve.csv", pd.DataFrame(result.history).to_csv(index=False, lineterminator="\n")
+    )
     best_val = min((r.val_nelbo for r in result.records if r.val_nelbo is not None), default=float("nan"))
     metrics: dict[str, Any] = {
         "experiment": EXPERIMENT,

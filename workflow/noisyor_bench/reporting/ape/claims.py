@@ -58,7 +58,9 @@ def _side(table: pd.DataFrame, dataset: str, method: str, metric: str) -> Side:
 
 
 def _map(side: Side, f: Callable[[float], float]) -> Side:
-    return Side({s: f(v) for s, v in side.values.items() if v is not None and math.isfinite(f(v))}, side.deterministic)
+    return Side(
+        {s: f(v) for s, v in side.values.items() if v is not None and math.isfinite(f(v))}, side.deterministic
+    )
 
 
 def _log10(v: float) -> float:
@@ -72,7 +74,9 @@ def _fmt(values: Mapping[int, float], digits: int = 3) -> str:
 
 
 def _claim(claim_id: str, statement: str, key: str, verdict: str, numbers: str) -> Claim:
-    return Claim(claim_id, statement, claim_location(key), verdict, numbers, RULE + "; " + RULE_LESS.split("; ")[-1])
+    return Claim(
+        claim_id, statement, claim_location(key), verdict, numbers, RULE + "; " + RULE_LESS.split("; ")[-1]
+    )
 
 
 def _paper_ll(dataset: str, method: str) -> str:
@@ -84,7 +88,10 @@ def _paper_ll(dataset: str, method: str) -> str:
 def model_aware_beats_naive(table: pd.DataFrame, dataset: str) -> Claim:
     cid, key = f"ape-model-aware-beats-naive-{dataset}", "model_aware_beats_naive"
     statement = "The model-aware APE gives better held-out likelihood than the naive APE"
-    aware, naive = _side(table, dataset, "ape-model-aware", "ll_is"), _side(table, dataset, "ape-naive", "ll_is")
+    aware, naive = (
+        _side(table, dataset, "ape-model-aware", "ll_is"),
+        _side(table, dataset, "ape-naive", "ll_is"),
+    )
     if not aware or not naive:
         return no_data_claim(cid, statement, claim_location(key), RULE, "model-aware or naive APE not run")
     iv = compare(aware, naive)
@@ -126,7 +133,7 @@ def close_to_vi_faster(table: pd.DataFrame, dataset: str) -> Claim:
     gap = compare(vi, aware)
     speed = compare(_map(t_vi, _log10), _map(t_ape, _log10))
     verdict = combine([verdict_below(gap, GAP), verdict_above(speed, SPEEDUP_LOG10)])
-    ratio = 10 ** speed.estimate if math.isfinite(speed.estimate) else float("nan")
+    ratio = 10**speed.estimate if math.isfinite(speed.estimate) else float("nan")
     numbers = (
         f"gap VI - APE (clean LL/word) {gap.text(4)}; log10(time VI / time APE) {speed.text(2)} = {ratio:.0f}x "
         f"(paper: gap {_gap_paper(dataset)}, {_ratio_paper(dataset)}x)"
@@ -148,11 +155,17 @@ def _ratio_paper(dataset: str) -> str:
 def agreement(table: pd.DataFrame, dataset: str) -> Claim:
     cid, key = f"ape-agreement-{dataset}", "agreement"
     statement = "APE's ranking of the test models agrees with VI's more often than the Standard encoder's"
-    aware, std = _side(table, dataset, "ape-model-aware", "agree_vi"), _side(table, dataset, "standard", "agree_vi")
+    aware, std = (
+        _side(table, dataset, "ape-model-aware", "agree_vi"),
+        _side(table, dataset, "standard", "agree_vi"),
+    )
     if not aware or not std:
         return no_data_claim(cid, statement, claim_location(key), RULE, "Standard or model-aware APE not run")
     iv = compare(aware, std)
-    paper_a, paper_s = table1_row(dataset, "ape-model-aware").get("agree"), table1_row(dataset, "standard").get("agree")
+    paper_a, paper_s = (
+        table1_row(dataset, "ape-model-aware").get("agree"),
+        table1_row(dataset, "standard").get("agree"),
+    )
     numbers = (
         f"pairs agreeing with VI: APE {_fmt(aware.values, 1)} vs Standard {_fmt(std.values, 1)}; difference "
         f"{iv.text(1)} (paper: {paper_a}/45 vs {paper_s}/45)"
@@ -203,7 +216,10 @@ def nuts_vs_vi(table: pd.DataFrame, dataset: str) -> Claim:
     if not nuts or not vi:
         return no_data_claim(cid, statement, claim_location(key), RULE, "NUTS not run in this grid")
     diff = compare(nuts, vi)
-    nuts_clean, vi_clean = _side(table, dataset, "nuts", "ll_is"), _side(table, dataset, "vi-nuts-subset", "ll_is")
+    nuts_clean, vi_clean = (
+        _side(table, dataset, "nuts", "ll_is"),
+        _side(table, dataset, "vi-nuts-subset", "ll_is"),
+    )
     speed = compare(_map(t_nuts, _log10), _map(t_vi, _log10))
     verdict = combine([verdict_below(diff), verdict_above(speed)])
     numbers = (
@@ -215,7 +231,9 @@ def nuts_vs_vi(table: pd.DataFrame, dataset: str) -> Claim:
     return _claim(cid, statement, key, verdict, numbers)
 
 
-def ape_claims(table: pd.DataFrame, figure1: pd.DataFrame | None, datasets: Sequence[str] = DATASETS) -> list[Claim]:
+def ape_claims(
+    table: pd.DataFrame, figure1: pd.DataFrame | None, datasets: Sequence[str] = DATASETS
+) -> list[Claim]:
     """Every APE claim, per dataset present in the table."""
     present = [d for d in datasets if d in set(table["dataset"])]
     claims: list[Claim] = []

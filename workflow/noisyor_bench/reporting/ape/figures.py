@@ -50,7 +50,9 @@ def _eval_dirs(eval_files: Sequence[str | Path], dataset: str) -> list[Path]:
     return dirs
 
 
-def figure1_left(eval_files: Sequence[str | Path], vi_dirs: Sequence[str | Path], dataset: str, png: str, pdf: str | None) -> None:
+def figure1_left(
+    eval_files: Sequence[str | Path], vi_dirs: Sequence[str | Path], dataset: str, png: str, pdf: str | None
+) -> None:
     vi_by_seed = {read_json(Path(d) / "metrics.json")["seed"]: Path(d) for d in vi_dirs}
     with figure_style():
         fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -61,14 +63,40 @@ def figure1_left(eval_files: Sequence[str | Path], vi_dirs: Sequence[str | Path]
             vi_dir = vi_by_seed.get(seed)
             if vi_dir is not None:
                 curve = pd.read_csv(vi_dir / "curve.csv").dropna(subset=["eval_elbo"])
-                ax.plot(curve["seconds"] * 1000, curve["eval_elbo"], color=COLOURS["vi"], lw=1, label="VI (random init)" if label else None)
+                ax.plot(
+                    curve["seconds"] * 1000,
+                    curve["eval_elbo"],
+                    color=COLOURS["vi"],
+                    lw=1,
+                    label="VI (random init)" if label else None,
+                )
             warm = d / "vi_warm_curve.csv"
             if warm.is_file() and fig1.get("ape_time") is not None:
                 curve = pd.read_csv(warm).dropna(subset=["eval_elbo"])
-                ax.plot((curve["seconds"] + fig1["ape_time"]) * 1000, curve["eval_elbo"], color=COLOURS["vi-warm"], lw=1, label=LABELS["vi-warm"] if label else None)
-                ax.plot([fig1["ape_time"] * 1000], [fig1["ape_elbo"]], "x", color=COLOURS["ape-model-aware"], ms=9, mew=2, label="APE (model-aware)" if label else None)
+                ax.plot(
+                    (curve["seconds"] + fig1["ape_time"]) * 1000,
+                    curve["eval_elbo"],
+                    color=COLOURS["vi-warm"],
+                    lw=1,
+                    label=LABELS["vi-warm"] if label else None,
+                )
+                ax.plot(
+                    [fig1["ape_time"] * 1000],
+                    [fig1["ape_elbo"]],
+                    "x",
+                    color=COLOURS["ape-model-aware"],
+                    ms=9,
+                    mew=2,
+                    label="APE (model-aware)" if label else None,
+                )
             if fig1.get("vi_time_to_ape_elbo") is not None:
-                ax.axvline(fig1["vi_time_to_ape_elbo"] * 1000, color="grey", ls=":", lw=1, label="VI reaches APE's ELBO" if label else None)
+                ax.axvline(
+                    fig1["vi_time_to_ape_elbo"] * 1000,
+                    color="grey",
+                    ls=":",
+                    lw=1,
+                    label="VI reaches APE's ELBO" if label else None,
+                )
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlabel("elapsed time (ms, symlog)")
         ax.set_ylabel("ELBO per combination")
@@ -95,7 +123,9 @@ def figure1_right(eval_files: Sequence[str | Path], dataset: str, png: str, pdf:
                 gaps[m] += list(np.abs(scores[f"elbo_model_{m}"] - vi))
     with figure_style():
         fig, ax = plt.subplots(figsize=(5.5, 4))
-        everything = np.concatenate([np.asarray(v) for v in gaps.values() if v]) if any(gaps.values()) else np.zeros(1)
+        everything = (
+            np.concatenate([np.asarray(v) for v in gaps.values() if v]) if any(gaps.values()) else np.zeros(1)
+        )
         grid = np.linspace(0, max(float(everything.max()) * 1.1, 1e-6), 400)
         for m, values in gaps.items():
             v = np.asarray(values)

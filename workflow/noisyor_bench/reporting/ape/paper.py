@@ -12,7 +12,11 @@ import yaml
 
 @lru_cache(maxsize=1)
 def _cached() -> dict[str, Any]:
-    text = resources.files("noisyor_bench.reporting.ape").joinpath("paper_numbers.yaml").read_text(encoding="utf-8")
+    text = (
+        resources.files("noisyor_bench.reporting.ape")
+        .joinpath("paper_numbers.yaml")
+        .read_text(encoding="utf-8")
+    )
     return yaml.safe_load(text)
 
 

@@ -95,10 +95,19 @@ def table1(rows: pd.DataFrame) -> pd.DataFrame:
         pairs=("pairs", "max"), combinations=("combinations", "max")
     )
     frame = frame.join(extra, on=["dataset", "method"])
-    for key, column in (("ll", "paper_ll"), ("ll_pm", "paper_ll_pm"), ("time_s", "paper_time_s"), ("agree", "paper_agree")):
-        frame[column] = [table1_row(d, m).get(key, float("nan")) for d, m in zip(frame["dataset"], frame["method"])]
+    for key, column in (
+        ("ll", "paper_ll"),
+        ("ll_pm", "paper_ll_pm"),
+        ("time_s", "paper_time_s"),
+        ("agree", "paper_agree"),
+    ):
+        frame[column] = [
+            table1_row(d, m).get(key, float("nan")) for d, m in zip(frame["dataset"], frame["method"])
+        ]
     frame.insert(0, "artifact", ARTIFACT)
-    frame["_order"] = [(d != "toybars", rank.get(m, len(rank))) for d, m in zip(frame["dataset"], frame["method"])]
+    frame["_order"] = [
+        (d != "toybars", rank.get(m, len(rank))) for d, m in zip(frame["dataset"], frame["method"])
+    ]
     return frame.sort_values("_order").drop(columns="_order").reset_index(drop=True)
 
 
@@ -114,7 +123,9 @@ def reductions(settings: Mapping[str, Any]) -> list[str]:
         for key, what in (("training", "APE"), ("standard_training", "Standard")):
             budget = section.get(key) or {}
             if budget.get("max_steps"):
-                parts.append(f"{what} training capped at {int(budget['max_steps']):,} steps of batch {budget.get('batch_size', 100)}")
+                parts.append(
+                    f"{what} training capped at {int(budget['max_steps']):,} steps of batch {budget.get('batch_size', 100)}"
+                )
         ev = section.get("evaluation") or {}
         n_models = int(section["data"].get("test_models", 10))
         combos = int(ev.get("documents", 30)) * n_models
@@ -128,7 +139,9 @@ def reductions(settings: Mapping[str, Any]) -> list[str]:
             if n_nuts < combos:
                 parts.append(f"NUTS on the first {n_nuts} combinations (paper all 300)")
             if (int(nuts.get("warmup", 100)), int(nuts.get("samples", 100))) != (100, 100):
-                parts.append(f"NUTS {nuts.get('warmup')} warm-up + {nuts.get('samples')} samples (authors 100 + 100)")
+                parts.append(
+                    f"NUTS {nuts.get('warmup')} warm-up + {nuts.get('samples')} samples (authors 100 + 100)"
+                )
             if int(nuts.get("max_tree_depth", 10)) < PAPER_SCALE["nuts_tree_depth"]:
                 parts.append(f"NUTS tree depth <= {nuts.get('max_tree_depth')} (pyro default 10)")
         iters = section["data"].get("gibbs_iterations")
@@ -139,7 +152,9 @@ def reductions(settings: Mapping[str, Any]) -> list[str]:
         if parts:
             notes.append(f"{DATASET_LABELS.get(name, name)}: " + "; ".join(parts))
     if seeds:
-        notes.append(f"{len(seeds)} seed(s) {list(seeds)} (the paper: one training run; its ± is the std of 10 predictive evaluations)")
+        notes.append(
+            f"{len(seeds)} seed(s) {list(seeds)} (the paper: one training run; its ± is the std of 10 predictive evaluations)"
+        )
     return notes
 
 
@@ -245,6 +260,12 @@ def figure1_rows(eval_files: Sequence[str | Path]) -> pd.DataFrame:
         p = Path(path)
         data = read_json(p / "metrics.json" if p.is_dir() else p)
         fig1 = data.get("figure1") or {}
-        rows.append({"artifact": FIGURE1_ARTIFACT, "dataset": data["dataset"], "seed": int(data["seed"]),
-                     **{c: fig1.get(c) for c in FIGURE1_COLUMNS}})
+        rows.append(
+            {
+                "artifact": FIGURE1_ARTIFACT,
+                "dataset": data["dataset"],
+                "seed": int(data["seed"]),
+                **{c: fig1.get(c) for c in FIGURE1_COLUMNS},
+            }
+        )
     return pd.DataFrame(rows, columns=["artifact", "dataset", "seed", *FIGURE1_COLUMNS])
