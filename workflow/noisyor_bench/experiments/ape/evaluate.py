@@ -36,7 +36,7 @@ import pandas as pd
 import torch
 
 from noisyor_bench.evaluation.ranking import pairwise_agreement
-from noisyor_bench.experiments.ape.baselines import read_run, vi_config
+from noisyor_bench.experiments.ape.baselines import fit_vi_grouped, read_run, vi_config
 from noisyor_bench.experiments.ape.pairs import EvalCombinations, evaluation_combinations
 from noisyor_bench.experiments.ape.train import load_encoder
 from noisyor_bench.inference.seeding import stream_seed
@@ -167,7 +167,6 @@ def evaluate_seed(
     out_dir: str | Path,
 ) -> dict[str, Any]:
     """Score every method of one seed; write ``out_dir`` (module docstring)."""
-    from noisyor_bench.inference.topics.ape_vi import fit_vi
     from noisyor_bench.models.topics.logistic_normal import ape_prior
 
     arrays = load_npz(dataset_path)
@@ -201,12 +200,13 @@ def evaluate_seed(
     if WARM_FROM in posts:
         n_topics = combos.theta.shape[1]
         mu0, ls0 = posts[WARM_FROM]
-        warm = fit_vi(
-            combos.x.float(),
-            combos.theta.float(),
+        combos_f32 = evaluation_combinations(arrays, torch.float32)
+        warm = fit_vi_grouped(
+            combos_f32,
             ape_prior(n_topics, dtype=torch.float32),
             vi_config(section, warm=True),
-            seed=stream_seed(seed, "ape-vi-warm"),
+            stream_seed(seed, "ape-vi-warm"),
+            bool((section.get("vi") or {}).get("group_by_model", False)),
             init=(mu0.float(), ls0.float()),
         )
         posts["vi-warm"] = (warm.mu.double(), warm.log_sigma.double())
