@@ -178,3 +178,16 @@ def test_shape_errors_name_the_problem():
         log_likelihood(x[:, :5], mu, theta)
     with pytest.raises(DataError, match="models but x has"):
         log_likelihood(x[:2], mu[:2], theta)
+
+
+def test_reconstruction_averages_decoded_draws():
+    from noisyor_bench.models.topics.logistic_normal import posterior_mean_reconstruction
+
+    x, theta, mu, log_sigma = _problem()
+    h = sample_q(mu, log_sigma, 6, torch.Generator().manual_seed(0))
+    rec = posterior_mean_reconstruction(h, theta)
+    manual = torch.stack(
+        [torch.stack([torch.softmax(h[s, b], -1) @ theta[b] for b in range(4)]) for s in range(6)]
+    ).mean(0)
+    torch.testing.assert_close(rec, manual)
+    torch.testing.assert_close(rec.sum(-1), torch.ones(4, dtype=D))

@@ -243,6 +243,12 @@ def paper_per_word_predictive(
     return torch.stack(values)
 
 
+def posterior_mean_reconstruction(h_samples: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """E[softmax(h) theta] over the draws: (S, B, K) -> (B, V) word probabilities, the
+    reconstructions of Figure 2 (the authors average the decoded draws, not decode the mean)."""
+    return word_probabilities(h_samples, theta).mean(0)
+
+
 def moment_matched_q(h_samples: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(mu, log_sigma) of the diagonal Gaussian with the samples' mean and standard deviation
     per pair: (S, B, K) -> (B, K) each.  Turns a sampler's output (NUTS) into an importance
@@ -269,6 +275,7 @@ __all__ = [
     "paper_per_word_predictive",
     "paper_prior",
     "per_word_log_likelihood",
+    "posterior_mean_reconstruction",
     "sample_q",
     "word_probabilities",
 ]
