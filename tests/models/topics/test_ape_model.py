@@ -191,3 +191,25 @@ def test_reconstruction_averages_decoded_draws():
     ).mean(0)
     torch.testing.assert_close(rec, manual)
     torch.testing.assert_close(rec.sum(-1), torch.ones(4, dtype=D))
+
+
+def test_sparse_documents_give_the_same_likelihood_and_gradient():
+    """Documents using few of many words take the compact path; check it against the reference."""
+    b, k, v = 5, 4, 200
+    theta = torch.distributions.Dirichlet(torch.full((v,), 0.5, dtype=D)).sample((b, k))
+    gen = torch.Generator().manual_seed(2)
+    x = torch.zeros(b, v, dtype=D)
+    for row in range(b):
+        words = torch.randperm(v, generator=gen)[: 3 + 4 * row]
+        x[row, words] = torch.randint(1, 4, (len(words),), generator=gen).to(D)
+    h = torch.randn(3, b, k, dtype=D, requires_grad=True)
+    ours = log_likelihood(x, h, theta)
+    torch.testing.assert_close(ours, _ll_reference(x, h.detach(), theta))
+    torch.testing.assert_close(
+        log_likelihood(x, h, theta[0]), _ll_reference(x, h.detach(), theta[0].expand_as(theta))
+    )
+    (grad,) = torch.autograd.grad(ours.sum(), h)
+    h2 = h.detach().clone().requires_grad_(True)
+    dense = torch.xlogy(x, torch.einsum("sbk,bkv->sbv", torch.softmax(h2, -1), theta)).sum()
+    (grad_ref,) = torch.autograd.grad(dense, h2)
+    torch.testing.assert_close(grad, grad_ref)

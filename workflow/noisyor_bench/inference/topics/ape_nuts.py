@@ -29,6 +29,7 @@ from pyro.infer import MCMC, NUTS
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.topics.logistic_normal import (
     GaussianPrior,
+    compacted,
     log_likelihood,
     log_prior,
     moment_matched_q,
@@ -95,6 +96,7 @@ def run_nuts(
     start = prior.mean.expand(x.shape[0], -1).clone() if init is None else init.detach().to(dtype).clone()
     if start.shape != (x.shape[0], prior.n_topics):
         raise DataError(f"NUTS init must be ({x.shape[0]}, {prior.n_topics}); got {tuple(start.shape)}")
+    x, theta = compacted(x, theta)  # once: the pair is fixed for the whole chain
     states = (random.getstate(), np.random.get_state())
     with torch.random.fork_rng(devices=[x.device] if x.device.type == "cuda" else []):
         pyro.set_rng_seed(int(seed) % 2**32)

@@ -83,6 +83,8 @@ class ApeTrainingConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise ConfigError(f"APE training {name} must be a number > 0; got {value!r}")
+        if self.batch_size < 2:
+            raise ConfigError("APE training batch_size must be >= 2 (BatchNorm needs two pairs per batch)")
         if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 1):
             raise ConfigError(
                 f"APE training max_steps must be an integer >= 1 or None; got {self.max_steps!r}"

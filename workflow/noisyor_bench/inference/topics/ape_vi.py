@@ -44,7 +44,13 @@ from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.seeding import stream_generator, stream_seed
 from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.models.topics.logistic_normal import GaussianPrior, elbo, gaussian_kl, log_likelihood
+from noisyor_bench.models.topics.logistic_normal import (
+    GaussianPrior,
+    compacted,
+    elbo,
+    gaussian_kl,
+    log_likelihood,
+)
 
 VI_INITS = ("random", "zeros")
 VI_MONITORS = ("fixed-noise", "step")
@@ -178,6 +184,7 @@ def fit_vi(
         raise DataError(f"x must be (B, V); got shape {tuple(x.shape)}")
     shape = (x.shape[0], prior.n_topics)
     prior = prior.to(dev, dtype)
+    x, theta = compacted(x, theta)  # once: the pairs are fixed for the whole run
     if init is None:
         mu0, ls0 = _initial_parameters(shape, config, seed, dev, dtype)
     else:
