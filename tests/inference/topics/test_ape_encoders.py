@@ -76,3 +76,17 @@ def test_bad_inputs_name_the_problem():
         enc(torch.ones(2, 10))
     with pytest.raises(DataError, match=r"x must be"):
         enc(torch.ones(2, 9), torch.ones(3, 10))
+
+
+def test_encode_uses_running_statistics_so_pairs_do_not_interact():
+    from noisyor_bench.inference.topics.ape_encoders import encode
+
+    enc = build_encoder("model_aware", 12, 3, hidden_units=8, seed=0, dtype=torch.float64)
+    x = torch.rand(6, 12, dtype=torch.float64)
+    theta = torch.softmax(torch.randn(6, 3, 12, dtype=torch.float64), -1)
+    enc.train()
+    mu_all, ls_all = encode(enc, x, theta, batch_size=4)
+    mu_one, ls_one = encode(enc, x[5:], theta[5:])
+    torch.testing.assert_close(mu_all[5:], mu_one)
+    torch.testing.assert_close(ls_all[5:], ls_one)
+    assert enc.training  # mode restored

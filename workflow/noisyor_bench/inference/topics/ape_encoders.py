@@ -130,6 +130,28 @@ def build_encoder(
         return ApeEncoder(kind, vocab_size, n_topics, hidden_units, hidden_layers).to(dtype)
 
 
+def encode(
+    encoder: ApeEncoder, x: torch.Tensor, theta: torch.Tensor | None, batch_size: int = 4096
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inference with a trained encoder: eval mode (BatchNorm running statistics, so a pair's
+    q does not depend on the rest of the batch), no gradients, in chunks of ``batch_size``
+    pairs; ``x``/``theta`` are moved to the encoder's device and dtype.  Returns (mu, log_sigma)."""
+    param = next(encoder.parameters())
+    x = x.to(device=param.device, dtype=param.dtype)
+    theta = None if theta is None else theta.to(device=param.device, dtype=param.dtype)
+    was_training = encoder.training
+    encoder.eval()
+    mus, log_sigmas = [], []
+    with torch.no_grad():
+        for start in range(0, x.shape[0], batch_size):
+            tb = theta if theta is None or theta.ndim == 2 else theta[start : start + batch_size]
+            mu, log_sigma = encoder(x[start : start + batch_size], tb)
+            mus.append(mu)
+            log_sigmas.append(log_sigma)
+    encoder.train(was_training)
+    return torch.cat(mus), torch.cat(log_sigmas)
+
+
 def count_parameters(module: nn.Module) -> int:
     """Number of trainable parameters (BatchNorm running statistics are buffers, not counted)."""
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
@@ -142,6 +164,7 @@ __all__ = [
     "ApeEncoder",
     "build_encoder",
     "count_parameters",
+    "encode",
     "input_size",
     "model_aware_statistic",
 ]

@@ -92,23 +92,56 @@ def multinomial_log_coefficient(x: torch.Tensor) -> torch.Tensor:
     return torch.lgamma(x.sum(-1) + 1.0) - torch.lgamma(x + 1.0).sum(-1)
 
 
+def compact_support(x: torch.Tensor, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The words each document uses, padded to the longest support U: (counts (B, U),
+    theta restricted to them (B, K, U)); padding has count 0.  The likelihood only needs these
+    columns (x_v log p_v is 0 where x_v = 0), so a (B, V) problem becomes (B, U), U << V for text."""
+    rows, cols = torch.nonzero(x > 0, as_tuple=True)  # row-major: rows ascending
+    support = torch.bincount(rows, minlength=x.shape[0])
+    width = max(1, int(support.max()))
+    starts = torch.cumsum(support, 0) - support
+    slot = torch.arange(rows.numel(), device=x.device) - starts[rows]
+    order = torch.zeros((x.shape[0], width), dtype=torch.long, device=x.device)
+    order[rows, slot] = cols
+    # padding points at column 0 with count 0 (x_v log p_v = 0 there)
+    filled = torch.zeros((x.shape[0], width), dtype=torch.bool, device=x.device)
+    filled[rows, slot] = True
+    counts = torch.where(filled, torch.gather(x, 1, order), torch.zeros((), dtype=x.dtype, device=x.device))
+    if theta.ndim == 2:
+        selected = theta[:, order].permute(1, 0, 2)
+    else:
+        selected = torch.gather(theta, 2, order[:, None, :].expand(-1, theta.shape[1], -1))
+    return counts, selected
+
+
+def compacted(x: torch.Tensor, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x, theta)`` or, for sparse documents, :func:`compact_support`'s (counts, topics): the
+    same likelihood, ELBO and IS values (and gradients in h) from fewer columns.  Compute it
+    once for a fixed set of pairs (VI, NUTS) instead of at every call."""
+    if 4 * int((x > 0).sum(-1).max()) < x.shape[-1]:
+        return compact_support(x, theta)
+    return x, theta
+
+
 def log_likelihood(
     x: torch.Tensor, h: torch.Tensor, theta: torch.Tensor, include_coefficient: bool = True
 ) -> torch.Tensor:
     """log Mult(x | T, softmax(h) theta): x (B, V), h (..., B, K) -> (..., B).
 
     ``include_coefficient=False`` drops log(T! / prod x_v!), giving the log-probability of
-    the token sequence (the per-word convention)."""
+    the token sequence (the per-word convention).  Sparse documents are evaluated on their
+    words only (:func:`compact_support`)."""
     _check_inputs(x, theta)
     if h.shape[-2:] != (x.shape[0], theta.shape[-2]):
         raise DataError(f"h must be (..., {x.shape[0]}, {theta.shape[-2]}); got {tuple(h.shape)}")
+    counts, topics = compacted(x, theta)  # the coefficient below only needs the counts
     lead = h.shape[:-2]
     flat = h.reshape(-1, *h.shape[-2:])
-    per_chunk = max(1, _CHUNK_ELEMENTS // max(1, x.numel()))
-    parts = [torch.xlogy(x, word_probabilities(c, theta)).sum(-1) for c in torch.split(flat, per_chunk)]
+    per_chunk = max(1, _CHUNK_ELEMENTS // max(1, counts.numel()))
+    parts = [torch.xlogy(counts, word_probabilities(c, topics)).sum(-1) for c in torch.split(flat, per_chunk)]
     out = torch.cat(parts).reshape(*lead, x.shape[0])
     if include_coefficient:
-        out = out + multinomial_log_coefficient(x)
+        out = out + multinomial_log_coefficient(counts)
     return out
 
 
@@ -243,6 +276,12 @@ def paper_per_word_predictive(
     return torch.stack(values)
 
 
+def posterior_mean_reconstruction(h_samples: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """E[softmax(h) theta] over the draws: (S, B, K) -> (B, V) word probabilities, the
+    reconstructions of Figure 2 (the authors average the decoded draws, not decode the mean)."""
+    return word_probabilities(h_samples, theta).mean(0)
+
+
 def moment_matched_q(h_samples: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(mu, log_sigma) of the diagonal Gaussian with the samples' mean and standard deviation
     per pair: (S, B, K) -> (B, K) each.  Turns a sampler's output (NUTS) into an importance
@@ -256,6 +295,8 @@ __all__ = [
     "APE_ALPHA",
     "GaussianPrior",
     "ape_prior",
+    "compact_support",
+    "compacted",
     "elbo",
     "gaussian_kl",
     "importance_log_weights",
@@ -269,6 +310,7 @@ __all__ = [
     "paper_per_word_predictive",
     "paper_prior",
     "per_word_log_likelihood",
+    "posterior_mean_reconstruction",
     "sample_q",
     "word_probabilities",
 ]
