@@ -70,3 +70,18 @@ def test_bad_init_shape():
     x, theta, prior = _pair()
     with pytest.raises(Exception, match="init must be"):
         run_nuts(x, theta, prior, seed=0, init=torch.zeros(2, 2, dtype=D), num_samples=1, warmup_steps=0)
+
+
+def test_potential_is_minus_the_log_joint():
+    from noisyor_bench.inference.topics.ape_nuts import potential
+
+    x, theta, prior = _pair()
+    x = torch.cat([x, torch.tensor([[0.0, 0.0, 5.0, 0.0, 1.0]], dtype=D)])
+    h = torch.randn(2, 2, dtype=D)
+    reference = 0.0
+    for b in range(2):
+        probs = torch.softmax(h[b], -1) @ theta
+        reference += Multinomial(int(x[b].sum()), probs=probs).log_prob(x[b])
+        reference -= torch.lgamma(x[b].sum() + 1) - torch.lgamma(x[b] + 1).sum()
+        reference += Normal(prior.mean, prior.variance.sqrt()).log_prob(h[b]).sum()
+    torch.testing.assert_close(potential(x, theta, prior)({"h": h}), -reference)

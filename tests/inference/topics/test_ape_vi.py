@@ -49,7 +49,9 @@ def test_rule_on_hand_made_sequences():
 
 def _toy(b=2, k=2, v=5, seed=3):
     gen = torch.Generator().manual_seed(seed)
-    theta = torch.distributions.Dirichlet(torch.full((v,), 0.6, dtype=D)).sample((b, k))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        theta = torch.distributions.Dirichlet(torch.full((v,), 0.6, dtype=D)).sample((b, k))
     x = torch.randint(0, 5, (b, v), generator=gen).to(D)
     x[:, 1] += 2
     prior = GaussianPrior(torch.tensor([0.3, -0.2], dtype=D), torch.tensor([1.0, 2.0], dtype=D))
@@ -88,13 +90,20 @@ def test_vi_approaches_the_k2_posterior_and_warm_start_helps():
     log_evidence = float(torch.logsumexp(logw, 0) + 2 * torch.log(grid[1] - grid[0]))
     post = torch.softmax(logw, 0)
     mean = (post[:, None] * h).sum(0)
+    sd = ((post[:, None] * (h - mean) ** 2).sum(0)).sqrt()
     cfg = ViConfig(stop_rule=False, max_steps=3000, n_mc_samples=4, learning_rate=0.03, decay_steps=1000)
     result = fit_vi(x, theta, prior, cfg, seed=0)
     bound = float(
         elbo(x, theta, result.mu, result.log_sigma, prior, 50_000, torch.Generator().manual_seed(1))
     )
     assert bound < log_evidence
-    assert log_evidence - bound < 0.1  # a Gaussian q is close on this 2-D posterior
+    assert log_evidence - bound < 0.25  # a Gaussian q is close on this 2-D posterior
+    # VI maximises the ELBO: it must do at least as well as the Gaussian with the exact
+    # posterior moments (an independent feasible point), up to Monte Carlo error
+    matched = float(
+        elbo(x, theta, mean[None], sd.log()[None], prior, 50_000, torch.Generator().manual_seed(1))
+    )
+    assert bound > matched - 0.02, (bound, matched)
     torch.testing.assert_close(result.mu[0], mean, atol=0.15, rtol=0)
     # warm start at the optimum with the warm-start learning rate: starts where random init ends
     warm = fit_vi(

@@ -29,7 +29,9 @@ D = torch.float64
 
 def _problem(b=4, k=3, v=6, seed=0):
     gen = torch.Generator().manual_seed(seed)
-    theta = torch.distributions.Dirichlet(torch.full((v,), 0.7, dtype=D)).sample((b, k))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        theta = torch.distributions.Dirichlet(torch.full((v,), 0.7, dtype=D)).sample((b, k))
     x = torch.randint(0, 4, (b, v), generator=gen).to(D)
     x[:, 0] += 1  # no empty document
     mu = torch.randn(b, k, generator=gen, dtype=D)
@@ -196,6 +198,7 @@ def test_reconstruction_averages_decoded_draws():
 def test_sparse_documents_give_the_same_likelihood_and_gradient():
     """Documents using few of many words take the compact path; check it against the reference."""
     b, k, v = 5, 4, 200
+    torch.manual_seed(0)
     theta = torch.distributions.Dirichlet(torch.full((v,), 0.5, dtype=D)).sample((b, k))
     gen = torch.Generator().manual_seed(2)
     x = torch.zeros(b, v, dtype=D)

@@ -106,7 +106,11 @@ class ApeEncoder(nn.Module):
     def forward(
         self, x: torch.Tensor, theta: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        hidden = self.hidden(self.features(x, theta))
+        return self.head(self.features(x, theta))
+
+    def head(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mu, log_sigma) from an already computed input statistic (B, input_size)."""
+        hidden = self.hidden(features)
         mu = self.scale * self.mu_norm(self.mu_linear(hidden))
         log_sigma = 0.5 * self.log_var_norm(self.log_var_linear(hidden))
         return mu, log_sigma

@@ -31,7 +31,6 @@ from noisyor_bench.models.topics.logistic_normal import (
     GaussianPrior,
     compacted,
     log_likelihood,
-    log_prior,
     moment_matched_q,
     paper_per_word_predictive,
     per_word_log_likelihood,
@@ -61,11 +60,22 @@ def warm_start_from_q(
 
 
 def potential(x: torch.Tensor, theta: torch.Tensor, prior: GaussianPrior):
-    """U(h) = -log p(x, h | theta) summed over the pairs, for Pyro's ``potential_fn``."""
+    """U(h) = -log p(x, h | theta) (without the multinomial coefficient) summed over the
+    pairs, for Pyro's ``potential_fn``.  A lean closure (the leapfrog steps evaluate it
+    thousands of times): the inputs are checked and compacted once, here."""
+    log_likelihood(x, prior.mean.expand(x.shape[0], -1), theta)  # validates shapes once
+    counts, topics = compacted(x, theta)
+    if topics.ndim == 2:
+        topics = topics.expand(x.shape[0], -1, -1)
+    mean, precision = prior.mean, 1.0 / prior.variance
+    log_norm = -0.5 * torch.log(2 * torch.pi * prior.variance).sum() * x.shape[0]
 
     def energy(params: dict[str, torch.Tensor]) -> torch.Tensor:
         h = params["h"]
-        return -(log_likelihood(x, h, theta, include_coefficient=False) + log_prior(h, prior)).sum()
+        probs = torch.bmm(torch.softmax(h, -1).unsqueeze(1), topics).squeeze(1)
+        log_lik = torch.xlogy(counts, probs).sum()
+        log_p0 = log_norm - 0.5 * ((h - mean) ** 2 * precision).sum()
+        return -(log_lik + log_p0)
 
     return energy
 
@@ -96,7 +106,6 @@ def run_nuts(
     start = prior.mean.expand(x.shape[0], -1).clone() if init is None else init.detach().to(dtype).clone()
     if start.shape != (x.shape[0], prior.n_topics):
         raise DataError(f"NUTS init must be ({x.shape[0]}, {prior.n_topics}); got {tuple(start.shape)}")
-    x, theta = compacted(x, theta)  # once: the pair is fixed for the whole chain
     states = (random.getstate(), np.random.get_state())
     with torch.random.fork_rng(devices=[x.device] if x.device.type == "cuda" else []):
         pyro.set_rng_seed(int(seed) % 2**32)

@@ -34,10 +34,10 @@ import torch
 from noisyor_bench.inference.convergence import Convergence, assess
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.seeding import stream_generator, stream_seed
-from noisyor_bench.inference.topics.ape_encoders import ApeEncoder
+from noisyor_bench.inference.topics.ape_encoders import ApeEncoder, model_aware_statistic
 from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.models.topics.logistic_normal import GaussianPrior, elbo
+from noisyor_bench.models.topics.logistic_normal import GaussianPrior, elbo, support_columns
 
 LOGGER = logging.getLogger(__name__)
 
@@ -168,6 +168,31 @@ def validation_nelbo(
     return total / x.shape[0]
 
 
+BatchFn = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]]
+
+
+def _dense_batch(docs: torch.Tensor, lookup: Callable[[torch.Tensor], torch.Tensor]) -> BatchFn:
+    """(None, x (B, V), theta (B, K, V)) of the drawn pairs: the encoder sees the raw inputs."""
+    return lambda doc_idx, model_idx: (None, docs[doc_idx], lookup(model_idx))
+
+
+def _compact_batch(encoder: ApeEncoder, docs: torch.Tensor, pool: torch.Tensor) -> BatchFn:
+    """(features, counts (B, U), topics (B, K, U)) of the drawn pairs, gathering only each
+    document's words from its model; the statistic is the encoder's (x for the standard one,
+    normalised theta x for the model-aware one, equal on the compacted columns)."""
+    columns, counts = support_columns(docs)
+    topic_range = torch.arange(pool.shape[1], device=pool.device)[None, :, None]
+
+    def batch(doc_idx: torch.Tensor, model_idx: torch.Tensor):
+        cols = columns[doc_idx]
+        topics = pool[model_idx.to(pool.device)[:, None, None], topic_range, cols[:, None, :]]
+        xb = counts[doc_idx]
+        features = docs[doc_idx] if encoder.kind == "standard" else model_aware_statistic(xb, topics)
+        return features, xb, topics
+
+    return batch
+
+
 def train_encoder(
     encoder: ApeEncoder,
     documents: torch.Tensor,
@@ -180,11 +205,17 @@ def train_encoder(
     n_models: int | None = None,
     device: torch.device | str | None = None,
     progress: Callable[[dict[str, float]], None] | None = None,
+    compact: bool = True,
 ) -> ApeTrainingResult:
     """Train ``encoder`` in place (moved to ``device``, default CUDA if present) on random pairs
     of ``documents`` (N, V) and training ``thetas``; monitor the NELBO of the fixed validation
     pairs ``valid_x`` (Bv, V) / ``valid_theta`` (Bv, K, V) or shared (K, V).  A Standard encoder
-    is trained with a single model: ``thetas`` of shape (1, K, V)."""
+    is trained with a single model: ``thetas`` of shape (1, K, V).
+
+    ``compact`` (default): for the standard and model-aware encoders with a tensor pool and
+    sparse documents, each step gathers only the batch documents' words from the models (the
+    ELBO and the model-aware statistic need no other column), instead of copying (B, K, V)
+    thetas; the same objective, ~V/U times less memory traffic.  ``False``: the dense path."""
     dev = torch.device(device) if device is not None else default_device()
     dtype = next(encoder.parameters()).dtype
     encoder.to(dev)
@@ -218,14 +249,18 @@ def train_encoder(
     chunk_start, train_sum, train_count = start, 0.0, 0
     encoder.train()
     step = 0
+    batch_pairs = _dense_batch(docs, lookup)
+    if compact and encoder.kind != "naive" and isinstance(thetas, torch.Tensor):
+        if 4 * int((docs > 0).sum(-1).max()) < docs.shape[-1]:
+            batch_pairs = _compact_batch(encoder, docs, thetas.to(device=dev, dtype=dtype))
     while step < n_steps:
         lr = learning_rate_at(step, config)
         for group in optimizer.param_groups:
             group["lr"] = lr
         doc_idx = torch.randint(docs.shape[0], (config.batch_size,), generator=pair_gen)
         model_idx = torch.randint(m, (config.batch_size,), generator=pair_gen)
-        xb, tb = docs[doc_idx.to(dev)], lookup(model_idx)
-        mu, log_sigma = encoder(xb, tb)
+        features, xb, tb = batch_pairs(doc_idx.to(dev), model_idx)
+        mu, log_sigma = encoder.head(features) if features is not None else encoder(xb, tb)
         loss = -elbo(xb, tb, mu, log_sigma, prior, config.n_mc_samples, noise_gen).mean()
         value = float(loss.detach())
         if not math.isfinite(value):

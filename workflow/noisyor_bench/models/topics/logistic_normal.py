@@ -92,21 +92,26 @@ def multinomial_log_coefficient(x: torch.Tensor) -> torch.Tensor:
     return torch.lgamma(x.sum(-1) + 1.0) - torch.lgamma(x + 1.0).sum(-1)
 
 
-def compact_support(x: torch.Tensor, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The words each document uses, padded to the longest support U: (counts (B, U),
-    theta restricted to them (B, K, U)); padding has count 0.  The likelihood only needs these
-    columns (x_v log p_v is 0 where x_v = 0), so a (B, V) problem becomes (B, U), U << V for text."""
+def support_columns(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(columns (B, U), counts (B, U)): each row's nonzero columns in order, padded to the
+    longest support U with column 0 and count 0 (x_v log p_v = 0 there)."""
     rows, cols = torch.nonzero(x > 0, as_tuple=True)  # row-major: rows ascending
     support = torch.bincount(rows, minlength=x.shape[0])
-    width = max(1, int(support.max()))
+    width = max(1, int(support.max())) if rows.numel() else 1
     starts = torch.cumsum(support, 0) - support
     slot = torch.arange(rows.numel(), device=x.device) - starts[rows]
     order = torch.zeros((x.shape[0], width), dtype=torch.long, device=x.device)
     order[rows, slot] = cols
-    # padding points at column 0 with count 0 (x_v log p_v = 0 there)
-    filled = torch.zeros((x.shape[0], width), dtype=torch.bool, device=x.device)
-    filled[rows, slot] = True
-    counts = torch.where(filled, torch.gather(x, 1, order), torch.zeros((), dtype=x.dtype, device=x.device))
+    counts = torch.zeros((x.shape[0], width), dtype=x.dtype, device=x.device)
+    counts[rows, slot] = x[rows, cols]
+    return order, counts
+
+
+def compact_support(x: torch.Tensor, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The words each document uses, padded to the longest support U: (counts (B, U),
+    theta restricted to them (B, K, U)).  The likelihood only needs these columns (x_v log p_v
+    is 0 where x_v = 0), so a (B, V) problem becomes (B, U), U << V for text."""
+    order, counts = support_columns(x)
     if theta.ndim == 2:
         selected = theta[:, order].permute(1, 0, 2)
     else:
@@ -297,6 +302,7 @@ __all__ = [
     "ape_prior",
     "compact_support",
     "compacted",
+    "support_columns",
     "elbo",
     "gaussian_kl",
     "importance_log_weights",
