@@ -278,7 +278,8 @@ def run_nuts(
         "combinations": int(n),
         "seconds": float(result.seconds),
         "step_size": float(result.step_size),
-        "converged": None,
+        "converged": None,  # a sampler run for a fixed number of iterations: no convergence rule here
+        "convergence": {"rule": "not-applicable", "converged": None, "stop_reason": "fixed-iterations"},
         "nuts": nuts,
     }
     metrics["provenance"] = provenance.artifact_record(
