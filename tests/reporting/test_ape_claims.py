@@ -141,6 +141,7 @@ def test_reductions_name_every_cut():
         "evaluation": {"documents": 30},
         "data": {"test_models": 10, "gibbs_iterations": 300},
         "nuts": {"combinations": 30, "warmup": 50, "samples": 50, "max_tree_depth": 6},
+        "encoders": ["standard", "ape-model-aware"],
     }
     text = " ".join(reductions({"seeds": [0, 1], "datasets": {"mdreviews": section}}))
     for expected in (

@@ -117,6 +117,11 @@ def reductions(settings: Mapping[str, Any]) -> list[str]:
     seeds = settings.get("seeds") or []
     for name, section in (settings.get("datasets") or {}).items():
         parts = []
+        missing = [
+            m for m in ("standard", "ape-naive", "ape-model-aware") if m not in section.get("encoders", [])
+        ]
+        if missing:
+            parts.append(f"not run: {', '.join(LABELS[m] for m in missing)}")
         pool = int(section["theta_pool"]["size"])
         if pool < PAPER_SCALE["theta_pool"]:
             parts.append(f"{pool:,} training models (paper 50,000)")
