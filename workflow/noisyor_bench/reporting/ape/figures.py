@@ -63,6 +63,7 @@ def figure1_left(
             vi_dir = vi_by_seed.get(seed)
             if vi_dir is not None:
                 curve = pd.read_csv(vi_dir / "curve.csv").dropna(subset=["eval_elbo"])
+                curve = curve[curve["seconds"] > 0]
                 ax.plot(
                     curve["seconds"] * 1000,
                     curve["eval_elbo"],
@@ -97,15 +98,27 @@ def figure1_left(
                     lw=1,
                     label="VI reaches APE's ELBO" if label else None,
                 )
-        ax.set_xscale("symlog", linthresh=1.0)
-        ax.set_xlabel("elapsed time (ms, symlog)")
-        ax.set_ylabel("ELBO per combination")
+        ax.set_xscale("log")
+        ax.set_xlabel("elapsed time (ms, log)")
+        ax.set_ylabel("ELBO per combination (fixed-noise estimate)")
         ax.set_title(f"Figure 1 (left): ELBO vs time, {dataset}")
-        finite = [line.get_ydata() for line in ax.get_lines() if len(line.get_ydata()) > 1]
-        if finite:
-            hi = max(float(np.nanmax(y)) for y in finite)
-            lo = np.nanpercentile(np.concatenate(finite), 5)
-            ax.set_ylim(lo - 0.05 * abs(hi - lo), hi + 0.05 * abs(hi - lo))
+        # the interesting range: from a little below the APE's ELBO to the best VI reached
+        ys = [
+            np.asarray(line.get_ydata(), dtype=float)
+            for line in ax.get_lines()
+            if len(set(np.atleast_1d(line.get_xdata()))) > 1 or len(np.atleast_1d(line.get_xdata())) == 1
+        ]  # not the vertical markers (axes coordinates)
+        ys = [y[np.isfinite(y)] for y in ys if len(y)]
+        if ys:
+            hi = max(float(y.max()) for y in ys if y.size)
+            lo = (
+                min(float(y.min()) for y in ys if y.size and y.size <= 2)
+                if any(y.size <= 2 for y in ys)
+                else None
+            )
+            lo = hi - 3 * abs(hi) * 0.1 if lo is None else lo
+            span = max(hi - lo, 1e-6)
+            ax.set_ylim(lo - 0.3 * span, hi + 0.1 * span)
         ax.legend(fontsize=8, loc="lower right")
         save_figure(fig, png, pdf)
         plt.close(fig)
