@@ -354,16 +354,17 @@ def claim_tables():
     tables = []
     if "acp" in PAPERS:
         tables += [R("tables/claims_synthetic.csv")] + text_claim_tables()
-    if "ape" in PAPERS:
-        tables += ape_noisyor_claim_tables()  # rules/ape_noisyor.smk
+    if ape_targets():
+        tables.append(R("tables/claims_ape.csv"))
+    tables += ape_noisyor_claim_tables()  # rules/ape_noisyor.smk (empty unless "ape" in PAPERS)
     return tables
 
 
 def all_targets():
     """Everything `rule all` builds for the selected grid and papers."""
     targets = acp_targets() if "acp" in PAPERS else []
-    if "ape" in PAPERS:
-        targets += ape_noisyor_targets()  # rules/ape_noisyor.smk
+    targets += ape_targets()  # rules/ape.smk (empty unless "ape" in PAPERS)
+    targets += ape_noisyor_targets()  # rules/ape_noisyor.smk (likewise)
     targets += [R("tables/claims.csv"), R("tables/claims.md"), R("software.html")]
     targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]
     acp_tables = synthetic_tables() + text_tables() if "acp" in PAPERS else []
@@ -523,27 +524,106 @@ def ape_noisyor_runs_dir(metrics_json):
 
 def _ape_noisyor_pattern(names):
     return "|".join(re.escape(n) for n in names) or "(?!)"
+# The APE paper (rules/ape.smk): grids.<grid>.ape, validated with the rest of the config.
+APE = GRID.get("ape") or {}
+APE_SEEDS = list(APE.get("seeds") or [])
+APE_ENCODERS_ORDER = ("standard", "ape-naive", "ape-model-aware")
+
+
+def ape_datasets():
+    """APE datasets of the selected grid (empty when the paper is not selected)."""
+    return list(APE.get("datasets") or {}) if "ape" in PAPERS else []
+
+
+def ape_raw_inputs(ds):
+    return raw_inputs("mdreviews-valid", "mdreviews-test", "mdreviews-vocab") if ds == "mdreviews" else []
+
+
+def ape_raw_stamps(ds):
+    return raw_stamps("mdreviews-valid", "mdreviews-test", "mdreviews-vocab") if ds == "mdreviews" else []
+
+
+def ape_encoder_dirs(ds, seed):
+    """method -> training run directory of every encoder of the dataset for one seed."""
+    section = APE["datasets"][ds]
+    pool = int(section["theta_pool"]["size"])
+    return {
+        m: R(f"runs/ape-train/{ds}/{m}/n{1 if m == 'standard' else pool}/seed{seed}")
+        for m in APE_ENCODERS_ORDER
+        if m in section["encoders"]
+    }
+
+
+def ape_nuts_files(ds, seed):
+    """The seed's NUTS run (metrics.json), or nothing when the grid runs no NUTS on ``ds``."""
+    nuts = APE["datasets"][ds].get("nuts") or {}
+    return (
+        [R(f"runs/ape-nuts/{ds}/nuts/n0/seed{seed}/metrics.json")]
+        if int(nuts.get("combinations", 0)) > 0
+        else []
+    )
+
+
+def ape_eval_files(ds=None):
+    """Evaluation metrics.json of every (dataset, seed), or of one dataset."""
+    return [
+        R(f"runs/ape-eval/{d}/seed{s}/metrics.json")
+        for d in ape_datasets()
+        if ds in (None, d)
+        for s in APE_SEEDS
+    ]
+
+
+def ape_run_files(experiment):
+    """metrics.json of the APE runs with a convergence verdict: ape-train (encoders), ape-vi."""
+    if experiment == "ape-train":
+        return [
+            f"{d}/metrics.json"
+            for ds in ape_datasets()
+            for s in APE_SEEDS
+            for d in ape_encoder_dirs(ds, s).values()
+        ]
+    if experiment == "ape-vi":
+        return [R(f"runs/ape-vi/{ds}/vi/n0/seed{s}/metrics.json") for ds in ape_datasets() for s in APE_SEEDS]
+    return []
+
+
+def ape_targets():
+    """The APE paper's tables, figures and claims (empty when not selected)."""
+    datasets = ape_datasets()
+    if not datasets or not APE_SEEDS:
+        return []
+    targets = [R("tables/ape_table1.csv"), R("tables/ape_table1.md"), R("tables/claims_ape.md")]
+    targets += [R(f"figures/ape_fig1_{side}_{ds}.png") for ds in datasets for side in ("left", "right")]
+    if "toybars" in datasets:
+        targets.append(R("figures/ape_fig2.png"))
+    return targets
 
 
 # ---------------------------------------------------------------------------------------
 # Convergence tables (rules/summary.smk): one per experiment with runs -- the synthetic grid
 # and the real-corpus experiments, which write the same run directories.
 def convergence_experiments():
-    """Every experiment of the selected grid that has runs, synthetic then text, in a stable order."""
+    """Every experiment of the selected grid that has runs, in a stable order: the ACP paper's
+    synthetic then text experiments, then APE's (encoder training, VI) and APE on noisy-OR."""
     experiments = []
     if "acp" in PAPERS:
         synthetic = sorted(grid.experiments(config))
         text = sorted({c.experiment for c in corpus_grid.cells(config)})
         experiments += synthetic + [e for e in text if e not in synthetic]
+    if ape_targets():
+        experiments += ["ape-train", "ape-vi"]
     if ape_noisyor_families():  # rules/ape_noisyor.smk ("ape" in PAPERS)
         experiments.append("ape-noisyor")
     return experiments
 
 
 def convergence_run_files(experiment):
-    """metrics.json of every run of an experiment (synthetic, text or APE on noisy-OR)."""
+    """metrics.json of every run of an experiment (synthetic, text, APE or APE on noisy-OR)."""
     if experiment == "ape-noisyor":
         return ape_noisyor_run_files()
+    if experiment in ("ape-train", "ape-vi"):
+        return ape_run_files(experiment)
     if experiment in grid.experiments(config):
         return experiment_files(experiment)
     return text_cell_files(corpus_grid.cells(config, experiment))

@@ -111,7 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "ape-noisyor-train", help="APE on noisy-OR: train one encoder across models (all seeds)"
     )
     p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
-    p.add_argument("--family", required=True)
+    p.add_argument("--family", required=True, help="a problem family of the settings (e.g. syn-random)")
     p.add_argument("--encoder", required=True, help="an encoder name of the settings (e.g. avi-model-aware)")
     p.add_argument("--problems", required=True, help="the family's problem file")
     p.add_argument("--runs-dir", required=True, help="results/runs (run directories go under ape-noisyor/)")
@@ -121,8 +121,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "ape-noisyor-baseline", help="APE on noisy-OR: a per-datapoint bound on the test candidates"
     )
     p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
-    p.add_argument("--family", required=True)
-    p.add_argument("--method", required=True, choices=("svi", "lb-cdi"))
+    p.add_argument("--family", required=True, help="a problem family of the settings (e.g. syn-random)")
+    p.add_argument(
+        "--method",
+        required=True,
+        choices=("svi", "lb-cdi"),
+        help="per-datapoint baseline fitted on every test row",
+    )
     p.add_argument("--problems", required=True, help="the family's problem file")
     p.add_argument("--runs-dir", required=True, help="results/runs")
     p.set_defaults(func=cmd_baseline)

@@ -60,6 +60,10 @@ _KELAS_MNIST = "https://raw.githubusercontent.com/kelas/mnist/283b387221ab46655e
 _OSSCI_MNIST = "https://ossci-datasets.s3.amazonaws.com/mnist"  # torchvision's copy of the originals
 _WIKI_COMMIT = "52b1f163137bc40b0f67cbf129d5dab4f6fd5901"
 _WIKI_BASE = f"https://raw.githubusercontent.com/Vibhas-hs-edu/WikiTasks/{_WIKI_COMMIT}"
+_APE_COMMIT = "17069bc84dd8e56031c8cca2612dcb5da93b0c2b"  # tufts-ml/any_parameter_encoder, branch workshop
+_APE_RAW = (
+    f"https://raw.githubusercontent.com/tufts-ml/any_parameter_encoder/{_APE_COMMIT}/datasets/mdreviews/raw"
+)
 _NEURIPS_ORIGIN = (
     "It has no public single-file source: it was built from the per-year JSON files of the "
     "GitHub repository akshaypithadiya/neurips-papers (commit c6f32a61d918f62b4db574aa82ddfddd098f66c7), "
@@ -209,6 +213,30 @@ REGISTRY: dict[str, RawFile] = {
                 f"git clone https://github.com/Vibhas-hs-edu/WikiTasks && git -C WikiTasks checkout {_WIKI_COMMIT} "
                 "&& tar -C WikiTasks -cJf <path> text/AA"
             ),
+        ),
+        RawFile(
+            key="mdreviews-valid",
+            relpath="mdreviews/X_csr_valid.npz",
+            sha256="d7a69b0303386219297fd7ac696a4e1fce7cbe0c8ae25d42e351a9071faf1ad2",
+            size=687_862,
+            description="Multi-domain product reviews, APE authors' validation split: CSR counts, 792 x 7,729",
+            urls=(f"{_APE_RAW}/X_csr_valid.npz",),
+        ),
+        RawFile(
+            key="mdreviews-test",
+            relpath="mdreviews/X_csr_test.npz",
+            sha256="1d6eb42fa8ec49b1f8af7306ee5fc81a2f4d36c2eac1dce27e967a96f612ff3b",
+            size=665_378,
+            description="Multi-domain product reviews, APE authors' test split: CSR counts, 793 x 7,729",
+            urls=(f"{_APE_RAW}/X_csr_test.npz",),
+        ),
+        RawFile(
+            key="mdreviews-vocab",
+            relpath="mdreviews/vocab.txt",
+            sha256="646439de80bf4d6c847183c0a4786a94cb9fb4690b3b470ab3bdb2fa9e11c9e6",
+            size=65_728,
+            description="Multi-domain product reviews vocabulary (7,729 words, one a line; = X_colnames.txt)",
+            urls=(f"{_APE_RAW}/vocab.txt", f"{_APE_RAW}/X_colnames.txt"),
         ),
     )
 }

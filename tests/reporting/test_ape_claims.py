@@ -1,0 +1,154 @@
+"""APE Table 1 and claims on a hand-made pair of evaluation results: the verdicts follow the
+orderings, ratios and agreement counts they are defined on (table-driven)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from noisyor_bench.reporting.ape.claims import ape_claims
+from noisyor_bench.reporting.ape.table1 import figure1_rows, reductions, seed_rows, table1, table1_markdown
+from noisyor_bench.reporting.claims import BUDGET_LIMITED, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from noisyor_bench.reporting.tables import read_table, write_table
+
+# per method: (clean LL/word, paper-style LL/word, time s, pairs agreeing with VI)
+PAPER_LIKE = {
+    "standard": (-9.3, -9.4, 0.01, 26),
+    "ape-naive": (-5.9, -6.0, 0.11, 28),
+    "ape-model-aware": (-4.2, -4.3, 0.04, 43),
+    "vi": (-3.9, -4.0, 5.0, 45),
+    "vi-warm": (-3.9, -4.0, 2.0, 45),
+}
+
+
+def _eval(dataset: str, seed: int, values: dict, converged: dict | None = None, warm: float = 0.1) -> dict:
+    jitter = 0.01 * (seed - 1)  # a little seed-to-seed variation, the same for every method
+    methods = {}
+    for m, (ll_is, ll_paper, seconds, agree) in values.items():
+        methods[m] = {
+            "ll_is": ll_is + jitter,
+            "ll_paper": ll_paper + jitter,
+            "ll_paper_std": 0.01,
+            "elbo_per_word": ll_is - 0.1,
+            "elbo_pair": -170.0,
+            "time_s": seconds * (1 + 0.05 * seed),
+            "agree_vi": agree - (seed % 2),
+            "agree_is": agree - 1,
+            "pairs": 45,
+            "converged": (converged or {}).get(m, True),
+            "combinations": 300,
+        }
+    nuts = {
+        "combinations": 30,
+        "methods": {
+            "nuts": {
+                "ll_is": -4.1 + jitter,
+                "ll_paper": -4.1 + jitter,
+                "elbo_per_word": -4.2,
+                "time_s": 2000.0 + seed,
+            },
+            "vi": {"ll_is": -3.9 + jitter, "ll_paper": -3.9 + jitter, "elbo_per_word": -4.0, "time_s": None},
+        },
+    }
+    figure1 = {
+        "ape_time": 0.02,
+        "ape_elbo": -170.0,
+        "vi_time_to_quality": 1.0 + 0.1 * seed,
+        "warm_time_to_quality": warm + 0.01 * seed,
+        "vi_time_to_ape_elbo": 0.4,
+    }
+    return {
+        "experiment": "ape-eval",
+        "dataset": dataset,
+        "seed": seed,
+        "methods": methods,
+        "nuts_subset": nuts,
+        "figure1": figure1,
+    }
+
+
+def _claims(tmp_path: Path, evals: list[dict]) -> dict:
+    files = []
+    for e in evals:
+        path = tmp_path / e["dataset"] / f"seed{e['seed']}" / "metrics.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(e))
+        files.append(path)
+    write_table(table1(seed_rows(files)), tmp_path / "t.csv")
+    write_table(figure1_rows(files), tmp_path / "f.csv")
+    claims = ape_claims(read_table(tmp_path / "t.csv"), read_table(tmp_path / "f.csv"))
+    return {c.claim_id: c for c in claims}
+
+
+def test_paper_like_results_reproduce_every_claim(tmp_path):
+    claims = _claims(tmp_path, [_eval("toybars", s, PAPER_LIKE) for s in range(3)])
+    assert {cid: c.verdict for cid, c in claims.items()} == {
+        "ape-model-aware-beats-naive-toybars": REPRODUCED,
+        "ape-standard-fails-toybars": REPRODUCED,
+        "ape-close-to-vi-faster-toybars": REPRODUCED,
+        "ape-agreement-toybars": REPRODUCED,
+        "ape-warm-start-toybars": REPRODUCED,
+        "ape-nuts-vs-vi-toybars": REPRODUCED,
+    }
+    assert "43" in claims["ape-agreement-toybars"].numbers  # the paper's count is shown beside ours
+
+
+@pytest.mark.parametrize(
+    ("change", "claim", "verdict"),
+    [
+        ({"ape-naive": (-4.0, -4.1, 0.11, 28)}, "ape-model-aware-beats-naive-toybars", NOT_REPRODUCED),
+        ({"standard": (-4.3, -4.4, 0.01, 26)}, "ape-standard-fails-toybars", NOT_REPRODUCED),  # 0.1 < margin
+        ({"vi": (-3.0, -3.1, 5.0, 45)}, "ape-close-to-vi-faster-toybars", NOT_REPRODUCED),  # gap 1.2 nats
+        ({"vi": (-3.9, -4.0, 0.4, 45)}, "ape-close-to-vi-faster-toybars", NOT_REPRODUCED),  # 10x, not 100x
+        ({"standard": (-9.3, -9.4, 0.01, 44)}, "ape-agreement-toybars", NOT_REPRODUCED),
+    ],
+)
+def test_each_claim_follows_its_ordering(tmp_path, change, claim, verdict):
+    values = {**PAPER_LIKE, **change}
+    claims = _claims(tmp_path, [_eval("toybars", s, values) for s in range(3)])
+    assert claims[claim].verdict == verdict
+
+
+def test_warm_start_slower_is_not_reproduced(tmp_path):
+    claims = _claims(tmp_path, [_eval("toybars", s, PAPER_LIKE, warm=5.0) for s in range(3)])
+    assert claims["ape-warm-start-toybars"].verdict == NOT_REPRODUCED
+
+
+def test_unconverged_runs_make_a_claim_budget_limited(tmp_path):
+    evals = [_eval("toybars", s, PAPER_LIKE, converged={"ape-naive": s != 1}) for s in range(3)]
+    claims = _claims(tmp_path, evals)
+    limited = claims["ape-model-aware-beats-naive-toybars"]
+    assert limited.verdict == BUDGET_LIMITED and limited.statistical_verdict == REPRODUCED
+    assert "1 of 6 runs unconverged" in limited.numbers
+    assert claims["ape-agreement-toybars"].verdict == REPRODUCED  # does not read the naive rows
+
+
+def test_one_seed_is_inconclusive_and_table_shows_paper_numbers(tmp_path):
+    claims = _claims(tmp_path, [_eval("mdreviews", 0, PAPER_LIKE)])
+    assert claims["ape-model-aware-beats-naive-mdreviews"].verdict == INCONCLUSIVE
+    path = tmp_path / "mdreviews" / "seed0" / "metrics.json"
+    frame = table1(seed_rows([path]))
+    md = table1_markdown(frame, {"seeds": [0], "datasets": {}})
+    assert "-5.2450 ± 0.0142" in md and "34/45" in md and "subset" in md  # paper's reviews numbers
+
+
+def test_reductions_name_every_cut():
+    section = {
+        "theta_pool": {"size": 2000},
+        "training": {"max_steps": 1500, "batch_size": 100},
+        "evaluation": {"documents": 30},
+        "data": {"test_models": 10, "gibbs_iterations": 300},
+        "nuts": {"combinations": 30, "warmup": 50, "samples": 50, "max_tree_depth": 6},
+        "encoders": ["standard", "ape-model-aware"],
+    }
+    text = " ".join(reductions({"seeds": [0, 1], "datasets": {"mdreviews": section}}))
+    for expected in (
+        "2,000 training models",
+        "1,500 steps",
+        "first 30 combinations",
+        "50 warm-up",
+        "300 Gibbs",
+    ):
+        assert expected in text

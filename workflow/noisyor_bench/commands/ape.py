@@ -1,0 +1,257 @@
+"""CLI: the APE paper (rules/ape.smk): data, encoder training, VI / NUTS, evaluation, Table 1,
+Figures 1-2 and claims.  Each subcommand takes the dataset's config section
+(``grids.<grid>.ape.datasets.<name>``) as JSON (inline or ``@file``) where it needs settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Any
+
+from noisyor_bench.commands.arguments import json_argument
+from noisyor_bench.infra.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+DATASETS = ("toybars", "mdreviews")
+
+
+def _section(args: argparse.Namespace) -> dict[str, Any]:
+    value = json_argument(args.settings, "--settings")
+    if not isinstance(value, dict):
+        raise ConfigError(
+            "--settings: expected a JSON object (the dataset's grids.<grid>.ape.datasets section)"
+        )
+    return value
+
+
+def cmd_ape_data(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.ape import datasets
+    from noisyor_bench.infra import provenance
+    from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic
+
+    section = _section(args)
+    inputs: list[dict[str, Any]] = []
+    if args.dataset == "toybars":
+        arrays, facts = datasets.toybars_arrays(section)
+    else:
+        from noisyor_bench.data.corpora.mdreviews import RAW_KEYS
+        from noisyor_bench.data.rawdata import REGISTRY, fetch, resolve_raw_data_dir
+
+        mirror = resolve_raw_data_dir(args.raw_data_dir)
+        paths = {name: fetch(key, mirror, args.cache_dir) for name, key in RAW_KEYS.items()}
+        arrays, facts = datasets.mdreviews_arrays(section, paths)
+        inputs = [
+            provenance.file_entry(
+                paths[name], f"raw:{key}", Path(args.out).parent, pinned_sha256=REGISTRY[key].sha256
+            )
+            for name, key in RAW_KEYS.items()
+        ]
+    write_npz_atomic(args.out, **arrays)
+    sidecar = {
+        "dataset": args.dataset,
+        "facts": facts,
+        "settings": section["data"],
+        "theta_pool": section["theta_pool"],
+        "arrays": {k: list(v.shape) for k, v in sorted(arrays.items())},
+    }
+    sidecar["provenance"] = provenance.artifact_record(
+        "dataset", inputs, [Path(args.out)], Path(args.out).parent
+    )
+    write_json_atomic(Path(args.out).with_suffix(".json"), sidecar)
+    log.info("ape-%s: %s -> %s", args.dataset, facts, args.out)
+    return 0
+
+
+def cmd_ape_train(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.ape.train import train_run
+    from noisyor_bench.infra.device import set_threads
+
+    set_threads(args.threads)
+    train_run(
+        args.dataset_file, args.dataset, args.method, args.seed, _section(args), args.out_dir, args.device
+    )
+    return 0
+
+
+def cmd_ape_vi(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.ape.baselines import run_vi
+    from noisyor_bench.infra.device import set_threads
+
+    set_threads(args.threads)
+    run_vi(args.dataset_file, args.dataset, args.seed, _section(args), args.out_dir)
+    return 0
+
+
+def cmd_ape_nuts(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.ape.baselines import run_nuts
+    from noisyor_bench.infra.device import set_threads
+
+    set_threads(args.threads)
+    run_nuts(args.dataset_file, args.dataset, args.seed, _section(args), args.vi_dir, args.out_dir)
+    return 0
+
+
+def cmd_ape_evaluate(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.ape.evaluate import evaluate_seed
+    from noisyor_bench.infra.device import set_threads
+
+    set_threads(args.threads)
+    runs: dict[str, str] = {}
+    for item in args.encoder or []:
+        method, sep, path = item.partition("=")
+        if not sep or not path:
+            raise ConfigError(f"--encoder {item!r}: expected METHOD=RUN_DIR")
+        runs[method] = path
+    evaluate_seed(
+        args.dataset_file,
+        args.dataset,
+        args.seed,
+        _section(args),
+        runs,
+        args.vi_dir,
+        args.nuts_dir,
+        args.out_dir,
+    )
+    return 0
+
+
+def cmd_ape_table1(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.ape.table1 import figure1_rows, seed_rows, table1, table1_markdown
+    from noisyor_bench.reporting.tables import write_table
+
+    settings = _section(args)
+    frame = table1(seed_rows(args.evals))
+    write_table(frame, args.out_csv, table1_markdown(frame, settings), args.out_md)
+    fig1 = figure1_rows(args.evals)
+    write_table(fig1, args.out_figure1_csv)
+    log.info("APE Table 1: %d rows -> %s", len(frame), args.out_md)
+    return 0
+
+
+def cmd_ape_figures(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.ape import figures
+
+    figures.figure1_left(args.evals, args.vi_dirs, args.dataset, args.out_left_png, args.out_left_pdf)
+    figures.figure1_right(args.evals, args.dataset, args.out_right_png, args.out_right_pdf)
+    log.info("APE Figure 1 (%s) -> %s, %s", args.dataset, args.out_left_png, args.out_right_png)
+    return 0
+
+
+def cmd_ape_figure2(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.ape.figures import figure2
+
+    figure2(args.dataset_file, args.eval_dir, args.out_png, args.out_pdf)
+    log.info("APE Figure 2 -> %s", args.out_png)
+    return 0
+
+
+def cmd_ape_claims(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.ape.claims import ape_claims
+    from noisyor_bench.reporting.claims import write_claims
+    from noisyor_bench.reporting.tables import read_table
+
+    claims = ape_claims(read_table(args.table), read_table(args.figure1))
+    write_claims(claims, args.out_csv, args.out_md, title="APE: claims of the paper and verdicts")
+    log.info("APE claims: %s", ", ".join(f"{c.claim_id}: {c.verdict}" for c in claims))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "ape-data", help="APE: build results/data/ape-<dataset>.npz (toy bars, reviews)"
+    )
+    p.add_argument("--dataset", choices=DATASETS, required=True, help="APE dataset: toybars or mdreviews")
+    p.add_argument("--settings", required=True, help="JSON (or @file): grids.<grid>.ape.datasets.<dataset>")
+    p.add_argument(
+        "--raw-data-dir", default=None, help="raw-data mirror (default $NOISYOR_RAW_DATA, else download)"
+    )
+    p.add_argument("--cache-dir", default="results/raw", help="download cache (download mode)")
+    p.add_argument("--out", required=True, help="the dataset .npz (a .json sidecar is written beside it)")
+    p.set_defaults(func=cmd_ape_data)
+
+    p = subparsers.add_parser("ape-train", help="APE: train one encoder for one seed (a run directory)")
+    p.add_argument("--dataset", choices=DATASETS, required=True, help="APE dataset: toybars or mdreviews")
+    p.add_argument("--dataset-file", required=True, help="results/data/ape-<dataset>.npz")
+    p.add_argument(
+        "--method",
+        choices=("standard", "ape-naive", "ape-model-aware"),
+        required=True,
+        help="encoder to train",
+    )
+    p.add_argument("--seed", type=int, required=True, help="run seed (initialisation, sampling, evaluation)")
+    p.add_argument("--settings", required=True, help="JSON (or @file): grids.<grid>.ape.datasets.<dataset>")
+    p.add_argument("--device", default="cpu", help="auto (CUDA when present), cpu or cuda[:N]")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
+    p.add_argument("--out-dir", required=True, help="the run directory")
+    p.set_defaults(func=cmd_ape_train)
+
+    for name, func, what in (
+        ("ape-vi", cmd_ape_vi, "VI from random initialisation on the test combinations (a run directory)"),
+        (
+            "ape-nuts",
+            cmd_ape_nuts,
+            "NUTS warm-started from VI on the first test combinations (a run directory)",
+        ),
+        ("ape-evaluate", cmd_ape_evaluate, "score every method of one seed on the test combinations"),
+    ):
+        p = subparsers.add_parser(name, help=f"APE: {what}")
+        p.add_argument("--dataset", choices=DATASETS, required=True, help="APE dataset: toybars or mdreviews")
+        p.add_argument("--dataset-file", required=True, help="results/data/ape-<dataset>.npz")
+        p.add_argument(
+            "--seed", type=int, required=True, help="run seed (initialisation, sampling, evaluation)"
+        )
+        p.add_argument(
+            "--settings", required=True, help="JSON (or @file): grids.<grid>.ape.datasets.<dataset>"
+        )
+        p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
+        p.add_argument("--out-dir", required=True, help="the run directory")
+        if name != "ape-vi":
+            p.add_argument("--vi-dir", required=True, help="the seed's ape-vi run directory")
+        if name == "ape-evaluate":
+            p.add_argument("--encoder", nargs="*", default=[], help="METHOD=RUN_DIR of each trained encoder")
+            p.add_argument("--nuts-dir", default=None, help="the seed's ape-nuts run directory (optional)")
+        p.set_defaults(func=func)
+
+    p = subparsers.add_parser("ape-table1", help="APE: Table 1 (both datasets) and Figure 1's times")
+    p.add_argument(
+        "--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/seed<s> metrics.json files"
+    )
+    p.add_argument(
+        "--settings", required=True, help="JSON (or @file): grids.<grid>.ape (for the caption's reductions)"
+    )
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.add_argument("--out-figure1-csv", required=True, help="output file: Figure 1's times per seed (CSV)")
+    p.set_defaults(func=cmd_ape_table1)
+
+    p = subparsers.add_parser("ape-figures", help="APE: Figure 1 left and right of one dataset")
+    p.add_argument("--dataset", choices=DATASETS, required=True, help="APE dataset: toybars or mdreviews")
+    p.add_argument(
+        "--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/seed<s> metrics.json files"
+    )
+    p.add_argument(
+        "--vi-dirs", nargs="+", required=True, help="runs/ape-vi/<dataset>/vi/n0/seed<s> directories"
+    )
+    for side in ("left", "right"):
+        p.add_argument(f"--out-{side}-png", required=True)
+        p.add_argument(f"--out-{side}-pdf", default=None)
+    p.set_defaults(func=cmd_ape_figures)
+
+    p = subparsers.add_parser("ape-figure2", help="APE: Figure 2 (toy bars: topics and reconstructions)")
+    p.add_argument("--dataset-file", required=True, help="results/data/ape-toybars.npz")
+    p.add_argument("--eval-dir", required=True, help="runs/ape-eval/toybars/seed<s> (the first seed)")
+    p.add_argument("--out-png", required=True)
+    p.add_argument("--out-pdf", default=None)
+    p.set_defaults(func=cmd_ape_figure2)
+
+    p = subparsers.add_parser(
+        "ape-claims", help="APE: the paper's claims and verdicts (tables/claims_ape.csv)"
+    )
+    p.add_argument("--table", required=True, help="tables/ape_table1.csv")
+    p.add_argument("--figure1", required=True, help="tables/ape_figure1.csv")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.set_defaults(func=cmd_ape_claims)

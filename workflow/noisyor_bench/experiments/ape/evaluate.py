@@ -1,0 +1,387 @@
+"""Every method on APE's test combinations, one seed: Table 1's numbers, Figure 1's curves and
+errors, Figure 2's reconstructions.
+
+``results/runs/ape-eval/<dataset>/seed<s>/``:
+
+* ``metrics.json`` -- per method (``methods.<m>``): ``ll_paper`` (the authors' per-word
+  posterior predictive: prior term and multinomial coefficient included, their evaluation
+  prior whose variance is the Laplace variance squared, mean over ``paper_repeats``; and
+  ``ll_paper_std``), ``ll_is`` (clean: importance-sampled log p(x | theta) per token with q as
+  proposal, the model's prior, no coefficient), ``elbo_per_word`` and ``elbo_pair`` (the ELBO,
+  clean prior, with coefficient: the authors' ranking quantity), ``time_s`` (inference time
+  on the combinations: encoders one forward pass in float32, the median of
+  ``timing_repeats``; VI its optimisation time; VI-warm the encoder's time plus its own),
+  ``agree_vi`` / ``agree_is`` of ``pairs`` (the test models ordered by the method's total
+  ELBO as by VI's total ELBO / as by the IS log-likelihood with VI's q as proposal) and
+  ``converged``; ``nuts_subset`` the same for NUTS and VI on NUTS's combinations;
+  ``figure1`` the times to quality;
+* ``scores.npz`` -- per method ``elbo_model_<m>`` / ``is_model_<m>`` (models,) totals,
+  ``elbo_pair_<m>`` (P,), reconstructions ``recon_<m>`` (C, V) of the combinations
+  ``recon_index`` (C,) and their documents ``recon_documents`` (C, V);
+* ``vi_warm_curve.csv`` -- VI warm-started from the model-aware APE: step, seconds, elbo.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import statistics
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from noisyor_bench.evaluation.ranking import pairwise_agreement
+from noisyor_bench.experiments.ape.baselines import fit_vi_grouped, read_run, vi_config
+from noisyor_bench.experiments.ape.pairs import EvalCombinations, evaluation_combinations
+from noisyor_bench.experiments.ape.train import load_encoder
+from noisyor_bench.inference.seeding import stream_seed
+from noisyor_bench.infra import provenance
+from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
+
+log = logging.getLogger(__name__)
+
+EXPERIMENT = "ape-eval"
+WARM_FROM = "ape-model-aware"  # the encoder whose output warm-starts VI (Figure 1 left)
+QUALITY_REL_TOL = 1e-3  # "VI's quality": within 0.1 % of random-init VI's final ELBO
+RECONSTRUCTION_COLUMNS = 10
+RECONSTRUCTION_SAMPLES = 100
+MIN_LOG_SIGMA = math.log(1e-3)  # floor of the NUTS samples' moment-matched proposal scale
+
+
+def _generator(seed: int, stream: str) -> torch.Generator:
+    return torch.Generator().manual_seed(stream_seed(seed, stream))
+
+
+def per_model_totals(values: torch.Tensor | np.ndarray, model_index: np.ndarray) -> np.ndarray:
+    """Sum of per-combination ``values`` per test model, (n_models,)."""
+    v = np.asarray(values.detach().cpu() if isinstance(values, torch.Tensor) else values, dtype=np.float64)
+    return np.bincount(model_index, weights=v, minlength=int(model_index.max()) + 1)
+
+
+def time_to_reach(curve: pd.DataFrame, target: float, offset: float = 0.0) -> float:
+    """Seconds (+ ``offset``) until the fixed-noise ELBO first reaches ``target``; inf if never."""
+    column = "eval_elbo" if "eval_elbo" in curve.columns else "elbo"
+    points = curve.dropna(subset=[column])
+    hit = points[points[column] >= target]
+    return float(hit["seconds"].iloc[0]) + offset if not hit.empty else math.inf
+
+
+def score_q(
+    combos: EvalCombinations, mu: torch.Tensor, log_sigma: torch.Tensor, section: Mapping[str, Any], seed: int
+) -> dict[str, Any]:
+    """Table 1's quantities of one approximate posterior on ``combos`` (float64)."""
+    from noisyor_bench.models.topics.logistic_normal import (
+        ape_prior,
+        elbo,
+        paper_per_word_predictive,
+        paper_prior,
+        per_word_log_likelihood,
+        sample_q,
+    )
+
+    ev = dict(section.get("evaluation") or {})
+    x, theta = combos.x.double(), combos.theta.double()
+    mu, log_sigma = mu.double(), log_sigma.double()
+    n_topics = theta.shape[1]
+    clean = ape_prior(n_topics)
+    tokens = float(x.sum())
+    with torch.no_grad():
+        elbo_pair = elbo(
+            x,
+            theta,
+            mu,
+            log_sigma,
+            clean,
+            int(ev.get("elbo_samples", 100)),
+            _generator(seed, "ape-eval-elbo"),
+        )
+        ll_is, is_pair = per_word_log_likelihood(
+            x, theta, mu, log_sigma, clean, int(ev.get("is_samples", 1000)), _generator(seed, "ape-eval-is")
+        )
+        pool = sample_q(
+            mu, log_sigma, int(ev.get("paper_samples", 100)), _generator(seed, "ape-eval-paper-pool")
+        )
+        paper = paper_per_word_predictive(
+            x,
+            theta,
+            pool,
+            paper_prior(n_topics),
+            int(ev.get("paper_draws", 10)),
+            int(ev.get("paper_repeats", 10)),
+            _generator(seed, "ape-eval-paper"),
+        )
+    return {
+        "elbo_pair_values": elbo_pair,
+        "is_pair_values": is_pair,
+        "ll_is": float(ll_is),
+        "ll_paper": float(paper.mean()),
+        "ll_paper_std": float(paper.std()) if paper.numel() > 1 else 0.0,
+        "elbo_per_word": float(elbo_pair.sum()) / tokens,
+        "elbo_pair": float(elbo_pair.mean()),
+    }
+
+
+def reconstructions(
+    combos: EvalCombinations, index: np.ndarray, mu: torch.Tensor, log_sigma: torch.Tensor, seed: int
+) -> np.ndarray:
+    """E_q[softmax(h)] theta of the combinations ``index``: (C, V), the document a method expects."""
+    from noisyor_bench.models.topics.logistic_normal import sample_q, word_probabilities
+
+    idx = torch.as_tensor(index)
+    with torch.no_grad():
+        h = sample_q(
+            mu[idx].double(), log_sigma[idx].double(), RECONSTRUCTION_SAMPLES, _generator(seed, "ape-recon")
+        )
+        return word_probabilities(h, combos.theta[idx].double()).mean(0).numpy()
+
+
+def encode_timed(
+    encoder: Any, combos: EvalCombinations, repeats: int
+) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """(mu, log_sigma) of every combination and the median wall time of one float32 forward pass."""
+    enc32 = encoder.float().eval()
+    x, theta = combos.x.float(), combos.theta.float()
+    times = []
+    with torch.no_grad():
+        for _ in range(max(1, repeats)):
+            tick = time.perf_counter()
+            mu, log_sigma = enc32(x, theta if enc32.kind != "standard" else None)
+            times.append(time.perf_counter() - tick)
+    return mu.double(), log_sigma.double(), float(statistics.median(times))
+
+
+def evaluate_seed(
+    dataset_path: str | Path,
+    dataset: str,
+    seed: int,
+    section: Mapping[str, Any],
+    encoder_runs: Mapping[str, str | Path],
+    vi_dir: str | Path,
+    nuts_dir: str | Path | None,
+    out_dir: str | Path,
+) -> dict[str, Any]:
+    """Score every method of one seed; write ``out_dir`` (module docstring)."""
+    from noisyor_bench.models.topics.logistic_normal import ape_prior
+
+    arrays = load_npz(dataset_path)
+    combos = evaluation_combinations(arrays, torch.float64)
+    n_models = combos.n_models
+    ev = dict(section.get("evaluation") or {})
+    repeats = int(ev.get("timing_repeats", 3))
+    posts: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    times: dict[str, float] = {}
+    converged: dict[str, bool | None] = {}
+    for method, run in encoder_runs.items():
+        encoder = load_encoder(run)
+        mu, log_sigma, seconds = encode_timed(encoder, combos, repeats)
+        posts[method], times[method] = (mu, log_sigma), seconds
+        converged[method] = read_run(run).get("converged")
+        log.info(
+            "%s seed %d: %s forward pass on %d combinations %.4f s",
+            dataset,
+            seed,
+            method,
+            combos.x.shape[0],
+            seconds,
+        )
+    vi_q = load_npz(Path(vi_dir) / "posterior.npz")
+    vi_meta = read_run(vi_dir)
+    posts["vi"] = (torch.as_tensor(vi_q["mu"]).double(), torch.as_tensor(vi_q["log_sigma"]).double())
+    times["vi"], converged["vi"] = float(vi_meta["seconds"]), vi_meta.get("converged")
+    vi_curve = pd.read_csv(Path(vi_dir) / "curve.csv")
+
+    warm_curve = None
+    if WARM_FROM in posts:
+        n_topics = combos.theta.shape[1]
+        mu0, ls0 = posts[WARM_FROM]
+        combos_f32 = evaluation_combinations(arrays, torch.float32)
+        warm = fit_vi_grouped(
+            combos_f32,
+            ape_prior(n_topics, dtype=torch.float32),
+            vi_config(section, warm=True),
+            stream_seed(seed, "ape-vi-warm"),
+            bool((section.get("vi") or {}).get("group_by_model", False)),
+            init=(mu0.float(), ls0.float()),
+        )
+        posts["vi-warm"] = (warm.mu.double(), warm.log_sigma.double())
+        times["vi-warm"] = times[WARM_FROM] + float(warm.seconds)
+        converged["vi-warm"] = bool(warm.converged)
+        warm_curve = pd.DataFrame(warm.curve)
+        log.info(
+            "%s seed %d: VI warm-started from %s: %d steps, %.1f s",
+            dataset,
+            seed,
+            WARM_FROM,
+            warm.steps,
+            warm.seconds,
+        )
+
+    scores: dict[str, dict[str, Any]] = {m: score_q(combos, *q, section, seed) for m, q in posts.items()}
+    vi_elbo_model = per_model_totals(scores["vi"]["elbo_pair_values"], combos.model_index)
+    vi_is_model = per_model_totals(scores["vi"]["is_pair_values"], combos.model_index)
+    arrays_out: dict[str, np.ndarray] = {}
+    methods: dict[str, dict[str, Any]] = {}
+    for m, s in scores.items():
+        elbo_model = per_model_totals(s["elbo_pair_values"], combos.model_index)
+        is_model = per_model_totals(s["is_pair_values"], combos.model_index)
+        agree_vi = pairwise_agreement(elbo_model, vi_elbo_model)
+        agree_is = pairwise_agreement(elbo_model, vi_is_model)
+        methods[m] = {
+            **{k: v for k, v in s.items() if not k.endswith("_values")},
+            "time_s": times[m],
+            "agree_vi": agree_vi.agree,
+            "agree_is": agree_is.agree,
+            "pairs": agree_vi.pairs,
+            "converged": converged[m],
+            "combinations": int(combos.x.shape[0]),
+        }
+        arrays_out[f"elbo_model_{m}"] = elbo_model
+        arrays_out[f"is_model_{m}"] = is_model
+        arrays_out[f"elbo_pair_{m}"] = s["elbo_pair_values"].numpy()
+
+    nuts_subset = None
+    if nuts_dir is not None:
+        nuts_subset = _score_nuts(combos, posts["vi"], nuts_dir, section, seed, arrays_out)
+    recon_n = nuts_subset["combinations"] if nuts_subset else combos.x.shape[0]
+    recon_index = np.unique(np.linspace(0, recon_n - 1, RECONSTRUCTION_COLUMNS).round().astype(int))
+    arrays_out["recon_index"] = recon_index
+    arrays_out["recon_documents"] = combos.x[torch.as_tensor(recon_index)].numpy()
+    for m, q in posts.items():
+        arrays_out[f"recon_{m}"] = reconstructions(combos, recon_index, *q, seed)
+    if nuts_dir is not None:
+        h = torch.as_tensor(load_npz(Path(nuts_dir) / "samples.npz")["h"]).double()
+        from noisyor_bench.models.topics.logistic_normal import word_probabilities
+
+        idx = torch.as_tensor(recon_index)
+        with torch.no_grad():
+            arrays_out["recon_nuts"] = word_probabilities(h[:, idx], combos.theta[idx]).mean(0).numpy()
+
+    figure1 = _figure1(methods, vi_curve, warm_curve)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_npz_atomic(out / "scores.npz", **arrays_out)
+    if warm_curve is not None:
+        write_text_atomic(out / "vi_warm_curve.csv", warm_curve.to_csv(index=False, lineterminator="\n"))
+    metrics = {
+        "experiment": EXPERIMENT,
+        "dataset": dataset,
+        "seed": int(seed),
+        "combinations": int(combos.x.shape[0]),
+        "documents": int(np.unique(combos.doc_index).size),
+        "models": int(n_models),
+        "tokens": float(combos.x.sum()),
+        "methods": methods,
+        "nuts_subset": nuts_subset,
+        "figure1": figure1,
+        "evaluation": ev,
+    }
+    inputs = [provenance.file_entry(dataset_path, "dataset", out)]
+    inputs += [
+        provenance.file_entry(Path(r) / "metrics.json", f"run:{m}", out) for m, r in encoder_runs.items()
+    ]
+    inputs.append(provenance.file_entry(Path(vi_dir) / "metrics.json", "run:vi", out))
+    if nuts_dir is not None:
+        inputs.append(provenance.file_entry(Path(nuts_dir) / "metrics.json", "run:nuts", out))
+    metrics["provenance"] = provenance.artifact_record("evaluation", inputs, [out / "scores.npz"], out)
+    write_json_atomic(out / "metrics.json", metrics)
+    for m, v in methods.items():
+        log.info(
+            "%s seed %d %-16s ll_paper %.4f ll_is %.4f time %.4f s agree VI %d/%d IS %d/%d",
+            dataset,
+            seed,
+            m,
+            v["ll_paper"],
+            v["ll_is"],
+            v["time_s"],
+            v["agree_vi"],
+            v["pairs"],
+            v["agree_is"],
+            v["pairs"],
+        )
+    return metrics
+
+
+def _score_nuts(
+    combos: EvalCombinations,
+    vi_q: tuple[torch.Tensor, torch.Tensor],
+    nuts_dir: str | Path,
+    section: Mapping[str, Any],
+    seed: int,
+    arrays_out: dict[str, np.ndarray],
+) -> dict[str, Any]:
+    """NUTS and VI on NUTS's combinations (the first P'): the paper's NUTS row and its VI yardstick."""
+    from noisyor_bench.models.topics.logistic_normal import (
+        ape_prior,
+        moment_matched_q,
+        paper_per_word_predictive,
+        paper_prior,
+    )
+
+    meta = read_run(nuts_dir)
+    h = torch.as_tensor(load_npz(Path(nuts_dir) / "samples.npz")["h"]).double()
+    n = int(h.shape[1])
+    if meta.get("combinations") != n:
+        raise DataError(
+            f"{nuts_dir}: samples.npz holds {n} combinations, metrics.json says {meta.get('combinations')}"
+        )
+    sub = combos.subset(n)
+    ev = dict(section.get("evaluation") or {})
+    out: dict[str, Any] = {"combinations": n, "methods": {}}
+    mu, log_sigma = moment_matched_q(h)
+    # a chain that did not move in some coordinate (tiny budgets) has zero variance: floor it
+    log_sigma = torch.nan_to_num(log_sigma, neginf=MIN_LOG_SIGMA).clamp(min=MIN_LOG_SIGMA)
+    nuts_scores = score_q(sub, mu, log_sigma, section, seed)  # IS with the moment-matched Gaussian
+    with torch.no_grad():
+        paper = paper_per_word_predictive(
+            sub.x.double(),
+            sub.theta.double(),
+            h,
+            paper_prior(sub.theta.shape[1]),
+            int(ev.get("paper_draws", 10)),
+            int(ev.get("paper_repeats", 10)),
+            _generator(seed, "ape-eval-paper"),
+        )
+    nuts_scores["ll_paper"], nuts_scores["ll_paper_std"] = (
+        float(paper.mean()),
+        float(paper.std()) if paper.numel() > 1 else 0.0,
+    )
+    vi_scores = score_q(sub, vi_q[0][:n], vi_q[1][:n], section, seed)
+    _ = ape_prior  # the clean prior is score_q's
+    for m, s, seconds in (("nuts", nuts_scores, float(meta["seconds"])), ("vi", vi_scores, None)):
+        out["methods"][m] = {k: v for k, v in s.items() if not k.endswith("_values")}
+        out["methods"][m]["time_s"] = seconds
+    arrays_out["is_pair_nuts_subset"] = nuts_scores["is_pair_values"].numpy()
+    return out
+
+
+def _figure1(
+    methods: Mapping[str, Any], vi_curve: pd.DataFrame, warm_curve: pd.DataFrame | None
+) -> dict[str, Any]:
+    """Figure 1 (left)'s times: VI (random) until APE's ELBO and both VI runs until VI's quality."""
+    column = "eval_elbo" if "eval_elbo" in vi_curve.columns else "elbo"
+    final = float(vi_curve[column].dropna().iloc[-1])
+    target = final - QUALITY_REL_TOL * abs(final)
+    out: dict[str, Any] = {
+        "vi_final_elbo": final,
+        "quality_target": target,
+        "quality_rel_tol": QUALITY_REL_TOL,
+    }
+    out["vi_time_to_quality"] = time_to_reach(vi_curve, target)
+    if WARM_FROM in methods:
+        ape = methods[WARM_FROM]
+        out.update(ape_time=ape["time_s"], ape_elbo=ape["elbo_pair"])
+        out["vi_time_to_ape_elbo"] = time_to_reach(vi_curve, ape["elbo_pair"])
+    if warm_curve is not None and WARM_FROM in methods:
+        out["warm_time_to_quality"] = time_to_reach(warm_curve, target, offset=methods[WARM_FROM]["time_s"])
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
+
+
+def read_eval(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    return read_json(p / "metrics.json" if p.is_dir() else p)

@@ -1,0 +1,276 @@
+"""APE Table 1: per-word held-out log-likelihood (paper style and clean), inference time and
+agreement with VI's ranking of the test models, per dataset and method, mean ± 95% CI over
+seeds beside the paper's numbers.
+
+Rows (``method``): ``standard``, ``ape-naive``, ``ape-model-aware``, ``vi``, ``vi-warm`` (VI
+warm-started from the model-aware APE, beyond the table), ``nuts`` and ``vi-nuts-subset`` (VI
+scored on NUTS's combinations, NUTS's yardstick when NUTS runs on fewer than all).  Metrics:
+``ll_paper`` (the authors' per-word posterior predictive), ``ll_is`` (clean importance-sampled
+log p(x | theta) per word), ``elbo_per_word``, ``time_s``, ``agree_vi`` and ``agree_is`` (pairs
+of test models ranked as VI's ELBO / the IS likelihood rank them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.io import read_json
+from noisyor_bench.reporting.ape.paper import paper_numbers, table1_row
+from noisyor_bench.reporting.tables import CI_NOTE, format_ci, markdown_table, summarise
+
+ARTIFACT = "ape-table1"
+METHODS = ("standard", "ape-naive", "ape-model-aware", "vi", "vi-warm", "nuts", "vi-nuts-subset")
+LABELS = {
+    "standard": "Standard encoder",
+    "ape-naive": "APE encoder (naive arch.)",
+    "ape-model-aware": "APE encoder (model-aware arch.)",
+    "vi": "VI (non-amortized)",
+    "vi-warm": "VI warm-started from APE (ours)",
+    "nuts": "NUTS",
+    "vi-nuts-subset": "VI on NUTS's combinations (ours)",
+}
+DATASET_LABELS = {"toybars": "Synthetic data (toy bars, K = 20)", "mdreviews": "Product reviews (K = 30)"}
+METRICS = ("ll_paper", "ll_is", "elbo_per_word", "time_s", "agree_vi", "agree_is")
+PAPER_SCALE = {
+    "theta_pool": 50_000,
+    "epochs": 2,
+    "combinations": 300,
+    "nuts_combinations": 300,
+    "nuts_warmup": 100,
+    "nuts_samples": 100,
+    "nuts_tree_depth": 10,
+    "gibbs_iterations": 1000,
+}
+
+
+def seed_rows(eval_files: Sequence[str | Path]) -> pd.DataFrame:
+    """One row per (dataset, method, seed) from the evaluation runs' metrics.json."""
+    rows: list[dict[str, Any]] = []
+    for path in eval_files:
+        p = Path(path)
+        data = read_json(p / "metrics.json" if p.is_dir() else p)
+        if data.get("experiment") != "ape-eval":
+            raise DataError(f"{path}: not an APE evaluation (experiment {data.get('experiment')!r})")
+        base = {"dataset": data["dataset"], "seed": int(data["seed"])}
+        for method, m in data["methods"].items():
+            rows.append({**base, "method": method, **_metrics(m), "converged": m.get("converged")})
+        subset = data.get("nuts_subset")
+        if subset:
+            vi_converged = data["methods"].get("vi", {}).get("converged")
+            for method, name in (("nuts", "nuts"), ("vi", "vi-nuts-subset")):
+                m = subset["methods"][method]
+                rows.append(
+                    {
+                        **base,
+                        "method": name,
+                        **_metrics(m),
+                        "combinations": subset["combinations"],
+                        "converged": vi_converged if method == "vi" else None,
+                    }
+                )
+    if not rows:
+        raise DataError("APE Table 1: no evaluation runs")
+    return pd.DataFrame(rows)
+
+
+def _metrics(m: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: (float("nan") if m.get(k) is None else float(m[k])) for k in METRICS}
+    out["ll_paper_std"] = m.get("ll_paper_std")
+    out["pairs"] = m.get("pairs")
+    out["combinations"] = m.get("combinations")
+    return out
+
+
+def table1(rows: pd.DataFrame) -> pd.DataFrame:
+    """Summaries over seeds per (dataset, method) with the paper's numbers beside them."""
+    rank = {m: i for i, m in enumerate(METHODS)}
+    frame = summarise(rows, ["dataset", "method"], METRICS)
+    extra = rows.groupby(["dataset", "method"], sort=False).agg(
+        pairs=("pairs", "max"), combinations=("combinations", "max")
+    )
+    frame = frame.join(extra, on=["dataset", "method"])
+    for key, column in (
+        ("ll", "paper_ll"),
+        ("ll_pm", "paper_ll_pm"),
+        ("time_s", "paper_time_s"),
+        ("agree", "paper_agree"),
+    ):
+        frame[column] = [
+            table1_row(d, m).get(key, float("nan")) for d, m in zip(frame["dataset"], frame["method"])
+        ]
+    frame.insert(0, "artifact", ARTIFACT)
+    frame["_order"] = [
+        (d != "toybars", rank.get(m, len(rank))) for d, m in zip(frame["dataset"], frame["method"])
+    ]
+    return frame.sort_values("_order").drop(columns="_order").reset_index(drop=True)
+
+
+def reductions(settings: Mapping[str, Any]) -> list[str]:
+    """What the grid runs below the paper's scale, per dataset (stated in the caption)."""
+    notes: list[str] = []
+    seeds = settings.get("seeds") or []
+    for name, section in (settings.get("datasets") or {}).items():
+        parts = []
+        missing = [
+            m for m in ("standard", "ape-naive", "ape-model-aware") if m not in section.get("encoders", [])
+        ]
+        if missing:
+            parts.append(f"not run: {', '.join(LABELS[m] for m in missing)}")
+        pool = int(section["theta_pool"]["size"])
+        if pool < PAPER_SCALE["theta_pool"]:
+            parts.append(f"{pool:,} training models (paper 50,000)")
+        for key, what in (("training", "APE"), ("standard_training", "Standard")):
+            budget = section.get(key) or {}
+            if budget.get("max_steps"):
+                parts.append(
+                    f"{what} training capped at {int(budget['max_steps']):,} steps of batch {budget.get('batch_size', 100)}"
+                )
+        ev = section.get("evaluation") or {}
+        n_models = int(section["data"].get("test_models", 10))
+        combos = int(ev.get("documents", 30)) * n_models
+        if combos != PAPER_SCALE["combinations"]:
+            parts.append(f"{combos} test combinations (paper 300)")
+        if n_models != 10:
+            parts.append(f"{n_models} test models (paper 10)")
+        nuts = section.get("nuts") or {}
+        if nuts:
+            n_nuts = min(int(nuts.get("combinations", 300)), combos)
+            if n_nuts < combos:
+                parts.append(f"NUTS on the first {n_nuts} combinations (paper all 300)")
+            if (int(nuts.get("warmup", 100)), int(nuts.get("samples", 100))) != (100, 100):
+                parts.append(
+                    f"NUTS {nuts.get('warmup')} warm-up + {nuts.get('samples')} samples (authors 100 + 100)"
+                )
+            if int(nuts.get("max_tree_depth", 10)) < PAPER_SCALE["nuts_tree_depth"]:
+                parts.append(f"NUTS tree depth <= {nuts.get('max_tree_depth')} (pyro default 10)")
+        iters = section["data"].get("gibbs_iterations")
+        if iters is not None and int(iters) < PAPER_SCALE["gibbs_iterations"]:
+            parts.append(f"{int(iters)} Gibbs sweeps per LDA test model (authors 1,000)")
+        if name == "toybars" and int(section["data"].get("documents", 500)) != 500:
+            parts.append(f"{section['data']['documents']} documents (paper 500)")
+        if parts:
+            notes.append(f"{DATASET_LABELS.get(name, name)}: " + "; ".join(parts))
+    if seeds:
+        notes.append(
+            f"{len(seeds)} seed(s) {list(seeds)} (the paper: one training run; its ± is the std of 10 predictive evaluations)"
+        )
+    return notes
+
+
+def _cell(row: Mapping[str, Any], metric: str, digits: int) -> str:
+    return format_ci(row[f"{metric}_mean"], row[f"{metric}_ci95"], row[f"{metric}_n"], digits)
+
+
+def _paper(value: Any, digits: int, pm: Any = None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    text = f"{float(value):.{digits}f}"
+    if pm is not None and not (isinstance(pm, float) and math.isnan(pm)):
+        text += f" ± {float(pm):.{digits}f}"
+    return text
+
+
+def _agreement(row: Mapping[str, Any], metric: str) -> str:
+    pairs = row.get("pairs")
+    if row[f"{metric}_n"] == 0 or pairs is None or (isinstance(pairs, float) and math.isnan(pairs)):
+        return "–"
+    return f"{_cell(row, metric, 1)} / {int(pairs)}"
+
+
+def table1_markdown(frame: pd.DataFrame, settings: Mapping[str, Any]) -> str:
+    """Table 1 for people: one block per dataset, ours beside the paper's, caption with the reductions."""
+    location = paper_numbers()["table1"]["location"]
+    lines = [
+        "# APE Table 1: held-out log-likelihood, inference time and agreement",
+        "",
+        f"Paper: {location}. Per-word log-likelihood on the test (document, model) combinations, "
+        "higher is better: **paper style** = the authors' posterior predictive (prior term and "
+        "multinomial coefficient included, their evaluation prior), **clean** = importance-sampled "
+        "log p(x | theta) per word with q as proposal (docs/ape.md). Time: seconds of inference on "
+        "all combinations (encoders: one forward pass; VI: until its stopping rule; NUTS: warm-up + "
+        "sampling). Agreement: pairs of the test models (45 for 10) that the method's total ELBO "
+        "orders as VI's does / as the IS log-likelihood (VI's q as proposal) does. "
+        "Product reviews are a **subset**: 1,585 of the ~7,900 documents of the authors' "
+        "preprocessing (their 6,343-document training split is unavailable).",
+        "",
+    ]
+    notes = reductions(settings)
+    if notes:
+        lines += ["**Reduced grid:** " + " | ".join(notes), ""]
+    for dataset in dict.fromkeys(frame["dataset"]):
+        block = frame[frame["dataset"] == dataset]
+        header = [
+            "method",
+            "LL paper style (ours)",
+            "LL (paper)",
+            "LL clean IS (ours)",
+            "time s (ours)",
+            "time s (paper)",
+            "agree VI (ours)",
+            "agree VI (paper)",
+            "agree IS (ours)",
+            "runs conv.",
+        ]
+        rows = []
+        for r in block.to_dict("records"):
+            rows.append(
+                [
+                    LABELS.get(r["method"], r["method"]),
+                    _cell(r, "ll_paper", 4),
+                    _paper(r["paper_ll"], 4, r["paper_ll_pm"]),
+                    _cell(r, "ll_is", 4),
+                    _cell(r, "time_s", 3),
+                    _paper(r["paper_time_s"], 2),
+                    _agreement(r, "agree_vi"),
+                    _paper(r["paper_agree"], 0) + ("/45" if not _missing(r["paper_agree"]) else ""),
+                    _agreement(r, "agree_is"),
+                    f"{int(r['n_converged'])}/{int(r['n_runs'])}",
+                ]
+            )
+        lines += [f"## {DATASET_LABELS.get(dataset, dataset)}", "", markdown_table(header, rows)]
+    lines += [
+        CI_NOTE,
+        "'runs conv.': training runs (encoders) or VI runs (VI rows) that met their convergence rule; "
+        "NUTS has none. NUTS and 'VI on NUTS's combinations' are scored on NUTS's combinations only.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+FIGURE1_ARTIFACT = "ape-figure1"
+FIGURE1_COLUMNS = (
+    "ape_time",
+    "ape_elbo",
+    "vi_final_elbo",
+    "quality_target",
+    "vi_time_to_quality",
+    "warm_time_to_quality",
+    "vi_time_to_ape_elbo",
+)
+
+
+def figure1_rows(eval_files: Sequence[str | Path]) -> pd.DataFrame:
+    """Figure 1 (left)'s times per (dataset, seed): ``tables/ape_figure1.csv`` (empty = never reached)."""
+    rows = []
+    for path in eval_files:
+        p = Path(path)
+        data = read_json(p / "metrics.json" if p.is_dir() else p)
+        fig1 = data.get("figure1") or {}
+        rows.append(
+            {
+                "artifact": FIGURE1_ARTIFACT,
+                "dataset": data["dataset"],
+                "seed": int(data["seed"]),
+                **{c: fig1.get(c) for c in FIGURE1_COLUMNS},
+            }
+        )
+    return pd.DataFrame(rows, columns=["artifact", "dataset", "seed", *FIGURE1_COLUMNS])
