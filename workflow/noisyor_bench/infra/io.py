@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,12 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
+
+
+def copy_file_atomic(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
+    """Copy ``src`` onto ``dest`` (contents and modification time) through a temporary file."""
+    with atomic_path(dest) as tmp:
+        shutil.copy2(src, tmp)
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.infra.io import write_text_atomic
+from noisyor_bench.infra.io import copy_file_atomic, write_text_atomic
 
 PUBLISHED = (("tables", ("*.csv", "*.md")), ("figures", ("*.png",)))
 """What is copied: (folder, patterns); each file's ``.prov.json`` sidecar comes with it."""
@@ -74,8 +73,7 @@ def publish_reference(
                 for path in (src, src.with_name(src.name + ".prov.json")):
                     if path.exists():
                         dest = out / folder / path.name
-                        dest.parent.mkdir(parents=True, exist_ok=True)
-                        shutil.copy2(path, dest)
+                        copy_file_atomic(path, dest)
                         copied.append(dest)
     if not copied:
         raise DataError(f"{results}: no tables or figures to publish")

@@ -24,6 +24,7 @@ from noisyor_bench.data.synthetic.theta_pool import ThetaPool
 from noisyor_bench.experiments.ape import pairs
 from noisyor_bench.experiments.rundir import partial_dir
 from noisyor_bench.inference.seeding import stream_seed
+from noisyor_bench.inference.training import write_checkpoint
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.io import load_npz, write_json_atomic, write_text_atomic
@@ -154,7 +155,9 @@ def train_run(
     work = partial_dir(out)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    torch.save({k: v.cpu() for k, v in encoder.state_dict().items()}, work / ENCODER_FILE)
+    write_checkpoint(
+        work / ENCODER_FILE, {k: v.cpu() for k, v in encoder.state_dict().items()}
+    )  # atomic torch.save
     write_text_atomic(
         work / "curve.csv", pd.DataFrame(result.history).to_csv(index=False, lineterminator="\n")
     )
