@@ -60,6 +60,8 @@ _KELAS_MNIST = "https://raw.githubusercontent.com/kelas/mnist/283b387221ab46655e
 _OSSCI_MNIST = "https://ossci-datasets.s3.amazonaws.com/mnist"  # torchvision's copy of the originals
 _WIKI_COMMIT = "52b1f163137bc40b0f67cbf129d5dab4f6fd5901"
 _WIKI_BASE = f"https://raw.githubusercontent.com/Vibhas-hs-edu/WikiTasks/{_WIKI_COMMIT}"
+_NEWS20_COMMIT = "70091d4f1df37c7a7eb2995fbbffba36caed46aa"
+_NEWS20_BASE = f"https://raw.githubusercontent.com/sophieburkhardt/dirichlet-vae-topic-models/{_NEWS20_COMMIT}/data/20news"
 _NEURIPS_ORIGIN = (
     "It has no public single-file source: it was built from the per-year JSON files of the "
     "GitHub repository akshaypithadiya/neurips-papers (commit c6f32a61d918f62b4db574aa82ddfddd098f66c7), "
@@ -209,6 +211,31 @@ REGISTRY: dict[str, RawFile] = {
                 f"git clone https://github.com/Vibhas-hs-edu/WikiTasks && git -C WikiTasks checkout {_WIKI_COMMIT} "
                 "&& tar -C WikiTasks -cJf <path> text/AA"
             ),
+        ),
+        # aviPAM (issue 15): 20 Newsgroups in the NVDM/AVITM bag-of-words form, and the raw messages.
+        RawFile(
+            key="20news-train-feat",
+            relpath="20news/train.feat",
+            sha256="6c4b612d03bb54c68c923ae7b689398c4a7bd1046b0874332dfe0a0c42830143",
+            size=3_720_351,
+            description="20 Newsgroups training bag of words (NVDM/AVITM form): 11,258 docs, 'label id:count ...'",
+            urls=(f"{_NEWS20_BASE}/train.feat",),
+        ),
+        RawFile(
+            key="20news-test-feat",
+            relpath="20news/test.feat",
+            sha256="5e5beaff3c66affeb08aeefb69e40e3e1c52360cdad2df03e7df2ecb6b79fad0",
+            size=2_421_183,
+            description="20 Newsgroups test bag of words (NVDM/AVITM form): 7,487 docs",
+            urls=(f"{_NEWS20_BASE}/test.feat",),
+        ),
+        RawFile(
+            key="20news-vocab",
+            relpath="20news/vocab.new",
+            sha256="75594f361e317a8c8fafca9846e903143ff25bb57ac4207ff850ef4245eb94bb",
+            size=19_838,
+            description="20 Newsgroups vocabulary (1,995 lines 'word 0'; id 1 is _eos_, never used)",
+            urls=(f"{_NEWS20_BASE}/vocab.new",),
         ),
     )
 }
