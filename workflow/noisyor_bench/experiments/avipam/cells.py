@@ -1,13 +1,14 @@
 """The aviPAM grid: which runs ``grids.<grid>.avipam`` asks for (no torch, no tomotopy).
 
-Experiments (run directories ``results/runs/avipam-<experiment>/<corpus>/<method>/seed<s>``):
+Experiments (run directories ``results/runs/avipam-<experiment>/<corpus>/<method>/n<N>/seed<s>``,
+the project's layout; ``N`` = ``max_train_docs`` of the grid, 0 = all training documents):
 
 * ``small``: the Table 1 / Table 3 sizes (50 sub-topics, 2 super-topics, 2 super-duper topics,
   MoLDA components of 10 and 50 topics);
 * ``large``: the Table 2 / Table 4 sizes (100 sub-topics, 50 super-topics, 10 super-duper
   topics, MoLDA 50 + 100);
 * ``collapse``: the normalisation study (method ``avipam-lda`` with a normalisation variant and
-  a learning rate per run, ``results/runs/avipam-collapse/<corpus>/<variant>-lr<lr>/seed<s>``).
+  a learning rate per run, method directory ``<variant>-lr<lr>``).
 """
 
 from __future__ import annotations
@@ -51,10 +52,15 @@ class RunCell:
     corpus: str
     method: str  # METHODS key, or "<variant>-lr<lr>" in the collapse study
     seed: int
+    n_train: int = 0  # max_train_docs, 0 = all training documents
+
+    @property
+    def run_experiment(self) -> str:
+        return f"avipam-{self.experiment}"
 
     @property
     def path(self) -> str:
-        return f"avipam-{self.experiment}/{self.corpus}/{self.method}/seed{self.seed}"
+        return f"{self.run_experiment}/{self.corpus}/{self.method}/n{self.n_train}/seed{self.seed}"
 
 
 def section(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -65,6 +71,11 @@ def section(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def seeds(sec: Mapping[str, Any]) -> list[int]:
     return [int(s) for s in sec.get("seeds", [0])]
+
+
+def n_limit(sec: Mapping[str, Any]) -> int:
+    """The run directories' N: ``max_train_docs`` (0 = all training documents)."""
+    return int(sec.get("max_train_docs") or 0)
 
 
 def lr_name(lr: float) -> str:
@@ -94,7 +105,7 @@ def table_cells(sec: Mapping[str, Any], experiment: str) -> list[RunCell]:
         for method in exp["methods"].get(corpus, []):
             if method not in METHODS:
                 raise ConfigError(f"grids.*.avipam.tables.{experiment}: unknown method {method!r}")
-            cells += [RunCell(experiment, corpus, method, s) for s in seeds(sec)]
+            cells += [RunCell(experiment, corpus, method, s, n_limit(sec)) for s in seeds(sec)]
     return cells
 
 
@@ -104,7 +115,7 @@ def collapse_cells(sec: Mapping[str, Any]) -> list[RunCell]:
         return []
     study_seeds = [int(s) for s in study.get("seeds", seeds(sec))]
     return [
-        RunCell("collapse", corpus, collapse_method(v, lr), s)
+        RunCell("collapse", corpus, collapse_method(v, lr), s, n_limit(sec))
         for corpus in study["corpora"]
         for v in study["variants"]
         for lr in study["learning_rates"]

@@ -2,7 +2,9 @@
 
 The directory holds
 
-* ``metrics.json``: the cell (experiment, corpus, method, seed), the settings, ``train_seconds``
+* ``metrics.json``: the cell in the project's run keys (``experiment`` = ``avipam-<small|large|
+  collapse>``, ``dataset`` = the corpus, ``method``, ``n_train`` = the training-document limit, 0 =
+  all, ``seed``), the settings, ``train_seconds``
   and ``train_minutes`` (wall time of the fit call alone, :mod:`.methods`), ``threads``,
   ``converged`` and ``convergence`` (:mod:`noisyor_bench.inference.convergence`; ``null`` where a
   fit has no training curve to judge), method-specific metrics (e.g. the collapse study's KL per
@@ -116,8 +118,14 @@ def execute(
     write_text_atomic(work / "curve.csv", curve_csv(result.curve) if result.curve else "")
     conv = result.convergence
     metrics = {
-        **dict(cell),
+        "experiment": f"avipam-{cell['experiment']}",
+        "dataset": cell["corpus"],
+        "method": cell["method"],
+        "n_train": int(limit or 0),
         "seed": int(seed),
+        "mode": "learning",
+        "corpus": cell["corpus"],
+        "table_experiment": cell["experiment"],
         "settings": dict(settings),
         "components": list(result.topics),
         "n_topics": n_topics,
@@ -128,6 +136,7 @@ def execute(
         "threads": int(threads),
         "converged": None if conv is None else conv.get("converged"),
         "convergence": conv,
+        "epochs": None if conv is None else conv.get("epochs"),
         **result.extra_metrics,
     }
     corpus_entry = provenance.file_entry(corpus_path, "dataset", out)
