@@ -21,6 +21,7 @@ include: "rules/corpora.smk"
 include: "rules/training.smk"
 include: "rules/acp_synthetic.smk"
 include: "rules/acp_text.smk"
+include: "rules/avipam.smk"
 include: "rules/summary.smk"
 include: "rules/report.smk"
 

@@ -352,12 +352,16 @@ def claim_tables():
     tables = []
     if "acp" in PAPERS:
         tables += [R("tables/claims_synthetic.csv")] + text_claim_tables()
+    if "avipam" in PAPERS and AVIPAM:  # rules/avipam.smk
+        tables += [R("tables/claims_avipam.csv")]
     return tables
 
 
 def all_targets():
     """Everything `rule all` builds for the selected grid and papers."""
     targets = acp_targets() if "acp" in PAPERS else []
+    if "avipam" in PAPERS:
+        targets += avipam_targets()  # rules/avipam.smk
     targets += [R("tables/claims.csv"), R("tables/claims.md"), R("software.html")]
     targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]
     acp_tables = synthetic_tables() + text_tables() if "acp" in PAPERS else []
@@ -483,17 +487,22 @@ def tsne_tables():
 # and the real-corpus experiments, which write the same run directories.
 def convergence_experiments():
     """Every experiment of the selected grid that has runs, synthetic then text, in a stable order."""
-    if "acp" not in PAPERS:
-        return []
-    synthetic = sorted(grid.experiments(config))
-    text = sorted({c.experiment for c in corpus_grid.cells(config)})
-    return synthetic + [e for e in text if e not in synthetic]
+    experiments = []
+    if "acp" in PAPERS:
+        synthetic = sorted(grid.experiments(config))
+        text = sorted({c.experiment for c in corpus_grid.cells(config)})
+        experiments += synthetic + [e for e in text if e not in synthetic]
+    if "avipam" in PAPERS:
+        experiments += avipam_experiments()  # rules/avipam.smk: avipam-small, avipam-large, avipam-collapse
+    return experiments
 
 
 def convergence_run_files(experiment):
     """metrics.json of every run of an experiment (synthetic or text)."""
     if experiment in grid.experiments(config):
         return experiment_files(experiment)
+    if experiment.startswith("avipam-"):
+        return avipam_experiment_runs(experiment)
     return text_cell_files(corpus_grid.cells(config, experiment))
 
 

@@ -169,6 +169,102 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# How the Wikipedia slice is mapped onto each corpus's vocabulary (evaluation.coherence): the NVDM
+# 20 Newsgroups words are surface forms (surface first, WordNet lemma as fallback); the NIPS
+# substitute's vocabulary is lemmatised by the project's pipeline (noun-verb lemmas).
+EXTERNAL_LEMMATIZER = {"20news": "noun-verb", "nips": "noun-verb"}
+
+
+def cmd_npmi_counts(args: argparse.Namespace) -> int:
+    """Reference co-occurrence counts of one corpus's vocabulary (Lau 2014 conventions)."""
+    from noisyor_bench.data.corpora.bow import load_corpus
+    from noisyor_bench.data.rawdata import resolve_raw_data_dir
+    from noisyor_bench.evaluation import coherence
+
+    corpus = load_corpus(args.corpus_file)
+    if args.reference == "external":
+        table = coherence.wikipedia_reference(
+            corpus.vocab,
+            resolve_raw_data_dir(args.raw_data_dir),
+            args.cache_dir,
+            lemmatizer=EXTERNAL_LEMMATIZER.get(args.corpus, "noun-verb"),
+            reference=args.wiki,
+        )
+        table.meta["reference"] = "external: Wikipedia slice, 20-token padded windows"
+    else:
+        seqs = corpus.sequences("test")
+        if seqs is not None:  # ordered held-out text: Lau's windows
+            flat, lengths = seqs
+            docs = [flat[a:b] for a, b in zip(np_cumsum0(lengths)[:-1], np_cumsum0(lengths)[1:], strict=True)]
+            table = coherence.token_id_reference(docs, corpus.vocab)
+            table.meta["reference"] = "internal: held-out documents, 20-token padded windows"
+        else:  # bag of words only (NVDM 20 Newsgroups): boolean document co-occurrence
+            table = coherence.document_reference(corpus.test, corpus.vocab)
+            table.meta["reference"] = "internal: held-out documents, document co-occurrence (no word order)"
+    table.meta["corpus"] = args.corpus
+    table.save(args.out)
+    log.info(
+        "avipam-npmi-counts %s %s: %d windows -> %s", args.corpus, args.reference, table.n_windows, args.out
+    )
+    return 0
+
+
+def np_cumsum0(lengths: Any) -> Any:
+    import numpy as np
+
+    return np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))])
+
+
+def cmd_tables(args: argparse.Namespace) -> int:
+    """Tables 1-4 (tables/avipam_table<i>.csv|md) and the per-run NPMI scores."""
+    from noisyor_bench.reporting.avipam import tables as avt
+    from noisyor_bench.reporting.tables import write_table
+
+    refs = avt.read_references(args.npmi)
+    runs = avt.score_runs(args.runs, refs)
+    paper = avt.paper_numbers()
+    out = Path(args.out_dir)
+    for name in avt.TABLES:
+        table = avt.build_table(runs, name, paper, args.grid)
+        write_table(
+            table,
+            out / f"avipam_{name}.csv",
+            avt.markdown(table, name, paper, args.grid),
+            out / f"avipam_{name}.md",
+        )
+    write_table(runs.assign(artifact="avipam-npmi-runs"), args.out_runs)
+    log.info("avipam-tables: %d runs scored -> %s", len(runs), out)
+    return 0
+
+
+def cmd_collapse(args: argparse.Namespace) -> int:
+    """The collapse study's table and figures."""
+    from noisyor_bench.reporting.avipam import collapse
+    from noisyor_bench.reporting.avipam.tables import read_references
+    from noisyor_bench.reporting.tables import write_table
+
+    runs = collapse.collect(args.runs, read_references(args.npmi))
+    table = collapse.build_table(runs)
+    write_table(table, args.out_csv, collapse.markdown(table, args.grid), args.out_md)
+    collapse.plot_study(runs, args.out_png)
+    corpora = {Path(p).stem.removeprefix("avipam-"): Path(p) for p in args.corpora}
+    collapse.plot_topic_images(runs, corpora, args.out_topics)
+    return 0
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    from noisyor_bench.infra.provenance import cpu_model
+    from noisyor_bench.reporting.avipam.claims import check_all
+    from noisyor_bench.reporting.claims import write_claims
+    from noisyor_bench.reporting.tables import read_tables
+
+    tables = read_tables(args.tables) if args.tables else {}
+    hardware = f"{cpu_model()}, one thread per run (tomotopy workers=1, torch threads=1)"
+    claims = check_all(tables, hardware)
+    write_claims(claims, args.out_csv, args.out_md, title="aviPAM: claims of the paper and verdicts")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("avipam-data", help="aviPAM corpora: 20news, NIPS substitute, MNIST pixel documents")
     p.add_argument("--corpus", choices=sorted(BUILDERS), required=True)
@@ -191,3 +287,46 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--settings", required=True, help="JSON (or @file) of the cell's settings")
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "avipam-npmi-counts", help="NPMI reference counts of an aviPAM corpus (external / internal)"
+    )
+    p.add_argument("--corpus-file", required=True)
+    p.add_argument("--corpus", required=True, help="20news | nips")
+    p.add_argument("--reference", choices=("external", "internal"), required=True)
+    p.add_argument("--wiki", help="the Wikipedia slice (default: the raw input wikipedia-slice)")
+    p.add_argument("--raw-data-dir", help="raw-data mirror (default: $NOISYOR_RAW_DATA, else download)")
+    p.add_argument("--cache-dir", default=DEFAULT_CACHE)
+    p.add_argument("--out", required=True, help="output .npz (evaluation.pmi.CooccurrenceTable)")
+    p.set_defaults(func=cmd_npmi_counts)
+
+    p = sub.add_parser(
+        "avipam-tables", help="aviPAM Tables 1-4 (NPMI, training minutes) from run directories"
+    )
+    p.add_argument(
+        "--runs", nargs="+", required=True, help="metrics.json of every table run (@FILE: one a line)"
+    )
+    p.add_argument(
+        "--npmi", nargs="+", required=True, help="NPMI reference counts <corpus>-<external|internal>.npz"
+    )
+    p.add_argument("--grid", default="", help="grid name for the captions")
+    p.add_argument("--out-dir", required=True, help="directory of tables/avipam_table<i>.csv|md")
+    p.add_argument("--out-runs", required=True, help="per-run NPMI scores (CSV)")
+    p.set_defaults(func=cmd_tables)
+
+    p = sub.add_parser("avipam-collapse", help="aviPAM collapse study: table, figure, topics as images")
+    p.add_argument("--runs", nargs="+", required=True)
+    p.add_argument("--npmi", nargs="*", default=[])
+    p.add_argument("--corpora", nargs="*", default=[], help="results/data/avipam-<corpus>.npz (image shape)")
+    p.add_argument("--grid", default="")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.add_argument("--out-png", required=True)
+    p.add_argument("--out-topics", required=True, help="Fig. 2: topics as images (PNG)")
+    p.set_defaults(func=cmd_collapse)
+
+    p = sub.add_parser("claims-avipam", help="aviPAM claims with verdicts (tables/claims_avipam.csv|md)")
+    p.add_argument("--tables", nargs="*", default=[])
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.set_defaults(func=cmd_claims)

@@ -26,6 +26,7 @@ CORPUS_LABELS = {
     "mnist": "MNIST digits (stand-in for Omniglot)",
 }
 TABLE_EXPERIMENTS = ("small", "large")
+TEXT_CORPORA = ("20news", "nips")  # NPMI is scored on these (MNIST pixels have no words)
 # method name -> (label, family): the rows of Tables 1-4, in the paper's column order
 METHODS: dict[str, tuple[str, str]] = {
     "lda-gibbs": ("LDA Gibbs", "baseline"),
@@ -114,8 +115,9 @@ def collapse_cells(sec: Mapping[str, Any]) -> list[RunCell]:
     if not study:
         return []
     study_seeds = [int(s) for s in study.get("seeds", seeds(sec))]
+    limit = int(study.get("max_train_docs") or n_limit(sec))
     return [
-        RunCell("collapse", corpus, collapse_method(v, lr), s, n_limit(sec))
+        RunCell("collapse", corpus, collapse_method(v, lr), s, limit)
         for corpus in study["corpora"]
         for v in study["variants"]
         for lr in study["learning_rates"]
@@ -144,7 +146,8 @@ def cell_settings(sec: Mapping[str, Any], cell: RunCell) -> dict[str, Any]:
             "topic_bn": bool(study.get("topic_bn", True)),
             "avi": {**(sec.get("avi") or {}), **(study.get("avi") or {}), "lr": lr},
             "corpus": dict((sec.get("corpus_settings") or {}).get(cell.corpus) or {}),
-            "max_train_docs": sec.get("max_train_docs"),
+            "max_train_docs": cell.n_train or None,
+            "collapse_threshold": study.get("collapse_threshold"),
             "threads": int(sec.get("threads", 1)),
         }
     exp = sec["tables"][cell.experiment]
