@@ -9,7 +9,7 @@ those calls and measure the training wall time the same way for every method
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,8 +46,37 @@ def _convergence_dict(conv: Any) -> dict[str, Any] | None:
     return conv.as_dict() if hasattr(conv, "as_dict") else dict(conv)
 
 
+def trace_convergence(trace: Sequence[tuple[int, float, float]], iterations: int) -> dict[str, Any] | None:
+    """The project's convergence rule on a sampler's trace: the monitored value is minus the
+    log-likelihood per word every ``trace_every`` iterations; a chain converged when the best of
+    its last 5 trace points improves on the best before them by less than 0.1% (relative)."""
+    from noisyor_bench.inference.convergence import assess
+    from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+
+    if not trace:
+        return None
+    records = [
+        EpochRecord(epoch=int(it), train_nelbo=-float(ll), val_nelbo=None, seconds=float(sec))
+        for it, ll, sec in trace
+    ]
+    best = int(records[min(range(len(records)), key=lambda i: records[i].train_nelbo)].epoch)
+    return assess(records, "max_epochs", best, FitBudget(max_epochs=int(iterations))).as_dict()
+
+
+def _trace_curve(trace: Sequence[tuple[int, float, float]]) -> list[dict[str, float]]:
+    return [
+        {"iteration": int(it), "log_likelihood_per_word": float(ll), "seconds": float(sec)}
+        for it, ll, sec in trace
+    ]
+
+
+def _trace_every(g: Mapping[str, Any]) -> int:
+    return int(g.get("trace_every") or max(1, int(g["iterations"]) // 20))
+
+
 def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
-    """tomotopy collapsed Gibbs LDA (the paper: Mallet), K = the sub-topic count."""
+    """tomotopy collapsed Gibbs LDA (the paper: Mallet), K = the sub-topic count; Mallet's
+    defaults (alpha = 50 / K, beta = 0.01, no hyperparameter optimisation)."""
     from noisyor_bench.inference.topics import gibbs
 
     g = settings["gibbs"]
@@ -60,10 +89,89 @@ def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
             eta=float(g.get("eta", 0.01)),
             iterations=int(g["iterations"]),
             seed=seed,
+            burn_in=int(g.get("burn_in", 0)),
+            trace_interval=_trace_every(g),
         )
     )
-    curve = [{"iteration": int(g["iterations"]), "log_likelihood_per_word": fit.log_likelihood_per_word}]
-    return TopicFit(topics={"sub": fit.topic_word}, train_seconds=seconds, curve=curve)
+    return TopicFit(
+        topics={"sub": fit.topic_word},
+        train_seconds=seconds,
+        curve=_trace_curve(fit.trace),
+        convergence=trace_convergence(fit.trace, int(g["iterations"])),
+        extra_metrics={
+            "sampler_seconds": fit.train_seconds,
+            "log_likelihood_per_word": fit.log_likelihood_per_word,
+        },
+    )
+
+
+def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
+    """tomotopy PAModel (the paper: Mallet PAM4L) with Mallet's defaults (inference.topics.pam_gibbs)."""
+    from noisyor_bench.inference.topics import pam_gibbs
+
+    g = settings["gibbs"]
+    sizes = settings["sizes"]
+    fit, seconds = _timed(
+        lambda: pam_gibbs.fit_pam_gibbs(
+            counts,
+            n_super=int(sizes["super"]),
+            n_sub=int(sizes["sub"]),
+            iterations=int(g["iterations"]),
+            seed=seed,
+            burn_in=int(g.get("burn_in", 0)),
+            trace_interval=_trace_every(g),
+        )
+    )
+    return TopicFit(
+        topics={"sub": fit.sub_topic_word},
+        train_seconds=seconds,
+        curve=_trace_curve(fit.trace),
+        convergence=trace_convergence(fit.trace, int(g["iterations"])),
+        extra_metrics={
+            "sampler_seconds": fit.train_seconds,
+            "log_likelihood_per_word": fit.log_likelihood_per_word,
+        },
+    )
+
+
+def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
+    """scikit-learn mean-field LDA, online or batch (the method name says which).
+
+    Convergence: scikit-learn's own criterion (training perplexity change below ``perp_tol``,
+    checked every ``evaluate_every`` passes) stopping before ``max_iter`` = converged; reaching
+    ``max_iter`` = not converged."""
+    from noisyor_bench.inference.topics import lda_meanfield
+
+    mf = dict(settings.get("mean_field") or {})
+    method = "online" if settings["method"] == "lda-online" else "batch"
+    max_iter = int(mf.get("max_iter", 10))
+    fit, seconds = _timed(
+        lambda: lda_meanfield.fit_lda_meanfield(
+            counts,
+            n_topics=int(settings["sizes"]["sub"]),
+            learning_method=method,
+            seed=seed,
+            max_iter=max_iter,
+            evaluate_every=int(mf.get("evaluate_every", 2)),
+            perp_tol=float(mf.get("perp_tol", 0.1)),
+            compute_perplexity=False,
+        )
+    )
+    converged = fit.n_iter < max_iter
+    convergence = {
+        "converged": converged,
+        "rule": "method-criterion" if converged else "still-improving",
+        "stop_reason": "converged" if converged else "max_epochs",
+        "epochs": int(fit.n_iter),
+        "max_epochs": max_iter,
+    }
+    return TopicFit(
+        topics={"sub": fit.topic_word},
+        train_seconds=seconds,
+        curve=[{"passes": int(fit.n_iter), "em_steps": int(fit.n_batch_iter)}],
+        convergence=convergence,
+        extra_metrics={"sklearn_seconds": fit.train_seconds, "learning_method": method},
+    )
 
 
 # aviPAM structures of the table methods: (kind of models.topics.pam.make_structure, sizes)
@@ -88,6 +196,15 @@ def avipam_config(settings: Mapping[str, Any]) -> Any:
     return config_from_mapping(values, where="grids.*.avipam.avi")
 
 
+def _warm_torch_optim() -> None:
+    """Import torch's optimiser machinery before the clock starts: the first ``torch.optim.Adam``
+    of a process imports ``torch._dynamo`` (seconds), a one-time library import that no other
+    method's training time contains (tomotopy and scikit-learn are imported before timing too)."""
+    import torch
+
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+
+
 def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
     """aviPAM (models.topics.pam structure + inference.topics.avipam trainer).
 
@@ -97,13 +214,22 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
     import dataclasses
 
     from noisyor_bench.inference.topics import avipam
+    from noisyor_bench.inference.training import NonFiniteLossError
     from noisyor_bench.models.topics.pam import make_structure
 
     method = str(settings["method"])
     kind, sizes = AVIPAM_STRUCTURES[method](settings["sizes"])
     structure = make_structure(kind, sizes)
     config = avipam_config(settings)
-    result, seconds = _timed(lambda: avipam.fit_avipam(counts, None, structure, config, seed=seed))
+    _warm_torch_optim()
+    start = time.perf_counter()
+    try:
+        result = avipam.fit_avipam(counts, None, structure, config, seed=seed)
+    except NonFiniteLossError as err:
+        if method != "avipam-lda":
+            raise
+        return diverged_fit(structure, counts.shape[1], time.perf_counter() - start, str(err))
+    seconds = time.perf_counter() - start
     if kind == "molda":
         topics = {f"molda-{k}": m for k, m in zip(sizes, result.component_topic_words(), strict=True)}
     else:
@@ -120,6 +246,7 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
         threshold = float(settings.get("collapse_threshold") or avipam.COLLAPSE_THRESHOLD)
         arrays["kl_per_dim"] = kl
         extra.update(
+            diverged=False,
             kl_total=float(kl.sum()),
             n_collapsed=avipam.collapsed_dimensions(kl, threshold),
             collapse_threshold=threshold,
@@ -136,8 +263,33 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
     )
 
 
+def diverged_fit(structure: Any, vocab_size: int, seconds: float, message: str) -> TopicFit:
+    """The collapse study's record of a run whose loss became non-finite (a finding there, e.g.
+    no normalisation at a high learning rate): no topic is usable, so every latent dimension
+    counts as collapsed (``n_collapsed = latent_dims``), the topics are uniform placeholders
+    and its NPMI is left empty; ``diverged: true`` says so."""
+    dims = int(structure.latent_dims[-1])
+    return TopicFit(
+        topics={"sub": np.full((structure.n_topics, vocab_size), 1.0 / vocab_size)},
+        train_seconds=seconds,
+        convergence={"converged": False, "rule": "diverged", "stop_reason": "diverged", "epochs": 0},
+        extra_metrics={
+            "diverged": True,
+            "divergence": message,
+            "kl_total": float("nan"),
+            "n_collapsed": dims,
+            "latent_dims": dims,
+            "structure": structure.describe(),
+        },
+        arrays={"kl_per_dim": np.full(dims, np.nan)},
+    )
+
+
 ADAPTERS: dict[str, Adapter] = {
     "lda-gibbs": fit_lda_gibbs_cell,
+    "pam4-gibbs": fit_pam_gibbs_cell,
+    "lda-online": fit_lda_meanfield_cell,
+    "lda-batch": fit_lda_meanfield_cell,
     **{name: fit_avipam_cell for name in AVIPAM_STRUCTURES},
 }
 

@@ -30,7 +30,15 @@ VARIANT_LABELS = {
     "none": "no normalisation",
 }
 VARIANT_COLOURS = {"batchnorm": "#1f77b4", "norm": "#2ca02c", "none": "#d62728"}
-METRICS = ("n_collapsed", "collapsed_share", "kl_total", "npmi_external", "npmi_internal", "train_minutes")
+METRICS = (
+    "n_collapsed",
+    "collapsed_share",
+    "diverged_share",
+    "kl_total",
+    "npmi_external",
+    "npmi_internal",
+    "train_minutes",
+)
 
 
 def collect(metrics_paths: Sequence[str | Path], references: Mapping[tuple[str, str], Any]) -> pd.DataFrame:
@@ -47,14 +55,17 @@ def collect(metrics_paths: Sequence[str | Path], references: Mapping[tuple[str, 
             "n_collapsed": float(m["n_collapsed"]),
             "latent_dims": int(m["latent_dims"]),
             "collapsed_share": float(m["n_collapsed"]) / max(int(m["latent_dims"]), 1),
-            "kl_total": float(m["kl_total"]),
+            "diverged_share": float(bool(m.get("diverged", False))),
+            "kl_total": math.nan if m["kl_total"] is None else float(m["kl_total"]),
+            "diverged": bool(m.get("diverged", False)),
             "train_minutes": float(m["train_minutes"]),
             "converged": m.get("converged"),
             "run_dir": str(Path(path).parent),
         }
         for ref in ("external", "internal"):
             table = references.get((m["dataset"], ref))
-            row[f"npmi_{ref}"] = run_npmi(arrays["top_sub"], table)[0] if table is not None else math.nan
+            usable = table is not None and not row["diverged"]
+            row[f"npmi_{ref}"] = run_npmi(arrays["top_sub"], table)[0] if usable else math.nan
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -71,7 +82,8 @@ def markdown(table: pd.DataFrame, grid: str) -> str:
     head = (
         f"aviPAM collapse study (paper Sec. 4.1, Figs. 2-3; grid {grid}): a 3-PAM (LDA) under each "
         "encoder-output normalisation across Adam learning rates. Collapsed = latent dimensions whose mean "
-        "KL(q || prior) on the training documents is below the threshold (0.01 nats). MNIST digits stand in "
+        "KL(q || prior) on the training documents is below the threshold (0.01 nats); a run whose loss became "
+        "non-finite (diverged) counts every dimension as collapsed and has no NPMI. MNIST digits stand in "
         "for Omniglot (no NPMI on pixels).\n\n"
     )
     header = [
@@ -89,6 +101,7 @@ def markdown(table: pd.DataFrame, grid: str) -> str:
             VARIANT_LABELS.get(r["variant"], r["variant"]),
             f"{r['lr']:g}",
             stat_cell(r, "n_collapsed", 1),
+            f"{int(round(r['diverged_share_mean'] * r['n_seeds']))}/{int(r['n_seeds'])}",
             stat_cell(r, "kl_total", 2),
             stat_cell(r, "npmi_external", 3),
             stat_cell(r, "npmi_internal", 3),
@@ -125,7 +138,7 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
                         label=VARIANT_LABELS.get(variant, variant),
                     )
                 top = g[g["lr"] == g["lr"].max()].sort_values("seed").iloc[0]
-                kl = np.sort(load_npz(Path(top["run_dir"]) / "topics.npz")["kl_per_dim"])[::-1]
+                kl = np.sort(np.nan_to_num(load_npz(Path(top["run_dir"]) / "topics.npz")["kl_per_dim"]))[::-1]
                 ax_k.plot(
                     np.arange(1, kl.size + 1),
                     kl,
