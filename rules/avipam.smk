@@ -142,9 +142,14 @@ rule avipam_npmi_counts:
         raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
         wiki=lambda w, input: f"--wiki {input.reference}" if w.reference == "external" else "",
+        max_docs=lambda w: (
+            f"--max-docs {AVIPAM['npmi_external_max_docs']}"
+            if w.reference == "external" and AVIPAM.get("npmi_external_max_docs")
+            else ""
+        ),
     shell:
         "noisyor-bench avipam-npmi-counts --corpus-file {input.corpus} --corpus {wildcards.corpus}"
-        " --reference {wildcards.reference} {params.wiki} {params.raw} --cache-dir {params.cache}"
+        " --reference {wildcards.reference} {params.wiki} {params.max_docs} {params.raw} --cache-dir {params.cache}"
         " --out {output} > {log} 2>&1"
 
 

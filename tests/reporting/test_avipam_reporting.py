@@ -196,3 +196,9 @@ def test_run_npmi_uses_lau_rule_against_a_hand_table() -> None:
     # topic (a, b): n_a = 3, n_b = 2, n_ab = 2, N = 4 -> log(2*4/6) / -log(2/4)
     mean, per_topic = avt.run_npmi(np.array([[0, 1]]), table)
     assert mean == pytest.approx(math.log(8 / 6) / -math.log(0.5))
+
+
+def test_molda_claim_reads_measured_components_only() -> None:
+    means = {("avipam-molda", "molda-3"): 0.3, ("avipam-molda", "molda-6"): 0.1}
+    claim = avc.molda_components(_tables(_runs(means)))
+    assert "molda-3 - molda-6" in claim.numbers and claim.verdict == REPRODUCED

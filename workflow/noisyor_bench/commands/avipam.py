@@ -183,14 +183,27 @@ def cmd_npmi_counts(args: argparse.Namespace) -> int:
 
     corpus = load_corpus(args.corpus_file)
     if args.reference == "external":
+        reference: Any = args.wiki
+        if args.max_docs:  # the first N pages only (smoke grid)
+            import itertools
+
+            from noisyor_bench.data.rawdata import fetch
+            from noisyor_bench.evaluation.pmi import iter_reference_documents
+
+            path = args.wiki or fetch(
+                "wikipedia-slice", resolve_raw_data_dir(args.raw_data_dir), args.cache_dir
+            )
+            reference = list(itertools.islice(iter_reference_documents(path), args.max_docs))
         table = coherence.wikipedia_reference(
             corpus.vocab,
             resolve_raw_data_dir(args.raw_data_dir),
             args.cache_dir,
             lemmatizer=EXTERNAL_LEMMATIZER.get(args.corpus, "noun-verb"),
-            reference=args.wiki,
+            reference=reference,
         )
-        table.meta["reference"] = "external: Wikipedia slice, 20-token padded windows"
+        table.meta["reference"] = "external: Wikipedia slice, 20-token padded windows" + (
+            f" (first {args.max_docs} pages)" if args.max_docs else ""
+        )
     else:
         seqs = corpus.sequences("test")
         if seqs is not None:  # ordered held-out text: Lau's windows
@@ -295,6 +308,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", required=True, help="20news | nips")
     p.add_argument("--reference", choices=("external", "internal"), required=True)
     p.add_argument("--wiki", help="the Wikipedia slice (default: the raw input wikipedia-slice)")
+    p.add_argument(
+        "--max-docs", type=int, default=None, help="count only the first N Wikipedia pages (smoke)"
+    )
     p.add_argument("--raw-data-dir", help="raw-data mirror (default: $NOISYOR_RAW_DATA, else download)")
     p.add_argument("--cache-dir", default=DEFAULT_CACHE)
     p.add_argument("--out", required=True, help="output .npz (evaluation.pmi.CooccurrenceTable)")

@@ -157,10 +157,13 @@ def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], s
             compute_perplexity=False,
         )
     )
-    converged = fit.n_iter < max_iter
+    checked = int(mf.get("evaluate_every", 2)) > 0
+    converged = checked and fit.n_iter < max_iter
     convergence = {
         "converged": converged,
-        "rule": "method-criterion" if converged else "still-improving",
+        "rule": "method-criterion"
+        if converged
+        else ("still-improving" if checked else "epoch-limit-unchecked"),
         "stop_reason": "converged" if converged else "max_epochs",
         "epochs": int(fit.n_iter),
         "max_epochs": max_iter,

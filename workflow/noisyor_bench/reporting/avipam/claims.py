@@ -135,8 +135,13 @@ def molda_components(tables: Tables) -> Claim:
         return no_data_claim(
             "avipam-molda-components", statement, "Table 1", RULE_ABOVE, "tables/avipam_table1.csv"
         )
+    measured = table["status"] == "measured" if "status" in table.columns else True
     comps = sorted(
-        (c for c in table.loc[table["method"] == "avipam-molda", "component"] if str(c).startswith("molda-")),
+        (
+            c
+            for c in table.loc[(table["method"] == "avipam-molda") & measured, "component"]
+            if str(c).startswith("molda-")
+        ),
         key=lambda c: int(c.split("-")[1]),
     )
     if len(comps) < 2:
