@@ -17,6 +17,15 @@ AVIPAM_DATA_ARGS = {
 }
 AVIPAM_TABLES = ("table1", "table2", "table3", "table4")
 REPORT_AVIPAM = "aviPAM: Tables 1-4, collapse study (Figs. 2-3)"
+for _t in AVIPAM_TABLES:
+    table_view(
+        R(f"tables/avipam_{_t}.csv"),
+        "avipam_tables",
+        REPORT_AVIPAM,
+        f"aviPAM {_t.replace('table', 'Table ')}",
+    )
+table_view(R("tables/avipam_collapse.csv"), "avipam_collapse", REPORT_AVIPAM, "aviPAM collapse study (table)")
+table_view(R("tables/claims_avipam.csv"), "claims", REPORT_CLAIMS, "aviPAM: verdict per claim (table)")
 
 
 def avipam_run_files(cells, files=("metrics.json",)):
@@ -79,7 +88,11 @@ def avipam_targets():
         targets += [R(f"tables/avipam_{t}.{ext}") for t in AVIPAM_TABLES for ext in ("csv", "md")]
         targets += [R("tables/avipam_npmi_runs.csv")]
     if avipam_collapse_runs():
-        targets += [R("tables/avipam_collapse.md"), R("figures/avipam_collapse.png")]
+        targets += [
+            R("tables/avipam_collapse.csv"),
+            R("tables/avipam_collapse.md"),
+            R("figures/avipam_collapse.png"),
+        ]
         targets += [R("figures/avipam_fig2_topics.png")]
     return targets + [R("tables/claims_avipam.csv"), R("tables/claims_avipam.md")]
 
@@ -213,8 +226,18 @@ rule avipam_collapse:
     output:
         csv=R("tables/avipam_collapse.csv"),
         md=R("tables/avipam_collapse.md"),
-        png=R("figures/avipam_collapse.png"),
-        topics=R("figures/avipam_fig2_topics.png"),
+        png=paper_report(
+            R("figures/avipam_collapse.png"),
+            "avipam_collapse",
+            REPORT_AVIPAM,
+            "aviPAM Fig. 3 / Sec. 4.1: collapse vs learning rate",
+        ),
+        topics=paper_report(
+            R("figures/avipam_fig2_topics.png"),
+            "avipam_topics",
+            REPORT_AVIPAM,
+            "aviPAM Fig. 2: topics as images (MNIST stand-in)",
+        ),
     log:
         log_path("avipam_collapse", "collapse"),
     benchmark:
