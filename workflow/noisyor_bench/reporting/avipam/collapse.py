@@ -204,6 +204,8 @@ def plot_topic_images(
             ax.set_yticks([])
             if j < picks.size:
                 ax.imshow(topics[picks[j]].reshape(shape), cmap="gray_r")
+            else:
+                ax.axis("off")  # fewer topics than panels (smoke grid)
         axes[i, 0].set_ylabel(f"{variant}\nlr {lr:g}", fontsize=6)
     fig.suptitle(
         "Topics as images (MNIST digits, stand-in for Omniglot): 9 random topics per run", fontsize=8
