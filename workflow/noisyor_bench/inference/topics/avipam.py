@@ -279,18 +279,18 @@ class AviPamNet(nn.Module):
         posterior = self.encode(counts, generator)
         beta = self.topic_word()
         batch = counts.shape[0]
-        loglik = counts.new_zeros(batch)
-        for _ in range(n_samples):
-            latents = []
-            for mean, logvar in posterior:
-                eps = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-                latents.append(mean + torch.exp(0.5 * logvar) * eps)
-            sub = subtopic_proportions(self.proportions(latents))
-            sub = _dropout(sub, self.config.theta_dropout, self.training, generator)
-            loglik = loglik + log_likelihood_from_word_probs(counts, sub @ beta)
+        latents = []  # every draw at once: (n_samples * B, latent_dim) per level
+        for mean, logvar in posterior:
+            shape = (n_samples, *mean.shape)
+            eps = torch.randn(shape, generator=generator, device=mean.device, dtype=mean.dtype)
+            latents.append((mean + torch.exp(0.5 * logvar) * eps).reshape(n_samples * batch, -1))
+        sub = subtopic_proportions(self.proportions(latents))
+        sub = _dropout(sub, self.config.theta_dropout, self.training, generator)
+        probs = (sub @ beta).reshape(n_samples, batch, -1)
+        loglik = log_likelihood_from_word_probs(counts, probs).mean(0)
         kls = [self.level_kl(i, m, lv) for i, (m, lv) in enumerate(posterior)]
         kl = torch.stack([k for k, _ in kls]).sum(0)
-        return ElboTerms(loglik / n_samples, kl, [d for _, d in kls], posterior)
+        return ElboTerms(loglik, kl, [d for _, d in kls], posterior)
 
     def forward(self, counts: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """``(B,)`` negative ELBO with the training number of draws."""
