@@ -18,6 +18,7 @@ from noisyor_bench.inference.topics.avipam import (
     evaluate,
     fit_avipam,
     kl_per_dimension,
+    posterior_proportions,
     with_overrides,
 )
 from noisyor_bench.inference.topics.avipam_norm import L2GainNorm, TopicBatchNorm, output_norm
@@ -212,6 +213,8 @@ def test_training_on_a_known_4pam_improves_held_out_bound_and_recovers_topics():
     assert c.epochs == len(fit.history) and c.max_epochs == 60
     assert c.converged == (c.rule in ("early-stopping", "plateau"))
     assert fit.train_seconds > 0 and all(r.val_nelbo is not None for r in fit.history)
+    summary = fit.summary()
+    assert summary["converged"] == c.converged and summary["epochs"] == len(fit.history)
 
 
 def test_fits_are_reproducible_from_the_seed():
@@ -237,3 +240,17 @@ def test_config_errors_name_the_key():
     assert config_from_mapping({"hidden": [50, 50], "alpha": [1.0, 0.5]}).hidden == (50, 50)
     with pytest.raises(ConfigError, match="alpha has 2 values"):
         AviPamConfig(alpha=(1.0, 0.5)).alphas(3)
+
+
+def test_posterior_proportions_are_the_softmax_of_the_posterior_means():
+    structure = pam.pam4_structure(2, 3)
+    net = _net(structure)
+    x = _counts(5)
+    got = posterior_proportions(net, x)
+    with torch.no_grad():
+        (m0, _), (m1, _) = net.encode(x)
+    root = torch.softmax(m0, -1)
+    sup = torch.softmax(m1.reshape(5, 2, 3), -1)
+    np.testing.assert_allclose(got["levels"][0][:, 0], root.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(got["levels"][1], sup.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(got["subtopics"], torch.einsum("bs,bsk->bk", root, sup).numpy(), rtol=1e-12)

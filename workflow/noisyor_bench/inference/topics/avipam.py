@@ -55,6 +55,8 @@ ENCODER_LAYOUTS = ("per-level", "shared")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 #: Default threshold (nats, mean over documents) below which a latent dimension counts as collapsed.
 COLLAPSE_THRESHOLD = 0.01
+#: Documents per forward pass in evaluation (memory: EVAL_CHUNK x eval_samples x V word probabilities).
+EVAL_CHUNK = 1000
 
 
 @dataclass(frozen=True)
@@ -330,9 +332,7 @@ class HeldOut:
     kl_per_doc: float  # mean over documents of the summed KL
 
 
-def evaluate(
-    net: AviPamNet, counts: torch.Tensor, seed: int, n_samples: int | None = None, chunk: int = 1000
-) -> HeldOut:
+def evaluate(net: AviPamNet, counts: torch.Tensor, seed: int, n_samples: int | None = None) -> HeldOut:
     """The held-out bound of ``counts`` with fixed noise (stream ``"avipam-eval"`` of ``seed``)."""
     terms = _eval_terms(net, counts, seed, n_samples)
     nelbo, kl = terms["nelbo"], terms["kl"]
@@ -349,6 +349,25 @@ def kl_per_dimension(net: AviPamNet, counts: torch.Tensor, seed: int = 0) -> lis
     ]
 
 
+def posterior_proportions(net: AviPamNet, counts: torch.Tensor) -> dict[str, Any]:
+    """Proportions at the posterior means (softmax of each level's mean; evaluation mode):
+    ``{"levels": [(D, n_parents, n_children) per level], "subtopics": (D, K)}`` as float64 numpy."""
+    was_training = net.training
+    net.eval()
+    levels: list[list[torch.Tensor]] = []
+    try:
+        with torch.no_grad():
+            for rows in torch.split(counts, EVAL_CHUNK):
+                levels.append(net.proportions([mean for mean, _ in net.encode(rows)]))
+    finally:
+        net.train(was_training)
+    per_level = [torch.cat([chunk[i] for chunk in levels]) for i in range(len(levels[0]))]
+    return {
+        "levels": [t.cpu().double().numpy() for t in per_level],
+        "subtopics": subtopic_proportions(per_level).cpu().double().numpy(),
+    }
+
+
 def collapsed_dimensions(kl_per_dim: np.ndarray, threshold: float = COLLAPSE_THRESHOLD) -> int:
     """Number of latent dimensions whose mean KL is below ``threshold`` nats (collapsed to the prior)."""
     return int((np.asarray(kl_per_dim) < threshold).sum())
@@ -362,7 +381,7 @@ def _eval_terms(net: AviPamNet, counts: torch.Tensor, seed: int, n_samples: int 
     nelbo, kl, per_dim = [], [], []
     try:
         with torch.no_grad():
-            for rows in torch.split(counts, 1000):
+            for rows in torch.split(counts, EVAL_CHUNK):
                 terms = net.elbo_terms(rows, draws, generator)
                 nelbo.append(terms.nelbo)
                 kl.append(terms.kl)
@@ -396,6 +415,20 @@ class AviPamFit:
         """``(K, V)`` float64 topic matrix (rows sum to 1)."""
         with torch.no_grad():
             return self.net.topic_word().detach().cpu().double().numpy()
+
+    def summary(self) -> dict[str, Any]:
+        """Plain JSON values for a run's metrics.json: time, epochs, convergence, structure, config."""
+        return {
+            "structure": self.structure.describe(),
+            "kind": self.structure.kind,
+            "seed": self.seed,
+            "train_seconds": self.train_seconds,
+            "epochs": len(self.history),
+            "best_epoch": self.best_epoch,
+            "converged": self.convergence.converged,
+            "convergence": self.convergence.as_dict(),
+            "config": self.config.as_dict(),
+        }
 
     def component_topic_words(self) -> list[np.ndarray]:
         """The topic matrix split by :attr:`PamStructure.topic_blocks` (MoLDA's components)."""
@@ -516,5 +549,6 @@ __all__ = [
     "evaluate",
     "fit_avipam",
     "kl_per_dimension",
+    "posterior_proportions",
     "with_overrides",
 ]
