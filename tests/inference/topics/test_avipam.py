@@ -49,6 +49,12 @@ def _word_probs(structure: pam.PamStructure, latents: list[torch.Tensor], beta: 
         root = torch.softmax(latents[0], -1)
         sup = torch.softmax(latents[1].reshape(*latents[1].shape[:-1], s, -1), -1)
         return torch.einsum("...s,...sk,kv->...v", root, sup, beta)
+    if structure.kind == "pam5":
+        r, s = structure.levels[0].n_children, structure.levels[1].n_children
+        top = torch.softmax(latents[0], -1)
+        mid = torch.softmax(latents[1].reshape(*latents[1].shape[:-1], r, s), -1)
+        sup = torch.softmax(latents[2].reshape(*latents[2].shape[:-1], s, -1), -1)
+        return torch.einsum("...r,...rs,...sk,kv->...v", top, mid, sup, beta)
     if structure.kind == "molda":
         pi = torch.softmax(latents[0], -1)
         out, start = 0.0, 0
@@ -62,8 +68,13 @@ def _word_probs(structure: pam.PamStructure, latents: list[torch.Tensor], beta: 
 
 @pytest.mark.parametrize(
     "structure",
-    [pam.pam4_structure(2, 3), pam.molda_structure((2, 3)), pam.ctm_structure(3)],
-    ids=["pam4", "molda", "ctm"],
+    [
+        pam.pam4_structure(2, 3),
+        pam.pam5_structure(2, 3, 4),
+        pam.molda_structure((2, 3)),
+        pam.ctm_structure(3),
+    ],
+    ids=["pam4", "pam5", "molda", "ctm"],
 )
 def test_elbo_matches_monte_carlo_of_its_definition(structure):
     """ELBO = E_q[log p(w | h) + log p(h) - log q(h)], the expectation by 20,000 draws of
@@ -151,6 +162,13 @@ def test_batchnorm_variant_centres_and_scales_by_the_batch_with_gain_and_shift()
     y = bn(x).detach()
     np.testing.assert_allclose(y.mean(0).numpy(), [1.0, -1.0, 0.0], atol=1e-12)
     np.testing.assert_allclose(y.std(0, unbiased=False).numpy(), [0.5, 2.0, 3.0], rtol=1e-3)
+    nogain = output_norm("batchnorm-nogain", 3).double().train()
+    with torch.no_grad():
+        nogain.shift.copy_(torch.tensor([1.0, -1.0, 0.0]))
+    y = nogain(x).detach()
+    np.testing.assert_allclose(y.mean(0).numpy(), [1.0, -1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(y.std(0, unbiased=False).numpy(), 1.0, rtol=1e-3)
+    assert not any("weight" in name for name, _ in nogain.named_parameters())
     x2 = torch.randn(5, 3, dtype=torch.float64)
     assert torch.equal(output_norm("none", 3)(x2), x2)
     with pytest.raises(ConfigError, match="normalisation"):
@@ -254,3 +272,16 @@ def test_posterior_proportions_are_the_softmax_of_the_posterior_means():
     np.testing.assert_allclose(got["levels"][0][:, 0], root.numpy(), rtol=1e-12)
     np.testing.assert_allclose(got["levels"][1], sup.numpy(), rtol=1e-12)
     np.testing.assert_allclose(got["subtopics"], torch.einsum("bs,bsk->bk", root, sup).numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("norm", ["batchnorm", "batchnorm-nogain", "norm", "none"])
+@pytest.mark.parametrize("encoder", ["per-level", "shared"])
+def test_every_normalisation_and_encoder_layout_trains(norm, encoder):
+    x = _counts(30, vocab=10, seed=4).numpy()
+    config = AviPamConfig(
+        hidden=(6,), batch_size=10, max_epochs=2, output_norm=norm, encoder=encoder, topic_bn=norm != "none"
+    )
+    fit = fit_avipam(x[:20], x[20:], pam.pam4_structure(2, 3), config, seed=0)
+    assert all(np.isfinite(r.val_nelbo) for r in fit.history)
+    assert len(fit.net.trunks) == (2 if encoder == "per-level" else 1)
+    assert (fit.net.topic_norm is not None) == (norm != "none")

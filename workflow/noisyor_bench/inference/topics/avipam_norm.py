@@ -5,6 +5,8 @@ Encoder outputs (the mean and log-variance heads of every level), :data:`OUTPUT_
 * ``"batchnorm"`` -- batch normalisation (Ioffe & Szegedy 2015) *with gain*, as the paper's eq. 5:
   ``gamma * (x - mean_batch) / sqrt(var_batch + eps) + shift``, per output unit; running
   statistics at evaluation time (PyTorch's convention).
+* ``"batchnorm-nogain"`` -- AVITM's code: TensorFlow's ``batch_norm`` defaults (centre and a
+  learned shift, ``scale=False``: no gain), for the ablation of the gain the paper credits.
 * ``"norm"`` -- the paper's control: "replace the divisor in the BN transformation with the norm
   of the activation ... neither center the activations nor apply any shift": per document,
   ``gamma * x / ||x||_2`` (no centring, no shift, no batch statistics: the paper stresses that
@@ -25,7 +27,7 @@ from torch import nn
 
 from noisyor_bench.infra.errors import ConfigError
 
-OUTPUT_NORMS = ("batchnorm", "norm", "none")
+OUTPUT_NORMS = ("batchnorm", "batchnorm-nogain", "norm", "none")
 
 #: TensorFlow's batch_norm epsilon (AVITM); also the floor of the norm variant's divisor.
 NORM_EPS = 1e-3
@@ -45,10 +47,24 @@ class L2GainNorm(nn.Module):
         return self.gain * x / (torch.linalg.vector_norm(x, dim=-1, keepdim=True) + self.eps)
 
 
+class ShiftedBatchNorm(nn.Module):
+    """Batch norm without gain: ``(x - mean_batch) / sqrt(var_batch + eps) + shift`` (AVITM's TF default)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.norm = nn.BatchNorm1d(dim, eps=NORM_EPS, momentum=BN_MOMENTUM, affine=False)
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x) + self.shift
+
+
 def output_norm(kind: str, dim: int) -> nn.Module:
     """The encoder-output normalisation ``kind`` (:data:`OUTPUT_NORMS`) for ``dim`` units."""
     if kind == "batchnorm":
         return nn.BatchNorm1d(dim, eps=NORM_EPS, momentum=BN_MOMENTUM, affine=True)
+    if kind == "batchnorm-nogain":
+        return ShiftedBatchNorm(dim)
     if kind == "norm":
         return L2GainNorm(dim)
     if kind == "none":
@@ -74,4 +90,12 @@ class TopicBatchNorm(nn.Module):
         return torch.cat(parts, dim=0)
 
 
-__all__ = ["BN_MOMENTUM", "NORM_EPS", "OUTPUT_NORMS", "L2GainNorm", "TopicBatchNorm", "output_norm"]
+__all__ = [
+    "BN_MOMENTUM",
+    "NORM_EPS",
+    "OUTPUT_NORMS",
+    "L2GainNorm",
+    "ShiftedBatchNorm",
+    "TopicBatchNorm",
+    "output_norm",
+]
