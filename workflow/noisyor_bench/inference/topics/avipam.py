@@ -536,6 +536,8 @@ def with_overrides(config: AviPamConfig, **changes: Any) -> AviPamConfig:
 
 __all__ = [
     "COLLAPSE_THRESHOLD",
+    "DTYPES",
+    "EVAL_CHUNK",
     "ENCODER_LAYOUTS",
     "AviPamConfig",
     "AviPamFit",
