@@ -134,3 +134,15 @@ def test_make_structure_errors_name_the_problem():
     with pytest.raises(ConfigError, match="MoLDA"):
         pam.make_structure("molda", [10])
     assert pam.make_structure("pam5", [2, 2, 50]).describe() == "pam5: 1x2 -> 2x2 -> 2x50"
+
+
+def test_sampled_molda_components_use_only_their_own_topics():
+    structure = pam.molda_structure((2, 3))
+    beta = torch.tensor(_simplex(np.random.default_rng(1), 5, V))
+    counts, thetas = pam.sample_documents(
+        structure, [1.0, 1.0], beta, [10] * 4, torch.Generator().manual_seed(0)
+    )
+    assert thetas[1].shape == (4, 2, 5)
+    assert float(thetas[1][:, 0, 2:].abs().max()) == 0.0 and float(thetas[1][:, 1, :2].abs().max()) == 0.0
+    np.testing.assert_allclose(thetas[1].sum(-1).numpy(), 1.0)
+    assert counts.sum().item() == 40

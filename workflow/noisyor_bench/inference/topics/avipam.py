@@ -464,7 +464,11 @@ def fit_avipam(
         raise DataError(f"validation vocabulary {x_val.shape[1]} != training vocabulary {x_train.shape[1]}")
     net = AviPamNet(structure, x_train.shape[1], config, stream_generator(seed, "avipam-init")).to(device)
     noise = stream_generator(seed, "avipam-noise", device)
-    optimizer = torch.optim.Adam(net.parameters(), lr=config.lr, betas=(config.adam_beta1, config.adam_beta2))
+    # fused Adam (one kernel for all parameters; same update rule) where torch has it: ~15% faster here
+    fused = device.type in ("cpu", "cuda")
+    optimizer = torch.optim.Adam(
+        net.parameters(), lr=config.lr, betas=(config.adam_beta1, config.adam_beta2), fused=fused
+    )
 
     def loss_fn(batch_idx: torch.Tensor, step: int) -> torch.Tensor:
         return net(x_train[batch_idx.to(device)], noise)

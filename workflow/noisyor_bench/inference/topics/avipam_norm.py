@@ -84,9 +84,11 @@ class TopicBatchNorm(nn.Module):
     def forward(self, logits: torch.Tensor) -> torch.Tensor:
         parts = []
         for b, block in enumerate(torch.split(logits, self.blocks, dim=0)):
-            mean = block.mean(0, keepdim=True)
-            var = block.var(0, unbiased=False, keepdim=True)
-            parts.append((block - mean) / torch.sqrt(var + self.eps) + self.shift[b])
+            centred = block - block.mean(0, keepdim=True)
+            var = (centred * centred).mean(
+                0, keepdim=True
+            )  # population variance; torch.var is slow on CPU here
+            parts.append(centred / torch.sqrt(var + self.eps) + self.shift[b])
         return torch.cat(parts, dim=0)
 
 
