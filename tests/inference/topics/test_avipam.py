@@ -138,6 +138,9 @@ def test_kl_per_dimension_matches_torch_distributions():
 
 def test_norm_variant_is_unit_norm_times_gain_without_centring_or_batch_statistics():
     norm = L2GainNorm(4).double()
+    np.testing.assert_allclose(norm.gain.detach().numpy(), 2.0)  # sqrt(4): unit RMS, batch-norm's scale
+    with torch.no_grad():
+        norm.gain.fill_(1.0)
     x = torch.tensor([[10.0, 11.0, 12.0, 13.0], [-1.0, 2.0, 0.5, 0.25]], dtype=torch.float64)
     y = norm(x).detach()
     np.testing.assert_allclose(

@@ -10,7 +10,8 @@ Encoder outputs (the mean and log-variance heads of every level), :data:`OUTPUT_
 * ``"norm"`` -- the paper's control: "replace the divisor in the BN transformation with the norm
   of the activation ... neither center the activations nor apply any shift": per document,
   ``gamma * x / ||x||_2`` (no centring, no shift, no batch statistics: the paper stresses that
-  it "removes any dependency on batch-level statistics", so the norm is the document's own).
+  it "removes any dependency on batch-level statistics", so the norm is the document's own);
+  ``gamma`` starts at ``sqrt(units)``, batch-norm's output scale (:class:`L2GainNorm`).
 * ``"none"`` -- the plain linear head.
 
 The topic matrix (AVITM's ``softmax(BN(W))``), :class:`TopicBatchNorm`: every word's column of
@@ -36,11 +37,17 @@ BN_MOMENTUM = 0.1
 
 
 class L2GainNorm(nn.Module):
-    """``gain * x / (||x||_2 + eps)`` over the last dimension; ``gain`` per unit, starts at 1."""
+    """``gain * x / (||x||_2 + eps)`` over the last dimension; ``gain`` per unit.
 
-    def __init__(self, dim: int, eps: float = NORM_EPS) -> None:
+    ``gain`` starts at ``sqrt(dim)`` (``gain_init=None``): the output then has unit root mean
+    square per unit, the scale batch-norm's outputs start at, so the variants differ in the
+    divisor, not in the initial scale of the posterior parameters (with gain 1 the outputs
+    would be ``sqrt(dim)`` times smaller and q would start at the prior)."""
+
+    def __init__(self, dim: int, eps: float = NORM_EPS, gain_init: float | None = None) -> None:
         super().__init__()
-        self.gain = nn.Parameter(torch.ones(dim))
+        start = float(dim) ** 0.5 if gain_init is None else float(gain_init)
+        self.gain = nn.Parameter(torch.full((dim,), start))
         self.eps = float(eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
