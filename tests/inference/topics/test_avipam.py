@@ -288,3 +288,24 @@ def test_every_normalisation_and_encoder_layout_trains(norm, encoder):
     assert all(np.isfinite(r.val_nelbo) for r in fit.history)
     assert len(fit.net.trunks) == (2 if encoder == "per-level" else 1)
     assert (fit.net.topic_norm is not None) == (norm != "none")
+
+
+def test_an_interrupted_fit_resumes_from_its_checkpoint_to_the_same_result(tmp_path):
+    x = _counts(30, vocab=10, seed=5).numpy()
+    config = AviPamConfig(hidden=(6,), batch_size=10, max_epochs=4)
+    structure = pam.pam4_structure(2, 3)
+    plain = fit_avipam(x[:20], x[20:], structure, config, seed=2)
+    path = tmp_path / "ckpt.pt"
+
+    class Stop(Exception):
+        pass
+
+    def interrupt(record):
+        if record.epoch == 2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        fit_avipam(x[:20], x[20:], structure, config, seed=2, checkpoint_path=path, progress=interrupt)
+    resumed = fit_avipam(x[:20], x[20:], structure, config, seed=2, checkpoint_path=path)
+    assert [r.val_nelbo for r in resumed.history] == [r.val_nelbo for r in plain.history]
+    assert np.array_equal(resumed.topic_word(), plain.topic_word())
