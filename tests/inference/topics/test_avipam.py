@@ -22,7 +22,7 @@ from noisyor_bench.inference.topics.avipam import (
     with_overrides,
 )
 from noisyor_bench.inference.topics.avipam_norm import L2GainNorm, TopicBatchNorm, output_norm
-from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.topics import pam
 
 F64 = {"dtype": "float64", "encoder_dropout": 0.0, "theta_dropout": 0.0, "hidden": (7,)}
@@ -249,6 +249,17 @@ def test_fits_are_reproducible_from_the_seed():
     assert np.array_equal(a.topic_word(), b.topic_word())
     assert not np.array_equal(a.topic_word(), c.topic_word())
     assert [m.shape for m in a.component_topic_words()] == [(2, 12), (3, 12)]
+
+
+def test_bad_data_gives_a_clear_error():
+    x = _counts(10, vocab=6).numpy()
+    structure = pam.lda_structure(2)
+    with pytest.raises(DataError, match="validation set is empty"):
+        fit_avipam(x, x[:0], structure, AviPamConfig(max_epochs=1))
+    with pytest.raises(DataError, match="validation vocabulary"):
+        fit_avipam(x, x[:, :5], structure, AviPamConfig(max_epochs=1))
+    with pytest.raises(DataError, match="non-negative"):
+        fit_avipam(-x, None, structure, AviPamConfig(max_epochs=1))
 
 
 def test_config_errors_name_the_key():

@@ -460,6 +460,10 @@ def fit_avipam(
     dtype = DTYPES[config.dtype]
     x_train = as_count_tensor(train_counts, dtype, device)
     x_val = None if val_counts is None else as_count_tensor(val_counts, dtype, device)
+    if x_val is not None and x_val.shape[0] == 0:
+        raise DataError(
+            "aviPAM: the validation set is empty (pass val_counts=None to monitor the training NELBO)"
+        )
     if x_val is not None and x_val.shape[1] != x_train.shape[1]:
         raise DataError(f"validation vocabulary {x_val.shape[1]} != training vocabulary {x_train.shape[1]}")
     net = AviPamNet(structure, x_train.shape[1], config, stream_generator(seed, "avipam-init")).to(device)
