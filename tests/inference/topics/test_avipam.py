@@ -234,6 +234,9 @@ def test_training_on_a_known_4pam_improves_held_out_bound_and_recovers_topics():
     assert c.epochs == len(fit.history) and c.max_epochs == 60
     assert c.converged == (c.rule in ("early-stopping", "plateau"))
     assert fit.train_seconds > 0 and all(r.val_nelbo is not None for r in fit.history)
+    for r in fit.history:  # the curve's ELBO terms add up to the trainer's NELBO
+        assert r.extra["train_nll"] + r.extra["train_kl"] == pytest.approx(r.train_nelbo, rel=1e-5)
+        assert r.extra["val_kl"] > 0
     summary = fit.summary()
     assert summary["converged"] == c.converged and summary["epochs"] == len(fit.history)
 

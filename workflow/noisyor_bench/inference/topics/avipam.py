@@ -474,10 +474,18 @@ def fit_avipam(
         net.parameters(), lr=config.lr, betas=(config.adam_beta1, config.adam_beta2), fused=fused
     )
 
-    def loss_fn(batch_idx: torch.Tensor, step: int) -> torch.Tensor:
-        return net(x_train[batch_idx.to(device)], noise)
+    epoch_terms = _EpochTerms()
 
-    val_fn = None if x_val is None else (lambda: evaluate(net, x_val, seed).nelbo_per_doc)
+    def loss_fn(batch_idx: torch.Tensor, step: int) -> torch.Tensor:
+        terms = net.elbo_terms(x_train[batch_idx.to(device)], config.train_samples, noise)
+        epoch_terms.add_train(terms)
+        return terms.nelbo
+
+    def val_fn() -> float:
+        held_out = evaluate(net, x_val, seed)
+        epoch_terms.val_kl = held_out.kl_per_doc
+        return held_out.nelbo_per_doc
+
     trainer = Trainer(
         module=net,
         loss_fn=loss_fn,
@@ -485,8 +493,9 @@ def fit_avipam(
         n_train=x_train.shape[0],
         budget=config.budget(),
         shuffle_generator=stream_generator(seed, "shuffle"),
-        val_fn=val_fn,
+        val_fn=None if x_val is None else val_fn,
         generators={"noise": noise},
+        extra_fn=epoch_terms.columns,
         checkpoint_path=checkpoint_path,
         fingerprint={"config": config.as_dict(), "structure": structure.describe(), "seed": int(seed)},
     )
@@ -505,6 +514,32 @@ def fit_avipam(
         convergence.rule,
     )
     return AviPamFit(net, structure, config, int(seed), history, convergence, seconds, trainer.best_epoch)
+
+
+class _EpochTerms:
+    """The ELBO's two terms over an epoch, for the curve (the paper's Fig. 3 plots the KL term):
+    ``train_kl`` and ``train_nll`` (means per training document over the epoch's minibatches, as
+    the trainer's ``train_nelbo`` = their sum) and ``val_kl`` (validation, evaluation mode)."""
+
+    def __init__(self) -> None:
+        self.kl = self.nll = 0.0
+        self.docs = 0
+        self.val_kl: float | None = None
+
+    def add_train(self, terms: ElboTerms) -> None:
+        self.kl += float(terms.kl.detach().sum())
+        self.nll -= float(terms.loglik.detach().sum())
+        self.docs += int(terms.kl.shape[0])
+
+    def columns(self, steps_done: int) -> dict[str, float]:
+        """The epoch's columns (called once per epoch, after validation); resets the sums."""
+        docs = max(self.docs, 1)
+        out = {"train_kl": self.kl / docs, "train_nll": self.nll / docs}
+        if self.val_kl is not None:
+            out["val_kl"] = self.val_kl
+        self.kl = self.nll = 0.0
+        self.docs, self.val_kl = 0, None
+        return out
 
 
 class _ProgressLog:
