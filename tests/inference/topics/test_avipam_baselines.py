@@ -143,5 +143,8 @@ def test_meanfield_methods_differ_and_bad_method() -> None:
     ba = fit_lda_meanfield(counts, 4, "batch", seed=0, max_iter=5, compute_perplexity=False)
     assert not np.allclose(on.topic_word, ba.topic_word)
     assert np.isnan(on.perplexity)
+    assert not on.stopped_by_criterion and on.max_iter == 5
+    early = fit_lda_meanfield(counts, 4, "batch", seed=0, max_iter=200, evaluate_every=1, perp_tol=1.0)
+    assert early.stopped_by_criterion and early.n_iter < 200
     with pytest.raises(ConfigError, match="learning_method"):
         fit_lda_meanfield(counts, 4, "stochastic", seed=0)
