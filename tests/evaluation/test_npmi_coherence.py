@@ -15,7 +15,9 @@ import scipy.sparse as sp
 
 from noisyor_bench.data.corpora.preprocess import PreprocessOptions, Preprocessor
 from noisyor_bench.evaluation.coherence import (
+    VocabularyFirstPreprocessor,
     document_reference,
+    text_reference,
     token_id_reference,
     top_words,
     topic_coherence,
@@ -166,24 +168,47 @@ def test_top_words_and_topic_coherence() -> None:
         token_id_reference([[0, 7]], VOCAB)
 
 
-def test_wikipedia_reference_pipeline_and_cache(tmp_path: Path, mirror: Path) -> None:
-    """Surface form first, lemma second ("windows" stays, "wrote" -> "write"); stop words
-    keep their slots; the .npz cache is reused only for the same vocabulary."""
+def test_vocabulary_first_tokens() -> None:
+    """Surface form first, lemma second: "windows" stays (a vocabulary word), "wrote" ->
+    "write", "cats" -> "cat"; the stop word "the" keeps its slot.  A stand-in lemmatiser keeps
+    the test independent of WordNet (the real one is exercised by test_pmi's CLI test)."""
+    lemmas = {("wrote", "v"): "write", ("windows", "n"): "window", ("cats", "n"): "cat"}
+    pre = VocabularyFirstPreprocessor(
+        ["window", "windows", "write", "cat"], "noun-verb", lambda w, pos: lemmas.get((w, pos), w)
+    )
+    assert [pre.word(t) for t in ["windows", "wrote", "cats", "the"]] == ["windows", "write", "cat", "the"]
     vocab = ["window", "windows", "write"]
-    texts = ["He wrote the windows", "a window"]
     # tokens: [he, write, the, windows] and [a, window]; W = 2 padded: 5 + 3 = 8 windows
-    cache = tmp_path / "c.npz"
-    t = wikipedia_reference(vocab, mirror, tmp_path / "raw", window=2, cache_path=cache, reference=texts)
+    t = build_cooccurrence(
+        ["He wrote the windows", "a window"],
+        vocab,
+        pre,
+        window=2,
+        padded=True,
+        stopwords_occupy_positions=True,
+    )
     assert t.n_windows == 8
     assert [t.unigram_count(w) for w in vocab] == [2, 2, 2]
     assert t.count("windows", "write") == 0  # "the" sits between them
-    assert cache.is_file()
-    again = wikipedia_reference(vocab, mirror, tmp_path / "raw", window=2, cache_path=cache, reference=["x"])
-    assert again.n_windows == 8  # reused, not recounted from ["x"]
-    other = wikipedia_reference(
-        vocab[:2], mirror, tmp_path / "raw", window=2, cache_path=cache, reference=["x"]
-    )
+
+
+def test_reference_cache(tmp_path: Path) -> None:
+    """The .npz cache is reused only for the same reference, vocabulary, window and pipeline."""
+    vocab = ["a", "b", "c"]
+    cache = tmp_path / "c.npz"
+    kw = {"window": 2, "lemmatizer": "none", "cache_path": cache}
+    t = wikipedia_reference(vocab, None, tmp_path / "raw", reference=["a b the c", "c"], **kw)
+    assert t.n_windows == 5 + 2 and cache.is_file() and t.meta["label"] == "wikipedia-slice"
+    again = wikipedia_reference(vocab, None, tmp_path / "raw", reference=["x"], **kw)
+    assert again.n_windows == 7  # reused, not recounted from ["x"]
+    other = wikipedia_reference(vocab[:2], None, tmp_path / "raw", reference=["x"], **kw)
     assert other.n_windows == 2  # other vocabulary: recounted ("x": L + W - 1 = 2 windows)
+    news = text_reference(["x y"], vocab[:2], None, tmp_path / "raw", label="20news-test", **kw)
+    assert news.n_windows == 3 and news.meta["label"] == "20news-test"  # other reference: recounted
+    wider = text_reference(
+        ["x"], vocab[:2], None, tmp_path / "raw", label="20news-test", **{**kw, "window": 3}
+    )
+    assert wider.n_windows == 3  # other window: recounted
 
 
 def test_npmi_agrees_with_tomotopy_where_conventions_agree() -> None:

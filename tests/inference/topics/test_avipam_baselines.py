@@ -9,7 +9,9 @@ import itertools
 import numpy as np
 import pytest
 
-from noisyor_bench.inference.topics.gibbs import fit_lda_gibbs
+from noisyor_bench.inference.convergence import assess
+from noisyor_bench.inference.fitting import FitBudget
+from noisyor_bench.inference.topics.gibbs import fit_lda_gibbs, trace_records
 from noisyor_bench.inference.topics.lda_meanfield import fit_lda_meanfield
 from noisyor_bench.inference.topics.pam_gibbs import MALLET_PAM4L, fit_pam_gibbs
 from noisyor_bench.infra.errors import ConfigError, DataError
@@ -108,6 +110,10 @@ def test_lda_gibbs_trace_does_not_change_the_chain() -> None:
     assert [t[0] for t in traced.trace] == [0, 10, 20, 30, 40] and plain.trace == ()
     assert traced.trace[-1][1] == pytest.approx(traced.log_likelihood_per_word)
     assert plain.train_seconds > 0
+    records = trace_records(traced.trace)
+    assert [r.epoch for r in records] == [0, 10, 20, 30, 40]
+    assert records[-1].train_nelbo == -traced.trace[-1][1] and records[-1].val_nelbo is None
+    assert assess(records, "max_epochs", None, FitBudget(max_epochs=40, convergence_window=2)).epochs == 40
 
 
 # ---------------------------------------------------------------- mean-field LDA
@@ -137,5 +143,8 @@ def test_meanfield_methods_differ_and_bad_method() -> None:
     ba = fit_lda_meanfield(counts, 4, "batch", seed=0, max_iter=5, compute_perplexity=False)
     assert not np.allclose(on.topic_word, ba.topic_word)
     assert np.isnan(on.perplexity)
+    assert not on.stopped_by_criterion and on.max_iter == 5
+    early = fit_lda_meanfield(counts, 4, "batch", seed=0, max_iter=200, evaluate_every=1, perp_tol=1.0)
+    assert early.stopped_by_criterion and early.n_iter < 200
     with pytest.raises(ConfigError, match="learning_method"):
         fit_lda_meanfield(counts, 4, "stochastic", seed=0)

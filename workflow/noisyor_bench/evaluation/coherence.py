@@ -91,6 +91,51 @@ def _cache_matches(
     )
 
 
+def text_reference(
+    reference: str | Path | Iterable[str],
+    vocabulary: Sequence[str],
+    raw_data_dir: str | Path | None,
+    cache_dir: str | Path,
+    label: str,
+    window: int = LAU_WINDOW,
+    lemmatizer: str = "noun-verb",
+    cache_path: str | Path | None = None,
+) -> CooccurrenceTable:
+    """Lau-convention window counts of a text reference corpus for ``vocabulary``.
+
+    ``reference``: a path (WikiExtractor dump, directory, text file; see
+    :func:`~noisyor_bench.evaluation.pmi.iter_reference_documents`) or an iterable of
+    document texts (e.g. the raw 20 Newsgroups test messages).  ``label`` names it in the
+    table's meta; ``cache_path``: a ``.npz`` reused when it holds the same label, vocabulary,
+    window and pipeline (else recounted and written atomically).
+    """
+    from noisyor_bench.data.corpora.preprocess import nltk_data_dir
+
+    expect = {"padded_windows": True, "lemmatizer": lemmatizer, "vocabulary_first": True, "label": label}
+    if cache_path is not None and Path(cache_path).is_file():
+        cached = CooccurrenceTable.load(cache_path)
+        if _cache_matches(cached, vocabulary, window, expect):
+            log.info("co-occurrence counts reused from %s", cache_path)
+            return cached
+        log.info("co-occurrence cache %s was built for other settings: recounting", cache_path)
+    nltk_dir = nltk_data_dir(raw_data_dir, cache_dir) if lemmatizer != "none" else None
+    pre = reference_preprocessor(vocabulary, nltk_dir, lemmatizer)
+    log.info(
+        "counting %d-token windows (padded, Lau 2014) for %d words in %s", window, len(vocabulary), label
+    )
+    t0 = time.perf_counter()
+    table = build_cooccurrence(
+        reference, vocabulary, pre, window=window, padded=True, stopwords_occupy_positions=True
+    )
+    seconds = time.perf_counter() - t0
+    table.meta.update({"lemmatizer": lemmatizer, "vocabulary_first": True, "label": label})
+    log.info("%s co-occurrence counts: %d windows in %.1f s", label, table.n_windows, seconds)
+    if cache_path is not None:
+        table.save(cache_path)
+    table.count_seconds = seconds
+    return table
+
+
 def wikipedia_reference(
     vocabulary: Sequence[str],
     raw_data_dir: str | Path | None,
@@ -100,41 +145,17 @@ def wikipedia_reference(
     cache_path: str | Path | None = None,
     reference: str | Path | Iterable[str] | None = None,
 ) -> CooccurrenceTable:
-    """Lau-convention window counts of the Wikipedia slice for ``vocabulary``.
+    """:func:`text_reference` on the mirror's Wikipedia slice (raw key ``wikipedia-slice``).
 
-    ``cache_path``: a ``.npz`` reused when it holds the same vocabulary, window and
-    pipeline (else rebuilt and written atomically).  ``reference`` overrides the slice (a
-    path or an iterable of texts; tests).  Takes about 1.5-2 min for the 9.3M-token slice.
+    ``reference`` overrides the slice (tests).  Counting the 9.3M-token slice takes
+    about 30 s of CPU (docs/avipam_baselines.md).
     """
-    from noisyor_bench.data.corpora.preprocess import nltk_data_dir
     from noisyor_bench.data.rawdata import fetch
 
-    expect = {"padded_windows": True, "lemmatizer": lemmatizer, "vocabulary_first": True}
-    if cache_path is not None and Path(cache_path).is_file():
-        cached = CooccurrenceTable.load(cache_path)
-        if _cache_matches(cached, vocabulary, window, expect):
-            log.info("co-occurrence counts reused from %s", cache_path)
-            return cached
-        log.info("co-occurrence cache %s was built for other settings: recounting", cache_path)
-    nltk_dir = nltk_data_dir(raw_data_dir, cache_dir) if lemmatizer != "none" else None
-    pre = reference_preprocessor(vocabulary, nltk_dir, lemmatizer)
     source = reference if reference is not None else fetch(WIKIPEDIA_KEY, raw_data_dir, cache_dir)
-    log.info(
-        "counting %d-token windows (padded, Lau 2014) for %d words in %s", window, len(vocabulary), source
+    return text_reference(
+        source, vocabulary, raw_data_dir, cache_dir, WIKIPEDIA_KEY, window, lemmatizer, cache_path
     )
-    t0 = time.perf_counter()
-    table = build_cooccurrence(
-        source, vocabulary, pre, window=window, padded=True, stopwords_occupy_positions=True
-    )
-    seconds = time.perf_counter() - t0
-    table.meta.update({"lemmatizer": lemmatizer, "vocabulary_first": True})
-    if reference is None:
-        table.meta["raw_key"] = WIKIPEDIA_KEY
-    log.info("Wikipedia co-occurrence counts: %d windows in %.1f s", table.n_windows, seconds)
-    if cache_path is not None:
-        table.save(cache_path)
-    table.count_seconds = seconds
-    return table
 
 
 def token_id_reference(

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from noisyor_bench.inference.fitting import EpochRecord
 from noisyor_bench.infra.errors import ConfigError, DataError
 
 
@@ -76,6 +78,16 @@ def train_timed(
         model.train(iterations, workers=workers, parallel=parallel)
     seconds = time.perf_counter() - t0 - spent_in_callback[0]
     return seconds, trace
+
+
+def trace_records(trace: Sequence[TracePoint]) -> list[EpochRecord]:
+    """A Gibbs trace as the project's training curve, for :func:`noisyor_bench.inference.convergence.assess`:
+    ``epoch`` = sweep, ``train_nelbo`` = -ll_per_word (the chain's negative joint log-likelihood
+    per token; lower is better, as for a NELBO), no validation value, ``seconds`` = training time."""
+    return [
+        EpochRecord(epoch=int(it), train_nelbo=-float(ll), val_nelbo=None, seconds=float(sec))
+        for it, ll, sec in trace
+    ]
 
 
 def word_documents(counts: sp.csr_matrix | np.ndarray) -> list[list[str]]:

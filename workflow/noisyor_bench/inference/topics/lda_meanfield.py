@@ -40,6 +40,10 @@ class LdaMeanFieldFit:
     doc_topic_prior: float
     topic_word_prior: float
     threads: int = 1
+    max_iter: int = 0
+    # True when scikit-learn stopped before max_iter by its own rule (evaluate_every > 0 and the
+    # perplexity changed by less than perp_tol): convergence.assess's "converged" stop reason
+    stopped_by_criterion: bool = False
 
 
 def fit_lda_meanfield(
@@ -114,4 +118,6 @@ def fit_lda_meanfield(
         seed=int(seed),
         doc_topic_prior=alpha,
         topic_word_prior=eta,
+        max_iter=int(max_iter),
+        stopped_by_criterion=int(model.n_iter_) < int(max_iter),
     )
