@@ -39,7 +39,8 @@ METHODS: dict[str, tuple[str, str]] = {
     "avipam-molda": ("aviPAM MoLDA", "avipam"),
 }
 COLLAPSE_METHOD = "avipam-lda"
-VARIANTS = ("batchnorm", "norm", "none")  # encoder-output normalisation of the collapse study
+# encoder-output normalisation of the collapse study (inference.topics.avipam_norm.OUTPUT_NORMS)
+VARIANTS = ("batchnorm", "norm", "none", "batchnorm-nogain")
 # The paper's sizes (Section 5): Table 1/3 and Table 2/4.
 PAPER_SIZES = {
     "small": {"sub": 50, "super": 2, "superduper": 2, "molda": [10, 50]},
@@ -91,7 +92,7 @@ def collapse_method(variant: str, lr: float) -> str:
 
 
 def parse_collapse_method(method: str) -> tuple[str, float]:
-    variant, _, lr = method.partition("-lr")
+    variant, _, lr = method.rpartition("-lr")
     if variant not in VARIANTS or not lr:
         raise ConfigError(f"avipam collapse: {method!r} is not '<variant>-lr<learning rate>'")
     return variant, float(lr)

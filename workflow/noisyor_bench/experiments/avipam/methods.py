@@ -158,7 +158,7 @@ def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], s
         )
     )
     checked = int(mf.get("evaluate_every", 2)) > 0
-    converged = checked and fit.n_iter < max_iter
+    converged = bool(fit.stopped_by_criterion)
     convergence = {
         "converged": converged,
         "rule": "method-criterion"

@@ -46,7 +46,7 @@ def collect(metrics_paths: Sequence[str | Path], references: Mapping[tuple[str, 
     for path in metrics_paths:
         m = read_json(path)
         arrays = load_npz(Path(path).parent / "topics.npz")
-        variant, _, lr = m["method"].partition("-lr")
+        variant, _, lr = m["method"].rpartition("-lr")
         row = {
             "corpus": m["dataset"],
             "variant": variant,
@@ -118,10 +118,10 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
 
     corpora = sorted(runs["corpus"].unique())
     with figure_style():
-        fig, axes = plt.subplots(len(corpora), 3, figsize=(13, 3.4 * len(corpora)), squeeze=False)
+        fig, axes = plt.subplots(len(corpora), 4, figsize=(17, 3.4 * len(corpora)), squeeze=False)
         for row, corpus in enumerate(corpora):
             sub = runs[runs["corpus"] == corpus]
-            ax_c, ax_n, ax_k = axes[row]
+            ax_c, ax_n, ax_k, ax_t = axes[row]
             for variant, g in sub.groupby("variant"):
                 stats = g.groupby("lr").agg(c=("collapsed_share", "mean"), n=("npmi_external", "mean"))
                 colour = VARIANT_COLOURS.get(variant)
@@ -158,11 +158,21 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
             ax_k.set_yscale("symlog", linthresh=1e-3)
             ax_k.set_xlabel("latent dimension (sorted by KL)")
             ax_k.set_ylabel("mean KL per dimension (nats)")
+            ax_t.set_xlabel("epoch")
+            ax_t.set_ylabel("KL per document (training, nats)")
+            ax_t.set_title(f"Fig. 3: KL during training, lr {sub['lr'].max():g}", fontsize=9)
             ax_c.legend(fontsize=7)
             ax_k.legend(fontsize=6)
         fig.tight_layout()
         save_figure(fig, png)
         plt.close(fig)
+
+
+def _curve(run_dir: Path) -> pd.DataFrame | None:
+    path = run_dir / "curve.csv"
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    return pd.read_csv(path)
 
 
 def plot_topic_images(
