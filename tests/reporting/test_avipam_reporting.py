@@ -202,3 +202,18 @@ def test_molda_claim_reads_measured_components_only() -> None:
     means = {("avipam-molda", "molda-3"): 0.3, ("avipam-molda", "molda-6"): 0.1}
     claim = avc.molda_components(_tables(_runs(means)))
     assert "molda-3 - molda-6" in claim.numbers and claim.verdict == REPRODUCED
+
+
+@pytest.mark.parametrize(
+    ("lls", "expected"),
+    [
+        ([-9.0, -8.0, -7.4, -7.4, -7.4, -7.4, -7.4, -7.4], True),  # the last 5 points improve on nothing
+        ([-9.0, -8.5, -8.0, -7.5, -7.0, -6.5, -6.0, -5.5], False),  # still improving
+    ],
+)
+def test_gibbs_trace_convergence_rule(lls: list[float], expected: bool) -> None:
+    from noisyor_bench.experiments.avipam.methods import trace_convergence
+
+    trace = [(10 * (i + 1), ll, float(i)) for i, ll in enumerate(lls)]
+    conv = trace_convergence(trace, 80)
+    assert conv["converged"] is expected and conv["epochs"] == 80

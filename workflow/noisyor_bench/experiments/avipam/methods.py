@@ -51,14 +51,12 @@ def trace_convergence(trace: Sequence[tuple[int, float, float]], iterations: int
     log-likelihood per word every ``trace_every`` iterations; a chain converged when the best of
     its last 5 trace points improves on the best before them by less than 0.1% (relative)."""
     from noisyor_bench.inference.convergence import assess
-    from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+    from noisyor_bench.inference.fitting import FitBudget
+    from noisyor_bench.inference.topics.gibbs import trace_records
 
     if not trace:
         return None
-    records = [
-        EpochRecord(epoch=int(it), train_nelbo=-float(ll), val_nelbo=None, seconds=float(sec))
-        for it, ll, sec in trace
-    ]
+    records = trace_records(trace)
     best = int(records[min(range(len(records)), key=lambda i: records[i].train_nelbo)].epoch)
     return assess(records, "max_epochs", best, FitBudget(max_epochs=int(iterations))).as_dict()
 
