@@ -145,6 +145,11 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
                     color=colour,
                     label=f"{VARIANT_LABELS.get(variant)}, lr {top['lr']:g}",
                 )
+                curve = _curve(Path(top["run_dir"]))
+                if curve is not None and "train_kl" in curve.columns:  # Fig. 3: KL over training
+                    ax_t.plot(
+                        curve["epoch"], curve["train_kl"], color=colour, label=VARIANT_LABELS.get(variant)
+                    )
             for ax in (ax_c, ax_n):
                 ax.set_xscale("log")
                 ax.set_xlabel("Adam learning rate")
@@ -158,6 +163,7 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
             ax_k.set_yscale("symlog", linthresh=1e-3)
             ax_k.set_xlabel("latent dimension (sorted by KL)")
             ax_k.set_ylabel("mean KL per dimension (nats)")
+            ax_t.set_yscale("log")
             ax_t.set_xlabel("epoch")
             ax_t.set_ylabel("KL per document (training, nats)")
             ax_t.set_title(f"Fig. 3: KL during training, lr {sub['lr'].max():g}", fontsize=9)
