@@ -23,6 +23,7 @@ include: "rules/acp_synthetic.smk"
 include: "rules/acp_text.smk"
 include: "rules/ape_noisyor.smk"
 include: "rules/ape.smk"
+include: "rules/avipam.smk"
 include: "rules/summary.smk"
 include: "rules/report.smk"
 

@@ -357,6 +357,8 @@ def claim_tables():
     if ape_targets():
         tables.append(R("tables/claims_ape.csv"))
     tables += ape_noisyor_claim_tables()  # rules/ape_noisyor.smk (empty unless "ape" in PAPERS)
+    if "avipam" in PAPERS and AVIPAM:  # rules/avipam.smk
+        tables += [R("tables/claims_avipam.csv")]
     return tables
 
 
@@ -365,6 +367,8 @@ def all_targets():
     targets = acp_targets() if "acp" in PAPERS else []
     targets += ape_targets()  # rules/ape.smk (empty unless "ape" in PAPERS)
     targets += ape_noisyor_targets()  # rules/ape_noisyor.smk (likewise)
+    if "avipam" in PAPERS:
+        targets += avipam_targets()  # rules/avipam.smk
     targets += [R("tables/claims.csv"), R("tables/claims.md"), R("software.html")]
     targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]
     acp_tables = synthetic_tables() + text_tables() if "acp" in PAPERS else []
@@ -524,6 +528,8 @@ def ape_noisyor_runs_dir(metrics_json):
 
 def _ape_noisyor_pattern(names):
     return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
 # The APE paper (rules/ape.smk): grids.<grid>.ape, validated with the rest of the config.
 APE = GRID.get("ape") or {}
 APE_SEEDS = list(APE.get("seeds") or [])
@@ -600,12 +606,113 @@ def ape_targets():
     return targets
 
 
+# The aviPAM paper (rules/avipam.smk; grids.<g>.avipam, noisyor_bench.experiments.avipam.cells).
+from noisyor_bench.experiments.avipam import cells as avipam_cells
+
+AVIPAM = avipam_cells.section(config)
+AVIPAM_CELLS = {c.path: c for c in avipam_cells.all_cells(AVIPAM)}
+AVIPAM_RAW = {
+    "20news": ("20news-train-feat", "20news-test-feat", "20news-vocab"),
+    "nips": ("neurips-papers-csv", "nltk-wordnet", "nltk-stopwords"),
+    "mnist": ("mnist-test-images", "mnist-test-labels"),
+}
+AVIPAM_DATA_ARGS = {
+    "nips": config["corpora"].get("avipam-nips", {}),
+    "mnist": config["corpora"].get("avipam-mnist", {}),
+}
+AVIPAM_TABLES = ("table1", "table2", "table3", "table4")
+REPORT_AVIPAM = "aviPAM: Tables 1-4, collapse study (Figs. 2-3)"
+
+
+def avipam_run_files(cells, files=("metrics.json",)):
+    return [R(f"runs/{c.path}/{f}") for c in cells for f in files]
+
+
+def avipam_table_runs():
+    return avipam_run_files(
+        [c for e in avipam_cells.TABLE_EXPERIMENTS for c in avipam_cells.table_cells(AVIPAM, e)],
+        ("metrics.json", "topics.npz"),
+    )
+
+
+def avipam_collapse_runs():
+    return avipam_run_files(avipam_cells.collapse_cells(AVIPAM), ("metrics.json", "topics.npz"))
+
+
+def avipam_npmi_inputs(corpora):
+    """NPMI reference counts (external Wikipedia, internal held-out) of the text corpora among ``corpora``."""
+    return [
+        R(f"avipam/npmi/{c}-{ref}.npz")
+        for c in corpora
+        if c in avipam_cells.TEXT_CORPORA
+        for ref in ("external", "internal")
+    ]
+
+
+def avipam_table_corpora():
+    return sorted(
+        {c.corpus for e in avipam_cells.TABLE_EXPERIMENTS for c in avipam_cells.table_cells(AVIPAM, e)}
+    )
+
+
+def avipam_collapse_corpora():
+    return sorted({c.corpus for c in avipam_cells.collapse_cells(AVIPAM)})
+
+
+def avipam_settings(wildcards):
+    path = (
+        f"avipam-{wildcards.aexp}/{wildcards.corpus}/{wildcards.amethod}/n{wildcards.n}/seed{wildcards.seed}"
+    )
+    try:
+        cell = AVIPAM_CELLS[path]
+    except KeyError:
+        raise WorkflowError(f"runs/{path} is not a run of grids.{config['grid']}.avipam") from None
+    return json_param(avipam_cells.cell_settings(AVIPAM, cell))
+
+
+def avipam_data_args(wildcards):
+    args = AVIPAM_DATA_ARGS.get(wildcards.corpus) or {}
+    return " ".join(f"--{k.replace('_', '-')} {v}" for k, v in sorted(args.items()))
+
+
+def avipam_targets():
+    """The aviPAM paper's tables, figures and claims (rule all)."""
+    if not AVIPAM:
+        return []
+    targets = []
+    if avipam_table_runs():
+        targets += [R(f"tables/avipam_{t}.{ext}") for t in AVIPAM_TABLES for ext in ("csv", "md")]
+        targets += [R("tables/avipam_npmi_runs.csv")]
+    if avipam_collapse_runs():
+        targets += [
+            R("tables/avipam_collapse.csv"),
+            R("tables/avipam_collapse.md"),
+            R("figures/avipam_collapse.png"),
+        ]
+        targets += [R("figures/avipam_fig2_topics.png")]
+    return targets + [R("tables/claims_avipam.csv"), R("tables/claims_avipam.md")]
+
+
+def avipam_claim_inputs():
+    tables = [R(f"tables/avipam_{t}.csv") for t in AVIPAM_TABLES] if avipam_table_runs() else []
+    return tables + ([R("tables/avipam_collapse.csv")] if avipam_collapse_runs() else [])
+
+
+def avipam_experiments():
+    """Run experiments of the grid (convergence tables)."""
+    return sorted({c.run_experiment for c in AVIPAM_CELLS.values()})
+
+
+def avipam_experiment_runs(experiment):
+    return avipam_run_files([c for c in AVIPAM_CELLS.values() if c.run_experiment == experiment])
+
+
 # ---------------------------------------------------------------------------------------
 # Convergence tables (rules/summary.smk): one per experiment with runs -- the synthetic grid
 # and the real-corpus experiments, which write the same run directories.
 def convergence_experiments():
     """Every experiment of the selected grid that has runs, in a stable order: the ACP paper's
-    synthetic then text experiments, then APE's (encoder training, VI) and APE on noisy-OR."""
+    synthetic then text experiments, then APE's (encoder training, VI), APE on noisy-OR, aviPAM's."""
     experiments = []
     if "acp" in PAPERS:
         synthetic = sorted(grid.experiments(config))
@@ -615,17 +722,21 @@ def convergence_experiments():
         experiments += ["ape-train", "ape-vi"]
     if ape_noisyor_families():  # rules/ape_noisyor.smk ("ape" in PAPERS)
         experiments.append("ape-noisyor")
+    if "avipam" in PAPERS:
+        experiments += avipam_experiments()  # rules/avipam.smk: avipam-small, avipam-large, avipam-collapse
     return experiments
 
 
 def convergence_run_files(experiment):
-    """metrics.json of every run of an experiment (synthetic, text, APE or APE on noisy-OR)."""
+    """metrics.json of every run of an experiment (synthetic, text, APE, APE on noisy-OR, aviPAM)."""
     if experiment == "ape-noisyor":
         return ape_noisyor_run_files()
     if experiment in ("ape-train", "ape-vi"):
         return ape_run_files(experiment)
     if experiment in grid.experiments(config):
         return experiment_files(experiment)
+    if experiment.startswith("avipam-"):
+        return avipam_experiment_runs(experiment)
     return text_cell_files(corpus_grid.cells(config, experiment))
 
 

@@ -64,6 +64,8 @@ _APE_COMMIT = "17069bc84dd8e56031c8cca2612dcb5da93b0c2b"  # tufts-ml/any_paramet
 _APE_RAW = (
     f"https://raw.githubusercontent.com/tufts-ml/any_parameter_encoder/{_APE_COMMIT}/datasets/mdreviews/raw"
 )
+_NEWS20_COMMIT = "70091d4f1df37c7a7eb2995fbbffba36caed46aa"
+_NEWS20_BASE = f"https://raw.githubusercontent.com/sophieburkhardt/dirichlet-vae-topic-models/{_NEWS20_COMMIT}/data/20news"
 _NEURIPS_ORIGIN = (
     "It has no public single-file source: it was built from the per-year JSON files of the "
     "GitHub repository akshaypithadiya/neurips-papers (commit c6f32a61d918f62b4db574aa82ddfddd098f66c7), "
@@ -237,6 +239,31 @@ REGISTRY: dict[str, RawFile] = {
             size=65_728,
             description="Multi-domain product reviews vocabulary (7,729 words, one a line; = X_colnames.txt)",
             urls=(f"{_APE_RAW}/vocab.txt", f"{_APE_RAW}/X_colnames.txt"),
+        ),
+        # aviPAM (issue 15): 20 Newsgroups in the NVDM/AVITM bag-of-words form, and the raw messages.
+        RawFile(
+            key="20news-train-feat",
+            relpath="20news/train.feat",
+            sha256="6c4b612d03bb54c68c923ae7b689398c4a7bd1046b0874332dfe0a0c42830143",
+            size=3_720_351,
+            description="20 Newsgroups training bag of words (NVDM/AVITM form): 11,258 docs, 'label id:count ...'",
+            urls=(f"{_NEWS20_BASE}/train.feat",),
+        ),
+        RawFile(
+            key="20news-test-feat",
+            relpath="20news/test.feat",
+            sha256="5e5beaff3c66affeb08aeefb69e40e3e1c52360cdad2df03e7df2ecb6b79fad0",
+            size=2_421_183,
+            description="20 Newsgroups test bag of words (NVDM/AVITM form): 7,487 docs",
+            urls=(f"{_NEWS20_BASE}/test.feat",),
+        ),
+        RawFile(
+            key="20news-vocab",
+            relpath="20news/vocab.new",
+            sha256="75594f361e317a8c8fafca9846e903143ff25bb57ac4207ff850ef4245eb94bb",
+            size=19_838,
+            description="20 Newsgroups vocabulary (1,995 lines 'word 0'; id 1 is _eos_, never used)",
+            urls=(f"{_NEWS20_BASE}/vocab.new",),
         ),
     )
 }

@@ -19,6 +19,23 @@ as implemented here (Newman et al. 2009 / Palmetto-style boolean sliding windows
 
 Counting runs once per reference corpus into a :class:`CooccurrenceTable` restricted to a
 vocabulary; scoring a model's topics then is a table look-up.
+
+Options for the NPMI topic coherence of Lau, Newman & Baldwin (2014) (aviPAM; see
+:mod:`noisyor_bench.evaluation.coherence` for the defaults that paper's code uses).  All off
+by default, so the PMI above is unchanged:
+
+* ``padded=True`` -- windows padded at both ends, as Lau's ``ComputeWordCount.py`` slides
+  them: a document of ``L >= 1`` tokens has ``L + W - 1`` windows, window ``t`` (``t = 1 ..
+  L + W - 1``) holding tokens ``[max(0, t - W), min(t, L))`` -- the ``W - 1`` partial windows
+  at the start and at the end included, a document shorter than ``W`` included in
+  ``L + W - 1`` windows.  An empty document has none (Lau's script would add ``W - 1`` empty
+  windows for a blank line; they change ``N`` only);
+* ``stopwords_occupy_positions=True`` -- stop words keep their slot in the window (as a
+  word outside the vocabulary) instead of being removed before windowing: Lau windows the
+  tokenised reference text as it is;
+* ``measure="npmi"`` when scoring -- ``NPMI = ln(n_ij N / (n_i n_j)) / -ln(n_ij / N)``, and
+  a pair with ``n_ij = 0`` (or a word with ``n_i = 0``) scores 0 and stays in the topic's
+  average (Lau's ``calc_assoc``); ``n_ij = N`` (both words in every window) scores 1.
 """
 
 from __future__ import annotations
@@ -93,12 +110,40 @@ def iter_reference_documents(path: str | Path) -> Iterator[str]:
 
 
 # ---------------------------------------------------------------------------- counting
-def window_matrix(tokens: np.ndarray, lengths: np.ndarray, window: int) -> np.ndarray:
+def pad_documents(tokens: np.ndarray, lengths: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, lengths) with ``window - 1`` placeholders (-1) before and after every non-empty
+    document: its full windows are then exactly Lau's ``L + W - 1`` padded windows."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = lengths[lengths > 0]
+    pad = window - 1
+    new_lengths = lengths + 2 * pad
+    out = np.full(int(new_lengths.sum()), -1, dtype=np.int64)
+    new_starts = np.concatenate([[0], np.cumsum(new_lengths)[:-1]]).astype(np.int64)
+    old_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    doc_of = np.repeat(np.arange(lengths.size), lengths)
+    offset = np.arange(doc_of.size) - old_starts[doc_of]
+    out[new_starts[doc_of] + pad + offset] = np.asarray(tokens, dtype=np.int64)[: doc_of.size]
+    return out, new_lengths
+
+
+def n_windows_of(lengths: np.ndarray, window: int, padded: bool = False) -> int:
+    """Number of windows of documents of these lengths (empty documents have none)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = lengths[lengths > 0]
+    if padded:
+        return int((lengths + window - 1).sum())
+    return int(np.maximum(1, lengths - window + 1).sum())
+
+
+def window_matrix(tokens: np.ndarray, lengths: np.ndarray, window: int, padded: bool = False) -> np.ndarray:
     """All windows of a batch of documents as rows of ids (-1 = no vocabulary word).
 
     ``tokens`` is the concatenation of the documents' token ids (``-1`` for words outside
     the vocabulary) and ``lengths`` their lengths; zero-length documents have no window.
+    ``padded``: Lau's ``L + W - 1`` windows per document (module docstring).
     """
+    if padded:
+        tokens, lengths = pad_documents(tokens, lengths, window)
     lengths = np.asarray(lengths, dtype=np.int64)
     lengths = lengths[lengths > 0]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
@@ -113,22 +158,39 @@ def window_matrix(tokens: np.ndarray, lengths: np.ndarray, window: int) -> np.nd
     return mat
 
 
+#: pair keys are counted with a dense bincount when V * V stays below this (else np.unique)
+_DENSE_PAIR_LIMIT = 1 << 24
+
+
 def count_windows(mat: np.ndarray, vocab_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(unigram window counts (V,), pair keys i*V+j with i<j, their window counts).
 
-    A word repeated inside a window counts once (boolean windows).
+    A word repeated inside a window counts once (boolean windows).  Rows are grouped by how
+    many distinct words they hold, so the work is the number of pairs present, not
+    ``W (W - 1) / 2`` column pairs per window (windows of 20 are mostly placeholders).
     """
     mat = mat[(mat >= 0).any(axis=1)]
     mat = np.sort(mat, axis=1)
     dup = np.zeros(mat.shape, dtype=bool)
     dup[:, 1:] = mat[:, 1:] == mat[:, :-1]
-    mat[dup] = -1  # rows stay ascending among their valid (>= 0) entries
-    unigram = np.bincount(mat[mat >= 0], minlength=vocab_size).astype(np.int64)
+    mat[dup] = -1
+    mat.sort(axis=1)  # placeholders first: a row's distinct words are its last ``c`` entries
+    valid = mat >= 0
+    unigram = np.bincount(mat[valid], minlength=vocab_size).astype(np.int64)
+    n_valid = valid.sum(axis=1)
+    width = mat.shape[1]
     keys = []
-    for a, b in itertools.combinations(range(mat.shape[1]), 2):
-        ok = (mat[:, a] >= 0) & (mat[:, b] >= 0)
-        keys.append(mat[ok, a] * vocab_size + mat[ok, b])
+    for c in range(2, width + 1):
+        rows = mat[n_valid == c, width - c :]
+        if rows.shape[0] == 0:
+            continue
+        for a, b in itertools.combinations(range(c), 2):
+            keys.append(rows[:, a] * vocab_size + rows[:, b])
     all_keys = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
+    if vocab_size * vocab_size <= _DENSE_PAIR_LIMIT:
+        dense = np.bincount(all_keys, minlength=vocab_size * vocab_size)
+        uniq = np.flatnonzero(dense).astype(np.int64)
+        return unigram, uniq, dense[uniq].astype(np.int64)
     uniq, counts = np.unique(all_keys, return_counts=True)
     return unigram, uniq, counts.astype(np.int64)
 
@@ -203,6 +265,20 @@ class CooccurrenceTable:
             n_ij_eff = n_ij
         return math.log(n_ij_eff) + math.log(self.n_windows) - math.log(n_i) - math.log(n_j)
 
+    def npmi(self, w1: str, w2: str) -> float:
+        """Lau et al.'s NPMI: ``ln(n_ij N / (n_i n_j)) / -ln(n_ij / N)``; 0 when ``n_ij``,
+        ``n_i`` or ``n_j`` is 0 (the pair still counts in a topic's average); 1 when
+        ``n_ij = N`` (the limit of perfect co-occurrence; Lau's script divides by zero there).
+        The logarithm's base cancels."""
+        n_ij = self.count(w1, w2)
+        n_i, n_j = self.unigram_count(w1), self.unigram_count(w2)
+        if n_ij == 0 or n_i == 0 or n_j == 0:
+            return 0.0
+        if n_ij >= self.n_windows:
+            return 1.0
+        pmi = math.log(n_ij) + math.log(self.n_windows) - math.log(n_i) - math.log(n_j)
+        return pmi / (math.log(self.n_windows) - math.log(n_ij))
+
     # ---------------------------------------------------------------- storage
     def save(self, path: str | Path) -> None:
         write_npz_atomic(
@@ -269,8 +345,15 @@ def build_cooccurrence(
     preprocessor: Preprocessor,
     window: int = WINDOW,
     chunk_tokens: int = 2_000_000,
+    padded: bool = False,
+    stopwords_occupy_positions: bool = False,
+    progress_every_tokens: int = 2_000_000,
 ) -> CooccurrenceTable:
-    """Count windows of the reference corpus (a path, or an iterable of document texts)."""
+    """Count windows of the reference corpus (a path, or an iterable of document texts).
+
+    ``padded`` and ``stopwords_occupy_positions``: Lau's conventions (module docstring); off,
+    the counts (and the saved table's bytes) are those of the PMI above.
+    """
     if window < 2:
         raise ConfigError(f"window: must be >= 2 words, got {window}")
     vocab = list(vocabulary)
@@ -290,25 +373,37 @@ def build_cooccurrence(
     n_windows = n_docs = n_tokens = n_empty = 0
     buf: list[int] = []  # codes of the raw tokens of the pending documents
     raw_lengths: list[int] = []
+    next_report = [progress_every_tokens]
 
     def flush() -> None:
         nonlocal n_windows, n_tokens, n_empty
         if not raw_lengths:
             return
         arr = np.asarray(buf, dtype=np.int64)
-        keep = arr != _DROPPED  # stop words leave no gap: removed before windowing
+        if stopwords_occupy_positions:
+            arr[arr == _DROPPED] = -1  # a stop word keeps its slot, as a word outside the vocabulary
+        keep = arr != _DROPPED  # otherwise stop words leave no gap: removed before windowing
         doc = np.repeat(np.arange(len(raw_lengths)), raw_lengths)
         lens = np.bincount(doc[keep], minlength=len(raw_lengths)).astype(np.int64)
         n_tokens += int(lens.sum())
         n_empty += int((lens == 0).sum())
-        n_windows += int(np.maximum(1, lens[lens > 0] - window + 1).sum())
-        uni, keys, counts = count_windows(window_matrix(arr[keep], lens, window), v)
+        n_windows += n_windows_of(lens, window, padded)
+        uni, keys, counts = count_windows(window_matrix(arr[keep], lens, window, padded), v)
         unigram[:] += uni
         parts.append((keys, counts))
         if len(parts) > 8:
             parts[:] = [_merge(parts)]
         buf.clear()
         raw_lengths.clear()
+        if n_tokens >= next_report[0]:
+            next_report[0] = n_tokens + progress_every_tokens
+            log.info(
+                "co-occurrence counts: %d documents, %d tokens, %d windows so far (%.0f s)",
+                n_docs,
+                n_tokens,
+                n_windows,
+                time.perf_counter() - t0,
+            )
 
     get = codes.__getitem__
     for text in docs:
@@ -328,8 +423,10 @@ def build_cooccurrence(
         "tokens_after_preprocessing": n_tokens,
         "window": window,
         "preprocessing": preprocessor.options.to_dict(),
-        "stopwords_removed_before_windowing": True,
+        "stopwords_removed_before_windowing": not stopwords_occupy_positions,
     }
+    if padded:  # recorded only when on: the PMI tables' bytes stay as they were
+        meta["padded_windows"] = True
     log.info(
         "PMI counts: %d documents, %d tokens, %d windows, %d pairs in %.1f s",
         n_docs,
@@ -352,6 +449,122 @@ def build_cooccurrence(
     return table
 
 
+def _table_from_counts(
+    vocab: list[str],
+    window: int,
+    n_windows: int,
+    unigram: np.ndarray,
+    keys: np.ndarray,
+    counts: np.ndarray,
+    meta: dict[str, Any],
+) -> CooccurrenceTable:
+    v = max(len(vocab), 1)
+    return CooccurrenceTable(
+        vocabulary=vocab,
+        window=window,
+        n_windows=n_windows,
+        unigram=unigram,
+        pair_i=keys // v,
+        pair_j=keys % v,
+        pair_count=counts,
+        meta=meta,
+    )
+
+
+def build_cooccurrence_from_ids(
+    documents: Iterable[Sequence[int] | np.ndarray],
+    vocabulary: Sequence[str],
+    window: int,
+    padded: bool = False,
+    chunk_tokens: int = 2_000_000,
+) -> CooccurrenceTable:
+    """Window counts of documents given as word-id sequences (ids index ``vocabulary``; ``-1``
+    is a position holding a word outside it).  Same windows and conventions as
+    :func:`build_cooccurrence`; for an internal reference corpus (held-out documents in order)."""
+    if window < 2:
+        raise ConfigError(f"window: must be >= 2 words, got {window}")
+    vocab = list(vocabulary)
+    if len(set(vocab)) != len(vocab):
+        raise DataError("co-occurrence vocabulary has duplicate words")
+    v = len(vocab)
+    unigram = np.zeros(v, dtype=np.int64)
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    n_windows = n_docs = n_tokens = 0
+    buf: list[np.ndarray] = []
+    lengths: list[int] = []
+
+    def flush() -> None:
+        nonlocal n_windows
+        if not lengths:
+            return
+        arr = np.concatenate(buf) if buf else np.zeros(0, dtype=np.int64)
+        lens = np.asarray(lengths, dtype=np.int64)
+        n_windows += n_windows_of(lens, window, padded)
+        uni, keys, counts = count_windows(window_matrix(arr, lens, window, padded), v)
+        unigram[:] += uni
+        parts.append((keys, counts))
+        if len(parts) > 8:
+            parts[:] = [_merge(parts)]
+        buf.clear()
+        lengths.clear()
+
+    pending = 0
+    for doc in documents:
+        ids = np.asarray(doc, dtype=np.int64).ravel()
+        if ids.size and (ids.min() < -1 or ids.max() >= v):
+            raise DataError(
+                f"document {n_docs}: word ids must lie in [-1, {v}); got {ids.min()}..{ids.max()}"
+            )
+        n_docs += 1
+        n_tokens += int(ids.size)
+        buf.append(ids)
+        lengths.append(int(ids.size))
+        pending += int(ids.size)
+        if pending >= chunk_tokens:
+            flush()
+            pending = 0
+    flush()
+    keys, counts = _merge(parts)
+    meta: dict[str, Any] = {
+        "reference": "<token ids>",
+        "documents": n_docs,
+        "tokens": n_tokens,
+        "window": window,
+    }
+    if padded:
+        meta["padded_windows"] = True
+    return _table_from_counts(vocab, window, n_windows, unigram, keys, counts, meta)
+
+
+def document_cooccurrence(counts: Any, vocabulary: Sequence[str]) -> CooccurrenceTable:
+    """Boolean *document* co-occurrence of a bag-of-words corpus (D x V counts, dense or
+    scipy sparse): every non-empty document is one window (Lau's ``window_size = 0``), so
+    ``N`` = non-empty documents, ``n_i`` = documents holding word i, ``n_ij`` = holding both.
+    The only internal reference a corpus without word order allows.  ``window`` is 0."""
+    import scipy.sparse as sp
+
+    x = sp.csr_matrix(counts)
+    vocab = list(vocabulary)
+    if x.shape[1] != len(vocab):
+        raise DataError(f"counts have {x.shape[1]} columns but the vocabulary has {len(vocab)} words")
+    if x.nnz and x.data.min() < 0:
+        raise DataError("counts must be non-negative")
+    x.eliminate_zeros()
+    b = (x > 0).astype(np.int64).tocsr()
+    nonempty = int((b.getnnz(axis=1) > 0).sum())
+    unigram = np.asarray(b.sum(axis=0)).ravel().astype(np.int64)
+    co = sp.triu(b.T @ b, k=1).tocoo()
+    v = max(len(vocab), 1)
+    keys = co.row.astype(np.int64) * v + co.col.astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    meta: dict[str, Any] = {
+        "reference": "<document co-occurrence>",
+        "documents": int(x.shape[0]),
+        "window": 0,
+    }
+    return _table_from_counts(vocab, 0, nonempty, unigram, keys[order], co.data.astype(np.int64)[order], meta)
+
+
 # ---------------------------------------------------------------------------- topics
 @dataclass(frozen=True)
 class TopicPMI:
@@ -367,6 +580,20 @@ def topic_pmi_details(table: CooccurrenceTable, words: Sequence[str], eps: float
     values = [table.pmi(a, b, eps) for a, b in itertools.combinations(words, 2)]
     used = [x for x in values if x is not None]
     return TopicPMI(float(np.mean(used)) if used else math.nan, len(used), len(values) - len(used))
+
+
+def topic_npmi_details(table: CooccurrenceTable, words: Sequence[str]) -> TopicPMI:
+    """Lau's topic coherence: the mean NPMI over all pairs of the topic's words, a pair never
+    seen together scoring 0.  ``pairs_used`` = pairs seen together, ``pairs_skipped`` = pairs
+    scored 0 by that rule (they are *in* the mean)."""
+    if len(set(words)) != len(words):
+        raise ValueError(f"topic words must be distinct: {list(words)}")
+    pairs = list(itertools.combinations(words, 2))
+    if not pairs:
+        return TopicPMI(math.nan, 0, 0)
+    values = [table.npmi(a, b) for a, b in pairs]
+    seen = sum(1 for a, b in pairs if table.count(a, b) > 0)
+    return TopicPMI(float(np.mean(values)), seen, len(pairs) - seen)
 
 
 def topic_pmi(table: CooccurrenceTable, words: Sequence[str], eps: float | None = None) -> float:
@@ -403,11 +630,25 @@ class TopicScores:
         return [int(i) for i in np.argsort(-vals, kind="stable")[:n]]
 
 
+MEASURES = ("pmi", "npmi")
+
+
 def score_topics(
-    table: CooccurrenceTable, topics: Sequence[Sequence[str]], eps: float | None = None
+    table: CooccurrenceTable,
+    topics: Sequence[Sequence[str]],
+    eps: float | None = None,
+    measure: str = "pmi",
 ) -> TopicScores:
-    """Per-topic average pairwise PMI and their mean across topics."""
-    details = [topic_pmi_details(table, t, eps) for t in topics]
+    """Per-topic average pairwise PMI (or Lau's NPMI, ``measure="npmi"``) and their mean
+    across topics."""
+    if measure not in MEASURES:
+        raise ConfigError(f"measure: {measure!r} is not allowed; allowed values: {list(MEASURES)}")
+    if measure == "npmi":
+        if eps is not None:
+            raise ConfigError("eps: NPMI scores unseen pairs 0 (Lau et al. 2014); no smoothing eps applies")
+        details = [topic_npmi_details(table, t) for t in topics]
+    else:
+        details = [topic_pmi_details(table, t, eps) for t in topics]
     vals = [d.value for d in details]
     defined = [x for x in vals if not math.isnan(x)]
     return TopicScores(

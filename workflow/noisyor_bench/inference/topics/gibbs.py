@@ -11,15 +11,24 @@ so that the library's conventions are mapped once:
   line does not unless asked (``--optimize-interval 0``), so the default here is fixed
   hyperparameters (``optimize_interval=0``).
 * one worker and ``ParallelScheme.NONE``: with a fixed seed the chain is reproducible.
+* ``train_seconds`` is the wall time of ``model.train`` alone (tomotopy initialises the chain
+  there), minus the time spent in the trace callback; ``trace`` holds
+  ``(iteration, ll_per_word, train_seconds so far)`` every ``trace_interval`` iterations (the
+  same chain as without a trace: the callback draws no random numbers).
 """
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from noisyor_bench.inference.fitting import EpochRecord
 from noisyor_bench.infra.errors import ConfigError, DataError
 
 
@@ -32,12 +41,60 @@ class LdaGibbsFit:
     log_likelihood_per_word: float  # tomotopy's ll_per_word (joint log-likelihood per token)
     iterations: int
     seed: int
+    train_seconds: float = math.nan  # wall time of training only (workers threads)
+    trace: tuple[tuple[int, float, float], ...] = ()  # (iteration, ll_per_word, seconds)
+    workers: int = 1
+    burn_in: int = 0
 
 
-def _documents(counts: sp.csr_matrix | np.ndarray) -> list[list[str]]:
+TracePoint = tuple[int, float, float]
+
+
+def train_timed(
+    model: Any, iterations: int, workers: int, trace_interval: int = 0
+) -> tuple[float, list[TracePoint]]:
+    """Run ``model.train(iterations)``; return (training wall time, trace).
+
+    Shared by every tomotopy baseline so that training time is measured one way: the
+    callback's own time (computing ``ll_per_word``) is subtracted.
+    """
+    import tomotopy as tp
+
+    parallel = tp.ParallelScheme.NONE if workers == 1 else tp.ParallelScheme.DEFAULT
+    trace: list[TracePoint] = []
+    spent_in_callback = [0.0]
+    t0 = time.perf_counter()
+
+    def record(mdl: Any, current: int, total: int) -> None:
+        c0 = time.perf_counter()
+        trace.append((int(current), float(mdl.ll_per_word), c0 - t0 - spent_in_callback[0]))
+        spent_in_callback[0] += time.perf_counter() - c0
+
+    if trace_interval > 0:
+        model.train(
+            iterations, workers=workers, parallel=parallel, callback=record, callback_interval=trace_interval
+        )
+    else:
+        model.train(iterations, workers=workers, parallel=parallel)
+    seconds = time.perf_counter() - t0 - spent_in_callback[0]
+    return seconds, trace
+
+
+def trace_records(trace: Sequence[TracePoint]) -> list[EpochRecord]:
+    """A Gibbs trace as the project's training curve, for :func:`noisyor_bench.inference.convergence.assess`:
+    ``epoch`` = sweep, ``train_nelbo`` = -ll_per_word (the chain's negative joint log-likelihood
+    per token; lower is better, as for a NELBO), no validation value, ``seconds`` = training time."""
+    return [
+        EpochRecord(epoch=int(it), train_nelbo=-float(ll), val_nelbo=None, seconds=float(sec))
+        for it, ll, sec in trace
+    ]
+
+
+def word_documents(counts: sp.csr_matrix | np.ndarray) -> list[list[str]]:
+    """D x V integer counts -> tomotopy documents (word ``v`` is the string ``str(v)``)."""
     matrix = sp.csr_matrix(counts)
     if matrix.nnz and (matrix.data.min() < 0 or not np.all(np.equal(np.mod(matrix.data, 1), 0))):
-        raise DataError("fit_lda_gibbs: counts must be non-negative integers")
+        raise DataError("collapsed Gibbs: counts must be non-negative integers")
     docs = []
     for row in range(matrix.shape[0]):
         start, end = matrix.indptr[row], matrix.indptr[row + 1]
@@ -55,18 +112,25 @@ def fit_lda_gibbs(
     seed: int,
     optimize_interval: int = 0,
     workers: int = 1,
+    burn_in: int = 0,
+    trace_interval: int = 0,
 ) -> LdaGibbsFit:
-    """Run ``iterations`` sweeps of tomotopy's collapsed Gibbs LDA on ``counts`` (D x V)."""
+    """Run ``iterations`` sweeps of tomotopy's collapsed Gibbs LDA on ``counts`` (D x V).
+
+    ``burn_in``: sweeps before the first hyperparameter re-estimation (tomotopy's
+    ``burn_in``, Mallet's ``--optimize-burn-in``); only matters with ``optimize_interval > 0``.
+    """
     import tomotopy as tp  # imported here: a compiled library only the topic-model papers need
 
     if n_topics < 1 or iterations < 1:
         raise ConfigError(f"fit_lda_gibbs: n_topics={n_topics} and iterations={iterations} must be >= 1")
     if alpha <= 0 or eta <= 0:
         raise ConfigError(f"fit_lda_gibbs: alpha={alpha} and eta={eta} must be positive")
-    docs = _documents(counts)
+    docs = word_documents(counts)
     vocab_size = int(np.shape(counts)[1])
     model = tp.LDAModel(k=n_topics, alpha=alpha, eta=eta, seed=int(seed))
     model.optim_interval = int(optimize_interval)
+    model.burn_in = int(burn_in)
     kept = []
     for index, words in enumerate(docs):
         if words:  # tomotopy rejects empty documents; they get the prior's mean below
@@ -74,8 +138,7 @@ def fit_lda_gibbs(
             kept.append(index)
     if not kept:
         raise DataError("fit_lda_gibbs: every document is empty")
-    parallel = tp.ParallelScheme.NONE if workers == 1 else tp.ParallelScheme.DEFAULT
-    model.train(iterations, workers=workers, parallel=parallel)
+    seconds, trace = train_timed(model, iterations, workers, trace_interval)
 
     columns = np.array([int(w) for w in model.used_vocabs])
     topic_word = np.full((n_topics, vocab_size), eta, dtype=np.float64)
@@ -92,4 +155,8 @@ def fit_lda_gibbs(
         log_likelihood_per_word=float(model.ll_per_word),
         iterations=iterations,
         seed=int(seed),
+        train_seconds=seconds,
+        trace=tuple(trace),
+        workers=workers,
+        burn_in=int(burn_in),
     )

@@ -1,0 +1,56 @@
+"""aviPAM grid cells: which runs each grid asks for and the settings a run receives."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from conftest import REPO
+
+from noisyor_bench.experiments.avipam import cells
+from noisyor_bench.experiments.config import validate_config
+from noisyor_bench.infra.errors import ConfigError
+
+
+def _section(grid: str) -> dict:
+    cfg = yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8"))
+    cfg["grid"] = grid
+    return cells.section(validate_config(cfg))
+
+
+def test_quick_grid_runs_table1_sizes_on_both_corpora_and_a_reduced_collapse_study() -> None:
+    sec = _section("quick")
+    small = cells.table_cells(sec, "small")
+    assert {c.corpus for c in small} == {"20news", "nips"}
+    assert len({c.method for c in small if c.corpus == "20news"}) == 8
+    assert cells.table_cells(sec, "large") == []  # Table 2/4 sizes: paper grid only
+    settings = cells.cell_settings(sec, small[0])
+    assert settings["sizes"] == {"sub": 50, "super": 2, "superduper": 2, "molda": [10, 50]}
+    assert settings["gibbs"]["iterations"] < 10000  # reduced, stated in the captions
+    collapse = cells.collapse_cells(sec)
+    assert collapse and all(c.n_train == 1000 for c in collapse)
+
+
+def test_paper_grid_has_the_papers_iteration_counts_and_sizes() -> None:
+    sec = _section("paper")
+    assert cells.seeds(sec) == [0, 1, 2, 3, 4]
+    large = cells.table_cells(sec, "large")
+    s = cells.cell_settings(sec, large[0])
+    assert s["sizes"] == {"sub": 100, "super": 50, "superduper": 10, "molda": [50, 100]}
+    assert s["gibbs"] == {"iterations": 3000, "burn_in": 2000, "trace_every": 100}
+    small = cells.cell_settings(sec, cells.table_cells(sec, "small")[0])
+    assert small["gibbs"]["iterations"] == 10000
+
+
+def test_collapse_settings_carry_variant_and_learning_rate() -> None:
+    sec = _section("paper")
+    cell = next(c for c in cells.collapse_cells(sec) if c.method.startswith("batchnorm-nogain"))
+    s = cells.cell_settings(sec, cell)
+    assert s["variant"] == "batchnorm-nogain" and s["avi"]["lr"] == s["lr"]
+    assert cells.parse_collapse_method("batchnorm-nogain-lr0.1") == ("batchnorm-nogain", 0.1)
+    with pytest.raises(ConfigError):
+        cells.parse_collapse_method("layernorm-lr0.1")
+
+
+def test_run_paths_follow_the_project_layout() -> None:
+    c = cells.RunCell("small", "20news", "avipam-pam4", 3, 0)
+    assert c.path == "avipam-small/20news/avipam-pam4/n0/seed3"

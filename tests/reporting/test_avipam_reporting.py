@@ -1,0 +1,219 @@
+"""aviPAM tables and claims on toy result tables: verdicts are decided by the table numbers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from noisyor_bench.reporting.avipam import claims as avc
+from noisyor_bench.reporting.avipam import tables as avt
+from noisyor_bench.reporting.claims import BUDGET_LIMITED, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+
+def _runs(
+    means: dict[tuple[str, str], float],
+    corpus: str = "20news",
+    experiment: str = "small",
+    spread: float = 0.002,
+    minutes: dict[str, float] | None = None,
+    converged: bool = True,
+) -> pd.DataFrame:
+    rows = []
+    for (method, comp), mean in means.items():
+        for seed, d in enumerate((-spread, 0.0, spread)):
+            rows.append(
+                {
+                    "experiment": f"avipam-{experiment}",
+                    "table_experiment": experiment,
+                    "corpus": corpus,
+                    "method": method,
+                    "component": comp,
+                    "n_topics": 50,
+                    "seed": seed,
+                    "npmi_external": mean + d,
+                    "npmi_internal": mean / 2 + d,
+                    "train_minutes": (minutes or {}).get(method, 1.0) * (1 + d),
+                    "train_seconds": 60.0,
+                    "threads": 1,
+                    "converged": converged,
+                    "gibbs_iterations": 10000 if method.endswith("gibbs") else None,
+                    "avi_max_epochs": None if method.endswith("gibbs") else 40,
+                    "epochs": 10,
+                    "run_dir": f"r/{method}/{seed}",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+PAPER_ORDER = {
+    ("lda-gibbs", "sub"): 0.17,
+    ("lda-online", "sub"): 0.11,
+    ("lda-batch", "sub"): 0.11,
+    ("pam4-gibbs", "sub"): 0.20,
+    ("avipam-pam4", "sub"): 0.24,
+    ("avipam-pam5", "sub"): 0.24,
+    ("avipam-ctm", "sub"): 0.14,
+    ("avipam-molda", "molda-10"): 0.29,
+    ("avipam-molda", "molda-50"): 0.21,
+}
+
+
+def _tables(runs: pd.DataFrame, name: str = "table1") -> dict[str, pd.DataFrame]:
+    t = avt.build_table(runs, name, avt.paper_numbers(), "test")
+    # round trip through CSV as the workflow does
+    return {f"avipam-{name}": pd.read_csv(pd.io.common.StringIO(t.to_csv(index=False)), dtype={"seeds": str})}
+
+
+def test_table_has_paper_numbers_beside_ours_and_not_run_rows() -> None:
+    runs = _runs({("avipam-pam4", "sub"): 0.3})
+    table = avt.build_table(runs, "table1", avt.paper_numbers(), "quick")
+    row = table[table["method"] == "avipam-pam4"].iloc[0]
+    assert row["status"] == "measured" and row["paper_npmi"] == pytest.approx(0.24)
+    assert row["npmi_external_mean"] == pytest.approx(0.3)
+    gibbs = table[table["method"] == "pam4-gibbs"].iloc[0]
+    assert gibbs["status"].startswith("not run") and gibbs["paper_npmi"] == pytest.approx(0.20)
+    md = avt.markdown(table, "table1", avt.paper_numbers(), "quick")
+    assert "0.300 ± " in md and "not run in this grid" in md
+
+
+def test_reduced_gibbs_iterations_are_stated_in_the_caption() -> None:
+    runs = _runs({("pam4-gibbs", "sub"): 0.2})
+    runs["gibbs_iterations"] = 200
+    table = avt.build_table(runs, "table1", avt.paper_numbers(), "quick")
+    assert "REDUCED" in avt.caption(table, "table1", avt.paper_numbers(), "quick")
+    assert "SUBSTITUTE" in avt.caption(
+        avt.build_table(runs.assign(corpus="nips"), "table3", avt.paper_numbers(), "q"),
+        "table3",
+        avt.paper_numbers(),
+        "q",
+    )
+
+
+@pytest.mark.parametrize(
+    ("shift", "expected"),
+    [
+        (0.0, REPRODUCED),  # the paper's ordering, clearly separated
+        (None, NOT_REPRODUCED),  # LDA DMFVI above LDA Gibbs
+    ],
+)
+def test_table1_order_verdict(shift: float | None, expected: str) -> None:
+    means = dict(PAPER_ORDER)
+    if shift is None:
+        means[("lda-online", "sub")] = 0.30
+    claim = avc.table1_order(_tables(_runs(means)))
+    assert claim.verdict == expected
+
+
+def test_overlapping_values_are_inconclusive() -> None:
+    means = dict(PAPER_ORDER)
+    means[("pam4-gibbs", "sub")] = 0.24  # equal to aviPAM 4-PAM
+    claim = avc.table1_order(_tables(_runs(means, spread=0.01)))
+    assert claim.verdict == INCONCLUSIVE
+
+
+def test_unconverged_runs_make_a_claim_budget_limited() -> None:
+    claim = avc.ctm_below_pam(_tables(_runs(PAPER_ORDER, converged=False)))
+    assert claim.verdict == BUDGET_LIMITED and claim.statistical_verdict == REPRODUCED
+
+
+def test_ctm_and_molda_claims() -> None:
+    t = _tables(_runs(PAPER_ORDER))
+    assert avc.ctm_below_pam(t).verdict == REPRODUCED
+    assert avc.molda_components(t).verdict == REPRODUCED
+    flipped = dict(PAPER_ORDER)
+    flipped[("avipam-molda", "molda-10")] = 0.1
+    assert avc.molda_components(_tables(_runs(flipped))).verdict == NOT_REPRODUCED
+
+
+@pytest.mark.parametrize(("gibbs_minutes", "expected"), [(100.0, REPRODUCED), (3.0, NOT_REPRODUCED)])
+def test_speedup_ratio_verdict(gibbs_minutes: float, expected: str) -> None:
+    runs = _runs(
+        {("pam4-gibbs", "sub"): 0.2, ("avipam-pam4", "sub"): 0.24},
+        minutes={"pam4-gibbs": gibbs_minutes, "avipam-pam4": 1.0},
+    )
+    claim = avc.speedup(_tables(runs), hardware="test cpu")
+    assert claim.verdict == expected and "test cpu" in claim.numbers
+
+
+def test_speedup_scales_reduced_gibbs_to_the_paper_iterations() -> None:
+    runs = _runs(
+        {("pam4-gibbs", "sub"): 0.2, ("avipam-pam4", "sub"): 0.24},
+        minutes={"pam4-gibbs": 0.5, "avipam-pam4": 1.0},
+    )
+    runs.loc[runs["method"] == "pam4-gibbs", "gibbs_iterations"] = 200  # x50 -> 25 min at 10,000
+    assert avc.speedup(_tables(runs)).verdict == REPRODUCED
+
+
+def test_missing_tables_give_no_data() -> None:
+    for check in avc.CHECKS:
+        claim = check({}) if check is not avc.speedup else check({}, "")
+        assert claim.verdict == INCONCLUSIVE and claim.numbers.startswith("no data")
+
+
+def _collapse(values: dict[tuple[str, str, float], list[float]]) -> dict[str, pd.DataFrame]:
+    rows = []
+    for (corpus, variant, lr), vals in values.items():
+        rows.append(
+            {
+                "artifact": "avipam-collapse",
+                "corpus": corpus,
+                "variant": variant,
+                "lr": lr,
+                "n_runs": len(vals),
+                "n_converged": len(vals),
+                "collapsed_share_values": ";".join(f"{i}:{v!r}" for i, v in enumerate(vals)),
+                "npmi_external_values": ";".join(f"{i}:{0.2 - v / 10!r}" for i, v in enumerate(vals)),
+            }
+        )
+    return {"avipam-collapse": pd.DataFrame(rows)}
+
+
+def test_batchnorm_collapse_claims() -> None:
+    t = _collapse(
+        {
+            ("mnist", "none", 0.1): [0.9, 0.92, 0.91],
+            ("mnist", "batchnorm", 0.1): [0.1, 0.12, 0.11],
+            ("mnist", "norm", 0.1): [0.1, 0.11, 0.12],
+            ("mnist", "none", 0.002): [0.2, 0.21, 0.22],
+        }
+    )
+    assert avc.batchnorm_prevents_collapse(t).verdict == REPRODUCED
+    assert avc.norm_equivalent(t).verdict == REPRODUCED
+    t2 = _collapse(
+        {("mnist", "none", 0.1): [0.1, 0.11, 0.12], ("mnist", "batchnorm", 0.1): [0.9, 0.92, 0.91]}
+    )
+    assert avc.batchnorm_prevents_collapse(t2).verdict == NOT_REPRODUCED
+
+
+def test_run_npmi_uses_lau_rule_against_a_hand_table() -> None:
+    from noisyor_bench.evaluation.coherence import document_reference
+
+    counts = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1]])
+    table = document_reference(counts, ["a", "b", "c"])
+    # topic (a, b): n_a = 3, n_b = 2, n_ab = 2, N = 4 -> log(2*4/6) / -log(2/4)
+    mean, per_topic = avt.run_npmi(np.array([[0, 1]]), table)
+    assert mean == pytest.approx(math.log(8 / 6) / -math.log(0.5))
+
+
+def test_molda_claim_reads_measured_components_only() -> None:
+    means = {("avipam-molda", "molda-3"): 0.3, ("avipam-molda", "molda-6"): 0.1}
+    claim = avc.molda_components(_tables(_runs(means)))
+    assert "molda-3 - molda-6" in claim.numbers and claim.verdict == REPRODUCED
+
+
+@pytest.mark.parametrize(
+    ("lls", "expected"),
+    [
+        ([-9.0, -8.0, -7.4, -7.4, -7.4, -7.4, -7.4, -7.4], True),  # the last 5 points improve on nothing
+        ([-9.0, -8.5, -8.0, -7.5, -7.0, -6.5, -6.0, -5.5], False),  # still improving
+    ],
+)
+def test_gibbs_trace_convergence_rule(lls: list[float], expected: bool) -> None:
+    from noisyor_bench.experiments.avipam.methods import trace_convergence
+
+    trace = [(10 * (i + 1), ll, float(i)) for i, ll in enumerate(lls)]
+    conv = trace_convergence(trace, 80)
+    assert conv["converged"] is expected and conv["epochs"] == 80

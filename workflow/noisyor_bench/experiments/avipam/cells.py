@@ -1,0 +1,165 @@
+"""The aviPAM grid: which runs ``grids.<grid>.avipam`` asks for (no torch, no tomotopy).
+
+Experiments (run directories ``results/runs/avipam-<experiment>/<corpus>/<method>/n<N>/seed<s>``,
+the project's layout; ``N`` = ``max_train_docs`` of the grid, 0 = all training documents):
+
+* ``small``: the Table 1 / Table 3 sizes (50 sub-topics, 2 super-topics, 2 super-duper topics,
+  MoLDA components of 10 and 50 topics);
+* ``large``: the Table 2 / Table 4 sizes (100 sub-topics, 50 super-topics, 10 super-duper
+  topics, MoLDA 50 + 100);
+* ``collapse``: the normalisation study (method ``avipam-lda`` with a normalisation variant and
+  a learning rate per run, method directory ``<variant>-lr<lr>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from noisyor_bench.infra.errors import ConfigError
+
+CORPORA = ("20news", "nips", "mnist")
+CORPUS_LABELS = {
+    "20news": "20 Newsgroups",
+    "nips": "NIPS substitute (NeurIPS abstracts)",
+    "mnist": "MNIST digits (stand-in for Omniglot)",
+}
+TABLE_EXPERIMENTS = ("small", "large")
+TEXT_CORPORA = ("20news", "nips")  # NPMI is scored on these (MNIST pixels have no words)
+# method name -> (label, family): the rows of Tables 1-4, in the paper's column order
+METHODS: dict[str, tuple[str, str]] = {
+    "lda-gibbs": ("LDA Gibbs", "baseline"),
+    "lda-online": ("LDA DMFVI (online)", "baseline"),
+    "lda-batch": ("LDA DMFVI (batch)", "baseline"),
+    "pam4-gibbs": ("4-PAM Gibbs", "baseline"),
+    "avipam-pam4": ("aviPAM 4-PAM", "avipam"),
+    "avipam-pam5": ("aviPAM 5-PAM", "avipam"),
+    "avipam-ctm": ("aviPAM CTM", "avipam"),
+    "avipam-molda": ("aviPAM MoLDA", "avipam"),
+}
+COLLAPSE_METHOD = "avipam-lda"
+# encoder-output normalisation of the collapse study (inference.topics.avipam_norm.OUTPUT_NORMS)
+VARIANTS = ("batchnorm", "norm", "none", "batchnorm-nogain")
+# The paper's sizes (Section 5): Table 1/3 and Table 2/4.
+PAPER_SIZES = {
+    "small": {"sub": 50, "super": 2, "superduper": 2, "molda": [10, 50]},
+    "large": {"sub": 100, "super": 50, "superduper": 10, "molda": [50, 100]},
+}
+
+
+@dataclass(frozen=True)
+class RunCell:
+    experiment: str  # small | large | collapse
+    corpus: str
+    method: str  # METHODS key, or "<variant>-lr<lr>" in the collapse study
+    seed: int
+    n_train: int = 0  # max_train_docs, 0 = all training documents
+
+    @property
+    def run_experiment(self) -> str:
+        return f"avipam-{self.experiment}"
+
+    @property
+    def path(self) -> str:
+        return f"{self.run_experiment}/{self.corpus}/{self.method}/n{self.n_train}/seed{self.seed}"
+
+
+def section(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``grids.<grid>.avipam`` of the active grid ({} when the grid has none)."""
+    grid = config.get("grids", {}).get(config.get("grid", "quick"), {})
+    return dict(grid.get("avipam") or {})
+
+
+def seeds(sec: Mapping[str, Any]) -> list[int]:
+    return [int(s) for s in sec.get("seeds", [0])]
+
+
+def n_limit(sec: Mapping[str, Any]) -> int:
+    """The run directories' N: ``max_train_docs`` (0 = all training documents)."""
+    return int(sec.get("max_train_docs") or 0)
+
+
+def lr_name(lr: float) -> str:
+    """A learning rate as a path-safe name: 0.002 -> '0.002', 1e-05 -> '1e-05'."""
+    return f"{float(lr):g}"
+
+
+def collapse_method(variant: str, lr: float) -> str:
+    if variant not in VARIANTS:
+        raise ConfigError(f"avipam collapse: variant {variant!r} not in {list(VARIANTS)}")
+    return f"{variant}-lr{lr_name(lr)}"
+
+
+def parse_collapse_method(method: str) -> tuple[str, float]:
+    variant, _, lr = method.rpartition("-lr")
+    if variant not in VARIANTS or not lr:
+        raise ConfigError(f"avipam collapse: {method!r} is not '<variant>-lr<learning rate>'")
+    return variant, float(lr)
+
+
+def table_cells(sec: Mapping[str, Any], experiment: str) -> list[RunCell]:
+    exp = (sec.get("tables") or {}).get(experiment)
+    if not exp:
+        return []
+    cells = []
+    for corpus in exp["corpora"]:
+        for method in exp["methods"].get(corpus, []):
+            if method not in METHODS:
+                raise ConfigError(f"grids.*.avipam.tables.{experiment}: unknown method {method!r}")
+            cells += [RunCell(experiment, corpus, method, s, n_limit(sec)) for s in seeds(sec)]
+    return cells
+
+
+def collapse_cells(sec: Mapping[str, Any]) -> list[RunCell]:
+    study = sec.get("collapse")
+    if not study:
+        return []
+    study_seeds = [int(s) for s in study.get("seeds", seeds(sec))]
+    limit = int(study.get("max_train_docs") or n_limit(sec))
+    return [
+        RunCell("collapse", corpus, collapse_method(v, lr), s, limit)
+        for corpus in study["corpora"]
+        for v in study["variants"]
+        for lr in study["learning_rates"]
+        for s in study_seeds
+    ]
+
+
+def all_cells(sec: Mapping[str, Any]) -> list[RunCell]:
+    return [c for e in TABLE_EXPERIMENTS for c in table_cells(sec, e)] + collapse_cells(sec)
+
+
+def corpora_used(sec: Mapping[str, Any]) -> list[str]:
+    return sorted({c.corpus for c in all_cells(sec)})
+
+
+def cell_settings(sec: Mapping[str, Any], cell: RunCell) -> dict[str, Any]:
+    """Everything a run needs besides its data: sizes, method settings, budget (JSON-able)."""
+    if cell.experiment == "collapse":
+        study = dict(sec["collapse"])
+        variant, lr = parse_collapse_method(cell.method)
+        return {
+            "method": COLLAPSE_METHOD,
+            "sizes": {"sub": int(study["topics"])},
+            "variant": variant,
+            "lr": lr,
+            "topic_bn": bool(study.get("topic_bn", True)),
+            "avi": {**(sec.get("avi") or {}), **(study.get("avi") or {}), "lr": lr},
+            "corpus": dict((sec.get("corpus_settings") or {}).get(cell.corpus) or {}),
+            "max_train_docs": cell.n_train or None,
+            "collapse_threshold": study.get("collapse_threshold"),
+            "threads": int(sec.get("threads", 1)),
+        }
+    exp = sec["tables"][cell.experiment]
+    sizes = {**PAPER_SIZES[cell.experiment], **(exp.get("sizes") or {})}
+    return {
+        "method": cell.method,
+        "sizes": sizes,
+        "gibbs": dict(exp.get("gibbs") or {}),
+        "mean_field": dict(sec.get("mean_field") or {}),
+        "avi": dict(sec.get("avi") or {}),
+        "corpus": dict((sec.get("corpus_settings") or {}).get(cell.corpus) or {}),
+        "max_train_docs": sec.get("max_train_docs"),
+        "threads": int(sec.get("threads", 1)),
+    }

@@ -1,0 +1,305 @@
+"""One adapter per aviPAM method: (training counts, settings, seed) -> :class:`TopicFit`.
+
+The inference lives below (``inference/topics``: tomotopy collapsed Gibbs LDA and 4-PAM,
+scikit-learn mean-field LDA, the aviPAM trainer); the adapters only map a grid cell's settings to
+those calls and measure the training wall time the same way for every method
+(``time.perf_counter`` around the fit call alone: no data loading, no evaluation).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from noisyor_bench.infra.errors import ConfigError
+
+
+@dataclass
+class TopicFit:
+    """What a run keeps of a fit: topic-word matrices per component and the training record."""
+
+    topics: dict[str, np.ndarray]  # component -> (K, V) rows sum to 1 ("sub"; MoLDA: "molda-10", ...)
+    train_seconds: float
+    curve: list[dict[str, float]] = field(default_factory=list)  # one row per evaluation
+    convergence: dict[str, Any] | None = None  # inference.convergence.Convergence.as_dict()
+    extra_metrics: dict[str, Any] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # saved in topics.npz (e.g. kl_per_dim)
+
+
+Adapter = Callable[[sp.csr_matrix, Mapping[str, Any], int], TopicFit]
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def _convergence_dict(conv: Any) -> dict[str, Any] | None:
+    if conv is None:
+        return None
+    return conv.as_dict() if hasattr(conv, "as_dict") else dict(conv)
+
+
+def trace_convergence(trace: Sequence[tuple[int, float, float]], iterations: int) -> dict[str, Any] | None:
+    """The project's convergence rule on a sampler's trace: the monitored value is minus the
+    log-likelihood per word every ``trace_every`` iterations; a chain converged when the best of
+    its last 5 trace points improves on the best before them by less than 0.1% (relative)."""
+    from noisyor_bench.inference.convergence import assess
+    from noisyor_bench.inference.fitting import FitBudget
+    from noisyor_bench.inference.topics.gibbs import trace_records
+
+    if not trace:
+        return None
+    records = trace_records(trace)
+    best = int(records[min(range(len(records)), key=lambda i: records[i].train_nelbo)].epoch)
+    return assess(records, "max_epochs", best, FitBudget(max_epochs=int(iterations))).as_dict()
+
+
+def _trace_curve(trace: Sequence[tuple[int, float, float]]) -> list[dict[str, float]]:
+    return [
+        {"iteration": int(it), "log_likelihood_per_word": float(ll), "seconds": float(sec)}
+        for it, ll, sec in trace
+    ]
+
+
+def _trace_every(g: Mapping[str, Any]) -> int:
+    return int(g.get("trace_every") or max(1, int(g["iterations"]) // 20))
+
+
+def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
+    """tomotopy collapsed Gibbs LDA (the paper: Mallet), K = the sub-topic count; Mallet's
+    defaults (alpha = 50 / K, beta = 0.01, no hyperparameter optimisation)."""
+    from noisyor_bench.inference.topics import gibbs
+
+    g = settings["gibbs"]
+    k = int(settings["sizes"]["sub"])
+    fit, seconds = _timed(
+        lambda: gibbs.fit_lda_gibbs(
+            counts,
+            n_topics=k,
+            alpha=float(g.get("lda_alpha", 50.0 / k)),
+            eta=float(g.get("eta", 0.01)),
+            iterations=int(g["iterations"]),
+            seed=seed,
+            burn_in=int(g.get("burn_in", 0)),
+            trace_interval=_trace_every(g),
+        )
+    )
+    return TopicFit(
+        topics={"sub": fit.topic_word},
+        train_seconds=seconds,
+        curve=_trace_curve(fit.trace),
+        convergence=trace_convergence(fit.trace, int(g["iterations"])),
+        extra_metrics={
+            "sampler_seconds": fit.train_seconds,
+            "log_likelihood_per_word": fit.log_likelihood_per_word,
+        },
+    )
+
+
+def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
+    """tomotopy PAModel (the paper: Mallet PAM4L) with Mallet's defaults (inference.topics.pam_gibbs)."""
+    from noisyor_bench.inference.topics import pam_gibbs
+
+    g = settings["gibbs"]
+    sizes = settings["sizes"]
+    fit, seconds = _timed(
+        lambda: pam_gibbs.fit_pam_gibbs(
+            counts,
+            n_super=int(sizes["super"]),
+            n_sub=int(sizes["sub"]),
+            iterations=int(g["iterations"]),
+            seed=seed,
+            burn_in=int(g.get("burn_in", 0)),
+            trace_interval=_trace_every(g),
+        )
+    )
+    return TopicFit(
+        topics={"sub": fit.sub_topic_word},
+        train_seconds=seconds,
+        curve=_trace_curve(fit.trace),
+        convergence=trace_convergence(fit.trace, int(g["iterations"])),
+        extra_metrics={
+            "sampler_seconds": fit.train_seconds,
+            "log_likelihood_per_word": fit.log_likelihood_per_word,
+        },
+    )
+
+
+def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
+    """scikit-learn mean-field LDA, online or batch (the method name says which).
+
+    Convergence: scikit-learn's own criterion (training perplexity change below ``perp_tol``,
+    checked every ``evaluate_every`` passes) stopping before ``max_iter`` = converged; reaching
+    ``max_iter`` = not converged."""
+    from noisyor_bench.inference.topics import lda_meanfield
+
+    mf = dict(settings.get("mean_field") or {})
+    method = "online" if settings["method"] == "lda-online" else "batch"
+    max_iter = int(mf.get("max_iter", 10))
+    fit, seconds = _timed(
+        lambda: lda_meanfield.fit_lda_meanfield(
+            counts,
+            n_topics=int(settings["sizes"]["sub"]),
+            learning_method=method,
+            seed=seed,
+            max_iter=max_iter,
+            evaluate_every=int(mf.get("evaluate_every", 2)),
+            perp_tol=float(mf.get("perp_tol", 0.1)),
+            compute_perplexity=False,
+        )
+    )
+    checked = int(mf.get("evaluate_every", 2)) > 0
+    converged = bool(fit.stopped_by_criterion)
+    convergence = {
+        "converged": converged,
+        "rule": "method-criterion"
+        if converged
+        else ("still-improving" if checked else "epoch-limit-unchecked"),
+        "stop_reason": "converged" if converged else "max_epochs",
+        "epochs": int(fit.n_iter),
+        "max_epochs": max_iter,
+    }
+    return TopicFit(
+        topics={"sub": fit.topic_word},
+        train_seconds=seconds,
+        curve=[{"passes": int(fit.n_iter), "em_steps": int(fit.n_batch_iter)}],
+        convergence=convergence,
+        extra_metrics={"sklearn_seconds": fit.train_seconds, "learning_method": method},
+    )
+
+
+# aviPAM structures of the table methods: (kind of models.topics.pam.make_structure, sizes)
+AVIPAM_STRUCTURES: dict[str, Callable[[Mapping[str, Any]], tuple[str, list[int]]]] = {
+    "avipam-pam4": lambda z: ("pam4", [int(z["super"]), int(z["sub"])]),
+    "avipam-pam5": lambda z: ("pam5", [int(z["superduper"]), int(z["super"]), int(z["sub"])]),
+    "avipam-ctm": lambda z: ("ctm", [int(z["sub"])]),
+    "avipam-molda": lambda z: ("molda", [int(k) for k in z["molda"]]),
+    "avipam-lda": lambda z: ("lda", [int(z["sub"])]),
+}
+
+
+def avipam_config(settings: Mapping[str, Any]) -> Any:
+    """The trainer's config: the grid's ``avi`` section, the corpus's overrides, and (collapse
+    study) the run's normalisation variant, topic batch-norm and learning rate."""
+    from noisyor_bench.inference.topics.avipam import config_from_mapping
+
+    values = {**dict(settings.get("avi") or {}), **dict(settings.get("corpus") or {})}
+    if "variant" in settings:
+        values.update(output_norm=settings["variant"], topic_bn=bool(settings.get("topic_bn", True)))
+        values["lr"] = float(settings["lr"])
+    return config_from_mapping(values, where="grids.*.avipam.avi")
+
+
+def _warm_torch_optim() -> None:
+    """Import torch's optimiser machinery before the clock starts: the first ``torch.optim.Adam``
+    of a process imports ``torch._dynamo`` (seconds), a one-time library import that no other
+    method's training time contains (tomotopy and scikit-learn are imported before timing too)."""
+    import torch
+
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+
+
+def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
+    """aviPAM (models.topics.pam structure + inference.topics.avipam trainer).
+
+    No validation split: the corpora have only train and test, and the test documents are the
+    internal NPMI reference, so the trainer monitors the training NELBO (early stopping and the
+    convergence rule on it)."""
+    import dataclasses
+
+    from noisyor_bench.inference.topics import avipam
+    from noisyor_bench.inference.training import NonFiniteLossError
+    from noisyor_bench.models.topics.pam import make_structure
+
+    method = str(settings["method"])
+    kind, sizes = AVIPAM_STRUCTURES[method](settings["sizes"])
+    structure = make_structure(kind, sizes)
+    config = avipam_config(settings)
+    _warm_torch_optim()
+    start = time.perf_counter()
+    try:
+        result = avipam.fit_avipam(counts, None, structure, config, seed=seed)
+    except NonFiniteLossError as err:
+        if method != "avipam-lda":
+            raise
+        return diverged_fit(structure, counts.shape[1], time.perf_counter() - start, str(err))
+    seconds = time.perf_counter() - start
+    if kind == "molda":
+        topics = {f"molda-{k}": m for k, m in zip(sizes, result.component_topic_words(), strict=True)}
+    else:
+        topics = {"sub": result.topic_word()}
+    curve = [
+        {"epoch": r.epoch, "train_nelbo": r.train_nelbo, "seconds": r.seconds, **r.extra}
+        for r in result.history
+    ]
+    extra: dict[str, Any] = {"structure": structure.describe(), "avi_config": dataclasses.asdict(config)}
+    arrays: dict[str, np.ndarray] = {}
+    if method == "avipam-lda":  # the collapse study: KL per latent dimension on the training documents
+        x = avipam.as_count_tensor(counts, avipam.DTYPES[config.dtype], "cpu")
+        kl = avipam.kl_per_dimension(result.net, x, seed=seed)[-1]
+        threshold = float(settings.get("collapse_threshold") or avipam.COLLAPSE_THRESHOLD)
+        arrays["kl_per_dim"] = kl
+        extra.update(
+            diverged=False,
+            kl_total=float(kl.sum()),
+            n_collapsed=avipam.collapsed_dimensions(kl, threshold),
+            collapse_threshold=threshold,
+            latent_dims=int(kl.size),
+            final_train_nelbo=float(result.history[-1].train_nelbo) if result.history else None,
+        )
+    return TopicFit(
+        topics=topics,
+        train_seconds=seconds,
+        curve=curve,
+        convergence=_convergence_dict(result.convergence),
+        extra_metrics=extra,
+        arrays=arrays,
+    )
+
+
+def diverged_fit(structure: Any, vocab_size: int, seconds: float, message: str) -> TopicFit:
+    """The collapse study's record of a run whose loss became non-finite (a finding there, e.g.
+    no normalisation at a high learning rate): no topic is usable, so every latent dimension
+    counts as collapsed (``n_collapsed = latent_dims``), the topics are uniform placeholders
+    and its NPMI is left empty; ``diverged: true`` says so."""
+    dims = int(structure.latent_dims[-1])
+    return TopicFit(
+        topics={"sub": np.full((structure.n_topics, vocab_size), 1.0 / vocab_size)},
+        train_seconds=seconds,
+        convergence={"converged": False, "rule": "diverged", "stop_reason": "diverged", "epochs": 0},
+        extra_metrics={
+            "diverged": True,
+            "divergence": message,
+            "kl_total": float("nan"),
+            "n_collapsed": dims,
+            "latent_dims": dims,
+            "structure": structure.describe(),
+        },
+        arrays={"kl_per_dim": np.full(dims, np.nan)},
+    )
+
+
+ADAPTERS: dict[str, Adapter] = {
+    "lda-gibbs": fit_lda_gibbs_cell,
+    "pam4-gibbs": fit_pam_gibbs_cell,
+    "lda-online": fit_lda_meanfield_cell,
+    "lda-batch": fit_lda_meanfield_cell,
+    **{name: fit_avipam_cell for name in AVIPAM_STRUCTURES},
+}
+
+
+def fit(method: str, counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
+    try:
+        adapter = ADAPTERS[method]
+    except KeyError:
+        raise ConfigError(
+            f"avipam: no fit adapter for method {method!r}; known: {sorted(ADAPTERS)}"
+        ) from None
+    return adapter(counts, settings, seed)

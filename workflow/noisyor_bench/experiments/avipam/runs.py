@@ -1,0 +1,149 @@
+"""One aviPAM run: corpus -> fit -> run directory (``results/runs/avipam-<experiment>/...``).
+
+The directory holds
+
+* ``metrics.json``: the cell in the project's run keys (``experiment`` = ``avipam-<small|large|
+  collapse>``, ``dataset`` = the corpus, ``method``, ``n_train`` = the training-document limit, 0 =
+  all, ``seed``), the settings, ``train_seconds``
+  and ``train_minutes`` (wall time of the fit call alone, :mod:`.methods`), ``threads``,
+  ``converged`` and ``convergence`` (:mod:`noisyor_bench.inference.convergence`; ``null`` where a
+  fit has no training curve to judge), method-specific metrics (e.g. the collapse study's KL per
+  latent dimension) and ``provenance``;
+* ``topics.npz``: ``topics_<component>`` (K x V float64, rows sum to 1) and ``top_<component>``
+  (K x top_n int64 word ids, most probable first) for each component (``sub``; MoLDA
+  ``molda-<K>``), plus the method's extra arrays;
+* ``curve.csv``: the training curve the fit reported (may be a single row for a sampler).
+
+NPMI is not computed here: the tables score every run's ``top_*`` words against the reference
+co-occurrence counts (:mod:`noisyor_bench.reporting.avipam.tables`), so adding a reference never
+retrains. Written in ``<out>.partial`` and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from noisyor_bench.data.corpora.bow import load_corpus
+from noisyor_bench.experiments.avipam.methods import TopicFit, fit
+from noisyor_bench.experiments.rundir import partial_dir
+from noisyor_bench.infra import provenance
+from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.infra.hashing import sha256_file
+from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic, write_text_atomic
+
+log = logging.getLogger(__name__)
+TOP_N = 10
+TOPICS_FILE = "topics.npz"
+
+
+def top_words(topic_word: np.ndarray, n: int = TOP_N) -> np.ndarray:
+    """(K, n) word ids of each topic, most probable first (ties: lower id first)."""
+    order = np.argsort(-np.asarray(topic_word, dtype=np.float64), axis=1, kind="stable")
+    return order[:, :n].astype(np.int64)
+
+
+def curve_csv(rows: list[dict[str, float]]) -> str:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _publish(work: Path, out_dir: Path) -> None:
+    old = out_dir.with_name(out_dir.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if out_dir.exists():
+        os.replace(out_dir, old)
+    os.replace(work, out_dir)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def execute(
+    corpus_path: str | Path,
+    cell: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    seed: int,
+    out_dir: str | Path,
+) -> Path:
+    """Fit ``settings['method']`` on the corpus's training documents; write the run directory."""
+    from noisyor_bench.infra.device import set_threads
+
+    clock = provenance.Stopwatch()
+    out = Path(out_dir)
+    threads = set_threads(int(settings.get("threads", 1)))
+    corpus = load_corpus(corpus_path)
+    counts = corpus.train
+    limit = settings.get("max_train_docs")
+    if limit:
+        counts = counts[: int(limit)]
+    if counts.shape[0] == 0:
+        raise ConfigError(f"avipam run {cell}: no training documents")
+    log.info(
+        "avipam %s: %s on %s, %d documents x %d words, seed %d",
+        cell.get("experiment"),
+        settings["method"],
+        cell.get("corpus"),
+        counts.shape[0],
+        counts.shape[1],
+        seed,
+    )
+    result: TopicFit = fit(str(settings["method"]), counts, settings, int(seed))
+    log.info("avipam %s: trained in %.1f s", cell.get("method"), result.train_seconds)
+
+    work = partial_dir(out)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    arrays: dict[str, np.ndarray] = {}
+    n_topics = {}
+    for name, matrix in result.topics.items():
+        arrays[f"topics_{name}"] = np.asarray(matrix, dtype=np.float64)
+        arrays[f"top_{name}"] = top_words(matrix)
+        n_topics[name] = int(np.shape(matrix)[0])
+    arrays.update({k: np.asarray(v) for k, v in result.arrays.items()})
+    write_npz_atomic(work / TOPICS_FILE, **arrays)
+    write_text_atomic(work / "curve.csv", curve_csv(result.curve) if result.curve else "")
+    conv = result.convergence
+    metrics = {
+        "experiment": f"avipam-{cell['experiment']}",
+        "dataset": cell["corpus"],
+        "method": cell["method"],
+        "n_train": int(limit or 0),
+        "seed": int(seed),
+        "mode": "learning",
+        "corpus": cell["corpus"],
+        "table_experiment": cell["experiment"],
+        "settings": dict(settings),
+        "components": list(result.topics),
+        "n_topics": n_topics,
+        "n_train_docs": int(counts.shape[0]),
+        "vocabulary": int(counts.shape[1]),
+        "train_seconds": round(float(result.train_seconds), 3),
+        "train_minutes": round(float(result.train_seconds) / 60.0, 5),
+        "threads": int(threads),
+        "converged": None if conv is None else conv.get("converged"),
+        "convergence": conv,
+        "epochs": None if conv is None else conv.get("epochs"),
+        **result.extra_metrics,
+    }
+    corpus_entry = provenance.file_entry(corpus_path, "dataset", out)
+    corpus_entry["sha256"] = sha256_file(corpus_path)
+    metrics["provenance"] = provenance.artifact_record(
+        "run", [corpus_entry], [], out, dict(settings), clock, "cpu", threads
+    )
+    write_json_atomic(work / "metrics.json", metrics)
+    _publish(work, out)
+    return out

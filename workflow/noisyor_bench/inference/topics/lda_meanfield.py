@@ -1,0 +1,123 @@
+"""Mean-field variational LDA through scikit-learn's ``LatentDirichletAllocation`` -- the
+aviPAM paper's "LDA DMFVI" baseline ("we used the scikit-learn implementation").
+
+The paper predates scikit-learn 0.20, whose default ``learning_method`` was ``"online"``
+(Hoffman et al.'s stochastic variational inference); 0.20 changed it to ``"batch"``.  Both are
+reported: ``learning_method`` has no default here, so every caller says which.  The other
+defaults are scikit-learn's (unchanged since 0.17): ``max_iter=10`` passes, priors ``1/K``,
+``batch_size=128``, ``learning_offset=10``, ``learning_decay=0.7``, ``total_samples=1e6``
+(online only), no perplexity-based early stop (``evaluate_every=-1``).
+
+``train_seconds`` is the wall time of ``fit`` alone, under one BLAS/OpenMP thread
+(``threadpoolctl``) and ``n_jobs=1``, like the one-worker Gibbs baselines.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from noisyor_bench.infra.errors import ConfigError, DataError
+
+LEARNING_METHODS = ("online", "batch")
+
+
+@dataclass(frozen=True)
+class LdaMeanFieldFit:
+    topic_word: np.ndarray  # (K, V) rows sum to 1: the mean of q(beta_k) = lambda_k / sum(lambda_k)
+    topic_word_lambda: np.ndarray  # (K, V) the variational Dirichlet parameters (components_)
+    doc_topic: np.ndarray  # (D, K) rows sum to 1: normalised gamma (transform)
+    learning_method: str
+    n_iter: int  # passes over the data
+    n_batch_iter: int  # EM steps (mini-batches for online)
+    perplexity: float  # training-data perplexity (sklearn's bound); nan if not computed
+    train_seconds: float  # wall time of fit, one thread
+    seed: int
+    doc_topic_prior: float
+    topic_word_prior: float
+    threads: int = 1
+    max_iter: int = 0
+    # True when scikit-learn stopped before max_iter by its own rule (evaluate_every > 0 and the
+    # perplexity changed by less than perp_tol): convergence.assess's "converged" stop reason
+    stopped_by_criterion: bool = False
+
+
+def fit_lda_meanfield(
+    counts: sp.csr_matrix | np.ndarray,
+    n_topics: int,
+    learning_method: str,
+    seed: int,
+    max_iter: int = 10,
+    doc_topic_prior: float | None = None,
+    topic_word_prior: float | None = None,
+    batch_size: int = 128,
+    learning_decay: float = 0.7,
+    learning_offset: float = 10.0,
+    total_samples: float = 1e6,
+    evaluate_every: int = -1,
+    perp_tol: float = 0.1,
+    mean_change_tol: float = 1e-3,
+    max_doc_update_iter: int = 100,
+    compute_perplexity: bool = True,
+) -> LdaMeanFieldFit:
+    """Fit scikit-learn's mean-field LDA on ``counts`` (D x V); ``random_state=seed``.
+
+    ``doc_topic_prior`` / ``topic_word_prior`` ``None`` -> scikit-learn's ``1 / n_topics``.
+    """
+    from sklearn.decomposition import LatentDirichletAllocation
+    from threadpoolctl import threadpool_limits
+
+    if learning_method not in LEARNING_METHODS:
+        raise ConfigError(
+            f"learning_method: {learning_method!r} is not allowed; allowed values: {list(LEARNING_METHODS)}"
+        )
+    if n_topics < 1 or max_iter < 1:
+        raise ConfigError(f"fit_lda_meanfield: n_topics={n_topics} and max_iter={max_iter} must be >= 1")
+    x = sp.csr_matrix(counts, dtype=np.float64)
+    if x.nnz and x.data.min() < 0:
+        raise DataError("fit_lda_meanfield: counts must be non-negative")
+    alpha = 1.0 / n_topics if doc_topic_prior is None else float(doc_topic_prior)
+    eta = 1.0 / n_topics if topic_word_prior is None else float(topic_word_prior)
+    model = LatentDirichletAllocation(
+        n_components=n_topics,
+        doc_topic_prior=alpha,
+        topic_word_prior=eta,
+        learning_method=learning_method,
+        learning_decay=learning_decay,
+        learning_offset=learning_offset,
+        max_iter=max_iter,
+        batch_size=batch_size,
+        evaluate_every=evaluate_every,
+        total_samples=total_samples,
+        perp_tol=perp_tol,
+        mean_change_tol=mean_change_tol,
+        max_doc_update_iter=max_doc_update_iter,
+        n_jobs=1,
+        random_state=int(seed),
+    )
+    with threadpool_limits(limits=1):
+        t0 = time.perf_counter()
+        model.fit(x)
+        seconds = time.perf_counter() - t0
+        doc_topic = model.transform(x)
+        perplexity = float(model.perplexity(x)) if compute_perplexity else math.nan
+    lam = np.asarray(model.components_, dtype=np.float64)
+    return LdaMeanFieldFit(
+        topic_word=lam / lam.sum(axis=1, keepdims=True),
+        topic_word_lambda=lam,
+        doc_topic=np.asarray(doc_topic, dtype=np.float64),
+        learning_method=learning_method,
+        n_iter=int(model.n_iter_),
+        n_batch_iter=int(model.n_batch_iter_),
+        perplexity=perplexity,
+        train_seconds=seconds,
+        seed=int(seed),
+        doc_topic_prior=alpha,
+        topic_word_prior=eta,
+        max_iter=int(max_iter),
+        stopped_by_criterion=int(model.n_iter_) < int(max_iter),
+    )
