@@ -25,6 +25,7 @@ from noisyor_bench.evaluation.ranking import pairwise_agreement
 from noisyor_bench.experiments.ape_noisyor.problems import problem_set
 from noisyor_bench.experiments.ape_noisyor.settings import EXPERIMENT, EncoderSpec, Settings
 from noisyor_bench.experiments.runs import convergence_keys, curve_csv, json_safe
+from noisyor_bench.inference.convergence import NOT_APPLICABLE
 from noisyor_bench.inference.crossmodel import ModelBank, fit_across_models, posterior_under
 from noisyor_bench.inference.fitting import EpochRecord
 from noisyor_bench.inference.registry import get_method
@@ -176,6 +177,8 @@ def run_baseline(
     metrics = {
         **_identity(family, method_name, settings, 0),
         "converged": None,
+        # per-datapoint inference on the test rows with the model given: no training budget to judge
+        "convergence": {"rule": NOT_APPLICABLE, "converged": None, "stop_reason": None},
         "posterior_fits": len(infos),
         "posterior_fits_converged": converged,
         "inference_seconds": seconds,
