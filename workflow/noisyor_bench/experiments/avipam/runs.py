@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from noisyor_bench.data.corpora.bow import load_corpus
+from noisyor_bench.evaluation.coherence import top_word_ids
 from noisyor_bench.experiments.avipam.methods import TopicFit, fit
 from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir
 from noisyor_bench.infra import provenance
@@ -42,12 +43,6 @@ from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic, write_te
 log = logging.getLogger(__name__)
 TOP_N = 10
 TOPICS_FILE = "topics.npz"
-
-
-def top_words(topic_word: np.ndarray, n: int = TOP_N) -> np.ndarray:
-    """(K, n) word ids of each topic, most probable first (ties: lower id first)."""
-    order = np.argsort(-np.asarray(topic_word, dtype=np.float64), axis=1, kind="stable")
-    return order[:, :n].astype(np.int64)
 
 
 def curve_csv(rows: list[dict[str, float]]) -> str:
@@ -96,7 +91,7 @@ def execute(
     n_topics = {}
     for name, matrix in result.topics.items():
         arrays[f"topics_{name}"] = np.asarray(matrix, dtype=np.float64)
-        arrays[f"top_{name}"] = top_words(matrix)
+        arrays[f"top_{name}"] = top_word_ids(matrix, TOP_N)
         n_topics[name] = int(np.shape(matrix)[0])
     arrays.update({k: np.asarray(v) for k, v in result.arrays.items()})
     write_npz_atomic(work / TOPICS_FILE, **arrays)
