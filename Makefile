@@ -57,7 +57,7 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 setup: $(VENV)/.installed
 
 reproduce: setup
-	@$(BIN)/noisyor-bench estimate-time --grid $(GRID) $(if $(CORES),--cores $(CORES)) || true
+	@$(BIN)/noisyor-bench estimate-time --grid $(GRID) $(if $(CORES),--cores $(CORES)) $(if $(strip $(PAPERS)),--papers $(subst $(comma), ,$(PAPERS))) || true
 	@start=$$(date +%s); \
 	$(SNAKEMAKE) --config grid=$(GRID) $(PAPERS_CONFIG); \
 	echo "reproduce ($(GRID) grid): total wall time $$(( $$(date +%s) - start )) s"

@@ -19,6 +19,7 @@ from noisyor_bench.evaluation.coherence import (
     document_reference,
     text_reference,
     token_id_reference,
+    top_word_ids,
     top_words,
     topic_coherence,
     wikipedia_reference,
@@ -166,6 +167,14 @@ def test_top_words_and_topic_coherence() -> None:
         top_words(beta.T, VOCAB)
     with pytest.raises(DataError, match="word ids"):
         token_id_reference([[0, 7]], VOCAB)
+
+
+def test_top_word_ids_order_by_probability_ties_to_the_lower_id() -> None:
+    beta = np.array([[0.1, 0.4, 0.1, 0.4], [0.7, 0.1, 0.1, 0.1]], dtype=np.float32)
+    ids = top_word_ids(beta, 3)
+    assert ids.dtype == np.int64 and ids.tolist() == [[1, 3, 0], [0, 1, 2]]
+    with pytest.raises(DataError, match="shape"):
+        top_word_ids(beta[0])
 
 
 def test_vocabulary_first_tokens() -> None:

@@ -206,6 +206,50 @@ def test_time_estimate_uses_the_measurement_or_scales_the_compute():
     assert {"quick", "paper"} <= set(real["grids"]) and real["machine"]
 
 
+def test_time_estimate_adds_the_papers_rows():
+    table = {
+        "machine": "m",
+        "grids": {
+            "quick": {
+                "core_seconds": 1200,  # ACP's row (the grid's own keys)
+                "longest_job_seconds": 100,
+                "cores": 1,
+                "how": "acp basis",
+                "papers": {
+                    "ape": {"wall_seconds": 300, "core_seconds": 600, "cores": 2, "how": "ape basis"},
+                    "avipam": {"wall_seconds": 240, "core_seconds": 480, "cores": 2, "how": "avipam basis"},
+                },
+            }
+        },
+    }
+    # 2 cores: ACP 1200/2 = 600 s, APE and aviPAM as measured (300 + 240): 1140 s = 19 min
+    both = summary.estimate_time(table, "quick", 2)
+    assert "about 19 min" in both and "per paper: ACP 10 min, APE 5 min, aviPAM 4 min" in both
+    assert "ape basis" in both and "avipam basis" in both
+    assert "about 5 min" in summary.estimate_time(table, "quick", 2, ["ape"])
+    # 1 core: the measured wall times scale by their core count (600 + 480 core-seconds = 18 min)
+    assert "about 18 min" in summary.estimate_time(table, "quick", 1, ["ape", "avipam"])
+    one = summary.estimate_time(
+        {"grids": {"quick": {"papers": {"ape": table["grids"]["quick"]["papers"]["ape"]}}}}, "quick", 2
+    )
+    assert "about 5 min" in one and "ACP not recorded (not included)" in one
+    assert "none recorded" in summary.estimate_time(table, "quick", 2, ["nope"])
+    real = summary.load_estimates(REPO / "config" / "runtime_estimates.yaml")
+    assert {"ape", "avipam"} <= set(real["grids"]["quick"]["papers"])
+
+
+def test_estimate_time_cli_takes_papers(capsys):
+    from noisyor_bench.cli import main
+
+    table = str(REPO / "config" / "runtime_estimates.yaml")
+    assert (
+        main(["estimate-time", "--grid", "quick", "--cores", "2", "--papers", "ape,avipam", "--table", table])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "per paper: APE" in out and "aviPAM" in out and "ACP" not in out
+
+
 def test_estimate_time_takes_the_grid_and_the_deprecated_profile(capsys):
     from noisyor_bench.cli import main
 

@@ -60,7 +60,8 @@ def cmd_estimate_time(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     grid = args.grid if args.deprecated_profile is None else args.deprecated_profile
-    print(estimate_time(load_estimates(args.table), grid, cores), flush=True)
+    papers = [p for chunk in (args.papers or []) for p in chunk.split(",") if p]
+    print(estimate_time(load_estimates(args.table), grid, cores, papers or None), flush=True)
     return 0
 
 
@@ -99,4 +100,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--cores", type=int, help="cores the run may use (default: this machine's)")
     p.add_argument("--table", default="config/runtime_estimates.yaml", help="measured times per grid")
+    p.add_argument(
+        "--papers",
+        nargs="+",
+        help="papers the run builds: acp ape avipam, space- or comma-separated (default: all three)",
+    )
     p.set_defaults(func=cmd_estimate_time)

@@ -170,13 +170,21 @@ def document_reference(counts: Any, vocabulary: Sequence[str]) -> CooccurrenceTa
     return document_cooccurrence(counts, vocabulary)
 
 
+def top_word_ids(topic_word: np.ndarray, top_n: int = LAU_TOP_N) -> np.ndarray:
+    """(K, top_n) int64 word ids of each row of a (K, V) topic-word matrix, most probable first
+    (ties: lower id first)."""
+    matrix = np.asarray(topic_word, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise DataError(f"topic-word matrix has shape {matrix.shape}; expected (K, V)")
+    return np.argsort(-matrix, axis=1, kind="stable")[:, :top_n].astype(np.int64)
+
+
 def top_words(topic_word: np.ndarray, vocabulary: Sequence[str], top_n: int = LAU_TOP_N) -> list[list[str]]:
     """The ``top_n`` most probable words of each row of a (K, V) topic-word matrix (ties: lower id)."""
     matrix = np.asarray(topic_word)
     if matrix.ndim != 2 or matrix.shape[1] != len(vocabulary):
         raise DataError(f"topic-word matrix has shape {matrix.shape}; expected (K, {len(vocabulary)})")
-    order = np.argsort(-matrix, axis=1, kind="stable")[:, :top_n]
-    return [[vocabulary[i] for i in row] for row in order]
+    return [[vocabulary[i] for i in row] for row in top_word_ids(matrix, top_n)]
 
 
 def topic_coherence(

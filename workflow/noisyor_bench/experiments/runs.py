@@ -20,8 +20,8 @@ truth-dependent metrics (F1/EM, exact, latent matching) are ``null``.
 Atomicity and resume: everything is written into ``<out_dir>.partial/`` and renamed onto
 ``<out_dir>`` only when complete, so a killed run never leaves a directory that looks
 finished.  An existing ``<out_dir>`` (a finished earlier run) is left untouched until the new
-run is complete: :func:`_publish` swaps the directories at the end, so a rerun that is killed,
-diverges or fails keeps the finished run intact (issue 18).  The partial directory keeps the
+run is complete: :func:`~noisyor_bench.experiments.rundir.publish_run_dir` swaps the
+directories at the end, so a rerun that is killed, diverges or fails keeps the finished run intact (issue 18).  The partial directory keeps the
 trainer's checkpoint; re-running the same spec resumes from it (a different spec discards it).
 """
 
@@ -34,7 +34,6 @@ import io
 import json
 import logging
 import math
-import os
 import platform
 import re
 import shutil
@@ -62,6 +61,7 @@ from noisyor_bench.experiments.rundir import (
     POSTERIOR_FILE,
     SPEC_FILE,
     partial_dir,
+    publish_run_dir,
 )
 from noisyor_bench.inference import registry as methods_pkg
 from noisyor_bench.inference.base import InferenceMethod
@@ -455,20 +455,6 @@ def _read_json_or_none(path: Path) -> Any:
         return None
 
 
-def _publish(work: Path, out_dir: Path) -> None:
-    """Rename the finished working directory onto ``out_dir`` (replacing an old one)."""
-    for name in (CHECKPOINT_FILE, SPEC_FILE):
-        (work / name).unlink(missing_ok=True)
-    old = out_dir.with_name(out_dir.name + ".old")
-    if old.exists():
-        shutil.rmtree(old)
-    if out_dir.exists():
-        os.replace(out_dir, old)
-    os.replace(work, out_dir)
-    if old.exists():
-        shutil.rmtree(old)
-
-
 # ---------------------------------------------------------------------------------- the run
 @dataclass
 class _PreparedRun:
@@ -499,7 +485,7 @@ def _prepare(spec: RunSpec) -> _PreparedRun:
     device = resolve_device(spec.device)
     sha = sha256_file(spec.dataset)
     method = _construct(method_cls, model_in, spec, device)
-    # A finished run at out_dir stays until _publish replaces it (never removed up front).
+    # A finished run at out_dir stays until publish_run_dir replaces it (never removed up front).
     work = _prepare_partial(spec, _resume_key(spec, sha, device))
     log.info(
         "%s/%s/%s n_train=%d seed=%d mode=%s on %s (%d threads)",
@@ -603,7 +589,7 @@ def _finish(
     write_text_atomic(run.work / CURVE_FILE, curve_csv(records))
     out["provenance"] = provenance.run_record(spec, run.sha, run.device, run.threads, run.work, run.clock)
     write_json_atomic(run.work / METRICS_FILE, out)
-    _publish(run.work, spec.out_dir)
+    publish_run_dir(run.work, spec.out_dir, drop=(CHECKPOINT_FILE, SPEC_FILE))
     log.info("wrote %s", spec.out_dir)
     return spec.out_dir
 

@@ -498,12 +498,13 @@ def table_values(table: pd.DataFrame | None, metric: str, **where: Any) -> dict[
     return table_side(table, metric, **where).values
 
 
-def format_side(v: Mapping[int, float] | Side) -> str:
+def format_side(v: Mapping[int, float] | Side, digits: int = 2) -> str:
+    """``"<mean over seeds> (n=<seeds>)"`` for a claim's numbers; ``"n/a"`` without values."""
     if isinstance(v, Side):
         if v.deterministic and v:
-            return f"{v.constant:.2f} (deterministic)"
+            return f"{v.constant:.{digits}f} (deterministic)"
         v = v.values
-    return "n/a" if not v else f"{np.mean(list(v.values())):.2f} (n={len(v)})"
+    return "n/a" if not v else f"{np.mean(list(v.values())):.{digits}f} (n={len(v)})"
 
 
 def no_data_claim(claim_id: str, statement: str, location: str, rule: str, what: str) -> Claim:

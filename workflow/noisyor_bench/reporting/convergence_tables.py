@@ -180,7 +180,7 @@ def convergence_markdown(table: pd.DataFrame) -> str:
     rows = [
         [
             r["dataset"],
-            method_label(r["method"]),
+            method_label(r["method"], r["experiment"]),
             int(r["n_train"]),
             int(r["seed"]),
             {True: "yes", False: "**no**", None: "n/a"}[_bool_or_none(r["converged"])],
@@ -264,7 +264,7 @@ def summary_markdown(summary: pd.DataFrame) -> str:
     rows = [
         [
             r["experiment"],
-            "all methods" if r["method"] == "all" else method_label(r["method"]),
+            "all methods" if r["method"] == "all" else method_label(r["method"], r["experiment"]),
             r["mode"],
             f"{int(r['n_converged'])}/{int(r['n_runs'])}",
             int(r["n_unconverged"]),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,26 +124,71 @@ def _human(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def estimate_time(table: Mapping[str, Any], grid: str, cores: int) -> str:
+PAPER_NAMES = {"acp": "ACP", "ape": "APE", "avipam": "aviPAM"}
+
+
+def _row_wall(row: Mapping[str, Any], cores: int) -> float:
+    """Wall seconds of one measured row on ``cores`` cores: the measurement itself on the same
+    core count, else max(core_seconds / cores, longest job)."""
+    if "wall_seconds" in row and int(row.get("cores", 0)) == cores:
+        return float(row["wall_seconds"])
+    core_seconds = row.get("core_seconds", float(row.get("wall_seconds", 0)) * int(row.get("cores", 1)))
+    return max(float(core_seconds) / cores, float(row.get("longest_job_seconds", 0)))
+
+
+def paper_rows(grid_row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """paper -> its measured row: the grid's own keys are ACP's (``paper: acp``), ``papers:``
+    holds the other papers' rows (each measured alone, ``papers=[<paper>]``), same keys."""
+    own = {k: v for k, v in grid_row.items() if k != "papers"}
+    rows: dict[str, Mapping[str, Any]] = (
+        {str(own.get("paper", "acp")): own} if {"core_seconds", "wall_seconds"} & set(own) else {}
+    )
+    rows.update({str(k): v for k, v in (grid_row.get("papers") or {}).items()})
+    return rows
+
+
+def estimate_time(
+    table: Mapping[str, Any], grid: str, cores: int, papers: Sequence[str] | None = None
+) -> str:
     """One line: the expected wall time of an experiment grid on ``cores`` cores, from measured numbers.
 
     Wall time on c cores ~ max(core_seconds / c, longest job): the jobs are independent
-    beyond their stages, and no job runs on more than one core (threads: 1).
+    beyond their stages, and no job runs on more than one core (threads: 1).  With several
+    papers (``papers``; default all three) the papers' times add up: each paper's grid alone
+    keeps the cores busy, so running them together does not overlap much.
     """
+    from noisyor_bench.experiments.config import PAPERS
+
     row = (table.get("grids") or {}).get(grid)
     machine = table.get("machine", "an unnamed machine")
     if not row:
         return f"Time estimate: none recorded for the {grid!r} grid (config/runtime_estimates.yaml)."
     cores = max(int(cores), 1)
-    if "wall_seconds" in row and int(row.get("cores", 0)) == cores:
-        wall = float(row["wall_seconds"])
-    else:
-        wall = max(float(row["core_seconds"]) / cores, float(row.get("longest_job_seconds", 0)))
-    return (
-        f"Time estimate ({grid} grid, {cores} core{'s' if cores != 1 else ''}): about {_human(wall)}\n"
-        f"  basis: {' '.join(str(row.get('how', '')).split())}; machine: {machine}\n"
+    wanted = list(papers) if papers else list(PAPERS)
+    rows = paper_rows(row)
+    known = [p for p in wanted if p in rows]
+    missing = [p for p in wanted if p not in rows]
+    if not known:
+        return (
+            f"Time estimate: none recorded for the {grid!r} grid and papers {', '.join(wanted)} "
+            "(config/runtime_estimates.yaml)."
+        )
+    walls = {p: _row_wall(rows[p], cores) for p in known}
+    lines = [
+        f"Time estimate ({grid} grid, {cores} core{'s' if cores != 1 else ''}): about {_human(sum(walls.values()))}"
+    ]
+    if len(wanted) > 1:
+        parts = [f"{PAPER_NAMES.get(p, p)} {_human(walls[p])}" for p in known]
+        parts += [f"{PAPER_NAMES.get(p, p)} not recorded (not included)" for p in missing]
+        lines.append(f"  per paper: {', '.join(parts)}")
+    for p in known:
+        basis = " ".join(str(rows[p].get("how", "")).split())
+        lines.append(f"  basis{f' ({PAPER_NAMES.get(p, p)})' if len(known) > 1 else ''}: {basis}")
+    lines.append(f"  machine: {machine}")
+    lines.append(
         "  progress: Snakemake's 'N of M steps'; each job's log (results/logs/) has epoch lines with an ETA"
     )
+    return "\n".join(lines)
 
 
 def load_estimates(path: str | Path) -> dict[str, Any]:

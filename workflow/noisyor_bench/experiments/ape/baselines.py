@@ -14,7 +14,6 @@ by :mod:`.evaluate`.
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ import pandas as pd
 import torch
 
 from noisyor_bench.experiments.ape.pairs import EvalCombinations, evaluation_combinations
-from noisyor_bench.experiments.rundir import partial_dir
+from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
@@ -149,19 +148,6 @@ def _vi_progress(row: Mapping[str, float]) -> None:
     log.info("VI step %d: ELBO/pair %.3f, %.1f s", row["step"], row["elbo"], row["seconds"])
 
 
-def _finish(work: Path, out: Path) -> None:
-    if out.exists():
-        shutil.rmtree(out)
-    work.rename(out)
-
-
-def _work(out: Path) -> Path:
-    work = partial_dir(out)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    return work
-
-
 def _identity(experiment: str, dataset: str, method: str, seed: int) -> dict[str, Any]:
     return {"experiment": experiment, "dataset": dataset, "method": method, "n_train": 0, "seed": int(seed)}
 
@@ -189,7 +175,7 @@ def run_vi(
         combos, ape_prior(n_topics, dtype=torch.float32), config, stream_seed(seed, "ape-vi"), grouped
     )
     out = Path(out_dir)
-    work = _work(out)
+    work = fresh_partial_dir(out)
     write_npz_atomic(
         work / "posterior.npz", mu=result.mu.cpu().numpy(), log_sigma=result.log_sigma.cpu().numpy()
     )
@@ -216,7 +202,7 @@ def run_vi(
         config={"seed": seed, "vi": metrics["vi"]},
     )
     write_json_atomic(work / "metrics.json", metrics)
-    _finish(work, out)
+    publish_run_dir(work, out)
     log.info(
         "%s seed %d: VI %d steps, %.1f s, converged %s -> %s",
         dataset,
@@ -270,7 +256,7 @@ def run_nuts(
         max_tree_depth=int(nuts.get("max_tree_depth", 10)),
     )
     out = Path(out_dir)
-    work = _work(out)
+    work = fresh_partial_dir(out)
     write_npz_atomic(work / "samples.npz", h=result.samples.cpu().numpy(), init=result.init.cpu().numpy())
     metrics = {
         **_identity(NUTS_EXPERIMENT, dataset, "nuts", seed),
@@ -293,7 +279,7 @@ def run_nuts(
         config={"seed": seed, "nuts": nuts},
     )
     write_json_atomic(work / "metrics.json", metrics)
-    _finish(work, out)
+    publish_run_dir(work, out)
     log.info("%s seed %d: NUTS %.1f s -> %s", dataset, seed, result.seconds, out)
     return metrics
 

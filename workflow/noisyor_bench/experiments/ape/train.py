@@ -4,14 +4,14 @@ Run directory ``results/runs/ape-train/<dataset>/<method>/n<M>/seed<s>/`` (M = t
 the pool size, 1 for the Standard encoder) with ``metrics.json`` (identity, budget, the
 convergence verdict of :mod:`noisyor_bench.inference.convergence`, provenance), ``curve.csv``
 (one row per validation evaluation) and ``encoder.pt`` (the weights with the best validation
-NELBO).  The directory is written as ``<dir>.partial`` and renamed when complete.
+NELBO).  The directory is written as ``<dir>.partial`` and published when complete
+(:func:`noisyor_bench.experiments.rundir.publish_run_dir`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import torch
 
 from noisyor_bench.data.synthetic.theta_pool import ThetaPool
 from noisyor_bench.experiments.ape import pairs
-from noisyor_bench.experiments.rundir import partial_dir
+from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.inference.training import write_checkpoint
 from noisyor_bench.infra import provenance
@@ -152,9 +152,7 @@ def train_run(
         progress=progress,
     )
     out = Path(out_dir)
-    work = partial_dir(out)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = fresh_partial_dir(out)
     write_checkpoint(
         work / ENCODER_FILE, {k: v.cpu() for k, v in encoder.state_dict().items()}
     )  # atomic torch.save
@@ -199,9 +197,7 @@ def train_run(
         device=dev,
     )
     write_json_atomic(work / "metrics.json", metrics)
-    if out.exists():
-        shutil.rmtree(out)
-    work.rename(out)
+    publish_run_dir(work, out)
     log.info(
         "%s %s seed %d: best validation NELBO %.3f at step %d, converged %s (%s), %.1f s -> %s",
         dataset,

@@ -24,6 +24,7 @@ import torch
 from noisyor_bench.evaluation.ranking import pairwise_agreement
 from noisyor_bench.experiments.ape_noisyor.problems import problem_set
 from noisyor_bench.experiments.ape_noisyor.settings import EXPERIMENT, EncoderSpec, Settings
+from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir
 from noisyor_bench.experiments.runs import convergence_keys, curve_csv, json_safe
 from noisyor_bench.inference.convergence import NOT_APPLICABLE
 from noisyor_bench.inference.crossmodel import ModelBank, fit_across_models, posterior_under
@@ -68,11 +69,12 @@ def _score(q_fn: Any, arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, float,
 def _write_run(
     out: Path, metrics: dict[str, Any], elbo: np.ndarray, seconds: float, curve: str | None
 ) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    write_npz_atomic(out / "scores.npz", elbo=elbo, seconds=np.asarray(seconds))
+    work = fresh_partial_dir(out)
+    write_npz_atomic(work / "scores.npz", elbo=elbo, seconds=np.asarray(seconds))
     if curve is not None:
-        write_text_atomic(out / "curve.csv", curve)
-    write_json_atomic(out / "metrics.json", json_safe(metrics))
+        write_text_atomic(work / "curve.csv", curve)
+    write_json_atomic(work / "metrics.json", json_safe(metrics))
+    publish_run_dir(work, out)
 
 
 def _identity(

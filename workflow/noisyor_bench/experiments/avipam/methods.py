@@ -72,6 +72,25 @@ def _trace_every(g: Mapping[str, Any]) -> int:
     return int(g.get("trace_every") or max(1, int(g["iterations"]) // 20))
 
 
+def _gibbs_topic_fit(
+    run: Callable[[int], Any], topic_word: Callable[[Any], np.ndarray], g: Mapping[str, Any]
+) -> TopicFit:
+    """The one Gibbs path: time ``run(trace_interval)`` (a tomotopy fit), keep its sub-topic-word
+    matrix ``topic_word(fit)``, its trace as the curve and the convergence rule on that trace."""
+    iterations = int(g["iterations"])
+    fit, seconds = _timed(lambda: run(_trace_every(g)))
+    return TopicFit(
+        topics={"sub": topic_word(fit)},
+        train_seconds=seconds,
+        curve=_trace_curve(fit.trace),
+        convergence=trace_convergence(fit.trace, iterations),
+        extra_metrics={
+            "sampler_seconds": fit.train_seconds,
+            "log_likelihood_per_word": fit.log_likelihood_per_word,
+        },
+    )
+
+
 def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
     """tomotopy collapsed Gibbs LDA (the paper: Mallet), K = the sub-topic count; Mallet's
     defaults (alpha = 50 / K, beta = 0.01, no hyperparameter optimisation)."""
@@ -79,8 +98,8 @@ def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
 
     g = settings["gibbs"]
     k = int(settings["sizes"]["sub"])
-    fit, seconds = _timed(
-        lambda: gibbs.fit_lda_gibbs(
+    return _gibbs_topic_fit(
+        lambda trace_interval: gibbs.fit_lda_gibbs(
             counts,
             n_topics=k,
             alpha=float(g.get("lda_alpha", 50.0 / k)),
@@ -88,18 +107,10 @@ def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
             iterations=int(g["iterations"]),
             seed=seed,
             burn_in=int(g.get("burn_in", 0)),
-            trace_interval=_trace_every(g),
-        )
-    )
-    return TopicFit(
-        topics={"sub": fit.topic_word},
-        train_seconds=seconds,
-        curve=_trace_curve(fit.trace),
-        convergence=trace_convergence(fit.trace, int(g["iterations"])),
-        extra_metrics={
-            "sampler_seconds": fit.train_seconds,
-            "log_likelihood_per_word": fit.log_likelihood_per_word,
-        },
+            trace_interval=trace_interval,
+        ),
+        lambda fit: fit.topic_word,
+        g,
     )
 
 
@@ -109,26 +120,18 @@ def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
 
     g = settings["gibbs"]
     sizes = settings["sizes"]
-    fit, seconds = _timed(
-        lambda: pam_gibbs.fit_pam_gibbs(
+    return _gibbs_topic_fit(
+        lambda trace_interval: pam_gibbs.fit_pam_gibbs(
             counts,
             n_super=int(sizes["super"]),
             n_sub=int(sizes["sub"]),
             iterations=int(g["iterations"]),
             seed=seed,
             burn_in=int(g.get("burn_in", 0)),
-            trace_interval=_trace_every(g),
-        )
-    )
-    return TopicFit(
-        topics={"sub": fit.sub_topic_word},
-        train_seconds=seconds,
-        curve=_trace_curve(fit.trace),
-        convergence=trace_convergence(fit.trace, int(g["iterations"])),
-        extra_metrics={
-            "sampler_seconds": fit.train_seconds,
-            "log_likelihood_per_word": fit.log_likelihood_per_word,
-        },
+            trace_interval=trace_interval,
+        ),
+        lambda fit: fit.sub_topic_word,
+        g,
     )
 
 

@@ -16,7 +16,8 @@ The directory holds
 
 NPMI is not computed here: the tables score every run's ``top_*`` words against the reference
 co-occurrence counts (:mod:`noisyor_bench.reporting.avipam.tables`), so adding a reference never
-retrains. Written in ``<out>.partial`` and renamed when complete.
+retrains. Written in ``<out>.partial`` and published when complete
+(:func:`noisyor_bench.experiments.rundir.publish_run_dir`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ from __future__ import annotations
 import csv
 import io
 import logging
-import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,8 +32,9 @@ from typing import Any
 import numpy as np
 
 from noisyor_bench.data.corpora.bow import load_corpus
+from noisyor_bench.evaluation.coherence import top_word_ids
 from noisyor_bench.experiments.avipam.methods import TopicFit, fit
-from noisyor_bench.experiments.rundir import partial_dir
+from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.hashing import sha256_file
@@ -45,12 +45,6 @@ TOP_N = 10
 TOPICS_FILE = "topics.npz"
 
 
-def top_words(topic_word: np.ndarray, n: int = TOP_N) -> np.ndarray:
-    """(K, n) word ids of each topic, most probable first (ties: lower id first)."""
-    order = np.argsort(-np.asarray(topic_word, dtype=np.float64), axis=1, kind="stable")
-    return order[:, :n].astype(np.int64)
-
-
 def curve_csv(rows: list[dict[str, float]]) -> str:
     keys = list(dict.fromkeys(k for r in rows for k in r))
     buf = io.StringIO()
@@ -58,17 +52,6 @@ def curve_csv(rows: list[dict[str, float]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()
-
-
-def _publish(work: Path, out_dir: Path) -> None:
-    old = out_dir.with_name(out_dir.name + ".old")
-    if old.exists():
-        shutil.rmtree(old)
-    if out_dir.exists():
-        os.replace(out_dir, old)
-    os.replace(work, out_dir)
-    if old.exists():
-        shutil.rmtree(old)
 
 
 def execute(
@@ -103,15 +86,12 @@ def execute(
     result: TopicFit = fit(str(settings["method"]), counts, settings, int(seed))
     log.info("avipam %s: trained in %.1f s", cell.get("method"), result.train_seconds)
 
-    work = partial_dir(out)
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+    work = fresh_partial_dir(out)
     arrays: dict[str, np.ndarray] = {}
     n_topics = {}
     for name, matrix in result.topics.items():
         arrays[f"topics_{name}"] = np.asarray(matrix, dtype=np.float64)
-        arrays[f"top_{name}"] = top_words(matrix)
+        arrays[f"top_{name}"] = top_word_ids(matrix, TOP_N)
         n_topics[name] = int(np.shape(matrix)[0])
     arrays.update({k: np.asarray(v) for k, v in result.arrays.items()})
     write_npz_atomic(work / TOPICS_FILE, **arrays)
@@ -145,5 +125,4 @@ def execute(
         "run", [corpus_entry], [], out, dict(settings), clock, "cpu", threads
     )
     write_json_atomic(work / "metrics.json", metrics)
-    _publish(work, out)
-    return out
+    return publish_run_dir(work, out)

@@ -7,6 +7,8 @@ so that the library's conventions are mapped once:
 * tomotopy takes documents as word strings; word ``v`` of the matrix is the string ``str(v)``, and
   the topic-word matrix is returned over the *whole* vocabulary (a word absent from the corpus
   gets the smoothed probability ``eta / (n_k + V eta)``, as the collapsed posterior mean would).
+  :func:`add_documents` and :func:`topic_word_matrix` are these two mappings, shared with the
+  4-PAM sampler (:mod:`noisyor_bench.inference.topics.pam_gibbs`).
 * tomotopy re-estimates alpha every ``optim_interval`` iterations by default; Mallet's command
   line does not unless asked (``--optimize-interval 0``), so the default here is fixed
   hyperparameters (``optimize_interval=0``).
@@ -103,6 +105,33 @@ def word_documents(counts: sp.csr_matrix | np.ndarray) -> list[list[str]]:
     return docs
 
 
+def add_documents(model: Any, counts: sp.csr_matrix | np.ndarray, caller: str) -> tuple[int, list[int]]:
+    """Add the rows of ``counts`` (D x V integers) to the tomotopy ``model``; return (D, the row
+    indices added).  Empty rows are skipped (tomotopy rejects empty documents; the caller gives
+    them the prior's mean); a DataError naming ``caller`` if every row is empty."""
+    docs = word_documents(counts)
+    kept = []
+    for index, words in enumerate(docs):
+        if words:
+            model.add_doc(words)
+            kept.append(index)
+    if not kept:
+        raise DataError(f"{caller}: every document is empty")
+    return len(docs), kept
+
+
+def topic_word_matrix(model: Any, n_topics: int, vocab_size: int, eta: float) -> np.ndarray:
+    """The (n_topics, vocab_size) posterior-mean topic-word matrix of a trained tomotopy model,
+    over the *whole* vocabulary: ``(n_kw + eta) / (n_k + V eta)``; a word the model never saw
+    (absent from every document) gets ``eta / (n_k + V eta)``.  Rows sum to 1."""
+    columns = np.array([int(w) for w in model.used_vocabs])
+    topic_word = np.full((n_topics, vocab_size), eta, dtype=np.float64)
+    for k in range(n_topics):
+        topic_word[k, columns] = np.asarray(model.get_topic_word_dist(k, normalize=False), dtype=np.float64)
+    topic_word /= topic_word.sum(axis=1, keepdims=True)
+    return topic_word
+
+
 def fit_lda_gibbs(
     counts: sp.csr_matrix | np.ndarray,
     n_topics: int,
@@ -126,27 +155,15 @@ def fit_lda_gibbs(
         raise ConfigError(f"fit_lda_gibbs: n_topics={n_topics} and iterations={iterations} must be >= 1")
     if alpha <= 0 or eta <= 0:
         raise ConfigError(f"fit_lda_gibbs: alpha={alpha} and eta={eta} must be positive")
-    docs = word_documents(counts)
     vocab_size = int(np.shape(counts)[1])
     model = tp.LDAModel(k=n_topics, alpha=alpha, eta=eta, seed=int(seed))
     model.optim_interval = int(optimize_interval)
     model.burn_in = int(burn_in)
-    kept = []
-    for index, words in enumerate(docs):
-        if words:  # tomotopy rejects empty documents; they get the prior's mean below
-            model.add_doc(words)
-            kept.append(index)
-    if not kept:
-        raise DataError("fit_lda_gibbs: every document is empty")
+    n_docs, kept = add_documents(model, counts, "fit_lda_gibbs")  # empty ones: the prior's mean below
     seconds, trace = train_timed(model, iterations, workers, trace_interval)
 
-    columns = np.array([int(w) for w in model.used_vocabs])
-    topic_word = np.full((n_topics, vocab_size), eta, dtype=np.float64)
-    for k in range(n_topics):
-        topic_word[k, columns] = np.asarray(model.get_topic_word_dist(k, normalize=False), dtype=np.float64)
-    topic_word /= topic_word.sum(axis=1, keepdims=True)
-
-    doc_topic = np.full((len(docs), n_topics), 1.0 / n_topics)
+    topic_word = topic_word_matrix(model, n_topics, vocab_size, eta)
+    doc_topic = np.full((n_docs, n_topics), 1.0 / n_topics)
     for row, doc in zip(kept, model.docs, strict=True):
         doc_topic[row] = np.asarray(doc.get_topic_dist(), dtype=np.float64)
     return LdaGibbsFit(

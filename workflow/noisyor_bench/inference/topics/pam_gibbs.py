@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from noisyor_bench.inference.topics.gibbs import train_timed, word_documents
-from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.inference.topics.gibbs import add_documents, topic_word_matrix, train_timed
+from noisyor_bench.infra.errors import ConfigError
 
 #: Mallet PAM4L's defaults (alphaSum, beta, initial sub-alpha, optimizeInterval of its main)
 MALLET_PAM4L = {"alpha_sum": 50.0, "beta": 0.001, "sub_alpha": 1.0, "optimize_interval": 50}
@@ -96,29 +96,16 @@ def fit_pam_gibbs(
         raise ConfigError(
             f"fit_pam_gibbs: optimize_interval={optimize_interval}, burn_in={burn_in} must be >= 0, workers={workers} >= 1"
         )
-    docs = word_documents(counts)
     vocab_size = int(np.shape(counts)[1])
     model = tp.PAModel(
         k1=n_super, k2=n_sub, alpha=alpha_sum / n_super, subalpha=sub_alpha, eta=eta, seed=int(seed)
     )
     model.optim_interval = int(optimize_interval)
     model.burn_in = int(burn_in)
-    kept = []
-    for index, words in enumerate(docs):
-        if words:  # tomotopy rejects empty documents; they get the prior's mean below
-            model.add_doc(words)
-            kept.append(index)
-    if not kept:
-        raise DataError("fit_pam_gibbs: every document is empty")
+    n_docs, kept = add_documents(model, counts, "fit_pam_gibbs")  # empty ones: the prior's mean below
     seconds, trace = train_timed(model, iterations, workers, trace_interval)
 
-    columns = np.array([int(w) for w in model.used_vocabs])
-    sub_topic_word = np.full((n_sub, vocab_size), eta, dtype=np.float64)
-    for k in range(n_sub):
-        sub_topic_word[k, columns] = np.asarray(
-            model.get_topic_word_dist(k, normalize=False), dtype=np.float64
-        )
-    sub_topic_word /= sub_topic_word.sum(axis=1, keepdims=True)
+    sub_topic_word = topic_word_matrix(model, n_sub, vocab_size, eta)  # PA: topic k = sub-topic k
 
     super_sub = np.zeros((n_super, n_sub), dtype=np.float64)
     for s in range(n_super):
@@ -128,8 +115,8 @@ def fit_pam_gibbs(
 
     alpha = np.asarray(model.alpha, dtype=np.float64).reshape(n_super)
     subalpha = np.asarray(model.subalpha, dtype=np.float64).reshape(n_super, n_sub)
-    doc_super = np.tile(alpha / alpha.sum(), (len(docs), 1))
-    doc_sub = np.tile(subalpha.sum(axis=0) / subalpha.sum(), (len(docs), 1))
+    doc_super = np.tile(alpha / alpha.sum(), (n_docs, 1))
+    doc_sub = np.tile(subalpha.sum(axis=0) / subalpha.sum(), (n_docs, 1))
     for row, doc in zip(kept, model.docs, strict=True):
         doc_super[row] = np.asarray(doc.get_topic_dist(), dtype=np.float64)
         doc_sub[row] = np.asarray(doc.get_sub_topic_dist(), dtype=np.float64)

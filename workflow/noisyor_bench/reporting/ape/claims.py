@@ -22,9 +22,8 @@ it reads include unconverged training or VI runs the verdict is budget-limited.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
-import numpy as np
 import pandas as pd
 
 from noisyor_bench.reporting.ape.paper import claim_location, table1_row
@@ -36,6 +35,7 @@ from noisyor_bench.reporting.claims import (
     budget_aware,
     combine,
     compare,
+    format_side,
     no_data_claim,
     table_side,
     verdict_above,
@@ -67,12 +67,6 @@ def _log10(v: float) -> float:
     return math.log10(v) if v > 0 else float("nan")
 
 
-def _fmt(values: Mapping[int, float], digits: int = 3) -> str:
-    if not values:
-        return "n/a"
-    return f"{np.mean(list(values.values())):.{digits}f} (n={len(values)})"
-
-
 def _claim(claim_id: str, statement: str, key: str, verdict: str, numbers: str) -> Claim:
     return Claim(
         claim_id, statement, claim_location(key), verdict, numbers, RULE + "; " + RULE_LESS.split("; ")[-1]
@@ -96,7 +90,7 @@ def model_aware_beats_naive(table: pd.DataFrame, dataset: str) -> Claim:
         return no_data_claim(cid, statement, claim_location(key), RULE, "model-aware or naive APE not run")
     iv = compare(aware, naive)
     numbers = (
-        f"clean LL/word model-aware {_fmt(aware.values, 4)} vs naive {_fmt(naive.values, 4)}; difference {iv.text(4)}"
+        f"clean LL/word model-aware {format_side(aware.values, 4)} vs naive {format_side(naive.values, 4)}; difference {iv.text(4)}"
         f" (paper, paper-style: {_paper_ll(dataset, 'ape-model-aware')} vs {_paper_ll(dataset, 'ape-naive')})"
     )
     return _claim(cid, statement, key, verdict_above(iv), numbers)
@@ -114,7 +108,7 @@ def standard_fails(table: pd.DataFrame, dataset: str) -> Claim:
         return no_data_claim(cid, statement, claim_location(key), RULE, "Standard or model-aware APE not run")
     iv = compare(std, aware)
     numbers = (
-        f"clean LL/word Standard {_fmt(std.values, 4)} vs model-aware {_fmt(aware.values, 4)}; difference {iv.text(4)}"
+        f"clean LL/word Standard {format_side(std.values, 4)} vs model-aware {format_side(aware.values, 4)}; difference {iv.text(4)}"
         f" (paper, paper-style: {_paper_ll(dataset, 'standard')} vs {_paper_ll(dataset, 'ape-model-aware')})"
     )
     return _claim(cid, statement, key, verdict_below(iv, -FAILURE_MARGIN), numbers)
@@ -167,7 +161,7 @@ def agreement(table: pd.DataFrame, dataset: str) -> Claim:
         table1_row(dataset, "standard").get("agree"),
     )
     numbers = (
-        f"pairs agreeing with VI: APE {_fmt(aware.values, 1)} vs Standard {_fmt(std.values, 1)}; difference "
+        f"pairs agreeing with VI: APE {format_side(aware.values, 1)} vs Standard {format_side(std.values, 1)}; difference "
         f"{iv.text(1)} (paper: {paper_a}/45 vs {paper_s}/45)"
     )
     return _claim(cid, statement, key, verdict_above(iv), numbers)
@@ -207,10 +201,10 @@ def warm_start(table: pd.DataFrame, figure1: pd.DataFrame, dataset: str) -> Clai
     }
     ape_t = {int(r.seed): float(r.ape_time) for r in rows.itertuples() if not pd.isna(r.ape_time)}
     numbers = (
-        f"VI from random init needs {_fmt(to_ape)} s to reach APE's ELBO, APE {_fmt(ape_t, 4)} s "
+        f"VI from random init needs {format_side(to_ape, 3)} s to reach APE's ELBO, APE {format_side(ape_t, 4)} s "
         f"(paper: > 0.4 s vs < 0.02 s); "
-        f"seconds to VI's final quality (within 0.1%): random init {_fmt({s: cold[s] for s in finite})}, "
-        f"warm start {_fmt({s: warm[s] for s in finite})}; log10 ratio {iv.text(2)}"
+        f"seconds to VI's final quality (within 0.1%): random init {format_side({s: cold[s] for s in finite}, 3)}, "
+        f"warm start {format_side({s: warm[s] for s in finite}, 3)}; log10 ratio {iv.text(2)}"
         + (f"; warm start never reached it in seed(s) {never_warm}" if never_warm else "")
     )
     return _claim(cid, statement, key, verdict if finite or never_warm else INCONCLUSIVE, numbers)
@@ -234,8 +228,8 @@ def nuts_vs_vi(table: pd.DataFrame, dataset: str) -> Claim:
     speed = compare(_map(t_nuts, _log10), _map(t_vi, _log10))
     verdict = combine([verdict_below(diff), verdict_above(speed)])
     numbers = (
-        f"paper-style LL/word on NUTS's combinations: NUTS {_fmt(nuts.values, 4)} vs VI {_fmt(vi.values, 4)}, "
-        f"difference {diff.text(4)}; clean: {_fmt(nuts_clean.values, 4)} vs {_fmt(vi_clean.values, 4)}; "
+        f"paper-style LL/word on NUTS's combinations: NUTS {format_side(nuts.values, 4)} vs VI {format_side(vi.values, 4)}, "
+        f"difference {diff.text(4)}; clean: {format_side(nuts_clean.values, 4)} vs {format_side(vi_clean.values, 4)}; "
         f"log10(time per combination NUTS / VI) {speed.text(2)} (paper: {_paper_ll(dataset, 'nuts')} vs "
         f"{_paper_ll(dataset, 'vi')}, {table1_row(dataset, 'nuts').get('time_s')} s vs {table1_row(dataset, 'vi').get('time_s')} s)"
     )

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from noisyor_bench.infra.io import load_npz, read_json
+from noisyor_bench.reporting.ape.labels import METHOD_LABELS
 from noisyor_bench.reporting.plots import figure_style, save_figure
 
 COLOURS = {
@@ -28,14 +29,6 @@ COLOURS = {
     "vi": "#000000",
     "vi-warm": "#2ca02c",
     "nuts": "#9467bd",
-}
-LABELS = {
-    "standard": "Standard encoder",
-    "ape-naive": "APE (naive)",
-    "ape-model-aware": "APE (model-aware)",
-    "vi": "VI",
-    "vi-warm": "VI warm-started from APE",
-    "nuts": "NUTS",
 }
 ENCODERS = ("standard", "ape-naive", "ape-model-aware")
 
@@ -79,7 +72,7 @@ def figure1_left(
                     curve["eval_elbo"],
                     color=COLOURS["vi-warm"],
                     lw=1,
-                    label=LABELS["vi-warm"] if label else None,
+                    label=METHOD_LABELS["vi-warm"] if label else None,
                 )
                 ax.plot(
                     [fig1["ape_time"] * 1000],
@@ -145,7 +138,9 @@ def figure1_right(eval_files: Sequence[str | Path], dataset: str, png: str, pdf:
             if v.size == 0:
                 continue
             if v.size > 2 and np.std(v) > 0:
-                ax.plot(grid, gaussian_kde(v)(grid), color=COLOURS[m], label=f"{LABELS[m]} (n={v.size})")
+                ax.plot(
+                    grid, gaussian_kde(v)(grid), color=COLOURS[m], label=f"{METHOD_LABELS[m]} (n={v.size})"
+                )
             ax.plot(v, np.zeros_like(v), "|", color=COLOURS[m], ms=12)
         ax.set_xlabel("|ELBO_encoder - ELBO_VI| per test model (nats, total over its documents)")
         ax.set_ylabel("density")
@@ -172,7 +167,7 @@ def figure2(dataset_file: str | Path, eval_dir: str | Path, png: str, pdf: str |
     rows = [("Original document", docs / np.maximum(docs.sum(1, keepdims=True), 1))]
     for m in ("nuts", "vi", "ape-model-aware", "ape-naive", "standard"):
         if f"recon_{m}" in scores:
-            rows.append((LABELS[m], scores[f"recon_{m}"]))
+            rows.append((METHOD_LABELS[m], scores[f"recon_{m}"]))
     k = true_topics.shape[0]
     cols = max(k, docs.shape[0])
     with figure_style():

@@ -21,20 +21,12 @@ import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import read_json
+from noisyor_bench.reporting.ape.labels import TABLE1_LABELS
 from noisyor_bench.reporting.ape.paper import paper_numbers, table1_row
 from noisyor_bench.reporting.tables import CI_NOTE, format_ci, markdown_table, summarise
 
 ARTIFACT = "ape-table1"
 METHODS = ("standard", "ape-naive", "ape-model-aware", "vi", "vi-warm", "nuts", "vi-nuts-subset")
-LABELS = {
-    "standard": "Standard encoder",
-    "ape-naive": "APE encoder (naive arch.)",
-    "ape-model-aware": "APE encoder (model-aware arch.)",
-    "vi": "VI (non-amortized)",
-    "vi-warm": "VI warm-started from APE (ours)",
-    "nuts": "NUTS",
-    "vi-nuts-subset": "VI on NUTS's combinations (ours)",
-}
 DATASET_LABELS = {"toybars": "Synthetic data (toy bars, K = 20)", "mdreviews": "Product reviews (K = 30)"}
 METRICS = ("ll_paper", "ll_is", "elbo_per_word", "time_s", "agree_vi", "agree_is")
 PAPER_SCALE = {
@@ -121,7 +113,7 @@ def reductions(settings: Mapping[str, Any]) -> list[str]:
             m for m in ("standard", "ape-naive", "ape-model-aware") if m not in section.get("encoders", [])
         ]
         if missing:
-            parts.append(f"not run: {', '.join(LABELS[m] for m in missing)}")
+            parts.append(f"not run: {', '.join(TABLE1_LABELS[m] for m in missing)}")
         pool = int(section["theta_pool"]["size"])
         if pool < PAPER_SCALE["theta_pool"]:
             parts.append(f"{pool:,} training models (paper 50,000)")
@@ -221,7 +213,7 @@ def table1_markdown(frame: pd.DataFrame, settings: Mapping[str, Any]) -> str:
         for r in block.to_dict("records"):
             rows.append(
                 [
-                    LABELS.get(r["method"], r["method"]),
+                    TABLE1_LABELS.get(r["method"], r["method"]),
                     _cell(r, "ll_paper", 4),
                     _paper(r["paper_ll"], 4, r["paper_ll_pm"]),
                     _cell(r, "ll_is", 4),

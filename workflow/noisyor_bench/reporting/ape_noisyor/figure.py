@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.reporting.ape_noisyor.table import LABELS
+from noisyor_bench.reporting.ape.labels import NOISYOR_LABELS
 from noisyor_bench.reporting.plots import figure_style, save_figure
 
 
@@ -34,7 +34,7 @@ def plot_ape_noisyor(table: pd.DataFrame, png: str | Path, pdf: str | Path | Non
                 ax.barh(y, means, height=width, xerr=cis, label=family, capsize=2)
             ax.set_title(title)
             ax.set_yticks(np.arange(len(methods)))
-            ax.set_yticklabels([LABELS.get(m, m) for m in methods])
+            ax.set_yticklabels([NOISYOR_LABELS.get(m, m) for m in methods])
         axes[0].invert_yaxis()  # the y axis is shared: invert it once (config order, top to bottom)
         axes[0].set_xlim(0.0, 1.0)
         axes[1].legend(title="family", loc="lower right")

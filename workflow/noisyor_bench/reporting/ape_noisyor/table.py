@@ -27,20 +27,12 @@ import pandas as pd
 from noisyor_bench.evaluation.ranking import pairwise_agreement
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
+from noisyor_bench.reporting.ape.labels import NOISYOR_LABELS
 from noisyor_bench.reporting.collect import read_metrics
 from noisyor_bench.reporting.tables import CI_NOTE, markdown_table, stat_cell, summarise
 
 ARTIFACT = "ape-noisyor"
 METRICS = ("agreement_exact", "agreement_svi", "gap_exact", "gap_svi", "gap_lbcdi", "inference_seconds")
-LABELS = {
-    "avi": "AVI (input x)",
-    "avi-concat": "APE naive (x, theta concatenated)",
-    "avi-model-aware": "APE model-aware [theta^T x, theta^T (1-x)]",
-    "acp": "ACP (eq. 11 under theta)",
-    "acp-model-aware": "ACP, model-aware input",
-    "svi": "SVI (per datapoint)",
-    "lb-cdi": "LB-CDI (per datapoint)",
-}
 BASELINES = ("svi", "lb-cdi")
 
 
@@ -142,7 +134,7 @@ def ape_noisyor_markdown(table: pd.DataFrame, caption: Mapping[str, Any]) -> str
         for r in part.to_dict("records"):
             rows.append(
                 [
-                    LABELS.get(r["method"], r["method"]),
+                    NOISYOR_LABELS.get(r["method"], r["method"]),
                     stat_cell(r, "agreement_exact", 3),
                     stat_cell(r, "agreement_svi", 3),
                     stat_cell(r, "gap_exact", 3),

@@ -21,14 +21,10 @@ import numpy as np
 import pandas as pd
 
 from noisyor_bench.infra.io import load_npz, read_json
-from noisyor_bench.reporting.avipam.tables import CORPUS_LABELS, run_npmi
+from noisyor_bench.reporting.avipam.labels import CORPUS_LABELS, VARIANT_LABELS, split_collapse_method
+from noisyor_bench.reporting.avipam.tables import run_npmi
 from noisyor_bench.reporting.tables import CI_NOTE, markdown_table, stat_cell, summarise
 
-VARIANT_LABELS = {
-    "batchnorm": "batch-norm (gain)",
-    "norm": "norm (x/||x||, gain)",
-    "none": "no normalisation",
-}
 VARIANT_COLOURS = {"batchnorm": "#1f77b4", "norm": "#2ca02c", "none": "#d62728"}
 METRICS = (
     "n_collapsed",
@@ -46,11 +42,11 @@ def collect(metrics_paths: Sequence[str | Path], references: Mapping[tuple[str, 
     for path in metrics_paths:
         m = read_json(path)
         arrays = load_npz(Path(path).parent / "topics.npz")
-        variant, _, lr = m["method"].rpartition("-lr")
+        variant, lr = split_collapse_method(m["method"])
         row = {
             "corpus": m["dataset"],
             "variant": variant,
-            "lr": float(lr),
+            "lr": lr,
             "seed": int(m["seed"]),
             "n_collapsed": float(m["n_collapsed"]),
             "latent_dims": int(m["latent_dims"]),

@@ -24,26 +24,12 @@ import yaml
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz, read_json
+from noisyor_bench.reporting.avipam.labels import CORPUS_LABELS, METHOD_LABELS
 from noisyor_bench.reporting.tables import CI_NOTE, markdown_table, stat_cell, summarise
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.yaml")
 TABLES = ("table1", "table2", "table3", "table4")
 METRICS = ("npmi_external", "npmi_internal", "train_minutes")
-CORPUS_LABELS = {
-    "20news": "20 Newsgroups",
-    "nips": "NIPS SUBSTITUTE (1,500 NeurIPS abstracts; the paper's UCI NIPS bag of words is unavailable)",
-    "mnist": "MNIST test digits (stand-in for Omniglot)",
-}
-METHOD_LABELS = {
-    "lda-gibbs": "LDA Gibbs (tomotopy)",
-    "lda-online": "LDA DMFVI online (scikit-learn)",
-    "lda-batch": "LDA DMFVI batch (scikit-learn)",
-    "pam4-gibbs": "4-PAM Gibbs (tomotopy PAModel)",
-    "avipam-pam4": "aviPAM 4-PAM",
-    "avipam-pam5": "aviPAM 5-PAM",
-    "avipam-ctm": "aviPAM CTM",
-    "avipam-molda": "aviPAM MoLDA",
-}
 METHOD_ORDER = list(METHOD_LABELS)
 NOT_RUN = "not run in this grid"
 
