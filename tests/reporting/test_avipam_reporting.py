@@ -119,6 +119,16 @@ def test_unconverged_runs_make_a_claim_budget_limited() -> None:
     assert claim.verdict == BUDGET_LIMITED and claim.statistical_verdict == REPRODUCED
 
 
+def test_pam_beats_lda_leaves_out_a_method_the_grid_did_not_run_and_says_so() -> None:
+    means = {k: v for k, v in PAPER_ORDER.items() if k[0] != "lda-batch"}
+    claim = avc.pam_beats_lda(_tables(_runs(means)))
+    assert claim.verdict == REPRODUCED
+    assert "lda-batch: not run in this grid" in claim.numbers and "- lda-batch" not in claim.numbers
+    # a run method (lda-online) below a PAM still decides: not left out
+    means[("lda-online", "sub")] = 0.30
+    assert avc.pam_beats_lda(_tables(_runs(means))).verdict == NOT_REPRODUCED
+
+
 def test_ctm_and_molda_claims() -> None:
     t = _tables(_runs(PAPER_ORDER))
     assert avc.ctm_below_pam(t).verdict == REPRODUCED
