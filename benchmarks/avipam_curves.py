@@ -61,7 +61,7 @@ def run_name(method: str, corpus: str, n: int, seed: int, lr: float | None) -> s
 
 
 def curve_avipam(
-    counts: Any, settings: dict[str, Any], seed: int, epochs: int
+    counts: Any, settings: dict[str, Any], seed: int, epochs: int, partial: Path | None = None
 ) -> list[tuple[int, float, float]]:
     from noisyor_bench.experiments.avipam.methods import AVIPAM_STRUCTURES, avipam_config
     from noisyor_bench.inference.topics import avipam
@@ -74,6 +74,9 @@ def curve_avipam(
 
     def progress(record: Any) -> None:
         rows.append((int(record.epoch), float(record.train_nelbo), time.process_time() - start))
+        if partial is not None:  # the curve so far, readable while the run goes on
+            with open(partial, "a") as handle:
+                handle.write(",".join(str(x) for x in rows[-1]) + "\n")
 
     try:
         avipam.fit_avipam(counts, None, make_structure(kind, sizes), config, seed=seed, progress=progress)
@@ -162,7 +165,10 @@ def cmd_run(args: argparse.Namespace) -> None:
             name = run_name(args.method, args.corpus, args.max_train_docs or 0, seed, args.lr)
         method = settings["method"]
         if method.startswith("avipam"):
-            rows = curve_avipam(counts, settings, seed, args.epochs)
+            partial = out / f"{name}.partial"
+            partial.write_text("step,value,cpu_seconds\n")
+            rows = curve_avipam(counts, settings, seed, args.epochs, partial)
+            partial.unlink()
         elif method.endswith("gibbs"):
             rows = curve_gibbs(counts, settings, seed, args.epochs, args.trace_every)
         else:

@@ -187,7 +187,7 @@ class Trainer:
 
     @property
     def stop_reason(self) -> str:
-        """``"patience"`` (early stop) or ``"max_epochs"``; empty before the run ends."""
+        """``"patience"`` (early stop), ``"plateau"`` (``stop_on_plateau``) or ``"max_epochs"``; empty before the run ends."""
         return self.state.stop_reason
 
     def convergence(self) -> Convergence:
