@@ -92,6 +92,16 @@ def test_reduced_gibbs_iterations_are_stated_in_the_caption() -> None:
     )
 
 
+def test_caption_states_the_runs_learning_rate_and_scikit_learn_passes() -> None:
+    runs = _runs({("avipam-pam4", "sub"): 0.2, ("lda-online", "sub"): 0.1})
+    runs["avi_lr"] = [0.005 if m == "avipam-pam4" else None for m in runs["method"]]
+    runs["mean_field_passes"] = [12 if m == "lda-online" else None for m in runs["method"]]
+    text = avt.caption(
+        avt.build_table(runs, "table1", avt.paper_numbers(), "quick"), "table1", avt.paper_numbers(), "quick"
+    )
+    assert "Adam lr 0.005" in text and "at most 12 passes" in text
+
+
 @pytest.mark.parametrize(
     ("shift", "expected"),
     [

@@ -302,7 +302,9 @@ def diverged_fit(structure: Any, vocab_size: int, seconds: float, message: str) 
     """The collapse study's record of a run whose loss became non-finite (a finding there, e.g.
     no normalisation at a high learning rate): no topic is usable, so every latent dimension
     counts as collapsed (``n_collapsed = latent_dims``), the topics are uniform placeholders
-    and its NPMI is left empty; ``diverged: true`` says so."""
+    and its NPMI is left empty; ``diverged: true`` says so.  ``converged`` is ``None`` (rule
+    ``diverged``): there is no curve to judge and no budget would change the outcome, so the
+    run does not make the collapse claims budget-limited."""
     dims = int(structure.latent_dims[-1])
     return TopicFit(
         topics={"sub": np.full((structure.n_topics, vocab_size), 1.0 / vocab_size)},
