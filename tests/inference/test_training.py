@@ -44,6 +44,7 @@ def _make(
     val_values: list[float] | None = None,
     nan_at_step: int | None = None,
     seen: list[torch.Tensor] | None = None,
+    stop_on_plateau: bool = False,
 ) -> Trainer:
     """Trainer on noisy least squares: the loss draws noise from its own generator, so exact
     resume needs every generator state restored."""
@@ -78,6 +79,7 @@ def _make(
         generators={"noise": noise},
         checkpoint_path=checkpoint,
         fingerprint={"toy": 1},
+        stop_on_plateau=stop_on_plateau,
     )
 
 
@@ -139,6 +141,36 @@ def test_max_epochs_and_eval_every() -> None:
     x, y = _data()
     best = min(r.val_nelbo for r in history if r.val_nelbo is not None)
     assert float(((x @ trainer.module.w.detach() - y) ** 2).mean()) == best
+
+
+@pytest.mark.parametrize(
+    ("vals", "stop_epoch"),
+    [
+        # the window [3.0 .. 2.999] improves on 3.0 by 0.03% < 0.1%: stop after epoch 7
+        ([10.0, 5.0, 3.0, 3.0, 2.999, 3.0, 3.0, 3.0, 1.0, 1.0], 7),
+        # still falling by more than 0.1% per window: runs to max_epochs
+        ([10.0 - 0.5 * i for i in range(10)], 10),
+    ],
+)
+def test_stop_on_plateau_stops_when_the_convergence_rule_first_holds(vals, stop_epoch) -> None:
+    from noisyor_bench.inference.convergence import relative_improvement
+
+    budget = FitBudget(max_epochs=10, patience=100, batch_size=8, convergence_window=4)
+    trainer = _make(budget, val_values=vals, stop_on_plateau=True)
+    history = trainer.run()
+    assert len(history) == stop_epoch
+    # independently: the first prefix of the validation values meeting the rule
+    first = next(
+        (n for n in range(1, 11) if (r := relative_improvement(vals[:n], 4)[2]) is not None and r < 1e-3), 10
+    )
+    assert first == stop_epoch
+    conv = trainer.convergence()
+    if stop_epoch < 10:
+        assert trainer.stop_reason == "plateau" and conv.converged and conv.rule == "plateau"
+    else:
+        assert trainer.stop_reason == "max_epochs" and not conv.converged
+    # without the flag the same curve runs to max_epochs
+    assert len(_make(budget, val_values=vals).run()) == 10
 
 
 def test_training_reduces_the_loss() -> None:

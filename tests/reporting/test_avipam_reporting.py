@@ -92,6 +92,16 @@ def test_reduced_gibbs_iterations_are_stated_in_the_caption() -> None:
     )
 
 
+def test_caption_states_the_runs_learning_rate_and_scikit_learn_passes() -> None:
+    runs = _runs({("avipam-pam4", "sub"): 0.2, ("lda-online", "sub"): 0.1})
+    runs["avi_lr"] = [0.005 if m == "avipam-pam4" else None for m in runs["method"]]
+    runs["mean_field_passes"] = [12 if m == "lda-online" else None for m in runs["method"]]
+    text = avt.caption(
+        avt.build_table(runs, "table1", avt.paper_numbers(), "quick"), "table1", avt.paper_numbers(), "quick"
+    )
+    assert "Adam lr 0.005" in text and "at most 12 passes" in text
+
+
 @pytest.mark.parametrize(
     ("shift", "expected"),
     [
@@ -117,6 +127,16 @@ def test_overlapping_values_are_inconclusive() -> None:
 def test_unconverged_runs_make_a_claim_budget_limited() -> None:
     claim = avc.ctm_below_pam(_tables(_runs(PAPER_ORDER, converged=False)))
     assert claim.verdict == BUDGET_LIMITED and claim.statistical_verdict == REPRODUCED
+
+
+def test_pam_beats_lda_leaves_out_a_method_the_grid_did_not_run_and_says_so() -> None:
+    means = {k: v for k, v in PAPER_ORDER.items() if k[0] != "lda-batch"}
+    claim = avc.pam_beats_lda(_tables(_runs(means)))
+    assert claim.verdict == REPRODUCED
+    assert "lda-batch: not run in this grid" in claim.numbers and "- lda-batch" not in claim.numbers
+    # a run method (lda-online) below a PAM still decides: not left out
+    means[("lda-online", "sub")] = 0.30
+    assert avc.pam_beats_lda(_tables(_runs(means))).verdict == NOT_REPRODUCED
 
 
 def test_ctm_and_molda_claims() -> None:

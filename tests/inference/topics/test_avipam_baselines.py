@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from noisyor_bench.inference.convergence import assess
 from noisyor_bench.inference.fitting import FitBudget
@@ -148,3 +149,77 @@ def test_meanfield_methods_differ_and_bad_method() -> None:
     assert early.stopped_by_criterion and early.n_iter < 200
     with pytest.raises(ConfigError, match="learning_method"):
         fit_lda_meanfield(counts, 4, "stochastic", seed=0)
+
+
+# ---------------------------------------------------------------- convergence of the baselines' runs
+def test_meanfield_perplexity_trace_is_scikit_learns_perplexity_after_each_pass() -> None:
+    """The trace read from scikit-learn's verbose lines equals the perplexity an independent
+    fit stopped after that many passes reports (batch EM is deterministic given the seed)."""
+    counts = single_block_corpus(n_docs=80)
+    fit = fit_lda_meanfield(counts, 4, "batch", seed=2, max_iter=4, evaluate_every=1, perp_tol=0.0)
+    assert [p for p, _ in fit.perplexity_trace] == [1, 2, 3, 4]
+    for passes in (1, 3):
+        short = fit_lda_meanfield(counts, 4, "batch", seed=2, max_iter=passes)
+        assert fit.perplexity_trace[passes - 1][1] == pytest.approx(short.perplexity, rel=1e-3)
+    unchecked = fit_lda_meanfield(counts, 4, "batch", seed=2, max_iter=2, compute_perplexity=False)
+    assert unchecked.perplexity_trace == ()
+
+
+@pytest.mark.parametrize(
+    ("trace", "stopped", "checked", "converged", "rule"),
+    [
+        ([(i, 100.0 - 10 * i) for i in range(1, 9)], False, True, False, "still-improving"),
+        ([(1, 300.0), (2, 200.0), *[(i, 150.0) for i in range(3, 10)]], False, True, True, "plateau"),
+        ([(1, 300.0), (2, 200.0), (3, 199.0)], False, True, False, "too-few-evaluations"),
+        ([(1, 300.0), (2, 200.0)], True, True, True, "method-criterion"),
+        ([], False, False, False, "epoch-limit-unchecked"),
+    ],
+)
+def test_meanfield_convergence_rule(trace, stopped, checked, converged, rule) -> None:
+    from noisyor_bench.experiments.avipam.methods import meanfield_convergence
+
+    conv = meanfield_convergence(trace, stopped, 10, checked)
+    assert conv["converged"] is converged and conv["rule"] == rule
+    if trace and rule != "method-criterion":
+        # monitored: log perplexity (a NELBO per word), not the perplexity itself
+        assert conv["best_within_window"] is None or conv["best_within_window"] == pytest.approx(
+            np.log(min(v for _, v in trace[-5:]))
+        )
+
+
+@pytest.mark.parametrize("method", ["lda-online", "lda-batch"])
+def test_real_meanfield_runs_record_falling_curves_unconverged_and_plateaus_converged(method) -> None:
+    from noisyor_bench.experiments.avipam.methods import fit_lda_meanfield_cell
+
+    counts = sp.csr_matrix(single_block_corpus(n_docs=120))
+    settings = {"method": method, "sizes": {"sub": 4}}
+    short = fit_lda_meanfield_cell(
+        counts, {**settings, "mean_field": {"max_iter": 3, "evaluate_every": 1, "perp_tol": 0.0}}, 0
+    )
+    # 3 checks, scikit-learn's own stop off: no window of 5 to judge
+    assert short.convergence["converged"] is False and short.convergence["rule"] == "too-few-evaluations"
+    long = fit_lda_meanfield_cell(
+        counts, {**settings, "mean_field": {"max_iter": 80, "evaluate_every": 1, "perp_tol": 0.0}}, 0
+    )
+    assert long.convergence["converged"] is True and long.convergence["rule"] == "plateau"
+    assert [r["passes"] for r in long.curve] == list(range(1, 81))
+
+
+def test_real_gibbs_runs_record_falling_curves_unconverged_and_plateaus_converged() -> None:
+    from noisyor_bench.experiments.avipam.methods import fit_lda_gibbs_cell, fit_pam_gibbs_cell
+
+    counts = sp.csr_matrix(block_corpus(n_docs=60))
+    for fit_cell, sizes in ((fit_lda_gibbs_cell, {"sub": 4}), (fit_pam_gibbs_cell, {"super": 2, "sub": 4})):
+        early = fit_cell(counts, {"sizes": sizes, "gibbs": {"iterations": 6, "trace_every": 1}}, 0)
+        assert early.convergence["converged"] is False  # the chain's likelihood still rising
+        late = fit_cell(counts, {"sizes": sizes, "gibbs": {"iterations": 400, "trace_every": 20}}, 0)
+        assert late.convergence["converged"] is True and late.convergence["rule"] == "plateau"
+
+
+def test_a_diverged_collapse_run_is_not_judged_by_the_convergence_rule() -> None:
+    from noisyor_bench.experiments.avipam.methods import diverged_fit
+    from noisyor_bench.models.topics.pam import make_structure
+
+    fit = diverged_fit(make_structure("lda", [3]), 7, 1.0, "loss became nan")
+    assert fit.convergence["converged"] is None and fit.convergence["rule"] == "diverged"
+    assert fit.extra_metrics["n_collapsed"] == 3

@@ -59,7 +59,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from noisyor_bench.inference.convergence import Convergence, assess
+from noisyor_bench.inference.convergence import Convergence, assess, monitored_values, relative_improvement
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
 from noisyor_bench.infra.errors import ConfigError, DataError, UserError
 from noisyor_bench.infra.io import atomic_path
@@ -150,6 +150,7 @@ class Trainer:
         checkpoint_path: str | Path | None = None,
         extra_fn: ExtraFn | None = None,
         fingerprint: Mapping[str, Any] | None = None,
+        stop_on_plateau: bool = False,
     ) -> None:
         """``extra_fn(step)`` adds method-specific columns to each epoch's record (called
         with the number of completed steps, e.g. to log the current temperature)."""
@@ -168,6 +169,11 @@ class Trainer:
         self.checkpoint_path = Path(checkpoint_path) if checkpoint_path is not None else None
         self.extra_fn = extra_fn
         self.fingerprint = dict(fingerprint or {})
+        # Stop as soon as the convergence rule (inference.convergence) holds on the curve so far
+        # (stop reason "plateau"); max_epochs is then a cap (aviPAM's quick grid: docs/avipam.md).
+        self.stop_on_plateau = bool(stop_on_plateau)
+        if self.stop_on_plateau:
+            self.fingerprint["stop_on_plateau"] = True
         self.fingerprint["budget"] = fit_budget_fields(budget)
         self.fingerprint["n_train"] = self.n_train
         self.state = RunProgress()
@@ -181,7 +187,7 @@ class Trainer:
 
     @property
     def stop_reason(self) -> str:
-        """``"patience"`` (early stop) or ``"max_epochs"``; empty before the run ends."""
+        """``"patience"`` (early stop), ``"plateau"`` (``stop_on_plateau``) or ``"max_epochs"``; empty before the run ends."""
         return self.state.stop_reason
 
     def convergence(self) -> Convergence:
@@ -269,6 +275,11 @@ class Trainer:
         monitored = record.val_nelbo if self.val_fn is not None else record.train_nelbo
         if update_stopping(self.state, monitored, record.epoch, self.budget):
             self.best_state = _clone_state(self.module)
+        if self.stop_on_plateau and self.state.stop_reason != "patience":
+            _, values = monitored_values(self.history)
+            _, _, rel = relative_improvement(values, int(self.budget.convergence_window))
+            if rel is not None and rel < float(self.budget.convergence_rel_tol):
+                self.state.finished, self.state.stop_reason = True, "plateau"
 
     # ------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self) -> None:

@@ -8,6 +8,7 @@ those calls and measure the training wall time the same way for every method
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -135,17 +136,50 @@ def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
     )
 
 
+def meanfield_convergence(
+    trace: Sequence[tuple[int, float]], stopped_by_criterion: bool, max_iter: int, checked: bool
+) -> dict[str, Any]:
+    """The convergence record of a scikit-learn LDA fit.
+
+    With perplexity checks (``evaluate_every > 0``) the monitored value is the log of
+    scikit-learn's training perplexity at every check (its own bound per token, a NELBO per
+    word), judged by the project's rule (:func:`noisyor_bench.inference.convergence.assess`:
+    window 5 checks, 0.1% relative); scikit-learn's own stop (perplexity change below
+    ``perp_tol``) counts as converged too.  Without checks there is nothing to judge:
+    not converged (``epoch-limit-unchecked``)."""
+    from noisyor_bench.inference.convergence import assess
+    from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+
+    if not checked or not trace:
+        return {
+            "converged": False,
+            "rule": "epoch-limit-unchecked",
+            "stop_reason": "max_epochs",
+            "epochs": int(max_iter),
+            "max_epochs": int(max_iter),
+        }
+    records = [
+        EpochRecord(epoch=int(p), train_nelbo=math.log(v) if v > 0 else math.nan, val_nelbo=None, seconds=0.0)
+        for p, v in trace
+    ]
+    finite = [r for r in records if math.isfinite(r.train_nelbo)]
+    best = min(finite, key=lambda r: r.train_nelbo).epoch if finite else None
+    stop = "converged" if stopped_by_criterion else "max_epochs"
+    return assess(records, stop, best, FitBudget(max_epochs=int(max_iter))).as_dict()
+
+
 def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
     """scikit-learn mean-field LDA, online or batch (the method name says which).
 
-    Convergence: scikit-learn's own criterion (training perplexity change below ``perp_tol``,
-    checked every ``evaluate_every`` passes) stopping before ``max_iter`` = converged; reaching
-    ``max_iter`` = not converged."""
+    Convergence (:func:`meanfield_convergence`): the project's plateau rule on the log of
+    scikit-learn's training perplexity, checked every ``evaluate_every`` passes, or
+    scikit-learn's own stop; without checks (``evaluate_every <= 0``) not converged."""
     from noisyor_bench.inference.topics import lda_meanfield
 
     mf = dict(settings.get("mean_field") or {})
     method = "online" if settings["method"] == "lda-online" else "batch"
     max_iter = int(mf.get("max_iter", 10))
+    evaluate_every = int(mf.get("evaluate_every", 2))
     fit, seconds = _timed(
         lambda: lda_meanfield.fit_lda_meanfield(
             counts,
@@ -153,28 +187,28 @@ def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], s
             learning_method=method,
             seed=seed,
             max_iter=max_iter,
-            evaluate_every=int(mf.get("evaluate_every", 2)),
+            evaluate_every=evaluate_every,
             perp_tol=float(mf.get("perp_tol", 0.1)),
             compute_perplexity=False,
         )
     )
-    checked = int(mf.get("evaluate_every", 2)) > 0
-    converged = bool(fit.stopped_by_criterion)
-    convergence = {
-        "converged": converged,
-        "rule": "method-criterion"
-        if converged
-        else ("still-improving" if checked else "epoch-limit-unchecked"),
-        "stop_reason": "converged" if converged else "max_epochs",
-        "epochs": int(fit.n_iter),
-        "max_epochs": max_iter,
-    }
+    convergence = meanfield_convergence(
+        fit.perplexity_trace, bool(fit.stopped_by_criterion), max_iter, evaluate_every > 0
+    )
+    curve = [{"passes": int(p), "perplexity": float(v)} for p, v in fit.perplexity_trace] or [
+        {"passes": int(fit.n_iter), "em_steps": int(fit.n_batch_iter)}
+    ]
     return TopicFit(
         topics={"sub": fit.topic_word},
         train_seconds=seconds,
-        curve=[{"passes": int(fit.n_iter), "em_steps": int(fit.n_batch_iter)}],
+        curve=curve,
         convergence=convergence,
-        extra_metrics={"sklearn_seconds": fit.train_seconds, "learning_method": method},
+        extra_metrics={
+            "sklearn_seconds": fit.train_seconds,
+            "learning_method": method,
+            "passes": int(fit.n_iter),
+            "em_steps": int(fit.n_batch_iter),
+        },
     )
 
 
@@ -271,12 +305,14 @@ def diverged_fit(structure: Any, vocab_size: int, seconds: float, message: str) 
     """The collapse study's record of a run whose loss became non-finite (a finding there, e.g.
     no normalisation at a high learning rate): no topic is usable, so every latent dimension
     counts as collapsed (``n_collapsed = latent_dims``), the topics are uniform placeholders
-    and its NPMI is left empty; ``diverged: true`` says so."""
+    and its NPMI is left empty; ``diverged: true`` says so.  ``converged`` is ``None`` (rule
+    ``diverged``): there is no curve to judge and no budget would change the outcome, so the
+    run does not make the collapse claims budget-limited."""
     dims = int(structure.latent_dims[-1])
     return TopicFit(
         topics={"sub": np.full((structure.n_topics, vocab_size), 1.0 / vocab_size)},
         train_seconds=seconds,
-        convergence={"converged": False, "rule": "diverged", "stop_reason": "diverged", "epochs": 0},
+        convergence={"converged": None, "rule": "diverged", "stop_reason": "diverged", "epochs": 0},
         extra_metrics={
             "diverged": True,
             "divergence": message,

@@ -81,6 +81,8 @@ class AviPamConfig:
     eval_every: int = 1
     convergence_window: int = 5
     convergence_rel_tol: float = 1e-3
+    # stop as soon as the convergence rule holds (stop reason "plateau"; max_epochs a cap)
+    stop_on_plateau: bool = False
     dtype: str = "float32"
 
     def alphas(self, n_levels: int) -> tuple[float, ...]:
@@ -134,6 +136,8 @@ def check_config(config: AviPamConfig, where: str = "avipam") -> None:
         raise ConfigError(
             f"{where}.hidden must be a non-empty list of positive widths; got {config.hidden!r}"
         )
+    if not isinstance(config.stop_on_plateau, bool):
+        raise ConfigError(f"{where}.stop_on_plateau must be true or false; got {config.stop_on_plateau!r}")
     for name in ("encoder_dropout", "theta_dropout"):
         value = getattr(config, name)
         if not 0.0 <= value < 1.0:
@@ -498,6 +502,7 @@ def fit_avipam(
         extra_fn=epoch_terms.columns,
         checkpoint_path=checkpoint_path,
         fingerprint={"config": config.as_dict(), "structure": structure.describe(), "seed": int(seed)},
+        stop_on_plateau=config.stop_on_plateau,
     )
     log = _ProgressLog(structure.describe(), config.max_epochs, progress)
     start = time.perf_counter()

@@ -8,13 +8,22 @@ defaults are scikit-learn's (unchanged since 0.17): ``max_iter=10`` passes, prio
 ``batch_size=128``, ``learning_offset=10``, ``learning_decay=0.7``, ``total_samples=1e6``
 (online only), no perplexity-based early stop (``evaluate_every=-1``).
 
+With ``evaluate_every > 0`` scikit-learn computes its training perplexity (its own variational
+bound, ``exp(-bound / tokens)``) every ``evaluate_every`` passes; the fit keeps those values as
+``perplexity_trace`` (read from scikit-learn's ``verbose`` lines, the only place its fit loop
+reports them; the fit is unchanged by it), so that the caller can judge convergence on the
+method's own objective.
+
 ``train_seconds`` is the wall time of ``fit`` alone, under one BLAS/OpenMP thread
 (``threadpoolctl``) and ``n_jobs=1``, like the one-worker Gibbs baselines.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
+import re
 import time
 from dataclasses import dataclass
 
@@ -44,6 +53,16 @@ class LdaMeanFieldFit:
     # True when scikit-learn stopped before max_iter by its own rule (evaluate_every > 0 and the
     # perplexity changed by less than perp_tol): convergence.assess's "converged" stop reason
     stopped_by_criterion: bool = False
+    # (pass, training perplexity) at every evaluation (evaluate_every > 0), in order
+    perplexity_trace: tuple[tuple[int, float], ...] = ()
+
+
+_PERPLEXITY_LINE = re.compile(r"iteration: (\d+) of max_iter: \d+, perplexity: ([0-9.eE+-]+|inf|nan)")
+
+
+def parse_perplexity_trace(verbose_output: str) -> tuple[tuple[int, float], ...]:
+    """``(pass, perplexity)`` of every evaluation line scikit-learn printed with ``verbose=1``."""
+    return tuple((int(it), float(value)) for it, value in _PERPLEXITY_LINE.findall(verbose_output))
 
 
 def fit_lda_meanfield(
@@ -98,10 +117,13 @@ def fit_lda_meanfield(
         max_doc_update_iter=max_doc_update_iter,
         n_jobs=1,
         random_state=int(seed),
+        verbose=1 if evaluate_every > 0 else 0,
     )
+    printed = io.StringIO()
     with threadpool_limits(limits=1):
         t0 = time.perf_counter()
-        model.fit(x)
+        with contextlib.redirect_stdout(printed):
+            model.fit(x)
         seconds = time.perf_counter() - t0
         doc_topic = model.transform(x)
         perplexity = float(model.perplexity(x)) if compute_perplexity else math.nan
@@ -120,4 +142,5 @@ def fit_lda_meanfield(
         topic_word_prior=eta,
         max_iter=int(max_iter),
         stopped_by_criterion=int(model.n_iter_) < int(max_iter),
+        perplexity_trace=parse_perplexity_trace(printed.getvalue()),
     )

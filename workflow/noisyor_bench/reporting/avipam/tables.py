@@ -87,6 +87,10 @@ def score_runs(
                 "converged": m.get("converged"),
                 "gibbs_iterations": (m.get("settings") or {}).get("gibbs", {}).get("iterations"),
                 "avi_max_epochs": (m.get("avi_config") or {}).get("max_epochs"),
+                "avi_lr": (m.get("avi_config") or {}).get("lr"),
+                "mean_field_passes": (m.get("settings") or {}).get("mean_field", {}).get("max_iter")
+                if m["method"] in ("lda-online", "lda-batch")
+                else None,
                 "epochs": m.get("epochs"),
                 "run_dir": str(run_dir),
             }
@@ -134,6 +138,8 @@ def build_table(runs: pd.DataFrame, name: str, paper: Mapping[str, Any], grid: s
                 g["gibbs_iterations"].dropna().max() if "gibbs_iterations" in g else math.nan
             )
             base["avi_max_epochs"] = g["avi_max_epochs"].dropna().max() if "avi_max_epochs" in g else math.nan
+            for key in ("avi_lr", "mean_field_passes"):
+                base[key] = g[key].dropna().max() if key in g and g[key].notna().any() else math.nan
         else:
             base.update(status=NOT_RUN + (f" ({grid})" if grid else ""))
         rows.append(base)
@@ -166,9 +172,15 @@ def caption(table: pd.DataFrame, name: str, paper: Mapping[str, Any], grid: str)
                 lines.append(f"REDUCED: {r['label']} ran {int(it)} Gibbs iterations (paper {target:,}).")
         epochs = measured["avi_max_epochs"].dropna() if "avi_max_epochs" in measured else []
         if len(epochs):
+            rates = sorted(set(measured["avi_lr"].dropna())) if "avi_lr" in measured else []
+            lr = " / ".join(f"{float(r):g}" for r in rates) or "0.002"
             lines.append(
-                f"aviPAM: at most {int(max(epochs))} epochs, Adam lr 0.002, one CPU thread (paper: GPU)."
+                f"aviPAM: at most {int(max(epochs))} epochs (or early stopping), Adam lr {lr}, one CPU thread (paper: GPU)."
             )
+        mf = measured[measured["method"].isin(["lda-online", "lda-batch"])]
+        passes = mf["mean_field_passes"].dropna() if "mean_field_passes" in mf else []
+        if len(passes):
+            lines.append(f"LDA DMFVI (scikit-learn): at most {int(max(passes))} passes over the corpus.")
         threads = measured["threads"].dropna() if "threads" in measured else []
         if len(threads):
             lines.append(
