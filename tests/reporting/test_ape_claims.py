@@ -138,6 +138,8 @@ def test_reductions_name_every_cut():
     section = {
         "theta_pool": {"size": 2000},
         "training": {"max_steps": 1500, "batch_size": 100},
+        "naive_training": {"max_steps": 700, "batch_size": 100},
+        "vi": {"lr": 0.05, "max_steps": 8000},
         "evaluation": {"documents": 30},
         "data": {"test_models": 10, "gibbs_iterations": 300},
         "nuts": {"combinations": 30, "warmup": 50, "samples": 50, "max_tree_depth": 6},
@@ -146,7 +148,10 @@ def test_reductions_name_every_cut():
     text = " ".join(reductions({"seeds": [0, 1], "datasets": {"mdreviews": section}}))
     for expected in (
         "2,000 training models",
-        "1,500 steps",
+        "APE model-aware training capped at 1,500 steps",
+        "APE naive training capped at 700 steps",
+        "VI learning rate 0.05",
+        "VI capped at 8,000 steps",
         "first 30 combinations",
         "50 warm-up",
         "300 Gibbs",

@@ -53,6 +53,16 @@ def train_dir(results: str | Path, dataset: str, method: str, pool_size: int, se
     )
 
 
+BUDGET_KEYS = {"standard": "standard_training", "ape-naive": "naive_training"}
+
+
+def training_section(section: Mapping[str, Any], method: str) -> Mapping[str, Any]:
+    """The budget of ``method``'s encoder: its own section (``standard_training``,
+    ``naive_training``) when the grid has one, else the APE encoders' ``training``."""
+    key = BUDGET_KEYS.get(method)
+    return section[key] if key and section.get(key) else section["training"]
+
+
 def training_config(section: Mapping[str, Any], n_documents: int, models: int) -> tuple[Any, int, int]:
     """(ApeTrainingConfig, steps of the configured epochs, steps run = min(epochs' steps, max_steps))."""
     from noisyor_bench.inference.topics.ape_training import ApeTrainingConfig
@@ -69,6 +79,7 @@ def training_config(section: Mapping[str, Any], n_documents: int, models: int) -
         eval_every=min(int(section.get("eval_every", 500)), steps),
         convergence_window=int(section.get("window", 5)),
         convergence_rel_tol=float(section.get("rel_tol", 1e-3)),
+        patience=int(section["patience"]) if section.get("patience") else None,
     )
     return config, epoch_steps, steps
 
@@ -101,9 +112,7 @@ def train_run(
     n_docs, vocab = documents.shape
     n_topics = pool.n_topics
     standard = method == "standard"
-    budget = (
-        section["standard_training"] if standard and "standard_training" in section else section["training"]
-    )
+    budget = training_section(section, method)
     models = n_models(method, pool.size)
     config, epoch_steps, steps = training_config(budget, n_docs, models)
     thetas, m = (torch.from_numpy(pool.draw([0])), 1) if standard else pairs.training_models(pool)

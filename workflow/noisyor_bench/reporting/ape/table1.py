@@ -117,12 +117,22 @@ def reductions(settings: Mapping[str, Any]) -> list[str]:
         pool = int(section["theta_pool"]["size"])
         if pool < PAPER_SCALE["theta_pool"]:
             parts.append(f"{pool:,} training models (paper 50,000)")
-        for key, what in (("training", "APE"), ("standard_training", "Standard")):
+        ape = "APE model-aware" if section.get("naive_training") else "APE"
+        for key, what in (
+            ("training", ape),
+            ("naive_training", "APE naive"),
+            ("standard_training", "Standard"),
+        ):
             budget = section.get(key) or {}
             if budget.get("max_steps"):
                 parts.append(
                     f"{what} training capped at {int(budget['max_steps']):,} steps of batch {budget.get('batch_size', 100)}"
                 )
+        vi = section.get("vi") or {}
+        if vi.get("lr") and float(vi["lr"]) != 0.01:
+            parts.append(f"VI learning rate {float(vi['lr']):g} (paper 0.01; A.2: the best of several rates)")
+        if vi.get("max_steps"):
+            parts.append(f"VI capped at {int(vi['max_steps']):,} steps")
         ev = section.get("evaluation") or {}
         n_models = int(section["data"].get("test_models", 10))
         combos = int(ev.get("documents", 30)) * n_models

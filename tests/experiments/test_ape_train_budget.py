@@ -1,0 +1,31 @@
+"""The APE training budget of each encoder: its own section when the grid has one, else ``training``."""
+
+from __future__ import annotations
+
+from noisyor_bench.experiments.ape.train import training_config, training_section
+
+TRAINING = {"max_steps": 6000, "eval_every": 100, "window": 5, "rel_tol": 0.002}
+NAIVE = {"max_steps": 1500, "eval_every": 100, "window": 5, "rel_tol": 0.002}
+STANDARD = {"max_steps": 4000, "eval_every": 100, "window": 3, "rel_tol": 0.002}
+
+
+def test_each_encoder_reads_its_own_section():
+    section = {"training": TRAINING, "naive_training": NAIVE, "standard_training": STANDARD}
+    assert training_section(section, "ape-model-aware") is TRAINING
+    assert training_section(section, "ape-naive") is NAIVE
+    assert training_section(section, "standard") is STANDARD
+
+
+def test_without_an_own_section_the_encoders_share_training():
+    section = {"training": TRAINING}
+    for method in ("ape-model-aware", "ape-naive", "standard"):
+        assert training_section(section, method) is TRAINING
+
+
+def test_step_cap_below_the_epochs_and_patience_are_passed_on():
+    # 2 epochs of 500 documents x 2,000 models / batch 100 = 20,000 steps; the cap decides.
+    config, epoch_steps, steps = training_config({**TRAINING, "epochs": 2, "patience": 7}, 500, 2000)
+    assert (epoch_steps, steps, config.max_steps) == (20_000, 6000, 6000)
+    assert config.patience == 7 and config.convergence_window == 5 and config.convergence_rel_tol == 0.002
+    config, _, steps = training_config({"epochs": 2, "eval_every": 100}, 500, 1)
+    assert steps == 10 and config.patience is None and config.eval_every == 10
