@@ -60,3 +60,15 @@ def test_collapse_settings_carry_variant_and_learning_rate() -> None:
 def test_run_paths_follow_the_project_layout() -> None:
     c = cells.RunCell("small", "20news", "avipam-pam4", 3, 0)
     assert c.path == "avipam-small/20news/avipam-pam4/n0/seed3"
+
+
+def test_pam_iterations_apply_to_the_pam_sampler_only_and_are_recorded() -> None:
+    gibbs = {"iterations": 500, "pam_iterations": 300, "trace_every": 10}
+    assert cells.gibbs_settings(gibbs, "pam4-gibbs") == {"iterations": 300, "trace_every": 10}
+    assert cells.gibbs_settings(gibbs, "lda-gibbs") == {"iterations": 500, "trace_every": 10}
+    assert cells.gibbs_settings({"iterations": 40}, "pam4-gibbs") == {"iterations": 40}
+    # the quick grid's cells: each Gibbs run's settings carry the count it runs
+    sec = _section("quick")
+    small = cells.table_cells(sec, "small")
+    by_method = {c.method: cells.cell_settings(sec, c)["gibbs"]["iterations"] for c in small}
+    assert by_method["pam4-gibbs"] < by_method["lda-gibbs"]

@@ -156,10 +156,21 @@ def cell_settings(sec: Mapping[str, Any], cell: RunCell) -> dict[str, Any]:
     return {
         "method": cell.method,
         "sizes": sizes,
-        "gibbs": dict(exp.get("gibbs") or {}),
+        "gibbs": gibbs_settings(exp.get("gibbs") or {}, cell.method),
         "mean_field": dict(sec.get("mean_field") or {}),
         "avi": dict(sec.get("avi") or {}),
         "corpus": dict((sec.get("corpus_settings") or {}).get(cell.corpus) or {}),
         "max_train_docs": sec.get("max_train_docs"),
         "threads": int(sec.get("threads", 1)),
     }
+
+
+def gibbs_settings(gibbs: Mapping[str, Any], method: str) -> dict[str, Any]:
+    """The Gibbs settings one method's run gets: ``pam_iterations`` (optional) replaces
+    ``iterations`` for the 4-PAM sampler, whose chains meet the convergence rule far sooner
+    than LDA's (docs/avipam.md, "Budgets of the quick grid"); the run records the count it
+    ran, so tables and claims read the right one."""
+    settings = {k: v for k, v in gibbs.items() if k != "pam_iterations"}
+    if method == "pam4-gibbs" and "pam_iterations" in gibbs:
+        settings["iterations"] = int(gibbs["pam_iterations"])
+    return settings
