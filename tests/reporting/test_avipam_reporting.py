@@ -237,3 +237,39 @@ def test_gibbs_trace_convergence_rule(lls: list[float], expected: bool) -> None:
     trace = [(10 * (i + 1), ll, float(i)) for i, ll in enumerate(lls)]
     conv = trace_convergence(trace, 80)
     assert conv["converged"] is expected and conv["epochs"] == 80
+
+
+def test_collapse_markdown_rows_have_one_cell_per_header_column() -> None:
+    """Each row of the collapse table lines up with its header (a diverged-runs cell once
+    shifted every later value one column to the right)."""
+    from noisyor_bench.reporting.avipam import collapse
+
+    runs = pd.DataFrame(
+        [
+            {
+                "corpus": "mnist",
+                "variant": v,
+                "lr": lr,
+                "seed": s,
+                "n_collapsed": float(nc),
+                "latent_dims": 50,
+                "collapsed_share": nc / 50,
+                "diverged_share": float(div),
+                "kl_total": 20.0 + s,
+                "diverged": div,
+                "train_minutes": 0.1,
+                "npmi_external": float("nan"),
+                "npmi_internal": float("nan"),
+            }
+            for v, lr, nc, div in [("batchnorm", 0.002, 0, False), ("none", 0.1, 50, True)]
+            for s in (0, 1)
+        ]
+    )
+    text = collapse.markdown(collapse.build_table(runs), "quick")
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    header, rows = lines[0], lines[2:]
+    assert "diverged runs" in header and len(rows) == 2
+    assert all(row.count("|") == header.count("|") for row in rows)
+    none_row = next(row for row in rows if "0.1" in row)
+    cells = [c.strip() for c in none_row.strip("|").split("|")]
+    assert cells[header.strip("|").split("|").index(" diverged runs ")] == "2/2"

@@ -87,6 +87,7 @@ def markdown(table: pd.DataFrame, grid: str) -> str:
         "normalisation",
         "learning rate",
         "collapsed dims",
+        "diverged runs",
         "KL total (nats)",
         "NPMI external",
         "NPMI internal",
