@@ -25,7 +25,6 @@ Writes one CSV row per (cell, seed, candidate budget) with the verdict, plus
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import sys
 import time
@@ -37,6 +36,7 @@ import torch
 from noisyor_bench.experiments.config import load_config
 from noisyor_bench.inference.convergence import assess
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.infra.io import write_csv_atomic
 
 
 def grid_section(config_path: str, grid: str, dataset: str) -> dict:
@@ -267,12 +267,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             for r in rows:
                 curves.append({"cell": cell, "seed": seed, **r})
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    for path, table in ((args.out, summary), (args.out.with_suffix(".curves.csv"), curves)):
-        with open(path, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(table[0]))
-            writer.writeheader()
-            writer.writerows(table)
+    write_csv_atomic(args.out, summary)
+    write_csv_atomic(args.out.with_suffix(".curves.csv"), curves)
     return 0
 
 

@@ -46,8 +46,10 @@ import yaml
 from noisyor_bench.data.corpora.bow import load_corpus
 from noisyor_bench.experiments.avipam import cells
 from noisyor_bench.inference.convergence import relative_improvement
+from noisyor_bench.infra.io import write_csv_atomic
 
 WINDOW, REL_TOL, PATIENCE = 5, 1e-3, 10
+CURVE_COLUMNS = ("step", "value", "cpu_seconds")  # of each run's <name>.csv
 
 
 def quick_section() -> dict[str, Any]:
@@ -166,17 +168,14 @@ def cmd_run(args: argparse.Namespace) -> None:
         method = settings["method"]
         if method.startswith("avipam"):
             partial = out / f"{name}.partial"
-            partial.write_text("step,value,cpu_seconds\n")
+            partial.write_text(",".join(CURVE_COLUMNS) + "\n")
             rows = curve_avipam(counts, settings, seed, args.epochs, partial)
             partial.unlink()
         elif method.endswith("gibbs"):
             rows = curve_gibbs(counts, settings, seed, args.epochs, args.trace_every)
         else:
             rows = curve_sklearn(counts, settings, seed, args.epochs)
-        with open(out / f"{name}.csv", "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["step", "value", "cpu_seconds"])
-            writer.writerows(rows)
+        write_csv_atomic(out / f"{name}.csv", [dict(zip(CURVE_COLUMNS, row, strict=True)) for row in rows])
         last = rows[-1] if rows else (0, math.nan, 0.0)
         print(f"{name}: {len(rows)} points, last step {last[0]} value {last[1]:.5g}, {last[2]:.1f} CPU s")
 
@@ -240,10 +239,7 @@ def cmd_summarize(args: argparse.Namespace) -> None:
     for path in sorted(Path(args.out).glob("*.csv")):
         strides = [1] if "gibbs" not in path.stem else [int(s) for s in args.trace_every]
         rows += [summarize_one(path, s) for s in strides]
-    with open(args.csv, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv_atomic(args.csv, rows)
     for r in rows:
         print(" | ".join(str(x) for x in r.values()))
 

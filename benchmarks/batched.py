@@ -28,7 +28,6 @@ of ``--repeats`` is reported.  Prints a table and writes ``benchmarks/results/ba
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import platform
@@ -215,10 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(text)
-    with args.out.with_suffix(".csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(rows)
+    from noisyor_bench.infra.io import write_csv_atomic
+
+    write_csv_atomic(args.out.with_suffix(".csv"), rows, header)
     return 0
 
 

@@ -19,7 +19,6 @@ one evaluation) and is absent from the reference, so both time training steps.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -349,10 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         "target",
         "met",
     ]
-    with open(out / "bench.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
+    from noisyor_bench.infra.io import write_csv_atomic
+
+    write_csv_atomic(out / "bench.csv", rows, fields)
     md = [
         f"Machine: {machine()}; {args.threads} torch thread(s) per measurement; best of {args.repeats} alternating runs.",
         "",

@@ -27,7 +27,6 @@ validation NELBO of every epoch).
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 import time
@@ -42,6 +41,7 @@ from noisyor_bench.experiments.corpus_hparams import corpus_hparams
 from noisyor_bench.experiments.runs import shape_model
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.registry import get_method
+from noisyor_bench.infra.io import write_csv_atomic
 
 TEXT_K = 20  # Table 5's topic model
 
@@ -234,11 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                         ),
                         flush=True,
                     )
-                    for path, table in ((a.out, rows), (a.out.with_suffix(".curves.csv"), curves)):
-                        with open(path, "w", newline="") as f:
-                            w = csv.DictWriter(f, fieldnames=list(table[0]))
-                            w.writeheader()
-                            w.writerows(table)
+                    write_csv_atomic(a.out, rows)
+                    write_csv_atomic(a.out.with_suffix(".curves.csv"), curves)
     return 0
 
 

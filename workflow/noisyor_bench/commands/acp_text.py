@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from noisyor_bench.commands.arguments import add_table_outputs
 from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -135,8 +136,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=[],
         help="results/baselines/neurips-titles.json (noisyor-bench baselines): NELBO vs baseline note",
     )
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.set_defaults(func=cmd_topics_table)
 
     p = sub.add_parser(
@@ -155,8 +155,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--seed", type=int, default=0, help="seed of the shuffled folds (same folds for every run)"
     )
     p.add_argument("--max-iter", type=int, default=1000, help="logistic-regression iterations")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf", required=True)
     p.set_defaults(func=cmd_classify)
@@ -179,8 +178,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("tsne-table", help="merge the per-K t-SNE tables into one table (CSV + Markdown)")
     p.add_argument("--tables", nargs="+", required=True, help="per-K t-SNE tables (tables/tsne_K<K>.csv)")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.set_defaults(func=cmd_tsne_table)
 
     p = sub.add_parser("claims-text", help="verdicts of the paper's real-corpus claims from the text tables")
@@ -188,6 +186,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--best-topics", type=int, default=4, help="topics compared rank by rank (Table 5 shows 4)"
     )
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.set_defaults(func=cmd_claims_text)

@@ -11,6 +11,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from noisyor_bench.commands.arguments import add_table_outputs
 from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -227,8 +228,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help)
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.set_defaults(func=cmd_table_fig3a)
 
     p = sub.add_parser("table4", help="paper Table 4: held-out NELBO, N_train x method, beside the paper")
@@ -241,8 +241,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="[METHOD=]TEXT",
         help="text for cells without runs; 'lb-cdi=TEXT' for one method (repeatable)",
     )
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.set_defaults(func=cmd_table4)
 
     p = sub.add_parser(
@@ -253,8 +252,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--datasets", nargs="*", help="dataset .npz files (their sidecars give panel titles)")
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md")
+    add_table_outputs(p, markdown_required=False)
     p.set_defaults(func=cmd_figure_fig5)
 
     p = sub.add_parser(
@@ -263,8 +261,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (with curve.csv)")
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md")
+    add_table_outputs(p, markdown_required=False)
     p.set_defaults(func=cmd_figure_fig3b)
 
     p = sub.add_parser(
@@ -281,8 +278,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", help="figure title (default: one naming the dataset)")
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md")
+    add_table_outputs(p, markdown_required=False)
     p.set_defaults(func=cmd_figure_patterns)
 
     p = sub.add_parser(
@@ -301,8 +297,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--threshold", type=float, default=0.8, help="matched cosine similarity counted as recovered"
     )
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md")
+    add_table_outputs(p, markdown_required=False)
     p.set_defaults(func=cmd_ablation_table)
 
     p = sub.add_parser(
@@ -317,8 +312,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="CSVs from table-fig3a, table4, figure-fig5, figure-fig3b, figure-patterns, ablation-table "
         "(any subset)",
     )
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md")
+    add_table_outputs(p, markdown_required=False)
     p.set_defaults(func=cmd_claims)
 
     p = sub.add_parser(
@@ -326,20 +320,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="one row per run of an experiment: converged, rule, stop reason, epochs, improvement",
     )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (one experiment)")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.set_defaults(func=cmd_convergence_table)
 
     p = sub.add_parser(
         "convergence-summary", help="converged / total per experiment and method, learning-mode share overall"
     )
     p.add_argument("--tables", nargs="+", required=True, help="CSVs from convergence-table")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.set_defaults(func=cmd_convergence_summary)
 
     p = sub.add_parser("claims-merge", help="concatenate claims CSVs of several stages into one")
     p.add_argument("--claims", nargs="+", required=True, help="claims CSVs")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md")
+    add_table_outputs(p, markdown_required=False)
     p.set_defaults(func=cmd_claims_merge)

@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from noisyor_bench.commands.arguments import json_argument
+from noisyor_bench.commands.arguments import add_table_outputs, json_argument
 from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -222,8 +222,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--settings", required=True, help="JSON (or @file): grids.<grid>.ape (for the caption's reductions)"
     )
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.add_argument("--out-figure1-csv", required=True, help="output file: Figure 1's times per seed (CSV)")
     p.set_defaults(func=cmd_ape_table1)
 
@@ -252,6 +251,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--table", required=True, help="tables/ape_table1.csv")
     p.add_argument("--figure1", required=True, help="tables/ape_figure1.csv")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.set_defaults(func=cmd_ape_claims)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from noisyor_bench.commands.arguments import json_argument
+from noisyor_bench.commands.arguments import add_table_outputs, json_argument
 from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -100,18 +100,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_settings(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
+
+
+def _add_family(p: argparse.ArgumentParser) -> None:
+    """``--settings`` and ``--family``: the problem family of the settings a command works on."""
+    _add_settings(p)
+    p.add_argument("--family", required=True, help="a problem family of the settings (e.g. syn-random)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ape-noisyor-problems", help="APE on noisy-OR: the problem file of one family")
-    p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
-    p.add_argument("--family", required=True, help="a family of the settings (e.g. syn-random)")
+    _add_family(p)
     p.add_argument("--out-npz", required=True, help="results/data/ape-noisyor-<family>.npz")
     p.set_defaults(func=cmd_problems)
 
     p = sub.add_parser(
         "ape-noisyor-train", help="APE on noisy-OR: train one encoder across models (all seeds)"
     )
-    p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
-    p.add_argument("--family", required=True, help="a problem family of the settings (e.g. syn-random)")
+    _add_family(p)
     p.add_argument("--encoder", required=True, help="an encoder name of the settings (e.g. avi-model-aware)")
     p.add_argument("--problems", required=True, help="the family's problem file")
     p.add_argument("--runs-dir", required=True, help="results/runs (run directories go under ape-noisyor/)")
@@ -120,8 +128,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "ape-noisyor-baseline", help="APE on noisy-OR: a per-datapoint bound on the test candidates"
     )
-    p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
-    p.add_argument("--family", required=True, help="a problem family of the settings (e.g. syn-random)")
+    _add_family(p)
     p.add_argument(
         "--method",
         required=True,
@@ -133,14 +140,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_baseline)
 
     p = sub.add_parser("ape-noisyor-report", help="APE on noisy-OR: table, figure and claims")
-    p.add_argument("--settings", required=True, help="grids.<grid>.ape_noisyor as JSON or @file")
+    _add_settings(p)
     p.add_argument("--grid", default="?", help="the grid's name, for the caption")
     p.add_argument(
         "--problems", nargs="+", required=True, help="problem files results/data/ape-noisyor-<family>.npz"
     )
     p.add_argument("--runs", nargs="+", required=True, help="metrics.json of every run")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-claims-csv", required=True)
     p.add_argument("--out-claims-md", required=True)

@@ -1,4 +1,5 @@
-"""Command-line values shared by the commands: JSON arguments given inline or as ``@file``.
+"""Command-line values shared by the commands: JSON arguments given inline or as ``@file``, and
+the table outputs ``--out-csv``/``--out-md``.
 
 The workflow passes config values to the CLI as compact JSON (``rules/common.smk``:
 ``json_param``), long ones through a file (``@<results>/params/<sha>.json``), so every JSON
@@ -7,6 +8,7 @@ option of every command reads both forms, here, with one error wording.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -34,3 +36,9 @@ def json_argument(text: str, name: str) -> Any:
         return json.loads(content)
     except json.JSONDecodeError as err:
         raise ConfigError(f"{where}: not valid JSON ({err})") from None
+
+
+def add_table_outputs(parser: argparse.ArgumentParser, markdown_required: bool = True) -> None:
+    """``--out-csv`` and ``--out-md``: where a command writes its table (CSV, and Markdown)."""
+    parser.add_argument("--out-csv", required=True, help="output file: the table as CSV")
+    parser.add_argument("--out-md", required=markdown_required, help="output file: the table as Markdown")

@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from noisyor_bench.commands.arguments import json_argument
+from noisyor_bench.commands.arguments import add_table_outputs, json_argument
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.io import write_json_atomic
 
@@ -349,8 +349,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--corpora", nargs="*", default=[], help="results/data/avipam-<corpus>.npz (image shape)")
     p.add_argument("--grid", default="", help="grid name for the captions")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-topics", required=True, help="Fig. 2: topics as images (PNG)")
     p.set_defaults(func=cmd_collapse)
@@ -359,6 +358,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--tables", nargs="*", default=[], help="the aviPAM tables (CSV) the claims are checked on"
     )
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.set_defaults(func=cmd_claims)

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from noisyor_bench.commands.arguments import json_argument
+from noisyor_bench.commands.arguments import add_table_outputs, json_argument
 from noisyor_bench.experiments.config import load_config, raw_data_dir
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
@@ -231,6 +231,5 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("dataset-table", help="results/tables/datasets.csv: measured vs paper sparsity")
     p.add_argument("datasets", nargs="+", help="dataset .npz files")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.set_defaults(func=cmd_dataset_table)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from noisyor_bench.commands.arguments import add_table_outputs
+
 log = logging.getLogger(__name__)
 
 
@@ -50,8 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="step caps (default: 0 1 2 3 5 7 10 15 20 30 50 100 200)",
     )
     p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    add_table_outputs(p)
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf")
     p.set_defaults(func=cmd_sensitivity)

@@ -13,16 +13,17 @@ variational EM, UB-CDI's fixed-point rounds.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
+from noisyor_bench.evaluation.heldout import elbo_of_q
 from noisyor_bench.inference.base import InferenceMethod, Mode, PosteriorProgress
 from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.fitloop import FitLoop, fingerprint
-from noisyor_bench.inference.fitting import FitBudget
+from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.hparams import resolve_hparams, torch_dtype
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.infra.errors import ConfigError, DataError
@@ -111,6 +112,59 @@ class ClassicalMethod(InferenceMethod):
         rows with the true model (inference mode): no training budget to judge."""
         self.best_epoch, self.stop_reason = loop.best_epoch, loop.stop_reason
         self.convergence = loop.convergence(budget, applicable=applicable)
+
+    def _resume_learning(self, loop: FitLoop) -> None:
+        """Load the checkpoint of an interrupted learning fit, or start at epoch 0."""
+        saved = loop.resume()
+        if saved is not None:
+            self.load_state_dict(saved)
+        else:
+            self.epoch = 0
+
+    def _learning_epochs(
+        self,
+        loop: FitLoop,
+        budget: FitBudget,
+        progress: Callable[[EpochRecord], None] | None,
+        train_epoch: Callable[[], float],
+        validate: Callable[[], float],
+        state: Callable[[], dict[str, Any]],
+        params: Callable[[], Iterable[tuple[str, torch.Tensor]]],
+    ) -> list[EpochRecord]:
+        """The epochs of a learning-mode fit: ``train_epoch()`` (returns the mean objective),
+        ``validate()`` (the validation NELBO) every ``eval_every`` epochs and at the last,
+        early stopping on it; the best generative parameters are restored at the end.
+        ``state``/``params``: what :meth:`FitLoop.end_epoch` saves and checks."""
+        for epoch in range(loop.state.epoch + 1, budget.max_epochs + 1):
+            if loop.finished:
+                break
+            start = time.perf_counter()
+            train_obj = train_epoch()
+            self.epoch = epoch
+            val_nelbo = None
+            if epoch % budget.eval_every == 0 or epoch == budget.max_epochs:
+                val_nelbo = validate()
+            rec = EpochRecord(epoch, -train_obj, val_nelbo, time.perf_counter() - start)
+            loop.end_epoch(
+                rec,
+                state,
+                params=params(),
+                best_fn=lambda: clone_tensors(self.module.state_dict()),
+                patience=budget.patience,
+                max_epochs=budget.max_epochs,
+            )
+            if progress is not None:
+                progress(rec)
+        if loop.best_params is not None:
+            self.module.load_state_dict(loop.best_params)
+        return list(loop.records)
+
+    def _mean_elbo(
+        self, model: NoisyOR, x: torch.Tensor, q: torch.Tensor, generator: torch.Generator
+    ) -> float:
+        """Mean ELBO of ``q`` on ``x`` (exact for ``K <= exact_max_k``, else Monte Carlo from ``generator``)."""
+        h = self.hparams
+        return float(elbo_of_q(model, x, q, h["exact_max_k"], h["eval_samples"], generator).mean())
 
     def _as_data(self, x: torch.Tensor) -> torch.Tensor:
         x = torch.as_tensor(x).to(device=self.device, dtype=self.dtype)

@@ -49,7 +49,6 @@ from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.evaluation.heldout import elbo_of_q
 from noisyor_bench.inference.base import Mode, PosteriorProgress
 from noisyor_bench.inference.classical import ClassicalMethod, lap
 from noisyor_bench.inference.fitloop import FitLoop, clone_tensors
@@ -215,11 +214,7 @@ class LBCDI(ClassicalMethod):
         def record(t: int, converged: bool) -> None:
             q = torch.cat([c.q for c in chunks])
             ll = float(torch.cat([c.ll for c in chunks]).mean())
-            elbo = float(
-                elbo_of_q(
-                    model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
-                ).mean()
-            )
+            elbo = self._mean_elbo(model, x, q, generator)
             rec = EpochRecord(t, -ll, -elbo, lap(clock), {"ll_lb": ll, "elbo": elbo})
             loop.end_epoch(rec, state, stop="converged" if converged else "", max_epochs=rounds)
             if progress is not None:
@@ -241,11 +236,7 @@ class LBCDI(ClassicalMethod):
     ) -> list[EpochRecord]:
         h = self.hparams
         xt, xv = self._as_data(x_train), self._as_data(x_val)
-        saved = loop.resume()
-        if saved is not None:
-            self.load_state_dict(saved)
-        else:
-            self.epoch = 0
+        self._resume_learning(loop)
         if self._optimizer is None:
             self._optimizer = self._make_optimizer()
         with torch.no_grad():
@@ -260,32 +251,22 @@ class LBCDI(ClassicalMethod):
                 if saved_r.get("val") is not None:
                     _restore_chunks(self._val, {"r": saved_r["val"]}, ("r",))
             self._saved_r = {}
-        for epoch in range(loop.state.epoch + 1, budget.max_epochs + 1):
-            if loop.finished:
-                break
-            start = time.perf_counter()
+
+        def train_epoch() -> float:
             with torch.no_grad():
                 self._refresh(self.generative, self._train)
                 self._run_rounds(self.generative, self._train, h["estep_rounds"])
-            train_obj = self._m_step(xt.shape[0])
-            self.epoch = epoch
-            val_nelbo = None
-            if epoch % budget.eval_every == 0 or epoch == budget.max_epochs:
-                val_nelbo = self._validate(xv, generator)
-            rec = EpochRecord(epoch, -train_obj, val_nelbo, time.perf_counter() - start)
-            loop.end_epoch(
-                rec,
-                lambda: self._state(copy_tensors=False),
-                params=self.module.named_parameters(),
-                best_fn=lambda: clone_tensors(self.module.state_dict()),
-                patience=budget.patience,
-                max_epochs=budget.max_epochs,
-            )
-            if progress is not None:
-                progress(rec)
-        if loop.best_params is not None:
-            self.module.load_state_dict(loop.best_params)
-        return list(loop.records)
+            return self._m_step(xt.shape[0])
+
+        return self._learning_epochs(
+            loop,
+            budget,
+            progress,
+            train_epoch,
+            lambda: self._validate(xv, generator),
+            lambda: self._state(copy_tensors=False),
+            self.module.named_parameters,
+        )
 
     def _m_step(self, n_total: int) -> float:
         """``mu = mean q`` (closed form), then ``m_steps`` Adam steps on (theta, theta0); returns the mean objective."""
@@ -315,11 +296,7 @@ class LBCDI(ClassicalMethod):
         self._refresh(model, self._val)
         self._run_rounds(model, self._val, self.hparams["val_rounds"])
         q = torch.cat([c.q for c in self._val])
-        return -float(
-            elbo_of_q(
-                model, xv, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
-            ).mean()
-        )
+        return -self._mean_elbo(model, xv, q, generator)
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam([self.module.raw_theta, self.module.raw_theta0], lr=self.hparams["lr"])

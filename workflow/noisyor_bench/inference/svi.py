@@ -44,7 +44,6 @@ from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.evaluation.heldout import elbo_of_q
 from noisyor_bench.inference.base import Mode, PosteriorProgress
 from noisyor_bench.inference.classical import ClassicalMethod, lap
 from noisyor_bench.inference.fitloop import FitLoop, clone_tensors
@@ -385,11 +384,7 @@ class SVI(ClassicalMethod):
 
         def record(epoch: int, objective: float) -> None:
             q = torch.sigmoid(logits)
-            elbo = float(
-                elbo_of_q(
-                    model, x, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
-                ).mean()
-            )
+            elbo = self._mean_elbo(model, x, q, generator)
             rec = EpochRecord(epoch, -objective, -elbo, lap(clock), {"lb_elbo": objective, "elbo": elbo})
             ended = "converged" if fresh.converged else "max_epochs" if fresh.done >= max_steps else ""
             loop.end_epoch(rec, state, stop=ended)
@@ -413,11 +408,7 @@ class SVI(ClassicalMethod):
         h = self.hparams
         xt, xv = self._as_data(x_train), self._as_data(x_val)
         n, k = xt.shape[0], self.module.K
-        saved = loop.resume()
-        if saved is not None:
-            self.load_state_dict(saved)
-        else:
-            self.epoch = 0
+        self._resume_learning(loop)
         if self.local_logits is None or self.local_logits.shape != (n, k):
             self.local_logits = torch.logit(self.generative.mu).expand(n, k).clone()
             self._local_adam = None
@@ -425,33 +416,24 @@ class SVI(ClassicalMethod):
             self._local_adam = RowAdam((n, k), h["lr_local"], self.dtype, self.device)
         if self._optimizer is None:
             self._optimizer = torch.optim.Adam(self.module.parameters(), lr=h["lr_global"])
-        for epoch in range(loop.state.epoch + 1, budget.max_epochs + 1):
-            if loop.finished:
-                break
-            start = time.perf_counter()
+
+        def train_epoch() -> float:
             order = torch.randperm(n, generator=shuffle).to(self.device)
             total = 0.0
             for b in range(0, n, budget.batch_size):
                 rows = order[b : b + budget.batch_size]
                 total += self._svi_step(xt[rows], rows)
-            self.epoch = epoch
-            val_nelbo = None
-            if epoch % budget.eval_every == 0 or epoch == budget.max_epochs:
-                val_nelbo = self._validate(xv, generator)
-            rec = EpochRecord(epoch, -total / n, val_nelbo, time.perf_counter() - start)
-            loop.end_epoch(
-                rec,
-                self.state_dict,
-                params=[*self.module.named_parameters(), ("local_logits", self.local_logits)],
-                best_fn=lambda: clone_tensors(self.module.state_dict()),
-                patience=budget.patience,
-                max_epochs=budget.max_epochs,
-            )
-            if progress is not None:
-                progress(rec)
-        if loop.best_params is not None:
-            self.module.load_state_dict(loop.best_params)
-        return list(loop.records)
+            return total / n
+
+        return self._learning_epochs(
+            loop,
+            budget,
+            progress,
+            train_epoch,
+            lambda: self._validate(xv, generator),
+            self.state_dict,
+            lambda: [*self.module.named_parameters(), ("local_logits", self.local_logits)],
+        )
 
     def _svi_step(self, xb: torch.Tensor, rows: torch.Tensor) -> float:
         """Local steps on the minibatch's logits, then one global step; returns the summed objective."""
@@ -488,11 +470,7 @@ class SVI(ClassicalMethod):
             model, xv, self._val_logits, self._val_adam, self.hparams["val_steps"], _FreshProgress()
         )
         q = torch.sigmoid(self._val_logits)
-        return -float(
-            elbo_of_q(
-                model, xv, q, self.hparams["exact_max_k"], self.hparams["eval_samples"], generator
-            ).mean()
-        )
+        return -self._mean_elbo(model, xv, q, generator)
 
 
 def _clone_or_none(t: torch.Tensor | None) -> torch.Tensor | None:

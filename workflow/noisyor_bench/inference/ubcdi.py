@@ -56,7 +56,6 @@ from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.evaluation.heldout import elbo_of_q
 from noisyor_bench.inference.base import Mode
 from noisyor_bench.inference.classical import ClassicalMethod, lap
 from noisyor_bench.inference.fitloop import FitLoop
@@ -196,16 +195,7 @@ class UBCDI(ClassicalMethod):
                     raise _ReplayDiverged(f"ub-cdi: replayed round {state.round} differs from the checkpoint")
                 clock[0] = time.perf_counter()
                 return
-            elbo = float(
-                elbo_of_q(
-                    self._model,
-                    x,
-                    state.q,
-                    self.hparams["exact_max_k"],
-                    self.hparams["eval_samples"],
-                    generator,
-                ).mean()
-            )
+            elbo = self._mean_elbo(self._model, x, state.q, generator)
             ll = float(state.ll_ub.mean())
             rec = EpochRecord(
                 epoch=state.round,

@@ -8,12 +8,13 @@ run would mistake for a finished one.
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,21 @@ def copy_file_atomic(src: str | os.PathLike[str], dest: str | os.PathLike[str]) 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_csv_atomic(
+    path: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]], fieldnames: Sequence[str] | None = None
+) -> None:
+    """``rows`` as a CSV table with a header line (``\\n`` line ends).  Columns: ``fieldnames``
+    (other keys of the rows are left out), by default the keys of the first row (then a row
+    with another key is an error)."""
+    buf = io.StringIO()
+    columns = list(rows[0]) if fieldnames is None else list(fieldnames)
+    extras = "raise" if fieldnames is None else "ignore"
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction=extras)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(path, buf.getvalue())
 
 
 def _json_default(obj: Any) -> Any:

@@ -28,7 +28,10 @@ from noisyor_bench.data.corpora.preprocess import (
     TextResources,
     binary_matrix,
     document_frequency,
+    preprocessing_record,
     select_vocabulary,
+    split_sizes,
+    text_sidecar,
     token_frequency,
 )
 from noisyor_bench.infra.errors import DataError
@@ -172,53 +175,46 @@ def ingest_neurips(
         "rows_val": val,
         "rows_test": test,
     }
+    splits = split_sizes(train, val, test)
     counts = {
         "documents": len(docs),
         "vocabulary": len(vocab),
         "average_length": round(main["average_length"], 4),
         "average_tokens": round(main["average_tokens"], 4),
         "empty_documents": main["empty_documents"],
-        "n_train": int(train.size),
-        "n_val": int(val.size),
-        "n_test": int(test.size),
+        **splits,
         "duplicated_ids": sorted(int(i) for i, c in Counter(titles.ids.tolist()).items() if c > 1),
         "years": [int(titles.years.min()), int(titles.years.max())] if len(docs) else None,
     }
-    sidecar: dict[str, Any] = {
-        "name": NAME,
-        "kind": "text",
-        "D": len(vocab),
-        "n_train": int(train.size),
-        "n_val": int(val.size),
-        "n_test": int(test.size),
-        "seed": seed,
-        "counts": counts,
-        "counts_if_token_occurrences": {
+    sidecar = text_sidecar(
+        NAME,
+        vocab,
+        splits,
+        seed,
+        counts=counts,
+        counts_if_token_occurrences={
             "vocabulary": other["D"],
             "average_length": round(other["average_length"], 4),
             "empty_documents": other["empty_documents"],
         },
-        "paper": PAPER,
-        "preprocessing": {
-            **options.to_dict(),
-            "normalize": "lower-case, NFKD, non-ASCII dropped",
-            "lemmatizer_impl": "nltk WordNetLemmatizer.lemmatize (shortest lemma); noun-verb = noun, then verb if unchanged",
-            "stopword_list": "nltk stopwords 'english'",
-            "order": "tokenize, stop words/lemmatize (see stopwords), drop top 5, drop < 5",
-            "min_count": MIN_COUNT,
-            "drop_top": DROP_TOP,
-            "dropped_top_words": main["top_words"],
-            "count": count,
-            "count_scope": "whole corpus (all 7,241 titles), as the paper says",
-            "empty_titles": "kept as all-zero rows",
-            "binary": "x[n, i] = 1 iff word i occurs in title n",
-        },
-        "split": {
+        paper=PAPER,
+        preprocessing=preprocessing_record(
+            options,
+            order="tokenize, stop words/lemmatize (see stopwords), drop top 5, drop < 5",
+            min_count=MIN_COUNT,
+            drop_top=DROP_TOP,
+            dropped_top_words=main["top_words"],
+            count=count,
+            count_scope="whole corpus (all 7,241 titles), as the paper says",
+            empty_titles="kept as all-zero rows",
+            binary="x[n, i] = 1 iff word i occurs in title n",
+        ),
+        split={
             "method": "np.random.default_rng(seed).permutation(N): first 1000 validation, next 1000 test, rest training; each part sorted by row",
             "n_val": N_VAL,
             "n_test": N_TEST,
         },
-    }
+    )
     if with_variants:
         sidecar["variants"] = variant_counts(titles.titles, resources)
     return arrays, vocab, sidecar

@@ -305,5 +305,30 @@ def read_vocabulary(path: str | Path) -> list[str]:
     return words
 
 
+def split_sizes(train: np.ndarray, val: np.ndarray, test: np.ndarray) -> dict[str, int]:
+    """``n_train``, ``n_val``, ``n_test`` of a corpus's row split (sidecar keys)."""
+    return {"n_train": int(train.size), "n_val": int(val.size), "n_test": int(test.size)}
+
+
+def text_sidecar(
+    name: str, vocabulary: Sequence[str], splits: Mapping[str, int], seed: int, **fields: Any
+) -> dict[str, Any]:
+    """The sidecar of a binary text corpus: what every one records (name, kind, D, split sizes,
+    seed), then ``fields``, the corpus's own entries."""
+    return {"name": name, "kind": "text", "D": len(vocabulary), **splits, "seed": seed, **fields}
+
+
+def preprocessing_record(options: PreprocessOptions, **fields: Any) -> dict[str, Any]:
+    """The sidecar's ``preprocessing`` entry: ``options`` and the implementation of the
+    pipeline, then ``fields`` (what the corpus adds or states differently)."""
+    return {
+        **options.to_dict(),
+        "normalize": "lower-case, NFKD, non-ASCII dropped",
+        "lemmatizer_impl": "nltk WordNetLemmatizer.lemmatize (shortest lemma); noun-verb = noun, then verb if unchanged",
+        "stopword_list": "nltk stopwords 'english'",
+        **fields,
+    }
+
+
 def vocabulary_text(vocabulary: Sequence[str]) -> str:
     return "".join(f"{w}\n" for w in vocabulary)

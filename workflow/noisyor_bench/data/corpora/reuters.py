@@ -32,7 +32,10 @@ from noisyor_bench.data.corpora.preprocess import (
     binary_matrix,
     document_frequency,
     find_corpus,
+    preprocessing_record,
     select_vocabulary,
+    split_sizes,
+    text_sidecar,
     token_frequency,
 )
 from noisyor_bench.infra.errors import DataError
@@ -189,55 +192,49 @@ def ingest_reuters(
         "label_names": np.asarray(CATEGORIES, dtype=str),
     }
     lengths = x.sum(axis=1)
+    splits = split_sizes(train, val, test)
     counts = {
         "documents": len(docs),
         "vocabulary": len(vocab),
         "n_original_train": int(orig_train.size),
         "n_original_test": int(test.size),
-        "n_train": int(train.size),
-        "n_val": int(val.size),
-        "n_test": int(test.size),
+        **splits,
         "average_length": round(float(lengths.mean()), 4),
         "empty_documents": int((lengths == 0).sum()),
         "documents_per_category": {c: int(heads.labels[:, j].sum()) for j, c in enumerate(CATEGORIES)},
         "documents_in_several_of_the_three": int((heads.labels.sum(axis=1) > 1).sum()),
         "documents_with_other_categories_too": int((heads.n_categories > heads.labels.sum(axis=1)).sum()),
     }
-    sidecar: dict[str, Any] = {
-        "name": NAME,
-        "kind": "text",
-        "D": len(vocab),
-        "n_train": int(train.size),
-        "n_val": int(val.size),
-        "n_test": int(test.size),
-        "seed": seed,
-        "label_names": list(CATEGORIES),
-        "counts": counts,
-        "paper": PAPER,
-        "preprocessing": {
-            **options.to_dict(),
-            "document": "headline = first line of the raw file (upper-case in the source; lower-cased)",
-            "selection": "fileids whose categories include any of earn, acq, money-fx (multi-label targets)",
-            "normalize": "lower-case, NFKD, non-ASCII dropped; HTML entities kept as in the source ('&lt;' -> token 'lt')",
-            "lemmatizer_impl": "nltk WordNetLemmatizer.lemmatize (shortest lemma); noun-verb = noun, then verb if unchanged",
-            "stopword_list": "nltk stopwords 'english'",
-            "min_count": MIN_COUNT,
-            "drop_top": 0,
-            "count": "document",
-            "count_scope": (
+    sidecar = text_sidecar(
+        NAME,
+        vocab,
+        splits,
+        seed,
+        label_names=list(CATEGORIES),
+        counts=counts,
+        paper=PAPER,
+        preprocessing=preprocessing_record(
+            options,
+            document="headline = first line of the raw file (upper-case in the source; lower-cased)",
+            selection="fileids whose categories include any of earn, acq, money-fx (multi-label targets)",
+            normalize="lower-case, NFKD, non-ASCII dropped; HTML entities kept as in the source ('&lt;' -> token 'lt')",
+            min_count=MIN_COUNT,
+            drop_top=0,
+            count="document",
+            count_scope=(
                 "original training split (5,048 documents, validation included); test documents take no part in "
                 "choosing the vocabulary"
                 if scope == "train"
                 else "whole corpus (training + test): unsupervised, labels unused, but test words shape the vocabulary"
             ),
-            "empty_documents": "kept as all-zero rows",
-        },
-        "split": {
+            empty_documents="kept as all-zero rows",
+        ),
+        split={
             "original": "NLTK fileids 'training/*' vs 'test/*' (ApteMod); x_train + x_val = original training split, x_test = original test split",
             "validation": f"round({val_fraction} * {orig_train.size}) = {n_val} original-training documents drawn by np.random.default_rng(seed).permutation; each part sorted by fileid order",
             "val_fraction": val_fraction,
         },
-    }
+    )
     if with_variants:
         sidecar["variants"] = variant_counts(heads, resources)
     return arrays, vocab, sidecar
