@@ -74,8 +74,8 @@ def test_pam_shapes_and_structure() -> None:
     assert sorted(mass.argmax(axis=1).tolist()) == [0, 1, 2, 3]
     # words absent from the corpus keep eta / (n_k + V eta)
     assert fit.sub_topic_word[:, 20:].max() < 1e-3
-    # the trace: iterations 0, 50, ..., 200 with growing training time
-    assert [t[0] for t in fit.trace] == [0, 50, 100, 150, 200]
+    # the trace: after every chunk of 50 sweeps, with growing training time
+    assert [t[0] for t in fit.trace] == [50, 100, 150, 200]
     assert all(t1[2] <= t2[2] for t1, t2 in itertools.pairwise(fit.trace))
     assert 0 < fit.train_seconds and fit.trace[-1][2] <= fit.train_seconds + 1e-6
 
