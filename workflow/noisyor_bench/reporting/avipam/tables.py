@@ -192,6 +192,11 @@ def caption(table: pd.DataFrame, name: str, paper: Mapping[str, Any], grid: str)
             lines.append(
                 f"Training time: wall time of the fit call, {int(max(threads))} thread(s) per run, this machine's CPU."
             )
+    if "status" in table:
+        skipped = table[table["status"] != "measured"]
+        labels = sorted(set(skipped["label"])) if "label" in skipped else []
+        if labels:
+            lines.append(f"REDUCED: not run in this grid: {', '.join(labels)}.")
     lines.append(
         "NPMI: top-10 words, Lau et al. (2014) conventions; external = Wikipedia slice "
         "(20-token padded windows), internal = held-out documents of the same corpus."
