@@ -17,6 +17,11 @@ def _section(grid: str) -> dict:
     return cells.section(validate_config(cfg))
 
 
+def settings_online(sec: dict) -> dict:
+    cell = next(c for c in cells.table_cells(sec, "small") if c.method == "lda-online")
+    return cells.cell_settings(sec, cell)["mean_field"]
+
+
 def test_quick_grid_runs_table1_sizes_on_both_corpora_and_a_reduced_collapse_study() -> None:
     sec = _section("quick")
     small = cells.table_cells(sec, "small")
@@ -25,6 +30,10 @@ def test_quick_grid_runs_table1_sizes_on_both_corpora_and_a_reduced_collapse_stu
     # every Table 1 method but batch DMFVI (paper grid only: its checked passes cost too much)
     assert methods_20news == set(cells.METHODS) - {"lda-batch"}
     assert cells.table_cells(sec, "large") == []  # Table 2/4 sizes: paper grid only
+    # REDUCED: NIPS runs only the pair of its claim (aviPAM 4-PAM vs 4-PAM Gibbs); 3 seeds
+    assert {c.method for c in small if c.corpus == "nips"} == {"pam4-gibbs", "avipam-pam4"}
+    assert cells.seeds(sec) == [0, 1, 2]
+    assert settings_online(sec)["stop_on_rule"] is True and settings_online(sec)["eval_docs"] > 0
     settings = cells.cell_settings(sec, small[0])
     assert settings["sizes"] == {"sub": 50, "super": 2, "superduper": 2, "molda": [10, 50]}
     assert settings["gibbs"]["iterations"] < 10000  # reduced, stated in the captions
