@@ -51,6 +51,7 @@ rule avipam_npmi_counts:
     wildcard_constraints:
         corpus="20news|nips",
         reference="external|internal",
+    priority: 60  # ~35 s each, after the long 20news runs and before the short ones (avipam_priority)
     conda:
         CONDA_ENV
     params:
@@ -84,6 +85,7 @@ rule avipam_run:
         corpus="20news|nips|mnist",
         amethod="[a-z0-9.-]+",
         seed="[0-9]+",
+    priority: avipam_priority
     conda:
         CONDA_ENV
     threads: int(AVIPAM.get("threads", 1))

@@ -659,6 +659,30 @@ def avipam_collapse_corpora():
     return sorted({c.corpus for c in avipam_cells.collapse_cells(AVIPAM)})
 
 
+# Scheduling order of the aviPAM runs (rule avipam_run's `priority:`): longest jobs first, so
+# that the 2 cores of the quick grid are not left with one long job at the end. Relative
+# idle costs per job (docs/avipam.md, "Budgets of the quick grid"): online LDA on 20news
+# ~2 min, LDA / 4-PAM Gibbs on 20news ~1 min, aviPAM on 20news 50-90 s, NIPS and the
+# collapse study seconds.
+AVIPAM_PRIORITY = {
+    ("20news", "lda-online"): 100,
+    ("20news", "lda-batch"): 100,
+    ("20news", "lda-gibbs"): 90,
+    ("20news", "pam4-gibbs"): 85,
+    ("20news", "avipam-pam5"): 80,
+    ("20news", "avipam-molda"): 75,
+    ("20news", "avipam-pam4"): 75,
+    ("20news", "avipam-ctm"): 70,
+}
+
+
+def avipam_priority(wildcards):
+    """Higher runs first: the long 20news runs, then NIPS, then the collapse study."""
+    if wildcards.corpus == "nips":
+        return 20
+    return AVIPAM_PRIORITY.get((wildcards.corpus, wildcards.amethod), 0)
+
+
 def avipam_settings(wildcards):
     path = (
         f"avipam-{wildcards.aexp}/{wildcards.corpus}/{wildcards.amethod}/n{wildcards.n}/seed{wildcards.seed}"

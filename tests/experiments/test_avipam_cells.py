@@ -17,6 +17,11 @@ def _section(grid: str) -> dict:
     return cells.section(validate_config(cfg))
 
 
+def settings_online(sec: dict) -> dict:
+    cell = next(c for c in cells.table_cells(sec, "small") if c.method == "lda-online")
+    return cells.cell_settings(sec, cell)["mean_field"]
+
+
 def test_quick_grid_runs_table1_sizes_on_both_corpora_and_a_reduced_collapse_study() -> None:
     sec = _section("quick")
     small = cells.table_cells(sec, "small")
@@ -25,6 +30,10 @@ def test_quick_grid_runs_table1_sizes_on_both_corpora_and_a_reduced_collapse_stu
     # every Table 1 method but batch DMFVI (paper grid only: its checked passes cost too much)
     assert methods_20news == set(cells.METHODS) - {"lda-batch"}
     assert cells.table_cells(sec, "large") == []  # Table 2/4 sizes: paper grid only
+    # REDUCED: NIPS runs only the pair of its claim (aviPAM 4-PAM vs 4-PAM Gibbs); 3 seeds
+    assert {c.method for c in small if c.corpus == "nips"} == {"pam4-gibbs", "avipam-pam4"}
+    assert cells.seeds(sec) == [0, 1, 2]
+    assert settings_online(sec)["stop_on_rule"] is True and settings_online(sec)["eval_docs"] > 0
     settings = cells.cell_settings(sec, small[0])
     assert settings["sizes"] == {"sub": 50, "super": 2, "superduper": 2, "molda": [10, 50]}
     assert settings["gibbs"]["iterations"] < 10000  # reduced, stated in the captions
@@ -62,13 +71,20 @@ def test_run_paths_follow_the_project_layout() -> None:
     assert c.path == "avipam-small/20news/avipam-pam4/n0/seed3"
 
 
-def test_pam_iterations_apply_to_the_pam_sampler_only_and_are_recorded() -> None:
-    gibbs = {"iterations": 500, "pam_iterations": 300, "trace_every": 10}
-    assert cells.gibbs_settings(gibbs, "pam4-gibbs") == {"iterations": 300, "trace_every": 10}
-    assert cells.gibbs_settings(gibbs, "lda-gibbs") == {"iterations": 500, "trace_every": 10}
-    assert cells.gibbs_settings({"iterations": 40}, "pam4-gibbs") == {"iterations": 40}
-    # the quick grid's cells: each Gibbs run's settings carry the count it runs
+def test_one_gibbs_cap_for_lda_and_pam_and_stop_on_rule_in_quick_only() -> None:
+    assert cells.gibbs_settings({"iterations": 40, "stop_on_rule": True}, "pam4-gibbs") == {
+        "iterations": 40,
+        "stop_on_rule": True,
+    }
+    with pytest.raises(ConfigError, match="pam_iterations"):
+        cells.gibbs_settings({"iterations": 500, "pam_iterations": 300}, "pam4-gibbs")
     sec = _section("quick")
     small = cells.table_cells(sec, "small")
-    by_method = {c.method: cells.cell_settings(sec, c)["gibbs"]["iterations"] for c in small}
-    assert by_method["pam4-gibbs"] < by_method["lda-gibbs"]
+    settings = {c.method: cells.cell_settings(sec, c)["gibbs"] for c in small}
+    assert settings["pam4-gibbs"] == settings["lda-gibbs"]
+    assert settings["lda-gibbs"]["stop_on_rule"] is True
+    paper = _section("paper")
+    for exp in ("small", "large"):
+        for c in cells.table_cells(paper, exp):
+            g = cells.cell_settings(paper, c)["gibbs"]
+            assert not g.get("stop_on_rule", False)  # the paper's fixed iteration counts

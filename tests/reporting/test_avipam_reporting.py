@@ -273,3 +273,14 @@ def test_collapse_markdown_rows_have_one_cell_per_header_column() -> None:
     none_row = next(row for row in rows if "0.1" in row)
     cells = [c.strip() for c in none_row.strip("|").split("|")]
     assert cells[header.strip("|").split("|").index(" diverged runs ")] == "2/2"
+
+
+def test_nips_reduction_is_in_the_caption_and_the_claim_keeps_the_4pam_pair() -> None:
+    means = {("pam4-gibbs", "sub"): 0.03, ("avipam-pam4", "sub"): 0.05}
+    runs = _runs(means, corpus="nips", experiment="small")
+    table = avt.build_table(runs, "table3", avt.paper_numbers(), "quick")
+    text = avt.caption(table, "table3", avt.paper_numbers(), "quick")
+    assert "REDUCED: not run in this grid:" in text and "aviPAM 5-PAM" in text and "aviPAM MoLDA" in text
+    claim = avc.nips_small(_tables(runs, name="table3"))
+    assert claim.verdict == "reproduced"
+    assert "avipam-pam5: not run in this grid" in claim.numbers

@@ -74,8 +74,8 @@ def test_pam_shapes_and_structure() -> None:
     assert sorted(mass.argmax(axis=1).tolist()) == [0, 1, 2, 3]
     # words absent from the corpus keep eta / (n_k + V eta)
     assert fit.sub_topic_word[:, 20:].max() < 1e-3
-    # the trace: iterations 0, 50, ..., 200 with growing training time
-    assert [t[0] for t in fit.trace] == [0, 50, 100, 150, 200]
+    # the trace: after every chunk of 50 sweeps, with growing training time
+    assert [t[0] for t in fit.trace] == [50, 100, 150, 200]
     assert all(t1[2] <= t2[2] for t1, t2 in itertools.pairwise(fit.trace))
     assert 0 < fit.train_seconds and fit.trace[-1][2] <= fit.train_seconds + 1e-6
 
@@ -108,11 +108,11 @@ def test_lda_gibbs_trace_does_not_change_the_chain() -> None:
     plain = fit_lda_gibbs(counts, 4, alpha=0.1, eta=0.01, iterations=40, seed=2)
     traced = fit_lda_gibbs(counts, 4, alpha=0.1, eta=0.01, iterations=40, seed=2, trace_interval=10)
     assert np.array_equal(plain.topic_word, traced.topic_word)
-    assert [t[0] for t in traced.trace] == [0, 10, 20, 30, 40] and plain.trace == ()
+    assert [t[0] for t in traced.trace] == [10, 20, 30, 40] and plain.trace == ()  # after each chunk
     assert traced.trace[-1][1] == pytest.approx(traced.log_likelihood_per_word)
     assert plain.train_seconds > 0
     records = trace_records(traced.trace)
-    assert [r.epoch for r in records] == [0, 10, 20, 30, 40]
+    assert [r.epoch for r in records] == [10, 20, 30, 40]
     assert records[-1].train_nelbo == -traced.trace[-1][1] and records[-1].val_nelbo is None
     assert assess(records, "max_epochs", None, FitBudget(max_epochs=40, convergence_window=2)).epochs == 40
 

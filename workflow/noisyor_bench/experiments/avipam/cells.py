@@ -166,11 +166,12 @@ def cell_settings(sec: Mapping[str, Any], cell: RunCell) -> dict[str, Any]:
 
 
 def gibbs_settings(gibbs: Mapping[str, Any], method: str) -> dict[str, Any]:
-    """The Gibbs settings one method's run gets: ``pam_iterations`` (optional) replaces
-    ``iterations`` for the 4-PAM sampler, whose chains meet the convergence rule far sooner
-    than LDA's (docs/avipam.md, "Budgets of the quick grid"); the run records the count it
-    ran, so tables and claims read the right one."""
-    settings = {k: v for k, v in gibbs.items() if k != "pam_iterations"}
-    if method == "pam4-gibbs" and "pam_iterations" in gibbs:
-        settings["iterations"] = int(gibbs["pam_iterations"])
-    return settings
+    """The Gibbs settings one method's run gets (one set for LDA and 4-PAM: with
+    ``stop_on_rule`` each chain stops where the convergence rule holds, ``iterations`` a cap;
+    docs/avipam.md, "Budgets of the quick grid")."""
+    if "pam_iterations" in gibbs:
+        raise ConfigError(
+            "grids.*.avipam.tables.*.gibbs.pam_iterations is gone: chains stop on the convergence rule "
+            "(gibbs.stop_on_rule: true) with one iteration cap for LDA and 4-PAM"
+        )
+    return dict(gibbs)

@@ -47,10 +47,14 @@ def _convergence_dict(conv: Any) -> dict[str, Any] | None:
     return conv.as_dict() if hasattr(conv, "as_dict") else dict(conv)
 
 
-def trace_convergence(trace: Sequence[tuple[int, float, float]], iterations: int) -> dict[str, Any] | None:
+def trace_convergence(
+    trace: Sequence[tuple[int, float, float]], iterations: int, stop_reason: str = "max_epochs"
+) -> dict[str, Any] | None:
     """The project's convergence rule on a sampler's trace: the monitored value is minus the
     log-likelihood per word every ``trace_every`` iterations; a chain converged when the best of
-    its last 5 trace points improves on the best before them by less than 0.1% (relative)."""
+    its last 5 trace points improves on the best before them by less than 0.1% (relative).
+    ``stop_reason`` ``"plateau"``: the chain stopped there because the rule held (``stop_on_rule``;
+    ``iterations`` was its cap), ``"max_epochs"``: it ran every iteration."""
     from noisyor_bench.inference.convergence import assess
     from noisyor_bench.inference.fitting import FitBudget
     from noisyor_bench.inference.topics.gibbs import trace_records
@@ -59,7 +63,7 @@ def trace_convergence(trace: Sequence[tuple[int, float, float]], iterations: int
         return None
     records = trace_records(trace)
     best = int(records[min(range(len(records)), key=lambda i: records[i].train_nelbo)].epoch)
-    return assess(records, "max_epochs", best, FitBudget(max_epochs=int(iterations))).as_dict()
+    return assess(records, stop_reason, best, FitBudget(max_epochs=int(iterations))).as_dict()
 
 
 def _trace_curve(trace: Sequence[tuple[int, float, float]]) -> list[dict[str, float]]:
@@ -77,19 +81,33 @@ def _gibbs_topic_fit(
     run: Callable[[int], Any], topic_word: Callable[[Any], np.ndarray], g: Mapping[str, Any]
 ) -> TopicFit:
     """The one Gibbs path: time ``run(trace_interval)`` (a tomotopy fit), keep its sub-topic-word
-    matrix ``topic_word(fit)``, its trace as the curve and the convergence rule on that trace."""
+    matrix ``topic_word(fit)``, its trace as the curve and the convergence rule on that trace.
+
+    With ``stop_on_rule`` (the quick and smoke grids) the chain stops at the first trace point
+    where the rule holds and ``iterations`` is a cap; metrics record the sweeps run
+    (``gibbs_sweeps``) and whether the rule or the cap ended the chain (``gibbs_stop``)."""
     iterations = int(g["iterations"])
     fit, seconds = _timed(lambda: run(_trace_every(g)))
     return TopicFit(
         topics={"sub": topic_word(fit)},
         train_seconds=seconds,
         curve=_trace_curve(fit.trace),
-        convergence=trace_convergence(fit.trace, iterations),
+        convergence=trace_convergence(fit.trace, iterations, fit.stop_reason),
         extra_metrics={
             "sampler_seconds": fit.train_seconds,
             "log_likelihood_per_word": fit.log_likelihood_per_word,
+            "gibbs_sweeps": int(fit.sweeps),
+            "gibbs_cap": iterations,
+            "gibbs_stop": "rule" if fit.stop_reason == "plateau" else "cap",
         },
     )
+
+
+def _stop_on_rule(g: Mapping[str, Any]) -> bool:
+    value = g.get("stop_on_rule", False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"grids.*.avipam.tables.*.gibbs.stop_on_rule must be true or false; got {value!r}")
+    return value
 
 
 def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
@@ -109,6 +127,7 @@ def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
             seed=seed,
             burn_in=int(g.get("burn_in", 0)),
             trace_interval=trace_interval,
+            stop_on_rule=_stop_on_rule(g),
         ),
         lambda fit: fit.topic_word,
         g,
@@ -130,6 +149,7 @@ def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
             seed=seed,
             burn_in=int(g.get("burn_in", 0)),
             trace_interval=trace_interval,
+            stop_on_rule=_stop_on_rule(g),
         ),
         lambda fit: fit.sub_topic_word,
         g,
@@ -137,7 +157,11 @@ def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
 
 
 def meanfield_convergence(
-    trace: Sequence[tuple[int, float]], stopped_by_criterion: bool, max_iter: int, checked: bool
+    trace: Sequence[tuple[int, float]],
+    stopped_by_criterion: bool,
+    max_iter: int,
+    checked: bool,
+    stop_reason: str = "",
 ) -> dict[str, Any]:
     """The convergence record of a scikit-learn LDA fit.
 
@@ -164,7 +188,7 @@ def meanfield_convergence(
     ]
     finite = [r for r in records if math.isfinite(r.train_nelbo)]
     best = min(finite, key=lambda r: r.train_nelbo).epoch if finite else None
-    stop = "converged" if stopped_by_criterion else "max_epochs"
+    stop = "converged" if stopped_by_criterion else (stop_reason or "max_epochs")
     return assess(records, stop, best, FitBudget(max_epochs=int(max_iter))).as_dict()
 
 
@@ -190,10 +214,12 @@ def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], s
             evaluate_every=evaluate_every,
             perp_tol=float(mf.get("perp_tol", 0.1)),
             compute_perplexity=False,
+            eval_docs=int(mf.get("eval_docs") or 0) if method == "online" else 0,
+            stop_on_rule=bool(mf.get("stop_on_rule", False)) and method == "online",
         )
     )
     convergence = meanfield_convergence(
-        fit.perplexity_trace, bool(fit.stopped_by_criterion), max_iter, evaluate_every > 0
+        fit.perplexity_trace, bool(fit.stopped_by_criterion), max_iter, evaluate_every > 0, fit.stop_reason
     )
     curve = [{"passes": int(p), "perplexity": float(v)} for p, v in fit.perplexity_trace] or [
         {"passes": int(fit.n_iter), "em_steps": int(fit.n_batch_iter)}
@@ -208,6 +234,10 @@ def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], s
             "learning_method": method,
             "passes": int(fit.n_iter),
             "em_steps": int(fit.n_batch_iter),
+            "perplexity_eval_docs": int(fit.eval_docs),  # 0: every training document (scikit-learn's loop)
+            "mean_field_stop": "rule"
+            if fit.stop_reason == "plateau"
+            else ("criterion" if fit.stopped_by_criterion else "cap"),
         },
     )
 

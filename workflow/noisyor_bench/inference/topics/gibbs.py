@@ -13,10 +13,13 @@ so that the library's conventions are mapped once:
   line does not unless asked (``--optimize-interval 0``), so the default here is fixed
   hyperparameters (``optimize_interval=0``).
 * one worker and ``ParallelScheme.NONE``: with a fixed seed the chain is reproducible.
-* ``train_seconds`` is the wall time of ``model.train`` alone (tomotopy initialises the chain
-  there), minus the time spent in the trace callback; ``trace`` holds
-  ``(iteration, ll_per_word, train_seconds so far)`` every ``trace_interval`` iterations (the
-  same chain as without a trace: the callback draws no random numbers).
+* ``train_seconds`` is the wall time of the ``model.train`` calls alone (tomotopy initialises
+  the chain in the first); ``trace`` holds ``(iteration, ll_per_word, train_seconds so far)``
+  every ``trace_interval`` iterations: the chain runs in chunks of that many sweeps, which
+  tomotopy continues into the same chain as one call (:func:`train_timed`).
+* ``stop_on_rule``: the chain stops at the first trace point where the project's convergence
+  rule holds (like aviPAM's ``stop_on_plateau``); ``iterations`` is then a cap, and the fit
+  records the sweeps it ran and why it stopped.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from noisyor_bench.inference.fitting import EpochRecord
+from noisyor_bench.inference.convergence import relative_improvement
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.infra.errors import ConfigError, DataError
 
 
@@ -47,39 +51,68 @@ class LdaGibbsFit:
     trace: tuple[tuple[int, float, float], ...] = ()  # (iteration, ll_per_word, seconds)
     workers: int = 1
     burn_in: int = 0
+    sweeps: int = 0  # sweeps actually run (< iterations when the rule stopped the chain)
+    stop_reason: str = "max_epochs"  # "plateau": stopped by the convergence rule (stop_on_rule)
 
 
 TracePoint = tuple[int, float, float]
 
 
-def train_timed(
-    model: Any, iterations: int, workers: int, trace_interval: int = 0
-) -> tuple[float, list[TracePoint]]:
-    """Run ``model.train(iterations)``; return (training wall time, trace).
+@dataclass(frozen=True)
+class ChainRun:
+    """How a tomotopy chain was trained: :func:`train_timed`'s result."""
 
-    Shared by every tomotopy baseline so that training time is measured one way: the
-    callback's own time (computing ``ll_per_word``) is subtracted.
+    seconds: float  # wall time of model.train alone (trace and rule checks excluded)
+    trace: tuple[TracePoint, ...]  # (sweep, ll_per_word, seconds so far) after every chunk
+    sweeps: int  # sweeps actually run (tomotopy's global_step)
+    stop_reason: str  # "plateau" (the convergence rule held) | "max_epochs" (ran every sweep)
+
+
+def rule_holds(trace: Sequence[TracePoint], budget: FitBudget | None = None) -> bool:
+    """The project's convergence rule (:func:`noisyor_bench.inference.convergence.relative_improvement`
+    with the default window and tolerance of :class:`FitBudget`) on a chain's trace, judged on
+    minus the log-likelihood per word (:func:`trace_records`)."""
+    budget = budget or FitBudget()
+    values = [r.train_nelbo for r in trace_records(trace) if math.isfinite(r.train_nelbo)]
+    rel = relative_improvement(values, int(budget.convergence_window))[2]
+    return rel is not None and rel < float(budget.convergence_rel_tol)
+
+
+def train_timed(
+    model: Any, iterations: int, workers: int, trace_interval: int = 0, stop_on_rule: bool = False
+) -> ChainRun:
+    """Train ``model`` for at most ``iterations`` sweeps; with ``trace_interval > 0`` in chunks of
+    ``trace_interval`` sweeps, recording ``(sweep, ll_per_word, training seconds)`` after each.
+
+    Successive ``model.train(n)`` calls continue one chain: tomotopy counts ``global_step``,
+    ``burn_in`` and ``optim_interval`` over all calls, and a chain trained in chunks reaches the
+    same state as one ``train(iterations)`` call with the same seed (checked with tomotopy
+    0.14.0: tests/inference/topics/test_gibbs_stop.py).  With ``stop_on_rule`` the chain stops
+    after the first chunk at which :func:`rule_holds` on the trace (stop reason ``"plateau"``);
+    ``iterations`` is then a cap.  Shared by every tomotopy baseline so that training time is
+    measured one way: computing ``ll_per_word`` and checking the rule are not training time.
     """
     import tomotopy as tp
 
+    if stop_on_rule and trace_interval < 1:
+        raise ConfigError("train_timed: stop_on_rule needs a trace (trace_interval >= 1)")
     parallel = tp.ParallelScheme.NONE if workers == 1 else tp.ParallelScheme.DEFAULT
     trace: list[TracePoint] = []
-    spent_in_callback = [0.0]
-    t0 = time.perf_counter()
-
-    def record(mdl: Any, current: int, total: int) -> None:
-        c0 = time.perf_counter()
-        trace.append((int(current), float(mdl.ll_per_word), c0 - t0 - spent_in_callback[0]))
-        spent_in_callback[0] += time.perf_counter() - c0
-
-    if trace_interval > 0:
-        model.train(
-            iterations, workers=workers, parallel=parallel, callback=record, callback_interval=trace_interval
-        )
-    else:
-        model.train(iterations, workers=workers, parallel=parallel)
-    seconds = time.perf_counter() - t0 - spent_in_callback[0]
-    return seconds, trace
+    seconds = 0.0
+    done, stop_reason = 0, "max_epochs"
+    chunk = trace_interval if trace_interval > 0 else iterations
+    while done < iterations:
+        n = min(chunk, iterations - done)
+        t0 = time.perf_counter()
+        model.train(n, workers=workers, parallel=parallel)
+        seconds += time.perf_counter() - t0
+        done += n
+        if trace_interval > 0:
+            trace.append((int(model.global_step), float(model.ll_per_word), seconds))
+            if stop_on_rule and done < iterations and rule_holds(trace):
+                stop_reason = "plateau"
+                break
+    return ChainRun(seconds, tuple(trace), int(model.global_step), stop_reason)
 
 
 def trace_records(trace: Sequence[TracePoint]) -> list[EpochRecord]:
@@ -143,8 +176,11 @@ def fit_lda_gibbs(
     workers: int = 1,
     burn_in: int = 0,
     trace_interval: int = 0,
+    stop_on_rule: bool = False,
 ) -> LdaGibbsFit:
-    """Run ``iterations`` sweeps of tomotopy's collapsed Gibbs LDA on ``counts`` (D x V).
+    """Run ``iterations`` sweeps of tomotopy's collapsed Gibbs LDA on ``counts`` (D x V), or
+    fewer with ``stop_on_rule`` (stop at the first trace point where the convergence rule
+    holds: :func:`train_timed`).
 
     ``burn_in``: sweeps before the first hyperparameter re-estimation (tomotopy's
     ``burn_in``, Mallet's ``--optimize-burn-in``); only matters with ``optimize_interval > 0``.
@@ -160,7 +196,7 @@ def fit_lda_gibbs(
     model.optim_interval = int(optimize_interval)
     model.burn_in = int(burn_in)
     n_docs, kept = add_documents(model, counts, "fit_lda_gibbs")  # empty ones: the prior's mean below
-    seconds, trace = train_timed(model, iterations, workers, trace_interval)
+    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule)
 
     topic_word = topic_word_matrix(model, n_topics, vocab_size, eta)
     doc_topic = np.full((n_docs, n_topics), 1.0 / n_topics)
@@ -172,8 +208,10 @@ def fit_lda_gibbs(
         log_likelihood_per_word=float(model.ll_per_word),
         iterations=iterations,
         seed=int(seed),
-        train_seconds=seconds,
-        trace=tuple(trace),
+        train_seconds=chain.seconds,
+        trace=chain.trace,
         workers=workers,
         burn_in=int(burn_in),
+        sweeps=chain.sweeps,
+        stop_reason=chain.stop_reason,
     )

@@ -61,6 +61,8 @@ class PamGibbsFit:
     burn_in: int
     optimize_interval: int
     eta: float
+    sweeps: int = 0  # sweeps actually run (< iterations when the rule stopped the chain)
+    stop_reason: str = "max_epochs"  # "plateau": stopped by the convergence rule (stop_on_rule)
 
 
 def fit_pam_gibbs(
@@ -76,8 +78,10 @@ def fit_pam_gibbs(
     burn_in: int = 0,
     workers: int = 1,
     trace_interval: int = 0,
+    stop_on_rule: bool = False,
 ) -> PamGibbsFit:
-    """Run ``iterations`` sweeps of tomotopy's 4-PAM sampler on ``counts`` (D x V integers).
+    """Run ``iterations`` sweeps of tomotopy's 4-PAM sampler on ``counts`` (D x V integers), or
+    fewer with ``stop_on_rule`` (:func:`noisyor_bench.inference.topics.gibbs.train_timed`).
 
     Defaults are Mallet PAM4L's (module docstring).  ``workers=1`` (``ParallelScheme.NONE``)
     makes the chain a function of ``seed``.
@@ -103,7 +107,7 @@ def fit_pam_gibbs(
     model.optim_interval = int(optimize_interval)
     model.burn_in = int(burn_in)
     n_docs, kept = add_documents(model, counts, "fit_pam_gibbs")  # empty ones: the prior's mean below
-    seconds, trace = train_timed(model, iterations, workers, trace_interval)
+    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule)
 
     sub_topic_word = topic_word_matrix(model, n_sub, vocab_size, eta)  # PA: topic k = sub-topic k
 
@@ -133,10 +137,12 @@ def fit_pam_gibbs(
         log_likelihood_per_word=ll if math.isfinite(ll) else math.nan,
         iterations=int(iterations),
         seed=int(seed),
-        train_seconds=seconds,
-        trace=tuple(trace),
+        train_seconds=chain.seconds,
+        trace=chain.trace,
         workers=int(workers),
         burn_in=int(burn_in),
         optimize_interval=int(optimize_interval),
         eta=float(eta),
+        sweeps=chain.sweeps,
+        stop_reason=chain.stop_reason,
     )
