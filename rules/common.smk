@@ -659,6 +659,28 @@ def avipam_collapse_corpora():
     return sorted({c.corpus for c in avipam_cells.collapse_cells(AVIPAM)})
 
 
+# Scheduling order of ACP's training jobs (the train_cell rules' and train_cell_corpus's
+# `priority:`): longest first, so that the 2 cores of the quick grid are not left with one long
+# job at the end. Idle per-job seconds of the quick grid (2026-11-24, docs/convergence.md):
+# MULTI-MNIST (suppfig2) 420-490, SVI / LB-CDI on SYN-PATTERN (10 seeds, one after another)
+# 260-400, Reuters at N_train = 4,543 170-270, Table 4 100-200, SVI / LB-CDI on Fig. 5 80-190;
+# every other cell seconds to ~1 min.
+def acp_train_priority(wildcards):
+    """Higher runs first: the longest ACP training jobs."""
+    experiment, method, n_train = wildcards.experiment, wildcards.method, int(wildcards.n)
+    if experiment == "suppfig2":
+        return 100
+    if experiment == "fig4" and method in ("svi", "lb-cdi"):
+        return 95
+    if experiment.startswith("classification") and n_train >= 4000:
+        return 90
+    if experiment == "table4":
+        return 80
+    if method in ("svi", "lb-cdi"):
+        return 70
+    return 0
+
+
 # Scheduling order of the aviPAM runs (rule avipam_run's `priority:`): longest jobs first, so
 # that the 2 cores of the quick grid are not left with one long job at the end. Relative
 # idle costs per job (docs/avipam.md, "Budgets of the quick grid"): online LDA on 20news

@@ -74,6 +74,7 @@ for _group in grid.seed_groups(config):
             experiment="|".join(re.escape(e) for e in _group.experiments) or "(?!)",
             dataset="|".join(re.escape(d) for d in _group.datasets) if _group.datasets else NAME_PATTERN,
             method="|".join(re.escape(m) for m in _group.methods) if _group.methods else wildcard_pattern(),
+        priority: acp_train_priority
         conda:
             CONDA_ENV
         threads: THREADS
@@ -143,6 +144,7 @@ rule train_cell_corpus:
         experiment="table5|classification-K[0-9]+",
         dataset="neurips-titles|reuters",
         method="|".join(corpus_grid.corpus_methods()),
+    priority: acp_train_priority
     conda:
         CONDA_ENV
     threads: THREADS
