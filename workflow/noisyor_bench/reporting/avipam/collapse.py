@@ -135,13 +135,14 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
                         label=VARIANT_LABELS.get(variant, variant),
                     )
                 top = g[g["lr"] == g["lr"].max()].sort_values("seed").iloc[0]
-                kl = np.sort(np.nan_to_num(load_npz(Path(top["run_dir"]) / "topics.npz")["kl_per_dim"]))[::-1]
-                ax_k.plot(
-                    np.arange(1, kl.size + 1),
-                    kl,
-                    color=colour,
-                    label=f"{VARIANT_LABELS.get(variant)}, lr {top['lr']:g}",
-                )
+                label = f"{VARIANT_LABELS.get(variant)}, lr {top['lr']:g}"
+                if bool(top["diverged"]):  # no KL to draw: a flat line at 0 would read as "collapsed, finite"
+                    ax_k.plot([], [], color=colour, label=f"{label}: diverged, no KL")
+                else:
+                    kl = np.sort(np.nan_to_num(load_npz(Path(top["run_dir"]) / "topics.npz")["kl_per_dim"]))[
+                        ::-1
+                    ]
+                    ax_k.plot(np.arange(1, kl.size + 1), kl, color=colour, label=label)
                 curve = _curve(Path(top["run_dir"]))
                 if curve is not None and "train_kl" in curve.columns:  # Fig. 3: KL over training
                     ax_t.plot(
