@@ -23,6 +23,7 @@ rule ape_data:
         benchmark_path("ape_data", "{ds}")
     wildcard_constraints:
         ds="toybars|mdreviews",
+    priority: UPSTREAM_PRIORITY
     conda:
         CONDA_ENV
     params:

@@ -12,6 +12,7 @@ rule ape_noisyor_problems:
         log_path("ape_noisyor_problems", "{family}"),
     benchmark:
         benchmark_path("ape_noisyor_problems", "{family}")
+    priority: UPSTREAM_PRIORITY
     conda:
         CONDA_ENV
     params:

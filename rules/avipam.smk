@@ -26,6 +26,7 @@ rule avipam_data:
         benchmark_path("avipam_data", "{corpus}")
     wildcard_constraints:
         corpus="20news|nips|mnist",
+    priority: UPSTREAM_PRIORITY
     conda:
         CONDA_ENV
     params:

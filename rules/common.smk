@@ -659,6 +659,13 @@ def avipam_collapse_corpora():
     return sorted({c.corpus for c in avipam_cells.collapse_cells(AVIPAM)})
 
 
+# Data preparation (datasets, corpus ingestion, raw-input checks) runs before any training job:
+# priorities order only the jobs that are ready, so a cheap upstream job left at priority 0 would
+# wait behind every long training job and start its own long children last (measured
+# 2026-11-24: MULTI-MNIST's dataset waited 25 min, then its two ~450 s training jobs ran at the end).
+UPSTREAM_PRIORITY = 110
+
+
 # Scheduling order of ACP's training jobs (the train_cell rules' and train_cell_corpus's
 # `priority:`): longest first, so that the 2 cores of the quick grid are not left with one long
 # job at the end. Idle per-job seconds of the quick grid (2026-11-24, docs/convergence.md):

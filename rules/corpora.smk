@@ -15,6 +15,7 @@ rule ingest_neurips:
         log_path("ingest_neurips", "neurips-titles"),
     benchmark:
         benchmark_path("ingest_neurips", "neurips-titles")
+    priority: UPSTREAM_PRIORITY
     conda:
         CONDA_ENV
     params:
@@ -39,6 +40,7 @@ rule ingest_reuters:
         log_path("ingest_reuters", "reuters"),
     benchmark:
         benchmark_path("ingest_reuters", "reuters")
+    priority: UPSTREAM_PRIORITY
     conda:
         CONDA_ENV
     params:

@@ -14,6 +14,7 @@ rule make_dataset:
         benchmark_path("make_dataset", "{name}")
     wildcard_constraints:
         name="|".join(config["datasets"]),
+    priority: UPSTREAM_PRIORITY
     conda:
         CONDA_ENV
     params:

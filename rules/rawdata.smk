@@ -34,6 +34,7 @@ rule verify_raw:
         benchmark_path("verify_raw", "{key}")
     wildcard_constraints:
         key=RAW_KEY_PATTERN,
+    priority: UPSTREAM_PRIORITY
     conda:
         CONDA_ENV
     shell:

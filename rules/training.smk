@@ -124,6 +124,7 @@ rule corpus_hparams:
         benchmark_path("corpus_hparams", "{dataset}")
     wildcard_constraints:
         dataset="neurips-titles|reuters",
+    priority: UPSTREAM_PRIORITY
     conda:
         CONDA_ENV
     shell:
