@@ -42,6 +42,7 @@ import math
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -180,14 +181,11 @@ def fit_lda_meanfield(
             "fit_lda_meanfield: scikit-learn printed no perplexity line although evaluate_every > 0 "
             "(its verbose format changed?): the convergence of this fit cannot be judged"
         )
-    lam = np.asarray(model.components_, dtype=np.float64)
-    return LdaMeanFieldFit(
-        topic_word=lam / lam.sum(axis=1, keepdims=True),
-        topic_word_lambda=lam,
-        doc_topic=np.asarray(doc_topic, dtype=np.float64),
+    return _fit_record(
+        model,
+        doc_topic,
         learning_method=learning_method,
         n_iter=int(model.n_iter_),
-        n_batch_iter=int(model.n_batch_iter_),
         perplexity=perplexity,
         train_seconds=seconds,
         seed=int(seed),
@@ -196,6 +194,19 @@ def fit_lda_meanfield(
         max_iter=int(max_iter),
         stopped_by_criterion=int(model.n_iter_) < int(max_iter),
         perplexity_trace=trace,
+    )
+
+
+def _fit_record(model: Any, doc_topic: np.ndarray, **fields: Any) -> LdaMeanFieldFit:
+    """The fit's record from a trained scikit-learn model: the topic-word matrix (normalised and
+    as lambda), float64 document proportions and the batch-iteration count, plus ``fields``."""
+    lam = np.asarray(model.components_, dtype=np.float64)
+    return LdaMeanFieldFit(
+        topic_word=lam / lam.sum(axis=1, keepdims=True),
+        topic_word_lambda=lam,
+        doc_topic=np.asarray(doc_topic, dtype=np.float64),
+        n_batch_iter=int(model.n_batch_iter_),
+        **fields,
     )
 
 
@@ -266,14 +277,11 @@ def _fit_online_by_pass(
                 break
         doc_topic = model.transform(x)
         perplexity = float(model.perplexity(x)) if compute_perplexity else math.nan
-    lam = np.asarray(model.components_, dtype=np.float64)
-    return LdaMeanFieldFit(
-        topic_word=lam / lam.sum(axis=1, keepdims=True),
-        topic_word_lambda=lam,
-        doc_topic=np.asarray(doc_topic, dtype=np.float64),
+    return _fit_record(
+        model,
+        doc_topic,
         learning_method="online",
         n_iter=passes,
-        n_batch_iter=int(model.n_batch_iter_),
         perplexity=perplexity,
         train_seconds=seconds,
         seed=int(seed),
