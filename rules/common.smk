@@ -688,7 +688,7 @@ def acp_train_priority(wildcards):
     return 0
 
 
-# Scheduling order of the aviPAM runs (rule avipam_run's `priority:`): longest jobs first, so
+# Scheduling order of the aviPAM runs (the `priority` of avipam_run), longest jobs first, so
 # that the 2 cores of the quick grid are not left with one long job at the end. Relative
 # idle costs per job (docs/avipam.md, "Budgets of the quick grid"): online LDA on 20news
 # ~2 min, LDA / 4-PAM Gibbs on 20news ~1 min, aviPAM on 20news 50-90 s, NIPS and the
