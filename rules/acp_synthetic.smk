@@ -16,7 +16,7 @@ rule baselines:
         benchmark_path("baselines", "{dataset}")
     wildcard_constraints:
         dataset="|".join([*config["datasets"], "neurips-titles"]),
-    priority: 60  # SYN-RANDOM-6/7 take 25-140 s here: before the short cells (acp_train_priority)
+    priority: measured_priority("baselines", "{dataset}")
     conda:
         CONDA_ENV
     threads: 1

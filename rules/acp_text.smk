@@ -82,6 +82,7 @@ rule tsne:
         benchmark_path("tsne", "K{K}")
     wildcard_constraints:
         K="[0-9]+",
+    priority: measured_priority("tsne", "K{K}")
     conda:
         CONDA_ENV
     threads: 1  # the t-SNE map depends on the thread count: fixed for reproducibility

@@ -52,7 +52,7 @@ rule avipam_npmi_counts:
     wildcard_constraints:
         corpus="20news|nips",
         reference="external|internal",
-    priority: 60  # ~35 s each, after the long 20news runs and before the short ones (avipam_priority)
+    priority: measured_priority("avipam_npmi_counts", "{corpus}-{reference}")
     conda:
         CONDA_ENV
     params:
@@ -86,7 +86,7 @@ rule avipam_run:
         corpus="20news|nips|mnist",
         amethod="[a-z0-9.-]+",
         seed="[0-9]+",
-    priority: avipam_priority
+    priority: measured_priority("avipam_run", "{aexp}-{corpus}-{amethod}-n{n}-seed{seed}")
     conda:
         CONDA_ENV
     threads: int(AVIPAM.get("threads", 1))

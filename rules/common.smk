@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from noisyor_bench.experiments import grid
+from noisyor_bench.experiments import grid, job_seconds
 from noisyor_bench.experiments.grid import corpora as corpus_grid
 from noisyor_bench.experiments.config import budget_warnings, raw_data_dir, validate_config
 from noisyor_bench.inference.registry import METHODS, wildcard_pattern
@@ -659,57 +659,28 @@ def avipam_collapse_corpora():
     return sorted({c.corpus for c in avipam_cells.collapse_cells(AVIPAM)})
 
 
-# Data preparation (datasets, corpus ingestion, raw-input checks) runs before any training job:
-# priorities order only the jobs that are ready, so a cheap upstream job left at priority 0 would
-# wait behind every long training job and start its own long children last (measured
-# 2026-11-24: MULTI-MNIST's dataset waited 25 min, then its two ~450 s training jobs ran at the end).
-UPSTREAM_PRIORITY = 110
+# Scheduling order (`priority:`): longest jobs first, so that the cores of a small machine are not
+# left with one long job at the end. The order comes from measured seconds per job
+# (config/job_seconds.csv, written by `noisyor-bench job-seconds` from reference runs'
+# runtime_jobs.csv; noisyor_bench.experiments.job_seconds): a rule whose benchmark is
+# benchmark_path(rule, stem) gets `priority: measured_priority(rule, stem)`; a job without a
+# measurement gets 0. Data preparation runs before everything (UPSTREAM_PRIORITY): priorities order
+# only the jobs that are ready, so a cheap upstream job would otherwise wait behind every long
+# training job and start its own long children last (measured 2026-11-24: MULTI-MNIST's dataset
+# waited 25 min, then its two ~450 s training jobs ran at the end).
+UPSTREAM_PRIORITY = job_seconds.UPSTREAM_PRIORITY
+JOB_SECONDS = job_seconds.load(
+    None if config.get("job_seconds") is None else Path(workflow.basedir) / config["job_seconds"]
+)
 
 
-# Scheduling order of ACP's training jobs (the train_cell rules' and train_cell_corpus's
-# `priority:`): longest first, so that the 2 cores of the quick grid are not left with one long
-# job at the end. Idle per-job seconds of the quick grid (2026-11-24, docs/convergence.md):
-# MULTI-MNIST (suppfig2) 420-490, SVI / LB-CDI on SYN-PATTERN (10 seeds, one after another)
-# 260-400, Reuters at N_train = 4,543 170-270, Table 4 100-200, SVI / LB-CDI on Fig. 5 80-190;
-# every other cell seconds to ~1 min.
-def acp_train_priority(wildcards):
-    """Higher runs first: the longest ACP training jobs."""
-    experiment, method, n_train = wildcards.experiment, wildcards.method, int(wildcards.n)
-    if experiment == "suppfig2":
-        return 100
-    if experiment == "fig4" and method in ("svi", "lb-cdi"):
-        return 95
-    if experiment.startswith("classification") and n_train >= 4000:
-        return 90
-    if experiment == "table4":
-        return 80
-    if method in ("svi", "lb-cdi"):
-        return 70
-    return 0
+def measured_priority(rule_name, stem):
+    """``priority:`` of a job from its measured seconds; ``stem`` as in its benchmark_path."""
 
+    def _priority(wildcards):
+        return job_seconds.priority(JOB_SECONDS, rule_name, stem.format(**dict(wildcards.items())))
 
-# Scheduling order of the aviPAM runs (the `priority` of avipam_run), longest jobs first, so
-# that the 2 cores of the quick grid are not left with one long job at the end. Relative
-# idle costs per job (docs/avipam.md, "Budgets of the quick grid"): online LDA on 20news
-# ~2 min, LDA / 4-PAM Gibbs on 20news ~1 min, aviPAM on 20news 50-90 s, NIPS and the
-# collapse study seconds.
-AVIPAM_PRIORITY = {
-    ("20news", "lda-online"): 100,
-    ("20news", "lda-batch"): 100,
-    ("20news", "lda-gibbs"): 90,
-    ("20news", "pam4-gibbs"): 85,
-    ("20news", "avipam-pam5"): 80,
-    ("20news", "avipam-molda"): 75,
-    ("20news", "avipam-pam4"): 75,
-    ("20news", "avipam-ctm"): 70,
-}
-
-
-def avipam_priority(wildcards):
-    """Higher runs first: the long 20news runs, then NIPS, then the collapse study."""
-    if wildcards.corpus == "nips":
-        return 20
-    return AVIPAM_PRIORITY.get((wildcards.corpus, wildcards.amethod), 0)
+    return _priority
 
 
 def avipam_settings(wildcards):

@@ -27,6 +27,7 @@ rule search:
         benchmark_path("search", "{experiment}/{dataset}/{method}/n{n}")
     wildcard_constraints:
         experiment=SYNTHETIC_EXPERIMENTS,
+    priority: measured_priority("search", "{experiment}/{dataset}/{method}/n{n}")
     conda:
         CONDA_ENV
     threads: THREADS
@@ -74,7 +75,7 @@ for _group in grid.seed_groups(config):
             experiment="|".join(re.escape(e) for e in _group.experiments) or "(?!)",
             dataset="|".join(re.escape(d) for d in _group.datasets) if _group.datasets else NAME_PATTERN,
             method="|".join(re.escape(m) for m in _group.methods) if _group.methods else wildcard_pattern(),
-        priority: acp_train_priority
+        priority: measured_priority("train_cell", "{experiment}/{dataset}/{method}/n{n}")
         conda:
             CONDA_ENV
         threads: THREADS
@@ -145,7 +146,7 @@ rule train_cell_corpus:
         experiment="table5|classification-K[0-9]+",
         dataset="neurips-titles|reuters",
         method="|".join(corpus_grid.corpus_methods()),
-    priority: acp_train_priority
+    priority: measured_priority("train_cell_corpus", "{experiment}/{dataset}/{method}/n{n}")
     conda:
         CONDA_ENV
     threads: THREADS

@@ -36,6 +36,30 @@ def cmd_runtime_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_job_seconds(args: argparse.Namespace) -> int:
+    import csv
+
+    from noisyor_bench.experiments import job_seconds
+    from noisyor_bench.infra.errors import DataError
+
+    runs = []
+    for path in args.runtime_jobs:
+        try:
+            with open(path, newline="") as fh:
+                rows = list(csv.DictReader(fh))
+        except FileNotFoundError:
+            raise DataError(
+                f"{path}: no such runtime table (write it with 'noisyor-bench runtime-table --out-jobs-csv')"
+            ) from None
+        if rows and not {"rule", "job", "s"} <= set(rows[0]):
+            raise DataError(f"{path}: not a runtime_jobs.csv table (expected columns rule, job, s)")
+        runs.append(rows)
+    rows = job_seconds.merge(runs)
+    job_seconds.write(rows, args.out)
+    log.info("job-seconds: %d jobs from %d runtime tables -> %s", len(rows), len(runs), args.out)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "runtime-table",
@@ -48,3 +72,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-png", help="bar chart of total seconds per rule")
     p.add_argument("--top", type=int, default=10, help="slowest jobs listed in the Markdown (default 10)")
     p.set_defaults(func=cmd_runtime_table)
+
+    p = sub.add_parser(
+        "job-seconds",
+        help="measured seconds per job (the workflow's scheduling order) from runtime_jobs.csv tables",
+    )
+    p.add_argument(
+        "--runtime-jobs",
+        nargs="+",
+        required=True,
+        help="results/tables/runtime_jobs.csv of reference runs (a job in several: its smallest time)",
+    )
+    p.add_argument("--out", required=True, help="the table to write, e.g. config/job_seconds.csv")
+    p.set_defaults(func=cmd_job_seconds)

@@ -1,0 +1,97 @@
+"""The measured seconds per job that order the workflow's jobs (longest first)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from noisyor_bench.experiments import job_seconds
+from noisyor_bench.infra.errors import DataError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_priority_is_the_rounded_seconds_and_zero_when_unmeasured(tmp_path: Path) -> None:
+    table = job_seconds.load(
+        _write(tmp_path / "j.csv", "rule,job,seconds\ntrain_cell,fig4/a/n1,489.6\nbaselines,d,0.4\n")
+    )
+    assert job_seconds.priority(table, "train_cell", "fig4/a/n1") == 490
+    assert job_seconds.priority(table, "baselines", "d") == 0
+    assert job_seconds.priority(table, "train_cell", "fig4/a/n2") == 0
+    # longer jobs get higher priorities; data preparation outranks every measured job
+    assert job_seconds.UPSTREAM_PRIORITY > max(job_seconds.priority(table, *k) for k in table)
+
+
+def test_missing_file_or_none_means_default_order(tmp_path: Path) -> None:
+    assert job_seconds.load(None) == {}
+    assert job_seconds.load(tmp_path / "absent.csv") == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rule,job,s\ntrain_cell,a,1\n", "expected the header rule,job,seconds"),
+        ("rule,job,seconds\ntrain_cell,a,fast\n", "line 2: seconds must be a number"),
+        ("rule,job,seconds\ntrain_cell,a,-3\n", "line 2: seconds must be finite and >= 0"),
+        ("rule,job,seconds\ntrain_cell,a,1\ntrain_cell,a,2\n", "line 3: job train_cell a is listed twice"),
+    ],
+)
+def test_bad_tables_name_file_line_and_problem(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path / "bad.csv", text)
+    with pytest.raises(DataError, match=message) as err:
+        job_seconds.load(path)
+    assert str(path) in str(err.value)
+
+
+def test_merge_keeps_each_jobs_smallest_time_longest_first(tmp_path: Path) -> None:
+    shared = [{"rule": "train_cell", "job": "a", "s": "500"}, {"rule": "tsne", "job": "K50", "s": "90"}]
+    idle = [{"rule": "train_cell", "job": "a", "s": "420.04"}, {"rule": "baselines", "job": "d", "s": "130"}]
+    rows = job_seconds.merge([shared, idle])
+    assert rows == [("train_cell", "a", 420.04), ("baselines", "d", 130.0), ("tsne", "K50", 90.0)]
+    out = tmp_path / "j.csv"
+    job_seconds.write(rows, out)
+    assert out.read_text().splitlines()[1] == "train_cell,a,420.0"
+    assert job_seconds.load(out)[("baselines", "d")] == 130.0
+
+
+def test_committed_table_is_valid_and_orders_the_longest_acp_cell_first() -> None:
+    """config/job_seconds.csv parses, and the MULTI-MNIST cells (the longest ACP training jobs
+    of the quick grid) outrank the seconds-long syn-pattern inference cells."""
+    config = REPO / "config" / "job_seconds.csv"
+    table = job_seconds.load(config)
+    assert table, f"{config} is empty or missing"
+    slow = job_seconds.priority(table, "train_cell", "suppfig2/multi-mnist/acp/n2000")
+    fast = job_seconds.priority(table, "train_cell", "fig3a/syn-pattern/avi/n20")
+    assert slow > fast > 0
+
+
+def test_cli_writes_the_table_from_runtime_tables(tmp_path: Path) -> None:
+    runtime = _write(
+        tmp_path / "runtime_jobs.csv",
+        "rule,job,s,cpu_time_s,max_rss_mb,repeats\ntrain_cell,a,12.5,10,100,1\nsearch,b,3.25,3,90,1\n",
+    )
+    out = tmp_path / "job_seconds.csv"
+    cmd = [
+        sys.executable,
+        "-m",
+        "noisyor_bench",
+        "job-seconds",
+        "--runtime-jobs",
+        str(runtime),
+        "--out",
+        str(out),
+    ]
+    subprocess.run(cmd, check=True, cwd=REPO, capture_output=True)
+    assert out.read_text() == "rule,job,seconds\ntrain_cell,a,12.5\nsearch,b,3.2\n"
+    bad = subprocess.run(
+        [*cmd[:5], str(tmp_path / "nope.csv"), "--out", str(out)], cwd=REPO, capture_output=True, text=True
+    )
+    assert bad.returncode != 0 and "no such runtime table" in bad.stderr
