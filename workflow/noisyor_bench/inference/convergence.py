@@ -18,6 +18,13 @@ The monitored values are the validation NELBOs of the curve (the quantity early 
 and model selection use); a curve without any validation NELBO (a trainer without
 ``val_fn``) is judged on its training NELBO.  Non-finite values are left out.
 
+:func:`plateau_reached` is that predicate alone, on a sequence of monitored values: the one
+home of the rule.  :func:`assess` judges a finished fit with it, and the fits that *stop* as
+soon as it holds call it on their curve so far: :class:`~noisyor_bench.inference.training.Trainer`
+(``stop_on_plateau``, aviPAM), the tomotopy Gibbs chains
+(:func:`noisyor_bench.inference.topics.gibbs.rule_holds`, ``stop_on_rule``) and scikit-learn's
+online LDA pass by pass (:mod:`noisyor_bench.inference.topics.lda_meanfield`, ``stop_on_rule``).
+
 ``converged`` is ``None`` where no fit happened (an empty curve) and where the curve is not
 a training budget's: SVI, LB-CDI and UB-CDI in inference mode fit per-datapoint parameters
 on held-out rows with the true model (N_train = 0); their curve is that evaluation-time
@@ -108,6 +115,18 @@ def relative_improvement(
     return before, within, (before - within) / abs(before)
 
 
+def plateau_reached(values: Sequence[float | None], window: int, rel_tol: float) -> bool:
+    """Whether the monitored ``values`` (in evaluation order, lower is better) are on a plateau:
+    the best of the last ``window`` improves on the best before them by less than ``rel_tol``
+    (relative; :func:`relative_improvement`).  Non-finite values and ``None`` are left out first,
+    as :func:`monitored_values` leaves them out for :func:`assess`; fewer than ``window + 1``
+    values left: ``False`` (no verdict yet).  A best-before of exactly 0 followed by any
+    improvement (relative improvement +inf) is not a plateau."""
+    finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+    rel = relative_improvement(finite, int(window))[2]
+    return rel is not None and rel < float(rel_tol)
+
+
 def assess(
     records: Sequence[EpochRecord],
     stop_reason: str | None,
@@ -149,7 +168,9 @@ def assess(
         return verdict(None, NOT_APPLICABLE)
     if rel is None:
         return verdict(False, TOO_FEW_EVALUATIONS)
-    return verdict(True, PLATEAU) if rel < rel_tol else verdict(False, STILL_IMPROVING)
+    if plateau_reached(values, window, rel_tol):
+        return verdict(True, PLATEAU)
+    return verdict(False, STILL_IMPROVING)
 
 
-__all__ = ["Convergence", "RULES", "assess", "monitored_values", "relative_improvement"]
+__all__ = ["Convergence", "RULES", "assess", "monitored_values", "plateau_reached", "relative_improvement"]

@@ -59,7 +59,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from noisyor_bench.inference.convergence import Convergence, assess, monitored_values, relative_improvement
+from noisyor_bench.inference.convergence import Convergence, assess, monitored_values, plateau_reached
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
 from noisyor_bench.infra.errors import ConfigError, DataError, UserError
 from noisyor_bench.infra.io import atomic_path
@@ -276,9 +276,8 @@ class Trainer:
         if update_stopping(self.state, monitored, record.epoch, self.budget):
             self.best_state = _clone_state(self.module)
         if self.stop_on_plateau and self.state.stop_reason != "patience":
-            _, values = monitored_values(self.history)
-            _, _, rel = relative_improvement(values, int(self.budget.convergence_window))
-            if rel is not None and rel < float(self.budget.convergence_rel_tol):
+            _, values = monitored_values(self.history)  # the values assess() will judge
+            if plateau_reached(values, self.budget.convergence_window, self.budget.convergence_rel_tol):
                 self.state.finished, self.state.stop_reason = True, "plateau"
 
     # ------------------------------------------------------------------ checkpoints

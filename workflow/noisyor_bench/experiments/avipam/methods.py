@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.infra.errors import ConfigError
 
 
@@ -47,23 +48,35 @@ def _convergence_dict(conv: Any) -> dict[str, Any] | None:
     return conv.as_dict() if hasattr(conv, "as_dict") else dict(conv)
 
 
+def baseline_budget(cap: int) -> FitBudget:
+    """The budget a Gibbs chain or a mean-field LDA fit runs under and is judged with: ``cap``
+    (iterations / passes) as ``max_epochs`` and :class:`~noisyor_bench.inference.fitting.FitBudget`'s
+    convergence rule (window 5 checks, 0.1% relative; no grid key overrides it).  One object
+    per run, given both to the fit (its ``stop_on_rule``) and to :func:`trace_convergence` /
+    :func:`meanfield_convergence`, so that the rule that stops a run is the rule that judges it."""
+    return FitBudget(max_epochs=int(cap))
+
+
 def trace_convergence(
-    trace: Sequence[tuple[int, float, float]], iterations: int, stop_reason: str = "max_epochs"
+    trace: Sequence[tuple[int, float, float]],
+    iterations: int,
+    stop_reason: str = "max_epochs",
+    budget: FitBudget | None = None,
 ) -> dict[str, Any] | None:
     """The project's convergence rule on a sampler's trace: the monitored value is minus the
     log-likelihood per word every ``trace_every`` iterations; a chain converged when the best of
-    its last 5 trace points improves on the best before them by less than 0.1% (relative).
+    its last W trace points improves on the best before them by less than rel_tol (relative;
+    ``budget``'s, default :func:`baseline_budget`: 5 and 0.1%).
     ``stop_reason`` ``"plateau"``: the chain stopped there because the rule held (``stop_on_rule``;
     ``iterations`` was its cap), ``"max_epochs"``: it ran every iteration."""
     from noisyor_bench.inference.convergence import assess
-    from noisyor_bench.inference.fitting import FitBudget
     from noisyor_bench.inference.topics.gibbs import trace_records
 
     if not trace:
         return None
     records = trace_records(trace)
     best = int(records[min(range(len(records)), key=lambda i: records[i].train_nelbo)].epoch)
-    return assess(records, stop_reason, best, FitBudget(max_epochs=int(iterations))).as_dict()
+    return assess(records, stop_reason, best, budget or baseline_budget(iterations)).as_dict()
 
 
 def _trace_curve(trace: Sequence[tuple[int, float, float]]) -> list[dict[str, float]]:
@@ -78,21 +91,23 @@ def _trace_every(g: Mapping[str, Any]) -> int:
 
 
 def _gibbs_topic_fit(
-    run: Callable[[int], Any], topic_word: Callable[[Any], np.ndarray], g: Mapping[str, Any]
+    run: Callable[[int, FitBudget], Any], topic_word: Callable[[Any], np.ndarray], g: Mapping[str, Any]
 ) -> TopicFit:
-    """The one Gibbs path: time ``run(trace_interval)`` (a tomotopy fit), keep its sub-topic-word
-    matrix ``topic_word(fit)``, its trace as the curve and the convergence rule on that trace.
+    """The one Gibbs path: time ``run(trace_interval, budget)`` (a tomotopy fit), keep its
+    sub-topic-word matrix ``topic_word(fit)``, its trace as the curve and the convergence rule
+    on that trace (the run's :func:`baseline_budget`, the one its ``stop_on_rule`` used).
 
     With ``stop_on_rule`` (the quick and smoke grids) the chain stops at the first trace point
     where the rule holds and ``iterations`` is a cap; metrics record the sweeps run
     (``gibbs_sweeps``) and whether the rule or the cap ended the chain (``gibbs_stop``)."""
     iterations = int(g["iterations"])
-    fit, seconds = _timed(lambda: run(_trace_every(g)))
+    budget = baseline_budget(iterations)
+    fit, seconds = _timed(lambda: run(_trace_every(g), budget))
     return TopicFit(
         topics={"sub": topic_word(fit)},
         train_seconds=seconds,
         curve=_trace_curve(fit.trace),
-        convergence=trace_convergence(fit.trace, iterations, fit.stop_reason),
+        convergence=trace_convergence(fit.trace, iterations, fit.stop_reason, budget),
         extra_metrics={
             "sampler_seconds": fit.train_seconds,
             "log_likelihood_per_word": fit.log_likelihood_per_word,
@@ -118,7 +133,7 @@ def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
     g = settings["gibbs"]
     k = int(settings["sizes"]["sub"])
     return _gibbs_topic_fit(
-        lambda trace_interval: gibbs.fit_lda_gibbs(
+        lambda trace_interval, budget: gibbs.fit_lda_gibbs(
             counts,
             n_topics=k,
             alpha=float(g.get("lda_alpha", 50.0 / k)),
@@ -128,6 +143,7 @@ def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
             burn_in=int(g.get("burn_in", 0)),
             trace_interval=trace_interval,
             stop_on_rule=_stop_on_rule(g),
+            budget=budget,
         ),
         lambda fit: fit.topic_word,
         g,
@@ -141,7 +157,7 @@ def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
     g = settings["gibbs"]
     sizes = settings["sizes"]
     return _gibbs_topic_fit(
-        lambda trace_interval: pam_gibbs.fit_pam_gibbs(
+        lambda trace_interval, budget: pam_gibbs.fit_pam_gibbs(
             counts,
             n_super=int(sizes["super"]),
             n_sub=int(sizes["sub"]),
@@ -150,6 +166,7 @@ def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
             burn_in=int(g.get("burn_in", 0)),
             trace_interval=trace_interval,
             stop_on_rule=_stop_on_rule(g),
+            budget=budget,
         ),
         lambda fit: fit.sub_topic_word,
         g,
@@ -162,17 +179,19 @@ def meanfield_convergence(
     max_iter: int,
     checked: bool,
     stop_reason: str = "",
+    budget: FitBudget | None = None,
 ) -> dict[str, Any]:
     """The convergence record of a scikit-learn LDA fit.
 
     With perplexity checks (``evaluate_every > 0``) the monitored value is the log of
     scikit-learn's training perplexity at every check (its own bound per token, a NELBO per
-    word), judged by the project's rule (:func:`noisyor_bench.inference.convergence.assess`:
-    window 5 checks, 0.1% relative); scikit-learn's own stop (perplexity change below
+    word), judged by the project's rule (:func:`noisyor_bench.inference.convergence.assess`
+    with ``budget``, default :func:`baseline_budget`: window 5 checks, 0.1% relative);
+    scikit-learn's own stop (perplexity change below
     ``perp_tol``) counts as converged too.  Without checks there is nothing to judge:
     not converged (``epoch-limit-unchecked``)."""
     from noisyor_bench.inference.convergence import assess
-    from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+    from noisyor_bench.inference.topics.lda_meanfield import perplexity_records
 
     if not checked or not trace:
         return {
@@ -182,14 +201,11 @@ def meanfield_convergence(
             "epochs": int(max_iter),
             "max_epochs": int(max_iter),
         }
-    records = [
-        EpochRecord(epoch=int(p), train_nelbo=math.log(v) if v > 0 else math.nan, val_nelbo=None, seconds=0.0)
-        for p, v in trace
-    ]
+    records = perplexity_records(trace)
     finite = [r for r in records if math.isfinite(r.train_nelbo)]
     best = min(finite, key=lambda r: r.train_nelbo).epoch if finite else None
     stop = "converged" if stopped_by_criterion else (stop_reason or "max_epochs")
-    return assess(records, stop, best, FitBudget(max_epochs=int(max_iter))).as_dict()
+    return assess(records, stop, best, budget or baseline_budget(max_iter)).as_dict()
 
 
 def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
@@ -204,6 +220,7 @@ def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], s
     method = "online" if settings["method"] == "lda-online" else "batch"
     max_iter = int(mf.get("max_iter", 10))
     evaluate_every = int(mf.get("evaluate_every", 2))
+    budget = baseline_budget(max_iter)  # the stop rule's and the verdict's
     fit, seconds = _timed(
         lambda: lda_meanfield.fit_lda_meanfield(
             counts,
@@ -216,10 +233,16 @@ def fit_lda_meanfield_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], s
             compute_perplexity=False,
             eval_docs=int(mf.get("eval_docs") or 0) if method == "online" else 0,
             stop_on_rule=bool(mf.get("stop_on_rule", False)) and method == "online",
+            budget=budget,
         )
     )
     convergence = meanfield_convergence(
-        fit.perplexity_trace, bool(fit.stopped_by_criterion), max_iter, evaluate_every > 0, fit.stop_reason
+        fit.perplexity_trace,
+        bool(fit.stopped_by_criterion),
+        max_iter,
+        evaluate_every > 0,
+        fit.stop_reason,
+        budget,
     )
     curve = [{"passes": int(p), "perplexity": float(v)} for p, v in fit.perplexity_trace] or [
         {"passes": int(fit.n_iter), "em_steps": int(fit.n_batch_iter)}

@@ -18,8 +18,10 @@ so that the library's conventions are mapped once:
   every ``trace_interval`` iterations: the chain runs in chunks of that many sweeps, which
   tomotopy continues into the same chain as one call (:func:`train_timed`).
 * ``stop_on_rule``: the chain stops at the first trace point where the project's convergence
-  rule holds (like aviPAM's ``stop_on_plateau``); ``iterations`` is then a cap, and the fit
-  records the sweeps it ran and why it stopped.
+  rule holds (:func:`noisyor_bench.inference.convergence.plateau_reached`, like aviPAM's
+  ``stop_on_plateau``) with the window and tolerance of the run's ``budget`` (the one its
+  convergence is then judged with; ``None``: :class:`FitBudget`'s); ``iterations`` is then a
+  cap, and the fit records the sweeps it ran and why it stopped.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from noisyor_bench.inference.convergence import relative_improvement
+from noisyor_bench.inference.convergence import plateau_reached
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.infra.errors import ConfigError, DataError
 
@@ -68,18 +70,22 @@ class ChainRun:
     stop_reason: str  # "plateau" (the convergence rule held) | "max_epochs" (ran every sweep)
 
 
-def rule_holds(trace: Sequence[TracePoint], budget: FitBudget | None = None) -> bool:
-    """The project's convergence rule (:func:`noisyor_bench.inference.convergence.relative_improvement`
-    with the default window and tolerance of :class:`FitBudget`) on a chain's trace, judged on
-    minus the log-likelihood per word (:func:`trace_records`)."""
-    budget = budget or FitBudget()
-    values = [r.train_nelbo for r in trace_records(trace) if math.isfinite(r.train_nelbo)]
-    rel = relative_improvement(values, int(budget.convergence_window))[2]
-    return rel is not None and rel < float(budget.convergence_rel_tol)
+def rule_holds(trace: Sequence[TracePoint], budget: FitBudget) -> bool:
+    """The project's convergence rule (:func:`noisyor_bench.inference.convergence.plateau_reached`)
+    on a chain's trace, judged on minus the log-likelihood per word (:func:`trace_records`, the
+    values :func:`~noisyor_bench.inference.convergence.assess` judges) with ``budget``'s window
+    and tolerance."""
+    values = [r.train_nelbo for r in trace_records(trace)]
+    return plateau_reached(values, budget.convergence_window, budget.convergence_rel_tol)
 
 
 def train_timed(
-    model: Any, iterations: int, workers: int, trace_interval: int = 0, stop_on_rule: bool = False
+    model: Any,
+    iterations: int,
+    workers: int,
+    trace_interval: int = 0,
+    stop_on_rule: bool = False,
+    budget: FitBudget | None = None,
 ) -> ChainRun:
     """Train ``model`` for at most ``iterations`` sweeps; with ``trace_interval > 0`` in chunks of
     ``trace_interval`` sweeps, recording ``(sweep, ll_per_word, training seconds)`` after each.
@@ -88,7 +94,8 @@ def train_timed(
     ``burn_in`` and ``optim_interval`` over all calls, and a chain trained in chunks reaches the
     same state as one ``train(iterations)`` call with the same seed (checked with tomotopy
     0.14.0: tests/inference/topics/test_gibbs_stop.py).  With ``stop_on_rule`` the chain stops
-    after the first chunk at which :func:`rule_holds` on the trace (stop reason ``"plateau"``);
+    after the first chunk at which :func:`rule_holds` on the trace with ``budget``'s window and
+    tolerance (``None``: :class:`FitBudget`'s defaults; stop reason ``"plateau"``);
     ``iterations`` is then a cap.  Shared by every tomotopy baseline so that training time is
     measured one way: computing ``ll_per_word`` and checking the rule are not training time.
     """
@@ -96,6 +103,7 @@ def train_timed(
 
     if stop_on_rule and trace_interval < 1:
         raise ConfigError("train_timed: stop_on_rule needs a trace (trace_interval >= 1)")
+    budget = budget or FitBudget()
     parallel = tp.ParallelScheme.NONE if workers == 1 else tp.ParallelScheme.DEFAULT
     trace: list[TracePoint] = []
     seconds = 0.0
@@ -109,7 +117,7 @@ def train_timed(
         done += n
         if trace_interval > 0:
             trace.append((int(model.global_step), float(model.ll_per_word), seconds))
-            if stop_on_rule and done < iterations and rule_holds(trace):
+            if stop_on_rule and done < iterations and rule_holds(trace, budget):
                 stop_reason = "plateau"
                 break
     return ChainRun(seconds, tuple(trace), int(model.global_step), stop_reason)
@@ -177,10 +185,11 @@ def fit_lda_gibbs(
     burn_in: int = 0,
     trace_interval: int = 0,
     stop_on_rule: bool = False,
+    budget: FitBudget | None = None,
 ) -> LdaGibbsFit:
     """Run ``iterations`` sweeps of tomotopy's collapsed Gibbs LDA on ``counts`` (D x V), or
     fewer with ``stop_on_rule`` (stop at the first trace point where the convergence rule
-    holds: :func:`train_timed`).
+    holds with ``budget``'s window and tolerance: :func:`train_timed`).
 
     ``burn_in``: sweeps before the first hyperparameter re-estimation (tomotopy's
     ``burn_in``, Mallet's ``--optimize-burn-in``); only matters with ``optimize_interval > 0``.
@@ -196,7 +205,7 @@ def fit_lda_gibbs(
     model.optim_interval = int(optimize_interval)
     model.burn_in = int(burn_in)
     n_docs, kept = add_documents(model, counts, "fit_lda_gibbs")  # empty ones: the prior's mean below
-    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule)
+    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule, budget)
 
     topic_word = topic_word_matrix(model, n_topics, vocab_size, eta)
     doc_topic = np.full((n_docs, n_topics), 1.0 / n_topics)

@@ -27,8 +27,11 @@ perplexity is then evaluated on a fixed subset of ``eval_docs`` training documen
 sub_sampling=True)``: scikit-learn's bound with the document terms scaled to the whole corpus,
 an estimate of the full training perplexity at a fraction of its cost (a check over all 11,258
 20 Newsgroups documents cost as much as the pass itself).  With ``stop_on_rule`` the fit stops
-at the first check where the project's convergence rule holds on log perplexity (stop reason
-``"plateau"``, ``max_iter`` a cap); scikit-learn's ``perp_tol`` stop is not used on this path.
+at the first check where the project's convergence rule
+(:func:`noisyor_bench.inference.convergence.plateau_reached`, with the window and tolerance of
+the run's ``budget``) holds on log perplexity (:func:`perplexity_records`, the curve the run's
+convergence is judged on; stop reason ``"plateau"``, ``max_iter`` a cap); scikit-learn's
+``perp_tol`` stop is not used on this path.
 
 ``train_seconds`` is the wall time of the passes alone (the checks excluded), under one BLAS/OpenMP thread
 (``threadpoolctl``) and ``n_jobs=1``, like the one-worker Gibbs baselines.
@@ -41,12 +44,15 @@ import io
 import math
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from noisyor_bench.inference.convergence import plateau_reached
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.infra.errors import ConfigError, DataError
 
 LEARNING_METHODS = ("online", "batch")
@@ -105,13 +111,15 @@ def fit_lda_meanfield(
     compute_perplexity: bool = True,
     eval_docs: int = 0,
     stop_on_rule: bool = False,
+    budget: FitBudget | None = None,
 ) -> LdaMeanFieldFit:
     """Fit scikit-learn's mean-field LDA on ``counts`` (D x V); ``random_state=seed``.
 
     ``doc_topic_prior`` / ``topic_word_prior`` ``None`` -> scikit-learn's ``1 / n_topics``.
     ``eval_docs > 0`` with the online method and ``evaluate_every > 0``: the pass-by-pass path
     (module docstring), perplexity checked on that many training documents; ``stop_on_rule``
-    (that path only) stops where the convergence rule holds.
+    (that path only) stops where the convergence rule holds with ``budget``'s window and
+    tolerance (``None``: :class:`FitBudget`'s defaults).
     """
     from sklearn.decomposition import LatentDirichletAllocation
     from threadpoolctl import threadpool_limits
@@ -148,6 +156,7 @@ def fit_lda_meanfield(
             compute_perplexity,
             eval_docs,
             stop_on_rule,
+            budget or FitBudget(),
         )
     model = LatentDirichletAllocation(
         n_components=n_topics,
@@ -210,6 +219,23 @@ def _fit_record(model: Any, doc_topic: np.ndarray, **fields: Any) -> LdaMeanFiel
     )
 
 
+def perplexity_records(trace: Sequence[tuple[int, float]]) -> list[EpochRecord]:
+    """A perplexity trace as the project's training curve, for
+    :func:`noisyor_bench.inference.convergence.assess`: ``epoch`` = passes, ``train_nelbo`` = log
+    perplexity (scikit-learn's bound per token, a NELBO per word; NaN for a non-positive
+    perplexity, left out by the rule), no validation value, no time."""
+    return [
+        EpochRecord(epoch=int(p), train_nelbo=math.log(v) if v > 0 else math.nan, val_nelbo=None, seconds=0.0)
+        for p, v in trace
+    ]
+
+
+def _rule_holds(trace: Sequence[tuple[int, float]], budget: FitBudget) -> bool:
+    """The convergence rule on the log-perplexity curve so far, with ``budget``'s window and tolerance."""
+    values = [r.train_nelbo for r in perplexity_records(trace)]
+    return plateau_reached(values, budget.convergence_window, budget.convergence_rel_tol)
+
+
 def eval_subset(n_docs: int, eval_docs: int) -> np.ndarray:
     """The sorted row indices of the perplexity checks: ``eval_docs`` of ``n_docs`` training
     documents drawn without replacement with :data:`EVAL_SUBSET_SEED` (all if fewer)."""
@@ -234,13 +260,11 @@ def _fit_online_by_pass(
     compute_perplexity: bool,
     eval_docs: int,
     stop_on_rule: bool,
+    budget: FitBudget,
 ) -> LdaMeanFieldFit:
     """Online LDA one ``partial_fit`` per pass, perplexity on a fixed subset (module docstring)."""
     from sklearn.decomposition import LatentDirichletAllocation
     from threadpoolctl import threadpool_limits
-
-    from noisyor_bench.inference.convergence import relative_improvement
-    from noisyor_bench.inference.fitting import FitBudget
 
     n_docs = x.shape[0]
     subset = x[eval_subset(n_docs, eval_docs)]
@@ -258,7 +282,6 @@ def _fit_online_by_pass(
         n_jobs=1,
         random_state=int(seed),
     )
-    budget = FitBudget()
     trace: list[tuple[int, float]] = []
     seconds, passes, stop_reason = 0.0, 0, "max_epochs"
     with threadpool_limits(limits=1):
@@ -270,9 +293,7 @@ def _fit_online_by_pass(
             if passes % evaluate_every:
                 continue
             trace.append((passes, float(model.perplexity(subset, sub_sampling=True))))
-            logs = [math.log(v) for _, v in trace if v > 0 and math.isfinite(v)]
-            rel = relative_improvement(logs, int(budget.convergence_window))[2]
-            if stop_on_rule and passes < max_iter and rel is not None and rel < budget.convergence_rel_tol:
+            if stop_on_rule and passes < max_iter and _rule_holds(trace, budget):
                 stop_reason = "plateau"
                 break
         doc_topic = model.transform(x)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.inference.topics.gibbs import add_documents, topic_word_matrix, train_timed
 from noisyor_bench.infra.errors import ConfigError
 
@@ -79,9 +80,11 @@ def fit_pam_gibbs(
     workers: int = 1,
     trace_interval: int = 0,
     stop_on_rule: bool = False,
+    budget: FitBudget | None = None,
 ) -> PamGibbsFit:
     """Run ``iterations`` sweeps of tomotopy's 4-PAM sampler on ``counts`` (D x V integers), or
-    fewer with ``stop_on_rule`` (:func:`noisyor_bench.inference.topics.gibbs.train_timed`).
+    fewer with ``stop_on_rule`` (the convergence rule with ``budget``'s window and tolerance:
+    :func:`noisyor_bench.inference.topics.gibbs.train_timed`).
 
     Defaults are Mallet PAM4L's (module docstring).  ``workers=1`` (``ParallelScheme.NONE``)
     makes the chain a function of ``seed``.
@@ -107,7 +110,7 @@ def fit_pam_gibbs(
     model.optim_interval = int(optimize_interval)
     model.burn_in = int(burn_in)
     n_docs, kept = add_documents(model, counts, "fit_pam_gibbs")  # empty ones: the prior's mean below
-    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule)
+    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule, budget)
 
     sub_topic_word = topic_word_matrix(model, n_sub, vocab_size, eta)  # PA: topic k = sub-topic k
 
