@@ -58,7 +58,15 @@ from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.models.noisyor.generative import GenerativeModule
-from noisyor_bench.models.noisyor.jj_lower import PositiveEntries, lb_elbo, lb_round, lb_start, row_chunks
+from noisyor_bench.models.noisyor.jj_lower import (
+    FusedAtR,
+    LBFixed,
+    PositiveEntries,
+    lb_elbo,
+    lb_round_warm,
+    lb_start,
+    row_chunks,
+)
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 DEFAULTS: dict[str, Any] = {
@@ -337,11 +345,23 @@ class LBCDI(ClassicalMethod):
             on_round(0, False)
         first = (start or 0) + 1
         t = first - 1
+        # The model is fixed during the rounds: gather its rows once per chunk, and carry the
+        # pieces of the r update at each chunk's r from one r-step to the next (same numbers).
+        fixed = [LBFixed.of(model, c.x, c.pos, self.hparams["leak_floor"]) for c in chunks]
+        at_r: list[FusedAtR | None] = [None] * len(chunks)
         for t in range(first, max_rounds + 1):
             gain = -float("inf")
-            for c in chunks:
-                q, r, ll = lb_round(
-                    model, c.x, c.pos, c.q, c.r, self.hparams["r_iters"], self.hparams["leak_floor"]
+            for j, c in enumerate(chunks):
+                q, r, ll, at_r[j] = lb_round_warm(
+                    model,
+                    c.x,
+                    c.pos,
+                    c.q,
+                    c.r,
+                    self.hparams["r_iters"],
+                    self.hparams["leak_floor"],
+                    at_r[j],
+                    fixed[j],
                 )
                 if ll.numel():
                     gain = max(gain, float((ll - c.ll).max()))
