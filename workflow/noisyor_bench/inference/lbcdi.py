@@ -61,8 +61,10 @@ from noisyor_bench.models.noisyor.generative import GenerativeModule
 from noisyor_bench.models.noisyor.jj_lower import (
     FusedAtR,
     LBFixed,
+    MStepConstants,
     PositiveEntries,
     lb_elbo,
+    lb_elbo_mstep,
     lb_round_warm,
     lb_start,
     row_chunks,
@@ -282,11 +284,16 @@ class LBCDI(ClassicalMethod):
         with torch.no_grad():
             q_mean = torch.cat([c.q for c in self._train]).mean(0).clamp(1e-6, 1 - 1e-6)
             self.module.raw_mu.copy_(torch.logit(q_mean))
+        # q and r stay fixed: their pieces are gathered once.  The KL term does not depend on
+        # (theta, theta0), so leaving it out leaves their gradients unchanged.
+        const = [MStepConstants.of(c.pos, c.q, c.r) for c in self._train]
         for _ in range(self.hparams["m_steps"]):
             self._optimizer.zero_grad(set_to_none=True)
-            for c in self._train:  # gradient accumulation over row chunks = one full-batch step
+            for c, k in zip(
+                self._train, const
+            ):  # gradient accumulation over row chunks = one full-batch step
                 model = self.module.model()
-                loss = -lb_elbo(model, c.x, c.pos, c.q, c.r, self.hparams["leak_floor"]).sum() / n_total
+                loss = -lb_elbo_mstep(model, c.pos, c.q, c.r, k, self.hparams["leak_floor"]).sum() / n_total
                 loss.backward()
             self._optimizer.step()
         with torch.no_grad():

@@ -377,6 +377,49 @@ def lb_elbo(
 
 
 @dataclass
+class MStepConstants:
+    """What :func:`lb_elbo_mstep` needs from a block's fixed ``q`` and ``r`` (gathered once per
+    M-step): ``q`` of each positive entry, ``r`` guarded against 0, where ``r > 0``, zeros."""
+
+    q_rows: torch.Tensor
+    safe_r: torch.Tensor
+    r_positive: torch.Tensor
+    zeros: torch.Tensor
+
+    @classmethod
+    @torch.no_grad()
+    def of(cls, pos: PositiveEntries, q: torch.Tensor, r: torch.Tensor) -> MStepConstants:
+        return cls(q[pos.rows], r.clamp_min(_R_TINY), r > 0, torch.zeros_like(r))
+
+
+def lb_elbo_mstep(
+    model: NoisyOR,
+    pos: PositiveEntries,
+    q: torch.Tensor,
+    r: torch.Tensor,
+    const: MStepConstants,
+    leak_floor: float = DEFAULT_LEAK_FLOOR,
+) -> torch.Tensor:
+    """:func:`lb_elbo` without its KL term, for ``q`` and ``r`` held fixed (the M-step), (N,).
+
+    The KL does not depend on ``theta`` or ``theta0``, so their gradients are those of
+    :func:`lb_elbo`, bit for bit: the same operations in the same order on the
+    same values, with the pieces of ``q`` and ``r`` taken from ``const``
+    (:meth:`MStepConstants.of`).
+    """
+    leak = lb_leak(model, pos, leak_floor)
+    theta_rows = model.theta[pos.cols]
+    f_leak = f_pos(leak)
+    c = leak.unsqueeze(-1)
+    u = theta_rows / const.safe_r
+    gain = r * (f_pos(c + u) - f_pos(c))
+    gains = torch.where(const.r_positive, gain, const.zeros)
+    per_entry = f_leak + (const.q_rows * gains).sum(-1)
+    pos_term = _scatter_rows(per_entry, pos.rows, q.shape[0])
+    return pos_term + lb_negative_term(model, pos, q)
+
+
+@dataclass
 class LBState:
     """E-step state for a batch: ``q`` (N, K), ``r`` (P, K) over ``pos``, ``ll_lb`` (N,)."""
 
@@ -594,10 +637,12 @@ __all__ = [
     "FusedAtR",
     "LBFixed",
     "LBState",
+    "MStepConstants",
     "PositiveEntries",
     "inactive_sum",
     "lb_elbo",
     "lb_elbo_fixed",
+    "lb_elbo_mstep",
     "lb_estep",
     "lb_gains",
     "lb_init_r",
