@@ -58,7 +58,17 @@ from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.models.noisyor.generative import GenerativeModule
-from noisyor_bench.models.noisyor.jj_lower import PositiveEntries, lb_elbo, lb_round, lb_start, row_chunks
+from noisyor_bench.models.noisyor.jj_lower import (
+    FusedAtR,
+    LBFixed,
+    MStepConstants,
+    PositiveEntries,
+    lb_elbo,
+    lb_elbo_mstep,
+    lb_round_warm,
+    lb_start,
+    row_chunks,
+)
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 DEFAULTS: dict[str, Any] = {
@@ -274,11 +284,16 @@ class LBCDI(ClassicalMethod):
         with torch.no_grad():
             q_mean = torch.cat([c.q for c in self._train]).mean(0).clamp(1e-6, 1 - 1e-6)
             self.module.raw_mu.copy_(torch.logit(q_mean))
+        # q and r stay fixed: their pieces are gathered once.  The KL term does not depend on
+        # (theta, theta0), so leaving it out leaves their gradients unchanged.
+        const = [MStepConstants.of(c.pos, c.q, c.r) for c in self._train]
         for _ in range(self.hparams["m_steps"]):
             self._optimizer.zero_grad(set_to_none=True)
-            for c in self._train:  # gradient accumulation over row chunks = one full-batch step
+            for c, k in zip(
+                self._train, const
+            ):  # gradient accumulation over row chunks = one full-batch step
                 model = self.module.model()
-                loss = -lb_elbo(model, c.x, c.pos, c.q, c.r, self.hparams["leak_floor"]).sum() / n_total
+                loss = -lb_elbo_mstep(model, c.pos, c.q, c.r, k, self.hparams["leak_floor"]).sum() / n_total
                 loss.backward()
             self._optimizer.step()
         with torch.no_grad():
@@ -337,11 +352,23 @@ class LBCDI(ClassicalMethod):
             on_round(0, False)
         first = (start or 0) + 1
         t = first - 1
+        # The model is fixed during the rounds: gather its rows once per chunk, and carry the
+        # pieces of the r update at each chunk's r from one r-step to the next (same numbers).
+        fixed = [LBFixed.of(model, c.x, c.pos, self.hparams["leak_floor"]) for c in chunks]
+        at_r: list[FusedAtR | None] = [None] * len(chunks)
         for t in range(first, max_rounds + 1):
             gain = -float("inf")
-            for c in chunks:
-                q, r, ll = lb_round(
-                    model, c.x, c.pos, c.q, c.r, self.hparams["r_iters"], self.hparams["leak_floor"]
+            for j, c in enumerate(chunks):
+                q, r, ll, at_r[j] = lb_round_warm(
+                    model,
+                    c.x,
+                    c.pos,
+                    c.q,
+                    c.r,
+                    self.hparams["r_iters"],
+                    self.hparams["leak_floor"],
+                    at_r[j],
+                    fixed[j],
                 )
                 if ll.numel():
                     gain = max(gain, float((ll - c.ll).max()))

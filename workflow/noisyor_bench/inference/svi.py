@@ -55,11 +55,13 @@ from noisyor_bench.infra.errors import DataError
 from noisyor_bench.models.noisyor.elbo import bernoulli_kl_from_logits
 from noisyor_bench.models.noisyor.generative import GenerativeModule
 from noisyor_bench.models.noisyor.jj_lower import (
+    FusedAtR,
+    LBFixed,
     PositiveEntries,
     lb_elbo,
+    lb_elbo_fixed,
     lb_init_r,
-    lb_leak,
-    lb_tighten_r,
+    lb_tighten_r_warm,
     row_chunks,
 )
 from noisyor_bench.models.noisyor.model import NoisyOR
@@ -102,8 +104,11 @@ class RowAdam:
         self.t = torch.zeros(shape[0], dtype=dtype, device=device)
 
     @torch.no_grad()
-    def step(self, param: torch.Tensor, rows: torch.Tensor, grad: torch.Tensor) -> None:
-        """Descent step on ``param[rows]`` with gradient ``grad`` (len(rows), K)."""
+    def step(self, param: torch.Tensor, rows: torch.Tensor | slice, grad: torch.Tensor) -> None:
+        """Descent step on ``param[rows]`` with gradient ``grad`` (len(rows), K).
+
+        ``rows``: an index tensor, or a slice (views instead of gathers: the same numbers).
+        """
         b1, b2 = self.betas
         t = self.t[rows] + 1
         self.t[rows] = t
@@ -268,16 +273,41 @@ class SVI(ClassicalMethod):
         r: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Lower-bounded ELBO per row (N,) with ``r`` tightened for the current ``q``; returns ``(obj, r)``."""
+        fixed = LBFixed.of(model.detach(), x, pos, self.hparams["leak_floor"])
+        obj, r, _ = self._objective_warm(model, x, pos, logits, r, fixed, None, live=True)
+        return obj, r
+
+    def _objective_warm(
+        self,
+        model: NoisyOR,
+        x: torch.Tensor,
+        pos: PositiveEntries,
+        logits: torch.Tensor,
+        r: torch.Tensor | None,
+        fixed: LBFixed,
+        at_r: FusedAtR | None,
+        live: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor, FusedAtR | None]:
+        """Lower-bounded ELBO per row (N,) with ``r`` tightened for the current ``q``.
+
+        ``fixed``: :meth:`LBFixed.of` ``model``'s values on these rows; ``at_r``: the pieces of
+        the ``r`` update at the incoming ``r`` (:func:`lb_tighten_r_warm`).  ``live``: ``model``
+        carries gradients (the global step), else it is fixed and only ``logits`` get them.
+        Returns ``(obj, r, at_r)``.
+        """
         q = torch.sigmoid(logits)
+        q_rows_grad = None if live else q[pos.rows]
         with torch.no_grad():
-            theta_rows = model.theta.detach()[pos.cols]
-            leak = lb_leak(model.detach(), pos, self.hparams["leak_floor"])
-            q_rows = q.detach()[pos.rows]
+            q_rows = q.detach()[pos.rows] if q_rows_grad is None else q_rows_grad.detach()
             if r is None:
-                r = lb_init_r(theta_rows, q_rows)
-            r = lb_tighten_r(theta_rows, leak, q_rows, r, self.hparams["r_iters"])
+                r = lb_init_r(fixed.theta_rows, q_rows)
+            r, at_r = lb_tighten_r_warm(
+                fixed.theta_rows, fixed.leak, q_rows, r, self.hparams["r_iters"], at_r
+            )
         kl = bernoulli_kl_from_logits(logits, model.mu)
-        return lb_elbo(model, x, pos, q, r, self.hparams["leak_floor"], kl=kl), r
+        if live:
+            return lb_elbo(model, x, pos, q, r, self.hparams["leak_floor"], kl=kl), r, at_r
+        return lb_elbo_fixed(fixed, pos, q, r, kl, q_rows_grad), r, at_r
 
     def _local_steps(
         self,
@@ -285,19 +315,22 @@ class SVI(ClassicalMethod):
         x: torch.Tensor,
         pos: PositiveEntries,
         logits: torch.Tensor,
-        rows: torch.Tensor,
+        rows: torch.Tensor | slice,
         adam: RowAdam,
         steps: int,
-        r: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        """``steps`` Adam ascent steps on ``logits[rows]`` (``x`` = the data of those rows); returns ``(r, obj)``."""
+        r: torch.Tensor | None,
+        fixed: LBFixed,
+        at_r: FusedAtR | None,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, FusedAtR | None]:
+        """``steps`` Adam ascent steps on ``logits[rows]`` (``fixed``: the model on those rows);
+        returns ``(r, obj, at_r)``."""
         obj = None
         for _ in range(steps):
-            lb = logits[rows].detach().requires_grad_(True)
-            obj, r = self._objective(model, x, pos, lb, r)
+            lb = logits[rows].detach().clone().requires_grad_(True)
+            obj, r, at_r = self._objective_warm(model, x, pos, lb, r, fixed, at_r)
             (grad,) = torch.autograd.grad(-obj.sum(), lb)
             adam.step(logits, rows, grad)
-        return r, obj
+        return r, obj, at_r
 
     def _fresh_logits(self, model: NoisyOR, n: int) -> tuple[torch.Tensor, RowAdam]:
         logits = torch.logit(model.mu).expand(n, model.K).clone()
@@ -321,8 +354,12 @@ class SVI(ClassicalMethod):
         logits and moments) continues where that fit stopped.
         """
         h = self.hparams
-        chunks = [(torch.arange(s.start, s.stop, device=self.device), x[s]) for s in row_chunks(x, model.K)]
+        chunks = [(s, x[s]) for s in row_chunks(x, model.K)]
         pos = [PositiveEntries.of(xc) for _, xc in chunks]
+        # The model is fixed during the fit: gather its rows once per chunk, and carry the
+        # pieces of the r update at each chunk's r from one step to the next.
+        fixed = [LBFixed.of(model, xc, p, h["leak_floor"]) for (_, xc), p in zip(chunks, pos)]
+        at_r: list[FusedAtR | None] = [None] * len(chunks)
         r = state.r
         if not r:
             r.extend([None] * len(chunks))
@@ -335,7 +372,9 @@ class SVI(ClassicalMethod):
             with torch.no_grad():
                 total = 0.0
                 for j, (rows, xc) in enumerate(chunks):
-                    obj, r[j] = self._objective(model, xc, pos[j], logits[rows], r[j])
+                    obj, r[j], at_r[j] = self._objective_warm(
+                        model, xc, pos[j], logits[rows], r[j], fixed[j], at_r[j]
+                    )
                     total += float(obj.sum())
             return total / max(1, x.shape[0])
 
@@ -346,7 +385,9 @@ class SVI(ClassicalMethod):
         while state.done < max_steps and not state.converged:
             steps = min(h["steps_per_epoch"], max_steps - state.done)
             for j, (rows, xc) in enumerate(chunks):
-                r[j], _ = self._local_steps(model, xc, pos[j], logits, rows, adam, steps, r[j])
+                r[j], _, at_r[j] = self._local_steps(
+                    model, xc, pos[j], logits, rows, adam, steps, r[j], fixed[j], at_r[j]
+                )
             state.done += steps
             state.epoch += 1
             cur = mean_objective()
@@ -440,8 +481,8 @@ class SVI(ClassicalMethod):
         assert self.local_logits is not None and self._local_adam is not None and self._optimizer is not None
         pos = PositiveEntries.of(xb)
         with torch.no_grad():
-            fixed = self.generative
-        local = torch.arange(xb.shape[0], device=self.device)
+            model = self.generative
+        fixed = LBFixed.of(model, xb, pos, self.hparams["leak_floor"])
         batch_logits = self.local_logits[rows].clone()
         # Row-wise Adam on a view of the batch: gather the batch's moments, update, scatter back.
         batch_adam = RowAdam((xb.shape[0], self.module.K), self.hparams["lr_local"], self.dtype, self.device)
@@ -450,13 +491,27 @@ class SVI(ClassicalMethod):
             self._local_adam.v[rows].clone(),
             self._local_adam.t[rows].clone(),
         )
-        r, _ = self._local_steps(fixed, xb, pos, batch_logits, local, batch_adam, self.hparams["local_steps"])
+        r, _, at_r = self._local_steps(
+            model,
+            xb,
+            pos,
+            batch_logits,
+            slice(None),
+            batch_adam,
+            self.hparams["local_steps"],
+            None,
+            fixed,
+            None,
+        )
         self.local_logits[rows] = batch_logits
         self._local_adam.m[rows] = batch_adam.m
         self._local_adam.v[rows] = batch_adam.v
         self._local_adam.t[rows] = batch_adam.t
         self._optimizer.zero_grad(set_to_none=True)
-        obj, _ = self._objective(self.module.model(), xb, pos, batch_logits.detach(), r)
+        # The live model has the values of ``model`` (no step since): ``fixed`` and ``at_r`` hold.
+        obj, _, _ = self._objective_warm(
+            self.module.model(), xb, pos, batch_logits.detach(), r, fixed, at_r, live=True
+        )
         (-obj.mean()).backward()
         self._optimizer.step()
         return float(obj.detach().sum())

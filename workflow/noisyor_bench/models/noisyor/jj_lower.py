@@ -42,6 +42,7 @@ these derivations with every intermediate step.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -51,6 +52,8 @@ import torch.nn.functional as F
 from noisyor_bench.models.noisyor.conjugate import f_pos
 from noisyor_bench.models.noisyor.linesearch import backtrack
 from noisyor_bench.models.noisyor.model import NoisyOR, bernoulli_kl
+
+_LOG2 = math.log(2.0)
 
 # Division guard for r -> 0 (Delta -> 0 there; the guard keeps gradients finite).
 _R_TINY = 1e-30
@@ -117,6 +120,35 @@ def lb_gains(
     return torch.where(r > 0, gain, torch.zeros_like(gain))
 
 
+@dataclass
+class FusedAtR:
+    """The ``r``-dependent pieces of the no-gradient ``r`` update at one ``r`` (P, K) each.
+
+    ``u = theta/r``, ``m = 1 - e^{-(c+u)}``, ``excess = f(c+u) - f(c)`` and ``Delta = r *
+    excess`` depend on ``theta``, the leak and ``r`` only -- not on ``q``.  While the model
+    is fixed (an E-step, a posterior fit), the update that moves ``r`` has already evaluated
+    them at its new ``r`` (its line search's full step), so the next update for a changed
+    ``q`` starts from them instead of evaluating them again: same numbers, one pass fewer.
+    """
+
+    u: torch.Tensor
+    m: torch.Tensor
+    excess: torch.Tensor
+    gain: torch.Tensor
+
+    def deriv(self) -> torch.Tensor:
+        """``dDelta/dr = excess - u f'(c + u)``, clamped at 0 (see :func:`_lb_fused`)."""
+        return (self.excess - self.u * ((1.0 - self.m) / self.m)).clamp_min(0.0)
+
+
+def _fused_at(theta_rows: torch.Tensor, c: torch.Tensor, f_c: torch.Tensor, r: torch.Tensor) -> FusedAtR:
+    """:class:`FusedAtR` at ``r`` (``c``, ``f_c``: leak and ``f(leak)`` as (P, 1))."""
+    u = theta_rows / r.clamp_min(_R_TINY)
+    m = -torch.expm1(-(c + u))
+    excess = torch.log(m) - f_c
+    return FusedAtR(u, m, excess, r * excess)
+
+
 def _lb_fused(
     theta_rows: torch.Tensor, c: torch.Tensor, f_c: torch.Tensor, r: torch.Tensor, want_deriv: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -126,13 +158,8 @@ def _lb_fused(
     ``m = 1 - e^{-a}``: ``f(a) = log m``, ``f'(a) = (1 - m)/m``.  Entries with ``r = 0`` give
     ``u ~ theta * 1e30``, ``m = 1``, hence ``Delta = 0`` and a finite derivative (their limits).
     """
-    u = theta_rows / r.clamp_min(_R_TINY)
-    m = -torch.expm1(-(c + u))
-    excess = torch.log(m) - f_c
-    gain = r * excess
-    if not want_deriv:
-        return gain, None
-    return gain, (excess - u * ((1.0 - m) / m)).clamp_min(0.0)
+    at = _fused_at(theta_rows, c, f_c, r)
+    return at.gain, (at.deriv() if want_deriv else None)
 
 
 def lb_r_gradient(
@@ -186,22 +213,39 @@ def lb_update_r(
     plain update).  Returns ``(r, E_q[LB], Delta)`` at the new ``r`` (``Delta`` feeds the
     ``q``-step without recomputation).
     """
+    return lb_update_r_warm(theta_rows, leak, q_rows, r, None, max_halvings)[:3]
+
+
+def lb_update_r_warm(
+    theta_rows: torch.Tensor,
+    leak: torch.Tensor,
+    q_rows: torch.Tensor,
+    r: torch.Tensor,
+    at_r: FusedAtR | None,
+    max_halvings: int = 30,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, FusedAtR]:
+    """:func:`lb_update_r` that also takes and returns the :class:`FusedAtR` of its ``r``.
+
+    ``at_r``: the pieces at the incoming ``r`` for this ``theta_rows`` and ``leak`` (from the
+    previous update of the same fixed model), or ``None`` to evaluate them.  Returns
+    ``(r, E_q[LB], Delta, pieces at the new r)``; the numbers equal :func:`lb_update_r`'s.
+    """
     c = leak.unsqueeze(-1)
     f_c = _f_fast(c)
-    gain, deriv = _lb_fused(theta_rows, c, f_c, r, want_deriv=True)
-    assert deriv is not None
+    at = at_r if at_r is not None else _fused_at(theta_rows, c, f_c, r)
+    gain, deriv = at.gain, at.deriv()
     obj = f_c.squeeze(-1) + (q_rows * gain).sum(-1)
     grad = q_rows * deriv
     w = r * grad
     s = w.sum(-1, keepdim=True)
     proposal = torch.where(s > 0, w / s.clamp_min(torch.finfo(w.dtype).tiny), r)
-    full_gain: list[torch.Tensor] = []
+    full: list[FusedAtR] = []
 
     def objective(idx: torch.Tensor | None, cand: torch.Tensor) -> torch.Tensor:
         if idx is None:
-            g, _ = _lb_fused(theta_rows, c, f_c, cand, want_deriv=False)
-            full_gain.append(g)
-            return f_c.squeeze(-1) + (q_rows * g).sum(-1)
+            at_cand = _fused_at(theta_rows, c, f_c, cand)
+            full.append(at_cand)
+            return f_c.squeeze(-1) + (q_rows * at_cand.gain).sum(-1)
         g, _ = _lb_fused(theta_rows[idx], c[idx], f_c[idx], cand, want_deriv=False)
         return f_c[idx].squeeze(-1) + (q_rows[idx] * g).sum(-1)
 
@@ -209,13 +253,13 @@ def lb_update_r(
     new_r, new_obj, rejected = backtrack(
         r, obj, proposal, slope, objective, ascent=True, max_halvings=max_halvings
     )
-    new_gain = full_gain[0]
+    at_new = full[0]
     if rejected:
         moved = (new_r != proposal).any(-1)
-        new_gain[moved] = _lb_fused(theta_rows[moved], c[moved], f_c[moved], new_r[moved], want_deriv=False)[
-            0
-        ]
-    return new_r, new_obj, new_gain
+        at_moved = _fused_at(theta_rows[moved], c[moved], f_c[moved], new_r[moved])
+        for name in ("u", "m", "excess", "gain"):
+            getattr(at_new, name)[moved] = getattr(at_moved, name)
+    return new_r, new_obj, at_new.gain, at_new
 
 
 def lb_tighten_r(
@@ -227,16 +271,32 @@ def lb_tighten_r(
     tol: float = 0.0,
 ) -> torch.Tensor:
     """``iters`` monotone fixed-point steps on ``r`` for fixed ``q`` (stops early below ``tol``)."""
+    return lb_tighten_r_warm(theta_rows, leak, q_rows, r, iters, None, tol)[0]
+
+
+def lb_tighten_r_warm(
+    theta_rows: torch.Tensor,
+    leak: torch.Tensor,
+    q_rows: torch.Tensor,
+    r: torch.Tensor,
+    iters: int,
+    at_r: FusedAtR | None,
+    tol: float = 0.0,
+) -> tuple[torch.Tensor, FusedAtR | None]:
+    """:func:`lb_tighten_r` that takes and returns the :class:`FusedAtR` of its ``r``
+    (:func:`lb_update_r_warm`; ``None`` when no update ran)."""
     if iters <= 1:
-        return lb_update_r(theta_rows, leak, q_rows, r)[0] if iters == 1 else r
+        if iters == 1:
+            r, _, _, at_r = lb_update_r_warm(theta_rows, leak, q_rows, r, at_r)
+        return r, at_r
     obj = lb_objective_r(theta_rows, leak, q_rows, r, fast=True)
     for _ in range(iters):
-        r, new_obj, _ = lb_update_r(theta_rows, leak, q_rows, r)
+        r, new_obj, _, at_r = lb_update_r_warm(theta_rows, leak, q_rows, r, at_r)
         done = float((new_obj - obj).max()) <= tol if new_obj.numel() else True
         obj = new_obj
         if done:
             break
-    return r
+    return r, at_r
 
 
 def _scatter_rows(values: torch.Tensor, rows: torch.Tensor, n: int) -> torch.Tensor:
@@ -317,6 +377,49 @@ def lb_elbo(
 
 
 @dataclass
+class MStepConstants:
+    """What :func:`lb_elbo_mstep` needs from a block's fixed ``q`` and ``r`` (gathered once per
+    M-step): ``q`` of each positive entry, ``r`` guarded against 0, where ``r > 0``, zeros."""
+
+    q_rows: torch.Tensor
+    safe_r: torch.Tensor
+    r_positive: torch.Tensor
+    zeros: torch.Tensor
+
+    @classmethod
+    @torch.no_grad()
+    def of(cls, pos: PositiveEntries, q: torch.Tensor, r: torch.Tensor) -> MStepConstants:
+        return cls(q[pos.rows], r.clamp_min(_R_TINY), r > 0, torch.zeros_like(r))
+
+
+def lb_elbo_mstep(
+    model: NoisyOR,
+    pos: PositiveEntries,
+    q: torch.Tensor,
+    r: torch.Tensor,
+    const: MStepConstants,
+    leak_floor: float = DEFAULT_LEAK_FLOOR,
+) -> torch.Tensor:
+    """:func:`lb_elbo` without its KL term, for ``q`` and ``r`` held fixed (the M-step), (N,).
+
+    The KL does not depend on ``theta`` or ``theta0``, so their gradients are those of
+    :func:`lb_elbo`, bit for bit: the same operations in the same order on the
+    same values, with the pieces of ``q`` and ``r`` taken from ``const``
+    (:meth:`MStepConstants.of`).
+    """
+    leak = lb_leak(model, pos, leak_floor)
+    theta_rows = model.theta[pos.cols]
+    f_leak = f_pos(leak)
+    c = leak.unsqueeze(-1)
+    u = theta_rows / const.safe_r
+    gain = r * (f_pos(c + u) - f_pos(c))
+    gains = torch.where(const.r_positive, gain, const.zeros)
+    per_entry = f_leak + (const.q_rows * gains).sum(-1)
+    pos_term = _scatter_rows(per_entry, pos.rows, q.shape[0])
+    return pos_term + lb_negative_term(model, pos, q)
+
+
+@dataclass
 class LBState:
     """E-step state for a batch: ``q`` (N, K), ``r`` (P, K) over ``pos``, ``ll_lb`` (N,)."""
 
@@ -333,16 +436,90 @@ def lb_q_step(
     r: torch.Tensor,
     leak_floor: float = DEFAULT_LEAK_FLOOR,
     gains: torch.Tensor | None = None,
+    fixed: LBFixed | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact ``q``-step for fixed ``r``: ``(q*, LL-LB(r))`` with ``q* = sigmoid(eta)``."""
-    eta = lb_natural_params(model, x, pos, r, leak_floor, gains)
-    pos_const = _scatter_rows(f_pos(lb_leak(model, pos, leak_floor)), pos.rows, x.shape[0])
-    ll = (
-        pos_const
-        - inactive_sum(model.theta0, pos, x.shape[0])
-        + (torch.log1p(-model.mu) + F.softplus(eta)).sum(-1)
-    )
+    """Exact ``q``-step for fixed ``r``: ``(q*, LL-LB(r))`` with ``q* = sigmoid(eta)``.
+
+    ``fixed``: :meth:`LBFixed.of` this model and block (no-gradient use: same numbers, fewer passes).
+    """
+    n = x.shape[0]
+    if fixed is None:
+        eta = lb_natural_params(model, x, pos, r, leak_floor, gains)
+        pos_const = _scatter_rows(f_pos(lb_leak(model, pos, leak_floor)), pos.rows, n)
+        inactive0 = inactive_sum(model.theta0, pos, n)
+    else:
+        if gains is None:
+            gains = lb_gains(fixed.theta_rows, fixed.leak, r)
+        eta = torch.logit(model.mu) + _scatter_rows(gains, pos.rows, n) - fixed.inactive_theta
+        pos_const, inactive0 = fixed.pos_const, fixed.inactive_theta0
+    ll = pos_const - inactive0 + (torch.log1p(-model.mu) + F.softplus(eta)).sum(-1)
     return torch.sigmoid(eta), ll
+
+
+@dataclass
+class LBFixed:
+    """What the lower bound needs from a *fixed* model on one block of rows, gathered once.
+
+    While the generative model does not change (the local steps of an SVI minibatch, a
+    posterior fit, the E-step rounds of an EM iteration), these depend on nothing that
+    moves; the functions taking ``fixed`` compute exactly what they would compute from the
+    model, without gathering it again.  No gradients flow into them.
+    """
+
+    theta_rows: torch.Tensor  # (P, K) theta of each positive entry's observation
+    leak: torch.Tensor  # (P,) max(theta_i0, leak_floor)
+    f_leak: torch.Tensor  # (P,) f(leak), accurate
+    pos_const: torch.Tensor  # (n,) sum over the row's positive entries of f(leak)
+    inactive_theta: torch.Tensor  # (n, K) sum_{x_i=0} theta_i
+    inactive_theta0: torch.Tensor  # (n,) sum_{x_i=0} theta_i0
+
+    @classmethod
+    @torch.no_grad()
+    def of(cls, model: NoisyOR, x: torch.Tensor, pos: PositiveEntries, leak_floor: float) -> LBFixed:
+        n = x.shape[0]
+        leak = lb_leak(model, pos, leak_floor)
+        f_leak = f_pos(leak)
+        return cls(
+            theta_rows=model.theta[pos.cols],
+            leak=leak,
+            f_leak=f_leak,
+            pos_const=_scatter_rows(f_leak, pos.rows, n),
+            inactive_theta=inactive_sum(model.theta, pos, n),
+            inactive_theta0=inactive_sum(model.theta0, pos, n),
+        )
+
+
+def _log1mexp_values(a: torch.Tensor) -> torch.Tensor:
+    """:func:`~noisyor_bench.models.noisyor.model.log1mexp`'s values, without its safe-input
+    guards (they only keep gradients finite): for no-gradient use, two passes fewer."""
+    small = a <= _LOG2
+    return torch.where(small, torch.log(-torch.expm1(-a)), torch.log1p(-torch.exp(-a)))
+
+
+def lb_elbo_fixed(
+    fixed: LBFixed,
+    pos: PositiveEntries,
+    q: torch.Tensor,
+    r: torch.Tensor,
+    kl: torch.Tensor,
+    q_rows: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """:func:`lb_elbo` of a fixed model (:class:`LBFixed`), differentiable in ``q`` only: (N,).
+
+    The same numbers as ``lb_elbo(model, x, pos, q, r, leak_floor, kl)`` (``kl`` is required;
+    ``q_rows``: ``q[pos.rows]`` if already gathered).
+    """
+    with torch.no_grad():
+        c = fixed.leak.unsqueeze(-1)
+        u = fixed.theta_rows / r.clamp_min(_R_TINY)
+        gain = r * (_log1mexp_values(c + u) - f_pos(c))
+        gains = torch.where(r > 0, gain, torch.zeros_like(gain))
+    if q_rows is None:
+        q_rows = q[pos.rows]
+    per_entry = fixed.f_leak + (q_rows * gains).sum(-1)
+    pos_term = _scatter_rows(per_entry, pos.rows, q.shape[0])
+    negative = -(fixed.inactive_theta0 + (q * fixed.inactive_theta).sum(-1))
+    return pos_term + negative - kl
 
 
 def lb_round(
@@ -359,14 +536,31 @@ def lb_round(
     Returns ``(q, r, LL-LB)``.  If ``q`` is the ``q``-step optimum for the incoming ``r``, the
     returned LL-LB is >= the incoming one (coordinate ascent on the lower-bounded ELBO).
     """
-    theta_rows = model.theta[pos.cols]
-    leak = lb_leak(model, pos, leak_floor)
+    return lb_round_warm(model, x, pos, q, r, r_iters, leak_floor)[:3]
+
+
+def lb_round_warm(
+    model: NoisyOR,
+    x: torch.Tensor,
+    pos: PositiveEntries,
+    q: torch.Tensor,
+    r: torch.Tensor,
+    r_iters: int = 1,
+    leak_floor: float = DEFAULT_LEAK_FLOOR,
+    at_r: FusedAtR | None = None,
+    fixed: LBFixed | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, FusedAtR | None]:
+    """:func:`lb_round` for a model that stays fixed over several rounds: takes and returns the
+    :class:`FusedAtR` of ``r`` and uses ``fixed`` (:meth:`LBFixed.of` this model and block)
+    instead of gathering the model's rows again.  Same numbers as :func:`lb_round`."""
+    if fixed is None:
+        fixed = LBFixed.of(model, x, pos, leak_floor)
     q_rows = q[pos.rows]
     gains = None
     for _ in range(r_iters):
-        r, _, gains = lb_update_r(theta_rows, leak, q_rows, r)
-    q, ll = lb_q_step(model, x, pos, r, leak_floor, gains)
-    return q, r, ll
+        r, _, gains, at_r = lb_update_r_warm(fixed.theta_rows, fixed.leak, q_rows, r, at_r)
+    q, ll = lb_q_step(model, x, pos, r, leak_floor, gains, fixed)
+    return q, r, ll, at_r
 
 
 def lb_start(
@@ -440,10 +634,15 @@ def row_chunks(x: torch.Tensor, width: int, max_numbers: int = 2**18) -> list[sl
 
 __all__ = [
     "DEFAULT_LEAK_FLOOR",
+    "FusedAtR",
+    "LBFixed",
     "LBState",
+    "MStepConstants",
     "PositiveEntries",
     "inactive_sum",
     "lb_elbo",
+    "lb_elbo_fixed",
+    "lb_elbo_mstep",
     "lb_estep",
     "lb_gains",
     "lb_init_r",
@@ -455,9 +654,12 @@ __all__ = [
     "lb_q_step",
     "lb_r_gradient",
     "lb_round",
+    "lb_round_warm",
     "lb_start",
     "lb_tighten_r",
+    "lb_tighten_r_warm",
     "lb_update_r",
+    "lb_update_r_warm",
     "lower_bound_f",
     "row_chunks",
 ]
