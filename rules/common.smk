@@ -362,8 +362,38 @@ def claim_tables():
     return tables
 
 
+# A published reference result set (config key reference_dir, issue 16): every run is compared
+# with it (rule compare in rules/summary.smk) when the folder holds a tables/ directory.
+REFERENCE_DIR = (
+    None if config.get("reference_dir") is None else Path(workflow.basedir) / config["reference_dir"]
+)
+
+
+def reference_tables():
+    """The reference's table CSVs (rerun triggers of the comparison), or [] when none is configured."""
+    if REFERENCE_DIR is None or not (REFERENCE_DIR / "tables").is_dir():
+        return []
+    return sorted(str(p) for p in (REFERENCE_DIR / "tables").glob("*.csv"))
+
+
+def comparison_targets():
+    """This run against the reference (tables/comparison.*), when a reference is configured."""
+    return [R("tables/comparison.csv"), R("tables/comparison.md")] if reference_tables() else []
+
+
+def run_tables():
+    """The table CSVs of this run that the comparison reads (every table target, claims included)."""
+    return sorted({t for t in result_targets() if t.startswith(R("tables/")) and t.endswith(".csv")})
+
+
 def all_targets():
     """Everything `rule all` builds for the selected grid and papers."""
+    targets = result_targets() + comparison_targets()
+    return targets + table_view_targets(targets)
+
+
+def result_targets():
+    """The grid's results (tables, figures, claims), without the comparison with the reference."""
     targets = acp_targets() if "acp" in PAPERS else []
     targets += ape_targets()  # rules/ape.smk (empty unless "ape" in PAPERS)
     targets += ape_noisyor_targets()  # rules/ape_noisyor.smk (likewise)
@@ -372,7 +402,7 @@ def all_targets():
     targets += [R("tables/claims.csv"), R("tables/claims.md"), R("software.html")]
     targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]
     acp_tables = synthetic_tables() + text_tables() if "acp" in PAPERS else []
-    return targets + table_view_targets(targets + acp_tables)
+    return targets + [t for t in acp_tables if t not in targets]
 
 
 def acp_targets():

@@ -43,6 +43,12 @@ table_view(
 )
 table_view(R("tables/claims.csv"), "claims", REPORT_CLAIMS, "Verdict per paper claim (table)")
 table_view(
+    R("tables/comparison.csv"),
+    "comparison",
+    REPORT_CLAIMS,
+    "This run against the published reference (cells and claims)",
+)
+table_view(
     R("tables/convergence.csv"), "convergence_summary", REPORT_CONVERGENCE, "Convergence summary (table)"
 )
 table_view(

@@ -52,3 +52,27 @@ rule convergence_summary:
         CONDA_ENV
     shell:
         "noisyor-bench convergence-summary --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+# This run against the published reference (config key reference_dir, issue 16): which cells of
+# every table agree within their 95% intervals, which differ, which are missing here, and which
+# claims got the same verdict. The reference's tables are inputs, so a new reference reruns it.
+rule compare:
+    input:
+        ours=run_tables(),
+        reference=reference_tables(),
+    output:
+        csv=R("tables/comparison.csv"),
+        md=R("tables/comparison.md"),
+    log:
+        log_path("compare", "reference"),
+    benchmark:
+        benchmark_path("compare", "reference")
+    conda:
+        CONDA_ENV
+    params:
+        results=RESULTS,
+        reference=lambda w: shlex.quote(str(REFERENCE_DIR)),
+    shell:
+        "noisyor-bench compare --results {params.results} --reference {params.reference}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

@@ -68,8 +68,11 @@ summarised here over seeds as ``<m>_mean, <m>_ci95, <m>_n`` before the compariso
 
 AGREE, DISAGREE, MISSING = "agree", "differ", "missing"
 _METRIC = re.compile(r"^(?P<metric>.+)_mean$")
-# Tables that are not per-cell results (claims are compared separately; provenance is not a table).
-SKIPPED_TABLES = frozenset({"claims", "claims_synthetic", "claims_text"})
+# Tables that are not per-cell results (claims are compared separately; the runtime tables are
+# the machine's, and the comparison is this module's own output).
+SKIPPED_TABLES = frozenset(
+    {"claims", "claims_synthetic", "claims_text", "runtime", "runtime_jobs", "comparison"}
+)
 
 
 @dataclass(frozen=True)
