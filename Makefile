@@ -111,7 +111,8 @@ clean:
 
 # README's "Results" block, regenerated from the outputs in results/ (run after make reproduce).
 readme-results: setup
-	$(BIN)/noisyor-bench readme-results --results results --readme README.md
+	$(BIN)/noisyor-bench readme-results --results results --readme README.md \
+		$(if $(wildcard reference/paper-synpattern/tables/claims.csv),--reference reference/paper-synpattern)
 
 # Throughput of the project's trainers against a dense reference (issue 7); see benchmarks/README.md.
 bench: setup

@@ -71,7 +71,7 @@ rule compare:
     conda:
         CONDA_ENV
     params:
-        results=RESULTS,
+        results=lambda w, output: output.csv.rsplit("/tables/", 1)[0],
         reference=lambda w: shlex.quote(str(REFERENCE_DIR)),
     shell:
         "noisyor-bench compare --results {params.results} --reference {params.reference}"

@@ -38,7 +38,7 @@ from noisyor_bench.reporting.acp.synthetic_tables import (
     table4_markdown,
     table4_table,
 )
-from noisyor_bench.reporting.baselines import BELOW_MARK, nelbo_baseline_markdown
+from noisyor_bench.reporting.baselines import BELOW_MARK, baseline_rows, nelbo_baseline_markdown
 from noisyor_bench.reporting.claims import BUDGET_LIMITED, table_values
 from noisyor_bench.reporting.tables import read_table, write_table
 
@@ -321,3 +321,29 @@ def test_text_note_flags_cells_worse_than_the_baseline():
     assert BELOW_MARK in lines["AVI"] and BELOW_MARK not in lines["ACP"]
     assert "29.31" in lines["AVI"]
     assert nelbo_baseline_markdown(runs, {}) == ""
+
+
+def test_a_true_model_score_on_a_subset_of_rows_is_labelled_with_it():
+    """A true-model NELBO on 200 of 1,000 test rows can be lower than the exact -log p(x) of all
+    1,000 (it is not on its own rows): its label must say which rows it is on."""
+    record = {
+        "dataset": "syn-pattern",
+        "n_test": 1000,
+        "independent_bernoulli": {"rows": []},
+        "true_model": {
+            "exact_nll": 9.89,
+            "exact_n_test_scored": 1000,
+            "exact_nll_scored_rows": 9.46,
+            "elbo_nelbo": 9.47,
+            "n_test_scored": 200,
+            "inference": {"method": "lb-cdi", "hparams": {"max_rounds": 50}},
+            "rows": "fixed seeded subset of 200 of 1000 test rows",
+        },
+    }
+    rows = {r["method"]: r for r in baseline_rows({"syn-pattern": record}, "syn-pattern", [], "fig3a")}
+    assert rows["true-exact"]["method_label"] == "true model (exact)"
+    assert rows["true-elbo"]["method_label"] == "true model (ELBO, per-datapoint), 200 of 1000 test rows"
+    assert "exact −log p(x) on these rows 9.46" in rows["true-elbo"]["note"]
+    record["true_model"]["n_test_scored"] = 1000
+    rows = {r["method"]: r for r in baseline_rows({"syn-pattern": record}, "syn-pattern", [], "fig3a")}
+    assert rows["true-elbo"]["method_label"] == "true model (ELBO, per-datapoint)"

@@ -180,9 +180,28 @@ def test_readme_block_is_rewritten_between_the_markers_only(tmp_path: Path):
         summary.update_readme(readme, results)
 
 
+def test_reference_block_shows_the_reference_claims_with_their_numbers(tmp_path: Path):
+    reference = _toy_results(tmp_path)
+    claims = pd.read_csv(reference / "tables" / "claims.csv").assign(numbers=["x = 1 | y", "2", "3"])
+    claims.to_csv(reference / "tables" / "claims.csv", index=False)
+    (reference / "tables" / "fig4_recovery.md").write_text("# Recovery\n\n| r |\n|---|\n| 8 |\n")
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        f"{summary.BEGIN}\nkept\n{summary.END}\n\n{summary.REFERENCE_BEGIN}\nold\n{summary.REFERENCE_END}\n"
+    )
+    assert summary.update_readme(readme, None, reference) is True
+    text = readme.read_text()
+    assert "kept" in text and "old" not in text  # only the reference block changed
+    assert "| c1 | reproduced | x = 1 \\| y |" in text and "#### Recovery" in text and "#### Fig. 3a" in text
+    assert summary.update_readme(readme, None, reference) is False
+    with pytest.raises(UserError, match="publish a reference"):
+        summary.update_readme(readme, None, tmp_path / "nothing")
+
+
 def test_repository_readme_has_the_results_markers():
     text = (REPO / "README.md").read_text()
     assert text.count(summary.BEGIN) == 1 and text.count(summary.END) == 1
+    assert text.count(summary.REFERENCE_BEGIN) == 1 and text.count(summary.REFERENCE_END) == 1
 
 
 def test_time_estimate_uses_the_measurement_or_scales_the_compute():

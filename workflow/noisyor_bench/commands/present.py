@@ -41,7 +41,7 @@ def cmd_run_summary(args: argparse.Namespace) -> int:
 def cmd_readme_results(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.summary import update_readme
 
-    changed = update_readme(args.readme, args.results)
+    changed = update_readme(args.readme, args.results, args.reference)
     log.info("readme-results: %s %s", args.readme, "updated" if changed else "already current")
     return 0
 
@@ -86,6 +86,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("readme-results", help="rewrite README's results block from a results directory")
     p.add_argument("--results", default="results", help="results directory (default: results)")
+    p.add_argument(
+        "--reference",
+        help="also rewrite the <!-- reference --> block from this published reference "
+        "(e.g. reference/paper-synpattern)",
+    )
     p.add_argument(
         "--readme", default="README.md", help="README with <!-- results --> markers (default: README.md)"
     )

@@ -95,13 +95,15 @@ def baseline_rows(
         return []
     rows = []
 
+    n_test = record.get("n_test")
+
     def row(method: str, n_train: int, value: Any, n_scored: Any, note: str) -> dict[str, Any]:
         return {
             "artifact": artifact,
             "dataset": dataset,
             "n_train": int(n_train),
             "method": method,
-            "method_label": BASELINE_LABELS[method],
+            "method_label": subset_label(BASELINE_LABELS[method], n_scored, n_test),
             "status": BASELINE_STATUS,
             "nelbo_mean": float(value),
             "nelbo_n": 1,
@@ -158,6 +160,15 @@ def baseline_rows(
             )
         )
     return rows
+
+
+def subset_label(label: str, n_scored: Any, n_test: Any) -> str:
+    """``label``, naming the subset when a score covers fewer rows than the test split: a score on
+    200 rows must not sit unlabelled beside one on all 1,000 (a true-model NELBO on a subset can be
+    below the exact -log p(x) of the whole split while above it on its own rows)."""
+    if n_scored is None or n_test is None or int(n_scored) >= int(n_test):
+        return label
+    return f"{label}, {int(n_scored)} of {int(n_test)} test rows"
 
 
 def with_baselines(
