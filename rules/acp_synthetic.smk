@@ -203,5 +203,8 @@ rule claims_synthetic:
         benchmark_path("claims_synthetic", "claims")
     conda:
         CONDA_ENV
+    params:
+        experiments=" ".join(grid.experiments(config)),
     shell:
-        "noisyor-bench claims-synthetic --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench claims-synthetic --tables {input} --experiments {params.experiments}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

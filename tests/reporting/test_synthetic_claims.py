@@ -255,6 +255,16 @@ def test_synthetic_claims_without_tables_all_no_data():
     assert len({c.claim_id for c in out}) == len(out)
 
 
+def test_claims_of_experiments_the_grid_does_not_run_are_left_out():
+    only_synpattern = SC.synthetic_claims({}, experiments=["fig3a", "fig4"])
+    ids = [c.claim_id for c in only_synpattern]
+    assert len(ids) == 6 + 3  # Fig. 3a/3b, then the Fig. 4 / supplement Fig. 1 recovery claims
+    assert not any(i.startswith(("fig5-", "table4-", "suppfig2-")) for i in ids)
+    assert [c.claim_id for c in SC.synthetic_claims({}, experiments=["fig5"])] == [
+        c.claim_id for c in SC.synthetic_claims({}) if c.claim_id.startswith("fig5-")
+    ]
+
+
 def _with(table: pd.DataFrame, **cols: dict) -> pd.DataFrame:
     """``table`` plus columns given per row key (n_train, method) -> value; other rows keep the default."""
     out = table.copy()

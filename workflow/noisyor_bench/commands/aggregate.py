@@ -171,7 +171,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.claims import write_claims
     from noisyor_bench.reporting.tables import read_tables
 
-    claims = synthetic_claims(read_tables(args.tables))
+    claims = synthetic_claims(read_tables(args.tables), args.experiments)
     write_claims(
         claims, args.out_csv, args.out_md, title="Claims of the paper (synthetic data, Sections 4.2-4.4)"
     )
@@ -311,6 +311,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         required=True,
         help="CSVs from table-fig3a, table4, figure-fig5, figure-fig3b, figure-patterns, ablation-table "
         "(any subset)",
+    )
+    p.add_argument(
+        "--experiments",
+        nargs="+",
+        help="the experiments the grid runs (fig3a fig4 suppfig2 fig5 table4): claims of the others are "
+        "left out (default: every claim, 'no data' where a table is missing)",
     )
     add_table_outputs(p, markdown_required=False)
     p.set_defaults(func=cmd_claims)
