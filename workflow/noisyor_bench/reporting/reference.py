@@ -78,7 +78,7 @@ def publish_reference(
     if not copied:
         raise DataError(f"{results}: no tables or figures to publish")
     times = run_times(results / "benchmarks")
-    write_text_atomic(out / "README.md", readme(env, command, times, wall_seconds, results, note))
+    write_text_atomic(out / "README.md", readme(env, command, times, wall_seconds, results, note, out))
     return copied
 
 
@@ -93,6 +93,7 @@ def readme(
     wall_seconds: float | None,
     results: Path,
     note: str,
+    out: Path = Path("reference"),
 ) -> str:
     code = env.get("code") or {}
     device = env.get("device") or {}
@@ -103,7 +104,7 @@ def readme(
         "# Reference results",
         "",
         "Outputs of one finished run of this workflow, committed so that a user can compare their own",
-        "run against it (`noisyor-bench compare --results results --reference reference`) without",
+        f"run against it (`noisyor-bench compare --results results --reference {out.as_posix()}`) without",
         "running it. Every table and figure has its provenance record beside it (`<file>.prov.json`:",
         "the command, its inputs with sha256, the code commit, the machine).",
         "",
