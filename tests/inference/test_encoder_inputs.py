@@ -17,7 +17,10 @@ from noisyor_bench.models.noisyor.elbo import elbo
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 # q of three fixed rows after a 3-epoch fit, computed with the code of commit 1ea07fe (before
-# the encoder-input option); the default encoder input must reproduce them bit for bit.
+# the encoder-input option) on an Intel Xeon. On that CPU the default encoder input reproduces
+# them bit for bit; another CPU's float64 kernels differ in the last bit (an AMD EPYC gives
+# 0.5689429763908771 for 0.568942976390877), so the check is to 1e-13 relative: 1,000 times
+# the largest cross-CPU difference seen, far below what any change of the computation moves.
 BEFORE = {
     "avi": [0.41942674112346656, 0.5470417035624994, 0.5307935159507093, 0.5084046816473431, 0.568942976390877,
             0.4641668485820953, 0.4475844712606631, 0.5922470885218473, 0.5274533157993143],
@@ -39,7 +42,8 @@ def test_default_input_reproduces_numbers_from_before_the_option(cls: type) -> N
     method = cls(m, "inference", {"dtype": "float64", "hidden_dim": 8}, seed=5)
     method.fit(x[:40], x[40:], FitBudget(max_epochs=3, patience=3, batch_size=16))
     rows = torch.tensor([[1.0, 1, 0, 0, 1, 0], [0, 0, 1, 1, 0, 1], [1, 0, 1, 0, 1, 1]])
-    assert method.posterior(rows).flatten().tolist() == BEFORE[cls.name]
+    q = method.posterior(rows).flatten()
+    assert torch.allclose(q, torch.tensor(BEFORE[cls.name], dtype=q.dtype), rtol=1e-13, atol=0.0)
     assert "encoder_input" not in method.state_dict()
 
 

@@ -727,7 +727,16 @@ def test_signal_during_a_rerun_keeps_the_finished_run(template: Path, tmp_path: 
     argv = train_argv(RUN, "--max-epochs", "3000", "--patience", "3000")  # the last --max-epochs counts
     log = tmp_path / "err.log"
     with open(log, "w") as err:
-        proc = subprocess.Popen([*CLI, *argv], cwd=world, stdout=subprocess.DEVNULL, stderr=err)
+        # SIGINT back to its default in the child: a test run started in the background of a
+        # non-interactive shell inherits SIGINT ignored, and Python then installs no
+        # KeyboardInterrupt handler, so Ctrl-C would never reach the CLI.
+        proc = subprocess.Popen(
+            [*CLI, *argv],
+            cwd=world,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         try:
             deadline = time.monotonic() + 300
             while (

@@ -263,6 +263,13 @@ def planned_jobs(dry_run_output: str) -> set[tuple[str, str]]:
     return jobs
 
 
+def _has_reference(cfg) -> bool:
+    from conftest import REPO
+
+    ref = cfg.get("reference_dir")
+    return ref is not None and (REPO / ref / "tables").is_dir()
+
+
 def _cell_wildcards(cell) -> str:
     return ",".join(
         sorted(
@@ -345,6 +352,8 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(
             ("table_html_runtime_jobs", ""),
             ("table_html_convergence", ""),
         }
+        # the comparison with the published reference (config key reference_dir) reads the tables
+        | ({("compare", ""), ("table_html_comparison", "")} if _has_reference(cfg) else set())
     )
     assert trained and len(trained) < len(grid.cells(cfg))
     assert planned_jobs(proc.stdout) == expected
