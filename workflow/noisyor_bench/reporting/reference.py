@@ -93,7 +93,7 @@ def readme(
     wall_seconds: float | None,
     results: Path,
     note: str,
-    out: Path = Path("reference"),
+    out: Path,
 ) -> str:
     code = env.get("code") or {}
     device = env.get("device") or {}

@@ -29,8 +29,8 @@ REFERENCE_TABLES = ("fig3a", "fig4_recovery")
 """Tables of the published reference (``reference/<name>/tables``) shown in README's reference block."""
 
 
-def verdict_counts(claims_csv: str | Path) -> Counter[str]:
-    """How many claims got each verdict in ``claims.csv``."""
+def read_claims(claims_csv: str | Path) -> pd.DataFrame:
+    """``claims.csv`` as a frame; an unreadable file or one without verdicts is a DataError."""
     path = Path(claims_csv)
     try:
         frame = pd.read_csv(path)
@@ -38,7 +38,16 @@ def verdict_counts(claims_csv: str | Path) -> Counter[str]:
         raise DataError(f"{path}: cannot read the claims table ({err})") from None
     if "verdict" not in frame.columns:
         raise DataError(f"{path}: no 'verdict' column (columns: {list(frame.columns)})")
+    return frame
+
+
+def _counts(frame: pd.DataFrame) -> Counter[str]:
     return Counter(frame["verdict"].fillna("no data").astype(str))
+
+
+def verdict_counts(claims_csv: str | Path) -> Counter[str]:
+    """How many claims got each verdict in ``claims.csv``."""
+    return _counts(read_claims(claims_csv))
 
 
 def counts_text(counts: Counter[str]) -> str:
@@ -73,18 +82,19 @@ def _demote(markdown: str, levels: int = 3) -> str:
 
 
 def _claims_lines(claims: Path, columns: Sequence[str] = ("verdict", "statement")) -> list[str]:
-    """The verdict counts and one table row per claim of a ``claims.csv``."""
-    frame = pd.read_csv(claims)
-    out = [
-        f"**{counts_text(verdict_counts(claims))}.**",
-        "",
-        "| claim | " + " | ".join(columns) + " |",
-        "|---|" + "---|" * len(columns),
+    """The verdict counts and one table row per claim of a ``claims.csv`` (read once)."""
+    from noisyor_bench.reporting.tables import markdown_table
+
+    frame = read_claims(claims)
+    rows = [
+        [r.get("claim_id", ""), *(str(r.get(c, "")).replace("\n", " ") for c in columns)]
+        for r in frame.to_dict("records")
     ]
-    for r in frame.to_dict("records"):
-        cells = [str(r.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in columns]
-        out.append(f"| {r.get('claim_id', '')} | " + " | ".join(cells) + " |")
-    return out
+    return [
+        f"**{counts_text(_counts(frame))}.**",
+        "",
+        *markdown_table(["claim", *columns], rows).splitlines(),
+    ]
 
 
 def _tables_lines(tables_dir: Path, tables: Sequence[str]) -> list[str]:
