@@ -16,9 +16,9 @@ report: "docs/captions/workflow.rst"
 
 include: "rules/common.smk"
 include: "rules/rawdata.smk"
-include: "rules/datasets.smk"
-include: "rules/corpora.smk"
-include: "rules/training.smk"
+include: "rules/acp_datasets.smk"
+include: "rules/acp_corpora.smk"
+include: "rules/acp_training.smk"
 include: "rules/acp_synthetic.smk"
 include: "rules/acp_text.smk"
 include: "rules/ape_noisyor.smk"
@@ -30,7 +30,7 @@ include: "rules/report.smk"
 
 # NAME_PATTERN (noisyor_bench.infra.constants) is also what the config validation requires of
 # dataset, corpus and experiment names, so no configured name can escape the results directory.
-# Methods: exactly the names of the registry (noisyor_bench.inference.registry).
+# Methods: exactly the names of the registry (noisyor_bench.inference.noisyor.registry).
 wildcard_constraints:
     experiment=NAME_PATTERN,
     dataset=NAME_PATTERN,

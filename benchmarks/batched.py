@@ -5,7 +5,7 @@ For every (dataset, method) this times, in alternation and each in a fresh subpr
 * ``single``: one process trains one run with :meth:`AmortizedMethod.fit` (what a workflow job
   does, without its I/O);
 * ``batched R``: one process trains R runs (seeds 0..R-1, identical hyperparameters) with
-  :func:`noisyor_bench.inference.batched.fit_batched`;
+  :func:`noisyor_bench.inference.noisyor.batched.fit_batched`;
 * ``import``: a process that only imports torch and the package (the interpreter and import
   cost every job pays).
 
@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-IMPORTS = "import torch; import noisyor_bench.inference.acp, noisyor_bench.inference.avi, noisyor_bench.inference.batched"
+IMPORTS = "import torch; import noisyor_bench.inference.noisyor.acp, noisyor_bench.inference.noisyor.avi, noisyor_bench.inference.noisyor.batched"
 
 
 # ------------------------------------------------------------------------------ worker
@@ -48,9 +48,9 @@ def worker(spec: dict) -> dict:
     import numpy as np
     import torch
 
-    from noisyor_bench.inference.batched import fit_batched
     from noisyor_bench.inference.fitting import FitBudget
-    from noisyor_bench.inference.registry import get_method
+    from noisyor_bench.inference.noisyor.batched import fit_batched
+    from noisyor_bench.inference.noisyor.registry import get_method
     from noisyor_bench.infra.io import load_npz
     from noisyor_bench.models.noisyor.model import NoisyOR
 

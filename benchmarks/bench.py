@@ -138,7 +138,7 @@ def worker(args: argparse.Namespace) -> None:
         import numpy as np
 
         from noisyor_bench.inference.fitting import FitBudget
-        from noisyor_bench.inference.registry import get_method
+        from noisyor_bench.inference.noisyor.registry import get_method
         from noisyor_bench.models.noisyor.model import NoisyOR
 
         shape = NoisyOR.from_numpy(np.ones((x.shape[1], k)), np.ones(x.shape[1]), np.full(k, 0.1))

@@ -23,7 +23,7 @@ import torch  # noqa: E402
 
 import noisyor_bench.models.noisyor.sparse as sparse  # noqa: E402
 from noisyor_bench.inference.fitting import FitBudget  # noqa: E402
-from noisyor_bench.inference.registry import get_method  # noqa: E402
+from noisyor_bench.inference.noisyor.registry import get_method  # noqa: E402
 from noisyor_bench.models.noisyor.model import NoisyOR  # noqa: E402
 
 STEPS = 20

@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from noisyor_bench.experiments import grid  # noqa: E402
+from noisyor_bench.experiments.acp import grid  # noqa: E402
+from noisyor_bench.experiments.acp.grid import corpora as corpus_grid  # noqa: E402
 from noisyor_bench.experiments.config import load_config  # noqa: E402
-from noisyor_bench.experiments.grid import corpora as corpus_grid  # noqa: E402
 
 AMORTIZED_MIN_ROWS = 20 * 128  # min_epoch_steps * batch_size
 

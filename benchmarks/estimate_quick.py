@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from noisyor_bench.experiments import grid  # noqa: E402
+from noisyor_bench.experiments.acp import grid  # noqa: E402
+from noisyor_bench.experiments.acp.grid import corpora as corpus_grid  # noqa: E402
 from noisyor_bench.experiments.config import load_config  # noqa: E402
-from noisyor_bench.experiments.grid import corpora as corpus_grid  # noqa: E402
 
 # Measured costs, CPU seconds on the shared machine while ~10 other processes ran
 # (benchmarks/results/epoch_cost_*.csv, learning_curves_*.csv; docs/convergence.md).

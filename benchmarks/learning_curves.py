@@ -37,10 +37,10 @@ import torch
 
 from noisyor_bench.data.loading import has_truth, load_dataset, training_rows
 from noisyor_bench.evaluation.recovery import match_patterns
-from noisyor_bench.experiments.corpus_hparams import corpus_hparams
-from noisyor_bench.experiments.runs import shape_model
+from noisyor_bench.experiments.acp.corpus_hparams import corpus_hparams
+from noisyor_bench.experiments.acp.runs import shape_model
 from noisyor_bench.inference.fitting import FitBudget
-from noisyor_bench.inference.registry import get_method
+from noisyor_bench.inference.noisyor.registry import get_method
 from noisyor_bench.infra.io import write_csv_atomic
 
 TEXT_K = 20  # Table 5's topic model

@@ -4,7 +4,7 @@ Every module under ``workflow/noisyor_bench/`` is parsed with :mod:`ast` (nothin
 so torch is not needed); each ``import noisyor_bench...`` / ``from noisyor_bench... import``
 (and relative imports), at module level, inside functions and under ``if TYPE_CHECKING:``, is
 one edge from the importing module to the imported one.  A module's layer is the first folder
-under the package (``inference/amortized.py`` is in ``inference``); the package's face
+under the package (``inference/noisyor/amortized.py`` is in ``inference``); the package's face
 (``__init__``, ``__main__``, ``cli``) is the layer ``cli``.
 
     python docs/architecture_graph.py                 # rewrite the generated block (make architecture)
@@ -51,7 +51,7 @@ FACE: tuple[str, ...] = ("__init__", "__main__", "cli")  # root modules: the lay
 class Import:
     """One import of a package module by another (``kind``: module, function or type-checking)."""
 
-    importer: str  # dotted module names, e.g. "noisyor_bench.inference.base"
+    importer: str  # dotted module names, e.g. "noisyor_bench.inference.noisyor.base"
     imported: str
     path: str  # the importer's file, relative to the package's parent ("noisyor_bench/x.py")
     line: int

@@ -1,7 +1,7 @@
 # Stage: the ACP paper's real-corpus tables, figures and claims -- Section 4.5 (Table 5, topic
 # model on NeurIPS titles) and supplement Section 5.1 (Fig. 3 Reuters classification, Figs. 4-6
-# t-SNE), from the runs of rule train_cell_corpus (rules/training.smk). The grid is
-# grids.<g>.text (noisyor_bench.experiments.grid.corpora). Each rule is named as the
+# t-SNE), from the runs of rule train_cell_corpus (rules/acp_training.smk). The grid is
+# grids.<g>.text (noisyor_bench.experiments.acp.grid.corpora). Each rule is named as the
 # noisyor-bench subcommand it runs (`-` -> `_`).
 REPORT_TOPICS = "Table 5: topics (NeurIPS titles)"  # subcategories of REPORT_TEXT
 REPORT_CLASSIFICATION = "Supplement 5.1: Reuters classification"

@@ -7,10 +7,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from noisyor_bench.experiments import grid, job_seconds
-from noisyor_bench.experiments.grid import corpora as corpus_grid
+from noisyor_bench.experiments import job_seconds
+from noisyor_bench.experiments.acp import grid
+from noisyor_bench.experiments.acp.grid import corpora as corpus_grid
 from noisyor_bench.experiments.config import budget_warnings, raw_data_dir, validate_config
-from noisyor_bench.inference.registry import METHODS, wildcard_pattern
+from noisyor_bench.inference.noisyor.registry import METHODS, wildcard_pattern
 from noisyor_bench.infra.constants import NAME_PATTERN
 from noisyor_bench.infra.errors import ConfigError
 from snakemake.exceptions import WorkflowError
@@ -442,8 +443,8 @@ def dataset_raw_stamps(wildcards):
 
 
 # ---------------------------------------------------------------------------------------
-# Real-corpus experiments (rules/training.smk: train_cell_corpus; rules/acp_text.smk): the grid's `text` section
-# (noisyor_bench.experiments.grid.corpora), validated with the rest of the config by validate_config above.
+# Real-corpus experiments (rules/acp_training.smk: train_cell_corpus; rules/acp_text.smk): the grid's `text` section
+# (noisyor_bench.experiments.acp.grid.corpora), validated with the rest of the config by validate_config above.
 
 TEXT = corpus_grid.corpus_section(config)
 TEXT_SEEDS = corpus_grid.seeds(config)
@@ -804,7 +805,7 @@ def convergence_tables():
 # the first job fails on the bad file.  The check runs here, when the DAG is built, so the
 # workflow stops before any job is scheduled and names the file and the way out.
 def _check_built_datasets():
-    from noisyor_bench.commands.datasets import dataset_integrity
+    from noisyor_bench.commands.acp.datasets import dataset_integrity
 
     problems = [p for name in config["datasets"] if (p := dataset_integrity(R(f"data/{name}.npz")))]
     if problems:

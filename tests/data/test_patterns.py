@@ -19,7 +19,7 @@ from noisyor_bench.data.synthetic.mnist import jaccard_medoid, load_idx, mnist_d
 from noisyor_bench.data.synthetic.patterns import SYN_PATTERNS, parse_ascii, pattern_parameters, syn_patterns
 from noisyor_bench.data.synthetic.sparsity import expected_sparsity
 from noisyor_bench.infra.errors import ConfigError, DataError
-from noisyor_bench.reporting.plots.patterns import plot_patterns
+from noisyor_bench.reporting.acp.patterns import plot_patterns
 
 SYN_SPEC = {"family": "pattern", "patterns": "syn-pattern", "mu": 0.125, "weight_prob": 0.8}
 MNIST_SPEC = {"family": "pattern", "patterns": "mnist", "mu": 0.2, "weight_prob": 0.8}

@@ -17,7 +17,7 @@ from scipy import stats
 from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
-from noisyor_bench.experiments.baselines import (
+from noisyor_bench.experiments.acp.baselines import (
     bernoulli_rates,
     independent_baselines,
     independent_nll,
@@ -25,6 +25,7 @@ from noisyor_bench.experiments.baselines import (
     true_model_scores,
 )
 from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.reporting.acp.baselines import BELOW_MARK, baseline_rows, nelbo_baseline_markdown
 from noisyor_bench.reporting.acp.synthetic_claims import (
     claim_acp_beats_avi,
     claim_acp_lowest_table4,
@@ -38,7 +39,6 @@ from noisyor_bench.reporting.acp.synthetic_tables import (
     table4_markdown,
     table4_table,
 )
-from noisyor_bench.reporting.baselines import BELOW_MARK, baseline_rows, nelbo_baseline_markdown
 from noisyor_bench.reporting.claims import BUDGET_LIMITED, table_values
 from noisyor_bench.reporting.tables import read_table, write_table
 

@@ -10,7 +10,7 @@ import pytest
 from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
-from noisyor_bench.experiments.runs import BATCH_DIR, RunSpec, batchable
+from noisyor_bench.experiments.acp.runs import BATCH_DIR, RunSpec, batchable
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.infra.io import read_json
 
@@ -105,7 +105,7 @@ def test_search_batches_the_draws_of_one_encoder_shape(tmp_path: Path) -> None:
 
 
 def test_batch_groups_follow_the_shape_fixing_hyperparameters(tmp_path: Path) -> None:
-    from noisyor_bench.experiments.runs import batch_groups
+    from noisyor_bench.experiments.acp.runs import batch_groups
 
     def spec(method: str, seed: int, hparams: dict) -> RunSpec:
         return RunSpec(

@@ -257,7 +257,7 @@ def test_check_config_accepts_the_deprecated_set_profile(repo, capsys):
 
 def test_method_enums_of_the_schema_come_from_the_registry():
     from noisyor_bench.experiments.config import schema
-    from noisyor_bench.inference.registry import METHOD_NAMES
+    from noisyor_bench.inference.noisyor.registry import METHOD_NAMES
 
     defs = schema()["$defs"]
     assert defs["method"]["enum"] == list(METHOD_NAMES)

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from noisyor_bench.experiments import grid
+from noisyor_bench.experiments.acp import grid
 from noisyor_bench.experiments.config import load_yaml, validate_config
 from noisyor_bench.infra.errors import ConfigError
 

@@ -18,11 +18,11 @@ import pytest
 import torch
 from conftest import cli
 
-import noisyor_bench.inference.registry as methods_pkg
+import noisyor_bench.inference.noisyor.registry as methods_pkg
+from noisyor_bench.experiments.acp.runs import RunSpec, execute_run
 from noisyor_bench.experiments.rundir import CURVE_FILE, METRICS_FILE, POSTERIOR_FILE, partial_dir, run_dir
-from noisyor_bench.experiments.runs import RunSpec, execute_run
-from noisyor_bench.inference.base import InferenceMethod
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.noisyor.base import InferenceMethod
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic
 from noisyor_bench.models.noisyor.exact import exact_elbo, exact_posterior
@@ -156,7 +156,7 @@ def make_spec(dataset: Path, out: Path, **kw: Any) -> RunSpec:
 
 def _interrupt_after_epoch_2(monkeypatch: pytest.MonkeyPatch, spec: RunSpec) -> None:
     """Run ``spec`` and kill it (KeyboardInterrupt) after epoch 2, as a killed job would stop."""
-    import noisyor_bench.experiments.runs as runs
+    import noisyor_bench.experiments.acp.runs as runs
 
     original = runs._Progress.__call__
 
@@ -443,7 +443,7 @@ def test_cli_unknown_method_and_pool(
 def test_real_avi_end_to_end(
     dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
 ) -> None:
-    pytest.importorskip("noisyor_bench.inference.avi")
+    pytest.importorskip("noisyor_bench.inference.noisyor.avi")
     out = tmp_path / "avi"
     argv = [
         "train",
@@ -483,7 +483,7 @@ def test_real_avi_resume_matches_uninterrupted(
     dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Kill AVI after epoch 2 (its checkpoint is written), rerun: same numbers as one go."""
-    pytest.importorskip("noisyor_bench.inference.avi")
+    pytest.importorskip("noisyor_bench.inference.noisyor.avi")
     kw = dict(
         method="avi",
         n_train=60,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from noisyor_bench.experiments.search import best_draw, sample_hparams
+from noisyor_bench.experiments.acp.search import best_draw, sample_hparams
 from noisyor_bench.infra.errors import ConfigError
 
 SPACE = {

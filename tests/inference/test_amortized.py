@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from noisyor_bench.inference import amortized as amortized_mod
-from noisyor_bench.inference.acp import ACP
-from noisyor_bench.inference.amortized import AmortizedHParams, parse_hparams, temperature
-from noisyor_bench.inference.avi import AVI
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
-from noisyor_bench.inference.registry import get_method
+from noisyor_bench.inference.noisyor import amortized as amortized_mod
+from noisyor_bench.inference.noisyor.acp import ACP
+from noisyor_bench.inference.noisyor.amortized import AmortizedHParams, parse_hparams, temperature
+from noisyor_bench.inference.noisyor.avi import AVI
+from noisyor_bench.inference.noisyor.registry import get_method
 from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.elbo import elbo

@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 import torch
 
-from noisyor_bench.inference.acp import ACP, ACPStopGrad
-from noisyor_bench.inference.amortized import AmortizedMethod
-from noisyor_bench.inference.avi import AVI
-from noisyor_bench.inference.batched import BatchedRun, StackedAdam, fit_batched
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.noisyor.acp import ACP, ACPStopGrad
+from noisyor_bench.inference.noisyor.amortized import AmortizedMethod
+from noisyor_bench.inference.noisyor.avi import AVI
+from noisyor_bench.inference.noisyor.batched import BatchedRun, StackedAdam, fit_batched
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.model import NoisyOR
 

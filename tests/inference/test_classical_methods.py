@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 import torch
 
-from noisyor_bench.inference import fitloop
 from noisyor_bench.inference.fitting import FitBudget
-from noisyor_bench.inference.lbcdi import LBCDI
-from noisyor_bench.inference.registry import get_method
-from noisyor_bench.inference.svi import SVI
-from noisyor_bench.inference.ubcdi import UBCDI
+from noisyor_bench.inference.noisyor import fitloop
+from noisyor_bench.inference.noisyor.lbcdi import LBCDI
+from noisyor_bench.inference.noisyor.registry import get_method
+from noisyor_bench.inference.noisyor.svi import SVI
+from noisyor_bench.inference.noisyor.ubcdi import UBCDI
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.exact import exact_elbo, exact_posterior
 from noisyor_bench.models.noisyor.model import NoisyOR
@@ -354,7 +354,7 @@ def _drive(loop, vals, upto=None):
 
 
 def test_fitloop_early_stopping_survives_a_resume(tmp_path):
-    from noisyor_bench.inference.fitloop import FitLoop
+    from noisyor_bench.inference.noisyor.fitloop import FitLoop
 
     vals = [5.0, 4.0, 4.5, 4.2, 4.1, 3.0, 2.0]  # best at 2, then 3 evaluations without improvement
     whole = FitLoop({"run": 1}, None, {}, hint="h")

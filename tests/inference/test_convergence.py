@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from toydata import write_toy_dataset
 
+from noisyor_bench.experiments.acp.runs import RunSpec, execute_run
 from noisyor_bench.experiments.rundir import METRICS_FILE
-from noisyor_bench.experiments.runs import RunSpec, execute_run
 from noisyor_bench.inference.convergence import (
     EARLY_STOPPING,
     METHOD_CRITERION,
@@ -150,7 +150,7 @@ def test_budget_keys_validated_and_kept_out_of_fingerprints() -> None:
 
 
 def test_grid_layers_convergence_keys() -> None:
-    from noisyor_bench.experiments import grid
+    from noisyor_bench.experiments.acp import grid
 
     cfg = {
         "grid": "p",

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from noisyor_bench.inference.acp import ACP
-from noisyor_bench.inference.amortized import encoder_features, encoder_input_dim
-from noisyor_bench.inference.avi import AVI
-from noisyor_bench.inference.crossmodel import block_model, posterior_under
 from noisyor_bench.inference.fitting import FitBudget
+from noisyor_bench.inference.noisyor.acp import ACP
+from noisyor_bench.inference.noisyor.amortized import encoder_features, encoder_input_dim
+from noisyor_bench.inference.noisyor.avi import AVI
+from noisyor_bench.inference.noisyor.crossmodel import block_model, posterior_under
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.elbo import elbo
 from noisyor_bench.models.noisyor.model import NoisyOR

@@ -1,10 +1,10 @@
-"""Hyperparameter resolution of the classical methods (noisyor_bench.inference.hparams)."""
+"""Hyperparameter resolution of the classical methods (noisyor_bench.inference.noisyor.hparams)."""
 
 from __future__ import annotations
 
 import pytest
 
-from noisyor_bench.inference.hparams import resolve_hparams
+from noisyor_bench.inference.noisyor.hparams import resolve_hparams
 from noisyor_bench.infra.errors import ConfigError
 
 

@@ -17,8 +17,8 @@ import torch
 from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
-from noisyor_bench.experiments.runs import RunSpec
-from noisyor_bench.inference.registry import get_method
+from noisyor_bench.experiments.acp.runs import RunSpec
+from noisyor_bench.inference.noisyor.registry import get_method
 from noisyor_bench.inference.seeding import derive_init_seed, run_init_key, stream_seed
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.io import read_json
@@ -197,7 +197,7 @@ def test_search_draws_and_final_seeds_are_independent_runs(tmp_path: Path) -> No
 
 def test_checkpoint_of_another_init_key_is_not_resumed(tmp_path: Path) -> None:
     """The key is part of the checkpoint fingerprint and of the run's resume key."""
-    from noisyor_bench.experiments.runs import _resume_key
+    from noisyor_bench.experiments.acp.runs import _resume_key
     from noisyor_bench.inference.fitting import FitBudget
 
     g = torch.Generator().manual_seed(0)

@@ -23,7 +23,7 @@ import torch
 
 from noisyor_bench.evaluation.recovery import match_patterns
 from noisyor_bench.inference.fitting import FitBudget
-from noisyor_bench.inference.registry import get_method
+from noisyor_bench.inference.noisyor.registry import get_method
 from noisyor_bench.models.noisyor.model import NoisyOR
 
 SEEDS = (0, 1, 2)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from noisyor_bench.inference.classical import ClassicalMethod
-from noisyor_bench.inference.registry import METHODS, NON_AMORTIZED, get_method
+from noisyor_bench.inference.noisyor.classical import ClassicalMethod
+from noisyor_bench.inference.noisyor.registry import METHODS, NON_AMORTIZED, get_method
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.model import NoisyOR
 

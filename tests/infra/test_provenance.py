@@ -24,8 +24,8 @@ from toydata import write_toy_dataset
 
 from noisyor_bench.cli import main
 from noisyor_bench.data.rawdata import REGISTRY
+from noisyor_bench.experiments.acp.runs import RunSpec, execute_run
 from noisyor_bench.experiments.rundir import run_dir
-from noisyor_bench.experiments.runs import RunSpec, execute_run
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.infra import provenance as P
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from noisyor_bench.inference.registry import get_method
+from noisyor_bench.inference.noisyor.registry import get_method
 from noisyor_bench.models.noisyor.elbo import elbo, negative_term, negative_term_active
 from noisyor_bench.models.noisyor.model import NoisyOR, log1mexp
 from noisyor_bench.models.noisyor.sparse import (

@@ -21,11 +21,11 @@ from scipy import stats
 from toydata import write_toy_dataset
 
 from noisyor_bench.evaluation.recovery import match_patterns
+from noisyor_bench.experiments.acp.runs import RunSpec, execute_run
 from noisyor_bench.experiments.config import load_config, validate_config
-from noisyor_bench.experiments.runs import RunSpec, execute_run
-from noisyor_bench.inference.acp import ACP, ACPStopGrad
 from noisyor_bench.inference.fitting import FitBudget
-from noisyor_bench.inference.registry import get_method
+from noisyor_bench.inference.noisyor.acp import ACP, ACPStopGrad
+from noisyor_bench.inference.noisyor.registry import get_method
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic
 from noisyor_bench.models.noisyor.elbo import elbo

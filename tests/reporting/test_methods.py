@@ -3,7 +3,7 @@ values, unchanged from the tables' and figures' former copies."""
 
 from __future__ import annotations
 
-from noisyor_bench.inference.registry import display_order
+from noisyor_bench.inference.noisyor.registry import display_order
 from noisyor_bench.reporting.methods import (
     DETERMINISTIC_IN_INFERENCE,
     method_colour,

@@ -17,8 +17,8 @@ import pytest
 
 from noisyor_bench.cli import main
 from noisyor_bench.evaluation.pmi import CooccurrenceTable
-from noisyor_bench.experiments.corpus_hparams import corpus_hparams
-from noisyor_bench.experiments.grid import corpora as G
+from noisyor_bench.experiments.acp.corpus_hparams import corpus_hparams
+from noisyor_bench.experiments.acp.grid import corpora as G
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic
 from noisyor_bench.reporting.acp import text_claims as TC
@@ -517,7 +517,7 @@ def test_corpus_hparams_by_hand() -> None:
     assert hp["init_theta_high"] == pytest.approx(2 * 0.64 / 200)
     assert hp["init_theta0"] == pytest.approx(-math.log(1 - 0.02))
     assert hp["lr"] == pytest.approx(1e-2)
-    from noisyor_bench.inference.amortized import parse_hparams
+    from noisyor_bench.inference.noisyor.amortized import parse_hparams
 
     parse_hparams(hp)  # valid AVI/ACP hyperparameters
 
@@ -537,7 +537,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_execute_run_without_ground_truth(corpus: Path, tmp_path: Path) -> None:
-    from noisyor_bench.experiments.runs import RunSpec, execute_run
+    from noisyor_bench.experiments.acp.runs import RunSpec, execute_run
     from noisyor_bench.inference.fitting import FitBudget
 
     spec = RunSpec(
@@ -578,7 +578,7 @@ def test_execute_run_without_ground_truth(corpus: Path, tmp_path: Path) -> None:
 
 
 def test_execute_run_without_ground_truth_needs_learning_and_k(corpus: Path, tmp_path: Path) -> None:
-    from noisyor_bench.experiments.runs import RunSpec, execute_run
+    from noisyor_bench.experiments.acp.runs import RunSpec, execute_run
 
     base = dict(dataset=corpus, method="avi", n_train=30, seed=0, device="cpu")
     with pytest.raises(ConfigError, match="no ground truth.*n_latent"):

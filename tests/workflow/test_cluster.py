@@ -98,7 +98,7 @@ def test_every_job_went_through_the_submit_command(cluster_run):
     """Each search and training job of Fig. 3a's grid, and every other job, was submitted once."""
     from conftest import REPO
 
-    from noisyor_bench.experiments import grid
+    from noisyor_bench.experiments.acp import grid
     from noisyor_bench.experiments.config import load_config
 
     results, submissions, output = cluster_run

@@ -115,12 +115,12 @@ def test_cli_table_html_writes_next_to_each_csv(tmp_path: Path):
 
 # ------------------------------------------------------------------------------ progress
 def test_progress_lines_are_throttled_and_carry_an_eta(caplog: pytest.LogCaptureFixture):
-    from noisyor_bench.experiments.runs import _Progress
+    from noisyor_bench.experiments.acp.runs import _Progress
     from noisyor_bench.inference.fitting import EpochRecord
 
     now = [100.0]
     progress = _Progress(total=10, desc="acp n10 s0", interval=5.0, clock=lambda: now[0])
-    with caplog.at_level(logging.INFO, logger="noisyor_bench.experiments.runs"):
+    with caplog.at_level(logging.INFO, logger="noisyor_bench.experiments.acp.runs"):
         for epoch in range(1, 11):
             now[0] += 2.0  # 2 s per epoch
             progress(EpochRecord(epoch=epoch, train_nelbo=1.0, val_nelbo=None, seconds=2.0))
@@ -135,7 +135,7 @@ def test_progress_lines_are_throttled_and_carry_an_eta(caplog: pytest.LogCapture
 
 
 def test_progress_eta_counts_only_this_process_epochs():
-    from noisyor_bench.experiments.runs import _Progress
+    from noisyor_bench.experiments.acp.runs import _Progress
 
     now = [0.0]
     progress = _Progress(total=100, desc="resumed", clock=lambda: now[0])

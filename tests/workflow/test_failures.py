@@ -90,7 +90,7 @@ def curve_without_seconds(run: Path) -> list[list[str]]:
 # ---------------------------------------------------------------------------------- divergence
 def _poison_avi_from_epoch_3(monkeypatch: pytest.MonkeyPatch, steps_per_epoch: int) -> None:
     """Training losses become NaN from the first step of epoch 3 (validation is untouched)."""
-    from noisyor_bench.inference.amortized import AmortizedMethod
+    from noisyor_bench.inference.noisyor.amortized import AmortizedMethod
 
     original = AmortizedMethod.batch_nelbo
     calls = {"train": 0}
@@ -108,7 +108,7 @@ def _poison_avi_from_epoch_3(monkeypatch: pytest.MonkeyPatch, steps_per_epoch: i
 
 def _poison_lbcdi_from_epoch_3(monkeypatch: pytest.MonkeyPatch, seeds: tuple[int, ...] = (0,)) -> None:
     """LB-CDI's M-step objective becomes NaN in epoch 3 for the given seeds."""
-    from noisyor_bench.inference.lbcdi import LBCDI
+    from noisyor_bench.inference.noisyor.lbcdi import LBCDI
 
     original = LBCDI._m_step
 

@@ -195,7 +195,7 @@ def simulate_os_error(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
 
 def interrupt_training(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C arrives during the fit (after the working directory exists)."""
-    import noisyor_bench.experiments.runs as runs
+    import noisyor_bench.experiments.acp.runs as runs
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
@@ -205,7 +205,7 @@ def interrupt_training(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def fail_evaluation(monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure after training (e.g. in the test evaluation) of a rerun."""
-    import noisyor_bench.experiments.runs as runs
+    import noisyor_bench.experiments.acp.runs as runs
     from noisyor_bench.infra.errors import DataError
 
     def fail(*args, **kwargs):

@@ -46,8 +46,8 @@ def test_makefile_grid_variable_and_deprecated_profile():
 
 
 def test_method_wildcard_and_corpus_methods_come_from_the_registry():
-    from noisyor_bench.experiments import grid
-    from noisyor_bench.inference.registry import METHODS
+    from noisyor_bench.experiments.acp import grid
+    from noisyor_bench.inference.noisyor.registry import METHODS
 
     snakefile = (REPO / "Snakefile").read_text(encoding="utf-8")
     assert "method=wildcard_pattern()," in snakefile

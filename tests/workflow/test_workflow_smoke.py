@@ -91,7 +91,7 @@ def test_every_artifact_is_built(smoke_results):
 def test_runs_have_finite_metrics_and_the_public_files(smoke_results):
     from conftest import REPO
 
-    from noisyor_bench.experiments import grid
+    from noisyor_bench.experiments.acp import grid
     from noisyor_bench.experiments.config import load_config
 
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
@@ -170,7 +170,7 @@ def test_runtime_table_counts_every_job(smoke_results):
     """The report's runtime section reads one benchmark file per job, training included."""
     from conftest import REPO
 
-    from noisyor_bench.experiments import grid
+    from noisyor_bench.experiments.acp import grid
     from noisyor_bench.experiments.config import load_config
 
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
@@ -322,7 +322,7 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(
     from conftest import MIRROR, REPO
     from snakemake.utils import update_config
 
-    from noisyor_bench.experiments import grid
+    from noisyor_bench.experiments.acp import grid
     from noisyor_bench.experiments.config import load_config
 
     (tmp_path / "overlay.yaml").write_text(yaml.safe_dump({"grids": {"smoke": overlay}}))

@@ -25,10 +25,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name in commands.SHARED_MODULES:
+    # Stage modules: commands/<stage>.py (shared by papers) and commands/<paper>/<stage>.py.
+    found = pkgutil.walk_packages(commands.__path__, prefix=f"{commands.__name__}.")
+    for info in sorted(found, key=lambda m: m.name):
+        if info.ispkg or info.name.rsplit(".", 1)[-1] in commands.SHARED_MODULES:
             continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        module = importlib.import_module(info.name)
         module.register(sub)
     _default_output_help(parser)
     return parser

@@ -25,8 +25,8 @@ def _override(text: str) -> tuple[str, object]:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.acp.grid import active_grid
     from noisyor_bench.experiments.config import budget_warnings, load_config
-    from noisyor_bench.experiments.grid import active_grid
 
     cfg = load_config(args.config, dict(_override(item) for item in args.set or []))
     for warning in budget_warnings(cfg):

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from noisyor_bench.inference.registry import METHOD_NAMES
+from noisyor_bench.inference.noisyor.registry import METHOD_NAMES
 from noisyor_bench.infra.errors import ConfigError
 
 # The papers this workflow reproduces (config key `papers`; the schema's enum lists the same).
@@ -50,7 +50,7 @@ def yaml_error_message(path: str | os.PathLike[str], err: yaml.YAMLError) -> str
 
 def schema() -> dict[str, Any]:
     """The config schema, its method enums taken from the registry (one list of methods)."""
-    from noisyor_bench.experiments.grid.corpora import corpus_methods
+    from noisyor_bench.experiments.acp.grid.corpora import corpus_methods
 
     text = (
         resources.files("noisyor_bench.experiments").joinpath("schemas/config.schema.yaml").read_text("utf-8")
@@ -166,7 +166,7 @@ def budget_warnings(cfg: Mapping[str, Any]) -> list[str]:
     patience (in evaluations) not below max_epochs / eval_every: early stopping can never
     trigger; batch_size above N_train: every epoch is one full batch.
     """
-    from noisyor_bench.experiments.grid import budget, cells
+    from noisyor_bench.experiments.acp.grid import budget, cells
 
     where = f"grids.{cfg['grid']}"
     found: dict[tuple[str, str], list[str]] = {}  # (experiment, problem) -> cells, one line each
@@ -218,7 +218,7 @@ def _check_names(cfg: Mapping[str, Any]) -> None:
 
 
 def _check_cross_references(cfg: Mapping[str, Any]) -> None:
-    from noisyor_bench.experiments.grid import validate_grid
+    from noisyor_bench.experiments.acp.grid import validate_grid
 
     _check_names(cfg)
 
@@ -237,7 +237,7 @@ def _check_cross_references(cfg: Mapping[str, Any]) -> None:
             f"search_spaces: unknown method(s) {', '.join(map(repr, unknown))}; allowed values: {list(METHOD_NAMES)}"
         )
     validate_grid(cfg, METHOD_NAMES, training_pools(cfg))
-    from noisyor_bench.experiments.grid.corpora import validate_corpus_grid
+    from noisyor_bench.experiments.acp.grid.corpora import validate_corpus_grid
 
     validate_corpus_grid(cfg)
 

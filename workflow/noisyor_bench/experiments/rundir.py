@@ -2,7 +2,7 @@
 how it is published, and the one reader of its posterior (``posterior_test.npz``).
 
 Tables and figures read finished runs through this module; writing a run is
-:func:`noisyor_bench.experiments.runs.execute_run` (ACP), and the APE and aviPAM run writers.
+:func:`noisyor_bench.experiments.acp.runs.execute_run` (ACP), and the APE and aviPAM run writers.
 Every run writer builds its files in :func:`partial_dir` and ends with
 :func:`publish_run_dir`, so a run directory is either complete or absent and a rerun
 replaces the previous one only once it has finished.

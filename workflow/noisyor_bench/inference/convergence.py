@@ -32,8 +32,8 @@ optimisation, so only their own criterion (``"converged"``) says anything, and o
 the verdict is "not applicable".
 
 :func:`assess` is the one implementation; :class:`~noisyor_bench.inference.training.Trainer` (AVI,
-ACP) and :class:`~noisyor_bench.inference.fitloop.FitLoop` (SVI, LB-CDI, UB-CDI) call it at
-the end of a fit, and :func:`noisyor_bench.experiments.runs.execute_run` writes the result into
+ACP) and :class:`~noisyor_bench.inference.noisyor.fitloop.FitLoop` (SVI, LB-CDI, UB-CDI) call it at
+the end of a fit, and :func:`noisyor_bench.experiments.acp.runs.execute_run` writes the result into
 ``metrics.json`` (``converged`` and the ``convergence`` object, :meth:`Convergence.as_dict`).
 """
 

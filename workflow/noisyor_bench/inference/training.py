@@ -3,7 +3,7 @@
 Any method whose global parameters live in one ``nn.Module`` and whose objective is a mean
 of per-datapoint losses can use :class:`Trainer` (AVI and ACP do; the classical methods keep
 their own loops and share :func:`write_checkpoint` / :func:`read_checkpoint` through
-:mod:`noisyor_bench.inference.fitloop`).  The caller supplies
+:mod:`noisyor_bench.inference.noisyor.fitloop`).  The caller supplies
 
 * ``loss_fn(batch_idx, step) -> (B,) tensor``: per-datapoint losses of the training points
   ``batch_idx`` (a CPU int64 tensor of row indices) at optimiser step ``step`` (0-based,
@@ -29,7 +29,7 @@ counters, the state of every generator, the best state, the history and the pati
 from it and ends with bit-identical parameters to an uninterrupted run.  A ``fingerprint``
 (any JSON-like dict describing the run configuration) is stored and must match on resume.
 
-Sketch of use (see ``inference/amortized.py``; streams from :mod:`noisyor_bench.inference.seeding` for a full one)::
+Sketch of use (see ``inference/noisyor/amortized.py``; streams from :mod:`noisyor_bench.inference.seeding` for a full one)::
 
     noise = stream_generator(seed, "elbo-samples", device)
     trainer = Trainer(

@@ -1,7 +1,7 @@
 """Convergence tables (issue 12): did each run of an experiment converge, and how many did?
 
 ``tables/convergence_<experiment>.csv|md``: one row per run, from its ``metrics.json``
-(``converged`` and the ``convergence`` object written by :mod:`noisyor_bench.experiments.runs`, rule in
+(``converged`` and the ``convergence`` object written by :mod:`noisyor_bench.experiments.acp.runs`, rule in
 :mod:`noisyor_bench.inference.convergence`), with a summary line of counts.  ``tables/convergence.csv|md``:
 converged / total per experiment and method, and the learning-mode share overall.
 """

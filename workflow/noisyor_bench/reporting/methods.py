@@ -1,6 +1,6 @@
 """How tables and figures name, order and draw the methods: thin views of the method registry.
 
-:mod:`noisyor_bench.inference.registry` is the one list of ACP's methods; APE's and aviPAM's
+:mod:`noisyor_bench.inference.noisyor.registry` is the one list of ACP's methods; APE's and aviPAM's
 display names live in their papers' label modules (:mod:`noisyor_bench.reporting.ape.labels`,
 :mod:`noisyor_bench.reporting.avipam.labels`), chosen by the experiment id's prefix.  This module
 only adds the fallbacks reporting needs for names that are not methods (reference rows such as
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from noisyor_bench.inference.registry import METHOD_NAMES, METHODS, display_order, method_info
+from noisyor_bench.inference.noisyor.registry import METHOD_NAMES, METHODS, display_order, method_info
 from noisyor_bench.reporting.ape.labels import ape_method_label
 from noisyor_bench.reporting.avipam.labels import avipam_method_label
 
@@ -43,7 +43,7 @@ def method_label(method: str, experiment: str = "") -> str:
 
 
 def method_rank(method: str) -> int:
-    """Position in the display order (:func:`~noisyor_bench.inference.registry.display_order`);
+    """Position in the display order (:func:`~noisyor_bench.inference.noisyor.registry.display_order`);
     unknown methods sort last."""
     order = display_order()
     return order.index(method) if method in order else len(order)

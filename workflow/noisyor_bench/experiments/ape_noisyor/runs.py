@@ -6,7 +6,7 @@ summary metrics), ``curve.csv`` (encoders) and ``scores.npz``: ``elbo`` (P, C, N
 ELBO of the method's ``q`` for every test row under every test candidate (2^K enumeration)
 and ``seconds`` the wall time of computing those ``q`` (the inference time).
 
-An encoder run trains across the training problems' models (:func:`~noisyor_bench.inference.crossmodel.fit_across_models`);
+An encoder run trains across the training problems' models (:func:`~noisyor_bench.inference.noisyor.crossmodel.fit_across_models`);
 a baseline run (SVI, LB-CDI) fits per-datapoint parameters on the test rows under each
 candidate (deterministic: seed 0 only, ``converged`` null as for every held-out fit).
 """
@@ -22,14 +22,14 @@ import numpy as np
 import torch
 
 from noisyor_bench.evaluation.ranking import pairwise_agreement
+from noisyor_bench.experiments.acp.runs import convergence_keys, curve_csv, json_safe
 from noisyor_bench.experiments.ape_noisyor.problems import problem_set
 from noisyor_bench.experiments.ape_noisyor.settings import EXPERIMENT, EncoderSpec, Settings
 from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir
-from noisyor_bench.experiments.runs import convergence_keys, curve_csv, json_safe
 from noisyor_bench.inference.convergence import NOT_APPLICABLE
-from noisyor_bench.inference.crossmodel import ModelBank, fit_across_models, posterior_under
 from noisyor_bench.inference.fitting import EpochRecord
-from noisyor_bench.inference.registry import get_method
+from noisyor_bench.inference.noisyor.crossmodel import ModelBank, fit_across_models, posterior_under
+from noisyor_bench.inference.noisyor.registry import get_method
 from noisyor_bench.inference.seeding import run_init_key
 from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic, write_text_atomic
 from noisyor_bench.infra.version import __version__

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from noisyor_bench.inference.amortized import ENCODER_INPUTS
 from noisyor_bench.inference.fitting import FitBudget, budget_from_mapping
+from noisyor_bench.inference.noisyor.amortized import ENCODER_INPUTS
 from noisyor_bench.infra.errors import ConfigError
 
 EXPERIMENT = "ape-noisyor"  # the run directories' experiment name: results/runs/ape-noisyor/...

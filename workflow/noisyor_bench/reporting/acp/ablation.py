@@ -3,7 +3,7 @@
 The paper credits ACP's advantage over AVI to the posterior's share in the generative model's
 gradient: "the posterior contributes explicitly to the gradient of the ELBO with respect to the
 generative model parameters" (Section 1, paper line 21; Section 3, line 188).  ACP-SG
-(:class:`~noisyor_bench.inference.acp.ACPStopGrad`) keeps ACP's model-dependent ``q`` and cuts
+(:class:`~noisyor_bench.inference.noisyor.acp.ACPStopGrad`) keeps ACP's model-dependent ``q`` and cuts
 exactly that path for ``theta``.  Per learning-mode cell (experiment, dataset, N_train) run with
 ACP, ACP-SG (and AVI), this module pairs the runs by seed and reports
 

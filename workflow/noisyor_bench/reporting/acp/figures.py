@@ -22,7 +22,7 @@ from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 
 from noisyor_bench.evaluation.recovery import Recovery, activation_probabilities
-from noisyor_bench.reporting.baselines import BASELINE_LABELS
+from noisyor_bench.reporting.acp.baselines import BASELINE_LABELS
 from noisyor_bench.reporting.methods import method_colour, method_label, method_marker, method_rank
 from noisyor_bench.reporting.plots import figure_style, n_train_tick, plot_method_curve, save_figure
 from noisyor_bench.reporting.statistics import mean_ci
@@ -262,7 +262,7 @@ def plot_fig5(
 ) -> None:
     """Held-out NELBO vs N_train (log axis), one panel per dataset, one line per method with a 95% CI band.
 
-    Reference rows (``status = baseline``, :func:`noisyor_bench.reporting.baselines.with_baselines`) are
+    Reference rows (``status = baseline``, :func:`noisyor_bench.reporting.acp.baselines.with_baselines`) are
     drawn as grey lines: the independent Bernoulli against N_train (dashed) and the true model
     (horizontal: exact or IW bound dotted, per-datapoint ELBO dash-dotted).
     """

@@ -17,8 +17,8 @@ import pandas as pd
 
 from noisyor_bench.experiments.rundir import load_posterior
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.reporting.acp.baselines import BELOW_NOTE, baseline_nelbo, mark_below
 from noisyor_bench.reporting.acp.paper import paper_numbers
-from noisyor_bench.reporting.baselines import BELOW_NOTE, baseline_nelbo, mark_below
 from noisyor_bench.reporting.collect import convergence_counts, single_value
 from noisyor_bench.reporting.methods import method_label, method_rank
 from noisyor_bench.reporting.statistics import CI_LEVEL, mean_ci, wilson_interval

@@ -33,7 +33,7 @@ import torch
 
 from noisyor_bench.data.loading import ground_truth, has_truth, load_dataset
 from noisyor_bench.evaluation.run_metrics import evaluate_posterior
-from noisyor_bench.inference.registry import get_method
+from noisyor_bench.inference.noisyor.registry import get_method
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.hashing import sha256_file

@@ -17,10 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.inference.registry import METHOD_NAMES
+from noisyor_bench.inference.noisyor.registry import METHOD_NAMES
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.reporting.acp.paper import paper_numbers
-from noisyor_bench.reporting.baselines import (
+from noisyor_bench.reporting.acp.baselines import (
     BASELINE_STATUS,
     BELOW_NOTE,
     learning_rows,
@@ -28,6 +27,7 @@ from noisyor_bench.reporting.baselines import (
     reference_markdown,
     with_baselines,
 )
+from noisyor_bench.reporting.acp.paper import paper_numbers
 from noisyor_bench.reporting.collect import collect_runs, single_value
 from noisyor_bench.reporting.methods import method_label, method_rank
 from noisyor_bench.reporting.tables import CI_NOTE, format_number, markdown_table, stat_cell, summarise

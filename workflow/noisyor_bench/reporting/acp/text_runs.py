@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from noisyor_bench.experiments.grid.corpora import classification_latents
+from noisyor_bench.experiments.acp.grid.corpora import classification_latents
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.reporting.collect import collect_runs, convergence_counts
 

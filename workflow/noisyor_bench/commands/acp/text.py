@@ -20,9 +20,9 @@ log = logging.getLogger(__name__)
 
 def cmd_topics_table(args: argparse.Namespace) -> int:
     from noisyor_bench.evaluation.pmi import CooccurrenceTable
+    from noisyor_bench.reporting.acp.baselines import nelbo_baseline_markdown, read_baselines
     from noisyor_bench.reporting.acp.text_runs import collect_text_runs
     from noisyor_bench.reporting.acp.topics_table import read_vocabulary, table5_markdown, topics_table
-    from noisyor_bench.reporting.baselines import nelbo_baseline_markdown, read_baselines
     from noisyor_bench.reporting.tables import write_table
 
     if args.top_words < 2:

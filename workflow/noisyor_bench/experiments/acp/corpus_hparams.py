@@ -82,6 +82,6 @@ def hparams_record(dataset: str | Path) -> dict[str, Any]:
         "rule": (
             "init_theta_high = 2 * 0.64 / D (an active cause costs ~0.64 nats, as the default init at D = 64); "
             "init_theta0 = -log(1 - mean x_train); lr = 1e-2; other hyperparameters: method defaults "
-            "(noisyor_bench.experiments.corpus_hparams)"
+            "(noisyor_bench.experiments.acp.corpus_hparams)"
         ),
     }

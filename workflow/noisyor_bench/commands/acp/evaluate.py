@@ -49,8 +49,8 @@ def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]
     """``(recorded metrics, recomputed metrics)`` of a run directory."""
     from noisyor_bench.data.loading import load_dataset
     from noisyor_bench.evaluation.run_metrics import evaluate_posterior
+    from noisyor_bench.experiments.acp.runs import json_safe
     from noisyor_bench.experiments.rundir import METRICS_FILE, POSTERIOR_FILE, load_posterior
-    from noisyor_bench.experiments.runs import json_safe
     from noisyor_bench.infra.hashing import sha256_file
 
     metrics_path, posterior_path = run / METRICS_FILE, run / POSTERIOR_FILE
@@ -192,8 +192,8 @@ def _fmt(v: Any) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.acp.runs import RECOMPUTED_METRICS
     from noisyor_bench.experiments.rundir import METRICS_FILE, POSTERIOR_FILE
-    from noisyor_bench.experiments.runs import RECOMPUTED_METRICS
 
     run = Path(args.run_dir)
     metrics_path = run / METRICS_FILE

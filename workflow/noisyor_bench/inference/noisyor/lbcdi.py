@@ -49,11 +49,11 @@ from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.inference.base import Mode, PosteriorProgress
-from noisyor_bench.inference.classical import ClassicalMethod, lap
-from noisyor_bench.inference.fitloop import FitLoop, clone_tensors
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
-from noisyor_bench.inference.hparams import require
+from noisyor_bench.inference.noisyor.base import Mode, PosteriorProgress
+from noisyor_bench.inference.noisyor.classical import ClassicalMethod, lap
+from noisyor_bench.inference.noisyor.fitloop import FitLoop, clone_tensors
+from noisyor_bench.inference.noisyor.hparams import require
 from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import DataError

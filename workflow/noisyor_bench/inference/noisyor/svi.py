@@ -29,7 +29,7 @@ Resume: ``fit(..., checkpoint_path=...)`` saves after every epoch the generative
 the global Adam state, the training logits with their row-wise Adam moments, the
 warm-started validation logits and moments, the shuffling and evaluation generators, the
 early-stopping state and the curve (inference mode: the logits, moments and ``r`` of the
-fit on ``x_val``) (:mod:`.fitloop`, via :class:`~noisyor_bench.inference.classical.ClassicalMethod`); a fit started with that file continues after the saved
+fit on ``x_val``) (:mod:`.fitloop`, via :class:`~noisyor_bench.inference.noisyor.classical.ClassicalMethod`); a fit started with that file continues after the saved
 epoch and ends bit-identical to an uninterrupted fit.
 """
 
@@ -44,11 +44,11 @@ from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.inference.base import Mode, PosteriorProgress
-from noisyor_bench.inference.classical import ClassicalMethod, lap
-from noisyor_bench.inference.fitloop import FitLoop, clone_tensors
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
-from noisyor_bench.inference.hparams import require
+from noisyor_bench.inference.noisyor.base import Mode, PosteriorProgress
+from noisyor_bench.inference.noisyor.classical import ClassicalMethod, lap
+from noisyor_bench.inference.noisyor.fitloop import FitLoop, clone_tensors
+from noisyor_bench.inference.noisyor.hparams import require
 from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import DataError

@@ -18,8 +18,8 @@ log = logging.getLogger(__name__)
 
 
 def cmd_table_fig3a(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.acp.baselines import read_baselines
     from noisyor_bench.reporting.acp.synthetic_tables import fig3a_markdown, fig3a_table
-    from noisyor_bench.reporting.baselines import read_baselines
     from noisyor_bench.reporting.collect import collect_runs
     from noisyor_bench.reporting.tables import write_table
 
@@ -30,12 +30,12 @@ def cmd_table_fig3a(args: argparse.Namespace) -> int:
 
 
 def cmd_table4(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.acp.baselines import read_baselines
     from noisyor_bench.reporting.acp.synthetic_tables import (
         parse_missing_reasons,
         table4_markdown,
         table4_table,
     )
-    from noisyor_bench.reporting.baselines import read_baselines
     from noisyor_bench.reporting.collect import collect_runs
     from noisyor_bench.reporting.tables import write_table
 
@@ -73,9 +73,9 @@ def _dataset_titles(paths: list[str] | None) -> dict[str, str]:
 
 
 def cmd_figure_fig5(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.acp.baselines import read_baselines
     from noisyor_bench.reporting.acp.figures import plot_fig5
     from noisyor_bench.reporting.acp.synthetic_tables import fig5_markdown, fig5_table
-    from noisyor_bench.reporting.baselines import read_baselines
     from noisyor_bench.reporting.collect import collect_runs
     from noisyor_bench.reporting.tables import write_table
 
@@ -102,6 +102,7 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
     from noisyor_bench.evaluation.recovery import match_patterns
     from noisyor_bench.experiments.rundir import load_posterior
     from noisyor_bench.infra.provenance import note_input
+    from noisyor_bench.reporting.acp.baselines import read_baselines
     from noisyor_bench.reporting.acp.figures import (
         PatternRow,
         plot_pattern_grid,
@@ -109,7 +110,6 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
         row_title,
     )
     from noisyor_bench.reporting.acp.recovery_tables import recovery_markdown, recovery_table
-    from noisyor_bench.reporting.baselines import read_baselines
     from noisyor_bench.reporting.collect import collect_runs, load_dataset_truth
     from noisyor_bench.reporting.tables import write_table
 

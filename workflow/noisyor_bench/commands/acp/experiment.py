@@ -41,7 +41,7 @@ def _spec(
     draw: int | None = None,
 ):
     """The RunSpec of one seed of the cell: search draw ``draw``, or a final run (``None``)."""
-    from noisyor_bench.experiments.runs import RunSpec
+    from noisyor_bench.experiments.acp.runs import RunSpec
     from noisyor_bench.inference.fitting import budget_from_mapping
     from noisyor_bench.inference.seeding import run_init_key
 
@@ -84,8 +84,8 @@ def _completed_draw(draw_dir: Path, hparams: dict[str, Any], init_key: str) -> d
 def cmd_search(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from noisyor_bench.experiments.runs import batch_groups, execute_run, execute_runs_batched
-    from noisyor_bench.experiments.search import best_draw
+    from noisyor_bench.experiments.acp.runs import batch_groups, execute_run, execute_runs_batched
+    from noisyor_bench.experiments.acp.search import best_draw
     from noisyor_bench.inference.training import NonFiniteLossError
     from noisyor_bench.infra.io import write_json_atomic, write_text_atomic
 
@@ -192,8 +192,8 @@ def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) ->
 
 
 def cmd_train_cell(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.acp.runs import batchable, execute_run, execute_runs_batched, headline
     from noisyor_bench.experiments.rundir import run_dir
-    from noisyor_bench.experiments.runs import batchable, execute_run, execute_runs_batched, headline
     from noisyor_bench.infra import provenance
     from noisyor_bench.infra.io import read_json
 

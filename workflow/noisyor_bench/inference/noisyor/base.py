@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 import torch
 
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
-from noisyor_bench.inference.registry import BOTH_MODES, METHOD_NAMES, method_info
+from noisyor_bench.inference.noisyor.registry import BOTH_MODES, METHOD_NAMES, method_info
 from noisyor_bench.inference.seeding import derive_init_seed
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.model import NoisyOR
@@ -49,7 +49,7 @@ class InferenceMethod(ABC):
     """Base class; subclasses set ``name`` and implement the abstract API.
 
     What the workflow knows about a method (``amortized``, the ``modes`` it exists in and
-    ``modes_reason``) is read from its entry in :data:`noisyor_bench.inference.registry.METHODS`
+    ``modes_reason``) is read from its entry in :data:`noisyor_bench.inference.noisyor.registry.METHODS`
     when the subclass is defined, so the registry is the one source of it.
     """
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from noisyor_bench.inference.fitting import config_budget_defaults
-from noisyor_bench.inference.registry import METHODS
+from noisyor_bench.inference.noisyor.registry import METHODS
 from noisyor_bench.infra.errors import ConfigError
 
 TOPICS_EXPERIMENT = "table5"

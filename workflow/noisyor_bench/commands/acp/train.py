@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from noisyor_bench.commands.arguments import json_argument
-from noisyor_bench.inference import registry as methods_pkg
 from noisyor_bench.inference.fitting import BUDGET_FIELDS, FitBudget
+from noisyor_bench.inference.noisyor import registry as methods_pkg
 from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.io import read_json
@@ -58,8 +58,8 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def spec_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~noisyor_bench.experiments.runs.RunSpec` described by the parsed arguments."""
-    from noisyor_bench.experiments.runs import RunSpec
+    """The :class:`~noisyor_bench.experiments.acp.runs.RunSpec` described by the parsed arguments."""
+    from noisyor_bench.experiments.acp.runs import RunSpec
 
     check_args(args)
     defaults = FitBudget()
@@ -95,8 +95,8 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.acp.runs import execute_run, headline
     from noisyor_bench.experiments.rundir import METRICS_FILE
-    from noisyor_bench.experiments.runs import execute_run, headline
 
     spec = spec_from_args(args)
     out = execute_run(spec)

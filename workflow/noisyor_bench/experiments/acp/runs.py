@@ -63,11 +63,11 @@ from noisyor_bench.experiments.rundir import (
     partial_dir,
     publish_run_dir,
 )
-from noisyor_bench.inference import registry as methods_pkg
-from noisyor_bench.inference.base import InferenceMethod
 from noisyor_bench.inference.convergence import Convergence, assess
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
-from noisyor_bench.inference.registry import NON_AMORTIZED
+from noisyor_bench.inference.noisyor import registry as methods_pkg
+from noisyor_bench.inference.noisyor.base import InferenceMethod
+from noisyor_bench.inference.noisyor.registry import NON_AMORTIZED
 from noisyor_bench.inference.seeding import derive_init_seed, stream_seed
 from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra import provenance
@@ -626,8 +626,8 @@ def batch_groups(specs: Sequence[RunSpec]) -> list[list[int]]:
     """Indices of ``specs`` grouped into batches :func:`execute_runs_batched` can train together
     (same cell, budget and shape-fixing hyperparameters, e.g. the search draws with one encoder
     size); a run that cannot be batched is a group of its own.  Groups in order of first index."""
-    from noisyor_bench.inference.amortized import parse_hparams
-    from noisyor_bench.inference.batched import SHARED_HPARAMS
+    from noisyor_bench.inference.noisyor.amortized import parse_hparams
+    from noisyor_bench.inference.noisyor.batched import SHARED_HPARAMS
 
     groups: dict[Any, list[int]] = {}
     for index, spec in enumerate(specs):
@@ -650,7 +650,7 @@ def batch_groups(specs: Sequence[RunSpec]) -> list[list[int]]:
 
 
 def execute_runs_batched(specs: Sequence[RunSpec]) -> list[Path | NonFiniteLossError]:
-    """Train ``specs`` as one batched computation (:func:`~noisyor_bench.inference.batched.fit_batched`),
+    """Train ``specs`` as one batched computation (:func:`~noisyor_bench.inference.noisyor.batched.fit_batched`),
     then evaluate and write each run's directory exactly as :func:`execute_run` does.
 
     The runs share the wall time of the batch: each records ``train_seconds`` = its share
@@ -658,7 +658,7 @@ def execute_runs_batched(specs: Sequence[RunSpec]) -> list[Path | NonFiniteLossE
     error (the others are written); the batch checkpoint (in the first run's working directory,
     keyed by every run's resume key) lets an interrupted batch resume.
     """
-    from noisyor_bench.inference.batched import SHARED_HPARAMS, fit_batched
+    from noisyor_bench.inference.noisyor.batched import SHARED_HPARAMS, fit_batched
 
     if not batchable(specs):
         raise ConfigError(

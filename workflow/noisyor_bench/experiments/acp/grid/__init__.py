@@ -3,7 +3,7 @@ with which budget and search draws.
 
 One grid, two kinds of cells: the synthetic experiments (this module: :class:`Cell`,
 :func:`cells`, ...) and the real-corpus experiments of the grid's ``text`` section
-(:mod:`noisyor_bench.experiments.grid.corpora`: :class:`~.corpora.CorpusCell`, ...).
+(:mod:`noisyor_bench.experiments.acp.grid.corpora`: :class:`~.corpora.CorpusCell`, ...).
 
 A *cell* is one (experiment, dataset, method, N_train) combination; it is trained once per
 seed with the hyperparameters chosen by the cell's random search.  The Snakefile builds its
@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from noisyor_bench.experiments.grid import corpora as corpora  # the grid's real-corpus cells (grid.corpora)
-from noisyor_bench.experiments.search import sample_hparams
+from noisyor_bench.experiments.acp.grid import (
+    corpora as corpora,  # the grid's real-corpus cells (grid.corpora)
+)
+from noisyor_bench.experiments.acp.search import sample_hparams
 from noisyor_bench.inference.fitting import config_budget_defaults
-from noisyor_bench.inference.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED, method_info
+from noisyor_bench.inference.noisyor.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED, method_info
 from noisyor_bench.infra.constants import (
     BASELINE_IW_SAMPLES,
     BASELINE_MAX_ROUNDS,
@@ -161,7 +163,7 @@ def seed_groups(cfg: Mapping[str, Any]) -> list[SeedGroup]:
 def single_seed_groups(cfg: Mapping[str, Any]) -> list[SeedGroup]:
     """The deterministic cells (:func:`is_deterministic_cell`), one group per first seed: rule
     ``train_cell_once`` trains them on that seed alone and takes precedence over the groups
-    above, whose patterns also match them (rules/training.smk)."""
+    above, whose patterns also match them (rules/acp_training.smk)."""
     by_seed: dict[int, list[Cell]] = {}
     for cell in deterministic_cells(cfg):
         by_seed.setdefault(seeds(cfg, cell.experiment, cell.dataset, cell.method)[0], []).append(cell)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from noisyor_bench.inference.amortized import AmortizedMethod, temperature
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.noisyor.amortized import AmortizedMethod, temperature
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.training import Trainer
 from noisyor_bench.models.noisyor.elbo import elbo

@@ -1,5 +1,5 @@
 """CLI: text corpora (NeurIPS titles, Reuters headlines), their training hyperparameters and PMI
-co-occurrence counts (rules/corpora.smk, rules/training.smk: corpus_hparams).
+co-occurrence counts (rules/acp_corpora.smk, rules/acp_training.smk: corpus_hparams).
 
 ``ingest-neurips`` / ``ingest-reuters`` write ``<out>.npz`` (binary x_*, ids_*; Reuters also
 y_*), ``<out stem>.vocab.txt`` (column order) and ``<out stem>.json`` (counts beside the
@@ -268,7 +268,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_corpus_hparams(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.corpus_hparams import hparams_record
+    from noisyor_bench.experiments.acp.corpus_hparams import hparams_record
     from noisyor_bench.infra import provenance
     from noisyor_bench.infra.io import write_json_atomic
 

@@ -116,7 +116,7 @@ def _dataset_provenance(args: argparse.Namespace, spec: Any, mirror: Path | None
 
 def cmd_plot_patterns(args: argparse.Namespace) -> int:
     from noisyor_bench.infra.provenance import note_input
-    from noisyor_bench.reporting.plots.patterns import plot_patterns
+    from noisyor_bench.reporting.acp.patterns import plot_patterns
 
     data = load_npz(args.dataset)
     note_input(sidecar_path(args.dataset), "dataset sidecar")

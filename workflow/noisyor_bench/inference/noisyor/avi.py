@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from noisyor_bench.inference.amortized import AmortizedMethod
+from noisyor_bench.inference.noisyor.amortized import AmortizedMethod
 from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.models.noisyor.sparse import ActiveSet
 

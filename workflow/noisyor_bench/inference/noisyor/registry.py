@@ -87,7 +87,7 @@ def method_info(name: str) -> MethodInfo:
 
 
 def get_method(name: str) -> type:
-    """The :class:`~noisyor_bench.inference.base.InferenceMethod` subclass registered under
+    """The :class:`~noisyor_bench.inference.noisyor.base.InferenceMethod` subclass registered under
     ``name`` (e.g. ``"acp"``), imported on first use (the registry itself never imports torch,
     nor the base class, which reads its identity from here)."""
     module_name, class_name = method_info(name).entry.split(":")

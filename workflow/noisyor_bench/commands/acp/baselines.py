@@ -1,6 +1,6 @@
 """CLI: ``noisyor-bench baselines`` -- reference scores of one dataset for the NELBO tables.
 
-Writes ``results/baselines/<dataset>.json`` (:func:`noisyor_bench.experiments.baselines.baselines_record`):
+Writes ``results/baselines/<dataset>.json`` (:func:`noisyor_bench.experiments.acp.baselines.baselines_record`):
 the independent-Bernoulli NLL of every ``--n-train`` value and, for synthetic data, the true
 model's exact / importance-weighted / per-datapoint-ELBO scores.  Its provenance sidecar
 ``<out>.prov.json`` is written by the CLI (``--out-json``).
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 def cmd_baselines(args: argparse.Namespace) -> int:
     from noisyor_bench.data.loading import has_truth, load_dataset
-    from noisyor_bench.experiments.baselines import baselines_record, true_model_scores
+    from noisyor_bench.experiments.acp.baselines import baselines_record, true_model_scores
     from noisyor_bench.infra.device import set_threads
     from noisyor_bench.infra.errors import ConfigError
     from noisyor_bench.infra.hashing import sha256_file

@@ -56,11 +56,11 @@ from typing import Any, ClassVar
 
 import torch
 
-from noisyor_bench.inference.base import Mode
-from noisyor_bench.inference.classical import ClassicalMethod, lap
-from noisyor_bench.inference.fitloop import FitLoop
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
-from noisyor_bench.inference.hparams import require
+from noisyor_bench.inference.noisyor.base import Mode
+from noisyor_bench.inference.noisyor.classical import ClassicalMethod, lap
+from noisyor_bench.inference.noisyor.fitloop import FitLoop
+from noisyor_bench.inference.noisyor.hparams import require
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.hashing import sha256_bytes
 from noisyor_bench.models.noisyor.jj_upper import UBRound, ub_optimize, ub_psi_marginal, ub_psi_prior

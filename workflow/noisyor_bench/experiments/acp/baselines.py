@@ -129,7 +129,7 @@ def true_model_scores(
 
     from noisyor_bench.data.loading import ground_truth, has_truth
     from noisyor_bench.evaluation.heldout import child_seeds, iw_log_likelihood, nelbo
-    from noisyor_bench.inference.lbcdi import LBCDI
+    from noisyor_bench.inference.noisyor.lbcdi import LBCDI
     from noisyor_bench.models.noisyor.exact import exact_posterior
 
     if not has_truth(data):

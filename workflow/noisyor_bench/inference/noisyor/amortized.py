@@ -37,9 +37,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from noisyor_bench.inference.base import InferenceMethod, Mode
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.noisyor.base import InferenceMethod, Mode
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.training import Trainer, validate_budget
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
@@ -275,9 +275,9 @@ class AmortizedMethod(InferenceMethod):
         """``model``: the ground truth in inference mode; in learning mode only its shape
         (D, K) is used.  ``encoder_input`` (:data:`ENCODER_INPUTS`): what the encoder reads;
         ``"x"`` (default) is the paper's method, the others make the encoder model-aware for
-        amortizing across models (:mod:`noisyor_bench.inference.crossmodel`).  Random streams (generative init, encoder init, shuffling, ELBO
+        amortizing across models (:mod:`noisyor_bench.inference.noisyor.crossmodel`).  Random streams (generative init, encoder init, shuffling, ELBO
         samples, validation samples) all derive from ``self.init_seed`` (``seed`` and
-        ``init_key``, see :class:`~noisyor_bench.inference.base.InferenceMethod`); the
+        ``init_key``, see :class:`~noisyor_bench.inference.noisyor.base.InferenceMethod`); the
         generative initialisation's stream name is shared with every other method, so AVI
         and ACP (and SVI, LB-CDI) of one (seed, init_key) start from the same theta.
         ``dtype`` (if given) overrides the ``dtype`` hyperparameter."""
@@ -387,7 +387,7 @@ class AmortizedMethod(InferenceMethod):
 
         ``active`` (the active entries of ``x``) selects the sparse computation.  ``uniforms``
         (L, N, K): the samples' uniform draws, given instead of drawn from ``generator`` (the
-        batched trainer, :mod:`noisyor_bench.inference.batched`).
+        batched trainer, :mod:`noisyor_bench.inference.noisyor.batched`).
         """
         model, logits = self.model_and_logits(x, active)
         return -elbo(model, x, logits, n_samples, temperature, generator, active=active, uniforms=uniforms)

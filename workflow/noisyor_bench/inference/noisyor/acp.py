@@ -19,7 +19,7 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from noisyor_bench.inference.amortized import AmortizedMethod
+from noisyor_bench.inference.noisyor.amortized import AmortizedMethod
 from noisyor_bench.models.noisyor.jj_upper import conjugate_posterior_logits
 from noisyor_bench.models.noisyor.model import NoisyOR
 from noisyor_bench.models.noisyor.sparse import ActiveSet, active_matmul, linear_at_active

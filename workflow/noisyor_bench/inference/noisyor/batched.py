@@ -6,7 +6,7 @@ training set, a validation set and an architecture -- the seeds of a grid cell, 
 search draws with the same encoder size -- as one computation: their parameters are
 stacked along a leading run axis and one step evaluates all R objectives with
 ``torch.func.vmap`` over ``functional_call`` of the single-run objective
-(:meth:`~noisyor_bench.inference.amortized.AmortizedMethod.batch_nelbo`, i.e. the one ELBO of
+(:meth:`~noisyor_bench.inference.noisyor.amortized.AmortizedMethod.batch_nelbo`, i.e. the one ELBO of
 eq. 16 and, for ACP, the one eq. 11), so no formula exists twice.
 
 Each run keeps everything a run alone would have (and :meth:`AmortizedMethod.fit` would
@@ -66,9 +66,14 @@ import torch
 from torch import nn
 from torch.func import functional_call, vmap
 
-from noisyor_bench.inference.amortized import AmortizedMethod, _as_binary, eval_chunk_rows, temperature
 from noisyor_bench.inference.convergence import Convergence, assess
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.noisyor.amortized import (
+    AmortizedMethod,
+    _as_binary,
+    eval_chunk_rows,
+    temperature,
+)
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.training import (
     CHECKPOINT_VERSION,

@@ -1,10 +1,10 @@
 """The base of the classical, per-datapoint methods SVI, LB-CDI and UB-CDI (paper Table 1).
 
-They share what AVI and ACP get from :class:`~noisyor_bench.inference.amortized.AmortizedMethod`:
+They share what AVI and ACP get from :class:`~noisyor_bench.inference.noisyor.amortized.AmortizedMethod`:
 hyperparameters merged into the method's ``DEFAULTS`` and checked
-(:mod:`noisyor_bench.inference.hparams`), the working dtype, the data check, the evaluation
+(:mod:`noisyor_bench.inference.noisyor.hparams`), the working dtype, the data check, the evaluation
 generator of the curve's Monte Carlo ELBO, and the epoch bookkeeping of a fit
-(:class:`~noisyor_bench.inference.fitloop.FitLoop`: curve, early stopping, checkpoint), whose
+(:class:`~noisyor_bench.inference.noisyor.fitloop.FitLoop`: curve, early stopping, checkpoint), whose
 outcome (best epoch, stop reason, convergence) every fit publishes the same way.  Each
 subclass keeps only its own optimisation: SVI's row-wise Adam on logits, LB-CDI's
 variational EM, UB-CDI's fixed-point rounds.
@@ -20,11 +20,11 @@ from typing import Any, ClassVar
 import torch
 
 from noisyor_bench.evaluation.heldout import elbo_of_q
-from noisyor_bench.inference.base import InferenceMethod, Mode, PosteriorProgress
 from noisyor_bench.inference.convergence import Convergence
-from noisyor_bench.inference.fitloop import FitLoop, clone_tensors, fingerprint
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
-from noisyor_bench.inference.hparams import resolve_hparams, torch_dtype
+from noisyor_bench.inference.noisyor.base import InferenceMethod, Mode, PosteriorProgress
+from noisyor_bench.inference.noisyor.fitloop import FitLoop, clone_tensors, fingerprint
+from noisyor_bench.inference.noisyor.hparams import resolve_hparams, torch_dtype
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.noisyor.generative import GenerativeModule, make_generative

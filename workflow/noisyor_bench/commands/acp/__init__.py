@@ -1,0 +1,1 @@
+"""The ACP paper's CLI subcommands (datasets, corpora, training, evaluation, aggregation)."""

@@ -1,0 +1,1 @@
+"""The ACP paper's protocol: its experiment grid, runs, searches and baselines."""
