@@ -1,8 +1,8 @@
-# noisyor-bench: regenerate every table and figure of "Amortized Inference of Variational
-# Bounds for Learning Noisy-OR". The science is in the package under workflow/; each rule is a
-# short call of the CLI subcommand of the same name (`-` -> `_`; rules/*.smk say where one
-# subcommand runs in several rules). The ACP paper's own rules: rules/acp_*.smk. Choose the
-# experiment grid with --config grid=smoke|quick|paper.
+# noisyor-bench: regenerate every table and figure of the registered papers (ACP, APE, aviPAM;
+# noisyor_bench.experiments.papers). The science is in the package under workflow/; each rule is a
+# short call of the CLI subcommand of the same name (`-` -> `_`). A paper's rules are its own
+# rules/<paper>*.smk files, included from its registry entry. Choose the experiment grid with
+# --config grid=smoke|quick|paper and the papers with --config 'papers=[...]'.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -16,25 +16,22 @@ report: "docs/captions/workflow.rst"
 
 include: "rules/common.smk"
 include: "rules/rawdata.smk"
-include: "rules/acp_datasets.smk"
-include: "rules/acp_corpora.smk"
-include: "rules/acp_training.smk"
-include: "rules/acp_synthetic.smk"
-include: "rules/acp_text.smk"
-include: "rules/ape_noisyor.smk"
-include: "rules/ape.smk"
-include: "rules/avipam.smk"
+
+
+for _paper_rules in papers.rules_files():
+
+    include: _paper_rules
+
+
 include: "rules/summary.smk"
 include: "rules/report.smk"
 
 
 # NAME_PATTERN (noisyor_bench.infra.constants) is also what the config validation requires of
 # dataset, corpus and experiment names, so no configured name can escape the results directory.
-# Methods: exactly the names of the registry (noisyor_bench.inference.noisyor.registry).
 wildcard_constraints:
     experiment=NAME_PATTERN,
     dataset=NAME_PATTERN,
-    method=wildcard_pattern(),
     n="[0-9]+",
 
 

@@ -3,9 +3,6 @@
 # t-SNE), from the runs of rule train_cell_corpus (rules/acp_training.smk). The grid is
 # grids.<g>.text (noisyor_bench.experiments.acp.grid.corpora). Each rule is named as the
 # noisyor-bench subcommand it runs (`-` -> `_`).
-REPORT_TOPICS = "Table 5: topics (NeurIPS titles)"  # subcategories of REPORT_TEXT
-REPORT_CLASSIFICATION = "Supplement 5.1: Reuters classification"
-REPORT_TSNE = "Supplement 5.1: t-SNE"
 
 
 rule table5:

@@ -2,6 +2,94 @@
 # data, encoder training, VI / NUTS on the test combinations, evaluation, Table 1, Figures 1-2 and
 # claims. The grid is grids.<grid>.ape (APE and helpers in rules/common.smk). Each rule is named
 # as the noisyor-bench subcommand it runs (`-` -> `_`).
+# The APE paper (rules/ape.smk): grids.<grid>.ape, validated with the rest of the config.
+APE = GRID.get("ape") or {}
+APE_SEEDS = list(APE.get("seeds") or [])
+APE_ENCODERS_ORDER = ("standard", "ape-naive", "ape-model-aware")
+
+
+def ape_datasets():
+    """APE datasets of the selected grid (empty when the paper is not selected)."""
+    return list(APE.get("datasets") or {}) if paper_selected("ape") else []
+
+
+def ape_raw_inputs(ds):
+    return raw_inputs("mdreviews-valid", "mdreviews-test", "mdreviews-vocab") if ds == "mdreviews" else []
+
+
+def ape_raw_stamps(ds):
+    return raw_stamps("mdreviews-valid", "mdreviews-test", "mdreviews-vocab") if ds == "mdreviews" else []
+
+
+def ape_encoder_dirs(ds, seed):
+    """method -> training run directory of every encoder of the dataset for one seed."""
+    section = APE["datasets"][ds]
+    pool = int(section["theta_pool"]["size"])
+    return {
+        m: R(f"runs/ape-train/{ds}/{m}/n{1 if m == 'standard' else pool}/seed{seed}")
+        for m in APE_ENCODERS_ORDER
+        if m in section["encoders"]
+    }
+
+
+def ape_nuts_files(ds, seed):
+    """The seed's NUTS run (metrics.json), or nothing when the grid runs no NUTS on ``ds``."""
+    nuts = APE["datasets"][ds].get("nuts") or {}
+    return (
+        [R(f"runs/ape-nuts/{ds}/nuts/n0/seed{seed}/metrics.json")]
+        if int(nuts.get("combinations", 0)) > 0
+        else []
+    )
+
+
+def ape_eval_files(ds=None):
+    """Evaluation metrics.json of every (dataset, seed), or of one dataset."""
+    return [
+        R(f"runs/ape-eval/{d}/seed{s}/metrics.json")
+        for d in ape_datasets()
+        if ds in (None, d)
+        for s in APE_SEEDS
+    ]
+
+
+def ape_run_files(experiment):
+    """metrics.json of the APE runs with a convergence verdict: ape-train (encoders), ape-vi."""
+    if experiment == "ape-train":
+        return [
+            f"{d}/metrics.json"
+            for ds in ape_datasets()
+            for s in APE_SEEDS
+            for d in ape_encoder_dirs(ds, s).values()
+        ]
+    if experiment == "ape-vi":
+        return [R(f"runs/ape-vi/{ds}/vi/n0/seed{s}/metrics.json") for ds in ape_datasets() for s in APE_SEEDS]
+    return []
+
+
+def ape_targets():
+    """The APE paper's tables, figures and claims (empty when not selected)."""
+    datasets = ape_datasets()
+    if not datasets or not APE_SEEDS:
+        return []
+    targets = [R("tables/ape_table1.csv"), R("tables/ape_table1.md"), R("tables/claims_ape.md")]
+    targets += [R(f"figures/ape_fig1_{side}_{ds}.png") for ds in datasets for side in ("left", "right")]
+    if "toybars" in datasets:
+        targets.append(R("figures/ape_fig2.png"))
+    return targets
+
+
+def ape_convergence_runs():
+    return {e: ape_run_files(e) for e in ("ape-train", "ape-vi")} if ape_targets() else {}
+
+
+paper_hooks(
+    "ape",
+    ape_targets,
+    lambda: [R("tables/claims_ape.csv")] if ape_targets() else [],
+    ape_convergence_runs,
+)
+
+
 REPORT_APE = "APE: Table 1, Figures 1-2 (Zhang & Hughes)"
 
 table_view(

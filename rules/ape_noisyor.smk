@@ -2,6 +2,58 @@
 # amortized across many noisy-OR models (grids.<grid>.ape_noisyor), ranked on unseen ones against
 # the exact log-likelihood. Each rule is named as the noisyor-bench subcommand it runs.
 # Helpers (targets, run files, the settings APE_NOISYOR): rules/common.smk.
+# ---------------------------------------------------------------------------------------
+# APE's question on noisy-OR (rules/ape_noisyor.smk, docs/ape_noisyor.md): grids.<g>.ape_noisyor.
+APE_NOISYOR = GRID.get("ape_noisyor", {})
+REPORT_APE_NOISYOR = "APE on noisy-OR (beyond the paper)"
+
+
+def ape_noisyor_families():
+    return list(APE_NOISYOR.get("families", {})) if paper_selected("ape_noisyor") else []
+
+
+def ape_noisyor_run(family, method, seed):
+    n = APE_NOISYOR["problems"]["train"]
+    return R(f"runs/ape-noisyor/{family}/{method}/n{n}/seed{seed}/metrics.json")
+
+
+def ape_noisyor_run_files():
+    """metrics.json of every encoder seed and every per-datapoint baseline (seed 0: deterministic)."""
+    files = []
+    for family in ape_noisyor_families():
+        for encoder in APE_NOISYOR["encoders"]:
+            files += [ape_noisyor_run(family, encoder, s) for s in APE_NOISYOR["seeds"]]
+        files += [ape_noisyor_run(family, b, 0) for b in APE_NOISYOR.get("baselines", [])]
+    return files
+
+
+def ape_noisyor_targets():
+    if not ape_noisyor_families():
+        return []
+    return [R("tables/ape_noisyor.csv"), R("tables/ape_noisyor.md"), R("figures/ape_noisyor.png")]
+
+
+def ape_noisyor_claim_tables():
+    return [R("tables/claims_ape_noisyor.csv")] if ape_noisyor_families() else []
+
+
+def ape_noisyor_runs_dir(metrics_json):
+    """<results>/runs from a run's metrics.json (runs/ape-noisyor/<family>/<method>/n<N>/seed<s>/)."""
+    return str(Path(metrics_json).parents[5])
+
+
+def _ape_noisyor_pattern(names):
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
+paper_hooks(
+    "ape_noisyor",
+    ape_noisyor_targets,
+    ape_noisyor_claim_tables,
+    lambda: {"ape-noisyor": ape_noisyor_run_files()} if ape_noisyor_families() else {},
+)
+
+
 table_view(R("tables/ape_noisyor.csv"), "ape_noisyor_table", REPORT_APE_NOISYOR, "APE on noisy-OR (table)")
 
 

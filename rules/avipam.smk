@@ -2,6 +2,115 @@
 # seed, NPMI reference counts, Tables 1-4, the collapse study (Figs. 2-3) and the claims. The grid
 # is grids.<g>.avipam (noisyor_bench.experiments.avipam.cells). Each rule is named as the
 # noisyor-bench subcommand it runs (`-` -> `_`).
+# The aviPAM paper (rules/avipam.smk; grids.<g>.avipam, noisyor_bench.experiments.avipam.cells).
+from noisyor_bench.experiments.avipam import cells as avipam_cells
+
+AVIPAM = avipam_cells.section(config)
+AVIPAM_CELLS = {c.path: c for c in avipam_cells.all_cells(AVIPAM)}
+AVIPAM_RAW = {
+    "20news": ("20news-train-feat", "20news-test-feat", "20news-vocab"),
+    "nips": ("neurips-papers-csv", "nltk-wordnet", "nltk-stopwords"),
+    "mnist": ("mnist-test-images", "mnist-test-labels"),
+}
+AVIPAM_DATA_ARGS = {
+    "nips": config["corpora"].get("avipam-nips", {}),
+    "mnist": config["corpora"].get("avipam-mnist", {}),
+}
+AVIPAM_TABLES = ("table1", "table2", "table3", "table4")
+REPORT_AVIPAM = "aviPAM: Tables 1-4, collapse study (Figs. 2-3)"
+
+
+def avipam_run_files(cells, files=("metrics.json",)):
+    return [R(f"runs/{c.path}/{f}") for c in cells for f in files]
+
+
+def avipam_table_runs():
+    return avipam_run_files(
+        [c for e in avipam_cells.TABLE_EXPERIMENTS for c in avipam_cells.table_cells(AVIPAM, e)],
+        ("metrics.json", "topics.npz"),
+    )
+
+
+def avipam_collapse_runs():
+    return avipam_run_files(avipam_cells.collapse_cells(AVIPAM), ("metrics.json", "topics.npz"))
+
+
+def avipam_npmi_inputs(corpora):
+    """NPMI reference counts (external Wikipedia, internal held-out) of the text corpora among ``corpora``."""
+    return [
+        R(f"avipam/npmi/{c}-{ref}.npz")
+        for c in corpora
+        if c in avipam_cells.TEXT_CORPORA
+        for ref in ("external", "internal")
+    ]
+
+
+def avipam_table_corpora():
+    return sorted(
+        {c.corpus for e in avipam_cells.TABLE_EXPERIMENTS for c in avipam_cells.table_cells(AVIPAM, e)}
+    )
+
+
+def avipam_collapse_corpora():
+    return sorted({c.corpus for c in avipam_cells.collapse_cells(AVIPAM)})
+
+
+def avipam_settings(wildcards):
+    path = (
+        f"avipam-{wildcards.aexp}/{wildcards.corpus}/{wildcards.amethod}/n{wildcards.n}/seed{wildcards.seed}"
+    )
+    try:
+        cell = AVIPAM_CELLS[path]
+    except KeyError:
+        raise WorkflowError(f"runs/{path} is not a run of grids.{config['grid']}.avipam") from None
+    return json_param(avipam_cells.cell_settings(AVIPAM, cell))
+
+
+def avipam_data_args(wildcards):
+    args = AVIPAM_DATA_ARGS.get(wildcards.corpus) or {}
+    return " ".join(f"--{k.replace('_', '-')} {v}" for k, v in sorted(args.items()))
+
+
+def avipam_targets():
+    """The aviPAM paper's tables, figures and claims (rule all)."""
+    if not AVIPAM:
+        return []
+    targets = []
+    if avipam_table_runs():
+        targets += [R(f"tables/avipam_{t}.{ext}") for t in AVIPAM_TABLES for ext in ("csv", "md")]
+        targets += [R("tables/avipam_npmi_runs.csv")]
+    if avipam_collapse_runs():
+        targets += [
+            R("tables/avipam_collapse.csv"),
+            R("tables/avipam_collapse.md"),
+            R("figures/avipam_collapse.png"),
+        ]
+        targets += [R("figures/avipam_fig2_topics.png")]
+    return targets + [R("tables/claims_avipam.csv"), R("tables/claims_avipam.md")]
+
+
+def avipam_claim_inputs():
+    tables = [R(f"tables/avipam_{t}.csv") for t in AVIPAM_TABLES] if avipam_table_runs() else []
+    return tables + ([R("tables/avipam_collapse.csv")] if avipam_collapse_runs() else [])
+
+
+def avipam_experiments():
+    """Run experiments of the grid (convergence tables)."""
+    return sorted({c.run_experiment for c in AVIPAM_CELLS.values()})
+
+
+def avipam_experiment_runs(experiment):
+    return avipam_run_files([c for c in AVIPAM_CELLS.values() if c.run_experiment == experiment])
+
+
+paper_hooks(
+    "avipam",
+    avipam_targets,
+    lambda: [R("tables/claims_avipam.csv")] if AVIPAM else [],
+    lambda: {e: avipam_experiment_runs(e) for e in avipam_experiments()},
+)
+
+
 for _t in AVIPAM_TABLES:
     table_view(
         R(f"tables/avipam_{_t}.csv"),

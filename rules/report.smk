@@ -5,42 +5,30 @@
 # `table_html_<table>`.
 
 
+def software_commit():
+    """The code's git commit (+dirty), a param of the software page so a new commit rewrites it."""
+    from noisyor_bench.infra.provenance import code_version
+
+    code = code_version()
+    state = "with uncommitted changes" if code.get("dirty") else "clean"
+    return f"{code.get('commit')} ({state})"
+
+
+def runtime_targets():
+    """Outputs of runtime_table (rules/report.smk), which rule all builds after every other artifact."""
+    tables = [
+        R("tables/runtime.csv"),
+        R("tables/runtime.md"),
+        R("tables/runtime_jobs.csv"),
+        R("figures/runtime.png"),
+    ]
+    return tables + table_view_targets(tables)
+
+
 # Tables in the report: each is shown as its HTML view (tables/<name>.html, written next to the
 # CSV by `noisyor-bench table-html`; the CSV is a download link inside the view). One line per
 # table: table_view(<CSV path or pattern>, <caption>, <category>, <label>[, <subcategory>]); a
 # table gets its view when its CSV or .md is among the grid's targets (table_view_targets).
-table_view(
-    R("tables/datasets.csv"), "datasets_table", REPORT_DATASETS, "Tables 2-3: dataset parameters, sparsity"
-)
-table_view(R("tables/fig3a.csv"), "fig3a", REPORT_INFERENCE, "Fig. 3a: NELBO, F1, exact match (table)")
-table_view(
-    R("tables/{experiment}_recovery.csv"),
-    "recovery",
-    REPORT_RECOVERY,
-    lambda w: f"{recovery_artifact(w)} (patterns recovered, table)",
-)
-table_view(R("tables/fig5.csv"), "fig5", REPORT_GENERATIVE, "Fig. 5 (numbers, table)")
-table_view(R("tables/table4.csv"), "table4", REPORT_GENERATIVE, "Table 4: NELBO, SYN-RANDOM D=500 K=100")
-table_view(R("tables/table5.csv"), "table5", REPORT_TEXT, "Table 5: top words and PMI", REPORT_TOPICS)
-table_view(
-    R("tables/classification.csv"),
-    "classification",
-    REPORT_TEXT,
-    "Supp. Fig. 3 (numbers, table)",
-    REPORT_CLASSIFICATION,
-)
-table_view(
-    R("tables/tsne.csv"), "tsne_table", REPORT_TEXT, "Supp. Figs. 4-6: 5-NN accuracy (table)", REPORT_TSNE
-)
-table_view(
-    R("tables/fig3a_sensitivity.csv"),
-    "fig3a_sensitivity",
-    REPORT_INFERENCE,
-    "Fig. 3a sensitivity: SVI/LB-CDI vs per-datapoint steps (table)",
-)
-table_view(
-    R("tables/ablation_acp_sg.csv"), "ablation", REPORT_ABLATION, "ACP vs ACP-SG, paired by seed (table)"
-)
 table_view(R("tables/claims.csv"), "claims", REPORT_CLAIMS, "Verdict per paper claim (table)")
 table_view(
     R("tables/comparison.csv"),

@@ -168,3 +168,95 @@ def test_generated_block_round_trip() -> None:
     new = graph.replace_block(text, "new\n")
     assert graph.generated_block(new) == "new\n"
     assert new.startswith("intro\n") and new.endswith(f"{graph.END}\noutro\n")
+
+
+# ------------------------------------------------------------------------- papers as units of code
+# Science by model family (models/<family>/, inference/<family>/), protocol by paper
+# (experiments/<paper>/, reporting/<paper>/, commands/<paper>[.py]): a paper's folder is found by
+# its registry id (noisyor_bench.experiments.papers.REGISTERED, read here from the source).
+PROTOCOL_LAYERS = ("experiments", "reporting", "commands")
+
+# Imports of a paper's folder by generic code, and of one paper by another, with why and the fix.
+# Keep both empty: generic code reaches a paper through its registry entry, by name.
+KNOWN_GENERIC_TO_PAPER: dict[tuple[str, str], str] = {}
+KNOWN_PAPER_TO_PAPER: dict[tuple[str, str], str] = {}
+
+
+def registered_papers() -> tuple[str, ...]:
+    import ast
+
+    tree = ast.parse((PACKAGE / "experiments" / "papers.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "REGISTERED":
+            return tuple(ast.literal_eval(node.value))
+    raise AssertionError("experiments/papers.py defines no REGISTERED tuple")
+
+
+def paper_of_module(module: str, paper_ids: tuple[str, ...]) -> str | None:
+    """The paper whose folder holds a dotted module (``noisyor_bench.reporting.ape.claims`` -> ape)."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] in PROTOCOL_LAYERS and parts[2] in paper_ids:
+        return parts[2]
+    return None
+
+
+def _paper_imports(imports, paper_ids):
+    generic, crossing = set(), set()
+    for i in imports:
+        mine, theirs = paper_of_module(i.importer, paper_ids), paper_of_module(i.imported, paper_ids)
+        if theirs is None or mine == theirs:
+            continue
+        (generic if mine is None else crossing).add((i.importer, i.imported, f"{i.path}:{i.line}"))
+    return generic, crossing
+
+
+def test_every_registered_paper_has_its_folders() -> None:
+    for paper in registered_papers():
+        entry = PACKAGE / "experiments" / paper / "paper.py"
+        assert entry.is_file(), f"paper {paper!r} is registered but {entry.relative_to(REPO)} is missing"
+        assert (REPO / "rules").glob(f"{paper}*.smk"), f"paper {paper!r} has no rules/{paper}*.smk"
+
+
+def test_generic_code_never_imports_a_paper(parsed) -> None:
+    """Code at a layer root (or of a model family) reaches a paper only through the registry."""
+    _, imports = parsed
+    generic, _ = _paper_imports(imports, registered_papers())
+    new = sorted(f"{where}: {a} imports {b}" for a, b, where in generic if (a, b) not in KNOWN_GENERIC_TO_PAPER)
+    stale = _report("generic-to-paper import", KNOWN_GENERIC_TO_PAPER, {(a, b) for a, b, _ in generic})
+    assert not new, "generic code importing a paper's folder:\n" + "\n".join(new)
+    assert not stale, "KNOWN_GENERIC_TO_PAPER entries that no longer occur (delete them):\n" + "\n".join(stale)
+
+
+def test_no_paper_imports_another(parsed) -> None:
+    _, imports = parsed
+    _, crossing = _paper_imports(imports, registered_papers())
+    new = sorted(f"{where}: {a} imports {b}" for a, b, where in crossing if (a, b) not in KNOWN_PAPER_TO_PAPER)
+    stale = _report("paper-to-paper import", KNOWN_PAPER_TO_PAPER, {(a, b) for a, b, _ in crossing})
+    assert not new, "a paper importing another paper's folder:\n" + "\n".join(new)
+    assert not stale, "KNOWN_PAPER_TO_PAPER entries that no longer occur (delete them):\n" + "\n".join(stale)
+
+
+def test_paper_ids_live_only_in_their_papers_files() -> None:
+    """Outside a paper's own files (its folders, rules/<paper>*.smk) a paper id appears as a quoted
+    string only in the registry: shared code and rules never branch on a paper.  The science
+    layers (models, data, evaluation, inference) are by model family, not by paper, and name
+    methods and models, some of which share a paper's name (the method ``acp``, the model aviPAM)."""
+    import re
+
+    ids = registered_papers()
+    quoted = re.compile("|".join(rf"['\"]{re.escape(p)}['\"]" for p in ids))
+    offenders = []
+    science = ("models", "data", "evaluation", "inference")
+    shared = [p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in science]
+    for path in sorted([*shared, *(REPO / "rules").glob("*.smk"), REPO / "Snakefile"]):
+        rel = path.relative_to(REPO)
+        parts = path.relative_to(PACKAGE).parts if path.is_relative_to(PACKAGE) else ()
+        own = (len(parts) > 1 and parts[0] in PROTOCOL_LAYERS and Path(parts[1]).stem in ids) or any(
+            path.name.startswith(p) and path.suffix == ".smk" for p in ids
+        )
+        if own or rel.as_posix() == "workflow/noisyor_bench/experiments/papers.py":
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if quoted.search(line):
+                offenders.append(f"{rel}:{n}: {line.strip()}")
+    assert not offenders, "paper ids outside the registry and the papers' own files:\n" + "\n".join(offenders)

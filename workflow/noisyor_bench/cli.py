@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from noisyor_bench import commands
+from noisyor_bench.experiments import papers
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import UserError
 from noisyor_bench.infra.version import __version__
@@ -20,7 +21,9 @@ log = logging.getLogger("noisyor_bench")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="noisyor-bench",
-        description="Reproduce 'Amortized Inference of Variational Bounds for Learning Noisy-OR'.",
+        description="Reproduce the registered papers' tables, figures and claims: "
+        + "; ".join(f"{p.id}: {p.title}" for p in papers.papers())
+        + ". Every workflow step runs here without Snakemake too.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")

@@ -25,13 +25,12 @@ def _override(text: str) -> tuple[str, object]:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.acp.grid import active_grid
-    from noisyor_bench.experiments.config import budget_warnings, load_config
+    from noisyor_bench.experiments.config import config_warnings, load_config
 
     cfg = load_config(args.config, dict(_override(item) for item in args.set or []))
-    for warning in budget_warnings(cfg):
+    for warning in config_warnings(cfg):
         print(f"warning: {warning}", file=sys.stderr)
-    selected = active_grid(cfg)
+    selected = cfg["grids"][cfg["grid"]]
     print(
         f"{args.config}: valid (grid {cfg['grid']}: {len(selected.get('datasets', []))} datasets, "
         f"{len(selected.get('experiments') or {})} experiments; results_dir {cfg['results_dir']})"

@@ -18,11 +18,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from noisyor_bench.inference.noisyor.registry import METHOD_NAMES
+from noisyor_bench.experiments import papers
 from noisyor_bench.infra.errors import ConfigError
-
-# The papers this workflow reproduces (config key `papers`; the schema's enum lists the same).
-PAPERS = ("acp", "ape", "avipam")
 
 
 def load_yaml(path: str | os.PathLike[str]) -> Any:
@@ -49,15 +46,20 @@ def yaml_error_message(path: str | os.PathLike[str], err: yaml.YAMLError) -> str
 
 
 def schema() -> dict[str, Any]:
-    """The config schema, its method enums taken from the registry (one list of methods)."""
-    from noisyor_bench.experiments.acp.grid.corpora import corpus_methods
-
+    """The config schema: the ``papers`` enum from the paper registry, the papers' own enums
+    (e.g. method names) filled in by their config checks (``adjust_schema``)."""
     text = (
         resources.files("noisyor_bench.experiments").joinpath("schemas/config.schema.yaml").read_text("utf-8")
     )
     loaded = yaml.safe_load(text)
-    loaded["$defs"]["method"]["enum"] = list(METHOD_NAMES)
-    loaded["$defs"]["corpus_method"]["enum"] = list(corpus_methods())
+    loaded["properties"]["papers"]["items"]["enum"] = list(papers.ids())
+    loaded["properties"]["papers"]["description"] = "which papers `rule all` reproduces: " + ", ".join(
+        f"{p.id} ({p.name})" for p in papers.papers()
+    )
+    for paper in papers.papers():
+        adjust = papers.config_check(paper, "adjust_schema")
+        if adjust is not None:
+            adjust(loaded)
     return loaded
 
 
@@ -134,7 +136,7 @@ def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
     cfg = copy.deepcopy(rename_deprecated_keys(config))
     cfg.setdefault("results_dir", "results")
     cfg.setdefault("raw_data_dir", None)
-    cfg.setdefault("papers", list(PAPERS))
+    cfg.setdefault("papers", list(papers.ids()))
     validator_cls = jsonschema.validators.validator_for(schema())
     validator = validator_cls(schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
@@ -160,37 +162,16 @@ def validate_dataset_spec(name: str, spec: Any, where: str) -> None:
         raise ConfigError(f"{where}: invalid dataset entry:\n  {lines}")
 
 
-def budget_warnings(cfg: Mapping[str, Any]) -> list[str]:
-    """Schema-valid but absurd budgets of the active grid, each naming the keys.
+def config_warnings(cfg: Mapping[str, Any]) -> list[str]:
+    """Schema-valid but doubtful settings of the selected papers (each paper's ``warnings``
+    check), one line each naming the keys."""
+    found: list[str] = []
+    for paper in papers.selected(cfg["papers"]):
+        check = papers.config_check(paper, "warnings")
+        if check is not None:
+            found += check(cfg)
+    return found
 
-    patience (in evaluations) not below max_epochs / eval_every: early stopping can never
-    trigger; batch_size above N_train: every epoch is one full batch.
-    """
-    from noisyor_bench.experiments.acp.grid import budget, cells
-
-    where = f"grids.{cfg['grid']}"
-    found: dict[tuple[str, str], list[str]] = {}  # (experiment, problem) -> cells, one line each
-    for cell in cells(cfg):
-        b = budget(cfg, cell)
-        evaluations = b["max_epochs"] // max(1, b.get("eval_every", 1))
-        if b["patience"] >= evaluations:
-            problem = (
-                f"budget patience = {b['patience']} is not below max_epochs / eval_every = {evaluations} "
-                "evaluations: early stopping can never trigger"
-            )
-            found.setdefault((cell.experiment, problem), []).append(f"{cell.method} n{cell.n_train}")
-        if 0 < cell.n_train < b["batch_size"]:
-            problem = f"budget batch_size = {b['batch_size']} exceeds N_train (the training set): one full batch per epoch"
-            found.setdefault((cell.experiment, problem), []).append(f"{cell.method} n{cell.n_train}")
-    return [
-        f"{where}.experiments.{exp}: {problem} ({', '.join(cells_)})"
-        for (exp, problem), cells_ in found.items()
-    ]
-
-
-def training_pools(cfg: Mapping[str, Any]) -> dict[str, int]:
-    """Rows available for training per dataset (runs take the first N_train of them)."""
-    return {name: int(spec["n_train_pool"]) for name, spec in cfg["datasets"].items()}
 
 
 def check_name(value: Any, where: str) -> None:
@@ -206,40 +187,16 @@ def check_name(value: Any, where: str) -> None:
         )
 
 
-def _check_names(cfg: Mapping[str, Any]) -> None:
-    """Dataset, corpus and experiment names (the rules' wildcards) stay inside results_dir."""
-    for name in cfg["datasets"]:
-        check_name(name, f"datasets.{name}")
-    for name in cfg.get("corpora") or {}:
-        check_name(name, f"corpora.{name}")
-    for gname, grid_ in cfg["grids"].items():
-        for ename in grid_.get("experiments") or {}:
-            check_name(ename, f"grids.{gname}.experiments.{ename}")
-
 
 def _check_cross_references(cfg: Mapping[str, Any]) -> None:
-    from noisyor_bench.experiments.acp.grid import validate_grid
-
-    _check_names(cfg)
-
+    """The checks the schema cannot express: the grid exists, and each paper's own checks."""
     grids = cfg["grids"]
     if cfg["grid"] not in grids:
         raise ConfigError(f"grid: {cfg['grid']!r} is not defined; allowed values: {sorted(grids)}")
-    for gname, grid_ in grids.items():
-        for ds in grid_.get("datasets", []):
-            if ds not in cfg["datasets"]:
-                raise ConfigError(
-                    f"grids.{gname}.datasets: unknown dataset {ds!r}; allowed values: {sorted(cfg['datasets'])}"
-                )
-    unknown = sorted(set(cfg.get("search_spaces") or {}) - set(METHOD_NAMES))
-    if unknown:
-        raise ConfigError(
-            f"search_spaces: unknown method(s) {', '.join(map(repr, unknown))}; allowed values: {list(METHOD_NAMES)}"
-        )
-    validate_grid(cfg, METHOD_NAMES, training_pools(cfg))
-    from noisyor_bench.experiments.acp.grid.corpora import validate_corpus_grid
-
-    validate_corpus_grid(cfg)
+    for paper in papers.papers():
+        check = papers.config_check(paper, "validate")
+        if check is not None:
+            check(cfg)
 
 
 def load_config(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:

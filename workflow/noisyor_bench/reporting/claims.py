@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from noisyor_bench.experiments import papers
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
 from noisyor_bench.reporting.statistics import CI_LEVEL
@@ -61,18 +62,19 @@ BUDGET_RULE = (
 )
 
 
-# The papers whose claims share one table, in the order the table lists them.
-PAPER_TITLES = {
-    "acp": "ACP: Amortized Inference of Variational Bounds for Learning Noisy-OR",
-    "ape": "APE: Rapid Model Comparison by Amortizing Across Models",
-    "avipam": "aviPAM: Variational Inference in Pachinko Allocation Machines",
-}
+def paper_titles() -> dict[str, str]:
+    """paper id -> section title of the claims table, in registry order (the order of the table);
+    a study of ours beyond the papers says so in its title."""
+    return {
+        p.id: f"{'Beyond the papers: ' if p.beyond_the_papers else ''}{p.name}: {p.title}"
+        for p in papers.papers()
+    }
 
 
 def paper_of(claim_id: str) -> str:
-    """The paper of a claim id: ``ape-...`` and ``avipam-...`` name theirs; the ACP ids predate the prefix."""
-    prefix = claim_id.split("-", 1)[0]
-    return prefix if prefix in PAPER_TITLES and prefix != "acp" else "acp"
+    """The paper of a claim id, by its registered prefix (:func:`noisyor_bench.experiments.papers.paper_of_claim`);
+    an id with no registered prefix is an error, never filed under a paper by default."""
+    return papers.paper_of_claim(claim_id)
 
 
 @dataclass(frozen=True)
@@ -87,13 +89,13 @@ class Claim:
     rule: str
     statistical_verdict: str = ""  # the verdict of the statistics alone (differs when budget-limited)
     evidence: str = ""  # runs converged and cells below the independent baseline among the rows read
-    paper: str = ""  # acp | ape | avipam; empty: read from the claim id's prefix (paper_of)
+    paper: str = ""  # a registered paper id; empty: read from the claim id's prefix (paper_of)
 
     def __post_init__(self) -> None:
         if not self.paper:
             object.__setattr__(self, "paper", paper_of(self.claim_id))
-        if self.paper not in PAPER_TITLES:
-            raise ValueError(f"claim {self.claim_id}: paper {self.paper!r} not in {sorted(PAPER_TITLES)}")
+        if self.paper not in papers.ids():
+            raise ValueError(f"claim {self.claim_id}: paper {self.paper!r} not in {list(papers.ids())}")
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim {self.claim_id}: verdict {self.verdict!r} not in {VERDICTS}")
         if self.statistical_verdict not in ("", *STATISTICAL_VERDICTS):
@@ -121,10 +123,14 @@ def write_claims(
     frame = pd.DataFrame([asdict(c) for c in claims], columns=CLAIM_COLUMNS)
     write_text_atomic(path, frame.to_csv(index=False, lineterminator="\n"))
     if md_path is not None:
-        counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
+        beyond = {p.id for p in papers.papers() if p.beyond_the_papers}
+        of_papers = [c for c in claims if c.paper not in beyond]
+        counts = {v: sum(c.verdict == v for c in of_papers) for v in VERDICTS}
         summary = ", ".join(f"{n} {v}" for v, n in counts.items())
+        if len(of_papers) < len(claims):
+            summary += f"; and {len(claims) - len(of_papers)} claims of our studies beyond the papers"
         sections = []
-        for paper, paper_title in PAPER_TITLES.items():
+        for paper, paper_title in paper_titles().items():
             mine = [c for c in claims if c.paper == paper]
             if not mine:
                 continue
@@ -159,7 +165,7 @@ def write_claims(
                 )
             )
         text = (
-            f"# {title}\n\n{len(claims)} claims: {summary}.\n\n"
+            f"# {title}\n\n{len(of_papers)} claims: {summary}.\n\n"
             "budget-limited: the evidence includes runs stopped by their epoch limit while still improving, "
             "or cells worse than their reference baseline (noisy-OR learning: the independent-Bernoulli model); "
             "'statistical verdict' is "

@@ -1,19 +1,16 @@
 """How tables and figures name, order and draw the methods: thin views of the method registry.
 
-:mod:`noisyor_bench.inference.noisyor.registry` is the one list of ACP's methods; APE's and aviPAM's
-display names live in their papers' label modules (:mod:`noisyor_bench.reporting.ape.labels`,
-:mod:`noisyor_bench.reporting.avipam.labels`), chosen by the experiment id's prefix.  This module
+:mod:`noisyor_bench.inference.noisyor.registry` is the one list of ACP's methods; the other papers'
+display names come from their registry entries' labellers (:mod:`noisyor_bench.experiments.papers`,
+``Paper.labeller``), chosen by the experiment id (``Paper.run_kinds``).  This module
 only adds the fallbacks reporting needs for names that are not methods (reference rows such as
 ``indep-bernoulli``): an upper-cased label, the last position, a grey line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from noisyor_bench.experiments import papers
 from noisyor_bench.inference.noisyor.registry import METHOD_NAMES, METHODS, display_order, method_info
-from noisyor_bench.reporting.ape.labels import ape_method_label
-from noisyor_bench.reporting.avipam.labels import avipam_method_label
 
 DETERMINISTIC_IN_INFERENCE: tuple[str, ...] = tuple(m.name for m in METHODS if m.deterministic_in_inference)
 """Methods whose inference-mode posterior is a deterministic optimisation on the held-out rows
@@ -23,20 +20,13 @@ FALLBACK_COLOUR = "#555555"
 FALLBACK_MARKER = "o"
 
 
-PAPER_LABELS: dict[str, Callable[[str, str], str | None]] = {
-    "ape": ape_method_label,  # experiments ape-train, ape-vi, ape-eval, ape-noisyor, ...
-    "avipam": avipam_method_label,  # experiments avipam-small, avipam-large, avipam-collapse
-}
-"""Experiment-id prefix (``<paper>-``) -> that paper's labeller (None for ids it does not name)."""
-
-
 def method_label(method: str, experiment: str = "") -> str:
     """The paper's display name of a method id: for an experiment of APE or aviPAM
     (``ape-train``, ``avipam-small``, ...) that paper's own name (``ape-model-aware`` ->
     ``APE (model-aware)``, ``avipam-pam4`` -> ``aviPAM 4-PAM``); otherwise the registry's
     (ACP: ``lb-cdi`` -> ``LB-CDI``); anything else upper-cased."""
-    labeller = PAPER_LABELS.get(experiment.split("-", 1)[0]) if isinstance(experiment, str) else None
-    label = labeller(method, experiment) if labeller is not None else None
+    paper = papers.paper_of_experiment(experiment) if isinstance(experiment, str) and experiment else None
+    label = paper.method_label(method, experiment) if paper is not None else None
     if label is not None:
         return label
     return method_info(method).label if method in METHOD_NAMES else method.upper()

@@ -7,33 +7,22 @@ written down; tables, claims and the dataset table (paper sparsities) read them 
 
 from __future__ import annotations
 
-import copy
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
-import yaml
+from noisyor_bench.experiments import papers
 
-
-@lru_cache(maxsize=1)
-def _paper_numbers_cached() -> dict[str, Any]:
-    text = (
-        resources.files("noisyor_bench.reporting.acp")
-        .joinpath("paper_numbers.yaml")
-        .read_text(encoding="utf-8")
-    )
-    return yaml.safe_load(text)
+PAPER = "acp"
 
 
 def paper_numbers() -> dict[str, Any]:
     """The paper's reported numbers (package data ``paper_numbers.yaml``); a fresh copy."""
-    return copy.deepcopy(_paper_numbers_cached())
+    return papers.paper_numbers(PAPER)
 
 
 def paper_sparsity(dataset: str) -> float | None:
     """The sparsity (percent of zeros in ``x``) the paper reports for ``dataset`` in its Table 2
     (SYN-PATTERN, MULTI-MNIST) or Table 3 (SYN-RANDOM rows); ``None`` for other datasets."""
-    numbers = _paper_numbers_cached()
+    numbers = paper_numbers()
     for block in ("table2", "table3"):
         for row in numbers[block]["rows"]:
             if row["dataset"] == dataset:

@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
-import copy
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
-import yaml
+from noisyor_bench.experiments import papers
 
-
-@lru_cache(maxsize=1)
-def _cached() -> dict[str, Any]:
-    text = (
-        resources.files("noisyor_bench.reporting.ape")
-        .joinpath("paper_numbers.yaml")
-        .read_text(encoding="utf-8")
-    )
-    return yaml.safe_load(text)
+PAPER = "ape"
 
 
 def paper_numbers() -> dict[str, Any]:
-    """The paper's numbers (a fresh copy)."""
-    return copy.deepcopy(_cached())
+    """The paper's numbers (a fresh copy; the one loader: :func:`noisyor_bench.experiments.papers.paper_numbers`)."""
+    return papers.paper_numbers(PAPER)
 
 
 def table1_row(dataset: str, method: str) -> dict[str, float]:
     """The paper's Table 1 entry of ``method`` on ``dataset`` ({} where the paper has none)."""
-    return dict(_cached()["table1"].get(dataset, {}).get(method) or {})
+    return dict(paper_numbers()["table1"].get(dataset, {}).get(method) or {})
 
 
 def claim_location(key: str) -> str:
-    return str(_cached()["claims"][key])
+    return str(paper_numbers()["claims"][key])

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.reporting.ape.labels import NOISYOR_LABELS
+from noisyor_bench.reporting.ape_noisyor.labels import NOISYOR_LABELS
 from noisyor_bench.reporting.plots import figure_style, save_figure
 
 

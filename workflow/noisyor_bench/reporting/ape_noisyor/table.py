@@ -27,7 +27,7 @@ import pandas as pd
 from noisyor_bench.evaluation.ranking import pairwise_agreement
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
-from noisyor_bench.reporting.ape.labels import NOISYOR_LABELS
+from noisyor_bench.reporting.ape_noisyor.labels import NOISYOR_LABELS
 from noisyor_bench.reporting.collect import read_metrics
 from noisyor_bench.reporting.tables import CI_NOTE, markdown_table, stat_cell, summarise
 

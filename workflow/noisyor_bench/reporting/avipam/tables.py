@@ -20,23 +20,23 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
+from noisyor_bench.experiments import papers
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz, read_json
 from noisyor_bench.reporting.avipam.labels import CORPUS_LABELS, METHOD_LABELS
 from noisyor_bench.reporting.tables import CI_NOTE, markdown_table, stat_cell, summarise
 
-PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.yaml")
 TABLES = ("table1", "table2", "table3", "table4")
 METRICS = ("npmi_external", "npmi_internal", "train_minutes")
 METHOD_ORDER = list(METHOD_LABELS)
 NOT_RUN = "not run in this grid"
 
 
-def paper_numbers(path: str | Path = PAPER_NUMBERS) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+def paper_numbers() -> dict[str, Any]:
+    """The aviPAM paper's numbers (a fresh copy; the one loader:
+    :func:`noisyor_bench.experiments.papers.paper_numbers`)."""
+    return papers.paper_numbers("avipam")
 
 
 def read_references(paths: Sequence[str | Path]) -> dict[tuple[str, str], Any]:

@@ -1,0 +1,51 @@
+"""The ACP paper's registry entry (:mod:`noisyor_bench.experiments.papers`)."""
+
+from noisyor_bench.experiments.papers import Paper, register
+
+PAPER = register(
+    Paper(
+        id="acp",
+        name="ACP",
+        title="Amortized Inference of Variational Bounds for Learning Noisy-OR",
+        citation="Yiming Yan, Melissa Ailem, Fei Sha. Preliminary work under review at AISTATS 2020.",
+        rules=(
+            "acp.smk",
+            "acp_datasets.smk",
+            "acp_corpora.smk",
+            "acp_training.smk",
+            "acp_synthetic.smk",
+            "acp_text.smk",
+        ),
+        grid_sections=("datasets", "experiments", "text", "seeds"),
+        # the ACP claim ids predate paper prefixes: they start with the paper artifact they check
+        claim_prefixes=("fig", "suppfig", "table", "mechanism-"),
+        claims_module="noisyor_bench.reporting.acp.synthetic_claims",
+        paper_numbers="reporting/acp/paper_numbers.yaml",
+        run_kinds=("fig", "suppfig", "table", "classification-", "tsne-"),
+        docs="docs/bounds.md",
+        labeller=None,  # the noisy-OR method registry's labels
+        smoke_artifacts=(
+            "tables/datasets.csv",
+            "figures/patterns_syn-pattern.png",
+            "figures/patterns_multi-mnist.png",
+            "tables/fig3a.md",
+            "figures/fig3b.png",
+            "tables/fig3a_sensitivity.md",
+            "figures/fig3a_sensitivity.png",
+            "figures/fig4_patterns.png",
+            "figures/suppfig2_patterns.png",
+            "figures/fig5.png",
+            "tables/table4.md",
+            "tables/ablation_acp_sg.md",
+            "tables/convergence_fig5.md",
+            "tables/convergence_table5.csv",
+            "tables/fig3a.html",
+            "data/neurips-titles.npz",
+            "data/reuters.npz",
+            "pmi/cooccurrence.npz",
+            "tables/claims_synthetic.csv",
+        ),
+        table_command=("paper-numbers", "--paper", "acp"),
+        config_checks="noisyor_bench.experiments.acp.configcheck",
+    )
+)

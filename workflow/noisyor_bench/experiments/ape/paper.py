@@ -1,0 +1,32 @@
+"""The APE paper's registry entry (:mod:`noisyor_bench.experiments.papers`)."""
+
+from noisyor_bench.experiments.papers import Paper, register
+
+PAPER = register(
+    Paper(
+        id="ape",
+        name="APE",
+        title="Rapid Model Comparison by Amortizing Across Models",
+        citation="Lily H. Zhang, Michael C. Hughes. Workshop paper; code: github.com/tufts-ml/any_parameter_encoder (branch workshop).",
+        rules=("ape.smk",),
+        grid_sections=("ape",),
+        claim_prefixes=("ape-",),
+        claims_module="noisyor_bench.reporting.ape.claims",
+        paper_numbers="reporting/ape/paper_numbers.yaml",
+        run_kinds=("ape-",),
+        docs="docs/ape.md",
+        labeller="noisyor_bench.reporting.ape.labels:ape_method_label",
+        smoke_artifacts=(
+            "tables/ape_table1.csv",
+            "tables/ape_table1.md",
+            "tables/ape_table1.html",
+            "figures/ape_fig1_left_toybars.png",
+            "figures/ape_fig1_right_toybars.png",
+            "figures/ape_fig2.png",
+            "tables/claims_ape.csv",
+            "tables/convergence_ape-train.md",
+            "tables/convergence_ape-vi.md",
+        ),
+        table_command=("paper-numbers", "--paper", "ape"),
+    )
+)

@@ -1,0 +1,32 @@
+"""The aviPAM paper's registry entry (:mod:`noisyor_bench.experiments.papers`)."""
+
+from noisyor_bench.experiments.papers import Paper, register
+
+PAPER = register(
+    Paper(
+        id="avipam",
+        name="aviPAM",
+        title="Variational Inference in Pachinko Allocation Machines",
+        citation="Akash Srivastava, Charles Sutton. Preprint.",
+        rules=("avipam.smk",),
+        grid_sections=("avipam",),
+        claim_prefixes=("avipam-",),
+        claims_module="noisyor_bench.reporting.avipam.claims",
+        paper_numbers="reporting/avipam/paper_numbers.yaml",
+        run_kinds=("avipam-",),
+        docs="docs/avipam.md",
+        labeller="noisyor_bench.reporting.avipam.labels:avipam_method_label",
+        smoke_artifacts=(
+            "tables/avipam_table1.md",
+            "tables/avipam_table4.md",
+            "tables/avipam_table1.html",
+            "tables/avipam_collapse.md",
+            "figures/avipam_collapse.png",
+            "figures/avipam_fig2_topics.png",
+            "tables/claims_avipam.csv",
+            "tables/claims_avipam.md",
+            "tables/convergence_avipam-small.md",
+        ),
+        table_command=("paper-numbers", "--paper", "avipam"),
+    )
+)

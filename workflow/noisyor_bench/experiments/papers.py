@@ -1,0 +1,189 @@
+"""The papers this workflow reproduces: one :class:`Paper` entry each, the one list that every
+other list is derived from.
+
+A paper declares itself in its own folder (``experiments/<paper>/paper.py`` calls
+:func:`register`) and is switched on by one line here (:data:`REGISTERED`).  From the entries come
+the config schema's ``papers`` enum, ``--papers`` of the CLI, the Snakefile's ``include:`` of the
+rules files, the filing of claims by their id prefix, the method labellers of reporting, the time
+estimates, the smoke test's expected artifacts and the wheel test's paper-numbers files.  The
+habit is ``torch.distributions``' ``register_kl`` and ``disentanglement_lib``'s study registry:
+declared where it is defined, found by name.
+
+This module imports nothing of a paper's code at import time (Snakemake imports it while it
+parses the workflow): an entry names its modules and files as strings.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from noisyor_bench.infra.errors import ConfigError
+
+REGISTERED: tuple[str, ...] = (
+    "acp",
+    "ape",
+    "ape_noisyor",
+    "avipam",
+)
+"""The papers' folder names under ``experiments/``, in the order tables and the claims list them.
+Adding a paper is its own files plus one line here."""
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One reproduced paper (or a study of ours beyond the papers): everything the shared code
+    needs to know about it, in one place."""
+
+    id: str
+    """The config's ``papers:`` value and the package folder name (``experiments/<id>/``)."""
+    name: str
+    """Short display name (``ACP``)."""
+    title: str
+    citation: str
+    """Authors, venue and year, as a reader would cite it."""
+    rules: tuple[str, ...]
+    """Its Snakemake rules files, relative to the repository's ``rules/``, included in this order."""
+    grid_sections: tuple[str, ...]
+    """The keys of ``grids.<grid>`` that configure it."""
+    claim_prefixes: tuple[str, ...]
+    """A claim id starting with one of these is this paper's (the longest match wins)."""
+    claims_module: str | None
+    """The module that checks its claims."""
+    paper_numbers: str | None
+    """Its published numbers: a package resource relative to ``noisyor_bench`` (``None``: none)."""
+    run_kinds: tuple[str, ...]
+    """Prefixes of the experiment folders under ``results/runs/`` its rules write (the longest
+    registered prefix decides: ``ape-noisyor`` is not ``ape-``'s)."""
+    docs: str
+    """Its design note, relative to the repository."""
+    labeller: str | None = None
+    """``module:function`` giving display names of method ids (``None``: the method registry's)."""
+    smoke_artifacts: tuple[str, ...] = ()
+    """Files under the results directory that the smoke grid builds for it (the smoke test's list)."""
+    table_command: tuple[str, ...] = ()
+    """One table command that runs from its paper numbers alone (the wheel test calls it)."""
+    runtime: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Time rows per grid, used where ``config/runtime_estimates.yaml`` has none for it."""
+    config_checks: str | None = None
+    """A module with the paper's config checks, each optional: ``adjust_schema(schema)`` (fill
+    enums), ``validate(cfg)`` (cross-field checks; raises ConfigError) and ``warnings(cfg)``
+    (schema-valid but doubtful settings, one line each)."""
+    beyond_the_papers: bool = False
+    """A study of ours, not a paper: its claims are reported apart, never counted as a paper's."""
+
+    def method_label(self, method: str, experiment: str) -> str | None:
+        """The paper's display name of a method id, or None (its labeller does not name it)."""
+        if self.labeller is None:
+            return None
+        module, _, function = self.labeller.partition(":")
+        return getattr(importlib.import_module(module), function)(method, experiment)
+
+
+
+_ENTRIES: dict[str, Paper] = {}
+
+
+def register(paper: Paper) -> Paper:
+    """Record a paper's entry (called by ``experiments/<paper>/paper.py``); returns it."""
+    if paper.id in _ENTRIES and _ENTRIES[paper.id] != paper:
+        raise ValueError(f"paper {paper.id!r} registered twice with different entries")
+    _ENTRIES[paper.id] = paper
+    return paper
+
+
+def papers() -> tuple[Paper, ...]:
+    """Every registered paper, in :data:`REGISTERED` order."""
+    for pid in REGISTERED:
+        if pid not in _ENTRIES:
+            importlib.import_module(f"noisyor_bench.experiments.{pid}.paper")
+            if pid not in _ENTRIES:
+                raise ValueError(f"experiments/{pid}/paper.py registers no paper {pid!r}")
+    return tuple(_ENTRIES[pid] for pid in REGISTERED)
+
+
+def ids() -> tuple[str, ...]:
+    """The ids of every registered paper (the config's ``papers:`` values)."""
+    return tuple(p.id for p in papers())
+
+
+def get(paper_id: str) -> Paper:
+    """One paper's entry; an unknown id is a ConfigError naming the allowed ones."""
+    for paper in papers():
+        if paper.id == paper_id:
+            return paper
+    raise ConfigError(f"papers: unknown paper {paper_id!r}; allowed values: {list(ids())}")
+
+
+def selected(paper_ids: Iterable[str]) -> tuple[Paper, ...]:
+    """The entries of ``paper_ids`` in registry order (the order of tables and claims)."""
+    wanted = set(paper_ids)
+    for pid in wanted:
+        get(pid)
+    return tuple(p for p in papers() if p.id in wanted)
+
+
+def _longest_prefix(name: str, prefixes_of: str) -> Paper | None:
+    best: tuple[int, Paper] | None = None
+    for paper in papers():
+        for prefix in getattr(paper, prefixes_of):
+            if name.startswith(prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), paper)
+    return None if best is None else best[1]
+
+
+def paper_of_claim(claim_id: str) -> str:
+    """The paper a claim id belongs to, by the longest registered prefix.
+
+    An id no paper claims is an error: a claim is never filed under a paper by default.
+    """
+    paper = _longest_prefix(claim_id, "claim_prefixes")
+    if paper is None:
+        known = sorted(f"{prefix}..." for p in papers() for prefix in p.claim_prefixes)
+        raise ValueError(f"claim {claim_id!r}: no registered paper has its prefix; known prefixes: {known}")
+    return paper.id
+
+
+def paper_of_experiment(experiment: str) -> Paper | None:
+    """The paper whose run kinds name an experiment folder of ``runs/`` (longest prefix), or None."""
+    return _longest_prefix(experiment, "run_kinds")
+
+
+def config_check(paper: Paper, name: str) -> Any:
+    """The paper's config check ``name`` (see :attr:`Paper.config_checks`), or None."""
+    if paper.config_checks is None:
+        return None
+    return getattr(importlib.import_module(paper.config_checks), name, None)
+
+
+def rules_files(paper_ids: Sequence[str] | None = None) -> list[str]:
+    """Every registered paper's rules files (``rules/<file>``), for the Snakefile's includes.
+
+    All papers' rules are included whatever the selection: a rule is only a recipe, and the
+    selection decides the targets.
+    """
+    chosen = papers() if paper_ids is None else selected(paper_ids)
+    return [f"rules/{f}" for p in chosen for f in p.rules]
+
+
+@cache
+def _paper_numbers_cached(paper_id: str) -> Any:
+    paper = get(paper_id)
+    if paper.paper_numbers is None:
+        raise ValueError(f"paper {paper_id!r} has no paper-numbers file")
+    text = resources.files("noisyor_bench").joinpath(paper.paper_numbers).read_text("utf-8")
+    return yaml.safe_load(text)
+
+
+def paper_numbers(paper_id: str) -> Any:
+    """A paper's published numbers (its ``paper_numbers`` YAML, read as package data so that a
+    wheel install finds it too); a fresh copy the caller may change.  The one loader of every
+    paper's numbers."""
+    return copy.deepcopy(_paper_numbers_cached(paper_id))
