@@ -1,8 +1,8 @@
 # Two commands do all the set-up on a fresh machine:
 #   make reproduce   create .venv, install the pinned dependencies, run the quick grid, build the report
 #   make test        same set-up, then the test suite, snakemake --lint and dry runs
-# Variables: GRID (experiment grid: smoke|quick|paper), PAPERS (which papers: acp ape avipam,
-# space- or comma-separated; default: config.yaml's `papers`, all three), SMK_PROFILE (how jobs run: the
+# Variables: GRID (experiment grid: smoke|quick|paper), PAPERS (which papers: registered ids, e.g. acp ape,
+# space- or comma-separated; `noisyor-bench estimate-time --help` lists them; default: config.yaml's `papers`), SMK_PROFILE (how jobs run: the
 # Snakemake execution profile profiles/<name>: default = local, gpu, slurm), CORES (overrides
 # the Snakemake profile's cores), TORCH (PyTorch build: cpu, or a CUDA build such as cu126).
 # PROFILE=<grid> is the pre-issue-13 spelling of GRID: still accepted, with a note.
@@ -109,9 +109,10 @@ clean:
 		results/logs results/benchmarks results/baselines results/params results/software.html results/.noisyor-bench.lock \
 		$(REPORT) .snakemake
 
-# README's "Results" block, regenerated from the outputs in results/ (run after make reproduce).
+# README's per-paper verdict table and docs/results.md (every claim, the main tables, the published
+# reference), regenerated from the outputs in results/ (run after make reproduce).
 readme-results: setup
-	$(BIN)/noisyor-bench readme-results --results results --readme README.md \
+	$(BIN)/noisyor-bench readme-results --results results --readme README.md --results-page docs/results.md \
 		$(if $(wildcard reference/paper-synpattern/tables/claims.csv),--reference reference/paper-synpattern)
 
 # Throughput of the project's trainers against a dense reference (issue 7); see benchmarks/README.md.

@@ -1,5 +1,5 @@
 """What a user meets first: HTML table views, the software page, progress lines with an ETA,
-the end-of-run summary, README's generated results, the time estimate, CLI help, the
+the end-of-run summary, README's verdict table and the results page, the time estimate, CLI help, the
 execution profiles and the conda environment file as Snakemake deploys it."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from noisyor_bench.infra.errors import UserError
+from noisyor_bench.infra.errors import DataError, UserError
 from noisyor_bench.reporting import htmltables, summary
 
 
@@ -115,12 +115,12 @@ def test_cli_table_html_writes_next_to_each_csv(tmp_path: Path):
 
 # ------------------------------------------------------------------------------ progress
 def test_progress_lines_are_throttled_and_carry_an_eta(caplog: pytest.LogCaptureFixture):
-    from noisyor_bench.experiments.acp.runs import _Progress
     from noisyor_bench.inference.fitting import EpochRecord
+    from noisyor_bench.inference.progress import EpochProgress
 
     now = [100.0]
-    progress = _Progress(total=10, desc="acp n10 s0", interval=5.0, clock=lambda: now[0])
-    with caplog.at_level(logging.INFO, logger="noisyor_bench.experiments.acp.runs"):
+    progress = EpochProgress(total=10, desc="acp n10 s0", interval=5.0, clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="noisyor_bench.inference.progress"):
         for epoch in range(1, 11):
             now[0] += 2.0  # 2 s per epoch
             progress(EpochRecord(epoch=epoch, train_nelbo=1.0, val_nelbo=None, seconds=2.0))
@@ -135,13 +135,29 @@ def test_progress_lines_are_throttled_and_carry_an_eta(caplog: pytest.LogCapture
 
 
 def test_progress_eta_counts_only_this_process_epochs():
-    from noisyor_bench.experiments.acp.runs import _Progress
+    from noisyor_bench.inference.progress import EpochProgress
 
     now = [0.0]
-    progress = _Progress(total=100, desc="resumed", clock=lambda: now[0])
+    progress = EpochProgress(total=100, desc="resumed", clock=lambda: now[0])
     progress.first_epoch = 51  # resumed after epoch 50
     assert progress.eta(60, 20.0) == pytest.approx(20.0 / 10 * 40)
     progress.close()
+
+
+def test_progress_logs_under_the_callers_logger(caplog: pytest.LogCaptureFixture):
+    """One logger for every trainer (ACP runs, aviPAM): the job log names the caller's module."""
+    from noisyor_bench.inference.fitting import EpochRecord
+    from noisyor_bench.inference.progress import EpochProgress
+
+    caller = logging.getLogger("noisyor_bench.experiments.acp.runs")
+    progress = EpochProgress(total=3, desc="aviPAM 4-PAM", logger=caller, bar=False)
+    assert progress.bar is None
+    with caplog.at_level(logging.INFO, logger=caller.name):
+        progress(EpochRecord(epoch=1, train_nelbo=2.0, val_nelbo=1.5, seconds=1.0))
+    progress.close()
+    (record,) = [r for r in caplog.records if "epoch" in r.getMessage()]
+    assert record.name == caller.name
+    assert record.getMessage().startswith("aviPAM 4-PAM: epoch 1/3, train NELBO 2.0000, val NELBO 1.5000")
 
 
 # ------------------------------------------------------------------------------ summaries
@@ -150,7 +166,7 @@ def _toy_results(tmp_path: Path) -> Path:
     tables.mkdir(parents=True)
     pd.DataFrame(
         {
-            "claim_id": ["c1", "c2", "c3"],
+            "claim_id": ["fig3a-c1", "fig3a-c2", "fig3a-c3"],  # ids with an ACP prefix
             "statement": ["ACP | beats AVI", "b", "c"],
             "verdict": ["reproduced", "reproduced", "inconclusive"],
         }
@@ -164,20 +180,79 @@ def test_run_summary_counts_verdicts(tmp_path: Path):
     assert "3 claims: 2 reproduced, 1 inconclusive" in text and "results/report.zip" in text
 
 
-def test_readme_block_is_rewritten_between_the_markers_only(tmp_path: Path):
-    results = _toy_results(tmp_path)
+def _pages(tmp_path: Path) -> tuple[Path, Path]:
+    """A README with the verdict-table markers and a results page with the results and reference markers."""
     readme = tmp_path / "README.md"
-    readme.write_text(f"# Title\n\nbefore\n\n{summary.BEGIN}\nold text\n{summary.END}\n\nafter\n")
-    assert summary.update_readme(readme, results) is True
+    readme.write_text(
+        f"# Title\n\nbefore\n\n{summary.VERDICTS_BEGIN}\nold table\n{summary.VERDICTS_END}\n\nafter\n"
+    )
+    page = tmp_path / "docs" / "results.md"
+    page.parent.mkdir()
+    page.write_text(
+        f"# Results\n\n{summary.BEGIN}\nold text\n{summary.END}\n\n"
+        f"{summary.REFERENCE_BEGIN}\nkept\n{summary.REFERENCE_END}\n\nend\n"
+    )
+    return readme, page
+
+
+def test_readme_gets_the_verdict_table_and_the_results_page_every_claim(tmp_path: Path):
+    results = _toy_results(tmp_path)
+    readme, page = _pages(tmp_path)
+    assert summary.update_readme(readme, results) == [readme, page]  # default page: docs/results.md
     text = readme.read_text()
     assert text.startswith("# Title\n\nbefore\n\n") and text.endswith("\n\nafter\n")
-    assert "old text" not in text and "3 claims: 2 reproduced, 1 inconclusive" in text
-    assert "| c1 | reproduced | ACP \\| beats AVI |" in text
-    assert "#### Fig. 3a: inference" in text  # the table's heading demoted below README's
-    assert summary.update_readme(readme, results) is False  # idempotent
+    assert "old table" not in text and "[docs/results.md](docs/results.md)" in text
+    # claims, reproduced, not reproduced, inconclusive, budget-limited
+    assert "| ACP | 3 | 2 | 0 | 1 | 0 |" in text
+    assert "| fig3a-c1 |" not in text  # the claims one by one are on the results page only
+    body = page.read_text()
+    assert body.startswith("# Results\n\n") and body.endswith("\n\nend\n")
+    assert "old text" not in body and "kept" in body  # the reference block is left alone
+    assert "3 claims: 2 reproduced, 1 inconclusive" in body
+    assert "| fig3a-c1 | reproduced | ACP \\| beats AVI |" in body
+    assert "#### Fig. 3a: inference" in body  # the table's heading demoted below the page's
+    assert summary.update_readme(readme, results) == []  # idempotent
     readme.write_text("no markers\n")
-    with pytest.raises(UserError, match="results -->"):
+    with pytest.raises(UserError, match="verdicts -->"):
         summary.update_readme(readme, results)
+    assert "kept" in page.read_text()  # nothing written when a marker is missing
+
+
+def test_verdict_table_files_each_claim_under_its_paper_and_the_study_apart(tmp_path: Path):
+    results = _toy_results(tmp_path)
+    pd.DataFrame(
+        {
+            "claim_id": ["fig3a-x", "ape-a", "ape-b", "ape-noisyor-c", "ape-noisyor-d"],
+            "statement": ["s"] * 5,
+            "verdict": ["reproduced", "budget-limited", "not reproduced", "reproduced", None],
+        }
+    ).to_csv(results / "tables" / "claims.csv", index=False)
+    assert summary.claim_group("ape-noisyor-c") == "ape_noisyor"
+    assert summary.claim_group("ape-a") == "ape" and summary.claim_group("fig3a-x") == "acp"
+    table = summary.verdicts_block(results)
+    assert (
+        "| paper | claims | reproduced | not reproduced | inconclusive | budget-limited | no data |" in table
+    )
+    assert "| ACP | 1 | 1 | 0 | 0 | 0 | 0 |" in table
+    assert "| APE | 2 | 0 | 1 | 0 | 1 | 0 |" in table  # the study's claims are not APE's
+    assert "| APE on noisy-OR (beyond the papers) | 2 | 1 | 0 | 0 | 0 | 1 |" in table
+    assert "| aviPAM | not in this run |" in table
+    lines = [line for line in table.splitlines() if line.startswith("| ")]
+    assert [line.split(" | ")[0] for line in lines[1:]] == [
+        "| ACP",
+        "| APE",
+        "| aviPAM",
+        "| APE on noisy-OR (beyond the papers)",
+    ]
+
+
+def test_verdict_table_refuses_a_claim_no_paper_claims(tmp_path: Path):
+    results = _toy_results(tmp_path)
+    pd.DataFrame({"claim_id": ["nobody-1"], "verdict": ["reproduced"]}).to_csv(
+        results / "tables" / "claims.csv", index=False
+    )
+    with pytest.raises(DataError, match=r"claims\.csv: claim 'nobody-1'"):
+        summary.verdicts_block(results)
 
 
 def test_reference_block_shows_the_reference_claims_with_their_numbers(tmp_path: Path):
@@ -185,23 +260,45 @@ def test_reference_block_shows_the_reference_claims_with_their_numbers(tmp_path:
     claims = pd.read_csv(reference / "tables" / "claims.csv").assign(numbers=["x = 1 | y", "2", "3"])
     claims.to_csv(reference / "tables" / "claims.csv", index=False)
     (reference / "tables" / "fig4_recovery.md").write_text("# Recovery\n\n| r |\n|---|\n| 8 |\n")
-    readme = tmp_path / "README.md"
-    readme.write_text(
-        f"{summary.BEGIN}\nkept\n{summary.END}\n\n{summary.REFERENCE_BEGIN}\nold\n{summary.REFERENCE_END}\n"
+    readme, page = _pages(tmp_path)
+    before = readme.read_text()
+    assert summary.update_readme(readme, None, reference, results_page=page) == [page]
+    assert readme.read_text() == before
+    text = page.read_text()
+    assert "old text" in text and "kept" not in text  # only the reference block changed
+    assert (
+        "| fig3a-c1 | reproduced | x = 1 \\| y |" in text
+        and "#### Recovery" in text
+        and "#### Fig. 3a" in text
     )
-    assert summary.update_readme(readme, None, reference) is True
-    text = readme.read_text()
-    assert "kept" in text and "old" not in text  # only the reference block changed
-    assert "| c1 | reproduced | x = 1 \\| y |" in text and "#### Recovery" in text and "#### Fig. 3a" in text
-    assert summary.update_readme(readme, None, reference) is False
+    assert summary.update_readme(readme, None, reference) == []
     with pytest.raises(UserError, match="publish a reference"):
         summary.update_readme(readme, None, tmp_path / "nothing")
 
 
-def test_repository_readme_has_the_results_markers():
+def test_readme_results_command_writes_both_pages(tmp_path: Path):
+    from noisyor_bench.cli import main
+
+    results = _toy_results(tmp_path)
+    readme, _ = _pages(tmp_path)
+    page = tmp_path / "elsewhere.md"
+    page.write_text(f"{summary.BEGIN}\n{summary.END}\n{summary.REFERENCE_BEGIN}\n{summary.REFERENCE_END}\n")
+    args = ["readme-results", "--results", str(results), "--readme", str(readme), "--results-page", str(page)]
+    assert main(args) == 0
+    assert (
+        "[elsewhere.md](elsewhere.md)" in readme.read_text()
+        and "| fig3a-c2 | reproduced | b |" in page.read_text()
+    )
+
+
+def test_repository_pages_have_the_generated_blocks():
     text = (REPO / "README.md").read_text()
-    assert text.count(summary.BEGIN) == 1 and text.count(summary.END) == 1
-    assert text.count(summary.REFERENCE_BEGIN) == 1 and text.count(summary.REFERENCE_END) == 1
+    assert text.count(summary.VERDICTS_BEGIN) == 1 and text.count(summary.VERDICTS_END) == 1
+    assert summary.BEGIN not in text and summary.REFERENCE_BEGIN not in text  # moved to the results page
+    page = (REPO / summary.RESULTS_PAGE).read_text()
+    assert page.count(summary.BEGIN) == 1 and page.count(summary.END) == 1
+    assert page.count(summary.REFERENCE_BEGIN) == 1 and page.count(summary.REFERENCE_END) == 1
+    assert len((REPO / "README.md").read_bytes()) <= 15_000  # the front door stays short (issue 27)
 
 
 def test_time_estimate_uses_the_measurement_or_scales_the_compute():
@@ -209,6 +306,7 @@ def test_time_estimate_uses_the_measurement_or_scales_the_compute():
         "machine": "m",
         "grids": {
             "quick": {
+                "paper": "acp",  # the grid's own keys: ACP's row
                 "wall_seconds": 600,
                 "core_seconds": 1100,
                 "longest_job_seconds": 50,
@@ -230,7 +328,8 @@ def test_time_estimate_adds_the_papers_rows():
         "machine": "m",
         "grids": {
             "quick": {
-                "core_seconds": 1200,  # ACP's row (the grid's own keys)
+                "paper": "acp",
+                "core_seconds": 1200,  # ACP's row (the grid's own keys, named by `paper`)
                 "longest_job_seconds": 100,
                 "cores": 1,
                 "how": "acp basis",

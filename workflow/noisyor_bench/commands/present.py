@@ -1,10 +1,13 @@
-"""CLI: how results are presented -- HTML views of tables, the software page, README's results."""
+"""CLI: how results are presented -- HTML views of tables, the software page, README's verdict
+table and the results page."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+
+from noisyor_bench.experiments import papers
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +44,17 @@ def cmd_run_summary(args: argparse.Namespace) -> int:
 def cmd_readme_results(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.summary import update_readme
 
-    changed = update_readme(args.readme, args.results, args.reference)
-    log.info("readme-results: %s %s", args.readme, "updated" if changed else "already current")
+    changed = update_readme(args.readme, args.results, args.reference, args.results_page)
+    log.info(
+        "readme-results: %s", ", ".join(f"{p} updated" for p in changed) if changed else "already current"
+    )
     return 0
 
 
 def cmd_estimate_time(args: argparse.Namespace) -> int:
     import os
 
+    from noisyor_bench.infra.errors import UserError
     from noisyor_bench.reporting.summary import estimate_time, load_estimates
 
     cores = args.cores or (
@@ -60,8 +66,11 @@ def cmd_estimate_time(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     grid = args.grid if args.deprecated_profile is None else args.deprecated_profile
-    papers = [p for chunk in (args.papers or []) for p in chunk.split(",") if p]
-    print(estimate_time(load_estimates(args.table), grid, cores, papers or None), flush=True)
+    wanted = [p for chunk in (args.papers or []) for p in chunk.split(",") if p]
+    unknown = [p for p in wanted if p not in papers.ids()]
+    if unknown:
+        raise UserError(f"--papers: unknown paper(s) {unknown}; allowed values: {list(papers.ids())}")
+    print(estimate_time(load_estimates(args.table), grid, cores, wanted or None), flush=True)
     return 0
 
 
@@ -84,15 +93,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", help="path of the Snakemake report, to mention it")
     p.set_defaults(func=cmd_run_summary)
 
-    p = sub.add_parser("readme-results", help="rewrite README's results block from a results directory")
+    p = sub.add_parser(
+        "readme-results",
+        help="rewrite README's per-paper verdict table and the results page (every claim, the main "
+        "tables) from a results directory",
+    )
     p.add_argument("--results", default="results", help="results directory (default: results)")
     p.add_argument(
         "--reference",
-        help="also rewrite the <!-- reference --> block from this published reference "
+        help="also rewrite the results page's <!-- reference --> block from this published reference "
         "(e.g. reference/paper-synpattern)",
     )
     p.add_argument(
-        "--readme", default="README.md", help="README with <!-- results --> markers (default: README.md)"
+        "--readme",
+        default="README.md",
+        help="README with <!-- verdicts --> markers: the verdict counts per paper (default: README.md)",
+    )
+    p.add_argument(
+        "--results-page",
+        help="page with <!-- results --> (and <!-- reference -->) markers: every claim and the main "
+        "tables (default: docs/results.md beside the README)",
     )
     p.set_defaults(func=cmd_readme_results)
 
@@ -108,6 +128,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--papers",
         nargs="+",
-        help="papers the run builds: acp ape avipam, space- or comma-separated (default: all three)",
+        help=f"papers the run builds: {' '.join(papers.ids())}, space- or comma-separated "
+        "(default: every registered paper)",
     )
     p.set_defaults(func=cmd_estimate_time)

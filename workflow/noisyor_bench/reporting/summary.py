@@ -1,8 +1,13 @@
-"""What a person reads first: the claims' verdict counts (end of a run) and README's results block.
+"""What a person reads first: the claims' verdict counts (end of a run), README's verdict table
+and the results page.
 
-The README block is generated from a results directory (``noisyor-bench readme-results``,
-``make readme-results``) so that it always shows the outputs of an actual run; it replaces the
-text between the markers :data:`BEGIN` and :data:`END` and nothing else.
+Both are generated from one results directory (``noisyor-bench readme-results``, ``make
+readme-results``) so that they always show the outputs of an actual run: README.md gets the
+per-paper verdict counts of its ``claims.csv`` (between :data:`VERDICTS_BEGIN` and
+:data:`VERDICTS_END`), the results page (``docs/results.md``) every claim and the main tables
+(between :data:`BEGIN` and :data:`END`) and, from a published reference, that reference's
+claims and tables (between :data:`REFERENCE_BEGIN` and :data:`REFERENCE_END`). Each rewrite
+replaces the text between its markers and nothing else.
 """
 
 from __future__ import annotations
@@ -15,18 +20,28 @@ from typing import Any
 
 import pandas as pd
 
+from noisyor_bench.experiments.papers import papers as registered_papers
 from noisyor_bench.infra.errors import DataError, UserError
 
 BEGIN = "<!-- results -->"
 END = "<!-- /results -->"
 
 README_TABLES = ("fig3a", "table4", "fig5", "table5")
-"""Main tables shown in README (their Markdown views, ``tables/<name>.md``), when present."""
+"""Main tables shown on the results page (their Markdown views, ``tables/<name>.md``), when present."""
 
 REFERENCE_BEGIN = "<!-- reference -->"
 REFERENCE_END = "<!-- /reference -->"
 REFERENCE_TABLES = ("fig3a", "fig4_recovery")
-"""Tables of the published reference (``reference/<name>/tables``) shown in README's reference block."""
+"""Tables of the published reference (``reference/<name>/tables``) shown in the results page's reference block."""
+
+VERDICTS_BEGIN = "<!-- verdicts -->"
+VERDICTS_END = "<!-- /verdicts -->"
+RESULTS_PAGE = Path("docs") / "results.md"
+"""The results page, relative to README's folder: every claim, the main tables, the reference."""
+
+BEYOND = "beyond the papers"
+"""How the verdict table labels a study of ours (``Paper.beyond_the_papers``): "APE on noisy-OR
+(beyond the papers)", its own row, never counted as a paper's."""
 
 
 def read_claims(claims_csv: str | Path) -> pd.DataFrame:
@@ -77,7 +92,7 @@ def run_summary(results_dir: str | Path, report: str | None = None) -> str:
 
 
 def _demote(markdown: str, levels: int = 3) -> str:
-    """Headings of an embedded Markdown table file pushed below README's own."""
+    """Headings of an embedded Markdown table file pushed below the results page's own."""
     return re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + levels) + " ", markdown, flags=re.M)
 
 
@@ -109,7 +124,7 @@ def _tables_lines(tables_dir: Path, tables: Sequence[str]) -> list[str]:
 def _block(
     folder: str | Path, origin: str, missing: str, tables: Sequence[str], columns: Sequence[str]
 ) -> str:
-    """A README block from a folder with ``tables/claims.csv``: where it came from, the claims
+    """A results-page block from a folder with ``tables/claims.csv``: where it came from, the claims
     (``columns`` of each), then the Markdown views of ``tables`` that exist."""
     folder = Path(folder)
     claims = folder / "tables" / "claims.csv"
@@ -124,7 +139,7 @@ def _block(
 
 
 def results_block(results_dir: str | Path, tables: tuple[str, ...] = README_TABLES) -> str:
-    """README's results section body from a results directory (claims, then the main tables)."""
+    """The results page's results block from a results directory (claims, then the main tables)."""
     return _block(
         results_dir,
         "the latest run's outputs",
@@ -135,7 +150,7 @@ def results_block(results_dir: str | Path, tables: tuple[str, ...] = README_TABL
 
 
 def reference_block(reference_dir: str | Path, tables: tuple[str, ...] = REFERENCE_TABLES) -> str:
-    """README's reference section body from a published reference (``noisyor-bench publish-reference``):
+    """The results page's reference block from a published reference (``noisyor-bench publish-reference``):
     its claims with the numbers behind each verdict, then its main tables."""
     return _block(
         reference_dir,
@@ -146,31 +161,108 @@ def reference_block(reference_dir: str | Path, tables: tuple[str, ...] = REFEREN
     )
 
 
-def replace_block(text: str, block: str, begin: str = BEGIN, end: str = END) -> str:
-    """``text`` with everything between the README markers ``begin`` and ``end`` replaced by ``block``."""
+def claim_group(claim_id: str) -> str:
+    """The registry id a claim is filed under (:func:`noisyor_bench.reporting.claims.paper_of`):
+    a paper's, or a study's beyond the papers (``ape-noisyor-...`` is ``ape_noisyor``, not APE)."""
+    from noisyor_bench.reporting.claims import paper_of
+
+    return paper_of(claim_id)
+
+
+def verdict_table(frame: pd.DataFrame) -> str:
+    """One row per registered paper, then one per study beyond the papers: how many claims, and
+    how many got each verdict. An entry with no claim in ``frame`` is listed as not in this run;
+    a claim id no entry claims is a ValueError (from the registry)."""
+    from noisyor_bench.reporting.claims import VERDICTS
+    from noisyor_bench.reporting.tables import markdown_table
+
+    groups = frame["claim_id"].fillna("").astype(str).map(claim_group)
+    verdicts = frame["verdict"].fillna("no data").astype(str)
+    counts = {g: Counter(verdicts[groups == g]) for g in dict.fromkeys(groups)}
+    columns = [*VERDICTS, *sorted(set(verdicts) - set(VERDICTS))]
+    entries = sorted(registered_papers(), key=lambda p: p.beyond_the_papers)  # stable: registry order
+    rows = []
+    for entry in entries:
+        label = f"{entry.name} ({BEYOND})" if entry.beyond_the_papers else entry.name
+        if entry.id in counts:
+            c = counts[entry.id]
+            rows.append([label, str(sum(c.values())), *(str(c.get(v, 0)) for v in columns)])
+        else:
+            rows.append([label, "not in this run", *("–" for _ in columns)])
+    return markdown_table(["paper", "claims", *columns], rows)
+
+
+def verdicts_block(results_dir: str | Path, results_page: str = RESULTS_PAGE.as_posix()) -> str:
+    """README's verdict table: per paper, the verdict counts of the results directory's
+    ``claims.csv``; ``results_page`` (a link relative to README) has every claim."""
+    folder = Path(results_dir)
+    claims = folder / "tables" / "claims.csv"
+    if not claims.is_file():
+        raise UserError(f"{claims} not found: run the workflow first (make reproduce), or pass --results")
+    frame = read_claims(claims)
+    if "claim_id" not in frame.columns:
+        raise DataError(f"{claims}: no 'claim_id' column (columns: {list(frame.columns)})")
+    try:
+        table = verdict_table(frame)
+    except ValueError as err:  # a claim id no registered paper claims
+        raise DataError(f"{claims}: {err}") from None
+    return "\n".join(
+        [
+            f"Generated by `make readme-results` from `{claims.as_posix()}`; do not edit by hand. "
+            f"Every claim and the main tables: [{results_page}]({results_page}).",
+            "",
+            table,
+        ]
+    )
+
+
+def replace_block(text: str, block: str, begin: str = BEGIN, end: str = END, where: str = "README") -> str:
+    """``text`` with everything between the markers ``begin`` and ``end`` replaced by ``block``."""
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), flags=re.S)
     if len(pattern.findall(text)) != 1:
-        raise UserError(f"README must contain exactly one '{begin}' ... '{end}' block")
+        raise UserError(f"{where} must contain exactly one '{begin}' ... '{end}' block")
     return pattern.sub(lambda _: f"{begin}\n{block}\n{end}", text)
 
 
 def update_readme(
-    readme: str | Path, results_dir: str | Path | None, reference_dir: str | Path | None = None
-) -> bool:
-    """Rewrite README's results block (from ``results_dir``) and its reference block (from
-    ``reference_dir``), each when given; returns whether the file changed."""
+    readme: str | Path,
+    results_dir: str | Path | None,
+    reference_dir: str | Path | None = None,
+    results_page: str | Path | None = None,
+) -> list[Path]:
+    """Rewrite the generated blocks: from ``results_dir``, README's verdict table and the results
+    page's results block; from ``reference_dir``, the results page's reference block (each when
+    given). ``results_page`` defaults to :data:`RESULTS_PAGE` beside README. Every block is
+    built and every marker checked before anything is written; returns the files changed."""
+    import os
+
     from noisyor_bench.infra.io import write_text_atomic
 
-    path = Path(readme)
-    old = path.read_text(encoding="utf-8")
-    new = old
+    readme = Path(readme)
+    page = Path(results_page) if results_page is not None else readme.parent / RESULTS_PAGE
+    edits: dict[Path, list[tuple[str, str, str]]] = {readme: [], page: []}
     if results_dir is not None:
-        new = replace_block(new, results_block(results_dir))
+        link = Path(os.path.relpath(page, readme.parent)).as_posix()
+        edits[readme].append((verdicts_block(results_dir, link), VERDICTS_BEGIN, VERDICTS_END))
+        edits[page].append((results_block(results_dir), BEGIN, END))
     if reference_dir is not None:
-        new = replace_block(new, reference_block(reference_dir), REFERENCE_BEGIN, REFERENCE_END)
-    if new != old:
-        write_text_atomic(path, new)
-    return new != old
+        edits[page].append((reference_block(reference_dir), REFERENCE_BEGIN, REFERENCE_END))
+    new_texts: dict[Path, tuple[str, str]] = {}
+    for path, blocks in edits.items():
+        if not blocks:
+            continue
+        try:
+            old = path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise UserError(f"{path}: cannot read it ({err.strerror or err})") from None
+        new = old
+        for block, begin, end in blocks:
+            new = replace_block(new, block, begin, end, where=str(path))
+        new_texts[path] = (old, new)
+    changed = [path for path, (old, new) in new_texts.items() if new != old]
+    for path in changed:
+        write_text_atomic(path, new_texts[path][1])
+    return changed
 
 
 # ---------------------------------------------------------------------------------- time
@@ -184,7 +276,8 @@ def _human(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-PAPER_NAMES = {"acp": "ACP", "ape": "APE", "avipam": "aviPAM"}
+def _paper_name(paper_id: str) -> str:
+    return next((p.name for p in registered_papers() if p.id == paper_id), paper_id)
 
 
 def _row_wall(row: Mapping[str, Any], cores: int) -> float:
@@ -196,14 +289,21 @@ def _row_wall(row: Mapping[str, Any], cores: int) -> float:
     return max(float(core_seconds) / cores, float(row.get("longest_job_seconds", 0)))
 
 
-def paper_rows(grid_row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """paper -> its measured row: the grid's own keys are ACP's (``paper: acp``), ``papers:``
-    holds the other papers' rows (each measured alone, ``papers=[<paper>]``), same keys."""
+def paper_rows(grid_row: Mapping[str, Any], grid: str = "") -> dict[str, Mapping[str, Any]]:
+    """paper -> its measured row: ``papers:`` holds each paper's row (measured alone,
+    ``papers=[<paper>]``); the grid's own keys are the row of the paper named by its ``paper:``
+    key.  A registered paper with no measured row falls back to its registry entry's
+    ``runtime`` row for the grid (:class:`noisyor_bench.experiments.papers.Paper`)."""
+    from noisyor_bench.experiments import papers
+
     own = {k: v for k, v in grid_row.items() if k != "papers"}
     rows: dict[str, Mapping[str, Any]] = (
-        {str(own.get("paper", "acp")): own} if {"core_seconds", "wall_seconds"} & set(own) else {}
+        {str(own["paper"]): own} if "paper" in own and {"core_seconds", "wall_seconds"} & set(own) else {}
     )
     rows.update({str(k): v for k, v in (grid_row.get("papers") or {}).items()})
+    for paper in papers.papers():
+        if paper.id not in rows and grid in paper.runtime:
+            rows[paper.id] = paper.runtime[grid]
     return rows
 
 
@@ -214,18 +314,16 @@ def estimate_time(
 
     Wall time on c cores ~ max(core_seconds / c, longest job): the jobs are independent
     beyond their stages, and no job runs on more than one core (threads: 1).  With several
-    papers (``papers``; default all three) the papers' times add up: each paper's grid alone
+    papers (``papers``; default every registered one) the papers' times add up: each paper's grid alone
     keeps the cores busy, so running them together does not overlap much.
     """
-    from noisyor_bench.experiments.config import PAPERS
+    from noisyor_bench.experiments import papers as registry
 
-    row = (table.get("grids") or {}).get(grid)
+    row = (table.get("grids") or {}).get(grid) or {}
     machine = table.get("machine", "an unnamed machine")
-    if not row:
-        return f"Time estimate: none recorded for the {grid!r} grid (config/runtime_estimates.yaml)."
     cores = max(int(cores), 1)
-    wanted = list(papers) if papers else list(PAPERS)
-    rows = paper_rows(row)
+    wanted = list(papers) if papers else list(registry.ids())
+    rows = paper_rows(row, grid)
     known = [p for p in wanted if p in rows]
     missing = [p for p in wanted if p not in rows]
     if not known:
@@ -238,12 +336,12 @@ def estimate_time(
         f"Time estimate ({grid} grid, {cores} core{'s' if cores != 1 else ''}): about {_human(sum(walls.values()))}"
     ]
     if len(wanted) > 1:
-        parts = [f"{PAPER_NAMES.get(p, p)} {_human(walls[p])}" for p in known]
-        parts += [f"{PAPER_NAMES.get(p, p)} not recorded (not included)" for p in missing]
+        parts = [f"{_paper_name(p)} {_human(walls[p])}" for p in known]
+        parts += [f"{_paper_name(p)} not recorded (not included)" for p in missing]
         lines.append(f"  per paper: {', '.join(parts)}")
     for p in known:
         basis = " ".join(str(rows[p].get("how", "")).split())
-        lines.append(f"  basis{f' ({PAPER_NAMES.get(p, p)})' if len(known) > 1 else ''}: {basis}")
+        lines.append(f"  basis{f' ({_paper_name(p)})' if len(known) > 1 else ''}: {basis}")
     lines.append(f"  machine: {machine}")
     lines.append(
         "  progress: Snakemake's 'N of M steps'; each job's log (results/logs/) has epoch lines with an ETA"
