@@ -16,20 +16,17 @@ import torch
 from scipy.optimize import minimize_scalar
 
 from noisyor_bench.evaluation.heldout import elbo_of_q
+from noisyor_bench.inference.noisyor.jj_lower_solver import lb_estep, lb_init_r, lb_tighten_r, lb_update_r
 from noisyor_bench.models.noisyor.conjugate import conj_g, conj_g_prime, f_prime
 from noisyor_bench.models.noisyor.exact import exact_elbo
 from noisyor_bench.models.noisyor.jj_lower import (
     PositiveEntries,
     lb_elbo,
-    lb_estep,
     lb_gains,
-    lb_init_r,
     lb_leak,
     lb_loglik,
     lb_natural_params,
     lb_objective_r,
-    lb_tighten_r,
-    lb_update_r,
     lower_bound_f,
     row_chunks,
 )

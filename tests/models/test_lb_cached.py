@@ -5,16 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from noisyor_bench.models.noisyor.elbo import bernoulli_kl_from_logits
-from noisyor_bench.models.noisyor.jj_lower import (
-    LBFixed,
-    MStepConstants,
-    PositiveEntries,
-    lb_elbo,
+from noisyor_bench.inference.noisyor.jj_lower_solver import (
     lb_elbo_fixed,
-    lb_elbo_mstep,
     lb_init_r,
-    lb_q_step,
     lb_round,
     lb_round_warm,
     lb_start,
@@ -22,6 +15,15 @@ from noisyor_bench.models.noisyor.jj_lower import (
     lb_tighten_r_warm,
     lb_update_r,
     lb_update_r_warm,
+)
+from noisyor_bench.models.noisyor.elbo import bernoulli_kl_from_logits
+from noisyor_bench.models.noisyor.jj_lower import (
+    LBFixed,
+    MStepConstants,
+    PositiveEntries,
+    lb_elbo,
+    lb_elbo_mstep,
+    lb_q_step,
 )
 from noisyor_bench.models.noisyor.model import NoisyOR, bernoulli_kl
 

@@ -16,10 +16,11 @@ from noisyor_bench.data.loading import ground_truth, load_dataset
 from noisyor_bench.experiments.acp.runs import RunSpec, execute_run
 from noisyor_bench.experiments.rundir import run_dir
 from noisyor_bench.inference.fitting import FitBudget
+from noisyor_bench.inference.noisyor.jj_lower_solver import lb_round, lb_start
 from noisyor_bench.inference.noisyor.svi import SVI
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.infra.io import read_json
-from noisyor_bench.models.noisyor.jj_lower import PositiveEntries, lb_round, lb_start
+from noisyor_bench.models.noisyor.jj_lower import PositiveEntries
 from noisyor_bench.reporting.acp.sensitivity import (
     COLUMNS,
     capped_posterior,

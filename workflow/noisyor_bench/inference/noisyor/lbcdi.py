@@ -54,19 +54,17 @@ from noisyor_bench.inference.noisyor.base import Mode, PosteriorProgress
 from noisyor_bench.inference.noisyor.classical import ClassicalMethod, lap
 from noisyor_bench.inference.noisyor.fitloop import FitLoop, clone_tensors
 from noisyor_bench.inference.noisyor.hparams import require
+from noisyor_bench.inference.noisyor.jj_lower_solver import FusedAtR, lb_round_warm, lb_start
 from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.models.noisyor.generative import GenerativeModule
 from noisyor_bench.models.noisyor.jj_lower import (
-    FusedAtR,
     LBFixed,
     MStepConstants,
     PositiveEntries,
     lb_elbo,
     lb_elbo_mstep,
-    lb_round_warm,
-    lb_start,
     row_chunks,
 )
 from noisyor_bench.models.noisyor.model import NoisyOR
