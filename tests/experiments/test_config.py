@@ -8,7 +8,8 @@ import pytest
 from conftest import REPO
 
 from noisyor_bench.cli import main
-from noisyor_bench.experiments.config import PAPERS, load_config, load_yaml, validate_config
+from noisyor_bench.experiments import papers
+from noisyor_bench.experiments.config import load_config, load_yaml, validate_config
 from noisyor_bench.infra.errors import ConfigError
 
 
@@ -255,6 +256,12 @@ def test_check_config_accepts_the_deprecated_set_profile(repo, capsys):
     assert "valid (grid smoke:" in capsys.readouterr().out
 
 
+def schema_papers() -> list[str]:
+    from noisyor_bench.experiments.config import schema
+
+    return schema()["properties"]["papers"]["items"]["enum"]
+
+
 def test_method_enums_of_the_schema_come_from_the_registry():
     from noisyor_bench.experiments.config import schema
     from noisyor_bench.inference.noisyor.registry import METHOD_NAMES
@@ -264,8 +271,9 @@ def test_method_enums_of_the_schema_come_from_the_registry():
     assert defs["corpus_method"]["enum"] == ["avi", "acp"]
 
 
-def test_papers_defaults_to_all_three_and_rejects_unknown_names():
+def test_papers_defaults_to_every_registered_paper_and_rejects_unknown_names():
     cfg = load_yaml(REPO / "config" / "config.yaml")
-    assert validate_config({k: v for k, v in cfg.items() if k != "papers"})["papers"] == list(PAPERS)
+    assert validate_config({k: v for k, v in cfg.items() if k != "papers"})["papers"] == list(papers.ids())
+    assert schema_papers() == list(papers.ids()) == ["acp", "ape", "ape_noisyor", "avipam"]
     with pytest.raises(ConfigError, match="papers.0: 'foo' is not allowed"):
         validate_config({**cfg, "papers": ["foo"]})

@@ -390,7 +390,7 @@ def test_cli_end_to_end(tmp_path):
     assert verdicts["fig5-acp-advantage-grows-syn-random-6"] == "inconclusive"
 
     other = out / "text_claims.csv"
-    other.write_text("claim_id,statement,location,verdict,numbers,rule\nt1,s,l,reproduced,n,r\n")
+    other.write_text("claim_id,statement,location,verdict,numbers,rule\ntable5-t1,s,l,reproduced,n,r\n")
     assert (
         main(
             [
@@ -408,7 +408,7 @@ def test_cli_end_to_end(tmp_path):
     )
     merged = pd.read_csv(out / "all.csv", keep_default_na=False)
     assert len(merged) == 11 + 4 * 6 + 1  # an older 6-column claims CSV merges (empty statistical_verdict)
-    assert merged.set_index("claim_id").loc["t1", "statistical_verdict"] == ""
+    assert merged.set_index("claim_id").loc["table5-t1", "statistical_verdict"] == ""
 
 
 def test_cli_user_errors(tmp_path, capsys):

@@ -73,8 +73,8 @@ def test_verdict_rules():
 
 def test_write_read_claims_roundtrip(tmp_path):
     items = [
-        Claim("a-1", "ACP | beats AVI", "Fig. 3a", REPRODUCED, "x = 1, y", "rule"),
-        Claim("b-2", "s", "Table 4", INCONCLUSIVE, "no data: table4", "r"),
+        Claim("fig3a-1", "ACP | beats AVI", "Fig. 3a", REPRODUCED, "x = 1, y", "rule"),
+        Claim("table4-2", "s", "Table 4", INCONCLUSIVE, "no data: table4", "r"),
     ]
     C.write_claims(items, tmp_path / "claims.csv", tmp_path / "claims.md")
     assert C.read_claims(tmp_path / "claims.csv") == items
@@ -86,7 +86,7 @@ def test_write_read_claims_roundtrip(tmp_path):
 
 def test_claim_rejects_unknown_verdict():
     with pytest.raises(ValueError, match="verdict"):
-        Claim("x", "s", "l", "maybe", "n", "r")
+        Claim("fig3a-x", "s", "l", "maybe", "n", "r")
 
 
 def test_compare_against_a_constant_is_a_one_sample_interval():
@@ -111,20 +111,20 @@ def test_budget_aware_collects_the_rows_read_and_passes_them_to_the_outer_claim(
     @C.budget_aware
     def inner() -> Claim:
         C.note_evidence(rows.iloc[[1]])
-        return Claim("inner", "s", "l", REPRODUCED, "n", "r")
+        return Claim("fig5-inner", "s", "l", REPRODUCED, "n", "r")
 
     @C.budget_aware
     def outer() -> Claim:
         C.note_evidence(rows.iloc[[0]])
         inner()
-        return Claim("outer", "s", "l", REPRODUCED, "n", "r")
+        return Claim("fig5-outer", "s", "l", REPRODUCED, "n", "r")
 
     C.note_evidence(rows)  # no claim being checked: nothing is collected
     a, b = inner(), outer()
     assert a.verdict == C.BUDGET_LIMITED and a.evidence == "1/2 runs converged; no baseline in the tables"
     assert b.verdict == C.BUDGET_LIMITED and b.evidence == "4/5 runs converged; no baseline in the tables"
     assert (a.statistical_verdict, b.statistical_verdict) == (REPRODUCED, REPRODUCED)
-    ok = C.budget_aware(lambda: Claim("ok", "s", "l", REPRODUCED, "n", "r"))()
+    ok = C.budget_aware(lambda: Claim("fig5-ok", "s", "l", REPRODUCED, "n", "r"))()
     assert ok.verdict == REPRODUCED and ok.evidence == ""
 
 
@@ -147,3 +147,27 @@ def test_claims_of_three_papers_share_one_table_grouped_by_paper(tmp_path):
     assert "1 claims: 1 not reproduced." in text.split("## APE")[1]
     with pytest.raises(ValueError, match="paper 'lda'"):
         Claim("x", "s", "w", REPRODUCED, "n", "r", paper="lda")
+
+
+def test_a_study_beyond_the_papers_has_its_own_section_and_is_not_counted_as_a_papers(tmp_path):
+    claims = [
+        Claim("ape-table1-aware", "s", "where", REPRODUCED, "n", "rule"),
+        Claim("ape-noisyor-ranking", "s", "where", NOT_REPRODUCED, "n", "rule"),
+    ]
+    assert [c.paper for c in claims] == ["ape", "ape_noisyor"]
+    C.write_claims(claims, tmp_path / "c.csv", tmp_path / "c.md")
+    text = (tmp_path / "c.md").read_text()
+    assert "1 claims: 1 reproduced, 0 not reproduced" in text.splitlines()[2]
+    assert "and 1 claims of our studies beyond the papers" in text.splitlines()[2]
+    headings = [line.split(":")[0] for line in text.splitlines() if line.startswith("## ")]
+    assert headings == ["## APE", "## Beyond the papers"]
+    assert "1 claims: 1 reproduced." in text.split("## APE")[1].split("## Beyond")[0]
+
+
+def test_an_unregistered_claim_prefix_is_an_error_naming_the_file(tmp_path):
+    path = tmp_path / "claims_vae4.csv"
+    path.write_text("claim_id,statement,location,verdict,numbers,rule\nvae4-elbo,s,l,reproduced,n,r\n")
+    with pytest.raises(
+        DataError, match=r"claims_vae4.csv: claim 'vae4-elbo': no registered paper has its prefix"
+    ):
+        C.read_claims(path)

@@ -373,7 +373,7 @@ def test_claims_csv_roundtrip_keeps_statistical_verdict(tmp_path):
     )
     assert "1 budget-limited" in (tmp_path / "c.md").read_text()
     with pytest.raises(ValueError, match="statistical verdict"):
-        Claim("x", "s", "l", C.BUDGET_LIMITED, "n", "r", statistical_verdict=C.BUDGET_LIMITED)
+        Claim("fig5-x", "s", "l", C.BUDGET_LIMITED, "n", "r", statistical_verdict=C.BUDGET_LIMITED)
 
 
 def test_deterministic_svi_is_a_constant_in_claim_4():

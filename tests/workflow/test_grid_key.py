@@ -49,7 +49,7 @@ def test_method_wildcard_and_corpus_methods_come_from_the_registry():
     from noisyor_bench.experiments.acp import grid
     from noisyor_bench.inference.noisyor.registry import METHODS
 
-    snakefile = (REPO / "Snakefile").read_text(encoding="utf-8")
-    assert "method=wildcard_pattern()," in snakefile
+    acp_rules = (REPO / "rules" / "acp.smk").read_text(encoding="utf-8")  # the ACP paper's methods
+    assert "method=wildcard_pattern()," in acp_rules
     assert grid.corpora.corpus_methods() == tuple(m.name for m in METHODS if m.amortized and not m.ablates)
     assert set(grid.AMORTIZED) == {m.name for m in METHODS if m.amortized}
