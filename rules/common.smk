@@ -9,6 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
+from noisyor_bench.data.rawdata import REGISTRY as RAW_KEYS
 from noisyor_bench.experiments import job_seconds, papers
 from noisyor_bench.experiments.config import config_warnings, raw_data_dir, validate_config
 from noisyor_bench.infra import shellargs
@@ -54,9 +55,6 @@ CACHE_DIR = R("raw")
 # sorts categories by name), each result labelled with the paper artifact it regenerates and
 # captioned from docs/captions/<name>.rst (paths relative to rules/).
 REPORT_CLAIMS = "Claims"
-REPORT_CONVERGENCE = "Convergence"
-REPORT_RUNTIME = "Runtime"
-REPORT_SOFTWARE = "Software"
 
 
 def paper_report(path, caption, category, artifact, subcategory=None):
@@ -88,18 +86,13 @@ def table_view(csv, caption, category, artifact, subcategory=None):
     )
 
 
-def _pattern_regex(pattern):
-    """A regex matching the concrete paths of a path pattern with {wildcards}."""
-    parts = re.split(r"\{[^}]+\}", pattern)
-    return re.compile(f"{'[^/]+'.join(re.escape(p) for p in parts)}\\Z")
-
-
 def table_view_targets(tables):
     """HTML views of the registered tables among ``tables`` (their CSV or .md in the list)."""
     csvs = {f"{t[: -len('.md')]}.csv" if t.endswith(".md") else t for t in tables}
     views = []
-    for view in TABLE_VIEWS:
-        regex = _pattern_regex(view["csv"])
+    for view in TABLE_VIEWS:  # a pattern's {wildcards} match one path component each
+        parts = re.split(r"\{[^}]+\}", view["csv"])
+        regex = re.compile(f"{'[^/]+'.join(re.escape(p) for p in parts)}\\Z")
         views += [f"{c[: -len('.csv')]}.html" for c in sorted(csvs) if regex.match(c)]
     return list(dict.fromkeys(views))
 
@@ -130,27 +123,20 @@ def raw_inputs(*keys):
 
 
 def raw_stamps(*keys):
-    """Stamps written by verify_raw (rules/rawdata.smk) for raw inputs. Every rule reading raw files
-    takes these too, so it starts only after every file it reads is verified.  ancient(): a
-    stamp orders the jobs but its mtime triggers nothing (a raw file that really changed is an
-    input of the rule itself and triggers the rebuild, after its verification)."""
+    """verify_raw's stamps (rules/rawdata.smk): a rule reading raw files starts after their check;
+    ancient(): a stamp orders jobs, its mtime triggers nothing (the raw file itself does)."""
     return [ancient(R(f"raw_verified/{key}.json")) for key in keys]
 
 
 def pmi_reference_input():
-    """The PMI reference corpus: a raw-input key of the registry, or a user path."""
-    from noisyor_bench.data.rawdata import REGISTRY
-
+    """The PMI reference corpus (config pmi.reference): a raw-input key, or a user path."""
     ref = config["pmi"]["reference"]
-    return raw_inputs(ref) if ref in REGISTRY else [ref]
+    return raw_inputs(ref) if ref in RAW_KEYS else [ref]
 
 
 def pmi_reference_stamps():
-    """verify_raw stamp of the PMI reference corpus when it is a raw input of the registry."""
-    from noisyor_bench.data.rawdata import REGISTRY
-
     ref = config["pmi"]["reference"]
-    return raw_stamps(ref) if ref in REGISTRY else []
+    return raw_stamps(ref) if ref in RAW_KEYS else []
 
 
 # ---------------------------------------------------------------------------------------
@@ -209,10 +195,25 @@ def result_targets():
     return list(dict.fromkeys(targets))
 
 
+# A published reference result set (config key reference_dir): every run is compared with its
+# tables (rule compare, rules/summary.smk) when the folder holds a tables/ directory.
+REFERENCE_DIR = (
+    None if config.get("reference_dir") is None else Path(workflow.basedir) / config["reference_dir"]
+)
+REFERENCE_TABLES = sorted(str(p) for p in (REFERENCE_DIR / "tables").glob("*.csv")) if REFERENCE_DIR else []
+
+
 def all_targets():
     """Everything `rule all` builds for the selected grid and papers."""
-    targets = result_targets() + comparison_targets()
+    targets = result_targets()
+    targets += [R("tables/comparison.csv"), R("tables/comparison.md")] if REFERENCE_TABLES else []
     return targets + table_view_targets(targets)
+
+
+def runtime_targets():
+    """Outputs of runtime_table (rules/report.smk), which rule all builds after every other artifact."""
+    tables = [R(f"tables/{t}") for t in ("runtime.csv", "runtime.md", "runtime_jobs.csv")]
+    return tables + [R("figures/runtime.png")] + table_view_targets(tables)
 
 
 # Scheduling order (`priority:`): longest jobs first, so that the cores of a small machine are not

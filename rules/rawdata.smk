@@ -1,15 +1,9 @@
 # Stage 0: raw inputs. With a local mirror (config raw_data_dir or $NOISYOR_RAW_DATA) rules
 # read the mirror directly and each command verifies the sha256 of what it reads; without
 # one, this rule downloads each input from its public source into <results>/raw and verifies it.
-def _raw_key_pattern():
-    import re
+from noisyor_bench.data.rawdata import key_pattern
 
-    from noisyor_bench.data.rawdata import REGISTRY
-
-    return "|".join(re.escape(k) for k in sorted(REGISTRY))
-
-
-RAW_KEY_PATTERN = _raw_key_pattern()
+RAW_KEY_PATTERN = key_pattern()
 
 
 if RAW_DATA_DIR is None:

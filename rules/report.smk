@@ -5,24 +5,11 @@
 # `table_html_<table>`.
 
 
-def software_commit():
-    """The code's git commit (+dirty), a param of the software page so a new commit rewrites it."""
-    from noisyor_bench.infra.provenance import code_version
+from noisyor_bench.infra.provenance import code_version_label
 
-    code = code_version()
-    state = "with uncommitted changes" if code.get("dirty") else "clean"
-    return f"{code.get('commit')} ({state})"
-
-
-def runtime_targets():
-    """Outputs of runtime_table (rules/report.smk), which rule all builds after every other artifact."""
-    tables = [
-        R("tables/runtime.csv"),
-        R("tables/runtime.md"),
-        R("tables/runtime_jobs.csv"),
-        R("figures/runtime.png"),
-    ]
-    return tables + table_view_targets(tables)
+REPORT_CONVERGENCE = "Convergence"
+REPORT_RUNTIME = "Runtime"
+REPORT_SOFTWARE = "Software"
 
 
 # Tables in the report: each is shown as its HTML view (tables/<name>.html, written next to the
@@ -85,7 +72,7 @@ rule software_html:
     conda:
         CONDA_ENV
     params:
-        commit=lambda w: software_commit(),
+        commit=lambda w: code_version_label(),
     shell:
         "noisyor-bench software-html --out-html {output} > {log} 2>&1"
 

@@ -2,30 +2,6 @@
 # and the convergence tables. Each rule is named as the noisyor-bench subcommand it runs.
 
 
-# A published reference result set (config key reference_dir, issue 16): every run is compared
-# with it (rule compare in rules/summary.smk) when the folder holds a tables/ directory.
-REFERENCE_DIR = (
-    None if config.get("reference_dir") is None else Path(workflow.basedir) / config["reference_dir"]
-)
-
-
-def reference_tables():
-    """The reference's table CSVs (rerun triggers of the comparison), or [] when none is configured."""
-    if REFERENCE_DIR is None or not (REFERENCE_DIR / "tables").is_dir():
-        return []
-    return sorted(str(p) for p in (REFERENCE_DIR / "tables").glob("*.csv"))
-
-
-def comparison_targets():
-    """This run against the reference (tables/comparison.*), when a reference is configured."""
-    return [R("tables/comparison.csv"), R("tables/comparison.md")] if reference_tables() else []
-
-
-def run_tables():
-    """The table CSVs of this run that the comparison reads (every table target, claims included)."""
-    return sorted({t for t in result_targets() if t.startswith(R("tables/")) and t.endswith(".csv")})
-
-
 rule claims_merge:
     input:
         claim_tables(),
@@ -83,8 +59,8 @@ rule convergence_summary:
 # claims got the same verdict. The reference's tables are inputs, so a new reference reruns it.
 rule compare:
     input:
-        ours=run_tables(),
-        reference=reference_tables(),
+        ours=sorted({t for t in result_targets() if t.startswith(R("tables/")) and t.endswith(".csv")}),
+        reference=REFERENCE_TABLES,
     output:
         csv=R("tables/comparison.csv"),
         md=R("tables/comparison.md"),

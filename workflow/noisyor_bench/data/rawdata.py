@@ -309,6 +309,11 @@ def content_sha256(path: str | os.PathLike[str], check: ContentCheck) -> str:
 
 
 # ---------------------------------------------------------------------------- lookup
+def key_pattern() -> str:
+    """A regex matching exactly the registry's keys (the workflow's ``{key}`` wildcard)."""
+    return "|".join(re.escape(k) for k in sorted(REGISTRY))
+
+
 def entry(key: str) -> RawFile:
     """The registry entry for ``key``; :class:`DataError` listing valid keys otherwise."""
     try:

@@ -1,0 +1,103 @@
+# Stage: APE's question on noisy-OR (issue 14, beyond the paper; docs/ape_noisyor.md). Encoders
+# amortized across many noisy-OR models (grids.<grid>.ape_noisyor), ranked on unseen ones against
+# the exact log-likelihood. Each rule is named as the noisyor-bench subcommand it runs.
+table_view(R("tables/ape_noisyor.csv"), "ape_noisyor_table", REPORT_APE_NOISYOR, "APE on noisy-OR (table)")
+
+
+rule ape_noisyor_problems:
+    output:
+        npz=R("data/ape-noisyor-{family}.npz"),
+    log:
+        log_path("ape_noisyor_problems", "{family}"),
+    benchmark:
+        benchmark_path("ape_noisyor_problems", "{family}")
+    priority: UPSTREAM_PRIORITY
+    conda:
+        CONDA_ENV
+    params:
+        settings=lambda w: json_param(APE_NOISYOR),
+    shell:
+        "noisyor-bench ape-noisyor-problems --settings {params.settings} --family {wildcards.family}"
+        " --out-npz {output.npz} > {log} 2>&1"
+
+
+rule ape_noisyor_train:
+    input:
+        problems=R("data/ape-noisyor-{family}.npz"),
+    output:
+        [
+            R(
+                f"runs/ape-noisyor/{{family}}/{{encoder}}/n{APE_NOISYOR['problems']['train']}/seed{s}/metrics.json"
+            )
+            for s in APE_NOISYOR.get("seeds", [])
+        ]
+        if APE_NOISYOR
+        else [],
+    log:
+        log_path("ape_noisyor_train", "{family}-{encoder}"),
+    benchmark:
+        benchmark_path("ape_noisyor_train", "{family}-{encoder}")
+    wildcard_constraints:
+        encoder=_ape_noisyor_pattern(APE_NOISYOR.get("encoders", {})),
+    conda:
+        CONDA_ENV
+    params:
+        settings=lambda w: json_param(APE_NOISYOR),
+        runs=lambda w, output: ape_noisyor_runs_dir(output[0]),
+    shell:
+        "noisyor-bench ape-noisyor-train --settings {params.settings} --family {wildcards.family}"
+        " --encoder {wildcards.encoder} --problems {input.problems} --runs-dir {params.runs} > {log} 2>&1"
+
+
+rule ape_noisyor_baseline:
+    input:
+        problems=R("data/ape-noisyor-{family}.npz"),
+    output:
+        R(
+            f"runs/ape-noisyor/{{family}}/{{baseline}}/n{APE_NOISYOR.get('problems', {}).get('train', 0)}/seed0/metrics.json"
+        ),
+    log:
+        log_path("ape_noisyor_baseline", "{family}-{baseline}"),
+    benchmark:
+        benchmark_path("ape_noisyor_baseline", "{family}-{baseline}")
+    wildcard_constraints:
+        baseline="svi|lb-cdi",
+    conda:
+        CONDA_ENV
+    params:
+        settings=lambda w: json_param(APE_NOISYOR),
+        runs=lambda w, output: ape_noisyor_runs_dir(output[0]),
+    shell:
+        "noisyor-bench ape-noisyor-baseline --settings {params.settings} --family {wildcards.family}"
+        " --method {wildcards.baseline} --problems {input.problems} --runs-dir {params.runs} > {log} 2>&1"
+
+
+rule ape_noisyor_report:
+    input:
+        problems=[R(f"data/ape-noisyor-{f}.npz") for f in ape_noisyor_families()],
+        runs=ape_noisyor_run_files(),
+    output:
+        csv=R("tables/ape_noisyor.csv"),
+        md=R("tables/ape_noisyor.md"),
+        png=paper_report(
+            R("figures/ape_noisyor.png"),
+            "ape_noisyor",
+            REPORT_APE_NOISYOR,
+            "APE on noisy-OR: ranking agreement and ELBO gap",
+        ),
+        claims_csv=R("tables/claims_ape_noisyor.csv"),
+        claims_md=R("tables/claims_ape_noisyor.md"),
+    log:
+        log_path("ape_noisyor_report", "ape_noisyor"),
+    benchmark:
+        benchmark_path("ape_noisyor_report", "ape_noisyor")
+    conda:
+        CONDA_ENV
+    params:
+        settings=lambda w: json_param(APE_NOISYOR),
+        runs=lambda w, input: list_param(input.runs),
+        grid=config["grid"],
+    shell:
+        "noisyor-bench ape-noisyor-report --settings {params.settings} --grid {params.grid}"
+        " --problems {input.problems} --runs {params.runs} --out-csv {output.csv} --out-md {output.md}"
+        " --out-png {output.png} --out-claims-csv {output.claims_csv} --out-claims-md {output.claims_md} > {log} 2>&1"

@@ -1,0 +1,243 @@
+# Stage: the APE paper ("Rapid Model Comparison by Amortizing Across Models", issue 14; docs/ape.md):
+# data, encoder training, VI / NUTS on the test combinations, evaluation, Table 1, Figures 1-2 and
+# claims (settings and input functions: rules/ape.smk). Each rule is named as the noisyor-bench
+# subcommand it runs (`-` -> `_`).
+REPORT_APE = "APE: Table 1, Figures 1-2 (Zhang & Hughes)"
+
+table_view(
+    R("tables/ape_table1.csv"), "ape_table1", REPORT_APE, "Table 1: likelihood, time, agreement (table)"
+)
+table_view(R("tables/claims_ape.csv"), "ape_claims", REPORT_APE, "APE claims and verdicts (table)")
+
+
+rule ape_data:
+    input:
+        raw=lambda w: ape_raw_inputs(w.ds),
+        verified=lambda w: ape_raw_stamps(w.ds),
+    output:
+        npz=R("data/ape-{ds}.npz"),
+        meta=R("data/ape-{ds}.json"),
+    log:
+        log_path("ape_data", "{ds}"),
+    benchmark:
+        benchmark_path("ape_data", "{ds}")
+    wildcard_constraints:
+        ds="toybars|mdreviews",
+    priority: UPSTREAM_PRIORITY
+    conda:
+        CONDA_ENV
+    params:
+        settings=lambda w: json_param(APE["datasets"][w.ds]),
+        raw=RAW_ARG,
+        cache=lambda w: CACHE_DIR,
+    shell:
+        "noisyor-bench ape-data --dataset {wildcards.ds} --settings {params.settings} {params.raw}"
+        " --cache-dir {params.cache} --out {output.npz} > {log} 2>&1"
+
+
+rule ape_train:
+    input:
+        R("data/ape-{ds}.npz"),
+    output:
+        metrics=R("runs/ape-train/{ds}/{method}/n{n}/seed{seed}/metrics.json"),
+        curve=R("runs/ape-train/{ds}/{method}/n{n}/seed{seed}/curve.csv"),
+        encoder=R("runs/ape-train/{ds}/{method}/n{n}/seed{seed}/encoder.pt"),
+    log:
+        log_path("ape_train", "{ds}_{method}_n{n}_seed{seed}"),
+    benchmark:
+        benchmark_path("ape_train", "{ds}_{method}_n{n}_seed{seed}")
+    wildcard_constraints:
+        ds="toybars|mdreviews",
+        method="standard|ape-naive|ape-model-aware",
+        seed="[0-9]+",
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        settings=lambda w: json_param(APE["datasets"][w.ds]),
+        device=APE.get("device", "cpu"),
+        out=lambda w, output: str(Path(output.metrics).parent),
+    shell:
+        "noisyor-bench ape-train --dataset {wildcards.ds} --dataset-file {input} --method {wildcards.method}"
+        " --seed {wildcards.seed} --settings {params.settings} --device {params.device} --threads {threads}"
+        " --out-dir {params.out} > {log} 2>&1"
+
+
+rule ape_vi:
+    input:
+        R("data/ape-{ds}.npz"),
+    output:
+        metrics=R("runs/ape-vi/{ds}/vi/n0/seed{seed}/metrics.json"),
+        posterior=R("runs/ape-vi/{ds}/vi/n0/seed{seed}/posterior.npz"),
+        curve=R("runs/ape-vi/{ds}/vi/n0/seed{seed}/curve.csv"),
+    log:
+        log_path("ape_vi", "{ds}_seed{seed}"),
+    benchmark:
+        benchmark_path("ape_vi", "{ds}_seed{seed}")
+    wildcard_constraints:
+        ds="toybars|mdreviews",
+        seed="[0-9]+",
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        settings=lambda w: json_param(APE["datasets"][w.ds]),
+        out=lambda w, output: str(Path(output.metrics).parent),
+    shell:
+        "noisyor-bench ape-vi --dataset {wildcards.ds} --dataset-file {input} --seed {wildcards.seed}"
+        " --settings {params.settings} --threads {threads} --out-dir {params.out} > {log} 2>&1"
+
+
+rule ape_nuts:
+    input:
+        data=R("data/ape-{ds}.npz"),
+        vi=R("runs/ape-vi/{ds}/vi/n0/seed{seed}/posterior.npz"),
+    output:
+        metrics=R("runs/ape-nuts/{ds}/nuts/n0/seed{seed}/metrics.json"),
+        samples=R("runs/ape-nuts/{ds}/nuts/n0/seed{seed}/samples.npz"),
+    log:
+        log_path("ape_nuts", "{ds}_seed{seed}"),
+    benchmark:
+        benchmark_path("ape_nuts", "{ds}_seed{seed}")
+    wildcard_constraints:
+        ds="toybars|mdreviews",
+        seed="[0-9]+",
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        settings=lambda w: json_param(APE["datasets"][w.ds]),
+        vi=lambda w, input: str(Path(input.vi).parent),
+        out=lambda w, output: str(Path(output.metrics).parent),
+    shell:
+        "noisyor-bench ape-nuts --dataset {wildcards.ds} --dataset-file {input.data} --seed {wildcards.seed}"
+        " --settings {params.settings} --vi-dir {params.vi} --threads {threads} --out-dir {params.out} > {log} 2>&1"
+
+
+rule ape_evaluate:
+    input:
+        data=R("data/ape-{ds}.npz"),
+        encoders=lambda w: [f"{d}/metrics.json" for d in ape_encoder_dirs(w.ds, int(w.seed)).values()],
+        vi=R("runs/ape-vi/{ds}/vi/n0/seed{seed}/metrics.json"),
+        nuts=lambda w: ape_nuts_files(w.ds, int(w.seed)),
+    output:
+        metrics=R("runs/ape-eval/{ds}/seed{seed}/metrics.json"),
+        scores=R("runs/ape-eval/{ds}/seed{seed}/scores.npz"),
+    log:
+        log_path("ape_evaluate", "{ds}_seed{seed}"),
+    benchmark:
+        benchmark_path("ape_evaluate", "{ds}_seed{seed}")
+    wildcard_constraints:
+        ds="toybars|mdreviews",
+        seed="[0-9]+",
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        settings=lambda w: json_param(APE["datasets"][w.ds]),
+        encoders=lambda w: " ".join(f"{m}={d}" for m, d in ape_encoder_dirs(w.ds, int(w.seed)).items()),
+        vi=lambda w, input: str(Path(input.vi).parent),
+        nuts=lambda w, input: f"--nuts-dir {Path(input.nuts[0]).parent}" if input.nuts else "",
+        out=lambda w, output: str(Path(output.metrics).parent),
+    shell:
+        "noisyor-bench ape-evaluate --dataset {wildcards.ds} --dataset-file {input.data} --seed {wildcards.seed}"
+        " --settings {params.settings} --vi-dir {params.vi} {params.nuts} --encoder {params.encoders}"
+        " --threads {threads} --out-dir {params.out} > {log} 2>&1"
+
+
+rule ape_table1:
+    input:
+        ape_eval_files(),
+    output:
+        csv=R("tables/ape_table1.csv"),
+        md=R("tables/ape_table1.md"),
+        figure1=R("tables/ape_figure1.csv"),
+    log:
+        log_path("ape_table1", "table1"),
+    benchmark:
+        benchmark_path("ape_table1", "table1")
+    conda:
+        CONDA_ENV
+    params:
+        settings=lambda w: json_param(APE),
+    shell:
+        "noisyor-bench ape-table1 --evals {input} --settings {params.settings} --out-csv {output.csv}"
+        " --out-md {output.md} --out-figure1-csv {output.figure1} > {log} 2>&1"
+
+
+rule ape_figures:
+    input:
+        evals=lambda w: ape_eval_files(w.ds),
+        vi=lambda w: [R(f"runs/ape-vi/{w.ds}/vi/n0/seed{s}/curve.csv") for s in APE_SEEDS],
+    output:
+        left=paper_report(
+            R("figures/ape_fig1_left_{ds}.png"),
+            "ape_fig1_left",
+            REPORT_APE,
+            lambda w: f"Figure 1 (left): ELBO vs time, {w.ds}",
+        ),
+        left_pdf=R("figures/ape_fig1_left_{ds}.pdf"),
+        right=paper_report(
+            R("figures/ape_fig1_right_{ds}.png"),
+            "ape_fig1_right",
+            REPORT_APE,
+            lambda w: f"Figure 1 (right): |ELBO encoder - ELBO VI|, {w.ds}",
+        ),
+        right_pdf=R("figures/ape_fig1_right_{ds}.pdf"),
+    log:
+        log_path("ape_figures", "{ds}"),
+    benchmark:
+        benchmark_path("ape_figures", "{ds}")
+    wildcard_constraints:
+        ds="toybars|mdreviews",
+    conda:
+        CONDA_ENV
+    params:
+        vi=lambda w, input: " ".join(str(Path(f).parent) for f in input.vi),
+    shell:
+        "noisyor-bench ape-figures --dataset {wildcards.ds} --evals {input.evals} --vi-dirs {params.vi}"
+        " --out-left-png {output.left} --out-left-pdf {output.left_pdf} --out-right-png {output.right}"
+        " --out-right-pdf {output.right_pdf} > {log} 2>&1"
+
+
+rule ape_figure2:
+    input:
+        data=R("data/ape-toybars.npz"),
+        scores=R(f"runs/ape-eval/toybars/seed{APE_SEEDS[0] if APE_SEEDS else 0}/scores.npz"),
+    output:
+        png=paper_report(
+            R("figures/ape_fig2.png"),
+            "ape_fig2",
+            REPORT_APE,
+            "Figure 2: toy bars topics and reconstructions",
+        ),
+        pdf=R("figures/ape_fig2.pdf"),
+    log:
+        log_path("ape_figure2", "fig2"),
+    benchmark:
+        benchmark_path("ape_figure2", "fig2")
+    conda:
+        CONDA_ENV
+    params:
+        eval_dir=lambda w, input: str(Path(input.scores).parent),
+    shell:
+        "noisyor-bench ape-figure2 --dataset-file {input.data} --eval-dir {params.eval_dir}"
+        " --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
+
+
+rule ape_claims:
+    input:
+        table=R("tables/ape_table1.csv"),
+        figure1=R("tables/ape_figure1.csv"),
+    output:
+        csv=R("tables/claims_ape.csv"),
+        md=R("tables/claims_ape.md"),
+    log:
+        log_path("ape_claims", "claims"),
+    benchmark:
+        benchmark_path("ape_claims", "claims")
+    conda:
+        CONDA_ENV
+    shell:
+        "noisyor-bench ape-claims --table {input.table} --figure1 {input.figure1}"
+        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
