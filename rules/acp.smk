@@ -249,7 +249,7 @@ def text_tables():
 
 
 def text_claim_tables():
-    """The text claim table (for claim_tables() in common.smk), if the grid has text experiments."""
+    """The text claim table (for acp_claim_tables()), if the grid has text experiments."""
     return [R("tables/claims_text.csv")] if text_tables() else []
 
 

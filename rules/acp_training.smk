@@ -11,7 +11,7 @@ SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config))
 # Synthetic cells: one job per grid cell (experiment, dataset, method, N_train): first its
 # random search (all draws in one process, selected on validation NELBO), then its runs over
 # the experiment's seeds (its own `seeds`, else the grid's). Grid, budgets, seeds and draws come
-# from noisyor_bench.experiments.acp.grid (see common.smk). Each draw and seed derives its initialisation from
+# from noisyor_bench.experiments.acp.grid (see rules/acp.smk). Each draw and seed derives its initialisation from
 # (cell, draw or final, seed) inside the CLI (noisyor_bench.inference.seeding.run_init_key).
 
 

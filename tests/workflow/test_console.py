@@ -178,6 +178,17 @@ def _toy_results(tmp_path: Path) -> Path:
 def test_run_summary_counts_verdicts(tmp_path: Path):
     text = summary.run_summary(_toy_results(tmp_path), "results/report.zip")
     assert "3 claims: 2 reproduced, 1 inconclusive" in text and "results/report.zip" in text
+    assert "\n  ACP: 3 claims: 2 reproduced, 1 inconclusive\n" in text  # one line per paper
+
+
+def test_run_summary_lists_a_study_beyond_the_papers_apart(tmp_path: Path):
+    results = _toy_results(tmp_path)
+    frame = pd.read_csv(results / "tables" / "claims.csv")
+    frame.loc[2, "claim_id"] = "ape-noisyor-ranking"
+    frame.to_csv(results / "tables" / "claims.csv", index=False)
+    text = summary.run_summary(results)
+    assert "\n  ACP: 2 claims: 2 reproduced\n" in text
+    assert "\n  APE on noisy-OR (beyond the papers): 1 claim: 1 inconclusive\n" in text
 
 
 def _pages(tmp_path: Path) -> tuple[Path, Path]:

@@ -78,9 +78,15 @@ def run_summary(results_dir: str | Path, report: str | None = None) -> str:
     claims = results / "tables" / "claims.csv"
     lines = []
     if claims.is_file():
-        lines.append(
-            f"Paper claims: {counts_text(verdict_counts(claims))} (details: {results / 'tables' / 'claims.md'})"
-        )
+        frame = read_claims(claims)
+        lines.append(f"Paper claims: {counts_text(_counts(frame))} (details: {results / 'tables' / 'claims.md'})")
+        if "claim_id" in frame.columns and len(frame):
+            groups = frame["claim_id"].fillna("").astype(str).map(_claim_group_or_none)
+            for entry in registered_papers():
+                mine = frame[groups == entry.id]
+                if len(mine):
+                    label = f"{entry.name} ({BEYOND})" if entry.beyond_the_papers else entry.name
+                    lines.append(f"  {label}: {counts_text(_counts(mine))}")
     else:
         lines.append(f"Paper claims: no {claims} (the claims rule did not run)")
     lines.append(f"Tables: {results / 'tables'}/*.html (one page per table), figures: {results / 'figures'}")
@@ -159,6 +165,13 @@ def reference_block(reference_dir: str | Path, tables: tuple[str, ...] = REFEREN
         tables,
         ("verdict", "numbers"),
     )
+
+
+def _claim_group_or_none(claim_id: str) -> str | None:
+    try:
+        return claim_group(claim_id)
+    except ValueError:  # the end-of-run summary never fails; claims-merge has reported the id
+        return None
 
 
 def claim_group(claim_id: str) -> str:
