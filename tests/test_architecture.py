@@ -221,16 +221,22 @@ def test_generic_code_never_imports_a_paper(parsed) -> None:
     """Code at a layer root (or of a model family) reaches a paper only through the registry."""
     _, imports = parsed
     generic, _ = _paper_imports(imports, registered_papers())
-    new = sorted(f"{where}: {a} imports {b}" for a, b, where in generic if (a, b) not in KNOWN_GENERIC_TO_PAPER)
+    new = sorted(
+        f"{where}: {a} imports {b}" for a, b, where in generic if (a, b) not in KNOWN_GENERIC_TO_PAPER
+    )
     stale = _report("generic-to-paper import", KNOWN_GENERIC_TO_PAPER, {(a, b) for a, b, _ in generic})
     assert not new, "generic code importing a paper's folder:\n" + "\n".join(new)
-    assert not stale, "KNOWN_GENERIC_TO_PAPER entries that no longer occur (delete them):\n" + "\n".join(stale)
+    assert not stale, "KNOWN_GENERIC_TO_PAPER entries that no longer occur (delete them):\n" + "\n".join(
+        stale
+    )
 
 
 def test_no_paper_imports_another(parsed) -> None:
     _, imports = parsed
     _, crossing = _paper_imports(imports, registered_papers())
-    new = sorted(f"{where}: {a} imports {b}" for a, b, where in crossing if (a, b) not in KNOWN_PAPER_TO_PAPER)
+    new = sorted(
+        f"{where}: {a} imports {b}" for a, b, where in crossing if (a, b) not in KNOWN_PAPER_TO_PAPER
+    )
     stale = _report("paper-to-paper import", KNOWN_PAPER_TO_PAPER, {(a, b) for a, b, _ in crossing})
     assert not new, "a paper importing another paper's folder:\n" + "\n".join(new)
     assert not stale, "KNOWN_PAPER_TO_PAPER entries that no longer occur (delete them):\n" + "\n".join(stale)

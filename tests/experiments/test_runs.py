@@ -156,9 +156,9 @@ def make_spec(dataset: Path, out: Path, **kw: Any) -> RunSpec:
 
 def _interrupt_after_epoch_2(monkeypatch: pytest.MonkeyPatch, spec: RunSpec) -> None:
     """Run ``spec`` and kill it (KeyboardInterrupt) after epoch 2, as a killed job would stop."""
-    import noisyor_bench.experiments.acp.runs as runs
+    from noisyor_bench.inference.progress import EpochProgress
 
-    original = runs._Progress.__call__
+    original = EpochProgress.__call__
 
     def crash_after_two(self: Any, record: EpochRecord) -> None:
         original(self, record)
@@ -166,7 +166,7 @@ def _interrupt_after_epoch_2(monkeypatch: pytest.MonkeyPatch, spec: RunSpec) -> 
             raise KeyboardInterrupt("killed")
 
     with monkeypatch.context() as patch:
-        patch.setattr(runs._Progress, "__call__", crash_after_two)
+        patch.setattr(EpochProgress, "__call__", crash_after_two)
         with pytest.raises(KeyboardInterrupt):
             execute_run(spec)
 

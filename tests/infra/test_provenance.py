@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from conftest import cli
@@ -648,3 +649,312 @@ def test_corpus_sidecar_provenance(tmp_path: Path, mirror: Path, capsys: pytest.
     }
     code, text, _ = cli(["provenance", out.with_suffix(".vocab.txt")], capsys)
     assert code == 0 and "(raw:neurips-titles-tsv; sha256 e34e6b054a28, pinned)  [ok]" in text
+
+
+# ---------------------------------------------------------------------------------- other run kinds
+# verify and provenance on the runs of APE, APE on noisy-OR and aviPAM (issue 27): every run
+# record hashes the run's files; verify recomputes what the files determine or exits 3.
+NOT_SUPPORTED = 3
+
+
+def test_run_outputs_name_every_file_but_the_record(tmp_path: Path) -> None:
+    for name in ("metrics.json", "checkpoint.pt", "spec.json", ".hidden", "scores.npz", "curve.csv"):
+        (tmp_path / name).write_text(name)
+    outputs = P.run_outputs(tmp_path)
+    assert [o["path"] for o in outputs] == ["curve.csv", "scores.npz"]
+    assert all(o["relpath"] == o["path"] and o["sha256"] == sha(tmp_path / o["path"]) for o in outputs)
+    assert [o["path"] for o in P.run_outputs(tmp_path, ["scores.npz", "absent.csv"])] == ["scores.npz"]
+
+
+def fabricated_run(
+    root: Path, experiment: str, files: dict[str, dict[str, Any] | str], metrics: dict[str, Any]
+) -> Path:
+    """A run directory ``root/runs/<experiment>/d/m/n0/seed0`` written as the run writers do:
+    its files, then metrics.json with a record hashing them."""
+    run = root / "runs" / experiment / "d" / "m" / "n0" / "seed0"
+    run.mkdir(parents=True)
+    for name, content in files.items():
+        if isinstance(content, dict):
+            write_npz_atomic(run / name, **content)
+        else:
+            (run / name).write_text(content)
+    record = P.artifact_record("run", [], [], run, {"seed": 0})
+    record["outputs"] = P.run_outputs(run)
+    write_json_atomic(run / "metrics.json", {"experiment": experiment, **metrics, "provenance": record})
+    return run
+
+
+@pytest.mark.parametrize("experiment", ["ape-train", "ape-vi", "ape-nuts"])
+def test_verify_says_not_supported_for_training_runs(
+    experiment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = fabricated_run(tmp_path, experiment, {"encoder.pt": "w", "curve.csv": "step\n1\n"}, {"seed": 0})
+    code, out, _ = cli(["verify", run], capsys)
+    assert code == NOT_SUPPORTED
+    assert "curve.csv: ok" in out and "encoder.pt: ok" in out and "all 2 run file(s) match" in out
+    assert "not supported for this run kind: " in out and f"noisyor-bench {experiment}" in out
+    assert cli(["provenance", run], capsys)[0] == 0
+    code, out, _ = cli(["provenance", run / "encoder.pt"], capsys)
+    assert code == 0 and "every recorded sha256 matches" in out
+
+    (run / "encoder.pt").write_text("other weights")  # a changed file is a failure, not "not supported"
+    code, out, _ = cli(["verify", run], capsys)
+    assert code == 1 and "encoder.pt: CHANGED since recorded" in out and "not supported" not in out
+    assert cli(["provenance", run], capsys)[0] == 1
+    (run / "curve.csv").unlink()
+    code, out, _ = cli(["verify", run], capsys)
+    assert code == 1 and "curve.csv: MISSING" in out
+
+
+def test_verify_of_a_run_without_file_hashes_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = fabricated_run(tmp_path, "ape-vi", {"posterior.npz": {"mu": np.zeros(2)}}, {"seed": 0})
+    m = read_json(run / "metrics.json")
+    m["provenance"]["outputs"] = []  # a record written before runs hashed their files
+    write_json_atomic(run / "metrics.json", m)
+    code, _, err = cli(["verify", run], capsys)
+    assert code == 2 and "records no sha256 of the run's files" in err and "rerun" in err
+
+
+def test_verify_says_not_supported_for_a_search_draw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = fabricated_run(
+        tmp_path, "fig3a", {"curve.csv": "epoch\n1\n"}, {"test_evaluated": False, "val_nelbo": 3.0}
+    )
+    code, out, _ = cli(["verify", run], capsys)
+    assert code == NOT_SUPPORTED and "not supported for this run kind: a run scored on validation" in out
+
+
+def test_verify_recomputes_an_ape_eval_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from noisyor_bench.evaluation.ranking import pairwise_agreement
+
+    rng = np.random.default_rng(0)
+    arrays, methods = {}, {}
+    vi_model, is_model = rng.normal(size=4), rng.normal(size=4)
+    for m in ("vi", "ape-model-aware"):
+        pair = rng.normal(size=12)
+        model = vi_model if m == "vi" else rng.normal(size=4)
+        arrays.update({f"elbo_pair_{m}": pair, f"elbo_model_{m}": model, f"is_model_{m}": is_model})
+        agree_vi, agree_is = pairwise_agreement(model, vi_model), pairwise_agreement(model, is_model)
+        methods[m] = {
+            "elbo_pair": float(pair.mean()),
+            "elbo_per_word": float(pair.sum()) / 50.0,
+            "agree_vi": agree_vi.agree,
+            "agree_is": agree_is.agree,
+            "pairs": agree_vi.pairs,
+            "ll_paper": -7.0,
+        }
+    run = fabricated_run(tmp_path, "ape-eval", {"scores.npz": arrays}, {"tokens": 50.0, "methods": methods})
+    code, out, _ = cli(["verify", run], capsys)
+    assert code == 0 and "scores.npz: ok" in out and "all 10 values recomputable" in out
+    assert "ll_paper" in out  # named among what is not recomputed
+
+    m = read_json(run / "metrics.json")
+    m["methods"]["ape-model-aware"]["agree_is"] += 1
+    write_json_atomic(run / "metrics.json", m)
+    code, out, _ = cli(["verify", run], capsys)
+    assert code == 1 and "ape-model-aware.agree_is" in out and "MISMATCH" in out
+
+
+def _fit(topics: np.ndarray, kl: np.ndarray | None) -> Any:
+    from noisyor_bench.experiments.avipam.methods import TopicFit
+
+    extra = {} if kl is None else {"kl_total": float(kl.sum()), "n_collapsed": int((kl < 0.1).sum()),
+                                   "collapse_threshold": 0.1, "latent_dims": int(kl.size)}  # fmt: skip
+    return TopicFit(
+        topics={"sub": topics},
+        train_seconds=0.5,
+        curve=[{"epoch": 1, "train_nelbo": 9.0}],
+        convergence={"converged": False, "rule": "r", "stop_reason": "max-epochs", "epochs": 1},
+        extra_metrics=extra,
+        arrays={} if kl is None else {"kl_per_dim": kl},
+    )
+
+
+@pytest.mark.parametrize("collapse", [False, True])
+def test_avipam_run_records_its_files_and_verifies(
+    collapse: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scipy.sparse as sp
+
+    from noisyor_bench.data.corpora.bow import Corpus, save_corpus
+    from noisyor_bench.experiments.avipam import runs as avipam_runs
+
+    rng = np.random.default_rng(1)
+    counts = sp.csr_matrix(rng.poisson(1.0, size=(6, 15)).astype(np.int64))
+    corpus = tmp_path / "data" / "avipam-toy.npz"
+    corpus.parent.mkdir()
+    save_corpus(corpus, Corpus(counts, counts, [f"w{i}" for i in range(15)]))
+    topics = rng.dirichlet(np.ones(15), size=3)
+    kl = np.array([0.01, 0.5, 2.0]) if collapse else None
+    monkeypatch.setattr(avipam_runs, "fit", lambda method, c, settings, seed: _fit(topics, kl))
+    experiment = "collapse" if collapse else "small"
+    cell = {"experiment": experiment, "corpus": "toy", "method": "m"}
+    out = tmp_path / "runs" / f"avipam-{experiment}" / "toy" / "m" / "n0" / "seed0"
+    run = avipam_runs.execute(corpus, cell, {"method": "m", "threads": 1}, 0, out)
+
+    m = read_json(run / "metrics.json")
+    outputs = {o["path"]: o["sha256"] for o in m["provenance"]["outputs"]}
+    assert outputs == {name: sha(run / name) for name in ("curve.csv", "topics.npz")}
+    code, out_text, _ = cli(["verify", run], capsys)
+    assert code == 0 and "topics.npz: ok" in out_text and "top_sub (topics.npz)" in out_text
+    assert ("n_collapsed" in out_text) == collapse
+    code, text, _ = cli(["provenance", run / "topics.npz"], capsys)
+    assert code == 0 and "(dataset; sha256" in text
+
+    # topics.npz rewritten with other top words and re-recorded (a writer bug): MISMATCH
+    arrays = load_npz(run / "topics.npz")
+    arrays["top_sub"] = arrays["top_sub"][::-1].copy()
+    write_npz_atomic(run / "topics.npz", **arrays)
+    m["provenance"]["outputs"] = P.run_outputs(run)
+    write_json_atomic(run / "metrics.json", m)
+    code, out_text, _ = cli(["verify", run], capsys)
+    assert code == 1 and "top_sub (topics.npz)" in out_text and "MISMATCH" in out_text
+
+
+@pytest.fixture(scope="module")
+def ape_noisyor_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """One baseline (LB-CDI) and one encoder (AVI, one epoch) run of a tiny APE-on-noisy-OR family."""
+    from noisyor_bench.experiments.ape_noisyor.problems import build_problems, read_problems, write_problems
+    from noisyor_bench.experiments.ape_noisyor.runs import run_baseline, train_encoder
+    from noisyor_bench.experiments.ape_noisyor.settings import parse_settings
+
+    root = tmp_path_factory.mktemp("ape_noisyor") / "results"
+    settings = parse_settings(
+        {
+            "seed": 3,
+            "families": {
+                "syn-random": {
+                    "family": "random",
+                    "D": 8,
+                    "K": 3,
+                    "alpha_theta": 2,
+                    "beta_theta": 3,
+                    "alpha_mu": 1,
+                    "beta_mu": 1,
+                    "s": 0.7,
+                    "mu": 0.2,
+                    "leak_prob": 0.01,
+                    "perturbation": 1.0,
+                }
+            },  # fmt: skip
+            "problems": {"train": 2, "val": 1, "test": 2},
+            "rows": {"train": 6, "val": 4, "test": 4},
+            "candidates": 3,
+            "encoders": {"avi": {"method": "avi", "input": "x"}},
+            "baselines": ["lb-cdi"],
+            "baseline_hparams": {"lb-cdi": {"max_rounds": 2}},
+            "seeds": [0],
+            "hparams": {"hidden_layers": 1, "hidden_dim": 4},
+            "budget": {"max_epochs": 1, "patience": 1, "batch_size": 2, "min_epoch_steps": 1},
+            "rows_per_model": 3,
+        }
+    )
+    problems = root / "data" / "ape-noisyor-syn-random.npz"
+    problems.parent.mkdir(parents=True)
+    write_problems(problems, build_problems(settings, "syn-random"))
+    arrays = read_problems(problems)
+    torch.set_num_threads(1)
+    runs = [
+        run_baseline(arrays, settings, "syn-random", "lb-cdi", root / "runs", problems),
+        train_encoder(arrays, settings, "syn-random", settings.encoders["avi"], 0, root / "runs", problems),
+    ]
+    return problems, runs
+
+
+def test_ape_noisyor_runs_record_problems_and_files(
+    ape_noisyor_runs: tuple[Path, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    problems, runs = ape_noisyor_runs
+    for run, files in zip(runs, (("scores.npz",), ("curve.csv", "scores.npz")), strict=True):
+        prov = read_json(run / "metrics.json")["provenance"]
+        assert prov["kind"] == "run" and prov["config"]["family"] == "syn-random"
+        (dataset,) = prov["inputs"]
+        assert dataset["role"] == "dataset" and dataset["sha256"] == sha(problems)
+        assert (run / dataset["relpath"]).resolve() == problems.resolve()
+        assert {o["path"]: o["sha256"] for o in prov["outputs"]} == {f: sha(run / f) for f in files}
+        code, out, _ = cli(["verify", run], capsys)
+        assert code == 0, out
+        assert "agreement_exact" in out and "gap_exact" in out and "all 3 values recomputable" in out
+        code, out, _ = cli(["provenance", run], capsys)
+        assert code == 0 and "every recorded sha256 matches" in out and "ape-noisyor-syn-random.npz" in out
+
+
+def test_ape_noisyor_verify_catches_changes(
+    ape_noisyor_runs: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    problems, runs = ape_noisyor_runs
+    root = tmp_path / "results"
+    shutil.copytree(problems.parent.parent, root)  # a copied results tree: found by relative paths
+    run = root / runs[0].relative_to(problems.parent.parent)
+    m = read_json(run / "metrics.json")
+    m["gap_exact"] += 0.01
+    write_json_atomic(run / "metrics.json", m)
+    code, out, _ = cli(["verify", run], capsys)
+    assert code == 1 and "gap_exact" in out and "MISMATCH" in out
+
+    arrays = load_npz(run / "scores.npz")
+    write_npz_atomic(run / "scores.npz", **{**arrays, "elbo": arrays["elbo"] - 1.0})
+    code, out, _ = cli(["verify", run], capsys)
+    assert code == 1 and "scores.npz: CHANGED since recorded" in out
+    assert cli(["provenance", run], capsys)[0] == 1
+
+    data = root / "data" / problems.name
+    arrays = load_npz(data)
+    write_npz_atomic(data, **{**arrays, "test_log_px": arrays["test_log_px"] + 1.0})
+    run = root / runs[1].relative_to(problems.parent.parent)
+    code, _, err = cli(["verify", run, "--dataset", data], capsys)
+    assert code == 2 and "is not the file the run used" in err
+    aside = problems.with_name("aside.npz")
+    problems.rename(aside)  # the recorded path is gone: the copy's is found, and it has changed
+    try:
+        code, _, err = cli(["verify", run], capsys)
+    finally:
+        aside.rename(problems)
+    assert code == 2 and "has changed" in err
+
+
+def test_noted_outputs_get_sidecars(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Files of an --out-dir (aviPAM's Tables 1-4) declared with note_output get sidecars."""
+    out_csv, table = tmp_path / "runs.csv", tmp_path / "avipam_table1.csv"
+    out_csv.write_text("a\n1\n")
+    table.write_text("b\n2\n")
+    P.note_output(table)  # outside the CLI: nothing
+    with P.command_context(["avipam-tables"], "avipam-tables") as ctx:
+        P.note_output(table)
+        P.note_output(tmp_path / "never-written.md")  # not a file: no sidecar
+        written = P.write_sidecars(argparse.Namespace(out_runs=str(out_csv)), ctx)
+    assert sorted(p.name for p in written) == ["avipam_table1.csv.prov.json", "runs.csv.prov.json"]
+    record = read_json(P.sidecar_path(table))
+    assert {Path(o["path"]).name: o["sha256"] for o in record["outputs"]} == {
+        "runs.csv": sha(out_csv),
+        "avipam_table1.csv": sha(table),
+    }
+    code, text, _ = cli(["provenance", table], capsys)
+    assert code == 0 and "every recorded sha256 matches" in text
+
+
+def test_a_directory_input_holding_the_outputs_is_not_hashed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compare --results R`` writes R/tables/comparison.csv: a digest of R would change as soon
+    as the outputs' sidecars are written (and with every later step), so R is recorded unhashed."""
+    results, reference = tmp_path / "results", tmp_path / "reference"
+    (results / "tables").mkdir(parents=True)
+    reference.mkdir()
+    (reference / "t.csv").write_text("a\n1\n")
+    out = results / "tables" / "comparison.csv"
+    out.write_text("x\n1\n")
+    args = argparse.Namespace(results=str(results), reference=str(reference), out_csv=str(out))
+    with P.command_context(["compare"], "compare") as ctx:
+        P.write_sidecars(args, ctx)
+    inputs = {e["role"]: e for e in read_json(P.sidecar_path(out))["inputs"]}
+    assert inputs["--results"]["sha256"] is None and inputs["--results"]["not_hashed"]
+    assert inputs["--reference"]["sha256"] == P.directory_sha256(reference)[0]  # not enclosing: hashed
+    (results / "later.log").write_text("a later step")
+    code, text, _ = cli(["provenance", out], capsys)
+    assert code == 0 and "(--results; sha256 -)  [no sha256 recorded]" in text
+    (reference / "t.csv").write_text("a\n2\n")
+    assert cli(["provenance", out], capsys)[0] == 1

@@ -194,10 +194,14 @@ def test_smoke_targets_claims_section_and_report(toy_checkout, tmp_path) -> None
     assert all((results / a).is_file() for a in smoke_artifacts)
     with open(results / "tables" / "claims.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert [(r["claim_id"], r["paper"], r["verdict"]) for r in rows] == [("toy-one-is-one", "toy", "reproduced")]
+    assert [(r["claim_id"], r["paper"], r["verdict"]) for r in rows] == [
+        ("toy-one-is-one", "toy", "reproduced")
+    ]
     assert "## TOY: A Toy Paper for the Registry Test" in (results / "tables" / "claims.md").read_text()
     report = tmp_path / "report.zip"
-    proc = subprocess.run([*snakemake, "--report", str(report)], cwd=dest, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [*snakemake, "--report", str(report)], cwd=dest, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     with zipfile.ZipFile(report) as zf:
         assert any(name.endswith("toy_table.csv") for name in zf.namelist())

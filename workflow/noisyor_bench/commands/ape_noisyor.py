@@ -49,7 +49,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     arrays = read_problems(args.problems)
     for seed in settings.seeds:
-        train_encoder(arrays, settings, args.family, settings.encoders[args.encoder], seed, args.runs_dir)
+        train_encoder(
+            arrays, settings, args.family, settings.encoders[args.encoder], seed, args.runs_dir, args.problems
+        )
     return 0
 
 
@@ -61,7 +63,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     torch.set_num_threads(1)
-    run_baseline(read_problems(args.problems), settings, args.family, args.method, args.runs_dir)
+    run_baseline(
+        read_problems(args.problems), settings, args.family, args.method, args.runs_dir, args.problems
+    )
     return 0
 
 

@@ -230,6 +230,7 @@ def np_cumsum0(lengths: Any) -> Any:
 
 def cmd_tables(args: argparse.Namespace) -> int:
     """Tables 1-4 (tables/avipam_table<i>.csv|md) and the per-run NPMI scores."""
+    from noisyor_bench.infra.provenance import note_output
     from noisyor_bench.reporting.avipam import tables as avt
     from noisyor_bench.reporting.tables import write_table
 
@@ -245,6 +246,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
             avt.markdown(table, name, paper, args.grid),
             out / f"avipam_{name}.md",
         )
+        note_output(out / f"avipam_{name}.csv")  # provenance sidecars, as for --out-* files
+        note_output(out / f"avipam_{name}.md")
     write_table(runs.assign(artifact="avipam-npmi-runs"), args.out_runs)
     log.info("avipam-tables: %d runs scored -> %s", len(runs), out)
     return 0

@@ -173,7 +173,6 @@ def config_warnings(cfg: Mapping[str, Any]) -> list[str]:
     return found
 
 
-
 def check_name(value: Any, where: str) -> None:
     """A name used as a path component under results_dir must match NAME_PATTERN."""
     import re
@@ -185,7 +184,6 @@ def check_name(value: Any, where: str) -> None:
             f"{where}: name {value!r} is not allowed; names become paths under results_dir and must match "
             f"{NAME_PATTERN} (letters, digits, '_' and '-')"
         )
-
 
 
 def _check_cross_references(cfg: Mapping[str, Any]) -> None:

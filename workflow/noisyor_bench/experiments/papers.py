@@ -72,6 +72,10 @@ class Paper:
     """One table command that runs from its paper numbers alone (the wheel test calls it)."""
     runtime: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Time rows per grid, used where ``config/runtime_estimates.yaml`` has none for it."""
+    run_verifier: str | None = None
+    """A module with ``recompute(check) -> Recomputed``: what ``noisyor-bench verify`` recomputes
+    from a run folder of this paper (``None``: the ``verify`` command's own recomputation from
+    ``posterior_test.npz``, ACP's runs)."""
     config_checks: str | None = None
     """A module with the paper's config checks, each optional: ``adjust_schema(schema)`` (fill
     enums), ``validate(cfg)`` (cross-field checks; raises ConfigError) and ``warnings(cfg)``
@@ -85,7 +89,6 @@ class Paper:
             return None
         module, _, function = self.labeller.partition(":")
         return getattr(importlib.import_module(module), function)(method, experiment)
-
 
 
 _ENTRIES: dict[str, Paper] = {}

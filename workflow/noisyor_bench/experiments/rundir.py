@@ -1,5 +1,6 @@
-"""The layout of a run directory, importable without torch: its file names, where it lives,
-how it is published, and the one reader of its posterior (``posterior_test.npz``).
+"""The layout of a run directory, importable without torch: its key and path (:class:`RunKey`),
+its file names, where it lives, how it is published, the generic parts of its records
+(``metrics.json`` values, ``curve.csv``) and the one reader of its posterior (``posterior_test.npz``).
 
 Tables and figures read finished runs through this module; writing a run is
 :func:`noisyor_bench.experiments.acp.runs.execute_run` (ACP), and the APE and aviPAM run writers.
@@ -10,13 +11,21 @@ replaces the previous one only once it has finished.
 
 from __future__ import annotations
 
+import csv
+import io
+import math
 import os
+import re
 import shutil
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any
 
 import numpy as np
 
+from noisyor_bench.inference.convergence import Convergence
+from noisyor_bench.inference.fitting import EpochRecord
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
 
@@ -25,6 +34,59 @@ POSTERIOR_FILE = "posterior_test.npz"
 CURVE_FILE = "curve.csv"
 CHECKPOINT_FILE = "checkpoint.pt"
 SPEC_FILE = "spec.json"
+
+
+RUNS_DIR = "runs"
+"""The folder of every run directory under the results directory."""
+
+
+def cell_path(experiment: str, dataset: str, method: str, n_train: int) -> str:
+    """``<experiment>/<dataset>/<method>/n<N_train>``: the folder of a cell's seeds (under ``runs/``;
+    the hyperparameter search keeps its draws under the same path in ``search/``)."""
+    return f"{experiment}/{dataset}/{method}/n{int(n_train)}"
+
+
+_N_PART = re.compile(r"n(\d+)")
+_SEED_PART = re.compile(r"seed(\d+)")
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """The identity of one run and so its place: ``<experiment>/<dataset>/<method>/n<N>/seed<s>``
+    under ``runs/`` (the same five keys as its ``metrics.json``).  Every paper's cells build
+    their run paths through it (ACP's grid cells, aviPAM's cells, APE and APE on noisy-OR)."""
+
+    experiment: str
+    dataset: str
+    method: str
+    n_train: int
+    seed: int
+
+    @property
+    def cell_path(self) -> str:
+        """The path without the seed (:func:`cell_path`)."""
+        return cell_path(self.experiment, self.dataset, self.method, self.n_train)
+
+    @property
+    def path(self) -> str:
+        """``<experiment>/<dataset>/<method>/n<N_train>/seed<seed>``, relative to ``runs/``."""
+        return f"{self.cell_path}/seed{int(self.seed)}"
+
+    def directory(self, results_dir: str | Path) -> Path:
+        """``results_dir/runs/<path>`` (no check of the names: :func:`run_dir` checks them)."""
+        return Path(results_dir) / RUNS_DIR / self.path
+
+    @classmethod
+    def from_path(cls, path: str | PurePath) -> RunKey:
+        """The key of a run directory path: its last five components
+        ``<experiment>/<dataset>/<method>/n<N>/seed<s>`` (anything before them, e.g.
+        ``results/runs/``, is ignored).  ValueError if the path does not end that way."""
+        parts = PurePath(path).parts
+        if len(parts) >= 5:
+            n_part, seed_part = _N_PART.fullmatch(parts[-2]), _SEED_PART.fullmatch(parts[-1])
+            if n_part and seed_part:
+                return cls(parts[-5], parts[-4], parts[-3], int(n_part.group(1)), int(seed_part.group(1)))
+        raise ValueError(f"{path}: not a run directory <experiment>/<dataset>/<method>/n<N>/seed<s>")
 
 
 def run_dir(
@@ -37,9 +99,7 @@ def run_dir(
     check_name(experiment, "experiment")
     check_name(dataset, "dataset name")
     check_name(method, "method")
-    return (
-        Path(results_dir) / "runs" / experiment / dataset / method / f"n{int(n_train)}" / f"seed{int(seed)}"
-    )
+    return RunKey(experiment, dataset, method, int(n_train), int(seed)).directory(results_dir)
 
 
 def partial_dir(out_dir: str | Path) -> Path:
@@ -106,13 +166,61 @@ def load_posterior(run_dir: str | Path, need: Sequence[str] = ("theta",)) -> dic
     return arrays
 
 
+# ---------------------------------------------------------------------------------- run records
+CURVE_COLUMNS = ("epoch", "train_nelbo", "val_nelbo", "seconds")
+
+
+def json_safe(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Replace non-finite floats by ``None`` (strict JSON) and list them in ``nonfinite_metrics``."""
+    out, bad = {}, []
+    for key, value in metrics.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            out[key] = None
+            bad.append(f"{key}={value}")
+        else:
+            out[key] = value
+    out["nonfinite_metrics"] = bad
+    return out
+
+
+def json_safe_nested(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Non-finite floats of a flat mapping as ``None`` (strict JSON)."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in values.items()}
+
+
+def convergence_keys(verdict: Convergence) -> dict[str, Any]:
+    """metrics.json's ``converged`` (true / false / null) and ``convergence`` (the numbers)."""
+    return {"converged": verdict.converged, "convergence": json_safe_nested(verdict.as_dict())}
+
+
+def curve_csv(records: list[EpochRecord]) -> str:
+    """``curve.csv`` of epoch records: ``epoch, train_nelbo, val_nelbo, seconds`` then the sorted
+    union of ``extra`` keys."""
+    extras = sorted({k for r in records for k in r.extra})
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([*CURVE_COLUMNS, *extras])
+    for r in records:
+        row = [r.epoch, r.train_nelbo, r.val_nelbo, r.seconds, *(r.extra.get(k) for k in extras)]
+        writer.writerow(["" if v is None else repr(float(v)) if isinstance(v, float) else v for v in row])
+    return buf.getvalue()
+
+
 __all__ = [
     "CHECKPOINT_FILE",
+    "CURVE_COLUMNS",
     "CURVE_FILE",
     "METRICS_FILE",
     "POSTERIOR_FILE",
+    "RUNS_DIR",
     "SPEC_FILE",
+    "RunKey",
+    "cell_path",
+    "convergence_keys",
+    "curve_csv",
     "fresh_partial_dir",
+    "json_safe",
+    "json_safe_nested",
     "load_posterior",
     "partial_dir",
     "publish_run_dir",

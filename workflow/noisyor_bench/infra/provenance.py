@@ -66,6 +66,8 @@ FALLBACK_PACKAGES = (
 )
 #: Files of a run directory besides metrics.json, recorded as companions of a run input.
 RUN_COMPANIONS = ("posterior_test.npz", "curve.csv")
+#: Files of a run directory that are not its outputs: the record itself and resume state.
+NOT_RUN_OUTPUTS = ("metrics.json", "checkpoint.pt", "spec.json")
 #: Argument destinations never scanned for input files.
 _NOT_INPUTS = {"func", "command", "verbose"}
 
@@ -173,6 +175,14 @@ def code_version() -> dict[str, Any]:
     if value:
         return _code_version_from_env(value)
     return git_state(PACKAGE_DIR, tracked_file=PACKAGE_DIR / "__init__.py")
+
+
+def code_version_label() -> str:
+    """``<commit> (clean|with uncommitted changes)``: the software page's param, so a run from
+    another commit rewrites the page."""
+    code = code_version()
+    state = "with uncommitted changes" if code.get("dirty") else "clean"
+    return f"{code.get('commit')} ({state})"
 
 
 # ---------------------------------------------------------------------------------- packages
@@ -386,6 +396,7 @@ class CommandContext:
     cwd: str = field(default_factory=os.getcwd)
     clock: Stopwatch = field(default_factory=Stopwatch)
     noted: list[tuple[str, str]] = field(default_factory=list)
+    noted_outputs: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
         return {"argv": ["noisyor-bench", *self.argv], "name": self.name, "cwd": self.cwd}
@@ -414,6 +425,14 @@ def note_input(path: str | os.PathLike[str] | None, role: str) -> None:
     (e.g. the ``--best`` hyperparameters a run was trained with); no-op outside the CLI."""
     if path is not None and _CURRENT is not None:
         _CURRENT.noted.append((str(path), role))
+
+
+def note_output(path: str | os.PathLike[str]) -> None:
+    """Declare a table or figure the running command writes that no ``--out-*`` argument names
+    (e.g. the files of an ``--out-dir``): it gets a ``<output>.prov.json`` sidecar like an
+    ``--out-*`` file (:func:`write_sidecars`); no-op outside the CLI."""
+    if _CURRENT is not None:
+        _CURRENT.noted_outputs.append(str(path))
 
 
 def _noted_entries(base: Path | None) -> list[dict[str, Any]]:
@@ -483,12 +502,30 @@ def run_record(
     record = artifact_record(
         "run", [dataset], [], base, run_config(spec, device, threads), clock, device, threads
     )
-    record["outputs"] = [
-        {**file_entry(work_dir / name, "output"), "path": name, "relpath": name}
-        for name in RUN_COMPANIONS
-        if (work_dir / name).is_file()
-    ]
+    record["outputs"] = run_outputs(work_dir, RUN_COMPANIONS)
     return record
+
+
+def run_outputs(work_dir: str | os.PathLike[str], names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """``outputs`` of a run record: the files of a run being written in ``work_dir`` (its
+    ``.partial`` directory, or the run directory itself), named by their file names so they
+    resolve from the published run directory (``verify`` and ``provenance`` re-hash them).
+
+    ``names`` default: every file of ``work_dir`` but :data:`NOT_RUN_OUTPUTS` (the record
+    itself, resume state) and hidden files, sorted; a name that is not a file is left out.
+    """
+    work = Path(work_dir)
+    if names is None:
+        names = sorted(
+            p.name
+            for p in work.iterdir()
+            if p.is_file() and p.name not in NOT_RUN_OUTPUTS and not p.name.startswith(".")
+        )
+    return [
+        {**file_entry(work / name, "output"), "path": name, "relpath": name}
+        for name in names
+        if (work / name).is_file()
+    ]
 
 
 # ---------------------------------------------------------------------------------- CLI sidecars
@@ -562,13 +599,41 @@ def argument_inputs(args: argparse.Namespace) -> list[tuple[Path, str]]:
     return found
 
 
+def _encloses(path: Path, outputs: Iterable[Path]) -> bool:
+    """Whether the directory ``path`` holds one of ``outputs`` (e.g. ``compare --results``)."""
+    if not _is_dir(path):
+        return False
+    root = path.resolve()
+    return any(root in out.resolve().parents for out in outputs)
+
+
+def _enclosing_entry(path: Path, role: str, base: Path) -> dict[str, Any]:
+    """A directory input that holds the command's own outputs, recorded without a digest: the
+    outputs and their sidecars (and whatever later steps write there) change its digest right
+    after the record is made, so a digest would read ``CHANGED`` however the inputs stand."""
+    return {
+        "path": str(path),
+        "relpath": _relpath(path, base),
+        "role": role,
+        "sha256": None,
+        "kind": "directory",
+        "not_hashed": "holds this command's outputs",
+    }
+
+
 def write_sidecars(args: argparse.Namespace, ctx: CommandContext) -> list[Path]:
-    """``<output>.prov.json`` beside each ``--out-*`` file of a finished command; returns them.
+    """``<output>.prov.json`` beside each ``--out-*`` file of a finished command, and each file
+    it declared with :func:`note_output`; returns them.
 
     Each sidecar lists all outputs of the command (with sha256), so ``provenance`` can tell
     whether an output was rewritten after its record (a stale sidecar).
     """
     outputs = declared_outputs(args)
+    named = {p.resolve() for p in outputs}
+    for noted in ctx.noted_outputs:  # note_output: files of an --out-dir
+        if _is_file(noted) and Path(noted).resolve() not in named:
+            named.add(Path(noted).resolve())
+            outputs.append(Path(noted))
     written = []
     if not outputs:
         return written
@@ -577,8 +642,150 @@ def write_sidecars(args: argparse.Namespace, ctx: CommandContext) -> list[Path]:
     inputs = argument_inputs(args)
     for out in outputs:
         base = out.parent
-        entries = [file_entry(p, role, base) for p, role in inputs]
+        entries = [
+            _enclosing_entry(p, role, base) if _encloses(p, outputs) else file_entry(p, role, base)
+            for p, role in inputs
+        ]
         record = artifact_record("command", entries, outputs, base, clock=ctx.clock)
         write_json_atomic(sidecar_path(out), record)
         written.append(sidecar_path(out))
     return written
+
+
+# ---------------------------------------------------------------------------------- verify
+# ``noisyor-bench verify RUN_DIR`` checks a run against its record.  A paper whose runs it can
+# recompute declares ``recompute(check: RunCheck) -> Recomputed`` in the module its registry
+# entry names (``Paper.run_verifier``, found by the run's experiment);
+# these are the types that function gets and returns.
+class NotRecomputable(Exception):
+    """The run's metrics are not determined by its files (the message says why): ``verify``
+    checks the files' sha256 and reports ``not supported for this run kind``."""
+
+
+@dataclass
+class Recomputed:
+    """Values of a run recomputed from its files: ``(name, recorded, recomputed, ok)`` rows, the
+    inputs read besides the run's files, and which recorded values are not recomputed (why)."""
+
+    rows: list[tuple[str, Any, Any, bool]]
+    inputs: list[str]
+    not_recomputed: str
+
+
+def same_value(a: Any, b: Any, rtol: float) -> bool:
+    """Equal, or floats within ``rtol`` (relative, at least 1 absolute); NaN equals NaN (a
+    diverged run's value recomputed as NaN), None only None."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) or isinstance(b, float):
+        import math
+
+        if math.isnan(a) and math.isnan(b):
+            return True
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return a == b
+        return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+    return a == b
+
+
+@dataclass
+class RunCheck:
+    """A run directory being verified: its ``metrics.json`` (``recorded``), the tolerance, and
+    the dataset passed with ``--dataset`` (if any)."""
+
+    path: Path
+    recorded: dict[str, Any]
+    rtol: float
+    dataset_arg: str | None = None
+
+    @property
+    def experiment(self) -> str | None:
+        """The ``experiment`` key, else the folder below ``runs/`` in the run's path."""
+        if isinstance(self.recorded.get("experiment"), str):
+            return self.recorded["experiment"]
+        parts = self.path.resolve().parts
+        return parts[parts.index("runs") + 1] if "runs" in parts[:-1] else None
+
+    def rows(
+        self, recorded: Mapping[str, Any], recomputed: Mapping[str, Any]
+    ) -> list[tuple[str, Any, Any, bool]]:
+        """``(key, recorded, recomputed, ok)`` for each recomputed key."""
+        return [
+            (k, recorded.get(k), v, same_value(recorded.get(k), v, self.rtol)) for k, v in recomputed.items()
+        ]
+
+    def _dataset_entry(self) -> dict[str, Any] | None:
+        inputs = (self.recorded.get("provenance") or {}).get("inputs") or []
+        return next((e for e in inputs if e.get("role") == "dataset"), None)
+
+    def dataset(self) -> Path:
+        """The file of the record's ``dataset`` input (or ``--dataset``), accepted only with the
+        recorded sha256: relative to the run directory, as recorded, from the recorded cwd, or
+        ``<results>/data/<name>`` for a run under ``<results>/runs/``; DataError otherwise."""
+        from noisyor_bench.infra.errors import DataError
+
+        entry = self._dataset_entry() or {}
+        want = entry.get("sha256")
+        if self.dataset_arg:
+            given = Path(self.dataset_arg)
+            if want and current_sha256(given) != want:
+                raise DataError(f"--dataset {given} is not the file the run used (sha256 {want[:12]}...)")
+            return given
+        if not entry:
+            raise DataError(
+                f"the record of run {self.path} names no dataset input; pass it with --dataset PATH"
+            )
+        cands = [self.path / entry["relpath"]] if entry.get("relpath") else []
+        path = Path(entry["path"])
+        cands.append(path)
+        cwd = ((self.recorded.get("provenance") or {}).get("command") or {}).get("cwd")
+        if cwd and not path.is_absolute():
+            cands.append(Path(cwd) / path)
+        parts = self.path.resolve().parts
+        if "runs" in parts[:-1]:
+            cands.append(Path(*parts[: parts.index("runs")]) / "data" / path.name)
+        existing = list(dict.fromkeys(c.resolve() for c in cands if c.is_file()))
+        for c in existing:
+            if want is None or current_sha256(c) == want:
+                return Path(os.path.relpath(c))
+        if not existing:
+            tried = ", ".join(str(c) for c in cands)
+            raise DataError(
+                f"the dataset of run {self.path} was not found; looked at: {tried}. Pass it with --dataset PATH"
+            )
+        raise DataError(
+            f"the dataset of run {self.path} has changed: the run used sha256 {str(want)[:12]}..., but "
+            + ", ".join(f"{c} has {str(current_sha256(c))[:12]}..." for c in existing)
+            + "; rebuild it from the recorded config or pass the original file with --dataset PATH"
+        )
+
+
+def run_file_status(run: Path, recorded: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[str]]:
+    """``(file, "ok" | "CHANGED since recorded" | "MISSING")`` of every file the run's record
+    hashes (``provenance.outputs``), and the names of the run's other files (not in the record:
+    unchecked).  DataError when the record hashes no file."""
+    from noisyor_bench.infra.errors import DataError
+
+    outputs = (recorded.get("provenance") or {}).get("outputs") or []
+    if not outputs:
+        raise DataError(
+            f"{run / 'metrics.json'} records no sha256 of the run's files (no provenance.outputs: written "
+            "by code older than the run records' output hashes); rerun the run to verify it"
+        )
+    rows, named = [], set()
+    for entry in outputs:
+        rel = entry.get("relpath") or entry.get("path")
+        path = run / rel
+        named.add(path.resolve())
+        now = current_sha256(path) if path.is_file() else None
+        if now is None or entry.get("sha256") is None:
+            status = "MISSING" if now is None else "no sha256 recorded"
+        else:
+            status = "ok" if now == entry["sha256"] else "CHANGED since recorded"
+        rows.append((str(rel), status))
+    others = sorted(
+        p.name
+        for p in run.iterdir()
+        if p.is_file() and p.name not in NOT_RUN_OUTPUTS and p.resolve() not in named
+    )
+    return rows, others

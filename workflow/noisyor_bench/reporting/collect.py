@@ -14,8 +14,8 @@ does not depend on the seed -- are one setting, not a sample.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from noisyor_bench.experiments.rundir import RunKey
 from noisyor_bench.infra.errors import DataError, UserError
 from noisyor_bench.infra.io import read_json
 from noisyor_bench.reporting.methods import DETERMINISTIC_IN_INFERENCE, method_rank
@@ -106,24 +107,13 @@ def read_metrics(path: str | Path) -> dict[str, Any]:
     return row
 
 
-_LAYOUT = re.compile(r"^n(\d+)$"), re.compile(r"^seed(\d+)$")
-
-
 def _check_layout(path: Path, row: Mapping[str, Any]) -> None:
     """If the path follows ``<experiment>/<dataset>/<method>/n<N>/seed<s>/``, it must agree with the file."""
-    parts = path.parent.parts
-    if len(parts) < 5:
+    try:
+        key = RunKey.from_path(path.parent)
+    except ValueError:
         return
-    m_n, m_seed = _LAYOUT[0].match(parts[-2]), _LAYOUT[1].match(parts[-1])
-    if not (m_n and m_seed):
-        return
-    expected = {
-        "experiment": parts[-5],
-        "dataset": parts[-4],
-        "method": parts[-3],
-        "n_train": int(m_n.group(1)),
-        "seed": int(m_seed.group(1)),
-    }
+    expected = dataclasses.asdict(key)
     wrong = {k: (v, row[k]) for k, v in expected.items() if row[k] != v}
     if wrong:
         detail = ", ".join(f"{k}: path says {a!r}, file says {b!r}" for k, (a, b) in wrong.items())

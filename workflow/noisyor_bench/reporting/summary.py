@@ -79,7 +79,9 @@ def run_summary(results_dir: str | Path, report: str | None = None) -> str:
     lines = []
     if claims.is_file():
         frame = read_claims(claims)
-        lines.append(f"Paper claims: {counts_text(_counts(frame))} (details: {results / 'tables' / 'claims.md'})")
+        lines.append(
+            f"Paper claims: {counts_text(_counts(frame))} (details: {results / 'tables' / 'claims.md'})"
+        )
         if "claim_id" in frame.columns and len(frame):
             groups = frame["claim_id"].fillna("").astype(str).map(_claim_group_or_none)
             for entry in registered_papers():

@@ -8,6 +8,14 @@ they agree to rounding) or when ``posterior_test.npz``/``curve.csv`` differ from
 in the run's provenance record.  Without ``--dataset`` the dataset is found from that record
 (its recorded path, relative to the run directory, the current directory or the results
 directory the run lives in) and accepted only if its sha256 is the one the run used.
+
+Runs of the other papers (APE, APE on noisy-OR, aviPAM) are verified by
+:func:`noisyor_bench.commands.provenance.verify_run_kind` with the module their
+paper's registry entry names (``run_verifier``): their files against the sha256 of their record, then the
+metrics their files determine; a kind whose metrics only re-running recomputes (and a search
+draw, validation only) exits 3 (``not supported for this run kind: <why>``).  Exit status: 0 reproduced,
+1 a metric or a run file differs, 2 an error (dataset missing or changed, no record), 3 not
+supported for this run kind (its files matched their record).
 """
 
 from __future__ import annotations
@@ -23,6 +31,10 @@ from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import read_json
 
 DEFAULT_RTOL = 1e-9
+SEARCH_DRAW = (
+    "a run scored on validation data only (test_evaluated false, e.g. a search draw): it has no test "
+    "metrics to recompute; its validation NELBO is a statistic of its training"
+)
 
 
 def _close(a: Any, b: Any, rtol: float) -> bool:
@@ -49,8 +61,7 @@ def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]
     """``(recorded metrics, recomputed metrics)`` of a run directory."""
     from noisyor_bench.data.loading import load_dataset
     from noisyor_bench.evaluation.run_metrics import evaluate_posterior
-    from noisyor_bench.experiments.acp.runs import json_safe
-    from noisyor_bench.experiments.rundir import METRICS_FILE, POSTERIOR_FILE, load_posterior
+    from noisyor_bench.experiments.rundir import METRICS_FILE, POSTERIOR_FILE, json_safe, load_posterior
     from noisyor_bench.infra.hashing import sha256_file
 
     metrics_path, posterior_path = run / METRICS_FILE, run / POSTERIOR_FILE
@@ -203,6 +214,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
         recorded = read_json(metrics_path)
     except ValueError as err:
         raise DataError(f"{metrics_path} is corrupt: not valid JSON ({err})") from None
+    # Runs of a paper whose registry entry names a run_verifier (APE, APE on noisy-OR, aviPAM)
+    from noisyor_bench.commands.provenance import not_supported, verify_run_kind
+    from noisyor_bench.infra.provenance import RunCheck
+
+    code = verify_run_kind(run, recorded, args.dataset, args.rtol)
+    if code is not None:
+        return code
+    if recorded.get("test_evaluated") is False:  # a search draw: validation only
+        return not_supported(RunCheck(run, recorded, args.rtol), SEARCH_DRAW)
     # The record's hashes first: a truncated, replaced or deleted run file is named as such,
     # never fed to the recomputation (issue 18).
     files = check_run_files(run, recorded)
@@ -250,15 +270,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name, help_text in (
         (
             "verify",
-            "recompute a run's test metrics from posterior_test.npz and check them against metrics.json",
+            "check a run's files against their sha256 and recompute its metrics from them (ACP: from "
+            "posterior_test.npz); exit 3: not supported for the run kind",
         ),
         ("evaluate", "alias of verify"),
     ):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("run_dir", help="a run directory (holding metrics.json and posterior_test.npz)")
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            epilog="exit status: 0 metrics reproduced; 1 a metric or a run file differs from its record; "
+            "2 error (no record, dataset missing or changed); 3 the run's files match their record but "
+            "recomputing its metrics is not supported for its run kind (the message says why)",
+        )
+        p.add_argument("run_dir", help="a run directory (holding metrics.json)")
         p.add_argument(
             "--dataset",
-            help="the dataset .npz the run was trained on (default: found from the run's provenance)",
+            help="the dataset .npz the run was trained on, or an APE-on-noisy-OR run's problem file "
+            "(default: found from the run's provenance)",
         )
         p.add_argument(
             "--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default %(default)s)"

@@ -82,6 +82,3 @@ def warnings(cfg: Mapping[str, Any]) -> list[str]:
         f"{where}.experiments.{exp}: {problem} ({', '.join(cells_)})"
         for (exp, problem), cells_ in found.items()
     ]
-
-
-

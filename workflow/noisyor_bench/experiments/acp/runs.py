@@ -27,17 +27,14 @@ trainer's checkpoint; re-running the same spec resumes from it (a different spec
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import inspect
-import io
 import json
 import logging
 import math
 import platform
 import re
 import shutil
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +57,10 @@ from noisyor_bench.experiments.rundir import (
     METRICS_FILE,
     POSTERIOR_FILE,
     SPEC_FILE,
+    RunKey,
+    convergence_keys,
+    curve_csv,
+    json_safe,
     partial_dir,
     publish_run_dir,
 )
@@ -68,6 +69,7 @@ from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget
 from noisyor_bench.inference.noisyor import registry as methods_pkg
 from noisyor_bench.inference.noisyor.base import InferenceMethod
 from noisyor_bench.inference.noisyor.registry import NON_AMORTIZED
+from noisyor_bench.inference.progress import EpochProgress
 from noisyor_bench.inference.seeding import derive_init_seed, stream_seed
 from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra import provenance
@@ -82,7 +84,6 @@ from noisyor_bench.models.noisyor.model import NoisyOR
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-CURVE_COLUMNS = ("epoch", "train_nelbo", "val_nelbo", "seconds")
 
 # Metrics recomputable from posterior_test.npz + the dataset (compared by `evaluate`).
 RECOMPUTED_METRICS = (
@@ -224,19 +225,6 @@ def shape_model(d: int, k: int) -> NoisyOR:
     return NoisyOR.from_numpy(np.full((d, k), 0.1), np.full(d, 0.05), np.full(k, 0.2))
 
 
-def json_safe(metrics: dict[str, Any]) -> dict[str, Any]:
-    """Replace non-finite floats by ``None`` (strict JSON) and list them in ``nonfinite_metrics``."""
-    out, bad = {}, []
-    for key, value in metrics.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            out[key] = None
-            bad.append(f"{key}={value}")
-        else:
-            out[key] = value
-    out["nonfinite_metrics"] = bad
-    return out
-
-
 def _check_posterior(q: torch.Tensor, n: int, k: int, method: str) -> np.ndarray:
     arr = (
         q.detach().cpu().double().numpy() if isinstance(q, torch.Tensor) else np.asarray(q, dtype=np.float64)
@@ -250,90 +238,7 @@ def _check_posterior(q: torch.Tensor, n: int, k: int, method: str) -> np.ndarray
     return arr
 
 
-# ---------------------------------------------------------------------------------- outputs
-def curve_csv(records: list[EpochRecord]) -> str:
-    """``epoch, train_nelbo, val_nelbo, seconds`` then the sorted union of ``extra`` keys."""
-    extras = sorted({k for r in records for k in r.extra})
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*CURVE_COLUMNS, *extras])
-    for r in records:
-        row = [r.epoch, r.train_nelbo, r.val_nelbo, r.seconds, *(r.extra.get(k) for k in extras)]
-        writer.writerow(["" if v is None else repr(float(v)) if isinstance(v, float) else v for v in row])
-    return buf.getvalue()
-
-
-PROGRESS_INTERVAL_S = 10.0
-"""At most one progress log line per this many seconds (jobs log to a file, not a terminal)."""
-
-
-def _duration(seconds: float) -> str:
-    """``"1:02:03"`` / ``"2:03"``: a duration as a person reads it."""
-    s = int(round(max(seconds, 0.0)))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
-
-
-class _Progress:
-    """tqdm bar over epochs (stderr, off when not a TTY) plus progress log lines with an ETA.
-
-    Inside a Snakemake job the bar is off and the log goes to the job's log file: a line with
-    the elapsed time and an ETA (epochs left at the mean epoch time so far; early stopping
-    may end sooner) at the first epoch, then at most every ``interval`` seconds, and at the
-    epoch limit.
-    """
-
-    def __init__(
-        self,
-        total: int,
-        desc: str,
-        interval: float = PROGRESS_INTERVAL_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=total, desc=desc, unit="epoch", file=sys.stderr, disable=None, leave=False)
-        self.total, self.desc, self.interval, self.clock = total, desc, interval, clock
-        self.start = clock()
-        self.first_epoch: int | None = None
-        self.last_line: float | None = None
-
-    def eta(self, epoch: int, now: float) -> float | None:
-        """Seconds to the epoch limit at this process's mean epoch time (None: unknown)."""
-        if not self.total or self.first_epoch is None:
-            return None
-        done = epoch - self.first_epoch + 1
-        return (now - self.start) / done * max(self.total - epoch, 0) if done > 0 else None
-
-    def __call__(self, record: EpochRecord) -> None:
-        val = "-" if record.val_nelbo is None else f"{record.val_nelbo:.4f}"
-        if not self.bar.disable:
-            self.bar.n = min(record.epoch, self.bar.total or record.epoch)
-            self.bar.set_postfix(train=f"{record.train_nelbo:.4f}", val=val, refresh=True)
-        if self.first_epoch is None:
-            self.first_epoch = record.epoch
-        now = self.clock()
-        at_limit = bool(self.total) and record.epoch >= self.total
-        if self.last_line is not None and now - self.last_line < self.interval and not at_limit:
-            return
-        self.last_line = now
-        eta = self.eta(record.epoch, now)
-        log.info(
-            "%s: epoch %d/%s, train NELBO %.4f, val NELBO %s, elapsed %s, ETA %s",
-            self.desc,
-            record.epoch,
-            self.total or "?",
-            record.train_nelbo,
-            val,
-            _duration(now - self.start),
-            "?" if eta is None else f"<= {_duration(eta)}",
-        )
-
-    def close(self) -> None:
-        self.bar.close()
-
-
+# ---------------------------------------------------------------------------------- the fit
 def _fit(
     method: InferenceMethod,
     x_train: torch.Tensor,
@@ -380,7 +285,7 @@ def _construct(
 def _diverged_run(spec: RunSpec, work: Path, err: NonFiniteLossError) -> NonFiniteLossError:
     """``err`` prefixed with the run's identity, saying what was kept and how to go on."""
     return NonFiniteLossError(
-        f"run {spec.experiment}/{spec.dataset_name}/{spec.method}/n{spec.n_train}/seed{spec.seed} "
+        f"run {RunKey(spec.experiment, spec.dataset_name, spec.method, spec.n_train, spec.seed).path} "
         f"(mode {spec.mode}, hparams {json.dumps(dict(spec.hparams), sort_keys=True)}) stopped: {err} "
         f"Kept for inspection: {work} (with the latest checkpoint, taken at a finite epoch, if any; re-running "
         "the same command resumes there and diverges again, a run with changed hyperparameters starts afresh)."
@@ -504,7 +409,9 @@ def _prepare(spec: RunSpec) -> _PreparedRun:
 def execute_run(spec: RunSpec) -> Path:
     """Train, select on validation, evaluate on test once, write the run directory; return it."""
     run = _prepare(spec)
-    progress = _Progress(spec.budget.max_epochs, f"{spec.method} n{spec.n_train} s{spec.seed}")
+    progress = EpochProgress(
+        spec.budget.max_epochs, f"{spec.method} n{spec.n_train} s{spec.seed}", logger=log
+    )
     t0 = time.perf_counter()
     try:
         records, resumed = _fit(
@@ -682,8 +589,10 @@ def execute_runs_batched(specs: Sequence[RunSpec]) -> list[Path | NonFiniteLossE
     resumed = checkpoint.exists()
     if resumed:
         log.info("resuming the batch from checkpoint %s", checkpoint)
-    progress = _Progress(
-        first.spec.budget.max_epochs, f"{first.spec.method} n{first.spec.n_train} x{len(runs)} runs"
+    progress = EpochProgress(
+        first.spec.budget.max_epochs,
+        f"{first.spec.method} n{first.spec.n_train} x{len(runs)} runs",
+        logger=log,
     )
     lead = {"epoch": 0}
 
@@ -732,16 +641,6 @@ def run_convergence(method: InferenceMethod, records: list[EpochRecord], spec: R
     held_out = spec.mode == "inference" and spec.method in NON_AMORTIZED
     best = getattr(method, "best_epoch", None)
     return assess(records, getattr(method, "stop_reason", None), best, spec.budget, applicable=not held_out)
-
-
-def convergence_keys(verdict: Convergence) -> dict[str, Any]:
-    """metrics.json's ``converged`` (true / false / null) and ``convergence`` (the numbers)."""
-    return {"converged": verdict.converged, "convergence": json_safe_nested(verdict.as_dict())}
-
-
-def json_safe_nested(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Non-finite floats of a flat mapping as ``None`` (strict JSON)."""
-    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in values.items()}
 
 
 def _opt_int(v: Any) -> int | None:

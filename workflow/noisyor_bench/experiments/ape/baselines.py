@@ -201,6 +201,7 @@ def run_vi(
         out,
         config={"seed": seed, "vi": metrics["vi"]},
     )
+    metrics["provenance"]["outputs"] = provenance.run_outputs(work)  # posterior.npz, curve.csv
     write_json_atomic(work / "metrics.json", metrics)
     publish_run_dir(work, out)
     log.info(
@@ -278,6 +279,7 @@ def run_nuts(
         out,
         config={"seed": seed, "nuts": nuts},
     )
+    metrics["provenance"]["outputs"] = provenance.run_outputs(work)  # samples.npz
     write_json_atomic(work / "metrics.json", metrics)
     publish_run_dir(work, out)
     log.info("%s seed %d: NUTS %.1f s -> %s", dataset, seed, result.seconds, out)

@@ -288,7 +288,10 @@ def evaluate_seed(
     inputs.append(provenance.file_entry(Path(vi_dir) / "metrics.json", "run:vi", out))
     if nuts_dir is not None:
         inputs.append(provenance.file_entry(Path(nuts_dir) / "metrics.json", "run:nuts", out))
-    metrics["provenance"] = provenance.artifact_record("evaluation", inputs, [out / "scores.npz"], out)
+    metrics["provenance"] = provenance.artifact_record("evaluation", inputs, [], out)
+    # scores.npz and vi_warm_curve.csv, named from the run directory (as every run's outputs)
+    written = ["scores.npz"] + (["vi_warm_curve.csv"] if warm_curve is not None else [])
+    metrics["provenance"]["outputs"] = provenance.run_outputs(out, written)
     write_json_atomic(out / "metrics.json", metrics)
     for m, v in methods.items():
         log.info(

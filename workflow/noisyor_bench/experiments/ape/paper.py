@@ -13,6 +13,7 @@ PAPER = register(
         claim_prefixes=("ape-",),
         claims_module="noisyor_bench.reporting.ape.claims",
         paper_numbers="reporting/ape/paper_numbers.yaml",
+        run_verifier="noisyor_bench.experiments.ape.verify",
         run_kinds=("ape-",),
         docs="docs/ape.md",
         labeller="noisyor_bench.reporting.ape.labels:ape_method_label",

@@ -22,7 +22,7 @@ import torch
 
 from noisyor_bench.data.synthetic.theta_pool import ThetaPool
 from noisyor_bench.experiments.ape import pairs
-from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir
+from noisyor_bench.experiments.rundir import RunKey, fresh_partial_dir, publish_run_dir
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.inference.training import write_checkpoint
 from noisyor_bench.infra import provenance
@@ -42,15 +42,7 @@ def n_models(method: str, pool_size: int) -> int:
 
 
 def train_dir(results: str | Path, dataset: str, method: str, pool_size: int, seed: int) -> Path:
-    return (
-        Path(results)
-        / "runs"
-        / EXPERIMENT
-        / dataset
-        / method
-        / f"n{n_models(method, pool_size)}"
-        / f"seed{seed}"
-    )
+    return RunKey(EXPERIMENT, dataset, method, n_models(method, pool_size), seed).directory(results)
 
 
 BUDGET_KEYS = {"standard": "standard_training", "ape-naive": "naive_training"}
@@ -205,6 +197,7 @@ def train_run(
         config={"method": method, "seed": seed, "budget": dict(budget)},
         device=dev,
     )
+    metrics["provenance"]["outputs"] = provenance.run_outputs(work)  # encoder.pt, curve.csv
     write_json_atomic(work / "metrics.json", metrics)
     publish_run_dir(work, out)
     log.info(

@@ -14,6 +14,7 @@ PAPER = register(
         claim_prefixes=("ape-noisyor-",),
         claims_module="noisyor_bench.reporting.ape_noisyor.claims",
         paper_numbers=None,  # no paper: nothing published to compare with
+        run_verifier="noisyor_bench.experiments.ape_noisyor.verify",
         run_kinds=("ape-noisyor",),
         docs="docs/ape_noisyor.md",
         labeller="noisyor_bench.reporting.ape_noisyor.labels:ape_noisyor_method_label",

@@ -2,7 +2,8 @@
 
 ``results/runs/ape-noisyor/<family>/<method>/n<P_train>/seed<s>/`` with ``metrics.json``
 (identity, ``converged`` / ``convergence`` from :mod:`noisyor_bench.inference.convergence`,
-summary metrics), ``curve.csv`` (encoders) and ``scores.npz``: ``elbo`` (P, C, N) the exact
+summary metrics, ``provenance``: the problem file, config and the sha256 of the run's other
+files), ``curve.csv`` (encoders) and ``scores.npz``: ``elbo`` (P, C, N) the exact
 ELBO of the method's ``q`` for every test row under every test candidate (2^K enumeration)
 and ``seconds`` the wall time of computing those ``q`` (the inference time).
 
@@ -13,8 +14,10 @@ candidate (deterministic: seed 0 only, ``converged`` null as for every held-out 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +25,22 @@ import numpy as np
 import torch
 
 from noisyor_bench.evaluation.ranking import pairwise_agreement
-from noisyor_bench.experiments.acp.runs import convergence_keys, curve_csv, json_safe
 from noisyor_bench.experiments.ape_noisyor.problems import problem_set
 from noisyor_bench.experiments.ape_noisyor.settings import EXPERIMENT, EncoderSpec, Settings
-from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir
+from noisyor_bench.experiments.rundir import (
+    RunKey,
+    convergence_keys,
+    curve_csv,
+    fresh_partial_dir,
+    json_safe,
+    publish_run_dir,
+)
 from noisyor_bench.inference.convergence import NOT_APPLICABLE
 from noisyor_bench.inference.fitting import EpochRecord
 from noisyor_bench.inference.noisyor.crossmodel import ModelBank, fit_across_models, posterior_under
 from noisyor_bench.inference.noisyor.registry import get_method
 from noisyor_bench.inference.seeding import run_init_key
+from noisyor_bench.infra import provenance
 from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic, write_text_atomic
 from noisyor_bench.infra.version import __version__
 from noisyor_bench.models.noisyor.exact import exact_elbo
@@ -39,7 +49,7 @@ log = logging.getLogger(__name__)
 
 
 def run_path(results_runs: str | Path, family: str, method: str, n_train: int, seed: int) -> Path:
-    return Path(results_runs) / EXPERIMENT / family / method / f"n{n_train}" / f"seed{seed}"
+    return Path(results_runs) / RunKey(EXPERIMENT, family, method, n_train, seed).path
 
 
 def ranking_summary(elbo: np.ndarray, log_px: np.ndarray) -> dict[str, float]:
@@ -67,14 +77,44 @@ def _score(q_fn: Any, arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, float,
 
 
 def _write_run(
-    out: Path, metrics: dict[str, Any], elbo: np.ndarray, seconds: float, curve: str | None
+    out: Path,
+    metrics: dict[str, Any],
+    elbo: np.ndarray,
+    seconds: float,
+    curve: str | None,
+    record: _Record,
 ) -> None:
     work = fresh_partial_dir(out)
     write_npz_atomic(work / "scores.npz", elbo=elbo, seconds=np.asarray(seconds))
     if curve is not None:
         write_text_atomic(work / "curve.csv", curve)
-    write_json_atomic(work / "metrics.json", json_safe(metrics))
+    values = json_safe(metrics)
+    values["provenance"] = record.finish(out, work)
+    write_json_atomic(work / "metrics.json", values)
     publish_run_dir(work, out)
+
+
+@dataclass
+class _Record:
+    """What a run's ``provenance`` record needs besides its files: the problem file it read
+    (role ``dataset``: ``verify`` finds it there), its config and its own clock (one command
+    trains every seed of an encoder)."""
+
+    problems: str | Path | None
+    config: dict[str, Any]
+    clock: provenance.Stopwatch = field(default_factory=provenance.Stopwatch)
+
+    def finish(self, out: Path, work: Path) -> dict[str, Any]:
+        inputs = [] if self.problems is None else [provenance.file_entry(self.problems, "dataset", out)]
+        rec = provenance.artifact_record(
+            "run", inputs, [], out, self.config, self.clock, "cpu", torch.get_num_threads()
+        )
+        rec["outputs"] = provenance.run_outputs(work)
+        return rec
+
+
+def _config(settings: Settings, family: str, method: str, seed: int) -> dict[str, Any]:
+    return {"family": family, "method": method, "seed": int(seed), "settings": dataclasses.asdict(settings)}
 
 
 def _identity(
@@ -98,8 +138,12 @@ def train_encoder(
     encoder: EncoderSpec,
     seed: int,
     results_runs: str | Path,
+    problems_path: str | Path | None = None,
 ) -> Path:
-    """Train ``encoder`` across the training models with ``seed``, score it on the test problems."""
+    """Train ``encoder`` across the training models with ``seed``, score it on the test problems.
+
+    ``problems_path``: the problem file ``arrays`` was read from, recorded in the run's provenance."""
+    record = _Record(problems_path, _config(settings, family, encoder.name, seed))
     dtype = torch.float64 if settings.hparams.get("dtype") == "float64" else torch.float32
     train = ModelBank.from_numpy(
         arrays["train_theta"], arrays["train_x"], arrays["theta0"], arrays["mu"], dtype
@@ -148,7 +192,7 @@ def train_encoder(
         **ranking_summary(elbo, arrays["test_log_px"]),
     }
     out = run_path(results_runs, family, encoder.name, settings.n_train, seed)
-    _write_run(out, metrics, elbo, seconds, curve_csv(history))
+    _write_run(out, metrics, elbo, seconds, curve_csv(history), record)
     log.info(
         "%s/%s seed %d: agreement %.3f, gap %.3f nats, converged %s, %.1f s training",
         family,
@@ -163,9 +207,15 @@ def train_encoder(
 
 
 def run_baseline(
-    arrays: dict[str, np.ndarray], settings: Settings, family: str, method_name: str, results_runs: str | Path
+    arrays: dict[str, np.ndarray],
+    settings: Settings,
+    family: str,
+    method_name: str,
+    results_runs: str | Path,
+    problems_path: str | Path | None = None,
 ) -> Path:
     """Per-datapoint ``method_name`` (SVI or LB-CDI) on every test candidate's rows."""
+    record = _Record(problems_path, _config(settings, family, method_name, 0))
     cls = get_method(method_name)
     hparams = settings.baseline_hparams.get(method_name, {})  # else the method's defaults
 
@@ -187,7 +237,7 @@ def run_baseline(
         **ranking_summary(elbo, arrays["test_log_px"]),
     }
     out = run_path(results_runs, family, method_name, settings.n_train, 0)
-    _write_run(out, metrics, elbo, seconds, None)
+    _write_run(out, metrics, elbo, seconds, None, record)
     log.info(
         "%s/%s: agreement %.3f, gap %.3f nats, %.1f s",
         family,

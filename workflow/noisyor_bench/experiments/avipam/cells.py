@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from noisyor_bench.experiments.rundir import RunKey
 from noisyor_bench.infra.errors import ConfigError
 
 CORPORA = ("20news", "nips", "mnist")
@@ -61,8 +62,14 @@ class RunCell:
         return f"avipam-{self.experiment}"
 
     @property
+    def key(self) -> RunKey:
+        """The run's key: experiment ``avipam-<experiment>``, dataset = the corpus."""
+        return RunKey(self.run_experiment, self.corpus, self.method, self.n_train, self.seed)
+
+    @property
     def path(self) -> str:
-        return f"{self.run_experiment}/{self.corpus}/{self.method}/n{self.n_train}/seed{self.seed}"
+        """``avipam-<experiment>/<corpus>/<method>/n<N>/seed<s>``: the run's place under runs/."""
+        return self.key.path
 
 
 def section(config: Mapping[str, Any]) -> dict[str, Any]:

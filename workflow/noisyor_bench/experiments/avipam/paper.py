@@ -13,6 +13,7 @@ PAPER = register(
         claim_prefixes=("avipam-",),
         claims_module="noisyor_bench.reporting.avipam.claims",
         paper_numbers="reporting/avipam/paper_numbers.yaml",
+        run_verifier="noisyor_bench.experiments.avipam.verify",
         run_kinds=("avipam-",),
         docs="docs/avipam.md",
         labeller="noisyor_bench.reporting.avipam.labels:avipam_method_label",

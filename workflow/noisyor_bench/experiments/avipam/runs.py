@@ -8,7 +8,8 @@ The directory holds
   and ``train_minutes`` (wall time of the fit call alone, :mod:`.methods`), ``threads``,
   ``converged`` and ``convergence`` (:mod:`noisyor_bench.inference.convergence`; ``null`` where a
   fit has no training curve to judge), method-specific metrics (e.g. the collapse study's KL per
-  latent dimension) and ``provenance``;
+  latent dimension) and ``provenance`` (the corpus, the settings, the sha256 of ``topics.npz`` and
+  ``curve.csv``);
 * ``topics.npz``: ``topics_<component>`` (K x V float64, rows sum to 1) and ``top_<component>``
   (K x top_n int64 word ids, most probable first) for each component (``sub``; MoLDA
   ``molda-<K>``), plus the method's extra arrays;
@@ -124,5 +125,6 @@ def execute(
     metrics["provenance"] = provenance.artifact_record(
         "run", [corpus_entry], [], out, dict(settings), clock, "cpu", threads
     )
+    metrics["provenance"]["outputs"] = provenance.run_outputs(work)  # topics.npz, curve.csv
     write_json_atomic(work / "metrics.json", metrics)
     return publish_run_dir(work, out)

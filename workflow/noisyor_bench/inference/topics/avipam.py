@@ -35,6 +35,7 @@ from torch import nn
 
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
+from noisyor_bench.inference.progress import EpochProgress
 from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.topics.avipam_norm import OUTPUT_NORMS, TopicBatchNorm, output_norm
 from noisyor_bench.inference.training import Trainer
@@ -504,9 +505,18 @@ def fit_avipam(
         fingerprint={"config": config.as_dict(), "structure": structure.describe(), "seed": int(seed)},
         stop_on_plateau=config.stop_on_plateau,
     )
-    log = _ProgressLog(structure.describe(), config.max_epochs, progress)
+    log = EpochProgress(config.max_epochs, f"aviPAM {structure.describe()}", logger=logger, bar=False)
+
+    def on_epoch(record: EpochRecord) -> None:
+        if progress is not None:
+            progress(record)
+        log(record)
+
     start = time.perf_counter()
-    history = trainer.run(log)
+    try:
+        history = trainer.run(on_epoch)
+    finally:
+        log.close()
     seconds = time.perf_counter() - start
     convergence = trainer.convergence()
     logger.info(
@@ -545,34 +555,6 @@ class _EpochTerms:
         self.kl = self.nll = 0.0
         self.docs, self.val_kl = 0, None
         return out
-
-
-class _ProgressLog:
-    """Forwards every epoch record and logs one line about every ``every`` seconds."""
-
-    def __init__(self, name: str, max_epochs: int, forward: ProgressFn | None, every: float = 10.0) -> None:
-        self.name, self.max_epochs, self.forward, self.every = name, max_epochs, forward, every
-        self.start = self.last = time.perf_counter()
-
-    def __call__(self, record: EpochRecord) -> None:
-        if self.forward is not None:
-            self.forward(record)
-        now = time.perf_counter()
-        if now - self.last >= self.every or record.epoch in (1, self.max_epochs):
-            elapsed = now - self.start
-            eta = elapsed / record.epoch * (self.max_epochs - record.epoch)
-            val = "-" if record.val_nelbo is None else f"{record.val_nelbo:.4g}"
-            logger.info(
-                "aviPAM %s: epoch %d/%d train NELBO %.4g val NELBO %s, %.0f s elapsed, ETA <= %.0f s",
-                self.name,
-                record.epoch,
-                self.max_epochs,
-                record.train_nelbo,
-                val,
-                elapsed,
-                eta,
-            )
-            self.last = now
 
 
 def with_overrides(config: AviPamConfig, **changes: Any) -> AviPamConfig:

@@ -29,7 +29,6 @@ TABLE1_LABELS: dict[str, str] = {
 """Table 1's row names (the paper's wording; rows beyond the paper marked "ours")."""
 
 
-
 def ape_method_label(method: str, experiment: str = "") -> str | None:
     """The display name of an APE method id; None for an id APE does not name."""
     return METHOD_LABELS.get(method)

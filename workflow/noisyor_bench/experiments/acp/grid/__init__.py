@@ -23,6 +23,7 @@ from noisyor_bench.experiments.acp.grid import (
     corpora as corpora,  # the grid's real-corpus cells (grid.corpora)
 )
 from noisyor_bench.experiments.acp.search import sample_hparams
+from noisyor_bench.experiments.rundir import RunKey, cell_path
 from noisyor_bench.inference.fitting import config_budget_defaults
 from noisyor_bench.inference.noisyor.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED, method_info
 from noisyor_bench.infra.constants import (
@@ -50,7 +51,11 @@ class Cell:
     @property
     def path(self) -> str:
         """``<experiment>/<dataset>/<method>/n<N_train>``: the cell's place under runs/ and search/."""
-        return f"{self.experiment}/{self.dataset}/{self.method}/n{self.n_train}"
+        return cell_path(self.experiment, self.dataset, self.method, self.n_train)
+
+    def run_key(self, seed: int) -> RunKey:
+        """The key (and path) of the cell's run with ``seed``."""
+        return RunKey(self.experiment, self.dataset, self.method, self.n_train, int(seed))
 
 
 def active_grid(cfg: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from noisyor_bench.experiments.rundir import RunKey, cell_path
 from noisyor_bench.inference.fitting import config_budget_defaults
 from noisyor_bench.inference.noisyor.registry import METHODS
 from noisyor_bench.infra.errors import ConfigError
@@ -51,7 +52,11 @@ class CorpusCell:
     @property
     def path(self) -> str:
         """``<experiment>/<dataset>/<method>/n<N_train>``: the cell's place under runs/."""
-        return f"{self.experiment}/{self.dataset}/{self.method}/n{self.n_train}"
+        return cell_path(self.experiment, self.dataset, self.method, self.n_train)
+
+    def run_key(self, seed: int) -> RunKey:
+        """The key (and path) of the cell's run with ``seed``."""
+        return RunKey(self.experiment, self.dataset, self.method, self.n_train, int(seed))
 
 
 def corpus_section(cfg: Mapping[str, Any], grid: str | None = None) -> dict[str, Any]:
