@@ -39,11 +39,22 @@ PAPER = register(
         paper_numbers=None,
         run_kinds=("toy-",),
         docs="docs/captions/toy.rst",
+        config_schema="experiments/toy/config_schema.yaml",
         smoke_artifacts=("tables/toy_table.csv", "tables/claims_toy.csv"),
         runtime={"smoke": {"wall_seconds": 7, "cores": 2, "how": "the toy's own estimate"}},
     )
 )
 '''
+
+SCHEMA = """grid_sections:
+  toy: {$ref: "#/$defs/toy_grid"}
+$defs:
+  toy_grid:
+    type: object
+    additionalProperties: false
+    properties:
+      rows: {type: integer, minimum: 1}
+"""
 
 RULES = """# The toy paper's one rule: a table and one claim.
 REPORT_TOY = "Toy paper"
@@ -101,6 +112,7 @@ def toy_checkout(tmp_path_factory):
     folder.mkdir()
     (folder / "__init__.py").write_text('"""The toy paper."""\n')
     (folder / "paper.py").write_text(ENTRY)
+    (folder / "config_schema.yaml").write_text(SCHEMA)
     (dest / "rules" / "toy.smk").write_text(RULES)
     (dest / "docs" / "captions" / "toy.rst").write_text("The toy paper's table.\n")
     # the one registration line
@@ -138,6 +150,7 @@ def test_only_new_files_and_one_registration_line(toy_checkout) -> None:
         "docs/captions/toy.rst",
         "rules/toy.smk",
         "workflow/noisyor_bench/experiments/toy/__init__.py",
+        "workflow/noisyor_bench/experiments/toy/config_schema.yaml",
         "workflow/noisyor_bench/experiments/toy/paper.py",
     ]
 
@@ -146,11 +159,14 @@ def test_schema_papers_help_and_time_estimate(toy_checkout) -> None:
     dest, _ = toy_checkout
     out = _python(
         dest,
-        "import noisyor_bench, sys; from noisyor_bench.experiments.config import schema; "
-        "print(noisyor_bench.__file__); print(schema()['properties']['papers']['items']['enum'])",
+        "import noisyor_bench, sys; from noisyor_bench.experiments.config import schema; s = schema(); "
+        "print(noisyor_bench.__file__); print(s['properties']['papers']['items']['enum']); "
+        "print(s['$defs']['grid']['properties']['toy'])",
     )
-    assert str(dest) in out.splitlines()[0], "the copy's package must be the one imported"
-    assert "'toy'" in out
+    lines = out.splitlines()
+    assert str(dest) in lines[0], "the copy's package must be the one imported"
+    assert "'toy'" in lines[1]  # the papers enum
+    assert "toy_grid" in lines[2]  # its grid section, from its own schema file
     cli = [sys.executable, "-m", "noisyor_bench"]
     help_text = subprocess.run(
         [*cli, "estimate-time", "--help"], cwd=dest, env=_env(dest), capture_output=True, text=True
@@ -165,6 +181,21 @@ def test_schema_papers_help_and_time_estimate(toy_checkout) -> None:
     )
     assert estimate.returncode == 0, estimate.stderr
     assert "the toy's own estimate" in estimate.stdout
+
+
+def test_the_default_run_includes_it(toy_checkout, tmp_path) -> None:
+    """config.yaml names no papers: a registered paper is reproduced by default."""
+    from conftest import MIRROR
+
+    dest, _ = toy_checkout
+    env = _env(dest)
+    if MIRROR is not None:
+        env["NOISYOR_RAW_DATA"] = str(MIRROR)
+    snakemake = str(Path(sys.executable).parent / "snakemake")
+    cmd = [snakemake, "-n", "--quiet", "rules", "--config", "grid=smoke", f"results_dir={tmp_path / 'r'}"]
+    proc = subprocess.run(cmd, cwd=dest, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "toy_table" in proc.stdout and "train_cell" in proc.stdout  # the toy beside the papers
 
 
 def test_smoke_targets_claims_section_and_report(toy_checkout, tmp_path) -> None:

@@ -46,8 +46,9 @@ def yaml_error_message(path: str | os.PathLike[str], err: yaml.YAMLError) -> str
 
 
 def schema() -> dict[str, Any]:
-    """The config schema: the ``papers`` enum from the paper registry, the papers' own enums
-    (e.g. method names) filled in by their config checks (``adjust_schema``)."""
+    """The config schema: the ``papers`` enum from the paper registry, each paper's own keys
+    (its ``config_schema`` fragment) and enums (e.g. method names, its config checks'
+    ``adjust_schema``)."""
     text = (
         resources.files("noisyor_bench.experiments").joinpath("schemas/config.schema.yaml").read_text("utf-8")
     )
@@ -57,6 +58,12 @@ def schema() -> dict[str, Any]:
         f"{p.id} ({p.name})" for p in papers.papers()
     )
     for paper in papers.papers():
+        fragment = papers.config_schema(paper)
+        for name, definition in (fragment.get("$defs") or {}).items():
+            if name in loaded["$defs"]:
+                raise ValueError(f"{paper.config_schema}: $defs.{name} is defined twice")
+            loaded["$defs"][name] = definition
+        loaded["$defs"]["grid"]["properties"].update(fragment.get("grid_sections") or {})
         adjust = papers.config_check(paper, "adjust_schema")
         if adjust is not None:
             adjust(loaded)

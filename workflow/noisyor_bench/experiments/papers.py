@@ -76,6 +76,10 @@ class Paper:
     """A module with ``recompute(check) -> Recomputed``: what ``noisyor-bench verify`` recomputes
     from a run folder of this paper (``None``: the ``verify`` command's own recomputation from
     ``posterior_test.npz``, ACP's runs)."""
+    config_schema: str | None = None
+    """Its config keys' schema, a package resource like :attr:`paper_numbers`: a YAML file with
+    ``grid_sections`` (key of ``grids.<grid>`` -> schema) and ``$defs``, merged into the config
+    schema so that a paper's keys live in its own folder."""
     config_checks: str | None = None
     """A module with the paper's config checks, each optional: ``adjust_schema(schema)`` (fill
     enums), ``validate(cfg)`` (cross-field checks; raises ConfigError) and ``warnings(cfg)``
@@ -183,6 +187,13 @@ def _paper_numbers_cached(paper_id: str) -> Any:
         raise ValueError(f"paper {paper_id!r} has no paper-numbers file")
     text = resources.files("noisyor_bench").joinpath(paper.paper_numbers).read_text("utf-8")
     return yaml.safe_load(text)
+
+
+def config_schema(paper: Paper) -> dict[str, Any]:
+    """A paper's config-schema fragment (``grid_sections``, ``$defs``); empty without one."""
+    if paper.config_schema is None:
+        return {}
+    return yaml.safe_load(resources.files("noisyor_bench").joinpath(paper.config_schema).read_text("utf-8"))
 
 
 def paper_numbers(paper_id: str) -> Any:

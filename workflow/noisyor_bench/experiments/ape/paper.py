@@ -14,6 +14,7 @@ PAPER = register(
         claims_module="noisyor_bench.reporting.ape.claims",
         paper_numbers="reporting/ape/paper_numbers.yaml",
         run_verifier="noisyor_bench.experiments.ape.verify",
+        config_schema="experiments/ape/config_schema.yaml",
         run_kinds=("ape-",),
         docs="docs/ape.md",
         labeller="noisyor_bench.reporting.ape.labels:ape_method_label",

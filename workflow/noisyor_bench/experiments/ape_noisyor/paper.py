@@ -15,6 +15,7 @@ PAPER = register(
         claims_module="noisyor_bench.reporting.ape_noisyor.claims",
         paper_numbers=None,  # no paper: nothing published to compare with
         run_verifier="noisyor_bench.experiments.ape_noisyor.verify",
+        config_schema="experiments/ape_noisyor/config_schema.yaml",
         run_kinds=("ape-noisyor",),
         docs="docs/ape_noisyor.md",
         labeller="noisyor_bench.reporting.ape_noisyor.labels:ape_noisyor_method_label",

@@ -14,6 +14,7 @@ PAPER = register(
         claims_module="noisyor_bench.reporting.avipam.claims",
         paper_numbers="reporting/avipam/paper_numbers.yaml",
         run_verifier="noisyor_bench.experiments.avipam.verify",
+        config_schema="experiments/avipam/config_schema.yaml",
         run_kinds=("avipam-",),
         docs="docs/avipam.md",
         labeller="noisyor_bench.reporting.avipam.labels:avipam_method_label",
