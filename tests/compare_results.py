@@ -4,7 +4,11 @@
 
 Every file both hold is compared byte for byte; a file that differs counts as equal when it
 differs only by what two executions legitimately do: the results directory's own path, wall
-times (keys and columns named ``*seconds``), provenance records and sidecars. Logs, Snakemake
+times (keys and columns named ``*seconds``, ``*_time``, ``time_s``, ``*time_to_quality``,
+``train_minutes``, and their table statistics; ``.npz`` arrays named ``seconds``), provenance
+records and sidecars, and ``torch.save``'s random serialization id (``.pt`` files compare their
+tensors).  A claims table compares its verdicts and ids; ``numbers`` that differ are listed
+(a claim on wall time quotes the times). Logs, Snakemake
 benchmarks, ``params/`` (argument files named by a hash of paths), HTML views (they embed the
 compared CSVs) and the runtime tables are left out. Prints the counts, the differing files and
 how many ``.npz`` files (datasets, posteriors) are byte-identical.
@@ -47,9 +51,20 @@ def sha(p):
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
+def is_time(name: str) -> bool:
+    """A key or column holding a wall time (or a statistic of one: ``time_s_mean``)."""
+    base = name.removesuffix("_mean").removesuffix("_values").removesuffix("_ci95").removesuffix("_n")
+    return (
+        name in TIME_KEYS
+        or "seconds" in name
+        or base in ("time_s", "train_minutes")
+        or base.endswith(("_time", "time_to_quality"))
+    )
+
+
 def strip(obj):
     if isinstance(obj, dict):
-        return {k: strip(v) for k, v in obj.items() if k not in TIME_KEYS and not k.endswith("_seconds")}
+        return {k: strip(v) for k, v in obj.items() if not is_time(k)}
     if isinstance(obj, list):
         return [strip(v) for v in obj]
     return obj
@@ -98,12 +113,34 @@ for rel in sorted(set(fa) & set(fb)):
 
         ra, rb = list(csv.reader(_io.StringIO(ta))), list(csv.reader(_io.StringIO(tb)))
         if ra and rb and ra[0] == rb[0]:
-            drop = {i for i, c in enumerate(ra[0]) if "seconds" in c or c in TIME_KEYS}
+            drop = {i for i, c in enumerate(ra[0]) if is_time(c)}
+            if rel.rsplit("/", 1)[-1].startswith("claims"):
+                drop |= {ra[0].index("numbers")} if "numbers" in ra[0] else set()
             if [[v for i, v in enumerate(r) if i not in drop] for r in ra] == [
                 [v for i, v in enumerate(r) if i not in drop] for r in rb
             ]:
                 same += 1
                 continue
+    if pa.suffix == ".npz":
+        import numpy as np
+
+        xa, xb = np.load(pa, allow_pickle=False), np.load(pb, allow_pickle=False)
+        if set(xa.files) == set(xb.files) and all(
+            k == "seconds" or np.array_equal(xa[k], xb[k], equal_nan=True) for k in xa.files
+        ):
+            same += 1
+            continue
+    if pa.suffix == ".pt":
+        import torch
+
+        def _equal(u, v):
+            if isinstance(u, dict):
+                return isinstance(v, dict) and set(u) == set(v) and all(_equal(u[k], v[k]) for k in u)
+            return torch.equal(u, v) if torch.is_tensor(u) else u == v
+
+        if _equal(torch.load(pa, weights_only=False), torch.load(pb, weights_only=False)):
+            same += 1
+            continue
     diff += 1
     diffs.append(rel)
 print(
@@ -113,5 +150,13 @@ print("only in before:", only_a[:30])
 print("only in after:", only_b[:30])
 for d in diffs[:60]:
     print("DIFF", d)
+claims = [r for r in set(fa) & set(fb) if r.endswith(".csv") and r.rsplit("/", 1)[-1].startswith("claims")]
+for rel in sorted(claims):
+    with open(fa[rel], newline="") as fh_a, open(fb[rel], newline="") as fh_b:
+        rows_a = {r["claim_id"]: r for r in csv.DictReader(fh_a)}
+        rows_b = {r["claim_id"]: r for r in csv.DictReader(fh_b)}
+    for cid in sorted(set(rows_a) & set(rows_b)):
+        if rows_a[cid].get("numbers") != rows_b[cid].get("numbers"):
+            print(f"NUMBERS {rel} {cid}: the claim quotes other numbers (same verdict if not listed as DIFF)")
 npz = [r for r in set(fa) & set(fb) if r.endswith(".npz")]
 print(f"npz files: {len(npz)}, byte-identical: {sum(sha(fa[r]) == sha(fb[r]) for r in npz)}")
