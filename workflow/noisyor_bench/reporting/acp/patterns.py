@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from typing import Literal
 
-import matplotlib.pyplot as plt  # noqa: E402  (backend chosen in plots/__init__)
+import matplotlib.pyplot as plt  # noqa: E402  (backend chosen in reporting/plots.py)
 import numpy as np
 
 from noisyor_bench.reporting.plots import save_figure
