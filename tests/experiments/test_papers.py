@@ -85,3 +85,19 @@ def test_the_rules_files_are_every_registered_papers() -> None:
         for p in (REPO / "rules").glob("*.smk")
         if p.name.split("_")[0].split(".")[0] in {"acp", "ape", "avipam"}
     )
+
+
+def test_each_entry_names_real_modules_and_its_schema_sections() -> None:
+    """The entry's module names import, and a paper with its own config schema declares exactly
+    the grid sections that schema adds (the two would otherwise drift apart)."""
+    import importlib
+
+    for paper in papers.papers():
+        for module in filter(None, (paper.claims_module, paper.run_verifier, paper.config_checks)):
+            importlib.import_module(module)
+        if paper.labeller is not None:
+            module, _, function = paper.labeller.partition(":")
+            assert callable(getattr(importlib.import_module(module), function))
+        fragment = papers.config_schema(paper)
+        if fragment:
+            assert tuple(fragment["grid_sections"]) == paper.grid_sections, paper.id

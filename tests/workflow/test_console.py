@@ -238,8 +238,8 @@ def test_verdict_table_files_each_claim_under_its_paper_and_the_study_apart(tmp_
             "verdict": ["reproduced", "budget-limited", "not reproduced", "reproduced", None],
         }
     ).to_csv(results / "tables" / "claims.csv", index=False)
-    assert summary.claim_group("ape-noisyor-c") == "ape_noisyor"
-    assert summary.claim_group("ape-a") == "ape" and summary.claim_group("fig3a-x") == "acp"
+    assert summary.paper_of("ape-noisyor-c") == "ape_noisyor"
+    assert summary.paper_of("ape-a") == "ape" and summary.paper_of("fig3a-x") == "acp"
     table = summary.verdicts_block(results)
     assert (
         "| paper | claims | reproduced | not reproduced | inconclusive | budget-limited | no data |" in table

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from noisyor_bench.experiments.papers import paper_of_claim as paper_of
 from noisyor_bench.experiments.papers import papers as registered_papers
 from noisyor_bench.infra.errors import DataError, UserError
 
@@ -83,12 +84,11 @@ def run_summary(results_dir: str | Path, report: str | None = None) -> str:
             f"Paper claims: {counts_text(_counts(frame))} (details: {results / 'tables' / 'claims.md'})"
         )
         if "claim_id" in frame.columns and len(frame):
-            groups = frame["claim_id"].fillna("").astype(str).map(_claim_group_or_none)
+            groups = frame["claim_id"].fillna("").astype(str).map(_paper_of_or_none)
             for entry in registered_papers():
                 mine = frame[groups == entry.id]
                 if len(mine):
-                    label = f"{entry.name} ({BEYOND})" if entry.beyond_the_papers else entry.name
-                    lines.append(f"  {label}: {counts_text(_counts(mine))}")
+                    lines.append(f"  {_paper_label(entry)}: {counts_text(_counts(mine))}")
     else:
         lines.append(f"Paper claims: no {claims} (the claims rule did not run)")
     lines.append(f"Tables: {results / 'tables'}/*.html (one page per table), figures: {results / 'figures'}")
@@ -169,19 +169,18 @@ def reference_block(reference_dir: str | Path, tables: tuple[str, ...] = REFEREN
     )
 
 
-def _claim_group_or_none(claim_id: str) -> str | None:
+def _paper_of_or_none(claim_id: str) -> str | None:
+    """The registered paper of a claim id, None for an unregistered prefix (the end-of-run summary
+    never fails; claims-merge has already reported the id)."""
     try:
-        return claim_group(claim_id)
-    except ValueError:  # the end-of-run summary never fails; claims-merge has reported the id
+        return paper_of(claim_id)
+    except ValueError:
         return None
 
 
-def claim_group(claim_id: str) -> str:
-    """The registry id a claim is filed under (:func:`noisyor_bench.reporting.claims.paper_of`):
-    a paper's, or a study's beyond the papers (``ape-noisyor-...`` is ``ape_noisyor``, not APE)."""
-    from noisyor_bench.reporting.claims import paper_of
-
-    return paper_of(claim_id)
+def _paper_label(entry: Any) -> str:
+    """A registry entry's row label: its name, a study beyond the papers marked as such."""
+    return f"{entry.name} ({BEYOND})" if entry.beyond_the_papers else entry.name
 
 
 def verdict_table(frame: pd.DataFrame) -> str:
@@ -191,14 +190,14 @@ def verdict_table(frame: pd.DataFrame) -> str:
     from noisyor_bench.reporting.claims import VERDICTS
     from noisyor_bench.reporting.tables import markdown_table
 
-    groups = frame["claim_id"].fillna("").astype(str).map(claim_group)
+    groups = frame["claim_id"].fillna("").astype(str).map(paper_of)
     verdicts = frame["verdict"].fillna("no data").astype(str)
     counts = {g: Counter(verdicts[groups == g]) for g in dict.fromkeys(groups)}
     columns = [*VERDICTS, *sorted(set(verdicts) - set(VERDICTS))]
     entries = sorted(registered_papers(), key=lambda p: p.beyond_the_papers)  # stable: registry order
     rows = []
     for entry in entries:
-        label = f"{entry.name} ({BEYOND})" if entry.beyond_the_papers else entry.name
+        label = _paper_label(entry)
         if entry.id in counts:
             c = counts[entry.id]
             rows.append([label, str(sum(c.values())), *(str(c.get(v, 0)) for v in columns)])
