@@ -67,3 +67,19 @@ def cli(argv: list, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The world every fault-catalogue case copies (:mod:`faultworld`): data/toy.npz and a finished run at RUN."""
+    from faultworld import DATA, train_argv
+
+    root = tmp_path_factory.mktemp("world")
+    write_toy_dataset(root / DATA)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        assert main(train_argv()) == 0
+    finally:
+        os.chdir(cwd)
+    return root
