@@ -89,7 +89,7 @@ format: setup architecture
 
 dryrun: setup
 	$(SNAKEMAKE) --dry-run --quiet --config grid=quick
-	$(SNAKEMAKE) --dry-run --quiet --config grid=paper
+	$(SNAKEMAKE) --dry-run --quiet --config grid=paper results_dir=results-paper  # results/ belongs to one grid (docs/faults.md)
 
 # Regenerate envs/requirements.txt from the current venv (after changing pyproject.toml).
 lock: setup

@@ -1,4 +1,5 @@
-"""Extrapolate the paper grid's compute from a finished quick run (README "Expected compute").
+"""Extrapolate the paper grid's compute from a finished quick run (README "Expected compute"),
+ACP per epoch from its runs' metrics, then all three papers per job from the cost model.
 
     python benchmarks/estimate_compute.py            # reads results/runs of the last run
 
@@ -24,6 +25,7 @@ sys.path.insert(0, str(ROOT / "workflow"))
 from noisyor_bench.experiments.acp import grid  # noqa: E402
 from noisyor_bench.experiments.acp.grid import corpora as corpus_grid  # noqa: E402
 from noisyor_bench.experiments.config import load_config  # noqa: E402
+from noisyor_bench.reporting.runtime import cost_model_table  # noqa: E402
 
 AMORTIZED_MIN_ROWS = 20 * 128  # min_epoch_steps * batch_size
 
@@ -37,11 +39,12 @@ def quick_epoch_costs(results: Path) -> dict[tuple[str, str, str], list[tuple[in
     costs: dict[tuple[str, str, str], list[tuple[int, float, float]]] = {}
     for path in glob.glob(str(results / "runs/*/*/*/n*/seed*/metrics.json")):
         m = json.loads(Path(path).read_text())
-        if not m.get("epochs"):
+        # APE and aviPAM runs share the layout but not ACP's timing keys: the cost model covers them
+        if not m.get("epochs") or "train_seconds" not in m or "eval_seconds" not in m:
             continue
-        per_epoch = (m["train_seconds"] + (m["val_seconds"] or 0.0)) / m["epochs"]
+        per_epoch = (m["train_seconds"] + (m.get("val_seconds") or 0.0)) / m["epochs"]
         costs.setdefault((m["experiment"], m["dataset"], m["method"]), []).append(
-            (m["n_train"], per_epoch, m["eval_seconds"])
+            (m["n_train"], per_epoch, m["eval_seconds"] or 0.0)
         )
     return costs
 
@@ -49,7 +52,7 @@ def quick_epoch_costs(results: Path) -> dict[tuple[str, str, str], list[tuple[in
 def main() -> int:
     costs = quick_epoch_costs(ROOT / "results")
     if not costs:
-        raise SystemExit("estimate_compute: no runs under results/runs; run `make reproduce` first")
+        raise SystemExit("estimate_compute: no ACP runs under results/runs; run `make reproduce` first")
     cfg = load_config(ROOT / "config" / "config.yaml", {"grid": "paper"})
     cells = [
         (
@@ -60,16 +63,17 @@ def main() -> int:
             grid.n_draws(cfg, c),
             len(grid.seeds(cfg)),
             grid.budget(cfg, c)["max_epochs"],
+            max(stop - start for start, stop in grid.search_chunks(cfg, c)),
         )
         for c in grid.cells(cfg)
     ]
     text_epochs = corpus_grid.budget(cfg)["max_epochs"]
     cells += [
-        (c.experiment, c.dataset, c.method, c.n_train, 1, len(corpus_grid.seeds(cfg)), text_epochs)
+        (c.experiment, c.dataset, c.method, c.n_train, 1, len(corpus_grid.seeds(cfg)), text_epochs, 1)
         for c in corpus_grid.cells(cfg)
     ]
     total, fits, longest, missing = 0.0, 0, (0.0, None), []
-    for exp, ds, method, n, draws, seeds, epochs in cells:
+    for exp, ds, method, n, draws, seeds, epochs, chunk in cells:
         ref = costs.get((exp, ds, method)) or [
             r for (_, d, m), v in costs.items() if d == ds and m == method for r in v
         ]
@@ -80,11 +84,12 @@ def main() -> int:
             ref, key=lambda r: abs(effective_rows(method, r[0]) - effective_rows(method, n))
         )
         fit = per_epoch * effective_rows(method, n) / effective_rows(method, n_quick) * epochs
-        search_job = draws * fit if draws > 1 else 0.0
+        search = draws * fit if draws > 1 else 0.0
+        chunk_job = chunk * fit if draws > 1 else 0.0  # the longest search chunk (draws_per_job)
         train_job = seeds * (fit + 2 * eval_s)  # 100 test samples against the quick grid's 50
-        total += search_job + train_job
+        total += search + train_job
         fits += (draws if draws > 1 else 0) + seeds
-        for job in (search_job, train_job):
+        for job in (chunk_job, train_job):
             if job > longest[0]:
                 longest = (job, (exp, ds, method, n))
     print(
@@ -94,6 +99,8 @@ def main() -> int:
     print(
         f"not extrapolated ({len(missing)} cells, no quick counterpart): {sorted({(m[1], m[2]) for m in missing})}"
     )
+    # All three papers, per job, from config/job_seconds.csv (noisyor_bench.experiments.costs):
+    print(cost_model_table("paper", None, slots=100, gpu=True, root=ROOT))
     return 0
 
 

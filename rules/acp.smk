@@ -49,6 +49,22 @@ def search_result(wildcards):
     return [R(f"search/{cell.path}/best.json")] if grid.n_draws(config, cell) > 1 else []
 
 
+def search_chunk_tables(wildcards):
+    """The chunk tables of a cell's search (rule search_chunk), one per `draws_per_job` draws."""
+    cell = cell_of(wildcards)
+    return [R(f"search/{cell.path}/chunks/{i}.csv") for i in range(len(grid.search_chunks(config, cell)))]
+
+
+def search_chunk_range(wildcards):
+    """``START:STOP`` of chunk ``wildcards.chunk`` of the cell's search (fails for a chunk it has not)."""
+    ranges = grid.search_chunks(config, cell_of(wildcards))
+    index = int(wildcards.chunk)
+    if index >= len(ranges):
+        raise ValueError(f"search chunk {index}: the cell's search has {len(ranges)} chunks")
+    start, stop = ranges[index]
+    return f"{start}:{stop}"
+
+
 def run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
     """The per-seed files a train_cell job writes (wildcard patterns or concrete values).
 

@@ -23,9 +23,9 @@ rule ingest_neurips:
         raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench ingest-neurips {params.raw} --cache-dir {params.cache} --seed {params.corpus[seed]}"
+        "noisyor-bench ingest-neurips {params.raw} --cache-dir {params.cache:q} --seed {params.corpus[seed]}"
         " --lemmatizer {params.corpus[lemmatizer]} --stopwords {params.corpus[stopwords]}"
-        " --out {output.npz} > {log} 2>&1"
+        " --out {output.npz:q} > {log:q} 2>&1"
 
 
 rule ingest_reuters:
@@ -48,9 +48,9 @@ rule ingest_reuters:
         raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench ingest-reuters {params.raw} --cache-dir {params.cache} --seed {params.corpus[seed]}"
+        "noisyor-bench ingest-reuters {params.raw} --cache-dir {params.cache:q} --seed {params.corpus[seed]}"
         " --val-fraction {params.corpus[val_fraction]} --vocab-scope {params.corpus[vocab_scope]}"
-        " --out {output.npz} > {log} 2>&1"
+        " --out {output.npz:q} > {log:q} 2>&1"
 
 
 rule pmi_counts:
@@ -72,5 +72,5 @@ rule pmi_counts:
         raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench pmi-counts {params.raw} --cache-dir {params.cache} --reference {params.pmi[reference]}"
-        " --window {params.pmi[window]} --vocab {input.vocab} --out {output} > {log} 2>&1"
+        "noisyor-bench pmi-counts {params.raw} --cache-dir {params.cache:q} --reference {params.pmi[reference]}"
+        " --window {params.pmi[window]} --vocab {input.vocab:q} --out {output:q} > {log:q} 2>&1"

@@ -23,7 +23,7 @@ rule make_dataset:
         cache=lambda w: CACHE_DIR,
     shell:
         "noisyor-bench make-dataset --name {wildcards.name} --spec {params.spec} {params.raw}"
-        " --cache-dir {params.cache} --out {output.npz} > {log} 2>&1"
+        " --cache-dir {params.cache:q} --out {output.npz:q} > {log:q} 2>&1"
 
 
 rule plot_patterns:
@@ -45,7 +45,7 @@ rule plot_patterns:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench plot-patterns --dataset {input.npz} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
+        "noisyor-bench plot-patterns --dataset {input.npz:q} --out-png {output.png:q} --out-pdf {output.pdf:q} > {log:q} 2>&1"
 
 
 rule dataset_table:
@@ -61,4 +61,4 @@ rule dataset_table:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench dataset-table {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench dataset-table {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

@@ -20,14 +20,16 @@ rule baselines:
     conda:
         CONDA_ENV
     threads: 1
+    resources:
+        **compute_resources("baselines", "{dataset}"),
     params:
         n_train=lambda w: " ".join(str(n) for n in baseline_n_train(w.dataset)),
         samples=lambda w: grid.evaluation(config)["samples"],
         opts=lambda w: grid.baseline_settings(config),
     shell:
-        "noisyor-bench baselines --dataset {input} --dataset-name {wildcards.dataset} --n-train {params.n_train}"
+        "noisyor-bench baselines --dataset {input:q} --dataset-name {wildcards.dataset} --n-train {params.n_train}"
         " --samples {params.samples} --max-rows {params.opts[max_rows]} --iw-samples {params.opts[iw_samples]}"
-        " --max-rounds {params.opts[max_rounds]} --threads {threads} --out-json {output} > {log} 2>&1"
+        " --max-rounds {params.opts[max_rounds]} --threads {threads} --out-json {output:q} > {log:q} 2>&1"
 
 
 rule table_fig3a:
@@ -46,8 +48,8 @@ rule table_fig3a:
     params:
         runs=lambda w, input: list_param(input.runs),
     shell:
-        "noisyor-bench table-fig3a --runs {params.runs} --baselines {input.baselines}"
-        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench table-fig3a --runs {params.runs} --baselines {input.baselines:q}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 rule figure_fig3a_sensitivity:
@@ -72,8 +74,8 @@ rule figure_fig3a_sensitivity:
         CONDA_ENV
     threads: THREADS
     shell:
-        "noisyor-bench figure-fig3a-sensitivity --runs {input.runs} --dataset {input.dataset} --threads {threads}"
-        " --out-csv {output.csv} --out-md {output.md} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
+        "noisyor-bench figure-fig3a-sensitivity --runs {input.runs:q} --dataset {input.dataset:q} --threads {threads}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} --out-png {output.png:q} --out-pdf {output.pdf:q} > {log:q} 2>&1"
 
 
 rule figure_fig3b:
@@ -93,8 +95,8 @@ rule figure_fig3b:
     params:
         runs=lambda w, input: list_param(f for f in input if f.endswith("metrics.json")),
     shell:
-        "noisyor-bench figure-fig3b --runs {params.runs} --out-png {output.png} --out-pdf {output.pdf}"
-        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench figure-fig3b --runs {params.runs} --out-png {output.png:q} --out-pdf {output.pdf:q}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 rule figure_patterns:
@@ -120,8 +122,8 @@ rule figure_patterns:
     params:
         runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
     shell:
-        "noisyor-bench figure-patterns --runs {params.runs} --dataset {input.dataset} --baselines {input.baselines}"
-        " --out-png {output.png} --out-pdf {output.pdf} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench figure-patterns --runs {params.runs} --dataset {input.dataset:q} --baselines {input.baselines:q}"
+        " --out-png {output.png:q} --out-pdf {output.pdf:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 rule figure_fig5:
@@ -145,9 +147,9 @@ rule figure_fig5:
     params:
         runs=lambda w, input: list_param(input.runs),
     shell:
-        "noisyor-bench figure-fig5 --runs {params.runs} --datasets {input.datasets} --baselines {input.baselines}"
-        " --out-png {output.png}"
-        " --out-pdf {output.pdf} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench figure-fig5 --runs {params.runs} --datasets {input.datasets:q} --baselines {input.baselines:q}"
+        " --out-png {output.png:q}"
+        " --out-pdf {output.pdf:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 rule table4:
@@ -167,8 +169,8 @@ rule table4:
         runs=lambda w, input: list_param(input.runs),
         missing=" ".join(f"--missing-reason {shlex.quote(item)}" for item in missing_reasons("table4")),
     shell:
-        "noisyor-bench table4 --runs {params.runs} --baselines {input.baselines} {params.missing}"
-        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench table4 --runs {params.runs} --baselines {input.baselines:q} {params.missing}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 rule ablation_table:
@@ -187,8 +189,8 @@ rule ablation_table:
     params:
         runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
     shell:
-        "noisyor-bench ablation-table --runs {params.runs} --datasets {input.datasets}"
-        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench ablation-table --runs {params.runs} --datasets {input.datasets:q}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 rule claims_synthetic:
@@ -206,5 +208,5 @@ rule claims_synthetic:
     params:
         experiments=" ".join(grid.experiments(config)),
     shell:
-        "noisyor-bench claims-synthetic --tables {input} --experiments {params.experiments}"
-        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench claims-synthetic --tables {input:q} --experiments {params.experiments}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

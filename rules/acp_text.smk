@@ -27,9 +27,9 @@ rule table5:
         top_words=lambda w: TEXT["topics"]["top_words"],
         best_topics=lambda w: TEXT["topics"]["best_topics"],
     shell:
-        "noisyor-bench table5 --runs {params.runs} --vocab {input.vocab} --cooccurrence {input.cooccurrence}"
-        " --top-words {params.top_words} --best-topics {params.best_topics} --baselines {input.baselines}"
-        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench table5 --runs {params.runs} --vocab {input.vocab:q} --cooccurrence {input.cooccurrence:q}"
+        " --top-words {params.top_words} --best-topics {params.best_topics} --baselines {input.baselines:q}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 rule classification:
@@ -58,9 +58,9 @@ rule classification:
         folds=lambda w: TEXT["classification"]["folds"],
         seed=TEXT_SEEDS[0],
     shell:
-        "noisyor-bench classification --runs {params.runs} --dataset {input.dataset} --folds {params.folds}"
-        " --seed {params.seed} --out-csv {output.csv} --out-md {output.md} --out-png {output.png}"
-        " --out-pdf {output.pdf} > {log} 2>&1"
+        "noisyor-bench classification --runs {params.runs} --dataset {input.dataset:q} --folds {params.folds}"
+        " --seed {params.seed} --out-csv {output.csv:q} --out-md {output.md:q} --out-png {output.png:q}"
+        " --out-pdf {output.pdf:q} > {log:q} 2>&1"
 
 
 rule tsne:
@@ -88,9 +88,9 @@ rule tsne:
         perplexity=lambda w: TEXT["tsne"]["perplexity"],
         seed=TEXT_SEEDS[0],
     shell:
-        "noisyor-bench tsne --runs {params.runs} --dataset {input.dataset} --perplexity {params.perplexity}"
-        " --seed {params.seed} --threads {threads} --out-png {output.png} --out-pdf {output.pdf}"
-        " --out-csv {output.csv} > {log} 2>&1"
+        "noisyor-bench tsne --runs {params.runs} --dataset {input.dataset:q} --perplexity {params.perplexity}"
+        " --seed {params.seed} --threads {threads} --out-png {output.png:q} --out-pdf {output.pdf:q}"
+        " --out-csv {output.csv:q} > {log:q} 2>&1"
 
 
 rule tsne_table:
@@ -106,7 +106,7 @@ rule tsne_table:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench tsne-table --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench tsne-table --tables {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 rule claims_text:
@@ -124,5 +124,5 @@ rule claims_text:
     params:
         best_topics=lambda w: (TEXT.get("topics") or {}).get("best_topics", 4),
     shell:
-        "noisyor-bench claims-text --tables {input} --best-topics {params.best_topics}"
-        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench claims-text --tables {input:q} --best-topics {params.best_topics}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

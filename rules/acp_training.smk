@@ -4,50 +4,77 @@ import re
 SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config)) or "(?!)"
 
 # Stage: training. Rule names are the noisyor-bench subcommand they run (`-` -> `_`), with a
-# qualifier where one subcommand runs in several rules: `search`; `train_cell` and
+# qualifier where one subcommand runs in several rules: `search_chunk` (and `search_select`, running
+# `search-select`); `train_cell` and
 # `train_cell_<experiment>[_<n>seeds]` (synthetic cells, one rule per seed list, below);
 # `corpus_hparams` and `train_cell_corpus` (the real-corpus cells of the grid's `text` section).
 #
 # Synthetic cells: one job per grid cell (experiment, dataset, method, N_train): first its
-# random search (all draws in one process, selected on validation NELBO), then its runs over
+# random search (chunks of draws, selected on validation NELBO by search_select), then its runs over
 # the experiment's seeds (its own `seeds`, else the grid's). Grid, budgets, seeds and draws come
 # from noisyor_bench.experiments.acp.grid (see rules/acp.smk). Each draw and seed derives its initialisation from
 # (cell, draw or final, seed) inside the CLI (noisyor_bench.inference.seeding.run_init_key).
 
 
-rule search:
+# A cell's search runs as chunk jobs of `draws_per_job` draws each (issue 28; grid key
+# search.draws_per_job, unset: one chunk of all draws), side by side on a cluster, and one
+# search_select job that merges their tables into search.csv and best.json. A draw's values and
+# initialisation derive from (cell, draw index, seed) only, so the split changes no number.
+rule search_chunk:
     input:
         dataset=R("data/{dataset}.npz"),
     output:
-        best=R("search/{experiment}/{dataset}/{method}/n{n}/best.json"),
-        table=R("search/{experiment}/{dataset}/{method}/n{n}/search.csv"),
+        table=R("search/{experiment}/{dataset}/{method}/n{n}/chunks/{chunk}.csv"),
     log:
-        log_path("search", "{experiment}/{dataset}/{method}/n{n}"),
+        log_path("search_chunk", "{experiment}/{dataset}/{method}/n{n}/{chunk}"),
     benchmark:
-        benchmark_path("search", "{experiment}/{dataset}/{method}/n{n}")
+        benchmark_path("search_chunk", "{experiment}/{dataset}/{method}/n{n}/{chunk}")
     wildcard_constraints:
         experiment=SYNTHETIC_EXPERIMENTS,
+        chunk="[0-9]+",
+    # ordered by the measured seconds of the cell's whole search (config/job_seconds.csv, rule `search`)
     priority: measured_priority("search", "{experiment}/{dataset}/{method}/n{n}")
     conda:
         CONDA_ENV
     threads: THREADS
     resources:
-        gpu=GPUS_PER_JOB,
+        **compute_resources("search_chunk", "{experiment}/{dataset}/{method}/n{n}/{chunk}"),
     params:
         mode=lambda w: cell_of(w).mode,
         seed=lambda w: grid.seeds(config, w.experiment, w.dataset)[0],
         draws=lambda w: json_param(grid.draws(config, cell_of(w))),
+        draws_range=lambda w: search_chunk_range(w),
         budget=lambda w: json_param(grid.budget(config, cell_of(w))),
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
         batch="--batch-draws" if GRID.get("batched") else "",
+    shell:
+        "noisyor-bench search --dataset {input.dataset:q} --dataset-name {wildcards.dataset:q}"
+        " --experiment {wildcards.experiment:q} --method {wildcards.method:q} --mode {params.mode}"
+        " --n-train {wildcards.n} --seed {params.seed} --draws {params.draws} --budget {params.budget}"
+        " --evaluation {params.evaluation} --device {params.device:q} --threads {threads}"
+        " {params.batch} --draws-range {params.draws_range} --out-chunk {output.table:q} > {log:q} 2>&1"
+
+
+rule search_select:
+    input:
+        chunks=search_chunk_tables,
+    output:
+        best=R("search/{experiment}/{dataset}/{method}/n{n}/best.json"),
+        table=R("search/{experiment}/{dataset}/{method}/n{n}/search.csv"),
+    log:
+        log_path("search_select", "{experiment}/{dataset}/{method}/n{n}"),
+    benchmark:
+        benchmark_path("search_select", "{experiment}/{dataset}/{method}/n{n}")
+    wildcard_constraints:
+        experiment=SYNTHETIC_EXPERIMENTS,
+    priority: measured_priority("search_select", "{experiment}/{dataset}/{method}/n{n}")
+    conda:
+        CONDA_ENV
+    params:
         out_dir=lambda w, output: os.path.dirname(output.best),
     shell:
-        "noisyor-bench search --dataset {input.dataset} --dataset-name {wildcards.dataset}"
-        " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
-        " --n-train {wildcards.n} --seed {params.seed} --draws {params.draws} --budget {params.budget}"
-        " --evaluation {params.evaluation} --device {params.device} --threads {threads}"
-        " {params.batch} --out-dir {params.out_dir} > {log} 2>&1"
+        "noisyor-bench search-select --chunks {input.chunks:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 # One train_cell rule per seed list (grid.seed_groups): a rule's outputs, one set per seed, are
@@ -80,22 +107,22 @@ for _group in grid.seed_groups(config):
             CONDA_ENV
         threads: THREADS
         resources:
-            gpu=GPUS_PER_JOB,
+            **compute_resources("train_cell", "{experiment}/{dataset}/{method}/n{n}"),
         params:
             mode=lambda w: cell_of(w).mode,
             seeds=" ".join(str(s) for s in _group.seeds),
-            best=lambda w, input: f"--best {input.best}" if input.best else "",
+            best=lambda w, input: f"--best {shlex.quote(str(input.best))}" if input.best else "",
             budget=lambda w: json_param(grid.budget(config, cell_of(w))),
             evaluation=json_param(grid.evaluation(config)),
             device=DEVICE,
             batch="--batch-seeds" if GRID.get("batched") else "",
             results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
         shell:
-            "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
+            "noisyor-bench train-cell --dataset {input.dataset:q} --dataset-name {wildcards.dataset}"
             " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
             " --n-train {wildcards.n} --seeds {params.seeds} {params.best} --budget {params.budget}"
-            " --evaluation {params.evaluation} --device {params.device} --threads {threads}"
-            " {params.batch} --results-dir {params.results} > {log} 2>&1"
+            " --evaluation {params.evaluation} --device {params.device:q} --threads {threads}"
+            " {params.batch} --results-dir {params.results:q} > {log:q} 2>&1"
 
 
 # Deterministic cells (SVI/LB-CDI/UB-CDI in inference mode) run one seed in rule
@@ -129,7 +156,7 @@ rule corpus_hparams:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench corpus-hparams --dataset {input.dataset} --out {output} > {log} 2>&1"
+        "noisyor-bench corpus-hparams --dataset {input.dataset:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule train_cell_corpus:
@@ -151,7 +178,7 @@ rule train_cell_corpus:
         CONDA_ENV
     threads: THREADS
     resources:
-        gpu=GPUS_PER_JOB,
+        **compute_resources("train_cell_corpus", "{experiment}/{dataset}/{method}/n{n}"),
     params:
         latents=lambda w: corpus_grid.experiment_latents(config, w.experiment),
         seeds=" ".join(str(s) for s in TEXT_SEEDS),
@@ -160,8 +187,8 @@ rule train_cell_corpus:
         device=DEVICE,
         results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
     shell:
-        "noisyor-bench train-cell --dataset {input.dataset} --dataset-name {wildcards.dataset}"
+        "noisyor-bench train-cell --dataset {input.dataset:q} --dataset-name {wildcards.dataset}"
         " --experiment {wildcards.experiment} --method {wildcards.method} --mode learning"
-        " --n-train {wildcards.n} --seeds {params.seeds} --latents {params.latents} --best {input.hparams}"
+        " --n-train {wildcards.n} --seeds {params.seeds} --latents {params.latents} --best {input.hparams:q}"
         " --budget {params.budget} --evaluation {params.evaluation} --device {params.device}"
-        " --threads {threads} --results-dir {params.results} > {log} 2>&1"
+        " --threads {threads} --results-dir {params.results:q} > {log:q} 2>&1"

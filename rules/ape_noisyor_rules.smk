@@ -18,7 +18,7 @@ rule ape_noisyor_problems:
         settings=lambda w: json_param(APE_NOISYOR),
     shell:
         "noisyor-bench ape-noisyor-problems --settings {params.settings} --family {wildcards.family}"
-        " --out-npz {output.npz} > {log} 2>&1"
+        " --out-npz {output.npz:q} > {log:q} 2>&1"
 
 
 rule ape_noisyor_train:
@@ -41,12 +41,14 @@ rule ape_noisyor_train:
         encoder=_ape_noisyor_pattern(APE_NOISYOR.get("encoders", {})),
     conda:
         CONDA_ENV
+    resources:
+        **compute_resources("ape_noisyor_train", "{family}-{encoder}"),
     params:
         settings=lambda w: json_param(APE_NOISYOR),
         runs=lambda w, output: ape_noisyor_runs_dir(output[0]),
     shell:
         "noisyor-bench ape-noisyor-train --settings {params.settings} --family {wildcards.family}"
-        " --encoder {wildcards.encoder} --problems {input.problems} --runs-dir {params.runs} > {log} 2>&1"
+        " --encoder {wildcards.encoder} --problems {input.problems:q} --runs-dir {params.runs:q} > {log:q} 2>&1"
 
 
 rule ape_noisyor_baseline:
@@ -64,12 +66,14 @@ rule ape_noisyor_baseline:
         baseline="svi|lb-cdi",
     conda:
         CONDA_ENV
+    resources:
+        **compute_resources("ape_noisyor_baseline", "{family}-{baseline}"),
     params:
         settings=lambda w: json_param(APE_NOISYOR),
         runs=lambda w, output: ape_noisyor_runs_dir(output[0]),
     shell:
         "noisyor-bench ape-noisyor-baseline --settings {params.settings} --family {wildcards.family}"
-        " --method {wildcards.baseline} --problems {input.problems} --runs-dir {params.runs} > {log} 2>&1"
+        " --method {wildcards.baseline} --problems {input.problems:q} --runs-dir {params.runs:q} > {log:q} 2>&1"
 
 
 rule ape_noisyor_report:
@@ -99,5 +103,5 @@ rule ape_noisyor_report:
         grid=config["grid"],
     shell:
         "noisyor-bench ape-noisyor-report --settings {params.settings} --grid {params.grid}"
-        " --problems {input.problems} --runs {params.runs} --out-csv {output.csv} --out-md {output.md}"
-        " --out-png {output.png} --out-claims-csv {output.claims_csv} --out-claims-md {output.claims_md} > {log} 2>&1"
+        " --problems {input.problems:q} --runs {params.runs} --out-csv {output.csv:q} --out-md {output.md:q}"
+        " --out-png {output.png:q} --out-claims-csv {output.claims_csv:q} --out-claims-md {output.claims_md:q} > {log:q} 2>&1"

@@ -32,7 +32,7 @@ rule ape_data:
         cache=lambda w: CACHE_DIR,
     shell:
         "noisyor-bench ape-data --dataset {wildcards.ds} --settings {params.settings} {params.raw}"
-        " --cache-dir {params.cache} --out {output.npz} > {log} 2>&1"
+        " --cache-dir {params.cache:q} --out {output.npz:q} > {log:q} 2>&1"
 
 
 rule ape_train:
@@ -53,14 +53,16 @@ rule ape_train:
     conda:
         CONDA_ENV
     threads: 1
+    resources:
+        **compute_resources("ape_train", "{ds}_{method}_n{n}_seed{seed}"),
     params:
         settings=lambda w: json_param(APE["datasets"][w.ds]),
         device=APE.get("device", "cpu"),
         out=lambda w, output: str(Path(output.metrics).parent),
     shell:
-        "noisyor-bench ape-train --dataset {wildcards.ds} --dataset-file {input} --method {wildcards.method}"
+        "noisyor-bench ape-train --dataset {wildcards.ds} --dataset-file {input:q} --method {wildcards.method}"
         " --seed {wildcards.seed} --settings {params.settings} --device {params.device} --threads {threads}"
-        " --out-dir {params.out} > {log} 2>&1"
+        " --out-dir {params.out:q} > {log:q} 2>&1"
 
 
 rule ape_vi:
@@ -80,12 +82,14 @@ rule ape_vi:
     conda:
         CONDA_ENV
     threads: 1
+    resources:
+        **compute_resources("ape_vi", "{ds}_seed{seed}"),
     params:
         settings=lambda w: json_param(APE["datasets"][w.ds]),
         out=lambda w, output: str(Path(output.metrics).parent),
     shell:
-        "noisyor-bench ape-vi --dataset {wildcards.ds} --dataset-file {input} --seed {wildcards.seed}"
-        " --settings {params.settings} --threads {threads} --out-dir {params.out} > {log} 2>&1"
+        "noisyor-bench ape-vi --dataset {wildcards.ds} --dataset-file {input:q} --seed {wildcards.seed}"
+        " --settings {params.settings} --threads {threads} --out-dir {params.out:q} > {log:q} 2>&1"
 
 
 rule ape_nuts:
@@ -105,13 +109,15 @@ rule ape_nuts:
     conda:
         CONDA_ENV
     threads: 1
+    resources:
+        **compute_resources("ape_nuts", "{ds}_seed{seed}"),
     params:
         settings=lambda w: json_param(APE["datasets"][w.ds]),
         vi=lambda w, input: str(Path(input.vi).parent),
         out=lambda w, output: str(Path(output.metrics).parent),
     shell:
-        "noisyor-bench ape-nuts --dataset {wildcards.ds} --dataset-file {input.data} --seed {wildcards.seed}"
-        " --settings {params.settings} --vi-dir {params.vi} --threads {threads} --out-dir {params.out} > {log} 2>&1"
+        "noisyor-bench ape-nuts --dataset {wildcards.ds} --dataset-file {input.data:q} --seed {wildcards.seed}"
+        " --settings {params.settings} --vi-dir {params.vi:q} --threads {threads} --out-dir {params.out:q} > {log:q} 2>&1"
 
 
 rule ape_evaluate:
@@ -133,16 +139,22 @@ rule ape_evaluate:
     conda:
         CONDA_ENV
     threads: 1
+    resources:
+        **compute_resources("ape_evaluate", "{ds}_seed{seed}"),
     params:
         settings=lambda w: json_param(APE["datasets"][w.ds]),
-        encoders=lambda w: " ".join(f"{m}={d}" for m, d in ape_encoder_dirs(w.ds, int(w.seed)).items()),
+        encoders=lambda w: " ".join(
+            shlex.quote(f"{m}={d}") for m, d in ape_encoder_dirs(w.ds, int(w.seed)).items()
+        ),
         vi=lambda w, input: str(Path(input.vi).parent),
-        nuts=lambda w, input: f"--nuts-dir {Path(input.nuts[0]).parent}" if input.nuts else "",
+        nuts=lambda w, input: (
+            f"--nuts-dir {shlex.quote(str(Path(input.nuts[0]).parent))}" if input.nuts else ""
+        ),
         out=lambda w, output: str(Path(output.metrics).parent),
     shell:
-        "noisyor-bench ape-evaluate --dataset {wildcards.ds} --dataset-file {input.data} --seed {wildcards.seed}"
-        " --settings {params.settings} --vi-dir {params.vi} {params.nuts} --encoder {params.encoders}"
-        " --threads {threads} --out-dir {params.out} > {log} 2>&1"
+        "noisyor-bench ape-evaluate --dataset {wildcards.ds} --dataset-file {input.data:q} --seed {wildcards.seed}"
+        " --settings {params.settings} --vi-dir {params.vi:q} {params.nuts} --encoder {params.encoders}"
+        " --threads {threads} --out-dir {params.out:q} > {log:q} 2>&1"
 
 
 rule ape_table1:
@@ -161,8 +173,8 @@ rule ape_table1:
     params:
         settings=lambda w: json_param(APE),
     shell:
-        "noisyor-bench ape-table1 --evals {input} --settings {params.settings} --out-csv {output.csv}"
-        " --out-md {output.md} --out-figure1-csv {output.figure1} > {log} 2>&1"
+        "noisyor-bench ape-table1 --evals {input:q} --settings {params.settings} --out-csv {output.csv:q}"
+        " --out-md {output.md:q} --out-figure1-csv {output.figure1:q} > {log:q} 2>&1"
 
 
 rule ape_figures:
@@ -193,11 +205,11 @@ rule ape_figures:
     conda:
         CONDA_ENV
     params:
-        vi=lambda w, input: " ".join(str(Path(f).parent) for f in input.vi),
+        vi=lambda w, input: " ".join(shlex.quote(str(Path(f).parent)) for f in input.vi),
     shell:
-        "noisyor-bench ape-figures --dataset {wildcards.ds} --evals {input.evals} --vi-dirs {params.vi}"
-        " --out-left-png {output.left} --out-left-pdf {output.left_pdf} --out-right-png {output.right}"
-        " --out-right-pdf {output.right_pdf} > {log} 2>&1"
+        "noisyor-bench ape-figures --dataset {wildcards.ds} --evals {input.evals:q} --vi-dirs {params.vi}"
+        " --out-left-png {output.left:q} --out-left-pdf {output.left_pdf:q} --out-right-png {output.right:q}"
+        " --out-right-pdf {output.right_pdf:q} > {log:q} 2>&1"
 
 
 rule ape_figure2:
@@ -221,8 +233,8 @@ rule ape_figure2:
     params:
         eval_dir=lambda w, input: str(Path(input.scores).parent),
     shell:
-        "noisyor-bench ape-figure2 --dataset-file {input.data} --eval-dir {params.eval_dir}"
-        " --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
+        "noisyor-bench ape-figure2 --dataset-file {input.data:q} --eval-dir {params.eval_dir:q}"
+        " --out-png {output.png:q} --out-pdf {output.pdf:q} > {log:q} 2>&1"
 
 
 rule ape_claims:
@@ -239,5 +251,5 @@ rule ape_claims:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench ape-claims --table {input.table} --figure1 {input.figure1}"
-        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench ape-claims --table {input.table:q} --figure1 {input.figure1:q}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

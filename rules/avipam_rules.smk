@@ -34,8 +34,8 @@ rule avipam_data:
         cache=lambda w: CACHE_DIR,
         args=avipam_data_args,
     shell:
-        "noisyor-bench avipam-data --corpus {wildcards.corpus} {params.raw} --cache-dir {params.cache}"
-        " {params.args} --out {output.npz} > {log} 2>&1"
+        "noisyor-bench avipam-data --corpus {wildcards.corpus} {params.raw} --cache-dir {params.cache:q}"
+        " {params.args} --out {output.npz:q} > {log:q} 2>&1"
 
 
 rule avipam_npmi_counts:
@@ -58,16 +58,18 @@ rule avipam_npmi_counts:
     params:
         raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
-        wiki=lambda w, input: f"--wiki {input.reference}" if w.reference == "external" else "",
+        wiki=lambda w, input: (
+            f"--wiki {shlex.quote(str(input.reference))}" if w.reference == "external" else ""
+        ),
         max_docs=lambda w: (
             f"--max-docs {AVIPAM['npmi_external_max_docs']}"
             if w.reference == "external" and AVIPAM.get("npmi_external_max_docs")
             else ""
         ),
     shell:
-        "noisyor-bench avipam-npmi-counts --corpus-file {input.corpus} --corpus {wildcards.corpus}"
-        " --reference {wildcards.reference} {params.wiki} {params.max_docs} {params.raw} --cache-dir {params.cache}"
-        " --out {output} > {log} 2>&1"
+        "noisyor-bench avipam-npmi-counts --corpus-file {input.corpus:q} --corpus {wildcards.corpus}"
+        " --reference {wildcards.reference} {params.wiki} {params.max_docs} {params.raw} --cache-dir {params.cache:q}"
+        " --out {output:q} > {log:q} 2>&1"
 
 
 rule avipam_run:
@@ -90,13 +92,15 @@ rule avipam_run:
     conda:
         CONDA_ENV
     threads: int(AVIPAM.get("threads", 1))
+    resources:
+        **compute_resources("avipam_run", "{aexp}-{corpus}-{amethod}-n{n}-seed{seed}"),
     params:
         settings=avipam_settings,
         out=lambda w, output: str(Path(output.metrics).parent),
     shell:
-        "noisyor-bench avipam-run --corpus-file {input.corpus} --experiment {wildcards.aexp}"
+        "noisyor-bench avipam-run --corpus-file {input.corpus:q} --experiment {wildcards.aexp}"
         " --corpus {wildcards.corpus} --method {wildcards.amethod} --seed {wildcards.seed}"
-        " --settings {params.settings} --out-dir {params.out} > {log} 2>&1"
+        " --settings {params.settings} --out-dir {params.out:q} > {log:q} 2>&1"
 
 
 rule avipam_tables:
@@ -120,7 +124,7 @@ rule avipam_tables:
         grid=config["grid"],
     shell:
         "noisyor-bench avipam-tables --runs {params.runs} --npmi {params.npmi} --grid {params.grid}"
-        " --out-dir {params.out} --out-runs {output.runs} > {log} 2>&1"
+        " --out-dir {params.out:q} --out-runs {output.runs:q} > {log:q} 2>&1"
 
 
 rule avipam_collapse:
@@ -156,8 +160,8 @@ rule avipam_collapse:
         grid=config["grid"],
     shell:
         "noisyor-bench avipam-collapse --runs {params.runs} --npmi {params.npmi} --corpora {params.corpora}"
-        " --grid {params.grid} --out-csv {output.csv} --out-md {output.md} --out-png {output.png}"
-        " --out-topics {output.topics} > {log} 2>&1"
+        " --grid {params.grid} --out-csv {output.csv:q} --out-md {output.md:q} --out-png {output.png:q}"
+        " --out-topics {output.topics:q} > {log:q} 2>&1"
 
 
 rule claims_avipam:
@@ -173,4 +177,4 @@ rule claims_avipam:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench claims-avipam --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench claims-avipam --tables {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

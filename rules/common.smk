@@ -2,6 +2,8 @@
 # inputs, report helpers and the targets of the selected papers. No paper lives here: each
 # paper's rules file (rules/<paper>*.smk, included by the Snakefile from the paper registry,
 # noisyor_bench.experiments.papers) registers its targets with paper_hooks().
+import json
+import os
 import re
 import shlex
 import sys
@@ -97,14 +99,19 @@ def table_view_targets(tables):
     return list(dict.fromkeys(views))
 
 
+# Whether this invocation executes jobs (set when the DAG is built, _guard_results_dir below): only
+# then are argument files written, so a dry run, lint or --dag writes nothing outside .snakemake/.
+_EXECUTES = {"jobs": False}
+
+
 def json_param(obj):
     """A config value as a shell-quoted JSON argument, long ones as ``@<results>/params/<sha>.json``."""
-    return shellargs.json_argument(obj, R("params"))
+    return shellargs.json_argument(obj, R("params"), write=_EXECUTES["jobs"])
 
 
 def list_param(paths):
     """A file list for a list option, long ones as ``@<results>/params/<sha>.txt``."""
-    return shellargs.list_argument(paths, R("params"))
+    return shellargs.list_argument(paths, R("params"), write=_EXECUTES["jobs"])
 
 
 def log_path(rule_name, stem):
@@ -115,11 +122,34 @@ def benchmark_path(rule_name, stem):
     return R(f"benchmarks/{rule_name}/{stem}.tsv")
 
 
-def raw_inputs(*keys):
+def raw_paths(*keys):
     """Locations of raw inputs (mirror files, or <results>/raw files made by fetch_raw)."""
     from noisyor_bench.data.rawdata import expected_location
 
     return [str(expected_location(key, RAW_DATA_DIR, CACHE_DIR)) for key in keys]
+
+
+def raw_inputs(*keys):
+    """Raw inputs of a rule, as ancient(): judged by content, not mtime (issue 33). verify_raw
+    checks the content; a rule reading raw files also takes their stamps (raw_stamps)."""
+    return [ancient(p) for p in raw_paths(*keys)]
+
+
+def verify_raw_input(wildcards):
+    """verify_raw's input: ancient() while the file's content is the one its stamp verified, so a
+    touched mirror file reruns nothing; a changed content (a newer file whose sha256 differs from
+    the stamp's) reruns verify_raw, which fails on the checksum."""
+    from noisyor_bench.infra.hashing import sha256_file
+
+    (path,) = raw_paths(wildcards.key)
+    stamp = Path(R(f"raw_verified/{wildcards.key}.json"))
+    try:
+        if os.stat(path).st_mtime <= stamp.stat().st_mtime:
+            return ancient(path)
+        recorded = json.loads(stamp.read_text(encoding="utf-8")).get("sha256")
+        return ancient(path) if recorded and recorded == sha256_file(path) else path
+    except (OSError, ValueError):  # no stamp yet, no file yet (fetch_raw makes it), unreadable stamp
+        return path
 
 
 def raw_stamps(*keys):
@@ -232,10 +262,15 @@ JOB_SECONDS = job_seconds.load(
 
 
 def measured_priority(rule_name, stem):
-    """``priority:`` of a job from its measured seconds; ``stem`` as in its benchmark_path."""
+    """``priority:`` of a job from its measured seconds; ``stem`` as in its benchmark_path. A job
+    without a measurement (another grid's sizes, a search chunk) takes the cost model's estimate
+    (JOB_COSTS, below), so that the order stays longest first."""
 
     def _priority(wildcards):
-        return job_seconds.priority(JOB_SECONDS, rule_name, stem.format(**dict(wildcards.items())))
+        job = stem.format(**dict(wildcards.items()))
+        if (rule_name, job) not in JOB_SECONDS and (rule_name, job) in JOB_COSTS:
+            return min(round(JOB_COSTS[(rule_name, job)].cpu_seconds), UPSTREAM_PRIORITY - 1)
+        return job_seconds.priority(JOB_SECONDS, rule_name, job)
 
     return _priority
 
@@ -248,3 +283,108 @@ onstart:
     from noisyor_bench.infra.io import lock_results_dir
 
     workflow._noisyor_results_lock = lock_results_dir(RESULTS)
+
+
+# The results directory is checked when the DAG is built for execution (issue 33), before any
+# job runs and whatever hooks are on: its grid (noisyor_bench.infra.resultsdir; also on dry runs),
+# then, on a real run, the one-writer lock (held until this process ends; onstart above takes the
+# same lock, a no-op by then, and stays for Snakemake versions without this hook) and the record
+# of its grid. Per-job processes of cluster executors (exec_mode remote/subprocess) skip both.
+def _guard_results_dir():
+    from noisyor_bench.infra.errors import UserError
+    from noisyor_bench.infra.io import lock_results_dir
+    from noisyor_bench.infra.resultsdir import check_identity, write_identity
+    from snakemake_interface_executor_plugins.settings import ExecMode
+
+    if workflow.executor_plugin is None:  # --dag, --summary, --list-untracked ...: nothing runs
+        return
+    _EXECUTES["jobs"] = not workflow.dryrun
+    if workflow.exec_mode != ExecMode.DEFAULT:
+        return
+    try:
+        for warning in check_identity(RESULTS, config):
+            print(f"noisyor-bench: warning: {warning}", file=sys.stderr, flush=True)
+        if not workflow.dryrun:
+            workflow._noisyor_results_lock = lock_results_dir(RESULTS)
+            write_identity(RESULTS, config, _code_commit())
+    except UserError as err:
+        raise WorkflowError(str(err)) from None
+
+
+def _code_commit():
+    """The checkout's commit for the results directory's record (None outside a git checkout)."""
+    from noisyor_bench.infra.provenance import git_state
+
+    return git_state(workflow.basedir, "Snakefile").get("commit")
+
+
+def _build_dag_guarded(_build_dag=workflow._build_dag):
+    _guard_results_dir()
+    return _build_dag()
+
+
+workflow._build_dag = _build_dag_guarded
+
+
+# ---------------------------------------------------------------------------------------
+# Cluster resources from the cost model (issue 28; noisyor_bench.experiments.costs, docs/cluster.md):
+# every compute job's expected seconds and memory, scaled from measured runs (the quick grid's
+# config/job_seconds.csv, the paper-protocol run under reference/) by its cell's size. The
+# resources of each compute job come from `**compute_resources(name, stem)`, which gives `runtime`
+# (minutes, SAFETY x the estimate, x attempt on a retry), `mem_mb`, and `gpu` (>= 1 for a
+# CUDA-capable job under the gpu and slurm profiles). Every other rule is local (mark_local_rules(), called after the last
+# rules file, rules/report.smk), since it takes seconds.
+from noisyor_bench.experiments import costs as cost_model
+
+COST_REFERENCES = cost_model.load_references(workflow.basedir, config.get("job_seconds"))
+JOB_COSTS = cost_model.by_job(cost_model.estimate_jobs(config, COST_REFERENCES, SELECTED))
+
+
+def _job_estimate(rule_name, stem, wildcards):
+    job = stem.format(**dict(wildcards.items()))
+    est = JOB_COSTS.get((rule_name, job))
+    if est is None:  # a job the cost model does not list: its rule's slowest estimate
+        same = [e for (r, _), e in JOB_COSTS.items() if r == rule_name]
+        return max(same, key=lambda e: e.cpu_seconds) if same else None
+    return est
+
+
+def _gpus_requested():
+    """GPUs a CUDA-capable job takes: the grid's gpus_per_job (clusters), or 1 where GPUs are counted
+    (profiles/gpu's `resources: gpu`, `--resources gpu=N`)."""
+    declared = workflow.global_resources.get("gpu")
+    declared = getattr(declared, "value", declared)
+    per_job = int(GRID.get("gpus_per_job", 0))
+    return per_job if per_job or not declared else 1
+
+
+def compute_resources(rule_name, stem):
+    """``resources:`` of a compute job (benchmark ``benchmark_path(rule_name, stem)``): `runtime`,
+    `mem_mb` and `gpu` (the cost model says which jobs can use CUDA: amortized training, not Gibbs,
+    NUTS, VI or the per-datapoint methods)."""
+
+    def runtime(wildcards, attempt):
+        est = _job_estimate(rule_name, stem, wildcards)
+        return cost_model.runtime_minutes(est.cpu_seconds if est else 3600.0, attempt)
+
+    def mem(wildcards, attempt):
+        est = _job_estimate(rule_name, stem, wildcards)
+        return cost_model.mem_mb(est.mem_mb if est else cost_model.BASE_MEM_MB, attempt)
+
+    def gpu(wildcards):
+        est = _job_estimate(rule_name, stem, wildcards)
+        return _gpus_requested() if est is not None and est.cuda else 0
+
+    return dict(runtime=runtime, mem_mb=mem, gpu=gpu)
+
+
+def mark_local_rules():
+    """Every rule whose benchmark is not a compute rule of the cost model runs locally (seconds)."""
+    compute = cost_model.compute_rules()
+    local = []
+    for r in workflow.rules:
+        parts = Path(str(r.benchmark or "")).parts  # <results>/benchmarks/<rule>/<job>.tsv
+        name = parts[parts.index("benchmarks") + 1] if "benchmarks" in parts[:-1] else r.name
+        if name not in compute:
+            local.append(r.name)
+    workflow.localrules(*local)

@@ -20,7 +20,7 @@ if RAW_DATA_DIR is None:
         params:
             cache=lambda w: CACHE_DIR,
         shell:
-            "noisyor-bench fetch-raw --relpath {wildcards.relpath} --cache-dir {params.cache} > {log} 2>&1"
+            "noisyor-bench fetch-raw --relpath {wildcards.relpath} --cache-dir {params.cache:q} > {log:q} 2>&1"
 
 
 # Raw inputs are verified in a step of their own: every rule that reads raw files also takes
@@ -30,7 +30,7 @@ if RAW_DATA_DIR is None:
 # only when the job itself starts, so the valid derived files (and their sidecars) are kept.
 rule verify_raw:
     input:
-        lambda w: raw_inputs(w.key),
+        verify_raw_input,
     output:
         R("raw_verified/{key}.json"),
     log:
@@ -43,4 +43,4 @@ rule verify_raw:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench verify-raw --key {wildcards.key} --path {input} --out {output} > {log} 2>&1"
+        "noisyor-bench verify-raw --key {wildcards.key} --path {input:q} --out {output:q} > {log:q} 2>&1"

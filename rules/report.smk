@@ -57,7 +57,7 @@ for _view in TABLE_VIEWS:
         conda:
             CONDA_ENV
         shell:
-            "noisyor-bench table-html --tables {input} --out-html {output} > {log} 2>&1"
+            "noisyor-bench table-html --tables {input:q} --out-html {output:q} > {log:q} 2>&1"
 
 
 # The report's software page: installed versions of the pinned packages, the git commit, the
@@ -74,7 +74,7 @@ rule software_html:
     params:
         commit=lambda w: code_version_label(),
     shell:
-        "noisyor-bench software-html --out-html {output} > {log} 2>&1"
+        "noisyor-bench software-html --out-html {output:q} > {log:q} 2>&1"
 
 
 # Benchmark files are not declared outputs, so no input can name them: the rule takes every
@@ -97,5 +97,10 @@ rule runtime_table:
     params:
         benchmarks=R("benchmarks"),
     shell:
-        "noisyor-bench runtime-table --benchmarks {params.benchmarks} --out-csv {output.csv} --out-md {output.md}"
-        " --out-jobs-csv {output.jobs} --out-png {output.png} > {log} 2>&1"
+        "noisyor-bench runtime-table --benchmarks {params.benchmarks:q} --out-csv {output.csv:q} --out-md {output.md:q}"
+        " --out-jobs-csv {output.jobs:q} --out-png {output.png:q} > {log:q} 2>&1"
+
+
+# Rules the cost model does not list as compute take seconds: run them locally, not as cluster jobs
+# (issue 28; rules/common.smk). Kept last: it sees every rule defined above.
+mark_local_rules()

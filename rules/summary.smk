@@ -15,7 +15,7 @@ rule claims_merge:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench claims-merge --claims {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench claims-merge --claims {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 # Convergence (issue 12): did each run converge (metrics.json `converged`, `convergence`), per
@@ -35,7 +35,7 @@ rule convergence_table:
     params:
         runs=lambda w, input: list_param(input),
     shell:
-        "noisyor-bench convergence-table --runs {params.runs} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench convergence-table --runs {params.runs} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 rule convergence_summary:
@@ -51,7 +51,7 @@ rule convergence_summary:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench convergence-summary --tables {input} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench convergence-summary --tables {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 # This run against the published reference (config key reference_dir, issue 16): which cells of
@@ -74,5 +74,5 @@ rule compare:
         results=lambda w, output: output.csv.rsplit("/tables/", 1)[0],
         reference=lambda w: shlex.quote(str(REFERENCE_DIR)),
     shell:
-        "noisyor-bench compare --results {params.results} --reference {params.reference}"
-        " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "noisyor-bench compare --results {params.results:q} --reference {params.reference}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

@@ -5,7 +5,7 @@
 Every file both hold is compared byte for byte; a file that differs counts as equal when it
 differs only by what two executions legitimately do: the results directory's own path, wall
 times (keys and columns named ``*seconds``, ``*_time``, ``time_s``, ``*time_to_quality``,
-``train_minutes``, and their table statistics; ``.npz`` arrays named ``seconds``), provenance
+``train_minutes``, their ``_median``/``_low``/``_high`` and ``timing``, and their table statistics; ``.npz`` arrays named ``seconds``), provenance
 records and sidecars, and ``torch.save``'s random serialization id (``.pt`` files compare their
 tensors).  A claims table compares its verdicts and ids; ``numbers`` that differ are listed
 (a claim on wall time quotes the times). Logs, Snakemake
@@ -38,6 +38,7 @@ SKIP_DIRS = {"logs", "benchmarks", "params"}  # params/: argument files named by
 SKIP_NAMES = {
     "software.html",
     ".noisyor-bench.lock",
+    ".noisyor-bench-results.json",  # the directory's grid record: times and commit
     "runtime.png",
     "runtime.pdf",
     "runtime.csv",
@@ -57,8 +58,10 @@ def is_time(name: str) -> bool:
     return (
         name in TIME_KEYS
         or "seconds" in name
-        or base in ("time_s", "train_minutes")
+        or base in ("time_s", "train_minutes", "timing")  # timing: a time's median and spread
+        or base.startswith(("time_s_", "train_minutes_"))  # ..._median, _low, _high
         or base.endswith(("_time", "time_to_quality"))
+        or "time_to_quality_" in base
     )
 
 

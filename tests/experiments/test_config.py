@@ -144,7 +144,7 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
         (
             lambda c: c.update(bogus=1),
             "'bogus' was unexpected",
-            "allowed keys: corpora, datasets, grid, grids, job_seconds, papers, pmi, raw_data_dir, reference_dir, results_dir, search_spaces",
+            "allowed keys: corpora, datasets, grid, grids, job_seconds, overwrite_grid, papers, pmi, raw_data_dir, reference_dir, results_dir, search_spaces",
         ),
         (
             lambda c: c["grids"]["quick"]["budget"].update(epochs=3),

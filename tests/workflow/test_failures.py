@@ -279,7 +279,6 @@ ALLOWED_WRITES = {
     ("data/rawdata.py", "_download_to"): "writes the temp path that _download gets from io.atomic_path",
     ("data/rawdata.py", "_assemble_tar_xz"): "writes the temp path that _download gets from io.atomic_path",
     ("reporting/plots.py", "save_figure"): "savefig into the temp path of io.atomic_path",
-    ("inference/training.py", "write_checkpoint"): "torch.save into the temp path of io.atomic_path",
 }
 WRITE_METHODS = {
     "write_text",

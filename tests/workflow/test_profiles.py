@@ -49,6 +49,29 @@ def job_resources(output: str, rule: str) -> list[str]:
     ]
 
 
+def method_resources(output: str, rule: str) -> list[tuple[str, str]]:
+    """(method wildcard, `resources:` line) of every job of ``rule`` in a dry run."""
+    blocks = re.split(r"\n(?=(?:local)?rule \S+:\n)", output)
+    out = []
+    for b in blocks:
+        if b.startswith(f"rule {rule}:\n"):
+            method = re.search(r"\n\s+wildcards: .*?\bmethod=([^,\n]+)", b)
+            res = re.search(r"\n\s+resources: (.*)", b)
+            if method and res:
+                out.append((method.group(1), res.group(1)))
+    return out
+
+
+AMORTIZED = ("avi", "acp", "acp-sg")  # CUDA-capable ACP methods; SVI, LB-CDI, UB-CDI stay on the CPU
+
+
+def assert_gpus_follow_the_methods(output: str, rule: str) -> None:
+    jobs = method_resources(output, rule)
+    assert jobs, rule
+    for method, res in jobs:
+        assert ("gpu=1" in res) == (method in AMORTIZED), (rule, method, res)
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_profile_parses_and_plans_the_dag(profile, tmp_path):
     out = dry_run(profile, tmp_path / "results", "smoke")
@@ -69,10 +92,10 @@ def test_deprecated_profile_key_selects_the_grid_with_one_warning(tmp_path):
 
 def test_gpu_profile_gives_every_training_job_one_gpu(tmp_path):
     out = dry_run("gpu", tmp_path / "results", "smoke")  # smoke: gpus_per_job 0 in the config
-    for rule in ("search", "train_cell", "train_cell_corpus"):
-        resources = job_resources(out, rule)
-        assert resources and all("gpu=1" in r for r in resources), (rule, resources[:2])
-    assert all("gpu=1" not in r for r in job_resources(out, "make_dataset"))
+    for rule in ("search_chunk", "train_cell", "train_cell_corpus"):
+        assert_gpus_follow_the_methods(out, rule)
+    for rule in ("make_dataset", "ape_vi", "ape_nuts"):  # CPU-only: no GPU held
+        assert all("gpu=1" not in r for r in job_resources(out, rule)), rule
 
 
 def test_gpu_profile_covers_the_rules_of_experiments_with_own_seeds(tmp_path):
@@ -80,18 +103,26 @@ def test_gpu_profile_covers_the_rules_of_experiments_with_own_seeds(tmp_path):
     differ (dataset_seeds), so it trains under train_cell_fig5_2seeds / _5seeds (grid.seed_groups)."""
     out = dry_run("gpu", tmp_path / "results", "quick")
     for rule in ("train_cell_fig4", "train_cell_fig5_2seeds", "train_cell_fig5_5seeds"):
-        resources = job_resources(out, rule)
-        assert resources and all("gpu=1" in r for r in resources), rule
+        assert_gpus_follow_the_methods(out, rule)
     assert "seed9/metrics.json" in out
     # 5 seeds on the D = 50 panels of Fig. 5, the grid's 2 at D = 500
     assert "runs/fig5/syn-random-1/avi/n30/seed4" in out and "runs/fig5/syn-random-4/avi/n30/seed2" not in out
 
 
-def test_slurm_profile_sets_limits_per_rule(tmp_path):
+def test_slurm_profile_takes_limits_from_the_cost_model(tmp_path):
+    """Compute jobs get the cost model's limits (never the plugin's or a profile's default), CUDA
+    jobs a GPU, Gibbs chains none; the full check is tests/workflow/test_check_cluster.py."""
+    sys.path.insert(0, str(REPO / "workflow"))
+    from noisyor_bench.experiments import costs
+
     out = dry_run("slurm", tmp_path / "results", "paper")
     train = job_resources(out, "train_cell")
-    assert train and all("runtime=720" in r and "mem_mb=16000" in r and "gpu=1" in r for r in train)
-    assert all("runtime=30" in r and "mem_mb=4000" in r for r in job_resources(out, "table4"))
+    limits = [int(re.search(r"runtime=(\d+)", r).group(1)) for r in train]
+    assert_gpus_follow_the_methods(out, "train_cell")
+    assert min(limits) >= costs.MIN_RUNTIME_MIN and len(set(limits)) > 10  # per job, not one number per rule
+    gibbs = [r for r in job_resources(out, "avipam_run") if "gpu=0" in r]
+    assert gibbs and all("runtime=" in r for r in gibbs)
+    assert all("runtime=" not in r for r in job_resources(out, "table4"))
 
 
 def test_slurm_profile_documents_every_entry():
@@ -104,7 +135,11 @@ def test_slurm_profile_documents_every_entry():
             assert above.startswith("#"), f"line {i + 1} has no comment: {line!r}"
     settings = yaml.safe_load("\n".join(lines))
     assert settings["executor"] == "slurm"
-    assert "slurm_account" not in settings["default-resources"]
+    assert (
+        "slurm_account" not in settings["default-resources"]
+        and "runtime" not in settings["default-resources"]
+    )
+    assert "set-resources" not in settings  # limits come from the cost model, not per rule
     text = "\n".join(lines)
     assert re.search(r"FILL IN.*\n\s*# slurm_account:", text) and re.search(
         r"FILL IN.*\n\s*# slurm_partition:", text

@@ -95,7 +95,7 @@ def test_runs_have_finite_metrics_and_the_public_files(smoke_results):
 
 
 def test_search_never_touches_the_test_set(smoke_results):
-    draws = sorted(smoke_results.glob("search/*/*/*/n*/draw*/metrics.json"))
+    draws = sorted(smoke_results.glob("search/*/*/*/n*/chunks/*/draw*/metrics.json"))  # search_chunk jobs
     assert draws
     for path in draws:
         m = json.loads(path.read_text())
@@ -161,7 +161,7 @@ def test_runtime_table_counts_every_job(smoke_results):
         rules = {r["rule"]: r for r in csv.DictReader(fh)}
     assert int(rules["train_cell"]["jobs"]) == len(grid.cells(cfg))
     assert float(rules["train_cell"]["total_s"]) > 0
-    assert {"make_dataset", "search", "train_cell_corpus", "claims_merge"} <= set(rules)
+    assert {"make_dataset", "search_chunk", "train_cell_corpus", "claims_merge"} <= set(rules)
     assert "slowest jobs" in (smoke_results / "tables" / "runtime.md").read_text()
 
 
@@ -319,7 +319,8 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(
     # a new budget reaches every cell; new draws only the cells with a search
     trained = cells if "budget" in overlay["experiments"][experiment] else searched
     expected = (
-        {("search", _cell_wildcards(c)) for c in searched}
+        {("search_chunk", ",".join(sorted([*_cell_wildcards(c).split(","), "chunk=0"]))) for c in searched}
+        | {("search_select", _cell_wildcards(c)) for c in searched}
         | {("train_cell", _cell_wildcards(c)) for c in trained}
         | set(downstream)
         | {

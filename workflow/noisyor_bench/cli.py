@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import pkgutil
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from noisyor_bench import commands
 from noisyor_bench.experiments import papers
 from noisyor_bench.infra import provenance
-from noisyor_bench.infra.errors import UserError
+from noisyor_bench.infra.errors import WRITE_ERRNOS, LastWord, UserError
 from noisyor_bench.infra.version import __version__
 
 log = logging.getLogger("noisyor_bench")
@@ -99,27 +100,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
+        handlers=[_LogHandler()],
     )
+    last_word = LastWord(sys.stderr)  # room for the final message if the log's disk fills
     try:
         _expand_list_files(args)
         with provenance.command_context(arguments, args.command) as ctx:
             code = int(args.func(args) or 0)
             if code == 0:
                 provenance.write_sidecars(args, ctx)
+            sys.stdout.flush()  # a full log disk fails here (reported below), not at exit (code 120)
             return code
     except UserError as err:
-        print(f"noisyor-bench {args.command}: error: {err}", file=sys.stderr)
+        _final(last_word, f"noisyor-bench {args.command}: error: {err}")
         return 2
     except KeyboardInterrupt as err:  # Ctrl-C; resumable work raises errors.Interrupted saying how
-        print(f"noisyor-bench {args.command}: {err or 'interrupted'}", file=sys.stderr)
+        _final(last_word, f"noisyor-bench {args.command}: {err or 'interrupted'}")
         return 130
     except OSError as err:
         # The environment, not the code: an unreadable input, a read-only or full output
         # location (EACCES, EROFS, ENOSPC).  Name the path and the operating system's reason.
-        if err.filename is None:
+        if err.filename is None and err.errno not in WRITE_ERRNOS:
             raise
-        print(f"noisyor-bench {args.command}: error: {os_error_message(err)}", file=sys.stderr)
+        _final(last_word, f"noisyor-bench {args.command}: error: {os_error_message(err)}")
         return 2
+    finally:
+        last_word.release()  # before a bug's traceback is printed, too
+
+
+class _LogHandler(logging.StreamHandler):
+    """The log on stderr; a line that cannot be written (the log's disk is full) is dropped
+    without logging's "--- Logging error ---" traceback: the final message names the cause."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handleError(record)
+
+
+def _final(last_word: LastWord, message: str) -> None:
+    """Print the final message, after freeing the reserve (:class:`LastWord`) so that it fits
+    on a full disk; pending stdout goes first.  If even that fails there is nowhere to say it."""
+    last_word.release()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    with contextlib.suppress(OSError, ValueError):
+        print(message, file=sys.stderr, flush=True)
 
 
 def os_error_message(err: OSError) -> str:
@@ -129,7 +156,14 @@ def os_error_message(err: OSError) -> str:
     where = str(err.filename) + (f" -> {err.filename2}" if err.filename2 is not None else "")
     code = errno.errorcode.get(err.errno or 0, "")
     reason = err.strerror or str(err)
-    return f"{where}: {reason}{f' ({code})' if code else ''}"
+    hint = (
+        "; free some space and run the same command again"
+        if err.errno in (errno.ENOSPC, errno.EDQUOT)
+        else ""
+    )
+    if err.filename is None:  # e.g. the log itself (stdout) could not be written
+        where = "writing output"
+    return f"{where}: {reason}{f' ({code})' if code else ''}{hint}"
 
 
 if __name__ == "__main__":

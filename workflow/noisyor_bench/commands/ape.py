@@ -27,6 +27,35 @@ def _section(args: argparse.Namespace) -> dict[str, Any]:
     return value
 
 
+# An array only one APE dataset has: a file without its sidecar is still told apart.
+OWN_ARRAY = {"toybars": "true_topics", "mdreviews": "vocab"}
+# --settings sections each command reads (a wrong section used to end in a KeyError).
+NEEDED_SECTIONS = {"ape-train": ("training",), "ape-vi": ("vi",), "ape-nuts": ("nuts",), "ape-evaluate": ()}
+
+
+def _check_inputs(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """Seed, file kind, ``--dataset`` against the file and the settings' sections, before any
+    fit (issue 33); the settings."""
+    from noisyor_bench.data.labels import check_label, check_seed, require_kind
+
+    check_seed(args.seed)
+    names = require_kind(args.dataset_file, "topic-dataset", "--dataset-file")
+    check_label(args.dataset_file, args.dataset, "dataset", "--dataset")
+    own = [name for name, array in OWN_ARRAY.items() if array in names]
+    if len(own) == 1 and own[0] != args.dataset:
+        raise ConfigError(
+            f"--dataset {args.dataset!r} disagrees with {args.dataset_file}: it holds {OWN_ARRAY[own[0]]!r}, "
+            f"an array of the {own[0]} dataset"
+        )
+    section = _section(args)
+    missing = [key for key in NEEDED_SECTIONS[command] if not isinstance(section.get(key), dict)]
+    if missing:
+        raise ConfigError(
+            f"--settings: no {missing} section; {command} expects grids.<grid>.ape.datasets.{args.dataset}"
+        )
+    return section
+
+
 def cmd_ape_data(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.ape import datasets
     from noisyor_bench.infra import provenance
@@ -69,10 +98,9 @@ def cmd_ape_train(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.ape.train import train_run
     from noisyor_bench.infra.device import set_threads
 
+    section = _check_inputs(args, "ape-train")
     set_threads(args.threads)
-    train_run(
-        args.dataset_file, args.dataset, args.method, args.seed, _section(args), args.out_dir, args.device
-    )
+    train_run(args.dataset_file, args.dataset, args.method, args.seed, section, args.out_dir, args.device)
     return 0
 
 
@@ -80,8 +108,9 @@ def cmd_ape_vi(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.ape.baselines import run_vi
     from noisyor_bench.infra.device import set_threads
 
+    section = _check_inputs(args, "ape-vi")
     set_threads(args.threads)
-    run_vi(args.dataset_file, args.dataset, args.seed, _section(args), args.out_dir)
+    run_vi(args.dataset_file, args.dataset, args.seed, section, args.out_dir)
     return 0
 
 
@@ -89,8 +118,9 @@ def cmd_ape_nuts(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.ape.baselines import run_nuts
     from noisyor_bench.infra.device import set_threads
 
+    section = _check_inputs(args, "ape-nuts")
     set_threads(args.threads)
-    run_nuts(args.dataset_file, args.dataset, args.seed, _section(args), args.vi_dir, args.out_dir)
+    run_nuts(args.dataset_file, args.dataset, args.seed, section, args.vi_dir, args.out_dir)
     return 0
 
 
@@ -98,6 +128,7 @@ def cmd_ape_evaluate(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.ape.evaluate import evaluate_seed
     from noisyor_bench.infra.device import set_threads
 
+    section = _check_inputs(args, "ape-evaluate")
     set_threads(args.threads)
     runs: dict[str, str] = {}
     for item in args.encoder or []:
@@ -109,7 +140,7 @@ def cmd_ape_evaluate(args: argparse.Namespace) -> int:
         args.dataset_file,
         args.dataset,
         args.seed,
-        _section(args),
+        section,
         runs,
         args.vi_dir,
         args.nuts_dir,

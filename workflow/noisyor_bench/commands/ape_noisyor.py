@@ -12,7 +12,7 @@ import argparse
 import logging
 
 from noisyor_bench.commands.arguments import add_table_outputs, json_argument
-from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.infra.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,38 @@ def _settings(args: argparse.Namespace):  # noqa: ANN202 - Settings, imported la
     if not isinstance(section, dict):
         raise ConfigError("--settings: expected a JSON object (grids.<grid>.ape_noisyor)")
     return parse_settings(section)
+
+
+def _checked_problems(args: argparse.Namespace, settings) -> dict:  # noqa: ANN001 - Settings
+    """The problem file, checked before any fit (issue 33): ``--family`` configured, the seeds
+    valid, the file a problem file whose shapes are the family's (a label naming another
+    family, or a file of other settings, is refused naming both)."""
+    from noisyor_bench.data.labels import check_choice, check_seed, require_kind
+    from noisyor_bench.experiments.ape_noisyor.problems import read_problems
+
+    check_choice(args.family, settings.families, "--family")
+    for seed in settings.seeds:
+        check_seed(seed, "--settings seeds")
+    require_kind(args.problems, "noisyor-problems", "--problems")
+    arrays = read_problems(args.problems)
+    spec = settings.families[args.family]
+    expected = {
+        "problems": (settings.problems["train"], arrays["train_theta"].shape[0]),
+        "candidates": (settings.candidates, arrays["train_theta"].shape[1]),
+        "D": (spec.get("D"), arrays["train_theta"].shape[2]),
+        "K": (spec.get("K"), arrays["train_theta"].shape[3]),
+    }
+    wrong = [
+        f"{k} {got} (settings: {want})"
+        for k, (want, got) in expected.items()
+        if want is not None and want != got
+    ]
+    if wrong:
+        raise DataError(
+            f"--problems {args.problems} is not family {args.family!r} of these settings: it has "
+            + ", ".join(wrong)
+        )
+    return arrays
 
 
 def cmd_problems(args: argparse.Namespace) -> int:
@@ -38,7 +70,6 @@ def cmd_problems(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     import torch
 
-    from noisyor_bench.experiments.ape_noisyor.problems import read_problems
     from noisyor_bench.experiments.ape_noisyor.runs import train_encoder
 
     settings = _settings(args)
@@ -46,8 +77,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--encoder {args.encoder!r} is not configured; configured: {', '.join(settings.encoders)}"
         )
+    arrays = _checked_problems(args, settings)
     torch.set_num_threads(1)
-    arrays = read_problems(args.problems)
     for seed in settings.seeds:
         train_encoder(
             arrays, settings, args.family, settings.encoders[args.encoder], seed, args.runs_dir, args.problems
@@ -58,14 +89,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_baseline(args: argparse.Namespace) -> int:
     import torch
 
-    from noisyor_bench.experiments.ape_noisyor.problems import read_problems
     from noisyor_bench.experiments.ape_noisyor.runs import run_baseline
 
     settings = _settings(args)
+    arrays = _checked_problems(args, settings)
     torch.set_num_threads(1)
-    run_baseline(
-        read_problems(args.problems), settings, args.family, args.method, args.runs_dir, args.problems
-    )
+    run_baseline(arrays, settings, args.family, args.method, args.runs_dir, args.problems)
     return 0
 
 

@@ -158,12 +158,27 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_run(args: argparse.Namespace, settings: dict[str, Any]) -> None:
+    """Every label of a run against the files and the settings before the fit (issue 33): the
+    seed, the experiment, the corpus file's kind and own name, the method the settings fit."""
+    from noisyor_bench.data.labels import check_choice, check_label, check_seed, require_kind
+    from noisyor_bench.experiments.avipam.cells import CORPORA, EXPERIMENTS, check_run_settings
+
+    check_seed(args.seed)
+    check_choice(args.experiment, EXPERIMENTS, "--experiment")
+    check_choice(args.corpus, CORPORA, "--corpus")
+    require_kind(args.corpus_file, "bow-corpus", "--corpus-file")
+    check_label(args.corpus_file, args.corpus, "corpus", "--corpus", what="corpus")
+    check_run_settings(args.experiment, args.method, settings)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.avipam.runs import execute
 
     settings = json_argument(args.settings, "--settings")
     if not isinstance(settings, dict) or "method" not in settings:
         raise ConfigError("--settings: expected a JSON object with 'method'")
+    _check_run(args, settings)
     cell = {"experiment": args.experiment, "corpus": args.corpus, "method": args.method}
     execute(args.corpus_file, cell, settings, args.seed, args.out_dir)
     return 0

@@ -70,6 +70,14 @@ def cmd_estimate_time(args: argparse.Namespace) -> int:
     unknown = [p for p in wanted if p not in papers.ids()]
     if unknown:
         raise UserError(f"--papers: unknown paper(s) {unknown}; allowed values: {list(papers.ids())}")
+    if args.slots or grid == "paper":  # a cluster grid: the cost model (issue 28)
+        from noisyor_bench.reporting.runtime import cost_model_table
+
+        unit = "slot" if args.slots else "core"
+        table = cost_model_table(grid, wanted or None, args.slots or cores, args.gpu, unit=unit)
+        if table is not None:
+            print(table, flush=True)
+            return 0
     print(estimate_time(load_estimates(args.table), grid, cores, wanted or None), flush=True)
     return 0
 
@@ -130,5 +138,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         help=f"papers the run builds: {' '.join(papers.ids())}, space- or comma-separated "
         "(default: every registered paper)",
+    )
+    p.add_argument(
+        "--slots", type=int, help="parallel job slots (cluster jobs or cores): the cost model's wall time"
+    )
+    p.add_argument(
+        "--gpu", action="store_true", help="say which jobs could run on GPUs (GPU time: where measured)"
     )
     p.set_defaults(func=cmd_estimate_time)

@@ -172,13 +172,27 @@ def build(path: str | os.PathLike[str], depth: int | None = None) -> dict[str, A
     return _node(p, found, 0, depth, set())
 
 
+def _self_status(record_file: Path) -> str:
+    """Status of a record stored inside its file (``metrics.json``): its ``self_sha256`` against
+    its content now -- an edit of the record itself (a metric changed by hand) is ``CHANGED``."""
+    from noisyor_bench.infra.provenance import self_hash_status
+
+    status = self_hash_status(_read_json(record_file))
+    if status == "absent":
+        return "record inside the file (no self_sha256: written by older code, not checked)"
+    return OK if status == "ok" else CHANGED
+
+
 def _node(path: Path, found: Found, level: int, depth: int | None, seen: set[Path]) -> dict[str, Any]:
     seen.add(found.record_file.resolve())
-    status, now = check(found.output, path) if found.output is not None else ("record inside the file", None)
+    status, now = (
+        check(found.output, path) if found.output is not None else (_self_status(found.record_file), None)
+    )
     node: dict[str, Any] = {
         "path": _display(path),
         "record_file": _display(found.record_file),
         "status": status,
+        "self_hashed": found.output is None,
         **summary(found.record),
         "inputs": [],
     }
@@ -229,14 +243,19 @@ def _output_item(entry: dict[str, Any], base: Path) -> dict[str, Any]:
     }
 
 
-def problems(node: dict[str, Any]) -> list[str]:
-    """Every file of the tree whose hash differs from its record, or that is missing."""
-    out = [f"{node['path']}: {node['status']}"] if node["status"] in (CHANGED, MISSING) else []
+def problems(node: dict[str, Any], own: bool = True) -> list[str]:
+    """Every file of the tree whose hash differs from its record, or that is missing (once: an
+    input flagged as changed is not flagged again by its own record's self-hash, ``own``)."""
+    bad = (CHANGED, MISSING)
+    out = []
+    if own and node["status"] in bad:  # a record inside its file (metrics.json): name that file
+        where = node["record_file"] if node.get("self_hashed") else node["path"]
+        out.append(f"{where}: {node['status']}")
     for item in [*node.get("outputs", []), *node["inputs"]]:
-        if item["status"] in (CHANGED, MISSING):
+        if item["status"] in bad:
             out.append(f"{item['path']} ({item['role']}): {item['status']}")
         if "node" in item:
-            out += problems(item["node"])
+            out += problems(item["node"], own=item["status"] not in bad)
     return out
 
 

@@ -144,6 +144,9 @@ def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
     cfg.setdefault("results_dir", "results")
     cfg.setdefault("raw_data_dir", None)
     cfg.setdefault("papers", list(papers.ids()))
+    cfg.setdefault("overwrite_grid", False)
+    if str(cfg["overwrite_grid"]).lower() in ("true", "false"):  # `--config overwrite_grid=true` is a string
+        cfg["overwrite_grid"] = str(cfg["overwrite_grid"]).lower() == "true"
     validator_cls = jsonschema.validators.validator_for(schema())
     validator = validator_cls(schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
@@ -151,6 +154,7 @@ def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
         lines = "\n  ".join(_describe(e) for e in errors)
         raise ConfigError(f"invalid configuration:\n  {lines}")
     _check_cross_references(cfg)
+    check_results_dir(cfg["results_dir"])
     return cfg
 
 
@@ -191,6 +195,40 @@ def check_name(value: Any, where: str) -> None:
             f"{where}: name {value!r} is not allowed; names become paths under results_dir and must match "
             f"{NAME_PATTERN} (letters, digits, '_' and '-')"
         )
+
+
+def _checkout_roots() -> list[Path]:
+    """Source checkouts a results directory must not hold: the working directory when it is one
+    (a Snakefile and workflow/noisyor_bench) and the checkout this package runs from."""
+    roots = []
+    for candidate in (Path.cwd(), Path(__file__).resolve().parents[3]):
+        if (candidate / "Snakefile").is_file() and (candidate / "workflow" / "noisyor_bench").is_dir():
+            roots.append(candidate.resolve())
+    return roots
+
+
+def check_results_dir(value: str) -> None:
+    """``results_dir`` is a directory of its own: not empty, not ``/``, not a source checkout
+    (or a folder above one), not an existing file.
+
+    Jobs create ``logs/``, ``data/``, ``params/`` ... directly under it, and a file there would
+    fail every job with ``Not a directory`` instead of one message up front (issue 33)."""
+    where = f"results_dir: {value!r}"
+    if not value.strip():
+        raise ConfigError(f"{where} is empty; set a folder of its own, e.g. results_dir=results")
+    path = Path(value).expanduser().resolve()
+    if path == Path(path.anchor):
+        raise ConfigError(
+            f"{where} is the filesystem root; set a folder of its own, e.g. results_dir=results"
+        )
+    for root in _checkout_roots():
+        if path == root or path in root.parents:
+            raise ConfigError(
+                f"{where} is the repository root {root}{'' if path == root else ' or a folder above it'}: "
+                "results would mix with the source files; set a folder of its own, e.g. results_dir=results"
+            )
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{where} is an existing file, not a directory; choose another results_dir")
 
 
 def _check_cross_references(cfg: Mapping[str, Any]) -> None:

@@ -27,7 +27,8 @@ import numpy as np
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import EpochRecord
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.infra.io import load_npz
+from noisyor_bench.infra.io import load_npz, lock_run_partial, release_run_partial, write_json_atomic
+from noisyor_bench.infra.provenance import read_run_record, seal_record
 
 METRICS_FILE = "metrics.json"
 POSTERIOR_FILE = "posterior_test.npz"
@@ -112,14 +113,30 @@ def _old_dir(out_dir: Path) -> Path:
     return out_dir.with_name(out_dir.name + ".old")
 
 
-def fresh_partial_dir(out_dir: str | Path) -> Path:
-    """An empty working directory ``<out_dir>.partial`` for a run that starts from scratch
-    (what a killed earlier attempt left there is removed).  ``out_dir`` itself is untouched:
-    a finished run stays until :func:`publish_run_dir` replaces it."""
+def claim_partial_dir(out_dir: str | Path) -> Path:
+    """``<out_dir>.partial``, created if needed and locked for this process (one writer per run:
+    a job orphaned by a killed Snakemake still writing it makes this a UserError naming its pid,
+    :func:`~noisyor_bench.infra.io.lock_run_partial`); its contents are kept (resume state)."""
     work = partial_dir(out_dir)
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+    lock_run_partial(work)
+    return work
+
+
+def empty_dir(work: Path) -> None:
+    """Remove what ``work`` holds but keep the directory (and so the lock held on it)."""
+    for entry in work.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def fresh_partial_dir(out_dir: str | Path) -> Path:
+    """An empty working directory ``<out_dir>.partial``, locked, for a run that starts from
+    scratch (what a killed earlier attempt left there is removed).  ``out_dir`` itself is
+    untouched: a finished run stays until :func:`publish_run_dir` replaces it."""
+    work = claim_partial_dir(out_dir)
+    empty_dir(work)
     return work
 
 
@@ -147,6 +164,7 @@ def publish_run_dir(work: str | Path, out_dir: str | Path, drop: Iterable[str] =
         raise
     if old.exists():
         shutil.rmtree(old)
+    release_run_partial(work)
     return out
 
 
@@ -206,6 +224,21 @@ def curve_csv(records: list[EpochRecord]) -> str:
     return buf.getvalue()
 
 
+def write_metrics(path: str | Path, values: Mapping[str, Any]) -> None:
+    """Write a run's ``metrics.json`` sealed with its own sha256 (``provenance.self_sha256``):
+    the one writer of run records, so that an edit made afterwards is refused where the record
+    is consumed (:func:`read_metrics_record`)."""
+    write_json_atomic(path, seal_record(values))
+
+
+def read_metrics_record(path: str | Path) -> dict[str, Any]:
+    """A run's ``metrics.json`` (the file, or ``<run dir>/metrics.json``) for consumers: its
+    self-hash and the plausibility of its metrics checked (DataError naming file, key, value)."""
+    p = Path(path)
+    p = p / METRICS_FILE if p.is_dir() else p
+    return read_run_record(p, f"{METRICS_FILE} not found (did the run finish?)")
+
+
 __all__ = [
     "CHECKPOINT_FILE",
     "CURVE_COLUMNS",
@@ -216,13 +249,17 @@ __all__ = [
     "SPEC_FILE",
     "RunKey",
     "cell_path",
+    "claim_partial_dir",
     "convergence_keys",
     "curve_csv",
+    "empty_dir",
     "fresh_partial_dir",
     "json_safe",
     "json_safe_nested",
     "load_posterior",
     "partial_dir",
     "publish_run_dir",
+    "read_metrics_record",
     "run_dir",
+    "write_metrics",
 ]

@@ -62,7 +62,7 @@ from torch import nn
 from noisyor_bench.inference.convergence import Convergence, assess, monitored_values, plateau_reached
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
 from noisyor_bench.infra.errors import ConfigError, DataError, UserError
-from noisyor_bench.infra.io import atomic_path
+from noisyor_bench.infra.io import save_torch_atomic
 
 CHECKPOINT_VERSION = 1
 
@@ -330,9 +330,9 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def write_checkpoint(path: str | Path, payload: Mapping[str, Any]) -> None:
-    """``torch.save`` into a temporary file, then rename: a kill never leaves half a checkpoint."""
-    with atomic_path(path) as tmp:
-        torch.save(dict(payload), tmp)
+    """``torch.save`` into a temporary file, then rename: a kill never leaves half a checkpoint,
+    a full disk is reported as ENOSPC naming ``path`` (:func:`~noisyor_bench.infra.io.save_torch_atomic`)."""
+    save_torch_atomic(path, dict(payload))
 
 
 def read_checkpoint(path: str | Path, fingerprint: Mapping[str, Any]) -> dict[str, Any]:

@@ -51,15 +51,23 @@ def pick_device(
     return torch.device("cuda", claim.index)
 
 
-def resolve_device(name: str) -> torch.device:
-    """``auto``/``cpu``/``cuda[:N]`` as a device; ConfigError for unknown or absent devices."""
+def resolve_device(
+    name: str, *, gpu_count: int | None = None, lock_dir: str | os.PathLike[str] | None = None
+) -> torch.device:
+    """``auto``/``cpu``/``cuda[:N]`` as a device; ConfigError for unknown or absent devices.
+
+    The one device function of every paper's CUDA-capable job (ACP/AVI training and searches,
+    APE encoder training, aviPAM): on a machine with several GPUs each job claims its own
+    through :func:`pick_device`.  ``gpu_count``/``lock_dir``: a fake GPU machine for tests
+    (``cuda`` is chosen and claimed, not checked against CUDA; ``auto`` still follows CUDA).
+    """
     try:
-        device = pick_device(name)
+        device = pick_device(name, gpu_count=gpu_count, lock_dir=lock_dir)
     except RuntimeError:
         raise ConfigError(
             f"device {name!r} is not a valid torch device; use auto, cpu, cuda or cuda:N"
         ) from None
-    if device.type == "cuda" and not torch.cuda.is_available():
+    if device.type == "cuda" and not torch.cuda.is_available() and gpu_count is None:
         raise ConfigError(f"device {name!r} requested but CUDA is not available; use --device auto or cpu")
     if device.type not in ("cpu", "cuda"):
         raise ConfigError(f"device {name!r} is not supported; use auto, cpu, cuda or cuda:N")

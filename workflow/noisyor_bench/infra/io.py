@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import os
@@ -20,10 +21,17 @@ from typing import Any
 
 import numpy as np
 
+from noisyor_bench.infra.errors import WRITE_ERRNOS
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it onto ``path`` on success."""
+    """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
+
+    An OSError while the temporary file is written or renamed (a full disk: ENOSPC, a quota,
+    an I/O error) is raised again naming ``path`` (:func:`_named_write_error`): the kernel's
+    error from ``write`` names no file, and the temporary name means nothing to a user.  The
+    temporary file is removed in every case, so a failure leaves no partial file."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -36,9 +44,59 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
+    except OSError as err:
+        named = _named_write_error(err, tmp, target)
+        if named is err:
+            raise
+        raise named from err
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _named_write_error(err: OSError, tmp: Path, target: Path) -> OSError:
+    """``err`` as an OSError naming ``target`` when it concerns the temporary file ``tmp``
+    (it names ``tmp``, or no file and a storage errno); any other error (e.g. a missing source
+    file of a copy) unchanged."""
+    names = {str(err.filename), str(err.filename2)}
+    about_tmp = str(tmp) in names or (
+        err.filename is None and err.filename2 is None and err.errno in WRITE_ERRNOS
+    )
+    if not about_tmp or err.errno is None:
+        return err
+    return OSError(err.errno, err.strerror or os.strerror(err.errno), str(target))
+
+
+def filesystem_full(directory: str | os.PathLike[str], margin: int = 1 << 20) -> bool:
+    """Whether the filesystem of ``directory`` has less than ``margin`` bytes left for this
+    process (``os.statvfs``: the blocks available to non-root users; root may use reserved ones)."""
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return False
+    blocks = st.f_bfree if os.geteuid() == 0 else st.f_bavail
+    return blocks * st.f_frsize < margin
+
+
+def save_torch_atomic(path: str | os.PathLike[str], obj: Any) -> None:
+    """``torch.save(obj)`` onto ``path`` through a temporary file in its directory.
+
+    ``torch.save`` given a *path* writes through its C++ stream, which reports a full disk as a
+    ``RuntimeError`` (``unexpected pos``, ``basic_ios::clear``) naming no file.  Given a Python
+    file object, as here, the OSError (ENOSPC) itself comes through and :func:`atomic_path` names
+    ``path``; a RuntimeError while the filesystem is full is still turned into ENOSPC naming
+    ``path``.  A failure never leaves a partial file."""
+    import torch
+
+    target = Path(path)
+    with atomic_path(target) as tmp:
+        try:
+            with open(tmp, "wb") as fh:
+                torch.save(obj, fh)
+        except RuntimeError as err:
+            if not filesystem_full(target.parent):
+                raise
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target)) from err
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
@@ -165,6 +223,9 @@ def lock_results_dir(results_dir: str | os.PathLike[str]) -> Any:
     root = Path(results_dir)
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK_FILE
+    held = _HELD_LOCKS.get(str(path.resolve()))
+    if held is not None:  # taken at DAG-build time and again in onstart: one lock per process
+        return held
     fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 -- held open on purpose
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -180,4 +241,68 @@ def lock_results_dir(results_dir: str | os.PathLike[str]) -> Any:
     fh.truncate()
     fh.write(f"pid {os.getpid()} on {os.uname().nodename}, working directory {os.getcwd()}\n")
     fh.flush()
+    _HELD_LOCKS[str(path.resolve())] = fh
     return fh
+
+
+_HELD_LOCKS: dict[str, Any] = {}
+"""Locks this process holds, by resolved path (open files or directory descriptors): a second
+``flock`` on a new open file of the same path would conflict with the process's own lock."""
+
+
+def lock_run_partial(work: str | os.PathLike[str]) -> None:
+    """Create the run working directory ``work`` (``<run>.partial``) if needed and hold its
+    one-writer lock until :func:`release_run_partial` or the end of this process.
+
+    A job orphaned when its Snakemake was killed keeps writing its ``.partial``; a rerun of the
+    same run must neither share nor delete it.  The lock is ``fcntl.flock`` on the directory
+    itself (so nothing is added to it or beside it; its writer must empty it rather than remove
+    it), released by the kernel when the holder ends, even on SIGKILL.
+    :class:`~noisyor_bench.infra.errors.UserError` naming the holder's pid when another process
+    holds it.  Taking it again in the same process is a no-op.
+    """
+    import fcntl
+
+    from noisyor_bench.infra.errors import UserError
+
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    key = str(work.resolve())
+    if key in _HELD_LOCKS:
+        return
+    fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _flock_holder(fd)
+        os.close(fd)
+        who = f"pid {holder}" if holder else "another process"
+        kill = f"kill {holder}" if holder else "kill it"
+        raise UserError(
+            f"{work} is being written by another process ({who}), e.g. a job left running when its "
+            f"Snakemake was killed; wait for it to end (or end it: {kill}), then run the same command again"
+        ) from None
+    _HELD_LOCKS[key] = fd
+
+
+def _flock_holder(fd: int) -> int | None:
+    """The pid holding a ``flock`` on the file open as ``fd``, from ``/proc/locks`` (Linux)."""
+    st = os.fstat(fd)
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == inode and fields[4].isdigit():
+            return int(fields[4])
+    return None
+
+
+def release_run_partial(work: str | os.PathLike[str]) -> None:
+    """Release the lock :func:`lock_run_partial` took on ``work`` (also after ``work`` was renamed:
+    pass the path it was locked under)."""
+    fd = _HELD_LOCKS.pop(str(Path(work).resolve()), None)
+    if fd is not None:
+        os.close(fd)

@@ -46,6 +46,7 @@ from scipy import stats
 from noisyor_bench.experiments import papers
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
+from noisyor_bench.infra.provenance import verify_recorded_file
 from noisyor_bench.reporting.statistics import CI_LEVEL
 from noisyor_bench.reporting.tables import cell_flag, is_missing, markdown_table, parse_values
 
@@ -177,6 +178,7 @@ def write_claims(
 def read_claims(path: str | Path) -> list[Claim]:
     """Claims from a CSV written by :func:`write_claims` (e.g. to merge stages)."""
     path = Path(path)
+    verify_recorded_file(path)  # a verdict edited by hand is refused, not merged
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except FileNotFoundError:

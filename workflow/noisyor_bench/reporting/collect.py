@@ -26,6 +26,7 @@ import pandas as pd
 from noisyor_bench.experiments.rundir import RunKey
 from noisyor_bench.infra.errors import DataError, UserError
 from noisyor_bench.infra.io import read_json
+from noisyor_bench.infra.provenance import read_run_record
 from noisyor_bench.reporting.methods import DETERMINISTIC_IN_INFERENCE, method_rank
 
 REQUIRED_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
@@ -67,9 +68,11 @@ def read_json_record(path: Path, missing: str) -> Any:
 
 
 def read_metrics(path: str | Path) -> dict[str, Any]:
-    """One run's ``metrics.json`` as a flat dict, validated; errors name the file."""
+    """One run's ``metrics.json`` as a flat dict, validated (self-hash, plausible metrics,
+    identity keys); errors name the file."""
     path = metrics_path(path)
-    data = read_json_record(path, "metrics.json not found (did the run finish?)")
+    # self-hash and plausibility checked: an edited or impossible record never reaches a table
+    data = read_run_record(path, "metrics.json not found (did the run finish?)")
     if not isinstance(data, dict):
         raise DataError(f"{path}: expected a JSON object, found {type(data).__name__}")
     missing = [k for k in REQUIRED_KEYS if data.get(k) is None]

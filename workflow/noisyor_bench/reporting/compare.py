@@ -30,6 +30,7 @@ import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
+from noisyor_bench.infra.provenance import verify_recorded_file
 from noisyor_bench.reporting.statistics import mean_ci
 from noisyor_bench.reporting.tables import format_ci, markdown_table
 
@@ -189,6 +190,7 @@ def compare_tables(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> li
 
 
 def _read(path: Path) -> pd.DataFrame:
+    verify_recorded_file(path)
     try:
         return pd.read_csv(path)
     except (OSError, ValueError, pd.errors.ParserError) as err:
@@ -223,6 +225,9 @@ def compare_claims(ours: Path, reference: Path) -> pd.DataFrame:
     columns = ["claim_id", "ours", "reference", "status"]
     if not reference.exists():
         return pd.DataFrame(columns=columns)
+    for path in (reference, ours):
+        if path.exists():
+            verify_recorded_file(path)
     ref = pd.read_csv(reference, dtype=str, keep_default_na=False)
     mine = (
         pd.read_csv(ours, dtype=str, keep_default_na=False)

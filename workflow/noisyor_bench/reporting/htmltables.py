@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.provenance import verify_recorded_file
 from noisyor_bench.reporting.tables import format_ci
 
 STAT_SUFFIXES = ("mean", "std", "n", "ci95", "values")
@@ -231,6 +232,7 @@ def csv_to_html(csv_path: str | Path, html_path: str | Path, title: str | None =
     from noisyor_bench.infra.io import write_text_atomic
 
     csv_path = Path(csv_path)
+    verify_recorded_file(csv_path)  # an edited table (a verdict changed by hand) is refused
     try:
         text = csv_path.read_text(encoding="utf-8")
         frame = pd.read_csv(csv_path) if text.strip() else pd.DataFrame()

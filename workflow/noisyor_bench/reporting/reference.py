@@ -19,6 +19,7 @@ from typing import Any
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import copy_file_atomic, write_text_atomic
+from noisyor_bench.infra.provenance import verify_recorded_file
 
 PUBLISHED = (("tables", ("*.csv", "*.md")), ("figures", ("*.png",)))
 """What is copied: (folder, patterns); each file's ``.prov.json`` sidecar comes with it."""
@@ -66,15 +67,21 @@ def publish_reference(
     """Copy the run's tables and figures (with sidecars) into ``out`` and write ``out/README.md``."""
     results, out = Path(results), Path(out)
     env = _environment(results)
+    sources = [
+        (folder, src)
+        for folder, patterns in PUBLISHED
+        for pattern in patterns
+        for src in sorted((results / folder).glob(pattern))
+    ]
+    for _, src in sources:  # every file checked before any is copied: nothing edited is published
+        verify_recorded_file(src)
     copied: list[Path] = []
-    for folder, patterns in PUBLISHED:
-        for pattern in patterns:
-            for src in sorted((results / folder).glob(pattern)):
-                for path in (src, src.with_name(src.name + ".prov.json")):
-                    if path.exists():
-                        dest = out / folder / path.name
-                        copy_file_atomic(path, dest)
-                        copied.append(dest)
+    for folder, src in sources:
+        for path in (src, src.with_name(src.name + ".prov.json")):
+            if path.exists():
+                dest = out / folder / path.name
+                copy_file_atomic(path, dest)
+                copied.append(dest)
     if not copied:
         raise DataError(f"{results}: no tables or figures to publish")
     times = run_times(results / "benchmarks")

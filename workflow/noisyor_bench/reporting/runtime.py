@@ -164,3 +164,23 @@ def plot(rules: pd.DataFrame, path_png: str | Path) -> None:
     ax.set_title("Runtime per rule")
     save_figure(fig, path_png)
     plt.close(fig)
+
+
+def cost_model_table(
+    grid: str,
+    paper_ids: list[str] | None,
+    slots: int,
+    gpu: bool = False,
+    root: Path | None = None,
+    unit: str = "slot",
+) -> str | None:
+    """``estimate-time``'s table from the cost model (noisyor_bench.experiments.costs) for ``grid``:
+    per paper and in total; None when the grid has no compute job for the papers."""
+    from noisyor_bench.experiments import costs, papers
+    from noisyor_bench.experiments.config import load_config
+
+    root = root or Path.cwd()
+    cfg = load_config(root / "config" / "config.yaml", {"grid": grid})
+    ids = paper_ids or list(papers.ids())
+    estimates = costs.estimate_jobs(cfg, costs.load_references(root, cfg.get("job_seconds")), ids)
+    return costs.format_table(estimates, grid, slots, gpu, unit) if estimates else None

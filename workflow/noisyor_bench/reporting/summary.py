@@ -23,6 +23,7 @@ import pandas as pd
 from noisyor_bench.experiments.papers import paper_of_claim as paper_of
 from noisyor_bench.experiments.papers import papers as registered_papers
 from noisyor_bench.infra.errors import DataError, UserError
+from noisyor_bench.infra.provenance import verify_recorded_file
 
 BEGIN = "<!-- results -->"
 END = "<!-- /results -->"
@@ -46,8 +47,10 @@ BEYOND = "beyond the papers"
 
 
 def read_claims(claims_csv: str | Path) -> pd.DataFrame:
-    """``claims.csv`` as a frame; an unreadable file or one without verdicts is a DataError."""
+    """``claims.csv`` as a frame; an unreadable file, one edited since it was made (its sha256
+    against its ``.prov.json``) or one without verdicts is a DataError."""
     path = Path(claims_csv)
+    verify_recorded_file(path)
     try:
         frame = pd.read_csv(path)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
@@ -125,6 +128,7 @@ def _tables_lines(tables_dir: Path, tables: Sequence[str]) -> list[str]:
     for name in tables:
         md = tables_dir / f"{name}.md"
         if md.is_file():
+            verify_recorded_file(md)  # the results page copies no hand-edited table
             out += ["", _demote(md.read_text(encoding="utf-8").strip())]
     return out
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
+from noisyor_bench.infra.provenance import verify_recorded_file
 from noisyor_bench.reporting.collect import convergence_counts, is_deterministic
 from noisyor_bench.reporting.statistics import CI_LEVEL, mean_ci
 
@@ -173,8 +174,10 @@ def format_number(value: Any, digits: int = 2) -> str:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A table CSV written here (any artifact), with its ``artifact`` column checked."""
+    """A table CSV written here (any artifact), with its ``artifact`` column checked; refused
+    when edited since it was made (its sha256 against its ``.prov.json``)."""
     path = Path(path)
+    verify_recorded_file(path)
     try:
         frame = pd.read_csv(path, dtype={"seeds": str})
     except FileNotFoundError:

@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from noisyor_bench.commands.acp.train import add_config_argument
 from noisyor_bench.commands.arguments import json_argument
 from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import ConfigError
@@ -68,6 +69,16 @@ def _spec(
     )
 
 
+def _check_cell(args: argparse.Namespace, seeds: list[int], flag: str) -> None:
+    """The cell's labels against its files and the config, and its seeds, before any fit."""
+    from noisyor_bench.commands.acp.train import check_run_labels
+    from noisyor_bench.data.labels import check_seed
+
+    for seed in seeds:
+        check_seed(seed, flag)
+    check_run_labels(args)
+
+
 def _completed_draw(draw_dir: Path, hparams: dict[str, Any], init_key: str) -> dict[str, Any] | None:
     """Metrics of a draw finished by an earlier (interrupted) invocation of the same run
     (same hyperparameters and initialisation key)."""
@@ -81,29 +92,25 @@ def _completed_draw(draw_dir: Path, hparams: dict[str, Any], init_key: str) -> d
     return metrics if same else None
 
 
-def cmd_search(args: argparse.Namespace) -> int:
-    import pandas as pd
-
+def _draw_rows(
+    args: argparse.Namespace, draws: list[Any], indices: range, work: Path
+) -> list[dict[str, Any]]:
+    """Run draws ``indices`` of ``draws`` in ``work/draw<i>/`` (skipping those an earlier
+    invocation finished); their search.csv rows, diverged draws with an infinite NELBO."""
     from noisyor_bench.experiments.acp.runs import batch_groups, execute_run, execute_runs_batched
-    from noisyor_bench.experiments.acp.search import best_draw
     from noisyor_bench.inference.training import NonFiniteLossError
-    from noisyor_bench.infra.io import write_json_atomic, write_text_atomic
 
-    draws = json_argument(args.draws, "--draws")
-    if not isinstance(draws, list) or not draws:
-        raise ConfigError("--draws: expected a non-empty JSON list of hyperparameter dicts (draw 0 first)")
-    out = Path(args.out_dir)
-    specs = [
-        _spec(args, hparams, args.seed, out / f"draw{index}", evaluate_test=False, draw=index)
-        for index, hparams in enumerate(draws)
-    ]
+    specs = {
+        index: _spec(args, draws[index], args.seed, work / f"draw{index}", evaluate_test=False, draw=index)
+        for index in indices
+    }
     done = {
         index: metrics
-        for index, spec in enumerate(specs)
+        for index, spec in specs.items()
         if (metrics := _completed_draw(spec.out_dir, spec.hparams, spec.init_key)) is not None
     }
     failed: dict[int, NonFiniteLossError] = {}
-    pending = [index for index in range(len(draws)) if index not in done]
+    pending = [index for index in indices if index not in done]
     if args.batch_draws:
         # Draws that share the encoder's shape train as one computation (issue 16).
         candidates = list(pending)
@@ -123,9 +130,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         except NonFiniteLossError as err:
             failed[index] = err
     rows = []
-    for index, hparams in enumerate(draws):
+    for index in indices:
         spec = specs[index]
-        metrics = done.get(index) or _completed_draw(spec.out_dir, hparams, spec.init_key)
+        metrics = done.get(index) or _completed_draw(spec.out_dir, spec.hparams, spec.init_key)
         reason = ""
         if index in failed:
             # A diverging draw is a result of the search (issue 18): recorded with an
@@ -133,7 +140,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             log.warning("draw %d diverged: %s", index, failed[index])
             metrics, reason = {"val_nelbo": math.inf}, f"diverged: {failed[index]}"
         if metrics is None:
-            raise ConfigError(f"draw {index} of the search in {out} left no metrics.json")
+            raise ConfigError(f"draw {index} of the search in {work} left no metrics.json")
         val = metrics.get("val_nelbo")
         rows.append(
             {
@@ -141,11 +148,23 @@ def cmd_search(args: argparse.Namespace) -> int:
                 "val_nelbo": val if val is not None else math.nan,
                 "epochs": metrics.get("epochs"),
                 "train_seconds": metrics.get("train_seconds"),
-                "hparams": json.dumps(hparams, sort_keys=True),
+                "hparams": json.dumps(draws[index], sort_keys=True),
                 "reason": reason,
             }
         )
         log.info("draw %d/%d: validation NELBO %s", index + 1, len(draws), val)
+    return rows
+
+
+def _write_selection(rows: list[dict[str, Any]], hparams: list[Any], out: Path, record: Any) -> int:
+    """search.csv and best.json of a whole search (``rows`` of every draw, in draw order);
+    fails naming every draw if all diverged.  ``record()`` is best.json's provenance."""
+    import pandas as pd
+
+    from noisyor_bench.experiments.acp.search import best_draw
+    from noisyor_bench.inference.training import NonFiniteLossError
+    from noisyor_bench.infra.io import write_json_atomic, write_text_atomic
+
     table = pd.DataFrame(rows)
     if (table["reason"] != "").all():
         raise NonFiniteLossError(
@@ -157,16 +176,140 @@ def cmd_search(args: argparse.Namespace) -> int:
     write_json_atomic(
         out / BEST_FILE,
         {
-            "provenance": _search_provenance(args, draws, out),
+            "provenance": record(),
             "draw": best,
-            "hparams": draws[best],
+            "hparams": hparams[best],
             "val_nelbo": float(table.loc[table["draw"] == best, "val_nelbo"].iloc[0]),
             "criterion": "lowest validation NELBO (test protocol: discrete samples), test set untouched",
-            "n_draws": len(draws),
+            "n_draws": len(hparams),
         },
     )
-    print(f"best draw {best} of {len(draws)}: {draws[best]}")
+    print(f"best draw {best} of {len(hparams)}: {hparams[best]}")
     return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    _check_cell(args, [args.seed], "--seed")
+    draws = json_argument(args.draws, "--draws")
+    if not isinstance(draws, list) or not draws:
+        raise ConfigError("--draws: expected a non-empty JSON list of hyperparameter dicts (draw 0 first)")
+    if args.draws_range is not None:
+        return _search_chunk(args, draws)
+    if args.out_chunk is not None:
+        raise ConfigError("--out-chunk needs --draws-range (without it the search writes --out-dir)")
+    if args.out_dir is None:
+        raise ConfigError("search needs --out-dir (or --draws-range with --out-chunk for one chunk)")
+    out = Path(args.out_dir)
+    rows = _draw_rows(args, draws, range(len(draws)), out)
+    return _write_selection(rows, draws, out, lambda: _search_provenance(args, draws, out))
+
+
+def _search_chunk(args: argparse.Namespace, draws: list[Any]) -> int:
+    """Draws START..STOP-1 of the search (issue 28): their rows in the chunk table ``--out-chunk``
+    (search.csv's columns plus ``n_draws``); the draws' directories in ``<chunk without .csv>/``,
+    so chunks running side by side share no working file (batch checkpoints included)."""
+    import pandas as pd
+
+    from noisyor_bench.experiments.acp.search import parse_draws_range
+    from noisyor_bench.infra import provenance
+    from noisyor_bench.infra.io import write_text_atomic
+
+    if args.out_chunk is None:
+        raise ConfigError("--draws-range needs --out-chunk (the chunk's table, e.g. chunks/0.csv)")
+    if args.out_dir is not None:
+        raise ConfigError("--draws-range writes --out-chunk and its folder; leave out --out-dir")
+    indices = parse_draws_range(args.draws_range, len(draws))
+    chunk = Path(args.out_chunk)
+    work = chunk.with_suffix("")
+    rows = _draw_rows(args, draws, indices, work)
+    for index in indices:  # the chunk's sidecar lists every finished draw's metrics.json
+        if (work / f"draw{index}" / "metrics.json").is_file():
+            provenance.note_input(work / f"draw{index}" / "metrics.json", f"draw{index}")
+    table = pd.DataFrame(rows).assign(n_draws=len(draws))
+    write_text_atomic(chunk, table.to_csv(index=False))
+    finite = [r["draw"] for r in rows if not r["reason"]]
+    print(
+        f"draws {indices.start}..{indices.stop - 1} of {len(draws)}: {len(finite)} finished, "
+        f"{len(rows) - len(finite)} diverged -> {chunk}"
+    )
+    return 0
+
+
+def _optional(value: str, kind: type) -> Any:
+    """A chunk table's cell as the value the search's row held (empty: None)."""
+    return None if value == "" else kind(float(value)) if kind is int else kind(value)
+
+
+def _chunk_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The rows of one chunk table as the search built them (so the merged search.csv has the
+    types, hence the text, of a search run in one job), and its ``n_draws``."""
+    import csv
+
+    from noisyor_bench.infra.errors import DataError
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        records = list(csv.DictReader(fh))
+    columns = {"draw", "val_nelbo", "epochs", "train_seconds", "hparams", "reason", "n_draws"}
+    if not records or not columns <= set(records[0]):
+        raise DataError(f"{path}: not a search chunk table (columns {sorted(columns)})")
+    rows = [
+        {
+            "draw": int(r["draw"]),
+            "val_nelbo": math.nan if r["val_nelbo"] == "" else float(r["val_nelbo"]),
+            "epochs": _optional(r["epochs"], int),
+            "train_seconds": _optional(r["train_seconds"], float),
+            "hparams": r["hparams"],
+            "reason": r["reason"],
+        }
+        for r in records
+    ]
+    totals = {int(r["n_draws"]) for r in records}
+    if len(totals) != 1:
+        raise DataError(f"{path}: rows disagree on n_draws {sorted(totals)}")
+    return rows, totals.pop()
+
+
+def cmd_search_select(args: argparse.Namespace) -> int:
+    """Merge the chunk tables of one search into its search.csv and best.json, exactly as the
+    search run in one job writes them (same rows, same selection, ties and divergences)."""
+    from noisyor_bench.experiments.acp.search import check_chunk_coverage
+
+    rows: list[dict[str, Any]] = []
+    totals: set[int] = set()
+    for path in args.chunks:
+        chunk_rows, total = _chunk_rows(Path(path))
+        rows += chunk_rows
+        totals.add(total)
+    if len(totals) != 1:
+        raise ConfigError(
+            f"--chunks: the tables come from searches of {sorted(totals)} draws, not one search"
+        )
+    rows.sort(key=lambda r: r["draw"])
+    check_chunk_coverage([r["draw"] for r in rows], "--chunks")
+    if len(rows) != totals.pop():
+        raise ConfigError(f"--chunks: {len(rows)} draws, but the search has more; a chunk table is missing")
+    hparams = [json.loads(r["hparams"]) for r in rows]
+    out = Path(args.out_dir)
+    return _write_selection(rows, hparams, out, lambda: _select_provenance(args, hparams, out))
+
+
+def _select_provenance(args: argparse.Namespace, hparams: list[Any], out: Path) -> dict[str, Any]:
+    """best.json's record of a chunked search: the chunk tables and every finished draw's metrics.json."""
+    from noisyor_bench.infra import provenance
+
+    inputs = [provenance.file_entry(path, "chunk", out) for path in args.chunks]
+    for path in args.chunks:
+        work = Path(path).with_suffix("")
+        inputs += [
+            provenance.file_entry(metrics, metrics.parent.name, out)
+            for metrics in sorted(work.glob("draw*/metrics.json"))
+        ]
+    config = {
+        "draws": hparams,
+        "chunks": [str(p) for p in args.chunks],
+        "criterion": "lowest validation NELBO",
+    }
+    return provenance.artifact_record("search", inputs, [out / SEARCH_TABLE], out, config)
 
 
 def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) -> dict[str, Any]:
@@ -197,6 +340,7 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
     from noisyor_bench.infra import provenance
     from noisyor_bench.infra.io import read_json
 
+    _check_cell(args, list(args.seeds), "--seeds")
     hparams: dict[str, Any] = {}
     if args.best:
         provenance.note_input(args.best, "--best (hyperparameters)")
@@ -277,6 +421,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--evaluation", default="{}", help='JSON {"samples": 100, "iw_samples": 100}')
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda[:N]")
     p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
+    add_config_argument(p)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -293,7 +438,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--draws", required=True, help="JSON list (or @file) of hyperparameter dicts; draw 0 = defaults"
     )
-    p.add_argument("--out-dir", required=True, help="search directory: draw<i>/, search.csv, best.json")
+    p.add_argument("--out-dir", help="search directory: draw<i>/, search.csv, best.json (the whole search)")
+    p.add_argument(
+        "--draws-range",
+        metavar="START:STOP",
+        help="run only draws START..STOP-1 of --draws (one chunk of a search split into jobs; "
+        "each draw's values and initialisation do not depend on the split); needs --out-chunk",
+    )
+    p.add_argument(
+        "--out-chunk",
+        help="with --draws-range: the chunk's table (e.g. <search>/chunks/0.csv); its draws run in "
+        "the folder of that name without .csv; search-select merges the chunks",
+    )
     p.add_argument(
         "--batch-draws",
         action="store_true",
@@ -301,6 +457,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(issue 16; same validation NELBO as one by one to float rounding)",
     )
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser(
+        "search-select",
+        help="merge the chunk tables of a search (search --draws-range) into its search.csv and best.json",
+    )
+    p.add_argument("--chunks", nargs="+", required=True, help="chunk tables of one search (any order)")
+    p.add_argument("--out-dir", required=True, help="search directory: search.csv, best.json")
+    p.set_defaults(func=cmd_search_select)
 
     p = sub.add_parser("train-cell", help="train one cell for several seeds (one run directory per seed)")
     _common(p)

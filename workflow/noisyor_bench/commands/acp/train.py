@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from noisyor_bench.commands.arguments import json_argument
+from noisyor_bench.data.labels import check_label, require_kind
 from noisyor_bench.inference.fitting import BUDGET_FIELDS, FitBudget
 from noisyor_bench.inference.noisyor import registry as methods_pkg
 from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
@@ -57,11 +58,70 @@ def check_args(args: argparse.Namespace) -> None:
         raise ConfigError("--latents: only allowed with --mode learning (inference uses the dataset's K)")
 
 
+# The ad-hoc experiment of a run trained by hand (train's default): no table reads it.
+ADHOC_EXPERIMENT = "default"
+
+
+def known_experiments(config: str | None) -> set[str] | None:
+    """The experiments of every grid of the config file (synthetic ``experiments`` and the
+    text experiments of ``text``); None when no config is given."""
+    import yaml
+
+    from noisyor_bench.experiments.acp import grid
+    from noisyor_bench.experiments.acp.grid import corpora
+
+    if not config:
+        return None
+    try:
+        cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"--config {config}: cannot be read ({err})") from None
+    names: set[str] = set()
+    for name in (cfg.get("grids") or {}) if isinstance(cfg, dict) else ():
+        selected = {**cfg, "grid": name}
+        names |= set(grid.experiments(selected))
+        names |= {cell.experiment for cell in corpora.cells(selected)}
+    return names
+
+
+def check_experiment(experiment: str, config: str | None) -> None:
+    """``--experiment`` is a valid path component and, with ``--config``, an experiment that
+    config declares (the tables read only those); ``default`` is the ad-hoc one.  Without
+    ``--config`` any valid name is allowed (hand-made and test runs; the workflow's rules only
+    ever pass the grid's experiments)."""
+    from noisyor_bench.experiments.config import check_name
+
+    check_name(experiment, "--experiment: experiment")
+    if experiment == ADHOC_EXPERIMENT:
+        return
+    known = known_experiments(config)
+    if known is not None and experiment not in known:
+        raise ConfigError(
+            f"--experiment {experiment!r} is not an experiment of {config} (known: {', '.join(sorted(known))}); "
+            "add it to a grid, or pass --config with the config that declares it"
+        )
+
+
+def check_run_labels(args: argparse.Namespace) -> str | None:
+    """Labels of a run checked against its files before anything is fitted: ``--dataset`` is
+    a noisy-OR dataset, ``--dataset-name`` the name its sidecar records, ``--experiment`` known.
+    Returns the dataset name to record (None: the file's stem)."""
+    require_kind(args.dataset, "noisyor-dataset", "--dataset")
+    from noisyor_bench.experiments.config import check_name
+
+    name = check_label(args.dataset, args.dataset_name, "name", "--dataset-name")
+    if name is not None:
+        check_name(name, "--dataset-name: dataset name")
+    check_experiment(args.experiment, getattr(args, "config", None))
+    return name
+
+
 def spec_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~noisyor_bench.experiments.acp.runs.RunSpec` described by the parsed arguments."""
     from noisyor_bench.experiments.acp.runs import RunSpec
 
     check_args(args)
+    dataset_name = check_run_labels(args)
     defaults = FitBudget()
     budget = FitBudget(
         **{
@@ -76,7 +136,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         n_train=args.n_train,
         seed=args.seed,
         out_dir=Path(args.out),
-        dataset_name=args.dataset_name,
+        dataset_name=dataset_name,
         experiment=args.experiment,
         hparams=parse_hparams(args.hparams),
         budget=budget,
@@ -168,7 +228,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--latents", type=int, help="learning mode only: number of latent causes K (default: the dataset's)"
     )
-    p.add_argument("--experiment", default="default", help="experiment name recorded in metrics.json")
+    p.add_argument(
+        "--experiment",
+        default=ADHOC_EXPERIMENT,
+        help="experiment name recorded in metrics.json: one of the config's grids (default: %(default)s, ad hoc)",
+    )
+    add_config_argument(p)
     p.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
     p.add_argument(
         "--threads", type=int, help="torch intra-op threads (default: $OMP_NUM_THREADS or torch's)"
@@ -179,6 +244,15 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-resume", action="store_true", help="discard a checkpoint left by a killed run")
     p.add_argument(
         "--out", required=True, help="run directory, e.g. results/runs/<exp>/<dataset>/<method>/n<N>/seed<S>"
+    )
+
+
+def add_config_argument(p: argparse.ArgumentParser) -> None:
+    """``--config``: the config whose grids declare the known experiments."""
+    p.add_argument(
+        "--config",
+        help="config file whose grids declare the experiments: --experiment must be one of them "
+        "(default: not checked, any valid name)",
     )
 
 

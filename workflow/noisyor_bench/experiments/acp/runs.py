@@ -58,11 +58,13 @@ from noisyor_bench.experiments.rundir import (
     POSTERIOR_FILE,
     SPEC_FILE,
     RunKey,
+    claim_partial_dir,
     convergence_keys,
     curve_csv,
+    empty_dir,
     json_safe,
-    partial_dir,
     publish_run_dir,
+    write_metrics,
 )
 from noisyor_bench.inference.convergence import Convergence, assess
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
@@ -341,14 +343,13 @@ def _resume_key(spec: RunSpec, sha: str, device: torch.device) -> dict[str, Any]
 
 def _prepare_partial(spec: RunSpec, key: dict[str, Any]) -> Path:
     """Create ``<out_dir>.partial``; keep its checkpoint only if it belongs to this spec."""
-    work = partial_dir(spec.out_dir)
+    work = claim_partial_dir(spec.out_dir)  # locked: no second writer (issue 33)
     spec_path = work / SPEC_FILE
-    if work.exists():
+    if any(work.iterdir()):
         same = spec.resume and spec_path.exists() and _read_json_or_none(spec_path) == key
         if not same:
             log.info("discarding stale working directory %s", work)
-            shutil.rmtree(work)
-    work.mkdir(parents=True, exist_ok=True)
+            empty_dir(work)
     write_json_atomic(spec_path, key)
     return work
 
@@ -495,7 +496,7 @@ def _finish(
         write_npz_atomic(run.work / POSTERIOR_FILE, **arrays)
     write_text_atomic(run.work / CURVE_FILE, curve_csv(records))
     out["provenance"] = provenance.run_record(spec, run.sha, run.device, run.threads, run.work, run.clock)
-    write_json_atomic(run.work / METRICS_FILE, out)
+    write_metrics(run.work / METRICS_FILE, out)
     publish_run_dir(run.work, spec.out_dir, drop=(CHECKPOINT_FILE, SPEC_FILE))
     log.info("wrote %s", spec.out_dir)
     return spec.out_dir

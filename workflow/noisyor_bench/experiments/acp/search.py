@@ -59,3 +59,43 @@ def best_draw(val_nelbos: Mapping[int, float]) -> int:
             "every search draw diverged (no finite validation NELBO); widen or fix the search space"
         )
     return min(sorted(finite), key=lambda d: finite[d])
+
+
+def chunk_ranges(n_draws: int, per_job: int | None) -> list[tuple[int, int]]:
+    """Draw ranges ``[start, stop)`` of a search split into jobs of ``per_job`` draws (issue 28).
+
+    ``None`` (or a value >= ``n_draws``) is one chunk, the whole search.  A draw's values and
+    initialisation depend only on (cell, draw index, seed), so the split changes no number.
+    """
+    if n_draws < 1:
+        raise ConfigError(f"a search needs at least one draw, got {n_draws}")
+    if per_job is not None and per_job < 1:
+        raise ConfigError(f"draws_per_job must be >= 1, got {per_job}")
+    step = n_draws if per_job is None else min(per_job, n_draws)
+    return [(start, min(start + step, n_draws)) for start in range(0, n_draws, step)]
+
+
+def parse_draws_range(text: str, n_draws: int) -> range:
+    """``A:B`` (draws A..B-1 of a search of ``n_draws``) as a range; ConfigError naming the option."""
+    parts = text.split(":")
+    try:
+        start, stop = (int(p) for p in parts)
+    except ValueError:
+        raise ConfigError(f"--draws-range {text!r}: expected START:STOP, e.g. 0:10") from None
+    if not 0 <= start < stop <= n_draws:
+        raise ConfigError(
+            f"--draws-range {text!r}: need 0 <= START < STOP <= {n_draws} (the number of --draws)"
+        )
+    return range(start, stop)
+
+
+def check_chunk_coverage(draws: list[int], where: str) -> None:
+    """The merged chunk tables hold each draw 0..n-1 exactly once (no chunk missing or repeated)."""
+    seen = sorted(draws)
+    if seen != list(range(len(seen))):
+        repeated = sorted({d for d in seen if seen.count(d) > 1})
+        missing = sorted(set(range(max(seen, default=-1) + 1)) - set(seen))
+        raise ConfigError(
+            f"{where}: the chunk tables must hold draws 0..n-1 once each; "
+            f"missing {missing or 'none'}, repeated {repeated or 'none'}"
+        )

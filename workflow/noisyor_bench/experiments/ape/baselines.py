@@ -3,7 +3,9 @@ NUTS warm-started from VI (appendix A.2), one run directory per (dataset, seed).
 
 * ``results/runs/ape-vi/<dataset>/vi/n0/seed<s>/``: ``posterior.npz`` (``mu``, ``log_sigma``
   (P, K) of every combination), ``curve.csv`` (step, seconds, elbo per pair[, eval_elbo]),
-  ``metrics.json`` (time, steps, the A.2 stopping rule's verdict as ``converged``);
+  ``metrics.json`` (time, ``timing``: the time re-based on the per-step times, with its spread
+  (:func:`noisyor_bench.infra.timing.cumulative_timing`), steps, the A.2 stopping rule's verdict
+  as ``converged``);
 * ``results/runs/ape-nuts/<dataset>/nuts/n0/seed<s>/``: ``samples.npz`` (``h`` (S, P', K) on
   the first P' combinations, ``init``), ``metrics.json`` (time, P', warm-up, step size).
 
@@ -24,10 +26,16 @@ import pandas as pd
 import torch
 
 from noisyor_bench.experiments.ape.pairs import EvalCombinations, evaluation_combinations
-from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir
+from noisyor_bench.experiments.rundir import (
+    fresh_partial_dir,
+    publish_run_dir,
+    read_metrics_record,
+    write_metrics,
+)
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra import provenance
-from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.io import load_npz, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.timing import Timing, cumulative_timing
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +75,12 @@ class GroupedVi:
     stop_reason: str
     curve: list[dict[str, float]]
     convergence: Any
+    timing: Timing | None = None  # seconds re-based on the per-step times (infra.timing)
+
+
+def _step_timing(r: Any) -> Timing:
+    """One fit_vi run's time re-based on its per-step times (its curve: cumulative seconds per step)."""
+    return cumulative_timing([row["step"] for row in r.curve], [row["seconds"] for row in r.curve], r.seconds)
 
 
 def fit_vi_grouped(
@@ -90,7 +104,15 @@ def fit_vi_grouped(
     if not group_by_model:
         r = fit_vi(combos.x, combos.theta, prior, config, seed=seed, init=init, progress=_vi_progress)
         return GroupedVi(
-            r.mu, r.log_sigma, r.steps, r.seconds, r.converged, r.stop_reason, r.curve, r.convergence
+            r.mu,
+            r.log_sigma,
+            r.steps,
+            r.seconds,
+            r.converged,
+            r.stop_reason,
+            r.curve,
+            r.convergence,
+            _step_timing(r),
         )
     mu = torch.empty(combos.x.shape[0], combos.theta.shape[1], dtype=combos.x.dtype)
     log_sigma = torch.empty_like(mu)
@@ -141,6 +163,7 @@ def fit_vi_grouped(
         "converged" if all(r.converged for r, _ in results) else "max_epochs",
         lockstep,
         worst.convergence,
+        sum((_step_timing(r) for r, _ in results[1:]), _step_timing(results[0][0])),
     )
 
 
@@ -186,6 +209,7 @@ def run_vi(
         "combinations": int(combos.x.shape[0]),
         "steps": int(result.steps),
         "seconds": float(result.seconds),
+        "timing": result.timing.as_dict() if result.timing else None,
         "stop_reason": result.stop_reason,
         "epochs": int(result.steps),
         "converged": bool(result.converged),
@@ -202,7 +226,7 @@ def run_vi(
         config={"seed": seed, "vi": metrics["vi"]},
     )
     metrics["provenance"]["outputs"] = provenance.run_outputs(work)  # posterior.npz, curve.csv
-    write_json_atomic(work / "metrics.json", metrics)
+    write_metrics(work / "metrics.json", metrics)
     publish_run_dir(work, out)
     log.info(
         "%s seed %d: VI %d steps, %.1f s, converged %s -> %s",
@@ -280,11 +304,12 @@ def run_nuts(
         config={"seed": seed, "nuts": nuts},
     )
     metrics["provenance"]["outputs"] = provenance.run_outputs(work)  # samples.npz
-    write_json_atomic(work / "metrics.json", metrics)
+    write_metrics(work / "metrics.json", metrics)
     publish_run_dir(work, out)
     log.info("%s seed %d: NUTS %.1f s -> %s", dataset, seed, result.seconds, out)
     return metrics
 
 
 def read_run(run_dir: str | Path) -> dict[str, Any]:
-    return read_json(Path(run_dir) / "metrics.json")
+    """A baseline run's record, its self-hash and metrics checked (:func:`read_metrics_record`)."""
+    return read_metrics_record(run_dir)

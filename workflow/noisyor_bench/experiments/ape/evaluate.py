@@ -10,7 +10,10 @@ errors, Figure 2's reconstructions.
   proposal, the model's prior, no coefficient), ``elbo_per_word`` and ``elbo_pair`` (the ELBO,
   clean prior, with coefficient: the authors' ranking quantity), ``time_s`` (inference time
   on the combinations: encoders one forward pass in float32, the median of
-  ``timing_repeats``; VI its optimisation time; VI-warm the encoder's time plus its own),
+  max(``timing_repeats``, 5); VI its optimisation time; VI-warm the encoder's time plus its own),
+  ``time_s_median`` / ``time_s_low`` / ``time_s_high`` and ``timing`` (the time's robust centre
+  and spread, :mod:`noisyor_bench.infra.timing`: encoders min..max of the repeated passes; VI
+  its time re-based on the median and interquartile step times; NUTS measured once: no spread),
   ``agree_vi`` / ``agree_is`` of ``pairs`` (the test models ordered by the method's total
   ELBO as by VI's total ELBO / as by the IS log-likelihood with VI's q as proposal) and
   ``converged``; ``nuts_subset`` the same for NUTS and VI on NUTS's combinations;
@@ -25,8 +28,6 @@ from __future__ import annotations
 
 import logging
 import math
-import statistics
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,13 @@ from noisyor_bench.evaluation.ranking import pairwise_agreement
 from noisyor_bench.experiments.ape.baselines import fit_vi_grouped, read_run, vi_config
 from noisyor_bench.experiments.ape.pairs import EvalCombinations, evaluation_combinations
 from noisyor_bench.experiments.ape.train import load_encoder
+from noisyor_bench.experiments.rundir import read_metrics_record, write_metrics
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.infra.io import load_npz, read_json, write_json_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.io import load_npz, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.timing import Timing, single, time_repeated
+from noisyor_bench.infra.timing import from_dict as timing_from_dict
 
 log = logging.getLogger(__name__)
 
@@ -143,17 +147,17 @@ def reconstructions(
 
 def encode_timed(
     encoder: Any, combos: EvalCombinations, repeats: int
-) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """(mu, log_sigma) of every combination and the median wall time of one float32 forward pass."""
+) -> tuple[torch.Tensor, torch.Tensor, Timing]:
+    """(mu, log_sigma) of every combination and the wall time of one float32 forward pass:
+    median and min..max of max(``repeats``, :data:`~noisyor_bench.infra.timing.MIN_REPEATS`)
+    passes (milliseconds each: repeating is cheap, and one pass slowed by load moves nothing)."""
     enc32 = encoder.float().eval()
     x, theta = combos.x.float(), combos.theta.float()
-    times = []
     with torch.no_grad():
-        for _ in range(max(1, repeats)):
-            tick = time.perf_counter()
-            mu, log_sigma = enc32(x, theta if enc32.kind != "standard" else None)
-            times.append(time.perf_counter() - tick)
-    return mu.double(), log_sigma.double(), float(statistics.median(times))
+        (mu, log_sigma), timing = time_repeated(
+            lambda: enc32(x, theta if enc32.kind != "standard" else None), repeats
+        )
+    return mu.double(), log_sigma.double(), timing
 
 
 def evaluate_seed(
@@ -175,7 +179,7 @@ def evaluate_seed(
     ev = dict(section.get("evaluation") or {})
     repeats = int(ev.get("timing_repeats", 3))
     posts: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-    times: dict[str, float] = {}
+    times: dict[str, Timing] = {}
     converged: dict[str, bool | None] = {}
     for method, run in encoder_runs.items():
         encoder = load_encoder(run)
@@ -188,15 +192,16 @@ def evaluate_seed(
             seed,
             method,
             combos.x.shape[0],
-            seconds,
+            seconds.median,
         )
     vi_q = load_npz(Path(vi_dir) / "posterior.npz")
     vi_meta = read_run(vi_dir)
     posts["vi"] = (torch.as_tensor(vi_q["mu"]).double(), torch.as_tensor(vi_q["log_sigma"]).double())
-    times["vi"], converged["vi"] = float(vi_meta["seconds"]), vi_meta.get("converged")
+    times["vi"] = timing_from_dict(vi_meta.get("timing"), float(vi_meta["seconds"]))
+    converged["vi"] = vi_meta.get("converged")
     vi_curve = pd.read_csv(Path(vi_dir) / "curve.csv")
 
-    warm_curve = None
+    warm_curve, warm_vi = None, None
     if WARM_FROM in posts:
         n_topics = combos.theta.shape[1]
         mu0, ls0 = posts[WARM_FROM]
@@ -210,7 +215,8 @@ def evaluate_seed(
             init=(mu0.float(), ls0.float()),
         )
         posts["vi-warm"] = (warm.mu.double(), warm.log_sigma.double())
-        times["vi-warm"] = times[WARM_FROM] + float(warm.seconds)
+        warm_vi = warm.timing or single(warm.seconds)
+        times["vi-warm"] = times[WARM_FROM] + warm_vi
         converged["vi-warm"] = bool(warm.converged)
         warm_curve = pd.DataFrame(warm.curve)
         log.info(
@@ -234,7 +240,9 @@ def evaluate_seed(
         agree_is = pairwise_agreement(elbo_model, vi_is_model)
         methods[m] = {
             **{k: v for k, v in s.items() if not k.endswith("_values")},
-            "time_s": times[m],
+            "time_s": times[m].measured,
+            **times[m].columns("time_s"),
+            "timing": times[m].as_dict(),
             "agree_vi": agree_vi.agree,
             "agree_is": agree_is.agree,
             "pairs": agree_vi.pairs,
@@ -262,7 +270,7 @@ def evaluate_seed(
         with torch.no_grad():
             arrays_out["recon_nuts"] = word_probabilities(h[:, idx], combos.theta[idx]).mean(0).numpy()
 
-    figure1 = _figure1(methods, vi_curve, warm_curve)
+    figure1 = _figure1(methods, vi_curve, warm_curve, times, warm_vi)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_npz_atomic(out / "scores.npz", **arrays_out)
@@ -292,7 +300,7 @@ def evaluate_seed(
     # scores.npz and vi_warm_curve.csv, named from the run directory (as every run's outputs)
     written = ["scores.npz"] + (["vi_warm_curve.csv"] if warm_curve is not None else [])
     metrics["provenance"]["outputs"] = provenance.run_outputs(out, written)
-    write_json_atomic(out / "metrics.json", metrics)
+    write_metrics(out / "metrics.json", metrics)
     for m, v in methods.items():
         log.info(
             "%s seed %d %-16s ll_paper %.4f ll_is %.4f time %.4f s agree VI %d/%d IS %d/%d",
@@ -359,14 +367,22 @@ def _score_nuts(
     for m, s, seconds in (("nuts", nuts_scores, float(meta["seconds"])), ("vi", vi_scores, None)):
         out["methods"][m] = {k: v for k, v in s.items() if not k.endswith("_values")}
         out["methods"][m]["time_s"] = seconds
+        if seconds is not None:  # NUTS records no per-step times: measured once, no spread
+            out["methods"][m].update(single(seconds).columns("time_s"))
     arrays_out["is_pair_nuts_subset"] = nuts_scores["is_pair_values"].numpy()
     return out
 
 
 def _figure1(
-    methods: Mapping[str, Any], vi_curve: pd.DataFrame, warm_curve: pd.DataFrame | None
+    methods: Mapping[str, Any],
+    vi_curve: pd.DataFrame,
+    warm_curve: pd.DataFrame | None,
+    times: Mapping[str, Timing] | None = None,
+    warm_vi: Timing | None = None,
 ) -> dict[str, Any]:
-    """Figure 1 (left)'s times: VI (random) until APE's ELBO and both VI runs until VI's quality."""
+    """Figure 1 (left)'s times: VI (random) until APE's ELBO and both VI runs until VI's quality;
+    the times to quality also re-based on the runs' per-step times (``_median``/``_low``/``_high``,
+    :meth:`~noisyor_bench.infra.timing.Timing.rebase`)."""
     column = "eval_elbo" if "eval_elbo" in vi_curve.columns else "elbo"
     final = float(vi_curve[column].dropna().iloc[-1])
     target = final - QUALITY_REL_TOL * abs(final)
@@ -382,9 +398,27 @@ def _figure1(
         out["vi_time_to_ape_elbo"] = time_to_reach(vi_curve, ape["elbo_pair"])
     if warm_curve is not None and WARM_FROM in methods:
         out["warm_time_to_quality"] = time_to_reach(warm_curve, target, offset=methods[WARM_FROM]["time_s"])
+    if times:
+        out.update(_robust_times_to_quality(out, times, warm_vi))
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
 
+def _robust_times_to_quality(
+    fig1: Mapping[str, Any], times: Mapping[str, Timing], warm_vi: Timing | None
+) -> dict[str, float]:
+    """``vi_time_to_quality`` and ``warm_time_to_quality`` with the per-step correction and spread
+    of their runs (warm: the APE pass's repeated timing plus the warm VI's re-based time)."""
+    out: dict[str, float] = {}
+    cold = fig1.get("vi_time_to_quality", math.inf)
+    if "vi" in times and math.isfinite(cold):
+        out.update(times["vi"].rebase(cold).columns("vi_time_to_quality"))
+    warm = fig1.get("warm_time_to_quality", math.inf)
+    if warm_vi is not None and WARM_FROM in times and math.isfinite(warm):
+        ape = times[WARM_FROM]
+        out.update((ape + warm_vi.rebase(warm - ape.measured)).columns("warm_time_to_quality"))
+    return out
+
+
 def read_eval(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    return read_json(p / "metrics.json" if p.is_dir() else p)
+    """An evaluation run's record, its self-hash and metrics checked."""
+    return read_metrics_record(path)

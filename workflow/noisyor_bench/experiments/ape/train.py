@@ -22,12 +22,13 @@ import torch
 
 from noisyor_bench.data.synthetic.theta_pool import ThetaPool
 from noisyor_bench.experiments.ape import pairs
-from noisyor_bench.experiments.rundir import RunKey, fresh_partial_dir, publish_run_dir
+from noisyor_bench.experiments.rundir import RunKey, fresh_partial_dir, publish_run_dir, write_metrics
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.inference.training import write_checkpoint
 from noisyor_bench.infra import provenance
+from noisyor_bench.infra.device import resolve_device
 from noisyor_bench.infra.errors import ConfigError
-from noisyor_bench.infra.io import load_npz, write_json_atomic, write_text_atomic
+from noisyor_bench.infra.io import load_npz, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +75,6 @@ def training_config(section: Mapping[str, Any], n_documents: int, models: int) -
         patience=int(section["patience"]) if section.get("patience") else None,
     )
     return config, epoch_steps, steps
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def train_run(
@@ -198,7 +193,7 @@ def train_run(
         device=dev,
     )
     metrics["provenance"]["outputs"] = provenance.run_outputs(work)  # encoder.pt, curve.csv
-    write_json_atomic(work / "metrics.json", metrics)
+    write_metrics(work / "metrics.json", metrics)
     publish_run_dir(work, out)
     log.info(
         "%s %s seed %d: best validation NELBO %.3f at step %d, converged %s (%s), %.1f s -> %s",

@@ -34,6 +34,7 @@ from noisyor_bench.experiments.rundir import (
     fresh_partial_dir,
     json_safe,
     publish_run_dir,
+    write_metrics,
 )
 from noisyor_bench.inference.convergence import NOT_APPLICABLE
 from noisyor_bench.inference.fitting import EpochRecord
@@ -41,7 +42,7 @@ from noisyor_bench.inference.noisyor.crossmodel import ModelBank, fit_across_mod
 from noisyor_bench.inference.noisyor.registry import get_method
 from noisyor_bench.inference.seeding import run_init_key
 from noisyor_bench.infra import provenance
-from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.io import write_npz_atomic, write_text_atomic
 from noisyor_bench.infra.version import __version__
 from noisyor_bench.models.noisyor.exact import exact_elbo
 
@@ -90,7 +91,7 @@ def _write_run(
         write_text_atomic(work / "curve.csv", curve)
     values = json_safe(metrics)
     values["provenance"] = record.finish(out, work)
-    write_json_atomic(work / "metrics.json", values)
+    write_metrics(work / "metrics.json", values)
     publish_run_dir(work, out)
 
 

@@ -105,6 +105,50 @@ def parse_collapse_method(method: str) -> tuple[str, float]:
     return variant, float(lr)
 
 
+EXPERIMENTS = (*TABLE_EXPERIMENTS, "collapse")
+# settings["sizes"] entries each fitted method reads (the fit adapters of .methods)
+NEEDED_SIZES: dict[str, tuple[str, ...]] = {
+    "lda-gibbs": ("sub",),
+    "lda-online": ("sub",),
+    "lda-batch": ("sub",),
+    "pam4-gibbs": ("super", "sub"),
+    "avipam-pam4": ("super", "sub"),
+    "avipam-pam5": ("superduper", "super", "sub"),
+    "avipam-ctm": ("sub",),
+    "avipam-molda": ("molda",),
+    COLLAPSE_METHOD: ("sub",),
+}
+GIBBS_METHODS = ("lda-gibbs", "pam4-gibbs")
+
+
+def check_run_settings(experiment: str, method: str, settings: Mapping[str, Any]) -> None:
+    """``--method`` must be the method the settings fit (the run records ``--method``), and
+    the settings must hold what that fit reads; ConfigError naming both otherwise (issue 33:
+    ``--method lda-gibbs`` was recorded while lda-online was fitted)."""
+    fitted = settings.get("method")
+    if experiment == "collapse":
+        variant, lr = parse_collapse_method(method)
+        stated = {"method": COLLAPSE_METHOD, "variant": variant, "lr": lr}
+    else:
+        if method not in METHODS:
+            raise ConfigError(f"--method {method!r}: not an aviPAM table method; known: {', '.join(METHODS)}")
+        stated = {"method": method}
+    for key, value in stated.items():
+        got = settings.get(key)
+        same = got == value if key != "lr" else isinstance(got, (int, float)) and float(got) == value
+        if not same:
+            raise ConfigError(
+                f"--method {method!r} disagrees with --settings: {key} is {got!r} there, {value!r} for "
+                f"--method in the {experiment} experiment"
+            )
+    sizes = settings.get("sizes")
+    missing = [k for k in NEEDED_SIZES[str(fitted)] if not isinstance(sizes, Mapping) or k not in sizes]
+    if missing:
+        raise ConfigError(f"--settings: {fitted} needs sizes {missing}; got sizes {sizes!r}")
+    if fitted in GIBBS_METHODS and not isinstance(settings.get("gibbs"), Mapping):
+        raise ConfigError(f"--settings: {fitted} needs a 'gibbs' section")
+
+
 def table_cells(sec: Mapping[str, Any], experiment: str) -> list[RunCell]:
     exp = (sec.get("tables") or {}).get(experiment)
     if not exp:
@@ -157,6 +201,7 @@ def cell_settings(sec: Mapping[str, Any], cell: RunCell) -> dict[str, Any]:
             "max_train_docs": cell.n_train or None,
             "collapse_threshold": study.get("collapse_threshold"),
             "threads": int(sec.get("threads", 1)),
+            **_device(sec),
         }
     exp = sec["tables"][cell.experiment]
     sizes = {**PAPER_SIZES[cell.experiment], **(exp.get("sizes") or {})}
@@ -169,7 +214,14 @@ def cell_settings(sec: Mapping[str, Any], cell: RunCell) -> dict[str, Any]:
         "corpus": dict((sec.get("corpus_settings") or {}).get(cell.corpus) or {}),
         "max_train_docs": sec.get("max_train_docs"),
         "threads": int(sec.get("threads", 1)),
+        **_device(sec),
     }
+
+
+def _device(sec: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"device": ...}`` when the grid sets one (aviPAM's amortized runs; default cpu), else
+    nothing, so the settings of grids without the key, hence their runs, stay as they were."""
+    return {"device": str(sec["device"])} if "device" in sec else {}
 
 
 def gibbs_settings(gibbs: Mapping[str, Any], method: str) -> dict[str, Any]:

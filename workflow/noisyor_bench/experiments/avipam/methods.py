@@ -3,7 +3,11 @@
 The inference lives below (``inference/topics``: tomotopy collapsed Gibbs LDA and 4-PAM,
 scikit-learn mean-field LDA, the aviPAM trainer); the adapters only map a grid cell's settings to
 those calls and measure the training wall time the same way for every method
-(``time.perf_counter`` around the fit call alone: no data loading, no evaluation).
+(``time.perf_counter`` around the fit call alone: no data loading, no evaluation).  Beside that
+time measured once, ``timing`` re-bases it on the fit's per-step times (Gibbs: per trace chunk
+of sweeps; aviPAM: per epoch; :func:`noisyor_bench.infra.timing.per_step_timing`): its median
+and interquartile spread, so that a load spike during a long fit does not flip the speed claim.
+scikit-learn's fits record no per-pass times: measured once, no spread.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import scipy.sparse as sp
 
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.infra.timing import Timing, cumulative_timing, per_step_timing
 
 
 @dataclass
@@ -31,6 +36,7 @@ class TopicFit:
     convergence: dict[str, Any] | None = None  # inference.convergence.Convergence.as_dict()
     extra_metrics: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)  # saved in topics.npz (e.g. kl_per_dim)
+    timing: Timing | None = None  # train_seconds re-based on the per-step times (None: measured once)
 
 
 Adapter = Callable[[sp.csr_matrix, Mapping[str, Any], int], TopicFit]
@@ -106,6 +112,7 @@ def _gibbs_topic_fit(
     return TopicFit(
         topics={"sub": topic_word(fit)},
         train_seconds=seconds,
+        timing=cumulative_timing([t[0] for t in fit.trace], [t[2] for t in fit.trace], seconds),
         curve=_trace_curve(fit.trace),
         convergence=trace_convergence(fit.trace, iterations, fit.stop_reason, budget),
         extra_metrics={
@@ -296,6 +303,15 @@ def _warm_torch_optim() -> None:
     torch.optim.Adam([torch.zeros(1, requires_grad=True)])
 
 
+def avipam_device(settings: Mapping[str, Any], **fake_gpus: Any) -> Any:
+    """The run's torch device: ``settings['device']`` (default cpu) through the project's one
+    device picker, so concurrent aviPAM jobs on a multi-GPU node claim different GPUs;
+    ``fake_gpus`` (``gpu_count``, ``lock_dir``) as :func:`~noisyor_bench.infra.device.resolve_device`."""
+    from noisyor_bench.infra.device import resolve_device
+
+    return resolve_device(str(settings.get("device", "cpu")), **fake_gpus)
+
+
 def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
     """aviPAM (models.topics.pam structure + inference.topics.avipam trainer).
 
@@ -312,10 +328,11 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
     kind, sizes = AVIPAM_STRUCTURES[method](settings["sizes"])
     structure = make_structure(kind, sizes)
     config = avipam_config(settings)
+    device = avipam_device(settings)
     _warm_torch_optim()
     start = time.perf_counter()
     try:
-        result = avipam.fit_avipam(counts, None, structure, config, seed=seed)
+        result = avipam.fit_avipam(counts, None, structure, config, seed=seed, device=device)
     except NonFiniteLossError as err:
         if method != "avipam-lda":
             raise
@@ -332,7 +349,7 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
     extra: dict[str, Any] = {"structure": structure.describe(), "avi_config": dataclasses.asdict(config)}
     arrays: dict[str, np.ndarray] = {}
     if method == "avipam-lda":  # the collapse study: KL per latent dimension on the training documents
-        x = avipam.as_count_tensor(counts, avipam.DTYPES[config.dtype], "cpu")
+        x = avipam.as_count_tensor(counts, avipam.DTYPES[config.dtype], device)
         kl = avipam.kl_per_dimension(result.net, x, seed=seed)[-1]
         threshold = float(settings.get("collapse_threshold") or avipam.COLLAPSE_THRESHOLD)
         arrays["kl_per_dim"] = kl
@@ -347,6 +364,7 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
     return TopicFit(
         topics=topics,
         train_seconds=seconds,
+        timing=per_step_timing([r.seconds for r in result.history], [1.0] * len(result.history), seconds),
         curve=curve,
         convergence=_convergence_dict(result.convergence),
         extra_metrics=extra,

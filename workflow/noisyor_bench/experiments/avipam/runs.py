@@ -5,7 +5,8 @@ The directory holds
 * ``metrics.json``: the cell in the project's run keys (``experiment`` = ``avipam-<small|large|
   collapse>``, ``dataset`` = the corpus, ``method``, ``n_train`` = the training-document limit, 0 =
   all, ``seed``), the settings, ``train_seconds``
-  and ``train_minutes`` (wall time of the fit call alone, :mod:`.methods`), ``threads``,
+  and ``train_minutes`` (wall time of the fit call alone, :mod:`.methods`), its robust centre and
+  spread ``train_minutes_median`` / ``_low`` / ``_high`` and ``timing`` (:mod:`.methods`), ``threads``,
   ``converged`` and ``convergence`` (:mod:`noisyor_bench.inference.convergence`; ``null`` where a
   fit has no training curve to judge), method-specific metrics (e.g. the collapse study's KL per
   latent dimension) and ``provenance`` (the corpus, the settings, the sha256 of ``topics.npz`` and
@@ -35,11 +36,12 @@ import numpy as np
 from noisyor_bench.data.corpora.bow import load_corpus
 from noisyor_bench.evaluation.coherence import top_word_ids
 from noisyor_bench.experiments.avipam.methods import TopicFit, fit
-from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir
+from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir, write_metrics
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.hashing import sha256_file
-from noisyor_bench.infra.io import write_json_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.io import write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.timing import single
 
 log = logging.getLogger(__name__)
 TOP_N = 10
@@ -53,6 +55,20 @@ def curve_csv(rows: list[dict[str, float]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()
+
+
+def _train_limit(limit: Any, available: int, corpus_path: str | Path) -> int:
+    """``max_train_docs`` as the run's N: a positive integer no larger than the corpus's
+    training documents, so that the recorded N is the number fitted (issue 33: 1,000,000 was
+    recorded where 11,258 documents were used; as ACP refuses an n_train above its pool)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigError(f"max_train_docs must be a positive integer or null (all); got {limit!r}")
+    if limit > available:
+        raise ConfigError(
+            f"max_train_docs {limit} exceeds the {available} training documents of {corpus_path}; "
+            f"use at most {available}, or null for all of them"
+        )
+    return limit
 
 
 def execute(
@@ -72,7 +88,7 @@ def execute(
     counts = corpus.train
     limit = settings.get("max_train_docs")
     if limit:
-        counts = counts[: int(limit)]
+        counts = counts[: _train_limit(limit, counts.shape[0], corpus_path)]
     if counts.shape[0] == 0:
         raise ConfigError(f"avipam run {cell}: no training documents")
     log.info(
@@ -98,6 +114,7 @@ def execute(
     write_npz_atomic(work / TOPICS_FILE, **arrays)
     write_text_atomic(work / "curve.csv", curve_csv(result.curve) if result.curve else "")
     conv = result.convergence
+    timing = result.timing or single(result.train_seconds)
     metrics = {
         "experiment": f"avipam-{cell['experiment']}",
         "dataset": cell["corpus"],
@@ -114,6 +131,8 @@ def execute(
         "vocabulary": int(counts.shape[1]),
         "train_seconds": round(float(result.train_seconds), 3),
         "train_minutes": round(float(result.train_seconds) / 60.0, 5),
+        **{k: round(v, 5) for k, v in timing.columns("train_minutes", 1 / 60.0).items()},
+        "timing": timing.as_dict(),
         "threads": int(threads),
         "converged": None if conv is None else conv.get("converged"),
         "convergence": conv,
@@ -126,5 +145,5 @@ def execute(
         "run", [corpus_entry], [], out, dict(settings), clock, "cpu", threads
     )
     metrics["provenance"]["outputs"] = provenance.run_outputs(work)  # topics.npz, curve.csv
-    write_json_atomic(work / "metrics.json", metrics)
+    write_metrics(work / "metrics.json", metrics)
     return publish_run_dir(work, out)

@@ -127,8 +127,10 @@ def learning_rate_at(step: int, config: ApeTrainingConfig) -> float:
 
 
 def default_device() -> torch.device:
-    """CUDA when present, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """CUDA when present (a free GPU claimed through the project's GPU lock), else the CPU."""
+    from noisyor_bench.infra.device import resolve_device
+
+    return resolve_device("auto")
 
 
 def _theta_lookup(thetas: ThetaSource, n_models: int | None, device: torch.device, dtype: torch.dtype):

@@ -15,6 +15,11 @@ every method of a seed is scored on the same combinations):
 * ``ape-nuts-vs-vi-<d>``: on NUTS's combinations, NUTS's paper-style log-likelihood below VI's
   (the appendix: "slightly lower ... due to its wider posteriors") and NUTS slower (log10 ratio > 0).
 
+The three claims on times (faster, warm start, NUTS slower) are judged on the per-seed robust
+times and decided only when the timings' spread agrees with the CI
+(:mod:`noisyor_bench.reporting.timing_claims`): a ratio whose spread crosses its threshold is
+inconclusive, "timing spread crosses the threshold".
+
 Each claim is budget-aware (:func:`noisyor_bench.reporting.claims.budget_aware`): when the rows
 it reads include unconverged training or VI runs the verdict is budget-limited.
 """
@@ -41,10 +46,20 @@ from noisyor_bench.reporting.claims import (
     verdict_above,
     verdict_below,
 )
+from noisyor_bench.reporting.timing_claims import (
+    SPREAD_RULE,
+    TimedSide,
+    log_ratio_spread,
+    spread_text,
+    spread_verdict,
+    timed_side,
+)
 
 GAP = 0.5  # nats per word: "quality close to VI" (the paper's gaps: 0.33 toy bars, 0.27 reviews)
 FAILURE_MARGIN = 0.5  # nats per word: "fails to generalise" (the paper: 5.1 toy bars, 0.95 reviews)
 SPEEDUP_LOG10 = 2.0  # 100x
+# the claims on times, judged with the timings' spread (reporting.timing_claims)
+TIMED_CLAIMS = ("ape-close-to-vi-faster-", "ape-warm-start-", "ape-nuts-vs-vi-")
 DATASETS = ("toybars", "mdreviews")
 RULE = (
     "paired 95% CI over seeds of the per-seed difference (ratios: of log10 times); reproduced if it "
@@ -68,8 +83,9 @@ def _log10(v: float) -> float:
 
 
 def _claim(claim_id: str, statement: str, key: str, verdict: str, numbers: str) -> Claim:
+    rule = RULE + ("; " + SPREAD_RULE if claim_id.startswith(TIMED_CLAIMS) else "")
     return Claim(
-        claim_id, statement, claim_location(key), verdict, numbers, RULE + "; " + RULE_LESS.split("; ")[-1]
+        claim_id, statement, claim_location(key), verdict, numbers, rule + "; " + RULE_LESS.split("; ")[-1]
     )
 
 
@@ -121,18 +137,28 @@ def close_to_vi_faster(table: pd.DataFrame, dataset: str) -> Claim:
         f"APE (model-aware) is within {GAP} nats/word of VI's held-out likelihood at 100x or more less time"
     )
     vi, aware = _side(table, dataset, "vi", "ll_is"), _side(table, dataset, "ape-model-aware", "ll_is")
-    t_vi, t_ape = _side(table, dataset, "vi", "time_s"), _side(table, dataset, "ape-model-aware", "time_s")
+    t_vi, t_ape = _timed(table, dataset, "vi"), _timed(table, dataset, "ape-model-aware")
     if not vi or not aware or not t_vi or not t_ape:
         return no_data_claim(cid, statement, claim_location(key), RULE, "VI or model-aware APE not run")
     gap = compare(vi, aware)
-    speed = compare(_map(t_vi, _log10), _map(t_ape, _log10))
-    verdict = combine([verdict_below(gap, GAP), verdict_above(speed, SPEEDUP_LOG10)])
+    speed = compare(_map(t_vi.median, _log10), _map(t_ape.median, _log10))
+    spread = log_ratio_spread(t_vi, t_ape)
+    fast, note = spread_verdict(verdict_above(speed, SPEEDUP_LOG10), spread, SPEEDUP_LOG10)
+    verdict = combine([verdict_below(gap, GAP), fast])
     ratio = 10**speed.estimate if math.isfinite(speed.estimate) else float("nan")
     numbers = (
-        f"gap VI - APE (clean LL/word) {gap.text(4)}; log10(time VI / time APE) {speed.text(2)} = {ratio:.0f}x "
-        f"(paper: gap {_gap_paper(dataset)}, {_ratio_paper(dataset)}x)"
+        f"gap VI - APE (clean LL/word) {gap.text(4)}; log10(time VI / time APE) {speed.text(2)} = {ratio:.0f}x, "
+        f"{spread_text(spread)}{_note(note)} (paper: gap {_gap_paper(dataset)}, {_ratio_paper(dataset)}x)"
     )
     return _claim(cid, statement, key, verdict, numbers)
+
+
+def _timed(table: pd.DataFrame, dataset: str, method: str) -> TimedSide:
+    return timed_side(table, "time_s", dataset=dataset, method=method)
+
+
+def _note(note: str) -> str:
+    return f" -- {note}" if note else ""
 
 
 def _gap_paper(dataset: str) -> str:
@@ -167,12 +193,23 @@ def agreement(table: pd.DataFrame, dataset: str) -> Claim:
     return _claim(cid, statement, key, verdict_above(iv), numbers)
 
 
-def warm_start_sides(eval_rows: pd.DataFrame, dataset: str) -> tuple[dict[int, float], dict[int, float]]:
-    """Per seed, seconds to VI's quality: (random init, warm start incl. the APE pass); NaN = never."""
+def warm_start_sides(
+    eval_rows: pd.DataFrame, dataset: str, part: str = "median"
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Per seed, seconds to VI's quality: (random init, warm start incl. the APE pass); inf = never.
+    ``part``: the per-step-corrected ``median`` (default), the spread's ``low`` / ``high`` end, or
+    "" the raw measured times; a table without the part's columns gives the raw times."""
     rows = eval_rows[eval_rows["dataset"] == dataset]
-    cold = {int(r.seed): _none_inf(r.vi_time_to_quality) for r in rows.itertuples()}
-    warm = {int(r.seed): _none_inf(r.warm_time_to_quality) for r in rows.itertuples()}
-    return cold, warm
+    out = []
+    for name in ("vi_time_to_quality", "warm_time_to_quality"):
+        column = f"{name}_{part}" if part and f"{name}_{part}" in rows.columns else name
+        # a row without the part (a run from before the spread) falls back to its raw time
+        out.append({int(r["seed"]): _none_inf(_first(r[column], r[name])) for _, r in rows.iterrows()})
+    return out[0], out[1]
+
+
+def _first(v: object, fallback: object) -> object:
+    return fallback if v is None or (isinstance(v, float) and math.isnan(v)) else v
 
 
 def _none_inf(v: object) -> float:
@@ -192,7 +229,13 @@ def warm_start(table: pd.DataFrame, figure1: pd.DataFrame, dataset: str) -> Clai
     never_warm = [s for s in warm if not math.isfinite(warm[s])]
     log_ratio = Side({s: math.log10(max(cold[s], 1e-9) / max(warm[s], 1e-9)) for s in finite})
     iv = compare(log_ratio, Side({s: 0.0 for s in finite}))
-    verdict = verdict_above(iv) if not never_warm else combine([verdict_above(iv), "not reproduced"])
+    (cold_lo, warm_lo), (cold_hi, warm_hi) = (warm_start_sides(figure1, dataset, p) for p in ("low", "high"))
+    spread = log_ratio_spread(
+        TimedSide(*(Side({s: v[s] for s in finite}) for v in (cold, cold_lo, cold_hi))),
+        TimedSide(*(Side({s: v[s] for s in finite}) for v in (warm, warm_lo, warm_hi))),
+    )
+    sooner, note = spread_verdict(verdict_above(iv), spread, 0.0)
+    verdict = sooner if not never_warm else combine([sooner, "not reproduced"])
     rows = figure1[figure1["dataset"] == dataset]
     to_ape = {
         int(r.seed): float(r.vi_time_to_ape_elbo)
@@ -204,7 +247,8 @@ def warm_start(table: pd.DataFrame, figure1: pd.DataFrame, dataset: str) -> Clai
         f"VI from random init needs {format_side(to_ape, 3)} s to reach APE's ELBO, APE {format_side(ape_t, 4)} s "
         f"(paper: > 0.4 s vs < 0.02 s); "
         f"seconds to VI's final quality (within 0.1%): random init {format_side({s: cold[s] for s in finite}, 3)}, "
-        f"warm start {format_side({s: warm[s] for s in finite}, 3)}; log10 ratio {iv.text(2)}"
+        f"warm start {format_side({s: warm[s] for s in finite}, 3)}; log10 ratio {iv.text(2)}, "
+        f"{spread_text(spread)}{_note(note)}"
         + (f"; warm start never reached it in seed(s) {never_warm}" if never_warm else "")
     )
     return _claim(cid, statement, key, verdict if finite or never_warm else INCONCLUSIVE, numbers)
@@ -216,8 +260,8 @@ def nuts_vs_vi(table: pd.DataFrame, dataset: str) -> Claim:
     statement = "NUTS's posterior predictive likelihood is slightly below VI's, at far more time"
     nuts, vi = _side(table, dataset, "nuts", "ll_paper"), _side(table, dataset, "vi-nuts-subset", "ll_paper")
     # time per combination: NUTS may run on fewer combinations than VI
-    t_nuts = _per_combination(table, dataset, "nuts", _side(table, dataset, "nuts", "time_s"))
-    t_vi = _per_combination(table, dataset, "vi", _side(table, dataset, "vi", "time_s"))
+    t_nuts = _per_combination(table, dataset, "nuts", _timed(table, dataset, "nuts"))
+    t_vi = _per_combination(table, dataset, "vi", _timed(table, dataset, "vi"))
     if not nuts or not vi:
         return no_data_claim(cid, statement, claim_location(key), RULE, "NUTS not run in this grid")
     diff = compare(nuts, vi)
@@ -225,23 +269,26 @@ def nuts_vs_vi(table: pd.DataFrame, dataset: str) -> Claim:
         _side(table, dataset, "nuts", "ll_is"),
         _side(table, dataset, "vi-nuts-subset", "ll_is"),
     )
-    speed = compare(_map(t_nuts, _log10), _map(t_vi, _log10))
-    verdict = combine([verdict_below(diff), verdict_above(speed)])
+    speed = compare(_map(t_nuts.median, _log10), _map(t_vi.median, _log10))
+    spread = log_ratio_spread(t_nuts, t_vi)
+    slower, note = spread_verdict(verdict_above(speed), spread, 0.0)
+    verdict = combine([verdict_below(diff), slower])
     numbers = (
         f"paper-style LL/word on NUTS's combinations: NUTS {format_side(nuts.values, 4)} vs VI {format_side(vi.values, 4)}, "
         f"difference {diff.text(4)}; clean: {format_side(nuts_clean.values, 4)} vs {format_side(vi_clean.values, 4)}; "
-        f"log10(time per combination NUTS / VI) {speed.text(2)} (paper: {_paper_ll(dataset, 'nuts')} vs "
+        f"log10(time per combination NUTS / VI) {speed.text(2)}, {spread_text(spread)}{_note(note)} "
+        f"(paper: {_paper_ll(dataset, 'nuts')} vs "
         f"{_paper_ll(dataset, 'vi')}, {table1_row(dataset, 'nuts').get('time_s')} s vs {table1_row(dataset, 'vi').get('time_s')} s)"
     )
     return _claim(cid, statement, key, verdict, numbers)
 
 
-def _per_combination(table: pd.DataFrame, dataset: str, method: str, side: Side) -> Side:
+def _per_combination(table: pd.DataFrame, dataset: str, method: str, side: TimedSide) -> TimedSide:
     rows = table[(table["dataset"] == dataset) & (table["method"] == method)]
     n = float(rows["combinations"].iloc[0]) if len(rows) and "combinations" in rows else float("nan")
     if not (n > 0):
         return side
-    return _map(side, lambda v: v / n)
+    return side.map(lambda v: v / n)
 
 
 def ape_claims(

@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.infra.io import load_npz, read_json
+from noisyor_bench.experiments.rundir import read_metrics_record
+from noisyor_bench.infra.io import load_npz
 from noisyor_bench.reporting.ape.labels import METHOD_LABELS
 from noisyor_bench.reporting.plots import figure_style, save_figure
 
@@ -38,7 +39,7 @@ def _eval_dirs(eval_files: Sequence[str | Path], dataset: str) -> list[Path]:
     for f in eval_files:
         p = Path(f)
         d = p if p.is_dir() else p.parent
-        if read_json(d / "metrics.json")["dataset"] == dataset:
+        if read_metrics_record(d)["dataset"] == dataset:
             dirs.append(d)
     return dirs
 
@@ -46,11 +47,11 @@ def _eval_dirs(eval_files: Sequence[str | Path], dataset: str) -> list[Path]:
 def figure1_left(
     eval_files: Sequence[str | Path], vi_dirs: Sequence[str | Path], dataset: str, png: str, pdf: str | None
 ) -> None:
-    vi_by_seed = {read_json(Path(d) / "metrics.json")["seed"]: Path(d) for d in vi_dirs}
+    vi_by_seed = {read_metrics_record(d)["seed"]: Path(d) for d in vi_dirs}
     with figure_style():
         fig, ax = plt.subplots(figsize=(5.5, 4))
         for i, d in enumerate(_eval_dirs(eval_files, dataset)):
-            meta = read_json(d / "metrics.json")
+            meta = read_metrics_record(d)
             seed, fig1 = meta["seed"], meta.get("figure1") or {}
             label = i == 0
             vi_dir = vi_by_seed.get(seed)

@@ -7,7 +7,9 @@ warm-started from the model-aware APE, beyond the table), ``nuts`` and ``vi-nuts
 scored on NUTS's combinations, NUTS's yardstick when NUTS runs on fewer than all).  Metrics:
 ``ll_paper`` (the authors' per-word posterior predictive), ``ll_is`` (clean importance-sampled
 log p(x | theta) per word), ``elbo_per_word``, ``time_s``, ``agree_vi`` and ``agree_is`` (pairs
-of test models ranked as VI's ELBO / the IS likelihood rank them).
+of test models ranked as VI's ELBO / the IS likelihood rank them); beside ``time_s`` its
+robust centre and spread ``time_s_median``, ``time_s_low``, ``time_s_high``
+(:mod:`noisyor_bench.infra.timing`), which the speed claims are judged on.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from typing import Any
 
 import pandas as pd
 
+from noisyor_bench.experiments.rundir import read_metrics_record
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.infra.io import read_json
 from noisyor_bench.reporting.ape.labels import TABLE1_LABELS
 from noisyor_bench.reporting.ape.paper import paper_numbers, table1_row
 from noisyor_bench.reporting.tables import CI_NOTE, format_ci, markdown_table, summarise
@@ -28,7 +30,8 @@ from noisyor_bench.reporting.tables import CI_NOTE, format_ci, markdown_table, s
 ARTIFACT = "ape-table1"
 METHODS = ("standard", "ape-naive", "ape-model-aware", "vi", "vi-warm", "nuts", "vi-nuts-subset")
 DATASET_LABELS = {"toybars": "Synthetic data (toy bars, K = 20)", "mdreviews": "Product reviews (K = 30)"}
-METRICS = ("ll_paper", "ll_is", "elbo_per_word", "time_s", "agree_vi", "agree_is")
+TIME_SPREAD = ("time_s_median", "time_s_low", "time_s_high")  # per run: median and spread of time_s
+METRICS = ("ll_paper", "ll_is", "elbo_per_word", "time_s", *TIME_SPREAD, "agree_vi", "agree_is")
 PAPER_SCALE = {
     "theta_pool": 50_000,
     "epochs": 2,
@@ -46,7 +49,7 @@ def seed_rows(eval_files: Sequence[str | Path]) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     for path in eval_files:
         p = Path(path)
-        data = read_json(p / "metrics.json" if p.is_dir() else p)
+        data = read_metrics_record(p)
         if data.get("experiment") != "ape-eval":
             raise DataError(f"{path}: not an APE evaluation (experiment {data.get('experiment')!r})")
         base = {"dataset": data["dataset"], "seed": int(data["seed"])}
@@ -169,6 +172,16 @@ def _cell(row: Mapping[str, Any], metric: str, digits: int) -> str:
     return format_ci(row[f"{metric}_mean"], row[f"{metric}_ci95"], row[f"{metric}_n"], digits)
 
 
+def _time_cell(row: Mapping[str, Any]) -> str:
+    """The measured time's mean ± CI, then the timings' spread (means over seeds of the per-run
+    low and high ends) where one was recorded."""
+    text = _cell(row, "time_s", 3)
+    low, high = row.get("time_s_low_mean"), row.get("time_s_high_mean")
+    if text and not _missing(low) and not _missing(high) and high > low:
+        text += f" (spread {float(low):.3g}–{float(high):.3g})"
+    return text
+
+
 def _paper(value: Any, digits: int, pm: Any = None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
@@ -195,8 +208,8 @@ def table1_markdown(frame: pd.DataFrame, settings: Mapping[str, Any]) -> str:
         "higher is better: **paper style** = the authors' posterior predictive (prior term and "
         "multinomial coefficient included, their evaluation prior), **clean** = importance-sampled "
         "log p(x | theta) per word with q as proposal (docs/ape.md). Time: seconds of inference on "
-        "all combinations (encoders: one forward pass; VI: until its stopping rule; NUTS: warm-up + "
-        "sampling). Agreement: pairs of the test models (45 for 10) that the method's total ELBO "
+        "all combinations (encoders: one forward pass, median of >= 5; VI: until its stopping rule; NUTS: "
+        "warm-up + sampling); spread: min..max of the passes (encoders), interquartile step times (VI). Agreement: pairs of the test models (45 for 10) that the method's total ELBO "
         "orders as VI's does / as the IS log-likelihood (VI's q as proposal) does. "
         "Product reviews are a **subset**: 1,585 of the ~7,900 documents of the authors' "
         "preprocessing (their 6,343-document training split is unavailable).",
@@ -227,7 +240,7 @@ def table1_markdown(frame: pd.DataFrame, settings: Mapping[str, Any]) -> str:
                     _cell(r, "ll_paper", 4),
                     _paper(r["paper_ll"], 4, r["paper_ll_pm"]),
                     _cell(r, "ll_is", 4),
-                    _cell(r, "time_s", 3),
+                    _time_cell(r),
                     _paper(r["paper_time_s"], 2),
                     _agreement(r, "agree_vi"),
                     _paper(r["paper_agree"], 0) + ("/45" if not _missing(r["paper_agree"]) else ""),
@@ -257,6 +270,7 @@ FIGURE1_COLUMNS = (
     "vi_time_to_quality",
     "warm_time_to_quality",
     "vi_time_to_ape_elbo",
+    *(f"{t}_{s}" for t in ("vi_time_to_quality", "warm_time_to_quality") for s in ("median", "low", "high")),
 )
 
 
@@ -265,7 +279,7 @@ def figure1_rows(eval_files: Sequence[str | Path]) -> pd.DataFrame:
     rows = []
     for path in eval_files:
         p = Path(path)
-        data = read_json(p / "metrics.json" if p.is_dir() else p)
+        data = read_metrics_record(p)
         fig1 = data.get("figure1") or {}
         rows.append(
             {

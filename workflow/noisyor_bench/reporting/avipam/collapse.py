@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.infra.io import load_npz, read_json
+from noisyor_bench.experiments.rundir import read_metrics_record
+from noisyor_bench.infra.io import load_npz
 from noisyor_bench.reporting.avipam.labels import CORPUS_LABELS, VARIANT_LABELS, split_collapse_method
 from noisyor_bench.reporting.avipam.tables import run_npmi
 from noisyor_bench.reporting.tables import CI_NOTE, markdown_table, stat_cell, summarise
@@ -40,7 +41,7 @@ METRICS = (
 def collect(metrics_paths: Sequence[str | Path], references: Mapping[tuple[str, str], Any]) -> pd.DataFrame:
     rows = []
     for path in metrics_paths:
-        m = read_json(path)
+        m = read_metrics_record(path)
         arrays = load_npz(Path(path).parent / "topics.npz")
         variant, lr = split_collapse_method(m["method"])
         row = {

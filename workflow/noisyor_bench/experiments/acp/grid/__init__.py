@@ -22,7 +22,7 @@ from typing import Any
 from noisyor_bench.experiments.acp.grid import (
     corpora as corpora,  # the grid's real-corpus cells (grid.corpora)
 )
-from noisyor_bench.experiments.acp.search import sample_hparams
+from noisyor_bench.experiments.acp.search import chunk_ranges, sample_hparams
 from noisyor_bench.experiments.rundir import RunKey, cell_path
 from noisyor_bench.inference.fitting import config_budget_defaults
 from noisyor_bench.inference.noisyor.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED, method_info
@@ -244,6 +244,19 @@ def draws(cfg: Mapping[str, Any], cell: Cell) -> list[dict[str, Any]]:
     search_seed = int((active_grid(cfg).get("search") or {}).get("seed", 0))
     space = search_space(cfg, cell.method)
     return [sample_hparams(space, search_seed, d) for d in range(n_draws(cfg, cell))]
+
+
+def draws_per_job(cfg: Mapping[str, Any], cell: Cell) -> int | None:
+    """``search.draws_per_job`` of the cell (experiment over grid); None: all draws in one job."""
+    search = dict(active_grid(cfg).get("search") or {})
+    search.update(experiments(cfg)[cell.experiment].get("search") or {})
+    value = search.get("draws_per_job")
+    return None if value is None else int(value)
+
+
+def search_chunks(cfg: Mapping[str, Any], cell: Cell) -> list[tuple[int, int]]:
+    """Draw ranges ``[start, stop)`` of the cell's search jobs (rule search_chunk), in order."""
+    return chunk_ranges(n_draws(cfg, cell), draws_per_job(cfg, cell))
 
 
 def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools: Mapping[str, int]) -> None:

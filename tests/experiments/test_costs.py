@@ -1,0 +1,109 @@
+"""The cost model (noisyor_bench.experiments.costs): per-job estimates of every paper, chunked
+searches, limits with a safety factor and retries, list scheduling."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from conftest import REPO
+
+from noisyor_bench.experiments import costs, papers
+from noisyor_bench.experiments.acp import grid
+from noisyor_bench.experiments.config import load_config
+
+REFERENCES = costs.load_references(REPO)
+QUICK = next(r for r in REFERENCES if r.grid == costs.REFERENCE_GRID)
+
+
+@pytest.fixture(scope="module")
+def paper_cfg():
+    return load_config(REPO / "config" / "config.yaml", {"grid": "paper"})
+
+
+def test_every_paper_with_rules_gets_estimates_for_the_paper_grid(paper_cfg):
+    est = costs.estimate_jobs(paper_cfg, REFERENCES, papers.ids())
+    assert {e.paper for e in est} == {"acp", "ape", "ape_noisyor", "avipam"}
+    assert all(e.cpu_seconds > 0 and e.basis in ("measured", "extrapolated") for e in est)
+    assert not [e for e in est if e.basis == "unmeasured"]
+
+
+def test_quick_grid_reproduces_its_own_measurements(paper_cfg):
+    """Estimating the reference grid itself gives back the measured seconds (basis 'measured')."""
+    quick = costs.grid_config(paper_cfg, costs.REFERENCE_GRID)
+    est = costs.estimate_jobs(quick, [QUICK], ["ape", "avipam"])
+    measured = [e for e in est if e.basis == "measured"]
+    assert len(measured) >= 20
+    assert all(e.cpu_seconds == pytest.approx(QUICK.jobs[(e.rule, e.job)].seconds) for e in measured)
+
+
+def test_paper_protocol_run_is_preferred_where_it_measured_the_same_cell(paper_cfg):
+    """Cells the paper-protocol SYN-PATTERN run measured at the paper's budgets are 'measured',
+    with its seconds and peak memory; the quick grid's scaled guess does not win over them."""
+    synpattern = next(r for r in REFERENCES if r.grid == "paper-synpattern")
+    est = {(e.rule, e.job): e for e in costs.estimate_jobs(paper_cfg, REFERENCES, ["acp"])}
+    e = est[("train_cell", "fig3a/syn-pattern/avi/n1000")]
+    m = synpattern.jobs[("train_cell", "fig3a/syn-pattern/avi/n1000")]
+    assert e.basis == "measured" and e.cpu_seconds == pytest.approx(m.seconds)
+    assert e.reference.startswith("paper-synpattern:") and e.mem_mb >= m.rss_mb
+
+
+def test_search_chunks_split_the_cost_of_a_search(paper_cfg):
+    cfg = copy.deepcopy(paper_cfg)
+    for exp in cfg["grids"]["paper"]["experiments"].values():
+        (exp.get("search") or {}).pop("draws_per_job", None)
+    cfg["grids"]["paper"].setdefault("search", {})["draws_per_job"] = None
+    whole = [e for e in costs.estimate_jobs(cfg, REFERENCES, ["acp"]) if e.rule == "search_chunk"]
+    cfg["grids"]["paper"].setdefault("search", {})["draws_per_job"] = 10
+    chunks = [e for e in costs.estimate_jobs(cfg, REFERENCES, ["acp"]) if e.rule == "search_chunk"]
+    assert len(chunks) > len(whole)
+    assert sum(e.cpu_seconds for e in chunks) == pytest.approx(sum(e.cpu_seconds for e in whole))
+    cell = next(c for c in grid.cells(cfg) if grid.n_draws(cfg, c) == 100)
+    assert max(e.cpu_seconds for e in chunks) == pytest.approx(max(e.cpu_seconds for e in whole) / 10)
+    assert f"{cell.path}/9" in {e.job for e in chunks}
+
+
+def test_cuda_flags_follow_the_methods(paper_cfg):
+    """Amortized training can use a GPU; Gibbs, NUTS, VI, mean-field and the per-datapoint
+    methods (SVI, LB-CDI, UB-CDI) cannot."""
+    est = costs.estimate_jobs(paper_cfg, REFERENCES, papers.ids())
+    by_rule: dict[str, set[bool]] = {}
+    for e in est:
+        by_rule.setdefault(e.rule, set()).add(e.cuda)
+    assert by_rule["search_chunk"] == {True} and by_rule["ape_train"] == {True}
+    assert by_rule["ape_nuts"] == by_rule["ape_vi"] == by_rule["baselines"] == {False}
+    acp = {e.job.split("/")[2]: e.cuda for e in est if e.rule == "train_cell"}
+    assert acp["avi"] and acp["acp"] and acp["acp-sg"]
+    assert not (acp["svi"] or acp["lb-cdi"] or acp.get("ub-cdi", False))
+    avipam = {e.job: e.cuda for e in est if e.rule == "avipam_run"}
+    assert not any(v for j, v in avipam.items() if "gibbs" in j or "-lda-" in j)
+    assert all(v for j, v in avipam.items() if "-avipam-" in j)
+
+
+def test_limits_have_a_safety_factor_and_grow_with_attempts():
+    assert costs.runtime_minutes(3600) >= 1.5 * 60
+    assert costs.runtime_minutes(3600, attempt=2) == 2 * costs.runtime_minutes(3600)
+    assert costs.runtime_minutes(1) == costs.MIN_RUNTIME_MIN
+    assert costs.mem_mb(4000, attempt=2) == 2 * costs.mem_mb(4000) >= 2 * 6000
+
+
+def test_list_schedule_is_longest_first():
+    assert costs.list_schedule([5, 4, 3, 3, 3], 2) == 10  # LPT: 5+3 | 4+3+3 (the optimum, 9, is not LPT's)
+    assert costs.list_schedule([10, 1, 1], 5) == 10
+    assert costs.list_schedule([], 3) == 0
+
+
+def test_wall_time_is_at_least_the_longest_chain():
+    """A cell's training waits for its search chunks: with slots to spare, the wall time is the
+    longest chunk plus the training, not the longest job alone."""
+
+    def est(rule: str, seconds: float, chain: str, stage: int) -> costs.Estimate:
+        return costs.Estimate(
+            "acp", rule, f"{chain}/{rule}{seconds}", seconds, "measured", "", True, 2000, True, chain, stage
+        )
+
+    jobs = [est("search_chunk", 10, "a", 0), est("search_chunk", 30, "a", 0), est("train_cell", 20, "a", 1)]
+    jobs.append(est("train_cell", 45, "b", 1))
+    assert costs.critical_path(jobs) == 50  # max(30 + 20, 45)
+    assert costs.wall_seconds(jobs, 100) == 50
+    assert costs.wall_seconds(jobs, 1) == 105  # one slot: everything in sequence

@@ -1,0 +1,183 @@
+"""A search split into chunk jobs (issue 28: ``search --draws-range``, ``search-select``) selects
+what the search run in one job selects: the same best.json and the same search.csv rows, for any
+chunk size, because a draw's values and initialisation depend on (cell, draw index, seed) only."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import cli
+from toydata import write_toy_dataset
+
+from noisyor_bench.experiments.acp.search import chunk_ranges, sample_hparams
+from noisyor_bench.infra.io import read_json
+
+# A small space around the toy's scale; two encoder widths, so batched draws form several groups.
+SPACE = {
+    "dtype": {"choice": ["float64"]},
+    "hidden_dim": {"choice": [8, 16]},
+    "lr": {"loguniform": [3e-3, 5e-2]},
+    "gen_lr": {"loguniform": [3e-3, 9e-2]},
+    "beta1": {"uniform": [0.5, 0.95]},
+}
+N_DRAWS = 5
+DRAWS = [sample_hparams(SPACE, seed=7, draw=d) for d in range(N_DRAWS)]
+# Columns of search.csv compared exactly; train_seconds is wall time.
+COMPARED = ("draw", "val_nelbo", "epochs", "hparams", "reason")
+
+
+def _search_args(dataset: Path, *extra: str, batch: bool) -> list[str]:
+    return [
+        "search",
+        "--dataset", str(dataset), "--dataset-name", "toy", "--experiment", "fig4",
+        "--method", "acp", "--mode", "learning", "--n-train", "40", "--seed", "0",
+        "--draws", json.dumps(DRAWS),
+        "--budget", json.dumps({"max_epochs": 6, "patience": 2, "batch_size": 16}),
+        "--evaluation", json.dumps({"samples": 20}), "--device", "cpu",
+        *(["--batch-draws"] if batch else []), *extra,
+    ]  # fmt: skip
+
+
+def _chunked(dataset: Path, out: Path, per_job: int, capsys, batch: bool) -> None:
+    """The search as the workflow runs it: one ``search --draws-range`` per chunk, then ``search-select``."""
+    tables = []
+    for i, (start, stop) in enumerate(chunk_ranges(N_DRAWS, per_job)):
+        table = out / "chunks" / f"{i}.csv"
+        code, _, err = cli(
+            _search_args(dataset, "--draws-range", f"{start}:{stop}", "--out-chunk", table, batch=batch),
+            capsys,
+        )
+        assert code == 0, err
+        assert Path(f"{table}.prov.json").is_file()  # the chunk's provenance sidecar
+        tables.append(table)
+    code, _, err = cli(["search-select", "--chunks", *reversed(tables), "--out-dir", out], capsys)
+    assert code == 0, err
+
+
+def _rows(path: Path) -> list[tuple[str, ...]]:
+    with open(path, newline="") as fh:
+        return [tuple(r[c] for c in COMPARED) for r in csv.DictReader(fh)]
+
+
+def _selection(path: Path) -> dict:
+    best = read_json(path)
+    del best["provenance"]
+    return best
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["one-by-one", "batched"])
+def test_chunk_sizes_select_what_one_job_selects(tmp_path: Path, capsys, batch: bool) -> None:
+    dataset = write_toy_dataset(tmp_path / "toy.npz")
+    whole = tmp_path / "whole"
+    code, _, err = cli(_search_args(dataset, "--out-dir", whole, batch=batch), capsys)
+    assert code == 0, err
+    expected_best, expected_rows = _selection(whole / "best.json"), _rows(whole / "search.csv")
+    assert len(expected_rows) == N_DRAWS and all(math.isfinite(float(r[1])) for r in expected_rows)
+    assert expected_best["draw"] != 0  # the winner is a sampled draw, not the defaults
+    for per_job in (1, 3, N_DRAWS):
+        out = tmp_path / f"k{per_job}"
+        _chunked(dataset, out, per_job, capsys, batch)
+        assert _selection(out / "best.json") == expected_best, per_job
+        assert _rows(out / "search.csv") == expected_rows, per_job
+        header = (out / "search.csv").read_text().splitlines()[0]
+        assert header == (whole / "search.csv").read_text().splitlines()[0]
+
+
+def _write_chunk(path: Path, rows: list[tuple[int, float, str]], n_draws: int) -> Path:
+    """A chunk table as ``search --draws-range`` writes it: (draw, val_nelbo, reason) rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["draw", "val_nelbo", "epochs", "train_seconds", "hparams", "reason", "n_draws"])
+        for draw, val, reason in rows:
+            epochs = "" if reason else "3"
+            out.writerow([draw, val, epochs, "0.5", json.dumps({"lr": draw / 10}), reason, n_draws])
+    return path
+
+
+def test_select_keeps_ties_and_divergences_as_one_job_does(tmp_path: Path, capsys) -> None:
+    """Ties go to the lowest draw and a diverged draw is a row with an infinite NELBO, even when
+    the tied or diverged draws sit in different chunks."""
+    a = _write_chunk(tmp_path / "chunks" / "0.csv", [(0, 9.0, ""), (1, 8.5, "")], 4)
+    b = _write_chunk(tmp_path / "chunks" / "1.csv", [(2, math.inf, "diverged: nan loss"), (3, 8.5, "")], 4)
+    code, out, err = cli(["search-select", "--chunks", b, a, "--out-dir", tmp_path], capsys)
+    assert code == 0, err
+    best = read_json(tmp_path / "best.json")
+    assert (best["draw"], best["hparams"], best["val_nelbo"], best["n_draws"]) == (1, {"lr": 0.1}, 8.5, 4)
+    rows = list(csv.DictReader(open(tmp_path / "search.csv")))
+    assert [r["draw"] for r in rows] == ["0", "1", "2", "3"]
+    assert (rows[2]["val_nelbo"], rows[2]["reason"], rows[2]["epochs"]) == ("inf", "diverged: nan loss", "")
+    assert "n_draws" not in rows[0]
+
+
+def test_select_fails_when_every_draw_diverged(tmp_path: Path, capsys) -> None:
+    a = _write_chunk(tmp_path / "c" / "0.csv", [(0, math.inf, "diverged: nan loss")], 2)
+    b = _write_chunk(tmp_path / "c" / "1.csv", [(1, math.inf, "diverged: inf grad")], 2)
+    code, _, err = cli(["search-select", "--chunks", a, b, "--out-dir", tmp_path], capsys)
+    assert code != 0
+    assert "every draw of the search" in err and "draw 0" in err and "draw 1" in err
+    assert not (tmp_path / "best.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("chunks", "words"),
+    [
+        ([[(0, 1.0, "")], [(2, 1.0, "")]], "missing [1]"),  # a chunk in the middle missing
+        ([[(0, 1.0, "")], [(1, 1.0, "")]], "a chunk table is missing"),  # the last chunk missing
+        ([[(0, 1.0, ""), (1, 1.0, "")], [(1, 1.0, "")]], "repeated [1]"),
+    ],
+    ids=["gap", "last", "overlap"],
+)
+def test_select_names_missing_or_repeated_chunks(tmp_path: Path, capsys, chunks, words) -> None:
+    paths = [_write_chunk(tmp_path / "c" / f"{i}.csv", rows, 3) for i, rows in enumerate(chunks)]
+    code, _, err = cli(["search-select", "--chunks", *paths, "--out-dir", tmp_path], capsys)
+    assert code == 2
+    assert words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--draws-range", "0:2"], "--draws-range needs --out-chunk"),
+        (["--draws-range", "3:9", "--out-chunk", "c.csv"], "0 <= START < STOP <= 5"),
+        (["--draws-range", "a-b", "--out-chunk", "c.csv"], "expected START:STOP"),
+        (["--out-chunk", "c.csv"], "--out-chunk needs --draws-range"),
+        ([], "search needs --out-dir"),
+    ],
+)
+def test_bad_chunk_arguments_are_one_line_errors(dataset: Path, capsys, extra, words) -> None:
+    code, _, err = cli(_search_args(dataset, *extra, batch=False), capsys)
+    assert code == 2
+    assert words in err and "Traceback" not in err
+
+
+def test_chunk_ranges_cover_the_draws_in_order() -> None:
+    assert chunk_ranges(5, None) == [(0, 5)]
+    assert chunk_ranges(5, 9) == [(0, 5)]
+    assert chunk_ranges(5, 1) == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]
+    assert chunk_ranges(100, 10)[-1] == (90, 100) and len(chunk_ranges(100, 10)) == 10
+    assert chunk_ranges(7, 3) == [(0, 3), (3, 6), (6, 7)]
+
+
+def test_grids_split_the_paper_searches_and_keep_smoke_in_one_job() -> None:
+    """draws_per_job: the paper grid's 100-draw searches in 10 jobs of 10; smoke/quick unset (one job)."""
+    from conftest import REPO
+
+    from noisyor_bench.experiments.acp import grid
+    from noisyor_bench.experiments.config import load_config
+
+    for name, per_job in (("paper", 10), ("smoke", None), ("quick", None)):
+        cfg = load_config(REPO / "config" / "config.yaml", {"grid": name})
+        searched = [c for c in grid.cells(cfg) if grid.n_draws(cfg, c) > 1]
+        assert searched, name
+        for cell in searched:
+            assert grid.draws_per_job(cfg, cell) == per_job
+            ranges = grid.search_chunks(cfg, cell)
+            assert [d for start, stop in ranges for d in range(start, stop)] == list(
+                range(grid.n_draws(cfg, cell))
+            )
+            assert max(stop - start for start, stop in ranges) <= (per_job or grid.n_draws(cfg, cell))

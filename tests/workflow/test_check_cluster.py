@@ -1,0 +1,100 @@
+"""noisyor-bench check-cluster: the real profiles pass on the paper grid for all papers; a
+profile with a too-short limit or a GPU removed fails (one dry run each, cached per module)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from noisyor_bench.commands.cluster import parse_dry_run
+
+
+def check_cluster(profile: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("NOISYOR_RAW_DATA", str(REPO.parent / "shared" / "data"))
+    cmd = [
+        sys.executable,
+        "-m",
+        "noisyor_bench",
+        "check-cluster",
+        "--profile",
+        str(profile),
+        "--config",
+        "grid=paper",
+    ]
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def slurm_check():
+    return check_cluster(REPO / "profiles" / "slurm")
+
+
+def test_slurm_profile_passes_on_the_paper_grid(slurm_check):
+    assert slurm_check.returncode == 0, slurm_check.stdout[-3000:] + slurm_check.stderr[-2000:]
+    out = slurm_check.stdout
+    assert "check-cluster: OK" in out and "five longest jobs" in out
+    submitted, bound = map(int, re.search(r"(\d+) cluster submissions \(bound (\d+)\)", out).groups())
+    assert 0 < submitted <= bound
+
+
+def test_broken_profile_fails(tmp_path):
+    """A one-minute limit for the searches and no GPU for APE's encoders: both are reported."""
+    broken = tmp_path / "slurm"
+    shutil.copytree(REPO / "profiles" / "slurm", broken)
+    text = (broken / "config.yaml").read_text()
+    text += "\nset-resources:\n  search_chunk:\n    runtime: 1\n  ape_train:\n    gpu: 0\n"
+    (broken / "config.yaml").write_text(text)
+    proc = check_cluster(broken)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "runtime limit 1 min < 1.5x" in proc.stdout
+    assert "CUDA-capable but requests no GPU" in proc.stdout
+
+
+def test_parse_dry_run_reads_benchmarks_and_resources():
+    text = (
+        "rule search_chunk:\n    benchmark: /r/benchmarks/search_chunk/fig5/d/avi/n10/0.tsv\n"
+        "    resources: tmpdir=/tmp, mem_mb=3000, runtime=20, gpu=1\n"
+        "localrule table4:\n    benchmark: /r/benchmarks/table4/table4.tsv\n    resources: tmpdir=/tmp\n"
+    )
+    jobs = parse_dry_run(text, "/r")
+    assert [j.bench for j in jobs] == [("search_chunk", "fig5/d/avi/n10/0"), ("table4", "table4")]
+    assert jobs[0].resources["runtime"] == "20" and jobs[0].resources["gpu"] == "1"
+
+
+def test_check_reports_each_kind_of_problem():
+    """Without a dry run: a short limit, a CUDA job without a GPU under a GPU-counting profile, and a
+    rule of second-long jobs submitted to the cluster are each reported; local rules are skipped."""
+    from noisyor_bench.commands.cluster import DryJob, check
+    from noisyor_bench.experiments.costs import Estimate
+
+    def est(rule: str, job: str, seconds: float, cuda: bool) -> Estimate:
+        return Estimate("acp", rule, job, seconds, "extrapolated", "", cuda, 2000, True)
+
+    estimates = {
+        ("train_cell", "a"): est("train_cell", "a", 3600, True),
+        ("train_cell", "b"): est("train_cell", "b", 3600, True),
+        ("baselines", "d"): est("baselines", "d", 5, False),
+    }
+    jobs = [
+        DryJob("train_cell", ("train_cell", "a"), {"runtime": "89", "gpu": "1"}),  # 89 min < 1.5 h
+        DryJob("train_cell", ("train_cell", "b"), {"runtime": "120", "gpu": "0"}),
+        DryJob("baselines", ("baselines", "d"), {"runtime": "10", "gpu": "0"}),
+        DryJob("table4", ("table4", "table4"), {}),  # local: not a compute rule
+    ]
+    problems, submitted = check(jobs, estimates, {"train_cell", "baselines"}, gpus=True)
+    assert len(submitted) == 3
+    assert [p for p in problems if "runtime limit 89 min" in p and p.startswith("train_cell a")]
+    assert [p for p in problems if p.startswith("train_cell b") and "requests no GPU" in p]
+    assert [p for p in problems if p.startswith("rule baselines") and "own cluster job" in p]
+    assert len(problems) == 3
+    problems, _ = check(jobs[1:2], estimates, {"train_cell"}, gpus=False)  # the default profile
+    assert problems == []

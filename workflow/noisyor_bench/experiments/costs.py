@@ -1,0 +1,451 @@
+"""The cost model of the workflow: expected seconds, memory and GPU use of every compute job of a
+grid, scaled from measured runs.
+
+Why: a cluster needs a wall-time and memory limit per job before it runs, and a user needs the
+core-hours and the longest job before submitting a grid.  Both come from here, from one place:
+the workflow's ``resources:`` (rules/common.smk), ``noisyor-bench estimate-time`` and
+``noisyor-bench check-cluster``.
+
+Method.  :data:`REFERENCE_TABLES` are the measured runs: ``config/job_seconds.csv`` (every job
+of the quick grid) and ``reference/paper-synpattern`` (the paper's protocol on SYN-PATTERN, with
+peak memory).  Each paper describes its compute jobs in its own folder
+(``experiments/<paper>/costs.py``, found by the paper registry's ids): ``jobs(cfg) -> list[Job]``
+gives every compute job of the active grid of ``cfg`` with its benchmark name (``rule``, ``job``),
+the measured rule it scales from, a matching ``key`` and its ``work`` (a size in the paper's own
+unit: rows x epochs x fits, optimiser steps, Gibbs sweeps x topics x documents, ...);
+``COMPUTE_RULES`` names its compute rules.  A job takes the measured seconds of the reference
+job of its measured rule whose key matches best (then the nearest size, then the nearest work
+per fit: a run at the same budgets wins) and scales them by ``work / reference work``; its
+memory is the larger of the paper's estimate and the reference's measured peak, scaled by the
+data size.  It is *measured* when it is that very job at the same work, *extrapolated*
+otherwise.  No GPU timing exists yet: GPU time is "not measured".
+
+Rules that no paper lists as compute are short (tables, figures, HTML views, claims, data
+steps): the workflow runs them as ``localrules``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import importlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The grid of config/job_seconds.csv (the config key ``job_seconds``), measured for every job.
+REFERENCE_GRID = "quick"
+#: Wall-time limit / estimate of a first attempt (>= 1.5: check-cluster's bound).
+SAFETY = 2.0
+#: Minimum wall-time limit of a compute job, minutes (start-up, a slow shared file system).
+MIN_RUNTIME_MIN = 10
+#: Memory of a compute job without a larger estimate, MB.
+BASE_MEM_MB = 2000
+#: A submitted job whose estimate is below this many seconds should not be its own cluster job.
+SHORT_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """One compute job of a grid, as a paper's cost module describes it."""
+
+    rule: str
+    """Benchmark name of its rule (``<results>/benchmarks/<rule>/<job>.tsv``)."""
+    job: str
+    """Its benchmark stem."""
+    work: float
+    """Its size in the paper's unit for ``measured_rule``; seconds scale with it."""
+    key: tuple[str, ...] = ()
+    """Matching key, most important first: a reference job sharing a longer prefix wins."""
+    size: float = 1.0
+    """Tie-break among equal keys: the reference of nearest log size wins."""
+    measured_rule: str | None = None
+    """The measured rule it scales from (default: ``rule``; a search chunk scales from ``search``)."""
+    cuda: bool = False
+    """It can use a GPU (declares ``gpu`` under the gpu and slurm profiles)."""
+    mem_mb: int = BASE_MEM_MB
+    cell: bool = True
+    """A training cell or search chunk (counts towards the submissions bound of check-cluster)."""
+    unit: float = 0.0
+    """Work of one fit (0: ``work``): among references of the same key and size, the one run at
+    the nearest budget per fit wins (a paper-protocol run over a quick one), whatever the fit count."""
+
+    chain: str = ""
+    """Jobs of one chain run stage after stage (a cell's search chunks, then its training);
+    the wall time is at least the longest chain ('' : a chain of its own)."""
+    stage: int = 0
+
+    @property
+    def per_fit(self) -> float:
+        return self.unit or self.work
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Expected cost of one job."""
+
+    paper: str
+    rule: str
+    job: str
+    cpu_seconds: float
+    basis: str
+    """``measured``, ``extrapolated`` or ``unmeasured`` (no measured job of its rule)."""
+    reference: str
+    """The measured job it scales from (``<grid>: <rule>/<job>``), or ''."""
+    cuda: bool
+    mem_mb: int
+    cell: bool
+    chain: str = ""
+    stage: int = 0
+    gpu_seconds: float | None = None
+    """None: not measured (no GPU timing exists yet)."""
+
+
+def _cost_module(paper_id: str) -> Any | None:
+    """The paper's cost module ``experiments/<paper>/costs.py``, or None (no compute jobs)."""
+    try:
+        return importlib.import_module(f"noisyor_bench.experiments.{paper_id}.costs")
+    except ModuleNotFoundError as err:
+        if err.name == f"noisyor_bench.experiments.{paper_id}.costs":
+            return None
+        raise
+
+
+def grid_config(cfg: Mapping[str, Any], grid: str) -> dict[str, Any]:
+    """``cfg`` with ``grid`` active (the grids' helpers read ``cfg['grid']``)."""
+    return {**cfg, "grid": grid}
+
+
+def paper_jobs(cfg: Mapping[str, Any], paper_id: str, reference: bool = False) -> list[Job]:
+    """The compute jobs of one paper in the active grid of ``cfg`` ([] without a cost module);
+    ``reference``: as the measured grid ran them (a module's ``reference_jobs``, if it has one)."""
+    module = _cost_module(paper_id)
+    if module is None:
+        return []
+    return list((getattr(module, "reference_jobs", module.jobs) if reference else module.jobs)(cfg))
+
+
+def compute_rules(paper_ids: Iterable[str] | None = None) -> set[str]:
+    """Benchmark names of the compute rules (every other rule is local)."""
+    from noisyor_bench.experiments import papers
+
+    ids = list(paper_ids) if paper_ids is not None else list(papers.ids())
+    rules: set[str] = set()
+    for pid in ids:
+        module = _cost_module(pid)
+        rules |= set(getattr(module, "COMPUTE_RULES", ())) if module else set()
+    return rules
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured job: wall seconds, and its peak memory where the run recorded it."""
+
+    seconds: float
+    rss_mb: float | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A measured run: the grid it ran and its jobs' measurements."""
+
+    grid: str
+    jobs: Mapping[tuple[str, str], Measurement]
+    source: str = ""
+
+
+#: The measured runs the model scales from (grid, table relative to the repository): the quick
+#: grid's job seconds (config key ``job_seconds``) and the paper-protocol SYN-PATTERN run, which
+#: measured 100-draw searches and 5-seed cells at the paper's budgets (with peak memory).
+REFERENCE_TABLES: tuple[tuple[str, str], ...] = (
+    (REFERENCE_GRID, "config/job_seconds.csv"),
+    ("paper-synpattern", "reference/paper-synpattern/tables/runtime_jobs.csv"),
+)
+
+
+def load_reference(grid: str, path: str | Path) -> Reference:
+    """A measured table: ``rule,job,seconds`` (config/job_seconds.csv) or a run's
+    ``runtime_jobs.csv`` (``rule,job,s,...,max_rss_mb``)."""
+    import csv
+
+    from noisyor_bench.experiments import job_seconds
+    from noisyor_bench.infra.errors import DataError
+
+    with open(path, newline="") as fh:
+        header = next(csv.reader(fh), [])
+    if tuple(header) == job_seconds.COLUMNS:
+        table = job_seconds.load(path)
+        return Reference(grid, {k: Measurement(v) for k, v in table.items()}, str(path))
+    if not {"rule", "job", "s"} <= set(header):
+        raise DataError(f"{path}: expected the columns rule,job,seconds or rule,job,s; got {header}")
+    jobs: dict[tuple[str, str], Measurement] = {}
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            rss = row.get("max_rss_mb")
+            try:
+                jobs[(row["rule"], row["job"])] = Measurement(float(row["s"]), float(rss) if rss else None)
+            except ValueError:
+                raise DataError(f"{path}: job {row['rule']} {row['job']}: not a number") from None
+    return Reference(grid, jobs, str(path))
+
+
+def load_references(
+    root: str | Path, job_seconds_path: str | None = "config/job_seconds.csv"
+) -> list[Reference]:
+    """The measured runs of :data:`REFERENCE_TABLES` under ``root`` that exist; ``job_seconds_path``
+    replaces the quick grid's table (the config key ``job_seconds``; None: none)."""
+    refs = []
+    for grid, rel in REFERENCE_TABLES:
+        if grid == REFERENCE_GRID:
+            if job_seconds_path is None:
+                continue
+            rel = job_seconds_path
+        path = Path(root) / rel
+        if path.is_file():
+            refs.append(load_reference(grid, path))
+    return refs
+
+
+_Candidate = tuple[Job, Measurement, str]
+
+
+def _match(job: Job, candidates: Sequence[_Candidate]) -> _Candidate | None:
+    """The reference job of the longest common key prefix, then the nearest size, then the
+    nearest work per fit (a run at the same budgets beats one scaled from another budget)."""
+
+    def score(item: _Candidate) -> tuple[int, float, float]:
+        ref = item[0]
+        prefix = 0
+        for a, b in zip(job.key, ref.key, strict=False):
+            if a != b:
+                break
+            prefix += 1
+        size = abs(math.log(max(job.size, 1e-9)) - math.log(max(ref.size, 1e-9)))
+        return (-prefix, size, abs(math.log(max(job.per_fit, 1e-9) / max(ref.per_fit, 1e-9))))
+
+    return min(candidates, key=score) if candidates else None
+
+
+def estimate_jobs(
+    cfg: Mapping[str, Any], references: Sequence[Reference], paper_ids: Iterable[str]
+) -> list[Estimate]:
+    """Estimates of every compute job of the selected papers in the active grid of ``cfg``."""
+    out: list[Estimate] = []
+    for pid in paper_ids:
+        if _cost_module(pid) is None:
+            continue
+        candidates: dict[str, list[_Candidate]] = {}
+        for reference in references:
+            for ref in paper_jobs(grid_config(cfg, reference.grid), pid, reference=True):
+                m = reference.jobs.get((ref.rule, ref.job))
+                if m is not None and ref.work > 0:
+                    candidates.setdefault(ref.measured_rule or ref.rule, []).append((ref, m, reference.grid))
+        for job in paper_jobs(cfg, pid):
+            rule = job.measured_rule or job.rule
+            out.append(_estimate(pid, job, candidates.get(rule, []), references))
+    return out
+
+
+def _estimate(
+    pid: str, job: Job, candidates: Sequence[_Candidate], references: Sequence[Reference]
+) -> Estimate:
+    best = _match(job, candidates)
+    if best is None:  # no measured job of its rule in a grid that has it: the rule's slowest anywhere
+        rule = job.measured_rule or job.rule
+        slowest = max(
+            (m.seconds for r in references for (ru, _), m in r.jobs.items() if ru == rule), default=None
+        )
+        if slowest is None:
+            return Estimate(
+                pid,
+                job.rule,
+                job.job,
+                3600.0,
+                "unmeasured",
+                "",
+                job.cuda,
+                job.mem_mb,
+                job.cell,
+                job.chain,
+                job.stage,
+            )
+        return Estimate(
+            pid,
+            job.rule,
+            job.job,
+            slowest,
+            "extrapolated",
+            f"{rule} (slowest measured)",
+            job.cuda,
+            job.mem_mb,
+            job.cell,
+            job.chain,
+            job.stage,
+        )
+    ref, m, grid = best
+    seconds = m.seconds * job.work / ref.work
+    same = (ref.rule, ref.job) == (job.rule, job.job) and math.isclose(ref.work, job.work)
+    mem = job.mem_mb
+    if m.rss_mb is not None:  # measured peak memory, scaled by the data size
+        mem = max(mem, int(math.ceil(m.rss_mb * max(1.0, job.size / max(ref.size, 1e-9)))))
+    return Estimate(
+        pid,
+        job.rule,
+        job.job,
+        float(seconds),
+        "measured" if same else "extrapolated",
+        f"{grid}: {ref.rule}/{ref.job}",
+        job.cuda,
+        mem,
+        job.cell,
+        job.chain,
+        job.stage,
+    )
+
+
+def by_job(estimates: Iterable[Estimate]) -> dict[tuple[str, str], Estimate]:
+    """``{(rule, job): estimate}``: the workflow's resource callables look jobs up here."""
+    return {(e.rule, e.job): e for e in estimates}
+
+
+def runtime_minutes(seconds: float, attempt: int = 1) -> int:
+    """Wall-time limit in minutes: SAFETY x the estimate, x attempt on a retry, >= MIN_RUNTIME_MIN."""
+    return max(MIN_RUNTIME_MIN, math.ceil(SAFETY * max(int(attempt), 1) * seconds / 60.0))
+
+
+def mem_mb(estimate_mb: int, attempt: int = 1) -> int:
+    """Memory limit in MB: the estimate x 1.5, x attempt on a retry (an out-of-memory kill)."""
+    return int(math.ceil(1.5 * max(int(attempt), 1) * max(estimate_mb, BASE_MEM_MB)))
+
+
+def list_schedule(seconds: Sequence[float], slots: int) -> float:
+    """Makespan of the jobs on ``slots`` slots, longest first onto the least loaded slot (LPT)."""
+    loads = [0.0] * max(int(slots), 1)
+    heapq.heapify(loads)
+    for s in sorted(seconds, reverse=True):
+        heapq.heappush(loads, heapq.heappop(loads) + s)
+    return max(loads) if loads else 0.0
+
+
+def critical_path(estimates: Sequence[Estimate]) -> float:
+    """The longest chain: per chain, the sum over its stages of the stage's longest job."""
+    stages: dict[tuple[str, int], float] = {}
+    for i, e in enumerate(estimates):
+        key = (e.chain or f"#{i}", e.stage)
+        stages[key] = max(stages.get(key, 0.0), e.cpu_seconds)
+    chains: dict[str, float] = {}
+    for (chain, _), seconds in stages.items():
+        chains[chain] = chains.get(chain, 0.0) + seconds
+    return max(chains.values(), default=0.0)
+
+
+def wall_seconds(estimates: Sequence[Estimate], slots: int) -> float:
+    """Wall time on ``slots`` slots: list scheduling of the jobs, at least the longest chain."""
+    return max(list_schedule([e.cpu_seconds for e in estimates], slots), critical_path(estimates))
+
+
+def summary_rows(estimates: Sequence[Estimate], slots: int) -> list[dict[str, Any]]:
+    """Per paper and in total: jobs, core-hours, GPU-hours, extrapolated share, longest job, wall."""
+    from noisyor_bench.experiments import papers
+
+    rows = []
+    groups = [(p, [e for e in estimates if e.paper == p]) for p in dict.fromkeys(e.paper for e in estimates)]
+    groups.append(("total", list(estimates)))
+    for pid, ests in groups:
+        if not ests:
+            continue
+        longest = max(ests, key=lambda e: e.cpu_seconds)
+        extrapolated = sum(e.cpu_seconds for e in ests if e.basis != "measured")
+        total = sum(e.cpu_seconds for e in ests)
+        rows.append(
+            dict(
+                paper=pid if pid == "total" else papers.get(pid).name,
+                jobs=len(ests),
+                core_hours=total / 3600,
+                gpu_jobs=sum(e.cuda for e in ests),
+                extrapolated=extrapolated / total if total else 0.0,
+                longest=longest,
+                wall_seconds=wall_seconds(ests, slots),
+            )
+        )
+    return rows
+
+
+def _share(fraction: float) -> str:
+    """A percentage that never rounds a remainder away (99.96% is not 100%)."""
+    pct = 100 * fraction
+    return (
+        f"{pct:.0f}%"
+        if pct in (0.0, 100.0) or 1 <= pct <= 99
+        else f"{pct:.2g}%"
+        if pct < 1
+        else f"{min(pct, 99.9):.1f}%"
+    )
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:,.1f} h" if seconds >= 360 else f"{seconds / 60:,.1f} min"
+
+
+def format_table(
+    estimates: Sequence[Estimate], grid: str, slots: int, gpu: bool = False, unit: str = "slot"
+) -> str:
+    """The ``estimate-time`` table of the cost model (Markdown), after a one-line total."""
+    total = wall_seconds(estimates, slots)
+    plural = f"{unit}{'s' if slots != 1 else ''}"
+    lines = [
+        f"Time estimate ({grid} grid, {slots} {plural}): about {_hours(total)} for the compute jobs "
+        "(cost model; the local short rules add minutes)",
+        "",
+        f"Cost model ({grid} grid, {slots} {plural}, one CPU core per job; "
+        f"scaled from the measured runs {', '.join(f'{g} ({p})' for g, p in REFERENCE_TABLES)}):",
+        "",
+        "| paper | jobs | core-hours | GPU-hours | extrapolated | longest job (1 core) | wall time |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in summary_rows(estimates, slots):
+        gpu_h = f"not measured ({r['gpu_jobs']} CUDA jobs)" if r["gpu_jobs"] else "-"
+        lo = r["longest"]
+        lines.append(
+            f"| {r['paper']} | {r['jobs']} | {r['core_hours']:,.1f} | {gpu_h} | {_share(r['extrapolated'])} "
+            f"| {_hours(lo.cpu_seconds)}: {lo.rule} {lo.job} | {_hours(r['wall_seconds'])} |"
+        )
+    lines.append("")
+    lines.append(
+        "Wall time: list scheduling (longest first) of the jobs' estimates on the slots, at least the "
+        "longest chain of dependent jobs (a cell's search chunks, then its training), without the local "
+        "short rules. 'extrapolated': share of the core-hours scaled from a different job or size "
+        "(rows x epochs x draws x seeds, sweeps x topics, ...), not measured as such."
+    )
+    if gpu:
+        lines.append(
+            "GPU: no GPU timing is measured yet; the CUDA jobs' GPU time is not estimated (measure one "
+            "cell first: docs/cluster.md)."
+        )
+    return "\n".join(lines)
+
+
+__all__ = [
+    "Estimate",
+    "Job",
+    "Measurement",
+    "REFERENCE_TABLES",
+    "Reference",
+    "REFERENCE_GRID",
+    "SAFETY",
+    "by_job",
+    "compute_rules",
+    "critical_path",
+    "estimate_jobs",
+    "format_table",
+    "grid_config",
+    "list_schedule",
+    "load_reference",
+    "load_references",
+    "mem_mb",
+    "paper_jobs",
+    "runtime_minutes",
+    "summary_rows",
+    "wall_seconds",
+]

@@ -1,0 +1,98 @@
+"""A results directory tied to its grid (issue 33): ``<results_dir>/.noisyor-bench-results.json``.
+
+Run paths (``runs/<experiment>/<dataset>/<method>/n<N>/seed<s>``) do not name the grid, so a
+second grid run into the same directory would replace the first grid's runs in place.  The
+first real run records its grid, papers and config hash here; the workflow compares every
+later invocation (dry runs included) with the record before it schedules a job
+(:func:`check_identity`): another grid is refused unless ``overwrite_grid`` is set, more papers
+are fine, a changed config is reported.  Importable without Snakemake.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.infra.io import write_json_atomic
+
+IDENTITY_FILE = ".noisyor-bench-results.json"
+
+_NOT_HASHED = ("results_dir", "raw_data_dir", "overwrite_grid", "papers", "job_seconds")
+"""Keys that do not change what a result is: where things live, scheduling, the paper selection
+(recorded on its own) and the override itself."""
+
+
+def config_hash(cfg: Mapping[str, Any]) -> str:
+    """sha256 (16 hex digits) of the validated config without the keys in :data:`_NOT_HASHED`."""
+    kept = {k: v for k, v in cfg.items() if k not in _NOT_HASHED}
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def read_identity(results_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The record of ``results_dir``, or None when it has none (a new or older directory)."""
+    path = Path(results_dir) / IDENTITY_FILE
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        raise DataError(
+            f"{path}: corrupt results-directory record ({err}); move it away to start anew"
+        ) from None
+    if not isinstance(record, dict) or not isinstance(record.get("grid"), str):
+        raise DataError(f"{path}: corrupt results-directory record (no grid); move it away to start anew")
+    return record
+
+
+def check_identity(results_dir: str | os.PathLike[str], cfg: Mapping[str, Any]) -> list[str]:
+    """Refuse ``cfg`` for ``results_dir`` when the directory belongs to another grid (ConfigError
+    naming both grids and the ways out); return warning lines (a changed config)."""
+    record = read_identity(results_dir)
+    if record is None:
+        return []
+    if record["grid"] != cfg["grid"] and not cfg.get("overwrite_grid", False):
+        raise ConfigError(
+            f"results_dir {results_dir} holds results of grid {record['grid']!r}, not grid "
+            f"{cfg['grid']!r}: its runs share paths and would be replaced. Use another results_dir "
+            f"(--config results_dir=results-{cfg['grid']}), or --config overwrite_grid=true to replace them"
+        )
+    warnings = []
+    if record["grid"] == cfg["grid"] and record.get("config_hash") != config_hash(cfg):
+        warnings.append(
+            f"results_dir {results_dir}: the config of grid {cfg['grid']!r} changed since its results "
+            f"were made (config hash {record.get('config_hash')} -> {config_hash(cfg)}); "
+            "Snakemake's params trigger reruns what the change touches"
+        )
+    return warnings
+
+
+def write_identity(results_dir: str | os.PathLike[str], cfg: Mapping[str, Any], commit: str | None) -> None:
+    """Record (or update) the grid, papers and config hash of ``results_dir`` (a real run).
+
+    Papers accumulate (a later run may add papers); ``created`` stays from the first run; a grid
+    replaced with ``overwrite_grid`` is listed in ``replaced_grids``."""
+    previous = read_identity(results_dir) or {}
+    now = {"commit": commit, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    replaced = list(previous.get("replaced_grids", []))
+    if previous and previous["grid"] != cfg["grid"]:
+        replaced.append(previous["grid"])
+    papers = list(dict.fromkeys([*(previous.get("papers") or []), *cfg["papers"]]))
+    record = {
+        "grid": cfg["grid"],
+        "papers": papers,
+        "config_hash": config_hash(cfg),
+        "created": previous.get("created", now),
+        "updated": now,
+        "replaced_grids": replaced,
+    }
+    if {k: v for k, v in record.items() if k != "updated"} != {
+        k: v for k, v in previous.items() if k != "updated"
+    }:
+        write_json_atomic(Path(results_dir) / IDENTITY_FILE, record)
