@@ -49,8 +49,25 @@ def search_result(wildcards):
     return [R(f"search/{cell.path}/best.json")] if grid.n_draws(config, cell) > 1 else []
 
 
+# Cells whose training the cost model puts over search.max_job_hours run one job per seed
+# (rule train_cell_seed, wildcard `cell` = the cell's path; grid.per_seed_cells).
+PER_SEED_CELLS = {c.path: c for c in grid.per_seed_cells(config)}
+
+
+def per_seed_cell(wildcards):
+    """The cell of a per-seed training job (its wildcard `cell` is the cell's path)."""
+    return PER_SEED_CELLS[wildcards.cell]
+
+
+def per_seed_search_result(wildcards):
+    """search_result of a per-seed training job's cell."""
+    cell = per_seed_cell(wildcards)
+    return [R(f"search/{cell.path}/best.json")] if grid.n_draws(config, cell) > 1 else []
+
+
 def search_chunk_tables(wildcards):
-    """The chunk tables of a cell's search (rule search_chunk), one per `draws_per_job` draws."""
+    """The chunk tables of a cell's search (rule search_chunk), one per range of grid.search_chunks
+    (`draws_per_job` draws each, or sized by the cost model under `max_job_hours`)."""
     cell = cell_of(wildcards)
     return [R(f"search/{cell.path}/chunks/{i}.csv") for i in range(len(grid.search_chunks(config, cell)))]
 

@@ -16,10 +16,12 @@ SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config))
 # (cell, draw or final, seed) inside the CLI (noisyor_bench.inference.seeding.run_init_key).
 
 
-# A cell's search runs as chunk jobs of `draws_per_job` draws each (issue 28; grid key
-# search.draws_per_job, unset: one chunk of all draws), side by side on a cluster, and one
-# search_select job that merges their tables into search.csv and best.json. A draw's values and
-# initialisation derive from (cell, draw index, seed) only, so the split changes no number.
+# A cell's search runs as chunk jobs (issue 28; grid.search_chunks): `search.draws_per_job` draws
+# each, or, with `search.max_job_hours`, as many nearly equal chunks as the cost model's estimate
+# of the whole search needs to keep each under that bound (a small cell: one chunk; unset: one),
+# side by side on a cluster, and one search_select job that merges their tables into search.csv
+# and best.json. A draw's values and initialisation derive from (cell, draw index, seed) only, so
+# the split changes no number.
 rule search_chunk:
     input:
         dataset=R("data/{dataset}.npz"),
@@ -130,6 +132,52 @@ for _group in grid.seed_groups(config):
 for _once in [g for g in grid.seed_groups(config) if g.methods]:
     for _other in [g for g in grid.seed_groups(config) if not g.methods]:
         workflow.ruleorder(f"train_cell{_once.suffix}", f"train_cell{_other.suffix}")
+
+
+# A cell whose seeds together the cost model puts over search.max_job_hours (issue 28;
+# grid.per_seed_cells, e.g. the paper grid's Fig. 5 SVI at N_train = 10,000) trains one job per
+# seed: the same run directories, logs and benchmarks under train_cell/<cell>/seed<s>. The
+# train_cell rules' patterns match its files too, so this one takes precedence.
+rule train_cell_seed:
+    input:
+        dataset=lambda w: R(f"data/{per_seed_cell(w).dataset}.npz"),
+        best=per_seed_search_result,
+    output:
+        [R(f"runs/{{cell}}/seed{{seed}}/{f}") for f in RUN_FILES],
+    log:
+        log_path("train_cell", "{cell}/seed{seed}"),
+    benchmark:
+        benchmark_path("train_cell", "{cell}/seed{seed}")
+    wildcard_constraints:
+        cell="|".join(re.escape(p) for p in PER_SEED_CELLS) or "(?!)",
+        seed="[0-9]+",
+    priority: measured_priority("train_cell", "{cell}/seed{seed}")
+    conda:
+        CONDA_ENV
+    threads: THREADS
+    resources:
+        **compute_resources("train_cell", "{cell}/seed{seed}"),
+    params:
+        experiment=lambda w: per_seed_cell(w).experiment,
+        dataset=lambda w: per_seed_cell(w).dataset,
+        method=lambda w: per_seed_cell(w).method,
+        n=lambda w: per_seed_cell(w).n_train,
+        mode=lambda w: per_seed_cell(w).mode,
+        best=lambda w, input: f"--best {shlex.quote(str(input.best))}" if input.best else "",
+        budget=lambda w: json_param(grid.budget(config, per_seed_cell(w))),
+        evaluation=json_param(grid.evaluation(config)),
+        device=DEVICE,
+        results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+    shell:
+        "noisyor-bench train-cell --dataset {input.dataset:q} --dataset-name {params.dataset}"
+        " --experiment {params.experiment} --method {params.method} --mode {params.mode}"
+        " --n-train {params.n} --seeds {wildcards.seed} {params.best} --budget {params.budget}"
+        " --evaluation {params.evaluation} --device {params.device:q} --threads {threads}"
+        " --results-dir {params.results:q} > {log:q} 2>&1"
+
+
+for _group in grid.seed_groups(config):
+    workflow.ruleorder("train_cell_seed", f"train_cell{_group.suffix}")
 
 
 # ---------------------------------------------------------------------------------------

@@ -107,3 +107,26 @@ def test_wall_time_is_at_least_the_longest_chain():
     assert costs.critical_path(jobs) == 50  # max(30 + 20, 45)
     assert costs.wall_seconds(jobs, 100) == 50
     assert costs.wall_seconds(jobs, 1) == 105  # one slot: everything in sequence
+
+
+def test_training_over_max_job_hours_splits_by_seed(paper_cfg):
+    """A cell whose seeds together the model puts over search.max_job_hours (the paper grid: 8 h)
+    trains one job per seed, each one seed's share of the whole cell; every other cell is one job,
+    and no ACP job of the paper grid is then estimated over the bound."""
+    hours = paper_cfg["grids"]["paper"]["search"]["max_job_hours"]
+    est = [e for e in costs.estimate_jobs(paper_cfg, REFERENCES, ["acp"]) if e.rule == "train_cell"]
+    cfg = copy.deepcopy(paper_cfg)
+    cfg["grids"]["paper"]["search"]["max_job_hours"] = 10_000.0
+    whole = {e.job: e for e in costs.estimate_jobs(cfg, REFERENCES, ["acp"]) if e.rule == "train_cell"}
+    split = grid.per_seed_cells(paper_cfg)
+    assert split and not grid.per_seed_cells(cfg)
+    for cell in split:
+        seeds = grid.seeds(paper_cfg, cell.experiment, cell.dataset, cell.method)
+        jobs = [e for e in est if e.job.startswith(f"{cell.path}/seed")]
+        assert sorted(e.job for e in jobs) == sorted(f"{cell.path}/seed{s}" for s in seeds)
+        assert whole[cell.path].cpu_seconds > hours * 3600
+        assert all(e.cpu_seconds == pytest.approx(whole[cell.path].cpu_seconds / len(seeds)) for e in jobs)
+        assert {e.chain for e in jobs} == {cell.path} and cell.path not in {e.job for e in est}
+    assert {e.job for e in est if "/seed" not in e.job} == set(whole) - {c.path for c in split}
+    acp = costs.estimate_jobs(paper_cfg, REFERENCES, ["acp"])
+    assert max(e.cpu_seconds for e in acp) <= hours * 3600

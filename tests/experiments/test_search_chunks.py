@@ -13,7 +13,7 @@ import pytest
 from conftest import cli
 from toydata import write_toy_dataset
 
-from noisyor_bench.experiments.acp.search import chunk_ranges, sample_hparams
+from noisyor_bench.experiments.acp.search import chunk_count, chunk_ranges, even_ranges, sample_hparams
 from noisyor_bench.infra.io import read_json
 
 # A small space around the toy's scale; two encoder widths, so batched draws form several groups.
@@ -163,21 +163,88 @@ def test_chunk_ranges_cover_the_draws_in_order() -> None:
     assert chunk_ranges(7, 3) == [(0, 3), (3, 6), (6, 7)]
 
 
-def test_grids_split_the_paper_searches_and_keep_smoke_in_one_job() -> None:
-    """draws_per_job: the paper grid's 100-draw searches in 10 jobs of 10; smoke/quick unset (one job)."""
+def test_even_ranges_and_cost_based_chunk_counts() -> None:
+    assert even_ranges(10, 3) == [(0, 4), (4, 7), (7, 10)]
+    assert even_ranges(5, 9) == [(i, i + 1) for i in range(5)] and even_ranges(5, 1) == [(0, 5)]
+    hour = 3600.0
+    assert chunk_count(100, 0.5 * hour, 8) == 1  # a small cell: one job
+    assert chunk_count(100, 20 * hour, 8) == 3  # ceil(20 / 8); 34 draws x 0.2 h <= 8 h
+    assert chunk_count(3, 15 * hour, 8) == 3  # ceil(15 / 8) = 2 leaves 2 draws x 5 h = 10 h > 8 h
+    assert chunk_count(2, 30 * hour, 8) == 2  # a draw over the bound: one chunk per draw, no more
+
+
+def _paper(**search: object) -> dict:
+    from conftest import REPO
+
+    from noisyor_bench.experiments.config import load_config
+
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "paper"})
+    cfg["grids"]["paper"]["search"] = {"draws": 100, "seed": 1, **search}
+    for exp in cfg["grids"]["paper"]["experiments"].values():
+        assert not {"draws_per_job", "max_job_hours"} & set(exp.get("search") or {})
+    return cfg
+
+
+@pytest.mark.parametrize("hours", [0.5, 8.0])
+def test_max_job_hours_sizes_each_search_by_its_estimate(hours: float) -> None:
+    """search.max_job_hours: ceil(estimated hours of the whole search / bound) nearly equal chunks,
+    each estimated under the bound by the cost model; the cells under the bound stay one job."""
+    from conftest import REPO
+
+    from noisyor_bench.experiments import costs
+    from noisyor_bench.experiments.acp import grid
+
+    cfg = _paper(max_job_hours=hours)
+    refs = costs.load_references(REPO)
+    est = costs.estimate_jobs(cfg, refs, ["acp"])
+    chunk_hours: dict[str, list[float]] = {}
+    for e in est:
+        if e.rule == "search_chunk":
+            chunk_hours.setdefault(e.job.rsplit("/", 1)[0], []).append(e.cpu_seconds / 3600)
+    whole = {path: sum(h) for path, h in chunk_hours.items()}
+    searched = [c for c in grid.cells(cfg) if grid.n_draws(cfg, c) > 1]
+    assert searched and set(whole) == {c.path for c in searched}
+    small = [c for c in searched if whole[c.path] <= hours]
+    assert small  # a small cell is one job
+    for cell in searched:
+        ranges = grid.search_chunks(cfg, cell)
+        assert [d for a, b in ranges for d in range(a, b)] == list(range(100))
+        assert max(b - a for a, b in ranges) - min(b - a for a, b in ranges) <= 1
+        assert len(ranges) >= math.ceil(whole[cell.path] / hours - 1e-9)
+        assert max(chunk_hours[cell.path]) <= hours * (1 + 1e-9)
+        assert (len(ranges) == 1) == (cell in small)
+    if hours < 1:  # the model puts the largest searches over half an hour: they are split
+        assert len(small) < len(searched)
+
+
+def test_draws_per_job_wins_over_max_job_hours_and_experiments_over_the_grid() -> None:
+    from noisyor_bench.experiments.acp import grid
+
+    cfg = _paper(max_job_hours=0.01, draws_per_job=25)
+    cell = next(c for c in grid.cells(cfg) if grid.n_draws(cfg, c) > 1)
+    assert grid.max_job_hours(cfg, cell) is None and len(grid.search_chunks(cfg, cell)) == 4
+    cfg["grids"]["paper"]["experiments"][cell.experiment]["search"] = {"max_job_hours": 1000}
+    assert grid.draws_per_job(cfg, cell) is None and grid.search_chunks(cfg, cell) == [(0, 100)]
+
+
+def test_grids_split_the_paper_searches_by_cost_and_keep_smoke_in_one_job() -> None:
+    """The paper grid sizes its 100-draw searches by search.max_job_hours (each chunk <= 8 h on one
+    core by the cost model); smoke and quick set neither key (one job per search)."""
     from conftest import REPO
 
     from noisyor_bench.experiments.acp import grid
     from noisyor_bench.experiments.config import load_config
 
-    for name, per_job in (("paper", 10), ("smoke", None), ("quick", None)):
+    for name, hours in (("paper", 8.0), ("smoke", None), ("quick", None)):
         cfg = load_config(REPO / "config" / "config.yaml", {"grid": name})
         searched = [c for c in grid.cells(cfg) if grid.n_draws(cfg, c) > 1]
         assert searched, name
         for cell in searched:
-            assert grid.draws_per_job(cfg, cell) == per_job
+            assert grid.draws_per_job(cfg, cell) is None
+            assert grid.max_job_hours(cfg, cell) == hours
             ranges = grid.search_chunks(cfg, cell)
             assert [d for start, stop in ranges for d in range(start, stop)] == list(
                 range(grid.n_draws(cfg, cell))
             )
-            assert max(stop - start for start, stop in ranges) <= (per_job or grid.n_draws(cfg, cell))
+            if hours is None:
+                assert ranges == [(0, grid.n_draws(cfg, cell))]

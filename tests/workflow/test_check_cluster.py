@@ -44,6 +44,7 @@ def test_slurm_profile_passes_on_the_paper_grid(slurm_check):
     assert "check-cluster: OK" in out and "five longest jobs" in out
     submitted, bound = map(int, re.search(r"(\d+) cluster submissions \(bound (\d+)\)", out).groups())
     assert 0 < submitted <= bound
+    assert not re.search(r"^note: .*search_chunk", out, re.M)  # searches sized by search.max_job_hours
 
 
 def test_broken_profile_fails(tmp_path):

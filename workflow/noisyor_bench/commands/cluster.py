@@ -163,11 +163,15 @@ def cmd_check_cluster(args: argparse.Namespace) -> int:
         f"{len(jobs) - len(submitted)} local"
     )
     short = Counter(est.rule for _, est in submitted if est.cpu_seconds < SHORT_SECONDS)
-    if short:  # a warning: chunk sizes are the grid's choice (search.draws_per_job)
+    if short:  # a warning: chunk sizes are the grid's choice (search.max_job_hours, draws_per_job)
+        hint = (
+            "; search.max_job_hours instead of search.draws_per_job sizes each search by its cost"
+            if short.get("search_chunk")
+            else ""
+        )
         print(
             f"note: {sum(short.values())} submitted jobs are estimated under {SHORT_SECONDS:.0f} s "
-            f"({', '.join(f'{r} {n}' for r, n in short.most_common())}); a larger search.draws_per_job "
-            "for the small cells would submit fewer"
+            f"({', '.join(f'{r} {n}' for r, n in short.most_common())}){hint}"
         )
     print("five longest jobs (estimate on one CPU core -> runtime limit):")
     for job, est in sorted(submitted, key=lambda x: -x[1].cpu_seconds)[:5]:

@@ -26,6 +26,7 @@ steps): the workflow runs them as ``localrules``.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import importlib
 import math
@@ -207,6 +208,23 @@ def load_references(
     return refs
 
 
+def checkout_root() -> Path | None:
+    """The source checkout whose measured tables plan the grid (the one this package runs from,
+    else the working directory); None outside a checkout."""
+    for candidate in (Path(__file__).resolve().parents[3], Path.cwd()):
+        if (candidate / "Snakefile").is_file() and (candidate / "config").is_dir():
+            return candidate
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def checkout_references(job_seconds_path: str | None = "config/job_seconds.csv") -> tuple[Reference, ...]:
+    """:func:`load_references` of :func:`checkout_root`, loaded once per process: what the grid's
+    cost-sized search chunks (``search.max_job_hours``) are planned from, whoever asks."""
+    root = checkout_root()
+    return tuple(load_references(root, job_seconds_path)) if root is not None else ()
+
+
 _Candidate = tuple[Job, Measurement, str]
 
 
@@ -245,6 +263,14 @@ def estimate_jobs(
             rule = job.measured_rule or job.rule
             out.append(_estimate(pid, job, candidates.get(rule, []), references))
     return out
+
+
+def estimate_job(
+    pid: str, job: Job, candidates: Sequence[_Candidate], references: Sequence[Reference]
+) -> Estimate:
+    """The estimate of one job of paper ``pid`` from ``candidates`` (reference job, measurement,
+    grid) of its measured rule: what :func:`estimate_jobs` does per job."""
+    return _estimate(pid, job, candidates, references)
 
 
 def _estimate(
@@ -435,8 +461,11 @@ __all__ = [
     "REFERENCE_GRID",
     "SAFETY",
     "by_job",
+    "checkout_references",
+    "checkout_root",
     "compute_rules",
     "critical_path",
+    "estimate_job",
     "estimate_jobs",
     "format_table",
     "grid_config",

@@ -8,12 +8,24 @@ its draws, a train job its seeds (the method of benchmarks/estimate_compute.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from noisyor_bench.experiments.acp import grid
 from noisyor_bench.experiments.acp.grid import corpora as corpus_grid
-from noisyor_bench.experiments.costs import BASE_MEM_MB, Job
+from noisyor_bench.experiments.acp.search import chunk_count
+from noisyor_bench.experiments.costs import (
+    BASE_MEM_MB,
+    REFERENCE_TABLES,
+    Job,
+    Reference,
+    checkout_references,
+    estimate_job,
+    grid_config,
+)
+from noisyor_bench.infra.errors import ConfigError
 
 #: Benchmark names of ACP's compute rules (the others are local).
 COMPUTE_RULES = ("search_chunk", "train_cell", "train_cell_corpus", "baselines")
@@ -41,20 +53,32 @@ def _mem(n_rows: int) -> int:
     return BASE_MEM_MB + n_rows * ROW_BYTES // 1_000_000
 
 
+def _common(cfg: Mapping[str, Any], cell: grid.Cell) -> dict[str, Any]:
+    """What a cell's search and train jobs share: matching key, size, CUDA, memory, cost of one fit."""
+    budget = grid.budget(cfg, cell)
+    fit = effective_rows(cell.method, cell.n_train, budget) * float(budget.get("max_epochs", 1))
+    return dict(
+        key=(cell.method, cell.dataset, cell.experiment),
+        size=float(max(cell.n_train, 1)),
+        cuda=is_cuda_method(cell.method),
+        mem_mb=_mem(cell.n_train),
+        unit=fit,
+        chain=cell.path,
+    )
+
+
+def _whole_train_job(cfg: Mapping[str, Any], cell: grid.Cell) -> Job:
+    """The cell's training as one job over all its seeds (rule train_cell)."""
+    common = _common(cfg, cell)
+    seeds = grid.seeds(cfg, cell.experiment, cell.dataset, cell.method)
+    return Job("train_cell", cell.path, len(seeds) * common["unit"], stage=1, **common)
+
+
 def _synthetic_jobs(cfg: Mapping[str, Any]) -> list[Job]:
     jobs = []
     for cell in grid.cells(cfg):
-        budget = grid.budget(cfg, cell)
-        fit = effective_rows(cell.method, cell.n_train, budget) * float(budget.get("max_epochs", 1))
-        key = (cell.method, cell.dataset, cell.experiment)
-        common = dict(
-            key=key,
-            size=float(max(cell.n_train, 1)),
-            cuda=is_cuda_method(cell.method),
-            mem_mb=_mem(cell.n_train),
-            unit=fit,
-            chain=cell.path,
-        )
+        common = _common(cfg, cell)
+        fit = common["unit"]
         if grid.n_draws(cfg, cell) > 1:
             for index, (start, stop) in enumerate(grid.search_chunks(cfg, cell)):
                 jobs.append(
@@ -66,8 +90,11 @@ def _synthetic_jobs(cfg: Mapping[str, Any]) -> list[Job]:
                         **common,
                     )
                 )
-        seeds = grid.seeds(cfg, cell.experiment, cell.dataset, cell.method)
-        jobs.append(Job("train_cell", cell.path, len(seeds) * fit, stage=1, **common))
+        if grid.train_per_seed(cfg, cell):  # rule train_cell_seed: benchmark train_cell/<cell>/seed<s>
+            seeds = grid.seeds(cfg, cell.experiment, cell.dataset, cell.method)
+            jobs += [Job("train_cell", f"{cell.path}/seed{s}", fit, stage=1, **common) for s in seeds]
+        else:
+            jobs.append(_whole_train_job(cfg, cell))
     return jobs
 
 
@@ -91,6 +118,78 @@ def _search_reference_jobs(cfg: Mapping[str, Any]) -> list[Job]:
                 )
             )
     return jobs
+
+
+def _candidates(
+    cfg: Mapping[str, Any], references: Sequence[Reference], reference_jobs: Any
+) -> list[tuple[Job, Any, str]]:
+    """(reference job, measurement, grid) of ``reference_jobs(cfg of each reference grid)``."""
+    out = []
+    for reference in references:
+        for ref in reference_jobs(grid_config(cfg, reference.grid)):
+            m = reference.jobs.get((ref.rule, ref.job))
+            if m is not None and ref.work > 0:
+                out.append((ref, m, reference.grid))
+    return out
+
+
+def _whole_train_jobs(cfg: Mapping[str, Any]) -> list[Job]:
+    return [_whole_train_job(cfg, cell) for cell in grid.cells(cfg)]
+
+
+def search_seconds(cfg: Mapping[str, Any], references: Sequence[Reference]) -> dict[str, float]:
+    """One-core seconds of each searched cell's whole search in the active grid (cell path ->
+    seconds), scaled from the measured whole searches (rule ``search``) as :func:`jobs`' chunks
+    are, so a chunk's estimate is its share of this.  Only whole searches: the split of a
+    reference grid does not enter its own plan (no recursion through :func:`jobs`)."""
+    candidates = _candidates(cfg, references, _search_reference_jobs)
+    return {
+        job.job: estimate_job("acp", job, candidates, references).cpu_seconds
+        for job in _search_reference_jobs(cfg)
+    }
+
+
+def train_seconds(cfg: Mapping[str, Any], references: Sequence[Reference]) -> dict[str, float]:
+    """One-core seconds of each cell's training over all its seeds in one job (cell path ->
+    seconds), from the measured whole cells, as :func:`search_seconds` for searches."""
+    candidates = _candidates(cfg, references, _whole_train_jobs)
+    return {
+        job.job: estimate_job("acp", job, candidates, references).cpu_seconds
+        for job in _whole_train_jobs(cfg)
+    }
+
+
+@functools.lru_cache(maxsize=16)
+def _checkout_plan(cfg_json: str) -> tuple[dict[str, float], dict[str, float]]:
+    """(search seconds, train seconds) per cell from the checkout's measured runs, once per config."""
+    cfg = json.loads(cfg_json)
+    references = checkout_references(cfg.get("job_seconds"))
+    if not references:
+        raise ConfigError(
+            "search.max_job_hours: no measured runs to size the jobs from "
+            f"({', '.join(p for _, p in REFERENCE_TABLES)}); set search.draws_per_job instead"
+        )
+    return search_seconds(cfg, references), train_seconds(cfg, references)
+
+
+def _plan(cfg: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    return _checkout_plan(json.dumps(cfg, sort_keys=True, default=str))
+
+
+def search_chunk_count(cfg: Mapping[str, Any], cell: grid.Cell, max_job_hours: float) -> int:
+    """Chunks of the cell's search under ``search.max_job_hours`` (grid.search_chunks): its whole
+    search's estimate (the checkout's measured runs, :func:`~noisyor_bench.experiments.costs.checkout_references`)
+    split so that each chunk stays under the bound; a small cell is one chunk."""
+    n = grid.n_draws(cfg, cell)
+    if n <= 1:
+        return 1
+    return chunk_count(n, _plan(cfg)[0][cell.path], max_job_hours)
+
+
+def train_hours(cfg: Mapping[str, Any], cell: grid.Cell) -> float:
+    """One-core hours of the cell's training in one job (grid.train_per_seed compares them with
+    ``search.max_job_hours``), from the checkout's measured runs."""
+    return _plan(cfg)[1][cell.path] / 3600
 
 
 def _corpus_jobs(cfg: Mapping[str, Any]) -> list[Job]:

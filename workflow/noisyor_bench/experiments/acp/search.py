@@ -75,6 +75,34 @@ def chunk_ranges(n_draws: int, per_job: int | None) -> list[tuple[int, int]]:
     return [(start, min(start + step, n_draws)) for start in range(0, n_draws, step)]
 
 
+def even_ranges(n_draws: int, n_chunks: int) -> list[tuple[int, int]]:
+    """``n_draws`` split into ``n_chunks`` contiguous ranges whose sizes differ by at most one
+    (the larger ones first); at most one chunk per draw."""
+    if n_draws < 1:
+        raise ConfigError(f"a search needs at least one draw, got {n_draws}")
+    k = max(1, min(int(n_chunks), n_draws))
+    bounds = [i * n_draws // k for i in range(k + 1)]
+    sizes = sorted((b - a for a, b in zip(bounds, bounds[1:], strict=False)), reverse=True)
+    starts = [sum(sizes[:i]) for i in range(k + 1)]
+    return list(zip(starts, starts[1:], strict=False))
+
+
+def chunk_count(n_draws: int, search_seconds: float, max_job_hours: float) -> int:
+    """Chunks of a search whose draws take ``search_seconds`` in all (the cost model's estimate):
+    ``ceil(hours / max_job_hours)``, one more while the largest of :func:`even_ranges` would still
+    exceed ``max_job_hours`` (a draw is not split: a single draw over the bound is its own chunk).
+
+    Why here: the grid (which chunks exist) and the cost model (what they cost) both reach this
+    module, and neither imports the other at module level."""
+    if max_job_hours <= 0:
+        raise ConfigError(f"search.max_job_hours must be > 0, got {max_job_hours}")
+    per_draw = search_seconds / 3600 / n_draws
+    k = max(1, math.ceil(search_seconds / 3600 / max_job_hours))
+    while k < n_draws and math.ceil(n_draws / k) * per_draw > max_job_hours:
+        k += 1
+    return min(k, n_draws)
+
+
 def parse_draws_range(text: str, n_draws: int) -> range:
     """``A:B`` (draws A..B-1 of a search of ``n_draws``) as a range; ConfigError naming the option."""
     parts = text.split(":")

@@ -1,0 +1,79 @@
+"""Training cells the cost model puts over ``search.max_job_hours`` run one job per seed (rule
+train_cell_seed, issue 28): the DAG has one job per seed of those cells and none of train_cell
+for them, and a seed trained alone writes the metrics the cell's one job writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import MIRROR, REPO
+
+# The smoke grid with two seeds and a bound no job meets: every cell with two seeds splits.
+OVERLAY = "grids:\n  smoke:\n    seeds: [0, 1]\n    search:\n      max_job_hours: 0.00001\n"
+TWO_SEEDS = "grids:\n  smoke:\n    seeds: [0, 1]\n"
+CELL = "fig5/syn-random-1/svi/n10"
+TIMING = {"train_seconds", "val_seconds", "posterior_seconds", "eval_seconds", "provenance"}
+
+
+def snakemake(tmp_path: Path, overlay: str, results: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if MIRROR is not None:
+        env["NOISYOR_RAW_DATA"] = str(MIRROR)
+    extra_cfg = tmp_path / f"overlay-{abs(hash(overlay))}.yaml"
+    extra_cfg.write_text(overlay)
+    cmd = [
+        str(Path(sys.executable).parent / "snakemake"),
+        "--cores", "1",
+        "--configfile", str(REPO / "config" / "config.yaml"), str(extra_cfg),
+        "--config", "grid=smoke", f"results_dir={results}",
+        *extra,
+    ]  # fmt: skip
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_cells_over_the_bound_train_one_job_per_seed(tmp_path):
+    from noisyor_bench.experiments.acp import grid
+    from noisyor_bench.experiments.config import load_config
+
+    proc = snakemake(tmp_path, OVERLAY, tmp_path / "results", "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = re.findall(r"rule (train_cell\w*):\n(?:    .*\n)*?    wildcards: (.*)", proc.stdout)
+    per_seed = sorted(w for r, w in jobs if r == "train_cell_seed")
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
+    cfg["grids"]["smoke"]["seeds"] = [0, 1]
+    cfg["grids"]["smoke"]["search"]["max_job_hours"] = 0.00001
+    split = grid.per_seed_cells(cfg)
+    assert split and any(c.path == CELL for c in split)
+    assert per_seed == sorted(f"cell={c.path}, seed={s}" for c in split for s in (0, 1))
+    whole = [dict(kv.split("=", 1) for kv in w.split(", ")) for r, w in jobs if r != "train_cell_seed"]
+    paths = {f"{w['experiment']}/{w['dataset']}/{w['method']}/n{w['n']}" for w in whole}
+    assert paths and not paths & {c.path for c in split}  # no cell trains both ways
+
+
+@pytest.mark.slow
+def test_a_seed_trained_alone_writes_the_cells_metrics(tmp_path):
+    """fig5 SVI at N_train = 10, seeds 0 and 1: per-seed jobs and one train_cell job agree on every
+    metric but the timings and the provenance (the command line differs)."""
+    if MIRROR is None:
+        pytest.skip("raw-data mirror not found")
+    metrics = {}
+    for name, overlay, rule in (("split", OVERLAY, "train_cell_seed"), ("whole", TWO_SEEDS, "train_cell")):
+        results = tmp_path / name
+        targets = [str(results / f"runs/{CELL}/seed{s}/metrics.json") for s in (0, 1)]
+        proc = snakemake(tmp_path, overlay, results, "--", *targets)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert re.search(
+            rf"^{rule}\s+{2 if rule == 'train_cell_seed' else 1}$", proc.stdout + proc.stderr, re.M
+        )
+        metrics[name] = [json.loads(Path(t).read_text()) for t in targets]
+    for split, whole in zip(metrics["split"], metrics["whole"], strict=True):
+        assert {k: v for k, v in split.items() if k not in TIMING} == {
+            k: v for k, v in whole.items() if k not in TIMING
+        }
