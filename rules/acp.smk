@@ -2,6 +2,7 @@
 # registration with the workflow core (paper_hooks, rules/common.smk). Its rules:
 # rules/acp_datasets.smk, acp_corpora.smk, acp_training.smk, acp_synthetic.smk, acp_text.smk
 # (the registry entry, noisyor_bench/experiments/acp/paper.py, lists them).
+from noisyor_bench.experiments.acp import costs as acp_costs
 from noisyor_bench.experiments.acp import grid
 from noisyor_bench.experiments.acp.grid import corpora as corpus_grid
 from noisyor_bench.inference.noisyor.registry import METHODS, wildcard_pattern
@@ -50,8 +51,8 @@ def search_result(wildcards):
 
 
 # Cells whose training the cost model puts over search.max_job_hours run one job per seed
-# (rule train_cell_seed, wildcard `cell` = the cell's path; grid.per_seed_cells).
-PER_SEED_CELLS = {c.path: c for c in grid.per_seed_cells(config)}
+# (rule train_cell_seed, wildcard `cell` = the cell's path; acp_costs.per_seed_cells).
+PER_SEED_CELLS = {c.path: c for c in acp_costs.per_seed_cells(config)}
 
 
 def per_seed_cell(wildcards):
@@ -66,15 +67,17 @@ def per_seed_search_result(wildcards):
 
 
 def search_chunk_tables(wildcards):
-    """The chunk tables of a cell's search (rule search_chunk), one per range of grid.search_chunks
+    """The chunk tables of a cell's search (rule search_chunk), one per range of acp_costs.search_chunks
     (`draws_per_job` draws each, or sized by the cost model under `max_job_hours`)."""
     cell = cell_of(wildcards)
-    return [R(f"search/{cell.path}/chunks/{i}.csv") for i in range(len(grid.search_chunks(config, cell)))]
+    return [
+        R(f"search/{cell.path}/chunks/{i}.csv") for i in range(len(acp_costs.search_chunks(config, cell)))
+    ]
 
 
 def search_chunk_range(wildcards):
     """``START:STOP`` of chunk ``wildcards.chunk`` of the cell's search (fails for a chunk it has not)."""
-    ranges = grid.search_chunks(config, cell_of(wildcards))
+    ranges = acp_costs.search_chunks(config, cell_of(wildcards))
     index = int(wildcards.chunk)
     if index >= len(ranges):
         raise ValueError(f"search chunk {index}: the cell's search has {len(ranges)} chunks")

@@ -16,7 +16,7 @@ SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config))
 # (cell, draw or final, seed) inside the CLI (noisyor_bench.inference.seeding.run_init_key).
 
 
-# A cell's search runs as chunk jobs (issue 28; grid.search_chunks): `search.draws_per_job` draws
+# A cell's search runs as chunk jobs (issue 28; acp_costs.search_chunks): `search.draws_per_job` draws
 # each, or, with `search.max_job_hours`, as many nearly equal chunks as the cost model's estimate
 # of the whole search needs to keep each under that bound (a small cell: one chunk; unset: one),
 # side by side on a cluster, and one search_select job that merges their tables into search.csv
@@ -135,7 +135,7 @@ for _once in [g for g in grid.seed_groups(config) if g.methods]:
 
 
 # A cell whose seeds together the cost model puts over search.max_job_hours (issue 28;
-# grid.per_seed_cells, e.g. the paper grid's Fig. 5 SVI at N_train = 10,000) trains one job per
+# acp_costs.per_seed_cells, e.g. the paper grid's Fig. 5 SVI at N_train = 10,000) trains one job per
 # seed: the same run directories, logs and benchmarks under train_cell/<cell>/seed<s>. The
 # train_cell rules' patterns match its files too, so this one takes precedence.
 rule train_cell_seed:

@@ -12,6 +12,8 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -238,3 +240,32 @@ def run_case(
         assert path.is_file() and path.read_bytes() == content, f"finished output lost or changed: {path}"
     if case.after is not None:
         case.after()
+
+
+def smoke_snakemake(
+    workdir: Path, results: Path | str, mirror: Path | None, *targets: str, config: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """One real Snakemake invocation of the smoke grid from ``workdir`` into ``results``: options
+    (``-n``, ``--no-hooks``...) and targets mixed in ``targets``, more ``--config`` items in ``config``."""
+    settings = [f"results_dir={results}", "grid=smoke", *config]
+    settings += [f"raw_data_dir={mirror}"] if mirror else []
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(REPO / "config" / "config.yaml"),
+        "--cores",
+        "1",
+        "--config",
+        *settings,
+        *[t for t in targets if t.startswith("-")],
+        "--",
+        *[t for t in targets if not t.startswith("-")],
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=workdir)

@@ -9,6 +9,7 @@ import pytest
 from conftest import REPO
 
 from noisyor_bench.experiments import costs, papers
+from noisyor_bench.experiments.acp import costs as acp_costs
 from noisyor_bench.experiments.acp import grid
 from noisyor_bench.experiments.config import load_config
 
@@ -118,8 +119,8 @@ def test_training_over_max_job_hours_splits_by_seed(paper_cfg):
     cfg = copy.deepcopy(paper_cfg)
     cfg["grids"]["paper"]["search"]["max_job_hours"] = 10_000.0
     whole = {e.job: e for e in costs.estimate_jobs(cfg, REFERENCES, ["acp"]) if e.rule == "train_cell"}
-    split = grid.per_seed_cells(paper_cfg)
-    assert split and not grid.per_seed_cells(cfg)
+    split = acp_costs.per_seed_cells(paper_cfg)
+    assert split and not acp_costs.per_seed_cells(cfg)
     for cell in split:
         seeds = grid.seeds(paper_cfg, cell.experiment, cell.dataset, cell.method)
         jobs = [e for e in est if e.job.startswith(f"{cell.path}/seed")]

@@ -13,6 +13,7 @@ import pytest
 from conftest import cli
 from toydata import write_toy_dataset
 
+from noisyor_bench.experiments.acp import costs as acp_costs
 from noisyor_bench.experiments.acp.search import chunk_count, chunk_ranges, even_ranges, sample_hparams
 from noisyor_bench.infra.io import read_json
 
@@ -207,7 +208,7 @@ def test_max_job_hours_sizes_each_search_by_its_estimate(hours: float) -> None:
     small = [c for c in searched if whole[c.path] <= hours]
     assert small  # a small cell is one job
     for cell in searched:
-        ranges = grid.search_chunks(cfg, cell)
+        ranges = acp_costs.search_chunks(cfg, cell)
         assert [d for a, b in ranges for d in range(a, b)] == list(range(100))
         assert max(b - a for a, b in ranges) - min(b - a for a, b in ranges) <= 1
         assert len(ranges) >= math.ceil(whole[cell.path] / hours - 1e-9)
@@ -222,9 +223,9 @@ def test_draws_per_job_wins_over_max_job_hours_and_experiments_over_the_grid() -
 
     cfg = _paper(max_job_hours=0.01, draws_per_job=25)
     cell = next(c for c in grid.cells(cfg) if grid.n_draws(cfg, c) > 1)
-    assert grid.max_job_hours(cfg, cell) is None and len(grid.search_chunks(cfg, cell)) == 4
+    assert grid.max_job_hours(cfg, cell) is None and len(acp_costs.search_chunks(cfg, cell)) == 4
     cfg["grids"]["paper"]["experiments"][cell.experiment]["search"] = {"max_job_hours": 1000}
-    assert grid.draws_per_job(cfg, cell) is None and grid.search_chunks(cfg, cell) == [(0, 100)]
+    assert grid.draws_per_job(cfg, cell) is None and acp_costs.search_chunks(cfg, cell) == [(0, 100)]
 
 
 def test_grids_split_the_paper_searches_by_cost_and_keep_smoke_in_one_job() -> None:
@@ -242,7 +243,7 @@ def test_grids_split_the_paper_searches_by_cost_and_keep_smoke_in_one_job() -> N
         for cell in searched:
             assert grid.draws_per_job(cfg, cell) is None
             assert grid.max_job_hours(cfg, cell) == hours
-            ranges = grid.search_chunks(cfg, cell)
+            ranges = acp_costs.search_chunks(cfg, cell)
             assert [d for start, stop in ranges for d in range(start, stop)] == list(
                 range(grid.n_draws(cfg, cell))
             )

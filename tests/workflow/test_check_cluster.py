@@ -47,6 +47,14 @@ def test_slurm_profile_passes_on_the_paper_grid(slurm_check):
     assert not re.search(r"^note: .*search_chunk", out, re.M)  # searches sized by search.max_job_hours
 
 
+def test_gpu_profile_passes_on_the_paper_grid():
+    """profiles/gpu counts GPUs (`resources: gpu`): every CUDA-capable job of the three papers must
+    request one, and the limits hold as under SLURM."""
+    proc = check_cluster(REPO / "profiles" / "gpu")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "check-cluster: OK" in proc.stdout
+
+
 def test_broken_profile_fails(tmp_path):
     """A one-minute limit for the searches and no GPU for APE's encoders: both are reported."""
     broken = tmp_path / "slurm"

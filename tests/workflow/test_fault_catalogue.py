@@ -42,6 +42,7 @@ from faultworld import (
     interrupt_training,
     run_case,
     simulate_os_error,
+    smoke_snakemake,
     table_argv,
     train_argv,
     write,
@@ -556,30 +557,7 @@ def test_signal_during_a_rerun_keeps_the_finished_run(template: Path, tmp_path: 
 
 
 # ---------------------------------------------------------------------------------- Snakemake
-def _snakemake(
-    workdir: Path, results: Path, mirror: Path | None, *targets: str
-) -> subprocess.CompletedProcess[str]:
-    config = [f"results_dir={results}", "grid=smoke"] + ([f"raw_data_dir={mirror}"] if mirror else [])
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(REPO / "config" / "config.yaml"),
-        "--cores",
-        "1",
-        "--config",
-        *config,
-        *[t for t in targets if t.startswith("-")],
-        "--",
-        *[t for t in targets if not t.startswith("-")],
-    ]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=workdir)
+_snakemake = smoke_snakemake
 
 
 def _fake_dataset(results: Path, name: str) -> Path:

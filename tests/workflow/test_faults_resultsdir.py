@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO
-from faultworld import FINISHED, RUN, Case, config_with, run_case, train_argv
+from faultworld import FINISHED, RUN, Case, config_with, run_case, smoke_snakemake, train_argv
 
 from noisyor_bench.cli import main
 
@@ -147,32 +147,7 @@ def test_orphaned_writer_of_a_run_is_refused(template, tmp_path, monkeypatch, ca
 
 
 # ---------------------------------------------------------------------------------- Snakemake
-def _snakemake(
-    workdir: Path, results: Path | str, mirror: Path | None, *targets: str, config: tuple[str, ...] = ()
-) -> subprocess.CompletedProcess[str]:
-    """One Snakemake invocation on the smoke grid (copied from test_fault_catalogue, plus config)."""
-    settings = [f"results_dir={results}", "grid=smoke", *config]
-    settings += [f"raw_data_dir={mirror}"] if mirror else []
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(REPO / "config" / "config.yaml"),
-        "--cores",
-        "1",
-        "--config",
-        *settings,
-        *[t for t in targets if t.startswith("-")],
-        "--",
-        *[t for t in targets if not t.startswith("-")],
-    ]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=workdir)
+_snakemake = smoke_snakemake
 
 
 def _created(workdir: Path) -> set[str]:

@@ -39,7 +39,7 @@ def snakemake(tmp_path: Path, overlay: str, results: Path, *extra: str) -> subpr
 
 
 def test_cells_over_the_bound_train_one_job_per_seed(tmp_path):
-    from noisyor_bench.experiments.acp import grid
+    from noisyor_bench.experiments.acp import costs as acp_costs
     from noisyor_bench.experiments.config import load_config
 
     proc = snakemake(tmp_path, OVERLAY, tmp_path / "results", "-n")
@@ -49,7 +49,7 @@ def test_cells_over_the_bound_train_one_job_per_seed(tmp_path):
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
     cfg["grids"]["smoke"]["seeds"] = [0, 1]
     cfg["grids"]["smoke"]["search"]["max_job_hours"] = 0.00001
-    split = grid.per_seed_cells(cfg)
+    split = acp_costs.per_seed_cells(cfg)
     assert split and any(c.path == CELL for c in split)
     assert per_seed == sorted(f"cell={c.path}, seed={s}" for c in split for s in (0, 1))
     whole = [dict(kv.split("=", 1) for kv in w.split(", ")) for r, w in jobs if r != "train_cell_seed"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from noisyor_bench.experiments.acp import grid
 from noisyor_bench.experiments.acp.grid import corpora as corpus_grid
-from noisyor_bench.experiments.acp.search import chunk_count
+from noisyor_bench.experiments.acp.search import chunk_count, chunk_ranges, even_ranges
 from noisyor_bench.experiments.costs import (
     BASE_MEM_MB,
     REFERENCE_TABLES,
@@ -80,7 +80,7 @@ def _synthetic_jobs(cfg: Mapping[str, Any]) -> list[Job]:
         common = _common(cfg, cell)
         fit = common["unit"]
         if grid.n_draws(cfg, cell) > 1:
-            for index, (start, stop) in enumerate(grid.search_chunks(cfg, cell)):
+            for index, (start, stop) in enumerate(search_chunks(cfg, cell)):
                 jobs.append(
                     Job(
                         "search_chunk",
@@ -90,7 +90,7 @@ def _synthetic_jobs(cfg: Mapping[str, Any]) -> list[Job]:
                         **common,
                     )
                 )
-        if grid.train_per_seed(cfg, cell):  # rule train_cell_seed: benchmark train_cell/<cell>/seed<s>
+        if train_per_seed(cfg, cell):  # rule train_cell_seed: benchmark train_cell/<cell>/seed<s>
             seeds = grid.seeds(cfg, cell.experiment, cell.dataset, cell.method)
             jobs += [Job("train_cell", f"{cell.path}/seed{s}", fit, stage=1, **common) for s in seeds]
         else:
@@ -177,7 +177,7 @@ def _plan(cfg: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
 
 
 def search_chunk_count(cfg: Mapping[str, Any], cell: grid.Cell, max_job_hours: float) -> int:
-    """Chunks of the cell's search under ``search.max_job_hours`` (grid.search_chunks): its whole
+    """Chunks of the cell's search under ``search.max_job_hours`` (:func:`search_chunks`): its whole
     search's estimate (the checkout's measured runs, :func:`~noisyor_bench.experiments.costs.checkout_references`)
     split so that each chunk stays under the bound; a small cell is one chunk."""
     n = grid.n_draws(cfg, cell)
@@ -187,7 +187,7 @@ def search_chunk_count(cfg: Mapping[str, Any], cell: grid.Cell, max_job_hours: f
 
 
 def train_hours(cfg: Mapping[str, Any], cell: grid.Cell) -> float:
-    """One-core hours of the cell's training in one job (grid.train_per_seed compares them with
+    """One-core hours of the cell's training in one job (:func:`train_per_seed` compares them with
     ``search.max_job_hours``), from the checkout's measured runs."""
     return _plan(cfg)[1][cell.path] / 3600
 
@@ -230,3 +230,32 @@ def jobs(cfg: Mapping[str, Any]) -> list[Job]:
 def reference_jobs(cfg: Mapping[str, Any]) -> list[Job]:
     """As :func:`jobs`, plus whole searches as rule ``search`` (how config/job_seconds.csv measured them)."""
     return jobs(cfg) + (_search_reference_jobs(cfg) if grid.experiments(cfg) else [])
+
+
+# ---------------------------------------------------------------- how a cell is split into jobs
+# (here, not in grid: the split follows the cost model, which reads the grid)
+def search_chunks(cfg: Mapping[str, Any], cell: grid.Cell) -> list[tuple[int, int]]:
+    """Draw ranges ``[start, stop)`` of the cell's search jobs (rule search_chunk), in order:
+    ``draws_per_job`` draws each; else as many nearly equal chunks as the cost model's estimate
+    of the whole search needs to keep each under ``max_job_hours`` on one core
+    (:func:`search_chunk_count`); else one chunk."""
+    per_job = grid.draws_per_job(cfg, cell)
+    hours = grid.max_job_hours(cfg, cell)
+    if per_job is not None or hours is None:
+        return chunk_ranges(grid.n_draws(cfg, cell), per_job)
+    return even_ranges(grid.n_draws(cfg, cell), search_chunk_count(cfg, cell, hours))
+
+
+def train_per_seed(cfg: Mapping[str, Any], cell: grid.Cell) -> bool:
+    """Whether the cell trains as one job per seed (rule train_cell_seed) instead of one job for
+    all (train_cell): the cost model puts its seeds together over ``search.max_job_hours`` (the
+    bound of every job of the cell, whatever sets the search chunks) and it has several seeds."""
+    hours = grid.chunking(cfg, cell).get("max_job_hours")
+    if hours is None or len(grid.seeds(cfg, cell.experiment, cell.dataset, cell.method)) < 2:
+        return False
+    return train_hours(cfg, cell) > float(hours)
+
+
+def per_seed_cells(cfg: Mapping[str, Any]) -> list[grid.Cell]:
+    """The cells of the grid that train one job per seed (:func:`train_per_seed`)."""
+    return [c for c in grid.cells(cfg) if train_per_seed(cfg, c)]

@@ -22,7 +22,7 @@ from typing import Any
 from noisyor_bench.experiments.acp.grid import (
     corpora as corpora,  # the grid's real-corpus cells (grid.corpora)
 )
-from noisyor_bench.experiments.acp.search import chunk_ranges, even_ranges, sample_hparams
+from noisyor_bench.experiments.acp.search import sample_hparams
 from noisyor_bench.experiments.rundir import RunKey, cell_path
 from noisyor_bench.inference.fitting import config_budget_defaults
 from noisyor_bench.inference.noisyor.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED, method_info
@@ -246,7 +246,7 @@ def draws(cfg: Mapping[str, Any], cell: Cell) -> list[dict[str, Any]]:
     return [sample_hparams(space, search_seed, d) for d in range(n_draws(cfg, cell))]
 
 
-def _chunking(cfg: Mapping[str, Any], cell: Cell) -> dict[str, Any]:
+def chunking(cfg: Mapping[str, Any], cell: Cell) -> dict[str, Any]:
     """The ``search`` section that sets the cell's chunking: the experiment's when it sets
     ``draws_per_job`` or ``max_job_hours``, else the grid's (an experiment's own split replaces
     the grid's policy instead of mixing with it)."""
@@ -258,47 +258,16 @@ def _chunking(cfg: Mapping[str, Any], cell: Cell) -> dict[str, Any]:
 
 def draws_per_job(cfg: Mapping[str, Any], cell: Cell) -> int | None:
     """``search.draws_per_job`` of the cell (experiment over grid); None: not set."""
-    value = _chunking(cfg, cell).get("draws_per_job")
+    value = chunking(cfg, cell).get("draws_per_job")
     return None if value is None else int(value)
 
 
 def max_job_hours(cfg: Mapping[str, Any], cell: Cell) -> float | None:
     """``search.max_job_hours`` of the cell (experiment over grid); None: not set, or
     ``draws_per_job`` set beside it (an explicit count wins)."""
-    search = _chunking(cfg, cell)
+    search = chunking(cfg, cell)
     value = search.get("max_job_hours")
     return None if value is None or search.get("draws_per_job") is not None else float(value)
-
-
-def search_chunks(cfg: Mapping[str, Any], cell: Cell) -> list[tuple[int, int]]:
-    """Draw ranges ``[start, stop)`` of the cell's search jobs (rule search_chunk), in order:
-    ``draws_per_job`` draws each; else as many nearly equal chunks as the cost model's estimate
-    of the whole search needs to keep each under ``max_job_hours`` on one core
-    (:func:`~noisyor_bench.experiments.acp.costs.search_chunk_count`); else one chunk."""
-    per_job = draws_per_job(cfg, cell)
-    hours = max_job_hours(cfg, cell)
-    if per_job is not None or hours is None:
-        return chunk_ranges(n_draws(cfg, cell), per_job)
-    from noisyor_bench.experiments.acp.costs import search_chunk_count  # imports this module
-
-    return even_ranges(n_draws(cfg, cell), search_chunk_count(cfg, cell, hours))
-
-
-def train_per_seed(cfg: Mapping[str, Any], cell: Cell) -> bool:
-    """Whether the cell trains as one job per seed (rule train_cell_seed) instead of one job for
-    all (train_cell): the cost model puts its seeds together over ``search.max_job_hours`` (the
-    bound of every job of the cell, whatever sets the search chunks) and it has several seeds."""
-    hours = _chunking(cfg, cell).get("max_job_hours")
-    if hours is None or len(seeds(cfg, cell.experiment, cell.dataset, cell.method)) < 2:
-        return False
-    from noisyor_bench.experiments.acp.costs import train_hours  # imports this module
-
-    return train_hours(cfg, cell) > float(hours)
-
-
-def per_seed_cells(cfg: Mapping[str, Any]) -> list[Cell]:
-    """The cells of the grid that train one job per seed (:func:`train_per_seed`)."""
-    return [c for c in cells(cfg) if train_per_seed(cfg, c)]
 
 
 def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools: Mapping[str, int]) -> None:
