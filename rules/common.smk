@@ -338,15 +338,15 @@ from noisyor_bench.experiments import costs as cost_model
 
 COST_REFERENCES = cost_model.load_references(workflow.basedir, config.get("job_seconds"))
 JOB_COSTS = cost_model.by_job(cost_model.estimate_jobs(config, COST_REFERENCES, SELECTED))
+RULE_SLOWEST = {}  # the slowest estimate of each rule, for jobs the cost model does not list
+for (_rule_name, _), _est in JOB_COSTS.items():
+    if _rule_name not in RULE_SLOWEST or _est.cpu_seconds > RULE_SLOWEST[_rule_name].cpu_seconds:
+        RULE_SLOWEST[_rule_name] = _est
 
 
 def _job_estimate(rule_name, stem, wildcards):
     job = stem.format(**dict(wildcards.items()))
-    est = JOB_COSTS.get((rule_name, job))
-    if est is None:  # a job the cost model does not list: its rule's slowest estimate
-        same = [e for (r, _), e in JOB_COSTS.items() if r == rule_name]
-        return max(same, key=lambda e: e.cpu_seconds) if same else None
-    return est
+    return JOB_COSTS.get((rule_name, job)) or RULE_SLOWEST.get(rule_name)
 
 
 def _gpus_requested():
