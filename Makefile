@@ -56,19 +56,39 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 
 setup: $(VENV)/.installed
 
+# The console of `make reproduce` (issue 29): CONSOLE=compact (default) prints the plan, one line
+# per finished job (its paper, progress, ETA) and failures in full, and keeps Snakemake's whole
+# output in SMK_LOG; CONSOLE=full streams Snakemake's own output. The last lines are the answer
+# per paper (noisyor-bench run-summary), after the report.
+CONSOLE ?= compact
+SMK_LOG ?= results/logs/snakemake.log
+REPORT_LOG ?= results/logs/report.log
+
 reproduce: setup
 	@$(BIN)/noisyor-bench estimate-time --grid $(GRID) $(if $(CORES),--cores $(CORES)) $(if $(strip $(PAPERS)),--papers $(subst $(comma), ,$(PAPERS))) || true
 	@start=$$(date +%s); \
-	$(SNAKEMAKE) --config grid=$(GRID) $(PAPERS_CONFIG); \
+	if [ "$(CONSOLE)" = full ]; then \
+		$(SNAKEMAKE) --config grid=$(GRID) $(PAPERS_CONFIG); \
+	else \
+		$(SNAKEMAKE) --config grid=$(GRID) $(PAPERS_CONFIG) 2>&1 | $(BIN)/noisyor-bench console --log $(SMK_LOG); \
+	fi; \
 	echo "reproduce ($(GRID) grid): total wall time $$(( $$(date +%s) - start )) s"
-	$(MAKE) --no-print-directory report GRID=$(GRID) PROFILE=  # PROFILE= : the deprecation note once
+	@$(MAKE) --no-print-directory report GRID=$(GRID) PROFILE=  # PROFILE= : the deprecation note once
+	@$(BIN)/noisyor-bench run-summary --results results --report $(REPORT)
 
 # Snakemake's self-contained report of the last run: every table and figure with its caption,
-# grouped by paper section, the claims and the runtime per rule. A zip (one folder of files and
-# report.html), not a single .html: the figures would make one HTML file slow to open.
+# grouped by paper (categories "ACP - ...", "APE - ...", "aviPAM - ...", "Beyond the papers - ...",
+# "All papers - ..."), the claims pages and the runtime per rule, with the project's stylesheet
+# (docs/report/report.css). A zip (one folder of files and report.html), not a single .html: the
+# figures would make one HTML file slow to open. Snakemake's output goes to REPORT_LOG; any
+# docutils error or warning in it (a caption, docs/captions/*.rst) fails the target.
 report: setup
-	$(SNAKEMAKE) --config grid=$(GRID) $(PAPERS_CONFIG) --report $(REPORT)
-	@echo "report: $(REPORT) (unzip it and open report/report.html)"
+	@mkdir -p $(dir $(REPORT_LOG))
+	@$(SNAKEMAKE) --config grid=$(GRID) $(PAPERS_CONFIG) --report $(REPORT) --report-stylesheet docs/report/report.css \
+		> $(REPORT_LOG) 2>&1 || { tail -40 $(REPORT_LOG); echo "report: failed (full output: $(REPORT_LOG))" >&2; exit 1; }
+	@if grep -E "\((ERROR|WARNING|SEVERE)/[0-9]\)" $(REPORT_LOG); then \
+		echo "report: docutils error(s)/warning(s) above, in captions (docs/captions/*.rst); full output: $(REPORT_LOG)" >&2; exit 1; fi
+	@echo "report: $(REPORT) (unzip it and open report/report.html; Snakemake's output: $(REPORT_LOG))"
 
 test: setup lint dryrun
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile

@@ -40,13 +40,21 @@ rule all:
     input:
         all_targets(),
         runtime_targets(),
+        CLAIMS_PAGES,
 
 
-# The console's last lines: the claims' verdict counts and where the tables and report are.
+# The console's last lines: one answer line per paper (verdict counts, grid, compute; the same
+# as the report's landing page and README) and where the tables and report are. onsuccess runs
+# only when jobs ran: the wall time of this invocation (from Snakemake's start) goes to
+# <results>/logs/last_run.json, which those lines and the report quote.
 onsuccess:
+    import time
+    from noisyor_bench.reporting.answer import write_run_record
     from noisyor_bench.reporting.summary import run_summary
 
     try:
+        start = workflow.start_time.timestamp()
+        write_run_record(RESULTS, start, time.time(), len(workflow.dag), config["grid"], SELECTED)
         print(run_summary(RESULTS, report="results/report.zip"), flush=True)
     except Exception as err:  # a summary must never turn a finished run into a failure
         print(f"(no claims summary: {err})", flush=True)

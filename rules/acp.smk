@@ -20,12 +20,12 @@ GPUS_PER_JOB = int(GRID.get("gpus_per_job", 0))
 RUN_FILES = ("metrics.json", "posterior_test.npz", "curve.csv")
 
 # Report categories of the ACP paper's sections (rules/report.smk sorts categories by name).
-REPORT_DATASETS = "4.1 Datasets (Tables 2-3, Fig. 2)"
-REPORT_INFERENCE = "4.2 Inference (Fig. 3)"
-REPORT_RECOVERY = "4.3 Parameter estimation (Fig. 4, supp. Figs. 1-2)"
-REPORT_GENERATIVE = "4.4 Generative modeling (Fig. 5, Table 4)"
-REPORT_TEXT = "4.5 Topic models / supplement 5.1"
-REPORT_ABLATION = "Ablation (ours): ACP with theta stopped in eq. 11"
+REPORT_DATASETS = "ACP - 4.1 Datasets (Tables 2-3, Fig. 2)"
+REPORT_INFERENCE = "ACP - 4.2 Inference (Fig. 3)"
+REPORT_RECOVERY = "ACP - 4.3 Parameter estimation (Fig. 4, supp. Figs. 1-2)"
+REPORT_GENERATIVE = "ACP - 4.4 Generative modeling (Fig. 5, Table 4)"
+REPORT_TEXT = "ACP - 4.5 Topic models / supplement 5.1"
+REPORT_ABLATION = "Beyond the papers - Ablation (ours), ACP with theta stopped in eq. 11"
 REPORT_TOPICS = "Table 5: topics (NeurIPS titles)"  # subcategories of REPORT_TEXT
 REPORT_CLASSIFICATION = "Supplement 5.1: Reuters classification"
 REPORT_TSNE = "Supplement 5.1: t-SNE"
@@ -64,6 +64,11 @@ def per_seed_search_result(wildcards):
     """search_result of a per-seed training job's cell."""
     cell = per_seed_cell(wildcards)
     return [R(f"search/{cell.path}/best.json")] if grid.n_draws(config, cell) > 1 else []
+
+
+def searched_files(name):
+    """``name`` (best.json or search.csv) of every searched cell of the grid (rule search_table)."""
+    return [R(f"search/{c.path}/{name}") for c in grid.cells(config) if grid.n_draws(config, c) > 1]
 
 
 def search_chunk_tables(wildcards):
@@ -160,6 +165,8 @@ def synthetic_tables():
     tables += [R(f"tables/{e}_recovery.csv") for e in ("fig4", "suppfig2") if e in exps]
     tables += [R(f"tables/{e}.csv") for e in ("fig5", "table4") if e in exps]
     tables += ablation_tables()
+    if searched_files("best.json"):  # the searches behind the cells (claims' protocol_deviation)
+        tables.append(R("tables/search_draws.csv"))
     return tables
 
 
@@ -205,6 +212,8 @@ def acp_targets():
     if "table4" in exps:
         targets.append(R("tables/table4.md"))
     targets += [R("tables/ablation_acp_sg.md") for _ in ablation_tables()]
+    if searched_files("best.json"):  # the searches' draws and selections (rule search_table)
+        targets += [R("tables/search_draws.csv"), R("tables/search_draws.md")]
     return targets + text_targets()
 
 

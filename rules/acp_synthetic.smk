@@ -5,7 +5,8 @@
 
 rule baselines:
     # Reference scores of one dataset for the NELBO tables: independent Bernoulli per N_train
-    # of the grid's cells, true model (exact / IW bound / per-datapoint ELBO); docs/baselines.md.
+    # of the grid's cells (also on the runs' nll_test rows), true model's -log p(x) (exact or
+    # AIS) beside it on the same rows; docs/baselines.md.
     input:
         R("data/{dataset}.npz"),
     output:
@@ -26,10 +27,18 @@ rule baselines:
         n_train=lambda w: " ".join(str(n) for n in baseline_n_train(w.dataset)),
         samples=lambda w: grid.evaluation(config)["samples"],
         opts=lambda w: grid.baseline_settings(config),
+        nll=lambda w: json_param(grid.baseline_settings(config)["nll"]),
+        run_nll=lambda w: (
+            f"--run-nll {json_param(grid.evaluation(config)['nll'])}"
+            if grid.evaluation(config).get("nll") is not None
+            else ""
+        ),
+        bounds=lambda w: "" if grid.baseline_settings(config)["bounds"] else "--no-bounds",
     shell:
         "noisyor-bench baselines --dataset {input:q} --dataset-name {wildcards.dataset} --n-train {params.n_train}"
         " --samples {params.samples} --max-rows {params.opts[max_rows]} --iw-samples {params.opts[iw_samples]}"
-        " --max-rounds {params.opts[max_rounds]} --threads {threads} --out-json {output:q} > {log:q} 2>&1"
+        " --max-rounds {params.opts[max_rounds]} --nll {params.nll} {params.run_nll} {params.bounds}"
+        " --threads {threads} --out-json {output:q} > {log:q} 2>&1"
 
 
 rule table_fig3a:
@@ -101,7 +110,12 @@ rule figure_fig3b:
 
 rule figure_patterns:
     input:
-        runs=lambda w: experiment_files(w.experiment, ("metrics.json", "posterior_test.npz")),
+        # the experiment's runs and its sensitivity rows' (experiments with recovery_of, e.g. K = 2 x K_true)
+        runs=lambda w: [
+            f
+            for e in grid.recovery_experiments(config, w.experiment)
+            for f in experiment_files(e, ("metrics.json", "posterior_test.npz"))
+        ],
         dataset=lambda w: R(f"data/{recovery_dataset(w.experiment)}.npz"),
         baselines=lambda w: baseline_files(w.experiment),
     output:

@@ -46,6 +46,8 @@ rule search_chunk:
         seed=lambda w: grid.seeds(config, w.experiment, w.dataset)[0],
         draws=lambda w: json_param(grid.draws(config, cell_of(w))),
         draws_range=lambda w: search_chunk_range(w),
+        inits=lambda w: grid.inits_per_draw(config, cell_of(w)),
+        factor=lambda w: grid.latents_factor(config, w.experiment),
         budget=lambda w: json_param(grid.budget(config, cell_of(w))),
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
@@ -53,7 +55,8 @@ rule search_chunk:
     shell:
         "noisyor-bench search --dataset {input.dataset:q} --dataset-name {wildcards.dataset:q}"
         " --experiment {wildcards.experiment:q} --method {wildcards.method:q} --mode {params.mode}"
-        " --n-train {wildcards.n} --seed {params.seed} --draws {params.draws} --budget {params.budget}"
+        " --n-train {wildcards.n} --seed {params.seed} --draws {params.draws} --inits-per-draw {params.inits}"
+        " --latents-factor {params.factor} --budget {params.budget}"
         " --evaluation {params.evaluation} --device {params.device:q} --threads {threads}"
         " {params.batch} --draws-range {params.draws_range} --out-chunk {output.table:q} > {log:q} 2>&1"
 
@@ -77,6 +80,27 @@ rule search_select:
         out_dir=lambda w, output: os.path.dirname(output.best),
     shell:
         "noisyor-bench search-select --chunks {input.chunks:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+
+
+# Every draw of the grid's searches and the selected hyperparameters (issue 30: a published reference
+# shows them): tables/search_draws.{csv,md}.
+rule search_table:
+    input:
+        best=lambda w: searched_files("best.json"),
+        tables=lambda w: searched_files("search.csv"),
+    output:
+        csv=R("tables/search_draws.csv"),
+        md=R("tables/search_draws.md"),
+    log:
+        log_path("search_table", "search_draws"),
+    benchmark:
+        benchmark_path("search_table", "search_draws")
+    conda:
+        CONDA_ENV
+    params:
+        dirs=lambda w, input: " ".join(shlex.quote(os.path.dirname(f)) for f in input.best),
+    shell:
+        "noisyor-bench search-table --searches {params.dirs} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 # One train_cell rule per seed list (grid.seed_groups): a rule's outputs, one set per seed, are
@@ -119,10 +143,12 @@ for _group in grid.seed_groups(config):
             device=DEVICE,
             batch="--batch-seeds" if GRID.get("batched") else "",
             results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+            factor=lambda w: grid.latents_factor(config, w.experiment),
         shell:
             "noisyor-bench train-cell --dataset {input.dataset:q} --dataset-name {wildcards.dataset}"
             " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
             " --n-train {wildcards.n} --seeds {params.seeds} {params.best} --budget {params.budget}"
+            " --latents-factor {params.factor}"
             " --evaluation {params.evaluation} --device {params.device:q} --threads {threads}"
             " {params.batch} --results-dir {params.results:q} > {log:q} 2>&1"
 
@@ -168,10 +194,12 @@ rule train_cell_seed:
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
         results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+        factor=lambda w: grid.latents_factor(config, per_seed_cell(w).experiment),
     shell:
         "noisyor-bench train-cell --dataset {input.dataset:q} --dataset-name {params.dataset}"
         " --experiment {params.experiment} --method {params.method} --mode {params.mode}"
         " --n-train {params.n} --seeds {wildcards.seed} {params.best} --budget {params.budget}"
+        " --latents-factor {params.factor}"
         " --evaluation {params.evaluation} --device {params.device:q} --threads {threads}"
         " --results-dir {params.results:q} > {log:q} 2>&1"
 

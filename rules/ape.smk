@@ -33,9 +33,11 @@ def ape_encoder_dirs(ds, seed):
 def ape_nuts_files(ds, seed):
     """The seed's NUTS run (metrics.json), or nothing when the grid runs no NUTS on ``ds``."""
     nuts = APE["datasets"][ds].get("nuts") or {}
+    runs = int(nuts.get("documents") or nuts.get("combinations", 0)) > 0
+    seeds = nuts.get("seeds")  # issue 32: the quick grid samples in some seeds only
     return (
         [R(f"runs/ape-nuts/{ds}/nuts/n0/seed{seed}/metrics.json")]
-        if int(nuts.get("combinations", 0)) > 0
+        if runs and (seeds is None or int(seed) in [int(s) for s in seeds])
         else []
     )
 

@@ -2,7 +2,7 @@
 # (grids.<grid>.ape_noisyor), input functions and targets, and its registration with the core
 # (paper_hooks, rules/common.smk). Its rules: rules/ape_noisyor_rules.smk.
 APE_NOISYOR = GRID.get("ape_noisyor", {})
-REPORT_APE_NOISYOR = "APE on noisy-OR (beyond the paper)"
+REPORT_APE_NOISYOR = "Beyond the papers - APE on noisy-OR"
 
 
 def ape_noisyor_families():

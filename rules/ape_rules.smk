@@ -2,7 +2,7 @@
 # data, encoder training, VI / NUTS on the test combinations, evaluation, Table 1, Figures 1-2 and
 # claims (settings and input functions: rules/ape.smk). Each rule is named as the noisyor-bench
 # subcommand it runs (`-` -> `_`).
-REPORT_APE = "APE: Table 1, Figures 1-2 (Zhang & Hughes)"
+REPORT_APE = "APE - Table 1, Figures 1-2 (Zhang & Hughes)"
 
 table_view(
     R("tables/ape_table1.csv"), "ape_table1", REPORT_APE, "Table 1: likelihood, time, agreement (table)"

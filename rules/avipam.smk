@@ -16,7 +16,7 @@ AVIPAM_DATA_ARGS = {
     "mnist": config["corpora"].get("avipam-mnist", {}),
 }
 AVIPAM_TABLES = ("table1", "table2", "table3", "table4")
-REPORT_AVIPAM = "aviPAM: Tables 1-4, collapse study (Figs. 2-3)"
+REPORT_AVIPAM = "aviPAM - Tables 1-4, collapse study (Figs. 2-3)"
 
 
 def avipam_run_files(cells, files=("metrics.json",)):
@@ -35,13 +35,32 @@ def avipam_collapse_runs():
 
 
 def avipam_npmi_inputs(corpora):
-    """NPMI reference counts (external Wikipedia, internal held-out) of the text corpora among ``corpora``."""
+    """NPMI reference counts (paper protocol: the corpus's own text; external Wikipedia; internal
+    held-out) of the text corpora among ``corpora``."""
     return [
         R(f"avipam/npmi/{c}-{ref}.npz")
         for c in corpora
         if c in avipam_cells.TEXT_CORPORA
-        for ref in ("external", "internal")
+        for ref in ("paper", "external", "internal")
     ]
+
+
+def avipam_npmi_raw(wildcards):
+    """Raw inputs of a reference's counts: the Wikipedia slice (external), the raw 20 Newsgroups
+    messages (the paper protocol on 20news), none otherwise."""
+    if wildcards.reference == "external":
+        return pmi_reference_input()
+    if wildcards.reference == "paper" and wildcards.corpus == "20news":
+        return raw_inputs("20news-bydate-text")
+    return []
+
+
+def avipam_npmi_stamps(wildcards):
+    if wildcards.reference == "external":
+        return pmi_reference_stamps()
+    if wildcards.reference == "paper" and wildcards.corpus == "20news":
+        return raw_stamps("20news-bydate-text")
+    return []
 
 
 def avipam_table_corpora():

@@ -41,8 +41,8 @@ rule avipam_data:
 rule avipam_npmi_counts:
     input:
         corpus=R("data/avipam-{corpus}.npz"),
-        reference=lambda w: pmi_reference_input() if w.reference == "external" else [],
-        verified=lambda w: pmi_reference_stamps() if w.reference == "external" else [],
+        reference=avipam_npmi_raw,
+        verified=avipam_npmi_stamps,
     output:
         R("avipam/npmi/{corpus}-{reference}.npz"),
     log:
@@ -51,7 +51,7 @@ rule avipam_npmi_counts:
         benchmark_path("avipam_npmi_counts", "{corpus}-{reference}")
     wildcard_constraints:
         corpus="20news|nips",
-        reference="external|internal",
+        reference="paper|external|internal",
     priority: measured_priority("avipam_npmi_counts", "{corpus}-{reference}")
     conda:
         CONDA_ENV
@@ -59,11 +59,13 @@ rule avipam_npmi_counts:
         raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
         wiki=lambda w, input: (
-            f"--wiki {shlex.quote(str(input.reference))}" if w.reference == "external" else ""
+            f"--wiki {shlex.quote(str(input.reference))}"
+            if w.reference == "external"
+            else (f"--messages {shlex.quote(str(input.reference))}" if input.reference else "")
         ),
         max_docs=lambda w: (
-            f"--max-docs {AVIPAM['npmi_external_max_docs']}"
-            if w.reference == "external" and AVIPAM.get("npmi_external_max_docs")
+            f"--max-docs {AVIPAM[f'npmi_{w.reference}_max_docs']}"
+            if w.reference in ("external", "paper") and AVIPAM.get(f"npmi_{w.reference}_max_docs")
             else ""
         ),
     shell:

@@ -56,7 +56,7 @@ CACHE_DIR = R("raw")
 # Report (`snakemake --report`, rules/report.smk): one category per paper section (the report
 # sorts categories by name), each result labelled with the paper artifact it regenerates and
 # captioned from docs/captions/<name>.rst (paths relative to rules/).
-REPORT_CLAIMS = "Claims"
+REPORT_CLAIMS = "All papers - Claims"
 
 
 def paper_report(path, caption, category, artifact, subcategory=None):

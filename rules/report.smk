@@ -7,9 +7,9 @@
 
 from noisyor_bench.infra.provenance import code_version_label
 
-REPORT_CONVERGENCE = "Convergence"
-REPORT_RUNTIME = "Runtime"
-REPORT_SOFTWARE = "Software"
+REPORT_CONVERGENCE = "All papers - Convergence"
+REPORT_RUNTIME = "All papers - Runtime"
+REPORT_SOFTWARE = "All papers - Software"
 
 
 # Tables in the report: each is shown as its HTML view (tables/<name>.html, written next to the
@@ -58,6 +58,51 @@ for _view in TABLE_VIEWS:
             CONDA_ENV
         shell:
             "noisyor-bench table-html --tables {input:q} --out-html {output:q} > {log:q} 2>&1"
+
+
+# One claims page per selected paper (and study beyond the papers): its answer line, its claims
+# grouped by paper section behind toggles, each decision behind its own toggle
+# (claims/<paper>_claims.html); rule all builds them.
+CLAIMS_PAGES = [R(f"claims/{p}_claims.html") for p in SELECTED]
+
+
+for _paper_id in SELECTED:
+
+    rule:
+        name:
+            f"claims_pages_{_paper_id}"
+        input:
+            R("tables/claims.csv"),
+        output:
+            paper_report(
+                R(f"claims/{_paper_id}_claims.html"),
+                "claims_page",
+                REPORT_CLAIMS,
+                f"{papers.get(_paper_id).name}: claims and verdicts",
+            ),
+        log:
+            log_path("claims_pages", _paper_id),
+        conda:
+            CONDA_ENV
+        params:
+            paper=_paper_id,
+            name=papers.get(_paper_id).name,
+            beyond=papers.get(_paper_id).beyond_the_papers,
+            results=lambda w, input: str(Path(input[0]).parent.parent),
+        shell:
+            "noisyor-bench claims-pages --claims {input:q} --results {params.results:q} --papers {params.paper}"
+            " --out-html {output:q} > {log:q} 2>&1"
+
+
+# The report's landing page (docs/captions/workflow.rst) shows the answer per paper -- the same
+# lines as the console's end summary and README (noisyor_bench.reporting.answer) -- read from this
+# results directory when the report is built (`--report`): the run has finished by then. The
+# page includes <results>/claims/answer.rst, written here (the config stays as validated).
+LANDING_ANSWER = R("claims/answer.rst")
+if any(a == "--report" or a.startswith("--report=") for a in sys.argv):
+    from noisyor_bench.reporting.summary import write_landing_answer
+
+    write_landing_answer(RESULTS, LANDING_ANSWER, SELECTED)
 
 
 # The report's software page: installed versions of the pinned packages, the git commit, the

@@ -91,3 +91,19 @@ def test_theta_pool_is_reproducible_per_index_and_dirichlet_distributed():
     assert again == pool
     with pytest.raises(ConfigError):
         pool.model(400)
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.5, 0.05])
+def test_theta_pool_vectorised_draw_is_numpys_dirichlet_bit_for_bit(alpha):
+    """The pool's recipe (issue 32's vectorised drawing keeps it): model m is
+    default_rng([seed, m]).dirichlet(alpha, size=K), row-normalised -- written out here with
+    numpy's own Dirichlet, per model, as before the vectorisation."""
+    pool = ThetaPool(seed=5, size=50, n_topics=4, vocab_size=300, alpha=alpha)
+    indices = [7, 0, 49, 7]
+    for i, m in enumerate(indices):
+        rng = np.random.default_rng([5, m])
+        theta = rng.dirichlet(np.full(300, alpha), size=4)
+        theta = theta / theta.sum(axis=1, keepdims=True)
+        np.testing.assert_array_equal(pool.model(m), theta)
+        np.testing.assert_array_equal(pool.draw(indices, np.float64)[i], theta)
+        np.testing.assert_array_equal(pool.draw(indices)[i], theta.astype(np.float32))

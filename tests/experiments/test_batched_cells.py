@@ -91,8 +91,24 @@ def test_search_batches_the_draws_of_one_encoder_shape(tmp_path: Path) -> None:
         tables[name] = (out / "search.csv").read_text().splitlines()
         assert not (out / BATCH_DIR).exists()
         if name == "batched":
-            batches = [read_json(out / f"draw{i}" / "metrics.json")["batch"] for i in range(4)]
-            assert [(b["runs"], b["index"]) for b in batches] == [(2, 0), (2, 0), (2, 1), (2, 1)]
+            # search.inits_per_draw defaults to 2 (issue 30): each draw's two initialisations
+            # (draw<d>/ and draw<d>-init1/) join its shape's batch, so each batch holds 2 x 2 runs,
+            # indexed in (draw, init) order: draws 0, 2 in one shape's batch, 1, 3 in the other's.
+            batches = [
+                read_json(out / folder / "metrics.json")["batch"]
+                for i in range(4)
+                for folder in (f"draw{i}", f"draw{i}-init1")
+            ]
+            assert [(b["runs"], b["index"]) for b in batches] == [
+                (4, 0),
+                (4, 1),
+                (4, 0),
+                (4, 1),
+                (4, 2),
+                (4, 3),
+                (4, 2),
+                (4, 3),
+            ]
     alone = [read_json(tmp_path / "alone" / f"draw{i}" / "metrics.json") for i in range(4)]
     batched = [read_json(tmp_path / "batched" / f"draw{i}" / "metrics.json") for i in range(4)]
     for a, b in zip(alone, batched, strict=True):

@@ -29,7 +29,10 @@ def test_shipped_config_is_valid(cfg):
     ("mutate", "message"),
     [
         (lambda c: c.update(bogus=1), "'bogus' was unexpected"),
-        (lambda c: c.update(grid="fast"), "allowed values: ['paper', 'paper-synpattern', 'quick', 'smoke']"),
+        (
+            lambda c: c.update(grid="fast"),
+            "allowed values: ['paper', 'paper-avipam-table1', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
+        ),
         (lambda c: c["datasets"]["syn-pattern"].update(mu=1.5), "datasets.syn-pattern.mu"),
         (lambda c: c["datasets"]["syn-random-1"].update(D="fifty"), "datasets.syn-random-1.D"),
         (lambda c: c["datasets"]["syn-random-1"].pop("s"), "'s' is a required property"),
@@ -155,7 +158,7 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
         (
             lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(colour=1),
             "grids.quick.experiments.fig3a: ",
-            "allowed keys: budget, dataset_runs, dataset_seeds, datasets, method_budget, mode, not_run, runs, search",
+            "allowed keys: budget, dataset_runs, dataset_seeds, datasets, latents_factor, method_budget, mode, not_run, recovery_of, runs, search",
         ),
         (
             lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
@@ -175,7 +178,7 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
         (
             lambda c: c.update(grid="fast"),
             "grid: 'fast'",
-            "allowed values: ['paper', 'paper-synpattern', 'quick', 'smoke']",
+            "allowed values: ['paper', 'paper-avipam-table1', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
         ),
         (
             lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(mode="learn"),

@@ -72,7 +72,7 @@ def _assert_same_run(
     assert (run.best_epoch, run.stop_reason) == (alone.best_epoch, alone.stop_reason)
     assert (batched.best_epoch, batched.stop_reason) == (alone.best_epoch, alone.stop_reason)
     ca, cb = alone.convergence.as_dict(), run.convergence.as_dict()
-    for key in ("best_before_window", "best_within_window", "relative_improvement"):
+    for key in ("best_before_window", "best_within_window", "relative_improvement", "last_window_nats"):
         va, vb = ca.pop(key), cb.pop(key)
         assert (va is None) == (vb is None)
         if va is not None:

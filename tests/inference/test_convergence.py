@@ -12,6 +12,7 @@ from toydata import write_toy_dataset
 from noisyor_bench.experiments.acp.runs import RunSpec, execute_run
 from noisyor_bench.experiments.rundir import METRICS_FILE
 from noisyor_bench.inference.convergence import (
+    BEST_AT_LIMIT,
     EARLY_STOPPING,
     METHOD_CRITERION,
     NO_FIT,
@@ -81,25 +82,25 @@ def test_rule_on_hand_made_curves(vals: list[float], stop: str | None, expect: b
 
 
 def test_exactly_at_the_tolerance_is_not_converged() -> None:
-    # (8 - 7.5) / 8 = 0.0625 = 1/16 exactly in binary: not below a tolerance of 1/16
-    vals = [9.0, 8.0, 8.0, 8.0, 7.5]
-    assert assess(curve(vals), "max_epochs", 5, budget(window=3, rel_tol=0.0625)).converged is False
-    assert assess(curve(vals), "max_epochs", 5, budget(window=3, rel_tol=0.0626)).converged is True
+    # (8 - 7.5) / 8 = 0.0625 = 1/16 exactly in binary: not below a tolerance of 1/16 (best at epoch 4)
+    vals = [9.0, 8.0, 8.0, 7.5, 7.6]
+    assert assess(curve(vals), "max_epochs", 4, budget(window=3, rel_tol=0.0625)).converged is False
+    assert assess(curve(vals), "max_epochs", 4, budget(window=3, rel_tol=0.0626)).converged is True
 
 
 def test_window_counts_evaluations_not_epochs() -> None:
     # eval_every = 2: epochs without a validation value are skipped; 4 evaluations of 7 epochs
-    vals = [None, 12.0, None, 10.0, None, 9.99, 9.98]
-    v = assess(curve(vals), "max_epochs", 7, budget(window=2, rel_tol=0.01))
+    vals = [None, 12.0, None, 10.0, None, 9.98, 9.99]
+    v = assess(curve(vals), "max_epochs", 6, budget(window=2, rel_tol=0.01))
     assert v.evaluations == 4 and v.monitored == "val_nelbo" and v.epochs == 7
     assert v.best_before_window == 10.0 and v.best_within_window == 9.98 and v.converged is True
     # the same values one window wider: best before = 12 -> (12 - 9.98) / 12 > 0.01
-    assert assess(curve(vals), "max_epochs", 7, budget(window=3, rel_tol=0.01)).converged is False
+    assert assess(curve(vals), "max_epochs", 6, budget(window=3, rel_tol=0.01)).converged is False
 
 
 def test_training_curve_is_used_without_validation_and_infinite_values_are_skipped() -> None:
     v = assess(
-        curve([None] * 4, train=[5.0, 4.0, 3.99, 3.99]), "max_epochs", 4, budget(window=2, rel_tol=0.01)
+        curve([None] * 4, train=[5.0, 4.0, 3.99, 3.99]), "max_epochs", 3, budget(window=2, rel_tol=0.01)
     )
     assert v.monitored == "train_nelbo" and v.converged is True
     v = assess(curve([math.inf, 10.0, 9.0, 8.0]), "max_epochs", 4, budget(window=2, rel_tol=0.01))
@@ -216,13 +217,16 @@ def test_real_avi_at_its_epoch_limit_with_a_falling_curve_is_not_converged(toy: 
         {"hidden_dim": 8, "lr": 1e-3},
     )
     c = m["convergence"]
-    assert m["stop_reason"] == "max_epochs" and m["converged"] is False and c["rule"] == STILL_IMPROVING
+    # a falling curve: its best evaluation is the last one, so it is never converged (issue 30)
+    assert m["stop_reason"] == "max_epochs" and m["converged"] is False and c["rule"] == BEST_AT_LIMIT
     # the numbers behind it, checked against curve.csv independently of the code
     import pandas as pd
 
     vals = pd.read_csv(tmp_path / "limit" / "curve.csv")["val_nelbo"].tolist()
     before, within = min(vals[:-5]), min(vals[-5:])
     assert c["best_before_window"] == before and c["best_within_window"] == within
+    assert c["best_at_limit"] is True and vals[-1] == min(vals) and c["abs_tol"] == 0.01
+    assert c["last_window_nats"] == pytest.approx(before - within)
     assert c["relative_improvement"] == pytest.approx((before - within) / abs(before)) and within < before
     assert c["relative_improvement"] >= c["rel_tol"] == 1e-3
     assert (c["epochs"], c["max_epochs"], c["window"], c["evaluations"]) == (8, 8, 5, 8)
@@ -241,14 +245,13 @@ def test_real_avi_stopped_by_patience_is_converged(toy: Path, tmp_path: Path) ->
 
 
 def test_real_runs_with_a_lenient_tolerance_and_held_out_classical(toy: Path, tmp_path: Path) -> None:
-    # the falling curve of the first test counts as a plateau with a 10% tolerance
+    # the falling curve of the first test: a relative tolerance of 10% no longer calls it a plateau
+    # (issue 30: ACP runs are judged in nats, and a best evaluation at the limit never converged)
     lenient = FitBudget(max_epochs=8, patience=50, batch_size=32, convergence_rel_tol=0.1)
     m = _run(toy, tmp_path / "lenient", lenient, {"hidden_dim": 8, "lr": 1e-3})
-    assert (
-        m["converged"] is True
-        and m["convergence"]["rule"] == PLATEAU
-        and m["budget"]["convergence_rel_tol"] == 0.1
-    )
+    c = m["convergence"]
+    assert c["relative_improvement"] < 0.1 and m["budget"]["convergence_rel_tol"] == 0.1
+    assert m["converged"] is False and c["rule"] == BEST_AT_LIMIT
     # SVI on the held-out rows in inference mode: no training budget, converged only by its own rule
     m = _run(toy, tmp_path / "svi", FitBudget(max_epochs=2), {}, method="svi", mode="inference", n_train=0)
     assert m["convergence"]["rule"] in (NOT_APPLICABLE, METHOD_CRITERION)
@@ -296,7 +299,7 @@ def _fake_run(
                 "evaluations": 15,
                 "relative_improvement": rel,
                 "best_before_window": 11.0,
-                "best_within_window": 10.9,
+                "best_within_window": 11.0 * (1.0 - (rel or 0.0)),  # nats: 11 * rel over the window
             },
         },
     )
@@ -391,3 +394,95 @@ def test_convergence_table_and_summary_cli(tmp_path: Path) -> None:
         )
         == 2
     )
+
+
+# ------------------------------------------------------------------------------ issue 30: judged in nats
+def test_best_evaluation_last_at_the_limit_is_never_converged() -> None:
+    """A plateau by either tolerance, but the last evaluation is the best: still improving when stopped."""
+    from noisyor_bench.inference.convergence import BEST_AT_LIMIT
+
+    vals = [12.0, 10.0, 10.0, 10.0, 9.9999]
+    for best in (5, None):  # the trainer's best epoch, or read off the curve
+        v = assess(curve(vals), "max_epochs", best, budget(window=3, rel_tol=0.5), abs_tol=1.0)
+        assert (v.converged, v.rule, v.best_at_limit) == (False, BEST_AT_LIMIT, True)
+    # a tie with an earlier value is not a new best; early stopping is never "at the limit"
+    assert assess(curve([12.0, 10.0, 10.0, 10.0, 10.0]), "max_epochs", None, budget()).best_at_limit is False
+    assert assess(curve(vals), "patience", 5, budget()).converged is True
+
+
+def test_absolute_tolerance_in_nats_per_point() -> None:
+    """The same relative improvement (1e-4) is 0.004 nats at 40 nats and 0.024 nats at 240 nats."""
+    b = budget(window=3, rel_tol=1e-3)
+    for scale, expect in ((40.0, True), (240.0, False)):
+        vals = [scale * 1.1, scale, scale, scale * (1 - 1e-4), scale * (1 - 5e-5)]
+        v = assess(curve(vals), "max_epochs", 4, b, abs_tol=0.01)
+        assert v.last_window_nats == pytest.approx(scale * 1e-4)
+        assert v.relative_improvement == pytest.approx(1e-4) and v.abs_tol == 0.01
+        assert v.converged is expect and v.rule == (PLATEAU if expect else STILL_IMPROVING)
+        # the relative rule alone called both converged
+        assert assess(curve(vals), "max_epochs", 4, b).converged is True
+
+
+def test_rejudge_absolute_reads_verdicts_recorded_under_the_relative_rule() -> None:
+    from dataclasses import replace
+
+    from noisyor_bench.inference.convergence import BEST_AT_LIMIT, rejudge_absolute
+
+    vals = [264.0, 240.0, 240.0, 239.976, 239.988]  # 0.024 nats over the window; relative 1e-4
+    old = replace(assess(curve(vals), "max_epochs", 4, budget(rel_tol=1e-3)), last_window_nats=None)
+    assert old.converged is True
+    new = rejudge_absolute(old)
+    assert (new.converged, new.rule, new.abs_tol) == (False, STILL_IMPROVING, 0.01)
+    assert new.last_window_nats == pytest.approx(0.024)
+    assert rejudge_absolute(old, abs_tol=0.05).converged is True
+    stuck = replace(old, best_at_limit=True)
+    assert (rejudge_absolute(stuck).converged, rejudge_absolute(stuck).rule) == (False, BEST_AT_LIMIT)
+    early = assess(curve(vals), "patience", 4, budget())
+    assert rejudge_absolute(early).converged is True  # early stopping stands
+
+
+def test_tables_count_runs_judged_in_nats_also_from_old_records() -> None:
+    """collect.convergence_counts: a run recorded as converged by the relative rule at 240 nats,
+    and one at its limit with its best epoch the last one, count as unconverged; the cell's
+    largest last-window improvement is recorded."""
+    import pandas as pd
+
+    from noisyor_bench.reporting.collect import convergence_counts, run_converged
+
+    rows = pd.DataFrame(
+        [
+            # early stopping: converged whatever the numbers
+            {
+                "converged": True,
+                "convergence_rule": "early-stopping",
+                "convergence_best_before_window": 40.0,
+                "convergence_best_within_window": 40.5,
+            },
+            # relative plateau at 240 nats, 0.024 nats over the window: not converged in nats
+            {
+                "converged": True,
+                "convergence_rule": "plateau",
+                "convergence_best_before_window": 240.0,
+                "convergence_best_within_window": 239.976,
+                "convergence_stop_reason": "max_epochs",
+                "convergence_best_epoch": 90,
+                "convergence_epochs": 100,
+            },
+            # 0.004 nats, best epoch the last one: never converged
+            {
+                "converged": True,
+                "convergence_rule": "plateau",
+                "convergence_best_before_window": 40.0,
+                "convergence_best_within_window": 39.996,
+                "convergence_stop_reason": "max_epochs",
+                "convergence_best_epoch": 100,
+                "convergence_epochs": 100,
+            },
+            # inference-mode SVI: not applicable
+            {"converged": None, "convergence_rule": "not-applicable"},
+        ]
+    )
+    assert [run_converged(r) for r in rows.to_dict("records")] == [True, False, False, None]
+    c = convergence_counts(rows)
+    assert (c["n_runs"], c["n_converged"]) == (4, 2)
+    assert c["max_last_window_nats"] == pytest.approx(0.024)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from noisyor_bench.inference.convergence import (
+    BEST_AT_LIMIT,
     PLATEAU,
     STILL_IMPROVING,
     TOO_FEW_EVALUATIONS,
@@ -77,17 +78,34 @@ def test_assess_at_the_epoch_limit_says_plateau_exactly_when_the_predicate_holds
     values: list, window: int, rel_tol: float, expected: bool, why: str
 ) -> None:
     """A training-NELBO curve that ran to its limit: assess() converged iff the predicate holds
-    (NaN stands in for None: EpochRecord's train_nelbo is a float)."""
+    and the best evaluation is not the last one (issue 30: a run stopped at max_epochs with its
+    best evaluation last is never converged, rule best-at-limit, whatever the window says).
+    NaN stands in for None: EpochRecord's train_nelbo is a float.  The best epoch is read off
+    the curve (None) and given as the trainer records it (the first epoch of the strict minimum)."""
     if not values:
         return  # an empty curve is "no fit", not a plateau question
     records = [EpochRecord(i + 1, NAN if v is None else v, None, 0.0) for i, v in enumerate(values)]
     budget = FitBudget(max_epochs=len(values), convergence_window=window, convergence_rel_tol=rel_tol)
-    verdict = assess(records, "max_epochs", None, budget)
-    assert verdict.converged is expected, why
-    finite = sum(1 for v in values if v is not None and math.isfinite(v))
-    assert verdict.rule == (
-        PLATEAU if expected else TOO_FEW_EVALUATIONS if finite <= window else STILL_IMPROVING
+    finite = [(i + 1, v) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+    # by hand: the last finite value is strictly below every earlier one (or the only one)
+    best_last = bool(finite) and (len(finite) == 1 or finite[-1][1] < min(v for _, v in finite[:-1]))
+    first_best = min(finite, key=lambda ev: ev[1])[0] if finite else None  # min() keeps the first tie
+    rule = (
+        TOO_FEW_EVALUATIONS
+        if len(finite) <= window
+        else BEST_AT_LIMIT
+        if best_last
+        else PLATEAU
+        if expected
+        else STILL_IMPROVING
     )
+    for best_epoch in (None, first_best):
+        verdict = assess(records, "max_epochs", best_epoch, budget)
+        assert verdict.converged is (expected and not best_last), why
+        assert verdict.rule == rule, why
+        assert verdict.best_at_limit is best_last, why
+        # the same curve stopped by early stopping is converged: the limit rule is the limit's only
+        assert assess(records, "patience", best_epoch, budget).converged is True, why
 
 
 def test_gibbs_rule_reads_the_budget_it_is_given() -> None:

@@ -257,7 +257,7 @@ def test_verify_finds_dataset_and_detects_tampering(
     data = Path("b/results/data/toy.npz")
 
     code, out, _ = cli(["verify", run], capsys)
-    assert code == 0 and "all 14 metrics reproduced" in out and "posterior_test.npz: ok" in out
+    assert code == 0 and "all 18 metrics reproduced" in out and "posterior_test.npz: ok" in out
     assert cli(["evaluate", run, "--dataset", data], capsys)[0] == 0  # the old name still works
 
     m = read_json(run / "metrics.json")
@@ -328,8 +328,11 @@ def test_search_best_json_has_provenance(
     assert hashes == {
         "dataset": sha(results / "data/toy.npz"),
         "draw0": sha(out / "draw0/metrics.json"),
+        "draw0-init1": sha(out / "draw0-init1/metrics.json"),
         "draw1": sha(out / "draw1/metrics.json"),
-    }
+        "draw1-init1": sha(out / "draw1-init1/metrics.json"),
+    }  # search.inits_per_draw defaults to 2 (issue 30): init j > 0 trains in draw<d>-init<j>/
+    assert read_json(out / "best.json")["provenance"]["config"]["inits_per_draw"] == 2
     draw = read_json(out / "draw1/metrics.json")["provenance"]
     assert draw["config"]["hparams"] == {"lr_local": 0.2} and draw["config"]["evaluate_test"] is False
     assert draw["command"]["argv"][1] == "search"
@@ -789,7 +792,7 @@ def test_avipam_run_records_its_files_and_verifies(
     save_corpus(corpus, Corpus(counts, counts, [f"w{i}" for i in range(15)]))
     topics = rng.dirichlet(np.ones(15), size=3)
     kl = np.array([0.01, 0.5, 2.0]) if collapse else None
-    monkeypatch.setattr(avipam_runs, "fit", lambda method, c, settings, seed: _fit(topics, kl))
+    monkeypatch.setattr(avipam_runs, "fit", lambda method, c, settings, seed, *, vocabulary: _fit(topics, kl))
     experiment = "collapse" if collapse else "small"
     cell = {"experiment": experiment, "corpus": "toy", "method": "m"}
     out = tmp_path / "runs" / f"avipam-{experiment}" / "toy" / "m" / "n0" / "seed0"

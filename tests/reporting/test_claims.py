@@ -68,18 +68,25 @@ def test_verdict_rules():
     assert C.combine([REPRODUCED, REPRODUCED]) == REPRODUCED
     assert C.combine([REPRODUCED, INCONCLUSIVE]) == INCONCLUSIVE
     assert C.combine([INCONCLUSIVE, NOT_REPRODUCED]) == NOT_REPRODUCED
-    assert C.combine([]) == INCONCLUSIVE
+    assert C.combine([]) == C.NOT_TESTED
 
 
 def test_write_read_claims_roundtrip(tmp_path):
     items = [
         Claim("fig3a-1", "ACP | beats AVI", "Fig. 3a", REPRODUCED, "x = 1, y", "rule"),
-        Claim("table4-2", "s", "Table 4", INCONCLUSIVE, "no data: table4", "r"),
+        Claim("table4-2", "s", "Table 4", C.NOT_TESTED, "not tested: table4", "r"),
+        Claim(
+            "table4-3", "s", "Table 4", INCONCLUSIVE, "n", "r", low_power="n>=12", unconverged="1 of 5 runs"
+        ),
     ]
     C.write_claims(items, tmp_path / "claims.csv", tmp_path / "claims.md")
     assert C.read_claims(tmp_path / "claims.csv") == items
+    header = (tmp_path / "claims.csv").read_text().splitlines()[0].split(",")
+    assert "statistical_verdict" not in header and set(C.QUALIFIERS) <= set(header)
     md = (tmp_path / "claims.md").read_text()
-    assert "1 reproduced, 0 not reproduced, 1 inconclusive" in md and "ACP \\| beats" in md
+    assert "3 claims: 1 reproduced, 0 not reproduced, 1 inconclusive, 1 not tested (1 with qualifiers)" in md
+    assert "- ACP: 1 reproduced, 1 inconclusive, 1 not tested (1 with qualifiers)" in md
+    assert "[unconverged: 1 of 5 runs] [low power: n>=12]" in md and "ACP \\| beats" in md
     with pytest.raises(DataError, match="duplicate"):
         C.write_claims(items + items[:1], tmp_path / "dup.csv")
 
@@ -104,16 +111,17 @@ def test_compare_against_a_constant_is_a_one_sample_interval():
     assert math.isnan(C.compare(C.Side({0: 1.0}), const).low)
 
 
-def test_budget_aware_collects_the_rows_read_and_passes_them_to_the_outer_claim():
-    """Rows read inside a claim count for it (and for a claim made of it), never outside one."""
+def test_qualified_collects_the_rows_read_and_passes_them_to_the_outer_claim():
+    """Rows read inside a claim count for it (and for a claim made of it), never outside one; an
+    unconverged run is a qualifier beside the verdict, never a change of it."""
     rows = pd.DataFrame({"artifact": ["t", "t"], "n_runs": [3, 2], "n_converged": [3, 1]})
 
-    @C.budget_aware
+    @C.qualified
     def inner() -> Claim:
         C.note_evidence(rows.iloc[[1]])
         return Claim("fig5-inner", "s", "l", REPRODUCED, "n", "r")
 
-    @C.budget_aware
+    @C.qualified
     def outer() -> Claim:
         C.note_evidence(rows.iloc[[0]])
         inner()
@@ -121,11 +129,59 @@ def test_budget_aware_collects_the_rows_read_and_passes_them_to_the_outer_claim(
 
     C.note_evidence(rows)  # no claim being checked: nothing is collected
     a, b = inner(), outer()
-    assert a.verdict == C.BUDGET_LIMITED and a.evidence == "1/2 runs converged; no baseline in the tables"
-    assert b.verdict == C.BUDGET_LIMITED and b.evidence == "4/5 runs converged; no baseline in the tables"
-    assert (a.statistical_verdict, b.statistical_verdict) == (REPRODUCED, REPRODUCED)
-    ok = C.budget_aware(lambda: Claim("fig5-ok", "s", "l", REPRODUCED, "n", "r"))()
-    assert ok.verdict == REPRODUCED and ok.evidence == ""
+    assert a.verdict == REPRODUCED and a.evidence == "1/2 runs converged; no baseline in the tables"
+    assert b.verdict == REPRODUCED and b.evidence == "4/5 runs converged; no baseline in the tables"
+    assert (a.unconverged, b.unconverged) == ("1 of 2 runs", "1 of 5 runs")
+    ok = C.qualified(lambda: Claim("fig5-ok", "s", "l", REPRODUCED, "n", "r"))()
+    assert ok.verdict == REPRODUCED and ok.evidence == "" and ok.qualifiers() == {}
+    assert C.budget_aware is C.qualified  # the old name, kept for one release
+
+
+def test_a_qualifier_the_claim_sets_itself_is_kept():
+    rows = pd.DataFrame({"artifact": ["t"], "n_runs": [2], "n_converged": [1], "below_baseline": [True]})
+
+    @C.qualified
+    def check() -> Claim:
+        C.note_evidence(rows)
+        return Claim("fig5-x", "s", "l", NOT_REPRODUCED, "n", "r", unconverged="judged in nats: none")
+
+    claim = check()
+    assert claim.verdict == NOT_REPRODUCED
+    assert claim.unconverged == "judged in nats: none"  # the claim's own judgement wins
+    assert claim.weak_learning.startswith("1 cell not better than the independent baseline")
+
+
+def test_a_missing_condition_is_not_tested_and_rests_on_no_rows():
+    rows = pd.DataFrame({"artifact": ["t"], "n_runs": [2], "n_converged": [1]})
+
+    @C.qualified
+    def check() -> Claim:
+        C.note_evidence(rows)
+        return C.no_data_claim("fig5-x", "s", "l", "r", "fig5 syn-random-2 at N_train=30")
+
+    claim = check()
+    assert claim.verdict == C.NOT_TESTED and claim.numbers == "not tested: fig5 syn-random-2 at N_train=30"
+    assert claim.evidence == "" and claim.qualifiers() == {}
+    none = C.difference_ci({}, seeds(1.0, 2.0))
+    assert C.verdict_below(none) == C.verdict_above(none) == C.verdict_within(none, 1.0) == C.NOT_TESTED
+    assert C.combine([C.NOT_TESTED, C.NOT_TESTED]) == C.NOT_TESTED
+    assert C.combine([REPRODUCED, C.NOT_TESTED]) == INCONCLUSIVE  # part of the claim untested
+    assert C.combine([NOT_REPRODUCED, C.NOT_TESTED]) == NOT_REPRODUCED
+
+
+def test_old_claims_csv_reads_in_the_new_vocabulary(tmp_path):
+    """A claims CSV from before issue 30: budget-limited -> its statistical verdict, "no data" ->
+    not tested; the statistical_verdict column is ignored."""
+    path = tmp_path / "claims.csv"
+    path.write_text(
+        "claim_id,statement,location,verdict,numbers,rule,statistical_verdict,evidence\n"
+        "fig5-a,s,l,budget-limited,n,r,reproduced,4/5 runs converged\n"
+        "fig5-b,s,l,inconclusive,no data: fig5 table,r,inconclusive,\n"
+        "fig5-c,s,l,not reproduced,n,r,not reproduced,\n"
+    )
+    back = C.read_claims(path)
+    assert [c.verdict for c in back] == [REPRODUCED, C.NOT_TESTED, NOT_REPRODUCED]
+    assert back[0].evidence == "4/5 runs converged"
 
 
 def test_claims_of_three_papers_share_one_table_grouped_by_paper(tmp_path):
@@ -171,3 +227,36 @@ def test_an_unregistered_claim_prefix_is_an_error_naming_the_file(tmp_path):
         DataError, match=r"claims_vae4.csv: claim 'vae4-elbo': no registered paper has its prefix"
     ):
         C.read_claims(path)
+
+
+def test_two_constants_are_judged_by_their_sign_never_inconclusive():
+    a = C.Side({0: 10.0}, deterministic=True)
+    b = C.Side({0: 12.03}, deterministic=True)
+    iv = C.compare(a, b)
+    assert iv.kind == "constants" and iv.estimate == pytest.approx(-2.03)
+    assert C.verdict_below(iv) == REPRODUCED and C.verdict_above(iv) == NOT_REPRODUCED
+    assert C.verdict_above(C.compare(b, a)) == REPRODUCED
+    assert C.low_power(iv) == ""  # nothing to resolve: exact
+
+
+def test_low_power_names_the_n_that_resolves_the_observed_effect():
+    """The n is checked by hand: the smallest n whose t CI (observed sd) excludes 0."""
+    d = seeds(0.4, -1.0, 1.8, -0.2, 1.0)  # paired differences, mean 0.4
+    iv = C.difference_ci(d, seeds(0, 0, 0, 0, 0))
+    assert C.verdict_below(iv) == INCONCLUSIVE
+    sd = np.std(list(d.values()), ddof=1)
+    need = next(n for n in range(2, 1000) if stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) < 0.4)
+    assert need - 1 >= 2 and stats.t.ppf(0.975, need - 2) * sd / math.sqrt(need - 1) >= 0.4
+    text = C.low_power(iv)
+    assert text.endswith(f"n>={need} would resolve it") and "|effect| 0.4" in text
+    # the effect is measured to the nearest straddled boundary; a decided CI has no qualifier
+    assert C.low_power(iv, 1.0).startswith("CI half-width") and "|effect| 0.6" in C.low_power(iv, 1.0)
+    assert C.low_power(C.Interval(-2, -3, -1, "paired", "3", 0.2, 2.0)) == ""
+    assert "no CI" in C.low_power(C.difference_ci(seeds(1.0), seeds(2.0)))
+    # Welch: both sides grow to n seeds; checked against the closed form of its df (2n - 2)
+    a, b = seeds(1.0, 3.0, 2.0), seeds(2.5, 1.5, 3.5)
+    w = C.difference_ci(a, b, paired=False)
+    s2 = np.var(list(a.values()), ddof=1) + np.var(list(b.values()), ddof=1)
+    effect = abs(w.estimate)
+    need_w = next(n for n in range(2, 10000) if stats.t.ppf(0.975, 2 * n - 2) * math.sqrt(s2 / n) < effect)
+    assert C.low_power(w).endswith(f"n>={need_w} would resolve it")

@@ -44,3 +44,37 @@ def test_wilson_interval_by_hand_and_scipy():
     for bad in [(3, 2), (-1, 4), (1.5, 4)]:
         with pytest.raises(ValueError):
             wilson_interval(*bad)
+
+
+# ---------------------------------------------------------------------------- exact McNemar
+@pytest.mark.parametrize(
+    ("a_only", "b_only"), [(0, 0), (0, 3), (3, 0), (1, 4), (2, 2), (7, 1), (0, 10), (5, 12)]
+)
+def test_mcnemar_is_the_two_sided_binomial_test_of_the_discordant_pairs(a_only: int, b_only: int) -> None:
+    """A 2x2 table of paired outcomes: only the discordant cells enter; against scipy's binomtest."""
+    from scipy.stats import binomtest
+
+    from noisyor_bench.reporting.statistics import mcnemar_exact
+
+    p = mcnemar_exact(a_only, b_only)
+    if a_only + b_only == 0:
+        assert p == 1.0
+    else:
+        assert p == pytest.approx(binomtest(a_only, a_only + b_only, 0.5).pvalue, rel=1e-12)
+
+
+def test_mcnemar_on_a_table_and_by_hand() -> None:
+    """Seeds as pairs: AVI recovers all on seeds {1, 2, 3}, ACP on {3}: discordant 2 vs 0, so
+    p = 2 * P(Bin(2, 1/2) = 0) = 0.5; 0 vs 5 gives 2 / 32."""
+    from noisyor_bench.reporting.statistics import mcnemar_exact
+
+    avi = [False, True, True, True, False]
+    acp = [False, False, False, True, False]
+    a_only = sum(x and not y for x, y in zip(avi, acp, strict=True))
+    b_only = sum(y and not x for x, y in zip(avi, acp, strict=True))
+    assert mcnemar_exact(a_only, b_only) == pytest.approx(0.5)
+    assert mcnemar_exact(0, 5) == pytest.approx(2 / 32)
+    with pytest.raises(ValueError, match="a_only"):
+        mcnemar_exact(-1, 2)
+    with pytest.raises(ValueError, match="b_only"):
+        mcnemar_exact(1, 1.5)

@@ -35,7 +35,7 @@ from noisyor_bench.reporting.acp.tsne import (
     knn_predict,
     single_label,
 )
-from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Interval
+from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, Interval
 
 # ------------------------------------------------------------------------------ fixtures
 VOCAB = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
@@ -374,10 +374,10 @@ def test_pmi_claims_verdicts() -> None:
     assert TC.claim_pmi_acp_higher(down).verdict == NOT_REPRODUCED
     assert TC.claim_pmi_acp_higher(one).verdict == INCONCLUSIVE  # n=1
     nodata = TC.claim_pmi_acp_higher({})
-    assert nodata.verdict == INCONCLUSIVE and nodata.numbers.startswith("no data")
+    assert nodata.verdict == NOT_TESTED and nodata.numbers.startswith("not tested")
     # rank-wise best topics: rank 1 only here, best=1
     assert TC.claim_best_topics_acp_higher(up, 2000, best=1).verdict == REPRODUCED
-    assert TC.claim_best_topics_acp_higher(up, 2000, best=2).verdict == INCONCLUSIVE  # no rank-2 rows
+    assert TC.claim_best_topics_acp_higher(up, 2000, best=2).verdict == NOT_TESTED  # no rank-2 rows
     # a best-topics claim shows the all-topics mean beside its rank-wise numbers
     assert (
         "mean PMI over all topics: ACP 2.10, AVI 1.13"
@@ -706,5 +706,5 @@ def test_cli_tables_and_claims(tmp_path: Path) -> None:
     )
     claims = pd.read_csv(out / "claims.csv").set_index("claim_id")
     assert claims.loc["table5-acp-higher-mean-pmi-n2000", "verdict"] == REPRODUCED  # ACP's topics hold pairs
-    assert claims.loc["suppfig4-6-acp-separates-categories-small-n", "numbers"].startswith("no data")
-    assert set(claims["verdict"]) <= {REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE}
+    assert claims.loc["suppfig4-6-acp-separates-categories-small-n", "numbers"].startswith("not tested")
+    assert set(claims["verdict"]) <= {REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED}

@@ -66,7 +66,7 @@ def test_verdicts_are_coloured_by_class():
     claims = pd.DataFrame(
         {
             "claim_id": ["a", "b", "c", "d"],
-            "verdict": ["reproduced", "not reproduced", "inconclusive", "budget-limited"],
+            "verdict": ["reproduced", "not reproduced", "inconclusive", "not tested"],
         }
     )
     page = htmltables.table_page(claims, "Claims")
@@ -177,8 +177,12 @@ def _toy_results(tmp_path: Path) -> Path:
 
 def test_run_summary_counts_verdicts(tmp_path: Path):
     text = summary.run_summary(_toy_results(tmp_path), "results/report.zip")
-    assert "3 claims: 2 reproduced, 1 inconclusive" in text and "results/report.zip" in text
-    assert "\n  ACP: 3 claims: 2 reproduced, 1 inconclusive\n" in text  # one line per paper
+    assert "results/report.zip" in text
+    # one line per paper, every verdict of the vocabulary counted (zeros too), the grid named
+    assert text.startswith(
+        "ACP: 3 claims -- 2 reproduced, 0 not reproduced, 1 inconclusive, 0 not tested (grid unknown) -> "
+    )
+    assert "\nRun: grid unknown" in text  # the toy results directory has no run record
 
 
 def test_run_summary_lists_a_study_beyond_the_papers_apart(tmp_path: Path):
@@ -187,8 +191,12 @@ def test_run_summary_lists_a_study_beyond_the_papers_apart(tmp_path: Path):
     frame.loc[2, "claim_id"] = "ape-noisyor-ranking"
     frame.to_csv(results / "tables" / "claims.csv", index=False)
     text = summary.run_summary(results)
-    assert "\n  ACP: 2 claims: 2 reproduced\n" in text
-    assert "\n  APE on noisy-OR (beyond the papers): 1 claim: 1 inconclusive\n" in text
+    lines = text.splitlines()
+    assert lines[0].startswith(
+        "ACP: 2 claims -- 2 reproduced, 0 not reproduced, 0 inconclusive, 0 not tested"
+    )
+    assert lines[1].startswith("Beyond the papers")  # the study is counted apart, after the papers
+    assert lines[2].startswith("  APE on noisy-OR: 1 claim -- 0 reproduced, 0 not reproduced, 1 inconclusive")
 
 
 def _pages(tmp_path: Path) -> tuple[Path, Path]:
@@ -213,8 +221,11 @@ def test_readme_gets_the_verdict_table_and_the_results_page_every_claim(tmp_path
     text = readme.read_text()
     assert text.startswith("# Title\n\nbefore\n\n") and text.endswith("\n\nafter\n")
     assert "old table" not in text and "[docs/results.md](docs/results.md)" in text
-    # claims, reproduced, not reproduced, inconclusive, budget-limited
-    assert "| ACP | 3 | 2 | 0 | 1 | 0 |" in text
+    assert (
+        "- **ACP**: 3 claims -- 2 reproduced, 0 not reproduced, 1 inconclusive, 0 not tested (grid unknown)"
+        " -> [claims](docs/results.md#claims-acp)" in text
+    )
+    assert "Not in this run: APE, aviPAM, APE on noisy-OR." in text
     assert "| fig3a-c1 |" not in text  # the claims one by one are on the results page only
     body = page.read_text()
     assert body.startswith("# Results\n\n") and body.endswith("\n\nend\n")
@@ -235,26 +246,26 @@ def test_verdict_table_files_each_claim_under_its_paper_and_the_study_apart(tmp_
         {
             "claim_id": ["fig3a-x", "ape-a", "ape-b", "ape-noisyor-c", "ape-noisyor-d"],
             "statement": ["s"] * 5,
-            "verdict": ["reproduced", "budget-limited", "not reproduced", "reproduced", None],
+            "verdict": ["reproduced", "not tested", "not reproduced", "reproduced", None],
         }
     ).to_csv(results / "tables" / "claims.csv", index=False)
     assert summary.paper_of("ape-noisyor-c") == "ape_noisyor"
     assert summary.paper_of("ape-a") == "ape" and summary.paper_of("fig3a-x") == "acp"
-    table = summary.verdicts_block(results)
-    assert (
-        "| paper | claims | reproduced | not reproduced | inconclusive | budget-limited | no data |" in table
+    block = summary.verdicts_block(results)
+    bullets = [line for line in block.splitlines() if line.startswith("- ")]
+    assert [b.split(":")[0] for b in bullets] == ["- **ACP**", "- **APE**", "- **APE on noisy-OR**"]
+    assert bullets[0].startswith(
+        "- **ACP**: 1 claim -- 1 reproduced, 0 not reproduced, 0 inconclusive, 0 not tested"
     )
-    assert "| ACP | 1 | 1 | 0 | 0 | 0 | 0 |" in table
-    assert "| APE | 2 | 0 | 1 | 0 | 1 | 0 |" in table  # the study's claims are not APE's
-    assert "| APE on noisy-OR (beyond the papers) | 2 | 1 | 0 | 0 | 0 | 1 |" in table
-    assert "| aviPAM | not in this run |" in table
-    lines = [line for line in table.splitlines() if line.startswith("| ")]
-    assert [line.split(" | ")[0] for line in lines[1:]] == [
-        "| ACP",
-        "| APE",
-        "| aviPAM",
-        "| APE on noisy-OR (beyond the papers)",
-    ]
+    # the study's claims are not APE's; a claim without a verdict is counted, not dropped
+    assert bullets[1].startswith(
+        "- **APE**: 2 claims -- 0 reproduced, 1 not reproduced, 0 inconclusive, 1 not tested"
+    )
+    assert bullets[2].startswith(
+        "- **APE on noisy-OR**: 2 claims -- 1 reproduced, 0 not reproduced, 0 inconclusive, 0 not tested, 1 no verdict"
+    )
+    assert block.index("Beyond the papers") < block.index("- **APE on noisy-OR**")  # counted apart, after
+    assert "Not in this run: aviPAM." in block
 
 
 def test_verdict_table_refuses_a_claim_no_paper_claims(tmp_path: Path):
@@ -486,3 +497,21 @@ def test_list_options_read_at_files(tmp_path: Path):
     assert main(["table-html", "--tables", f"@{listing}"]) == 0
     assert (tmp_path / "a.html").is_file() and (tmp_path / "b.html").is_file()
     assert main(["table-html", "--tables", f"@{tmp_path / 'missing.txt'}"]) == 2
+
+
+def test_an_old_claims_csv_is_counted_in_todays_vocabulary(tmp_path: Path):
+    """Before issue 30: budget-limited counts as its statistical verdict, "no data" as not tested."""
+    results = _toy_results(tmp_path)
+    pd.DataFrame(
+        {
+            "claim_id": ["fig3a-a", "fig3a-b", "fig3a-c"],
+            "verdict": ["budget-limited", "inconclusive", "inconclusive"],
+            "numbers": ["n", "no data: fig3a", "n"],
+            "statistical_verdict": ["reproduced", "inconclusive", "inconclusive"],
+        }
+    ).to_csv(results / "tables" / "claims.csv", index=False)
+    assert summary.verdict_counts(results / "tables" / "claims.csv") == {
+        "reproduced": 1,
+        "not tested": 1,
+        "inconclusive": 1,
+    }

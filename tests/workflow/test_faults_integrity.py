@@ -10,6 +10,8 @@ faultworld template; the claims cases first build a small table and its claims w
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from faultworld import RUN, Case, run_case
 from noisyor_bench.cli import main
 from noisyor_bench.experiments.rundir import write_metrics
 from noisyor_bench.infra.io import read_json, write_json_atomic
+from noisyor_bench.reporting.claims import NOT_REPRODUCED, REPRODUCED, VERDICTS
 
 TABLES = Path("results/tables")
 CLAIMS = TABLES / "claims.csv"
@@ -37,10 +40,25 @@ def claims_world() -> None:
 
 
 def edit_verdict(path: Path = CLAIMS) -> None:
-    """The first claim's verdict changed by hand ('inconclusive' -> 'reproduced')."""
+    """The first claim's verdict changed by hand to another valid verdict ('reproduced', or
+    'not reproduced' where it was 'reproduced'); every other byte of the file is kept."""
     text = path.read_text()
-    assert ",inconclusive," in text
-    path.write_text(text.replace(",inconclusive,", ",reproduced,", 1))
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert rows and "verdict" in rows[0], text[:200]
+    columns = list(rows[0])
+
+    def as_csv(table: list[dict[str, str]]) -> str:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(table)
+        return buf.getvalue()
+
+    assert as_csv(rows) == text  # the rewrite below changes the one cell and nothing else
+    before = rows[0]["verdict"]
+    assert before in VERDICTS, before
+    rows[0]["verdict"] = REPRODUCED if before != REPRODUCED else NOT_REPRODUCED
+    path.write_text(as_csv(rows))
 
 
 def edited_claims(*argv: str) -> list[str]:

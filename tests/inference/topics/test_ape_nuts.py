@@ -85,3 +85,27 @@ def test_potential_is_minus_the_log_joint():
         reference -= torch.lgamma(x[b].sum() + 1) - torch.lgamma(x[b] + 1).sum()
         reference += Normal(prior.mean, prior.variance.sqrt()).log_prob(h[b]).sum()
     torch.testing.assert_close(potential(x, theta, prior)({"h": h}), -reference)
+
+
+def test_chain_diagnostics_flag_a_chain_that_did_not_move():
+    from noisyor_bench.inference.topics.ape_nuts import chain_diagnostics
+
+    gen = torch.Generator().manual_seed(0)
+    iid = torch.randn((200, 3, 4), generator=gen, dtype=D)
+    good = chain_diagnostics(iid, torch.ones(3, 4, dtype=D))
+    assert not good["stuck"] and good["moved_fraction"] == 1.0
+    assert good["ess_median"] > 100 and abs(good["rhat_median"] - 1.0) < 0.05
+    assert abs(good["sd_ratio_median"] - 1.0) < 0.2
+    frozen = iid[:1].expand(200, -1, -1).clone()
+    frozen[100:] += 0.01  # one move in 199 transitions
+    bad = chain_diagnostics(frozen)
+    assert bad["stuck"] and bad["moved_fraction"] == 1 / 199
+    narrow = chain_diagnostics(0.2 * iid, torch.ones(3, 4, dtype=D))  # moves, but a fifth of VI's scale
+    assert narrow["stuck"] and narrow["moved_fraction"] == 1.0
+
+
+def test_run_records_acceptance_and_divergences():
+    x, theta, prior = _pair()
+    result = run_nuts(x, theta, prior, seed=1, num_samples=30, warmup_steps=30)
+    assert 0.0 < result.acceptance <= 1.0
+    assert 0 <= result.divergences <= 30

@@ -168,7 +168,10 @@ def test_meanfield_perplexity_trace_is_scikit_learns_perplexity_after_each_pass(
 @pytest.mark.parametrize(
     ("trace", "stopped", "checked", "converged", "rule"),
     [
-        ([(i, 100.0 - 10 * i) for i in range(1, 9)], False, True, False, "still-improving"),
+        # falling to the last check at the limit: best evaluation last, never converged (issue 30)
+        ([(i, 100.0 - 10 * i) for i in range(1, 9)], False, True, False, "best-at-limit"),
+        # still falling over the window, but the best check (7) is not the last one
+        ([*[(i, 100.0 - 10 * i) for i in range(1, 8)], (8, 35.0)], False, True, False, "still-improving"),
         ([(1, 300.0), (2, 200.0), *[(i, 150.0) for i in range(3, 10)]], False, True, True, "plateau"),
         ([(1, 300.0), (2, 200.0), (3, 199.0)], False, True, False, "too-few-evaluations"),
         ([(1, 300.0), (2, 200.0)], True, True, True, "method-criterion"),

@@ -150,11 +150,12 @@ def cmd_ape_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_ape_table1(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.ape.gaps import document_set_rows
     from noisyor_bench.reporting.ape.table1 import figure1_rows, seed_rows, table1, table1_markdown
     from noisyor_bench.reporting.tables import write_table
 
     settings = _section(args)
-    frame = table1(seed_rows(args.evals))
+    frame = table1(seed_rows(args.evals), document_set_rows(args.evals))
     write_table(frame, args.out_csv, table1_markdown(frame, settings), args.out_md)
     fig1 = figure1_rows(args.evals)
     write_table(fig1, args.out_figure1_csv)

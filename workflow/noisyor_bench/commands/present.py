@@ -1,11 +1,12 @@
-"""CLI: how results are presented -- HTML views of tables, the software page, README's verdict
-table and the results page."""
+"""CLI: how results are presented -- HTML views of tables, the per-paper claims pages, the answer
+per paper, the software page, README's answer block and the results page."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from noisyor_bench.experiments import papers
 
@@ -38,6 +39,40 @@ def cmd_run_summary(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.summary import run_summary
 
     print(run_summary(args.results, args.report))
+    return 0
+
+
+def cmd_claims_pages(args: argparse.Namespace) -> int:
+    from noisyor_bench.infra.errors import UserError
+    from noisyor_bench.reporting.claims_pages import write_claims_pages
+
+    if len(args.papers) != len(args.out_html):
+        raise UserError(f"--out-html names {len(args.out_html)} files for {len(args.papers)} --papers")
+    unknown = [p for p in args.papers if p not in papers.ids()]
+    if unknown:
+        raise UserError(f"--papers: unknown paper(s) {unknown}; allowed values: {list(papers.ids())}")
+    written = write_claims_pages(args.claims, args.results, dict(zip(args.papers, map(Path, args.out_html))))
+    log.info("claims-pages: %d page(s) written", len(written))
+    return 0
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    from noisyor_bench.infra.io import open_log
+    from noisyor_bench.reporting.console import Console, follow, rule_papers
+
+    print(f"Snakemake's full log: {args.log} (this console shows one line per finished job)", flush=True)
+    console = Console(rule_papers(args.repo), lambda text: print(text, flush=True))
+    with open_log(args.log) as log:
+        follow(sys.stdin, log, console)
+    return 0
+
+
+def cmd_answer(args: argparse.Namespace) -> int:
+    from noisyor_bench.reporting.answer import answer_lines
+    from noisyor_bench.reporting.summary import read_answers
+
+    items, run = read_answers(args.results)
+    print("\n".join(answer_lines(items, run)), flush=True)
     return 0
 
 
@@ -100,6 +135,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results", default="results", help="results directory (default: results)")
     p.add_argument("--report", help="path of the Snakemake report, to mention it")
     p.set_defaults(func=cmd_run_summary)
+
+    p = sub.add_parser(
+        "claims-pages",
+        help="one HTML claims page per paper (verdict counts, claims grouped by paper section, rules behind toggles)",
+    )
+    p.add_argument("--claims", required=True, help="the merged claims table (results/tables/claims.csv)")
+    p.add_argument(
+        "--results", default="results", help="results directory: its run records (default: results)"
+    )
+    p.add_argument(
+        "--papers", nargs="+", required=True, help=f"paper ids, one page each: {' '.join(papers.ids())}"
+    )
+    p.add_argument("--out-html", nargs="+", required=True, help="one HTML file per paper, in order")
+    p.set_defaults(func=cmd_claims_pages)
+
+    p = sub.add_parser(
+        "console",
+        help="compact console: read Snakemake's output on stdin, keep all of it in --log, print the plan, "
+        "one line per finished job (paper, progress, ETA) and failures in full",
+    )
+    p.add_argument("--log", required=True, help="file for Snakemake's full output")
+    p.add_argument("--repo", default=".", help="repository root (its rules/ name each rule's paper)")
+    p.set_defaults(func=cmd_console)
+
+    p = sub.add_parser(
+        "answer", help="print the answer per paper: verdict counts, grid and compute (one line each)"
+    )
+    p.add_argument("--results", default="results", help="results directory (default: results)")
+    p.set_defaults(func=cmd_answer)
 
     p = sub.add_parser(
         "readme-results",

@@ -17,8 +17,10 @@ stored ``posterior_test.npz`` on any machine:
   ``K <= exact_max_k``: ``exact_gap = exact_nelbo - exact_nll`` is the mean
   ``KL(q || p(z | x)) >= 0`` exactly; ``mc_gap = nelbo - exact_nll`` is its Monte Carlo
   counterpart (can be slightly negative).
-* ``iw_nll`` -- minus the importance-weighted bound (Burda et al., 2016) with proposal ``q``:
-  the only likelihood estimate for large K.
+* ``iw_nll`` -- minus the importance-weighted bound (Burda et al., 2016) with proposal ``q``.
+* ``nll_test`` (+ ``nll_test_se``, ``nll_estimator``, ``nll_rows``, ...) -- the model's held-out
+  ``-log p(x)``, exact (Quickscore / a forward pass / enumeration) or by AIS, independent of ``q``
+  (:mod:`noisyor_bench.evaluation.noisyor_likelihood`).
 
 In learning mode the learned latent dimensions are an arbitrary permutation of the true ones;
 :func:`match_latents` recovers it by Hungarian matching before F1/EM are computed.
@@ -27,7 +29,7 @@ In learning mode the learned latent dimensions are an arbitrary permutation of t
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -319,8 +321,13 @@ def evaluate(
     seed: int = 0,
     exact_max_k: int = MAX_EXACT_K,
     permutation: np.ndarray | None = None,
+    nll: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """All held-out metrics of ``q`` (N, K) on ``x`` (N, D) under ``model``; deterministic in ``seed``.
+
+    ``nll`` (a :class:`~noisyor_bench.evaluation.noisyor_likelihood.LikelihoodConfig` mapping, ``{}``
+    for the defaults) adds the model's held-out ``-log p(x)`` (``nll_test``, exact or AIS, on the
+    rows that config picks; ``None`` skips it): the likelihood of the model, independent of ``q``.
 
     ``permutation`` (from :func:`match_latents`) maps true latent ``j`` to column
     ``permutation[j]`` of ``q`` for F1/EM only (the bounds do not depend on the order).
@@ -365,7 +372,24 @@ def evaluate(
     out["iw_nll"] = None
     if iw_samples:
         out["iw_nll"] = float(-iw_log_likelihood(model, x_t, q_t, iw_samples, _generator(seed_iw)).mean())
+    if nll is not None:
+        out.update(heldout_nll(model, x_t, nll, child_seeds(seed, 4)[3]))
     return out
+
+
+def heldout_nll(model: NoisyOR, x: torch.Tensor, nll: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """``nll_test`` and its companions (:func:`noisyor_bench.evaluation.noisyor_likelihood.score`),
+    with the config used (``nll_config``, what ``verify`` recomputes with) and the seconds it took."""
+    import time
+
+    from noisyor_bench.evaluation.noisyor_likelihood import LikelihoodConfig, score
+
+    config = LikelihoodConfig.from_mapping(dict(nll))
+    t0 = time.perf_counter()
+    _, record = score(model, x.numpy(), config, seed=seed)
+    record["nll_config"] = dict(nll)
+    record["nll_seconds"] = time.perf_counter() - t0
+    return record
 
 
 @torch.no_grad()

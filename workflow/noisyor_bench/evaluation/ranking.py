@@ -5,12 +5,17 @@ VI does": for every unordered pair (i, j) the two score vectors agree when they 
 the same way.  A pair tied in both counts as agreeing; tied in one only, as disagreeing (a tie
 is a ranking too, and a method that cannot tell two models apart has not ranked them as the
 reference does).  Ties are decided with a tolerance, since the scores are noisy floats.
+
+An agreement is only as good as its reference: :func:`reference_ceilings` measures how far
+independent re-estimates of the reference (VI across seeds) agree with each other, and
+:func:`ceiling_sufficient` says whether that ceiling (>= 40 of 45 pairs, issue 32) lets an
+agreement claim be judged at all.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,3 +60,36 @@ def pairwise_agreement(
         pairs += 1
         agree += _order(s[i], s[j], tie_tolerance) == _order(r[i], r[j], tie_tolerance)
     return PairAgreement(agree=agree, pairs=pairs)
+
+
+# --------------------------------------------------------------------------- the reference's own noise
+CEILING_THRESHOLD = 40 / 45
+"""An agreement claim is judged only when the reference agrees with itself on at least 40 of 45
+pairs (issue 32): below that, a method's agreement with VI measures VI's noise as much as the method."""
+
+
+def reference_ceilings(references: Mapping[Hashable, Sequence[float] | np.ndarray]) -> dict[Hashable, float]:
+    """The VI-vs-VI ceiling of every run: the median, over the other runs, of the pairs that its
+    reference ranking (per-model totals) orders as the other run's does.
+
+    ``references`` maps a run (a seed) to its reference's per-model totals; the runs differ in
+    everything a reference's noise comes from (VI's initialisation and optimisation, the ELBO's
+    Monte Carlo draws), so their agreement is the most any method can agree with one of them by
+    ranking the models as the true ELBOs do.  One run alone has no ceiling here ({}): use an
+    independent re-estimate of its totals (:func:`pairwise_agreement` of the two samples)."""
+    keys = list(references)
+    if len(keys) < 2:
+        return {}
+    agree = {
+        (a, b): pairwise_agreement(references[a], references[b]).agree
+        for a, b in itertools.combinations(keys, 2)
+    }
+    return {k: float(np.median([agree[(a, b)] for (a, b) in agree if k in (a, b)])) for k in keys}
+
+
+def ceiling_sufficient(ceiling: float, pairs: int, threshold: float = CEILING_THRESHOLD) -> bool:
+    """Whether a ceiling of ``ceiling`` agreeing pairs out of ``pairs`` lets an agreement be judged
+    (>= 40 of 45; the same fraction for another number of models)."""
+    if not pairs or not np.isfinite(ceiling):
+        return False
+    return ceiling >= threshold * pairs - 1e-9

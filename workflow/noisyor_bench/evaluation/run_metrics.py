@@ -26,6 +26,7 @@ def evaluate_posterior(
     iw_samples: int,
     exact_max_k: int,
     eval_seed: int,
+    nll: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Test metrics from a ``posterior_test.npz`` content and the dataset.
 
@@ -35,7 +36,8 @@ def evaluate_posterior(
     cosine similarity of the matched columns; inference mode: identity.  A dataset without
     ground truth (a real corpus) gets no matching, no F1/EM and no exact metrics: the 2^K
     enumeration checks bounds against synthetic truths, and at K=20 with D~1,300 words it
-    would cost ~10^12 operations per run.
+    would cost ~10^12 operations per run.  ``nll`` (a likelihood config mapping) adds the model's
+    held-out ``-log p(x)`` on synthetic data (:func:`noisyor_bench.evaluation.heldout.heldout_nll`).
     """
     model = NoisyOR.from_numpy(posterior["theta"], posterior["theta0"], posterior["mu"])
     z_test = data.get("z_test")
@@ -49,6 +51,7 @@ def evaluate_posterior(
         extra["latent_matching"] = None
         z_test = None
         exact_max_k = 0
+        nll = None
     elif mode == "learning":
         extra["latent_matching"] = "hungarian"
         theta_true = np.asarray(data["theta"])
@@ -70,6 +73,7 @@ def evaluate_posterior(
         seed=eval_seed,
         exact_max_k=exact_max_k,
         permutation=perm,
+        nll=nll,
     )
     metrics.update(extra)
     return metrics

@@ -25,6 +25,19 @@ soon as it holds call it on their curve so far: :class:`~noisyor_bench.inference
 (:func:`noisyor_bench.inference.topics.gibbs.rule_holds`, ``stop_on_rule``) and scikit-learn's
 online LDA pass by pass (:mod:`noisyor_bench.inference.topics.lda_meanfield`, ``stop_on_rule``).
 
+A run that stopped at its epoch limit with its best evaluation the last one (``best_at_limit``)
+was still improving when it was stopped: it is *never* converged, whatever the window says
+(issue 30; rule ``best-at-limit``).
+
+Judged in nats (issue 30, :func:`rejudge_absolute`): the NELBOs of noisy-OR fits are nats per
+data point, and a relative tolerance scales with the NELBO (1e-3 is 0.038 nats at 38 nats but
+0.24 at 240).  Every verdict records ``last_window_nats = best_before_window -
+best_within_window`` (absolute, nats per data point, positive = improved), and the ACP runs are
+judged on it: plateau when it is below ``abs_tol`` = :data:`ABS_TOL_NATS` (0.01 nats per data
+point per window) instead of the relative rule.  Whether the remaining improvement matters for
+a claim is the claims' business (the ``unconverged`` qualifier,
+:mod:`noisyor_bench.reporting.claims`), from the per-cell maximum of ``last_window_nats``.
+
 ``converged`` is ``None`` where no fit happened (an empty curve) and where the curve is not
 a training budget's: SVI, LB-CDI and UB-CDI in inference mode fit per-datapoint parameters
 on held-out rows with the true model (N_train = 0); their curve is that evaluation-time
@@ -41,7 +54,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
@@ -52,6 +65,7 @@ METHOD_CRITERION = "method-criterion"  # stop_reason converged (the method's own
 PLATEAU = "plateau"  # epoch limit, relative improvement over the window < rel_tol: converged
 STILL_IMPROVING = "still-improving"  # epoch limit, relative improvement >= rel_tol: not converged
 TOO_FEW_EVALUATIONS = "too-few-evaluations"  # epoch limit with < W + 1 evaluations: not converged
+BEST_AT_LIMIT = "best-at-limit"  # epoch limit with the best evaluation the last one: never converged
 NOT_APPLICABLE = "not-applicable"  # held-out (inference-mode) fit of SVI/LB-CDI/UB-CDI: null
 NO_FIT = "no-fit"  # empty curve: null
 RULES = (
@@ -60,6 +74,7 @@ RULES = (
     PLATEAU,
     STILL_IMPROVING,
     TOO_FEW_EVALUATIONS,
+    BEST_AT_LIMIT,
     NOT_APPLICABLE,
     NO_FIT,
 )
@@ -82,6 +97,9 @@ class Convergence:
     best_before_window: float | None
     best_within_window: float | None
     relative_improvement: float | None
+    last_window_nats: float | None = None  # best_before_window - best_within_window (absolute)
+    best_at_limit: bool = False  # stopped at max_epochs with the best evaluation the last one
+    abs_tol: float | None = None  # the absolute plateau tolerance it was judged on (None: rel_tol)
 
     def as_dict(self) -> dict[str, Any]:
         """The ``convergence`` object of metrics.json (plain JSON values)."""
@@ -115,6 +133,10 @@ def relative_improvement(
     return before, within, (before - within) / abs(before)
 
 
+ABS_TOL_NATS = 0.01
+"""Absolute plateau tolerance of the noisy-OR (ACP) runs: nats per data point per window (issue 30)."""
+
+
 def plateau_reached(values: Sequence[float | None], window: int, rel_tol: float) -> bool:
     """Whether the monitored ``values`` (in evaluation order, lower is better) are on a plateau:
     the best of the last ``window`` improves on the best before them by less than ``rel_tol``
@@ -127,19 +149,39 @@ def plateau_reached(values: Sequence[float | None], window: int, rel_tol: float)
     return rel is not None and rel < float(rel_tol)
 
 
+def _best_is_last(records: Sequence[EpochRecord], monitored: str | None, best_epoch: int | None) -> bool:
+    """Whether the best monitored evaluation is the last one: ``best_epoch`` is the epoch of the
+    last record with a monitored value (when given), else the last value is the strict minimum
+    (a tie with an earlier value is not a new best, as in the trainers; a single evaluation is
+    both the best and the last, as ``best_epoch`` says then)."""
+    if monitored is None:
+        return False
+    evaluated = [r for r in records if (v := getattr(r, monitored)) is not None and math.isfinite(v)]
+    if not evaluated:
+        return False
+    if best_epoch is not None:
+        return int(best_epoch) >= int(evaluated[-1].epoch)
+    values = [float(getattr(r, monitored)) for r in evaluated]
+    return len(values) == 1 or values[-1] < min(values[:-1])
+
+
 def assess(
     records: Sequence[EpochRecord],
     stop_reason: str | None,
     best_epoch: int | None,
     budget: FitBudget,
     applicable: bool = True,
+    abs_tol: float | None = None,
 ) -> Convergence:
     """The verdict of one finished fit (module docstring); ``applicable=False`` for a curve
-    that is not a training budget's (inference-mode SVI/LB-CDI/UB-CDI)."""
+    that is not a training budget's (inference-mode SVI/LB-CDI/UB-CDI); ``abs_tol``: judge the
+    plateau on the absolute last-window improvement (nats per data point) instead of ``rel_tol``."""
     window, rel_tol = int(budget.convergence_window), float(budget.convergence_rel_tol)
     monitored, values = monitored_values(records)
     before, within, rel = relative_improvement(values, window)
     stop = stop_reason or None
+    gain = None if before is None or within is None else float(before - within)
+    at_limit = stop == "max_epochs" and _best_is_last(records, monitored, best_epoch)
 
     def verdict(converged: bool | None, rule: str) -> Convergence:
         return Convergence(
@@ -156,6 +198,9 @@ def assess(
             best_before_window=before,
             best_within_window=within,
             relative_improvement=None if rel is None or not math.isfinite(rel) else rel,
+            last_window_nats=gain,
+            best_at_limit=bool(at_limit),
+            abs_tol=None if abs_tol is None else float(abs_tol),
         )
 
     if not records:
@@ -168,9 +213,41 @@ def assess(
         return verdict(None, NOT_APPLICABLE)
     if rel is None:
         return verdict(False, TOO_FEW_EVALUATIONS)
+    if at_limit:
+        return verdict(False, BEST_AT_LIMIT)
+    if abs_tol is not None:
+        return (
+            verdict(True, PLATEAU) if gain is not None and gain < abs_tol else verdict(False, STILL_IMPROVING)
+        )
     if plateau_reached(values, window, rel_tol):
         return verdict(True, PLATEAU)
     return verdict(False, STILL_IMPROVING)
 
 
-__all__ = ["Convergence", "RULES", "assess", "monitored_values", "plateau_reached", "relative_improvement"]
+def rejudge_absolute(verdict: Convergence, abs_tol: float = ABS_TOL_NATS) -> Convergence:
+    """``verdict`` judged in nats (the ACP runs): a run at its epoch limit is on a plateau when
+    its last-window improvement ``last_window_nats`` is below ``abs_tol``; the other rules
+    (early stopping, the method's criterion, not applicable, best at the limit, too few
+    evaluations) stand.  From the recorded numbers alone, so it also reads old verdicts."""
+    gain = verdict.last_window_nats
+    if gain is None and verdict.best_before_window is not None and verdict.best_within_window is not None:
+        gain = float(verdict.best_before_window - verdict.best_within_window)
+    judged = replace(verdict, last_window_nats=gain, abs_tol=float(abs_tol))
+    if verdict.rule not in (PLATEAU, STILL_IMPROVING) or gain is None:
+        return judged
+    if verdict.best_at_limit:
+        return replace(judged, converged=False, rule=BEST_AT_LIMIT)
+    plateau = gain < abs_tol
+    return replace(judged, converged=plateau, rule=PLATEAU if plateau else STILL_IMPROVING)
+
+
+__all__ = [
+    "ABS_TOL_NATS",
+    "Convergence",
+    "RULES",
+    "assess",
+    "monitored_values",
+    "plateau_reached",
+    "rejudge_absolute",
+    "relative_improvement",
+]

@@ -35,7 +35,7 @@ def stream_seed(seed: int, stream: str) -> int:
 FINAL_ROLE = "final"
 
 
-def run_init_key(experiment: str, dataset: str, n_train: int, draw: int | None = None) -> str:
+def run_init_key(experiment: str, dataset: str, n_train: int, draw: int | None = None, init: int = 0) -> str:
     """The initialisation key of one run of the grid cell (experiment, dataset, N_train).
 
     ``"<experiment>/<dataset>/n<N_train>/draw<d>"`` for search draw ``d``,
@@ -43,11 +43,17 @@ def run_init_key(experiment: str, dataset: str, n_train: int, draw: int | None =
     method is not part of it, so AVI, ACP, SVI, LB-CDI, ... of one (cell, draw-or-final, seed)
     start from the same generative parameters (paired comparisons), while every draw, every
     seed and the final runs get initialisations of their own, as independent runs of a random
-    search would.
+    search would.  A draw scored on several initialisations (``search.inits_per_draw``) runs
+    init 0 under ``draw<d>`` (as a one-initialisation search did) and init ``j >= 1`` under
+    ``draw<d>/init<j>``.
     """
+    if isinstance(init, bool) or not isinstance(init, (int, np.integer)) or init < 0:
+        raise ConfigError(f"initialisation index must be a non-negative integer; got {init!r}")
+    if init and draw is None:
+        raise ConfigError("an initialisation index > 0 belongs to a search draw; the final runs have none")
     if draw is not None and (isinstance(draw, bool) or not isinstance(draw, (int, np.integer)) or draw < 0):
         raise ConfigError(f"search draw must be a non-negative integer; got {draw!r}")
-    role = FINAL_ROLE if draw is None else f"draw{int(draw)}"
+    role = FINAL_ROLE if draw is None else f"draw{int(draw)}" + (f"/init{int(init)}" if init else "")
     return f"{experiment}/{dataset}/n{int(n_train)}/{role}"
 
 

@@ -2,7 +2,8 @@
 
 Every artifact is first written to a temporary file in the destination directory and then
 renamed over the target, so an interrupted job never leaves a half-written file that a later
-run would mistake for a finished one.
+run would mistake for a finished one.  The one exception is a log (:func:`open_log`), written as
+it goes so that it can be read while the run goes on and survives a kill; no later step reads it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -97,6 +98,17 @@ def save_torch_atomic(path: str | os.PathLike[str], obj: Any) -> None:
             if not filesystem_full(target.parent):
                 raise
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target)) from err
+
+
+def open_log(path: str | os.PathLike[str]) -> TextIO:
+    """Open ``path`` (its directory created) for a log written as it goes, line by line.
+
+    A log is the one file that is deliberately *not* written atomically: it must be readable
+    while the run goes on and keep what was written when the run is killed.  It is no artifact:
+    nothing downstream reads it as a finished output, so a partial log misleads no later run."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return open(target, "w", encoding="utf-8")
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:

@@ -950,6 +950,7 @@ PLAUSIBLE: dict[str, tuple[str, Any]] = {
     "exact_nll": ("nonneg", None),
     "exact_nelbo": ("nonneg", None),
     "iw_nll": ("nonneg", None),
+    "nll_test": ("nonneg", None),
     "f1": ("interval", (0.0, 100.0)),  # percentages
     "em": ("interval", (0.0, 100.0)),
     "f1_map": ("interval", (0.0, 100.0)),

@@ -3,9 +3,10 @@
 A paper module (e.g. :mod:`noisyor_bench.reporting.acp.synthetic_claims`) writes one function
 per claim: it reads the tables (by artifact, :func:`noisyor_bench.reporting.tables.read_tables`)
 and returns a :class:`Claim` with a verdict in {reproduced, not reproduced, inconclusive,
-budget-limited}.  The rules shared by every paper live here:
+not tested} and named qualifiers beside it (issue 30).  The rules shared by every paper live here:
 
-Verdicts come from 95% confidence intervals over seeds, never from point estimates alone:
+The verdict is the statistics of the claim *as the paper states it*, from 95% confidence
+intervals over seeds, never from point estimates alone:
 
 * "A is lower than B": the CI of ``A - B`` -- from per-seed paired differences (one-sample t)
   when both sides have the same seeds and share the experimental cell, else Welch's
@@ -13,20 +14,24 @@ Verdicts come from 95% confidence intervals over seeds, never from point estimat
   lies entirely above 0, *inconclusive* otherwise (:func:`difference_ci`,
   :func:`verdict_below`).  With a single seed on either side there is no CI: inconclusive (n=1).
 * Claims made of several comparisons are reproduced only if all parts are, not reproduced if
-  any part is, inconclusive otherwise (:func:`combine`).
-* A claim whose data are not in the grid's tables is inconclusive with "no data".
+  any part is, not tested if no part was, inconclusive otherwise (:func:`combine`).
+* A claim whose condition the grid never ran is **not tested** (:func:`no_data_claim`: numbers
+  ``"not tested: <what>"``), never inconclusive.
 * Deterministic cells (the non-amortized methods optimised on the held-out set in inference
   mode: the same posterior for every seed; ``deterministic`` in the tables) are a constant,
   not a sample: the other side's CI is compared against that constant (one-sample t of its
-  values minus the constant), never a Welch test on identical values; two constants differ
-  exactly (:class:`Side`, :func:`compare`).
-* **budget-limited** (issue 12, contract 3): a claim function decorated with
-  :func:`budget_aware` collects the table rows it reads (:func:`table_side`,
-  :func:`note_evidence`); when they include runs that did not converge
-  (``n_converged < n_runs``) or learning-mode cells whose NELBO is worse than the
-  independent-Bernoulli baseline (``below_baseline``) the claim gets this verdict instead of
-  the statistical one, which is kept in ``statistical_verdict``; the counts are in ``numbers``
-  and ``evidence``.  Tables without these columns count as converged / not below the baseline.
+  values minus the constant), never a Welch test on identical values; two constants are judged
+  exactly, by the sign of their difference (:class:`Side`, :func:`compare`).
+
+**Qualifiers** are strings beside the verdict ("" = none) that never change it:
+``protocol_deviation`` (how the grid differs from the paper's protocol), ``unconverged`` (runs
+behind the claim that had not converged), ``weak_learning`` (learned models not better than the
+independent-Bernoulli baseline), ``bound_gap`` (NELBO - NLL larger than the claim's effect) and
+``low_power`` (the CI cannot resolve the claim's margin at this n: :func:`low_power` says the n
+that would).  A claim function decorated with :func:`qualified` collects the table rows it reads
+(:func:`table_side`, :func:`note_evidence`) and fills ``evidence`` and, unless the function set
+them itself, the ``unconverged`` / ``weak_learning`` qualifiers from those rows.  Tables without
+the convergence / baseline columns count as converged / not above the baseline.
 """
 
 from __future__ import annotations
@@ -53,13 +58,19 @@ from noisyor_bench.reporting.tables import cell_flag, is_missing, markdown_table
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
-BUDGET_LIMITED = "budget-limited"
+NOT_TESTED = "not tested"
 STATISTICAL_VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
-VERDICTS = (*STATISTICAL_VERDICTS, BUDGET_LIMITED)
-NO_DATA = "no data"
-BUDGET_RULE = (
-    "; budget-limited instead when the rows behind it include unconverged runs or cells below the "
-    "independent-Bernoulli baseline (the statistical verdict is kept in statistical_verdict)"
+"""What confidence intervals can say; a claim whose condition was not run is :data:`NOT_TESTED`."""
+VERDICTS = (*STATISTICAL_VERDICTS, NOT_TESTED)
+NO_DATA = NOT_TESTED
+"""Prefix of the numbers of a claim the grid lacks the condition of (``"not tested: <what>"``)."""
+QUALIFIERS = ("protocol_deviation", "unconverged", "weak_learning", "bound_gap", "low_power")
+"""Named qualifiers of a :class:`Claim`, beside the verdict and never changing it (issue 30)."""
+LEGACY_VERDICTS = {"budget-limited"}
+"""Verdicts of claims CSVs from before issue 30: read back as their ``statistical_verdict``."""
+QUALIFIER_RULE = (
+    "; qualifiers beside the verdict (unconverged runs, learned models not better than the "
+    "independent-Bernoulli baseline, protocol deviations) never change it"
 )
 
 
@@ -88,8 +99,14 @@ class Claim:
     verdict: str
     numbers: str
     rule: str
-    statistical_verdict: str = ""  # the verdict of the statistics alone (differs when budget-limited)
-    evidence: str = ""  # runs converged and cells below the independent baseline among the rows read
+    evidence: str = (
+        ""  # descriptive: runs converged, cells above the independent baseline among the rows read
+    )
+    protocol_deviation: str = ""  # how the grid differs from the paper (search draws, seeds, N_train, data)
+    unconverged: str = ""  # runs behind the claim that had not converged (judged in nats against the claim)
+    weak_learning: str = ""  # learned models not better than the independent-Bernoulli baseline
+    bound_gap: str = ""  # NELBO - NLL of the compared methods, where larger than the claim's effect
+    low_power: str = ""  # the CI cannot resolve the claim's margin at this n; the n that would
     paper: str = ""  # a registered paper id; empty: read from the claim id's prefix (paper_of)
 
     def __post_init__(self) -> None:
@@ -99,15 +116,30 @@ class Claim:
             raise ValueError(f"claim {self.claim_id}: paper {self.paper!r} not in {list(papers.ids())}")
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim {self.claim_id}: verdict {self.verdict!r} not in {VERDICTS}")
-        if self.statistical_verdict not in ("", *STATISTICAL_VERDICTS):
-            raise ValueError(
-                f"claim {self.claim_id}: statistical verdict {self.statistical_verdict!r} "
-                f"not in {STATISTICAL_VERDICTS}"
-            )
+        for name in QUALIFIERS:
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"claim {self.claim_id}: qualifier {name} must be a string ('' = none)")
+
+    def qualifiers(self) -> dict[str, str]:
+        """The qualifiers that are set, by name (in :data:`QUALIFIERS` order)."""
+        return {name: getattr(self, name) for name in QUALIFIERS if getattr(self, name)}
+
+    def tags(self) -> str:
+        """The qualifiers as tags for people: ``"[unconverged: 2 of 10 runs] [low power: n>=12]"``."""
+        return " ".join(f"[{name.replace('_', ' ')}: {text}]" for name, text in self.qualifiers().items())
 
 
 CLAIM_COLUMNS = [f.name for f in fields(Claim)]
-REQUIRED_CLAIM_COLUMNS = CLAIM_COLUMNS[:6]  # claims CSVs from before statistical_verdict / evidence
+REQUIRED_CLAIM_COLUMNS = CLAIM_COLUMNS[:6]  # claims CSVs from before the evidence / qualifier columns
+
+
+def verdict_counts_text(claims: Sequence[Claim], zeros: bool = False) -> str:
+    """``"12 reproduced, 3 not reproduced, 1 not tested"`` in :data:`VERDICTS` order (with ``zeros``:
+    every verdict, also those no claim got), then how many claims carry a qualifier."""
+    counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
+    text = ", ".join(f"{n} {v}" for v, n in counts.items() if n or zeros)
+    qualified_n = sum(bool(c.qualifiers()) for c in claims)
+    return text + (f" ({qualified_n} with qualifiers)" if qualified_n else "")
 
 
 def write_claims(
@@ -116,67 +148,69 @@ def write_claims(
     md_path: str | Path | None = None,
     title: str = "Claims of the paper and verdicts",
 ) -> None:
-    """claims.csv (one row per claim, columns :data:`CLAIM_COLUMNS`) and optionally a Markdown view."""
+    """claims.csv (one row per claim, columns :data:`CLAIM_COLUMNS`) and optionally a Markdown view:
+    the verdict counts overall and per paper, then per paper one row per claim, its qualifiers as tags."""
     ids = [c.claim_id for c in claims]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise DataError(f"duplicate claim id(s) {dupes}")
     frame = pd.DataFrame([asdict(c) for c in claims], columns=CLAIM_COLUMNS)
     write_text_atomic(path, frame.to_csv(index=False, lineterminator="\n"))
-    if md_path is not None:
-        beyond = {p.id for p in papers.papers() if p.beyond_the_papers}
-        of_papers = [c for c in claims if c.paper not in beyond]
-        counts = {v: sum(c.verdict == v for c in of_papers) for v in VERDICTS}
-        summary = ", ".join(f"{n} {v}" for v, n in counts.items())
-        if len(of_papers) < len(claims):
-            summary += f"; and {len(claims) - len(of_papers)} claims of our studies beyond the papers"
-        sections = []
-        for paper, paper_title in paper_titles().items():
-            mine = [c for c in claims if c.paper == paper]
-            if not mine:
-                continue
-            mine_counts = ", ".join(f"{n} {v}" for v in VERDICTS if (n := sum(c.verdict == v for c in mine)))
-            rows = [
-                [
-                    c.claim_id,
-                    c.verdict,
-                    c.statistical_verdict,
-                    c.evidence,
-                    c.statement,
-                    c.location,
-                    c.numbers,
-                    c.rule,
-                ]
-                for c in mine
-            ]
-            sections.append(
-                f"## {paper_title}\n\n{len(mine)} claims: {mine_counts}.\n\n"
-                + markdown_table(
-                    [
-                        "id",
-                        "verdict",
-                        "statistical verdict",
-                        "evidence",
-                        "paper's statement",
-                        "where",
-                        "numbers",
-                        "rule",
-                    ],
-                    rows,
-                )
-            )
-        text = (
-            f"# {title}\n\n{len(of_papers)} claims: {summary}.\n\n"
-            "budget-limited: the evidence includes runs stopped by their epoch limit while still improving, "
-            "or cells worse than their reference baseline (noisy-OR learning: the independent-Bernoulli model); "
-            "'statistical verdict' is "
-            "what the confidence intervals alone say.\n\n" + "\n\n".join(sections)
+    if md_path is None:
+        return
+    beyond = {p.id for p in papers.papers() if p.beyond_the_papers}
+    of_papers = [c for c in claims if c.paper not in beyond]
+    summary = verdict_counts_text(of_papers, zeros=True)
+    if len(of_papers) < len(claims):
+        summary += f"; and {len(claims) - len(of_papers)} claims of our studies beyond the papers"
+    names = {p.id: p.name for p in papers.papers()}
+    per_paper, sections = [], []
+    for paper, paper_title in paper_titles().items():
+        mine = [c for c in claims if c.paper == paper]
+        if not mine:
+            continue
+        per_paper.append(f"- {names[paper]}: {verdict_counts_text(mine)}")
+        rows = [
+            [c.claim_id, c.verdict, c.tags(), c.statement, c.location, c.numbers, c.evidence, c.rule]
+            for c in mine
+        ]
+        header = ["id", "verdict", "qualifiers", "paper's statement", "where", "numbers", "evidence", "rule"]
+        sections.append(
+            f"## {paper_title}\n\n{len(mine)} claims: {verdict_counts_text(mine)}.\n\n"
+            + markdown_table(header, rows)
         )
-        write_text_atomic(md_path, text)
+    text = (
+        f"# {title}\n\n{len(of_papers)} claims: {summary}.\n\n"
+        + "\n".join(per_paper)
+        + "\n\nThe verdict is what the 95% confidence intervals say about the claim as the paper states it "
+        "(not tested: the grid lacks the paper's condition). Qualifiers beside it never change it: "
+        "[protocol deviation] how the grid differs from the paper's protocol, [unconverged] runs that "
+        "had not converged, [weak learning] learned models not better than the independent-Bernoulli "
+        "baseline, [bound gap] NELBO - NLL larger than the claim's effect, [low power] the n that "
+        "would resolve the claim's margin.\n\n" + "\n\n".join(sections)
+    )
+    write_text_atomic(md_path, text)
+
+
+def current_verdict(verdict: Any, statistical_verdict: Any = "", numbers: Any = "") -> Any:
+    """A verdict of a claims CSV from before issue 30 in today's vocabulary: budget-limited becomes
+    its statistical verdict, an inconclusive "no data" claim is not tested; others unchanged."""
+    if verdict in LEGACY_VERDICTS and statistical_verdict in STATISTICAL_VERDICTS:
+        return statistical_verdict
+    if verdict == INCONCLUSIVE and str(numbers).startswith("no data"):
+        return NOT_TESTED
+    return verdict
+
+
+def _legacy_row(row: dict[str, str]) -> dict[str, str]:
+    """A row of a claims CSV in today's vocabulary (:func:`current_verdict`)."""
+    verdict = current_verdict(row.get("verdict"), row.get("statistical_verdict", ""), row.get("numbers", ""))
+    return {**row, "verdict": verdict}
 
 
 def read_claims(path: str | Path) -> list[Claim]:
-    """Claims from a CSV written by :func:`write_claims` (e.g. to merge stages)."""
+    """Claims from a CSV written by :func:`write_claims` (e.g. to merge stages); an older CSV's
+    ``statistical_verdict`` column is ignored once its verdict is translated (:func:`_legacy_row`)."""
     path = Path(path)
     verify_recorded_file(path)  # a verdict edited by hand is refused, not merged
     try:
@@ -188,7 +222,8 @@ def read_claims(path: str | Path) -> list[Claim]:
         raise DataError(f"{path}: claims CSV lacks column(s) {missing}")
     try:
         return [
-            Claim(**{c: r[c] for c in CLAIM_COLUMNS if c in frame.columns}) for r in frame.to_dict("records")
+            Claim(**{c: r[c] for c in CLAIM_COLUMNS if c in frame.columns})
+            for r in map(_legacy_row, frame.to_dict("records"))
         ]
     except ValueError as err:
         raise DataError(f"{path}: {err}") from None
@@ -201,27 +236,33 @@ class Interval:
     estimate: float
     low: float
     high: float
-    kind: str  # "paired" | "welch" | "n=1" | "none"
+    kind: str  # "paired" | "welch" | "vs constant" | "constants" | "n=1" | "none"
     n: str  # e.g. "5" (paired) or "5 vs 4"
+    se: float = float("nan")  # standard error of the estimate (NaN: none), for :func:`low_power`
+    df: float = float("nan")  # degrees of freedom of the t quantile behind the CI
 
     def text(self, digits: int = 2) -> str:
         if math.isnan(self.estimate):
             return "no data"
         if math.isnan(self.low):
             return f"{self.estimate:+.{digits}f} (no CI: n={self.n})"
+        if self.kind == "constants":
+            return f"{self.estimate:+.{digits}f} (exact: two deterministic settings)"
         return f"{self.estimate:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}] ({self.kind}, n={self.n})"
 
 
-def _welch(groups: Sequence[tuple[float, np.ndarray]], level: float) -> tuple[float, float, float]:
-    """Estimate, CI of ``sum_g c_g * mean_g`` for independent groups (Welch-Satterthwaite df)."""
+def _welch(
+    groups: Sequence[tuple[float, np.ndarray]], level: float
+) -> tuple[float, float, float, float, float]:
+    """Estimate, CI, SE and df of ``sum_g c_g * mean_g`` for independent groups (Welch-Satterthwaite df)."""
     est = float(sum(c * g.mean() for c, g in groups))
     terms = [c * c * g.var(ddof=1) / g.size for c, g in groups]
     se2 = float(sum(terms))
     if se2 == 0.0:
-        return est, est, est
+        return est, est, est, 0.0, float("nan")
     df = se2**2 / sum(t * t / (g.size - 1) for t, (_, g) in zip(terms, groups))
     h = float(stats.t.ppf(0.5 + level / 2.0, df) * math.sqrt(se2))
-    return est, est - h, est + h
+    return est, est - h, est + h, math.sqrt(se2), float(df)
 
 
 def contrast_ci(groups: Sequence[tuple[float, Mapping[int, float]]], level: float = CI_LEVEL) -> Interval:
@@ -233,8 +274,8 @@ def contrast_ci(groups: Sequence[tuple[float, Mapping[int, float]]], level: floa
     if any(a.size < 2 for _, a in arrays):
         est = float(sum(c * a.mean() for c, a in arrays))
         return Interval(est, float("nan"), float("nan"), "n=1", n)
-    est, lo, hi = _welch(arrays, level)
-    return Interval(est, lo, hi, "welch", n)
+    est, lo, hi, se, df = _welch(arrays, level)
+    return Interval(est, lo, hi, "welch", n, se, df)
 
 
 def difference_ci(
@@ -258,14 +299,28 @@ def difference_ci(
     est = float(d.mean())
     if d.size < 2:
         return Interval(est, float("nan"), float("nan"), "n=1", "1")
-    h = float(stats.t.ppf(0.5 + level / 2.0, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size))
-    return Interval(est, est - h, est + h, "paired", str(d.size))
+    se = float(d.std(ddof=1) / math.sqrt(d.size))
+    h = float(stats.t.ppf(0.5 + level / 2.0, d.size - 1) * se)
+    return Interval(est, est - h, est + h, "paired", str(d.size), se, float(d.size - 1))
+
+
+def _undecided(iv: Interval) -> str | None:
+    """The verdict of an interval that has no CI: not tested without data, else inconclusive (n=1)."""
+    if iv.kind == "none" or math.isnan(iv.estimate):
+        return NOT_TESTED
+    if math.isnan(iv.low) or math.isnan(iv.high):
+        return INCONCLUSIVE
+    return None
 
 
 def verdict_below(iv: Interval, bound: float = 0.0) -> str:
-    """Claim "difference < bound": reproduced if the CI is entirely below, not if entirely above."""
-    if math.isnan(iv.low) or math.isnan(iv.high):
-        return INCONCLUSIVE
+    """Claim "difference < bound": reproduced if the CI is entirely below, not if entirely above;
+    two constants (deterministic sides) are judged by the sign alone, never inconclusive."""
+    _note_decision(iv, (bound,))
+    if (undecided := _undecided(iv)) is not None:
+        return undecided
+    if iv.kind == "constants":
+        return REPRODUCED if iv.estimate < bound else NOT_REPRODUCED
     if iv.high < bound:
         return REPRODUCED
     if iv.low > bound:
@@ -274,9 +329,13 @@ def verdict_below(iv: Interval, bound: float = 0.0) -> str:
 
 
 def verdict_above(iv: Interval, bound: float = 0.0) -> str:
-    """Claim "difference > bound": reproduced if the CI is entirely above, not if entirely below."""
-    if math.isnan(iv.low) or math.isnan(iv.high):
-        return INCONCLUSIVE
+    """Claim "difference > bound": reproduced if the CI is entirely above, not if entirely below
+    (two constants: by the sign alone)."""
+    _note_decision(iv, (bound,))
+    if (undecided := _undecided(iv)) is not None:
+        return undecided
+    if iv.kind == "constants":
+        return REPRODUCED if iv.estimate > bound else NOT_REPRODUCED
     if iv.low > bound:
         return REPRODUCED
     if iv.high < bound:
@@ -285,10 +344,11 @@ def verdict_above(iv: Interval, bound: float = 0.0) -> str:
 
 
 def combine(verdicts: Iterable[str]) -> str:
-    """All reproduced -> reproduced; any not reproduced -> not reproduced; else inconclusive."""
+    """All reproduced -> reproduced; any not reproduced -> not reproduced; none tested (or no
+    parts) -> not tested; else (some part undecided or not tested) inconclusive."""
     vs = list(verdicts)
-    if not vs:
-        return INCONCLUSIVE
+    if all(v == NOT_TESTED for v in vs):
+        return NOT_TESTED
     if any(v == NOT_REPRODUCED for v in vs):
         return NOT_REPRODUCED
     return REPRODUCED if all(v == REPRODUCED for v in vs) else INCONCLUSIVE
@@ -298,16 +358,96 @@ RULE_LESS = (
     "reproduced if the 95% CI of the difference lies entirely on the claimed side of 0, not reproduced "
     "if entirely on the other side, else inconclusive (also when a side has one seed: no CI); "
     "CI from paired per-seed differences when both sides have the same seeds, else Welch; a deterministic "
-    "side (held-out-optimised SVI/LB-CDI/UB-CDI) is a constant: one-sample t of the other side against it"
-    + BUDGET_RULE
+    "side (held-out-optimised SVI/LB-CDI/UB-CDI) is a constant: one-sample t of the other side against it, "
+    "two constants by the sign of their difference" + QUALIFIER_RULE
 )
+
+
+@dataclass(frozen=True)
+class RowEvidence:
+    """One table row a claim read: its runs, how many converged, whether the cell's NELBO is above
+    the independent-Bernoulli baseline (``None``: the table has no baseline), and who it is."""
+
+    n_runs: int
+    n_converged: int
+    above_baseline: bool | None
+    label: str = ""  # e.g. "avi N_train=30 syn-random-1" (from the row's method / n_train / dataset)
+    last_window_nats: float = float("nan")  # max last-window improvement of the row's runs, nats/point
+    projected_nats: float = float("nan")  # max move of the row's runs in a doubled budget, nats/point
+    weak: str = ""  # why the cell's model is not better than the independent baseline ("" = it is)
+    weak_by_bound: bool = False  # judged on the NELBO (a bound) because the table has no NLL
+    bound_gap: float = float("nan")  # NELBO - NLL of the cell (mean over seeds), nats/point
+    cell: tuple[str, str, str, int | None] = ("", "", "", None)  # (artifact, dataset, method, n_train)
+    n_seeds: int = 0  # seeds of the row (its n_seeds, else its values)
+
+
+WEAK_LEARNING_TOL = 0.01
+"""nats per data point: a learned model is *weak* when its held-out NLL is not below the
+independent-Bernoulli baseline's (same rows) by more than this, at 95% (issue 30)."""
+
+
+def _float(value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+    return out
+
+
+def _weak(r: Mapping[str, Any], label: str) -> tuple[str, bool]:
+    """(why the row's model is weak, whether judged on the bound) -- ("", False) when it is not.
+
+    With the held-out NLL (``nll``, ``nll_se``) and the baseline on the same rows (``baseline_nll``,
+    ``baseline_nll_se``): weak when the 95% upper end of NLL - baseline is >= -WEAK_LEARNING_TOL.
+    Without it, the table's NELBO flag (``below_baseline``: mean NELBO > ``baseline_nelbo``).  Where
+    the table carries the paper's number (``paper_nelbo``), whether the paper is above the baseline too."""
+    nll, base = _float(r.get("nll")), _float(r.get("baseline_nll"))
+    if not (math.isnan(nll) or math.isnan(base)):
+        se = math.hypot(
+            *(
+                0.0 if math.isnan(v) else v
+                for v in (_float(r.get("nll_se")), _float(r.get("baseline_nll_se")))
+            )
+        )
+        if nll - base + 1.96 * se < -WEAK_LEARNING_TOL:
+            return "", False
+        text, bound = f"{label}: NLL {nll:.3f} vs independent {base:.3f} (same rows)", False
+    elif not is_missing(r.get("below_baseline")) and cell_flag(r.get("below_baseline")):
+        nelbo, indep = _float(r.get("nelbo_mean")), _float(r.get("baseline_nelbo"))
+        numbers = "" if math.isnan(nelbo) or math.isnan(indep) else f" {nelbo:.2f} vs independent {indep:.2f}"
+        text = f"{label}: NELBO{numbers or ' above the independent baseline'}"
+        bound = True
+    else:
+        return "", False
+    paper, indep = _float(r.get("paper_nelbo")), _float(r.get("baseline_nelbo"))
+    if not (math.isnan(paper) or math.isnan(indep)):
+        side = "above it too" if paper > indep else "below it"
+        text += f"; the paper's {paper:g} is {side}"
+    return text, bound
+
+
+NATS_METRICS = frozenset({"nelbo", "nll", "exact_nll", "exact_nelbo", "iw_nll", "val_nelbo"})
+"""Metrics in nats per data point: a claim reading only these is judged against the runs'
+projected improvement (the ``unconverged`` qualifier, :meth:`Evidence.unconverged`)."""
+
+
+def _row_label(r: Mapping[str, Any]) -> str:
+    parts = []
+    for key, fmt in (("method", "{}"), ("n_train", "N_train={}"), ("dataset", "{}")):
+        value = r.get(key)
+        if not is_missing(value):
+            parts.append(fmt.format(int(value) if key == "n_train" else value))
+    return " ".join(parts)
 
 
 @dataclass
 class Evidence:
     """What the table rows a claim read say about their runs: convergence and the baseline."""
 
-    rows: dict[tuple[Any, ...], tuple[int, int, bool | None]] = field(default_factory=dict)
+    rows: dict[tuple[Any, ...], RowEvidence] = field(default_factory=dict)
+    metrics: set[str] = field(default_factory=set)  # the metrics of the sides read (table_side)
+    decisions: list[tuple[Interval, tuple[float, ...]]] = field(default_factory=list)
+    """(CI, decision boundaries) of every CI the claim judged (verdict_below / _above / _within)."""
 
     def note(self, table: pd.DataFrame, n_values: int = 1) -> None:
         """Record ``table``'s rows (one per cell or per run); a row read twice counts once.
@@ -317,57 +457,165 @@ class Evidence:
             key = (str(r.get("artifact", "")), run if isinstance(run, str) else label)
             n_runs = _count(r.get("n_runs"), _count(r.get("n_seeds"), n_values))
             n_conv = _count(r.get("n_converged"), n_runs)
-            below = None if is_missing(r.get("below_baseline")) else cell_flag(r.get("below_baseline"))
-            self.rows[key] = (n_runs, min(n_conv, n_runs), below)
+            above = None if is_missing(r.get("below_baseline")) else cell_flag(r.get("below_baseline"))
+            name = _row_label(r)
+            weak, by_bound = _weak(r, name or "a cell")
+            self.rows[key] = RowEvidence(
+                n_runs,
+                min(n_conv, n_runs),
+                above,
+                name,
+                _float(r.get("max_last_window_nats")),
+                _float(r.get("max_projected_nats")),
+                weak,
+                by_bound,
+                _float(r.get("nelbo_mean")) - _float(r.get("nll")),
+                (
+                    str(r.get("artifact", "")),
+                    str(r.get("dataset", "")),
+                    str(r.get("method", "")),
+                    None if is_missing(r.get("n_train")) else int(r.get("n_train")),
+                ),
+                _count(r.get("n_seeds"), n_values),
+            )
 
     def merge(self, other: Evidence) -> None:
         self.rows.update(other.rows)
+        self.metrics |= other.metrics
+        self.decisions += other.decisions
+
+    def margin(self) -> float:
+        """How far the claim's CIs are from flipping, in their units: per CI judged, the distance
+        of its nearest edge to a boundary it does not straddle, or of its estimate to one it
+        straddles; the smallest over the CIs (NaN without a CI)."""
+        out = float("nan")
+        for iv, bounds in self.decisions:
+            if math.isnan(iv.low) or math.isnan(iv.high):
+                continue  # no CI (n=1): nothing to move across
+            for b in bounds:
+                d = abs(iv.estimate - b) if iv.low <= b <= iv.high else min(abs(iv.low - b), abs(iv.high - b))
+                out = d if math.isnan(out) else min(out, d)
+        return out
+
+    def unit(self) -> str:
+        """ "nats" when every side read is a NELBO / NLL (:data:`NATS_METRICS`), else ""."""
+        return "nats" if self.metrics and self.metrics <= NATS_METRICS else ""
+
+    def low_power(self) -> str:
+        """The ``low_power`` qualifier of the CIs judged that straddle a boundary (:func:`low_power`);
+        several: each, joined."""
+        texts = [low_power(iv, *bounds, unit=self.unit()) for iv, bounds in self.decisions]
+        return "; ".join(dict.fromkeys(t for t in texts if t))
 
     @property
     def runs(self) -> int:
-        return sum(n for n, _, _ in self.rows.values())
+        return sum(r.n_runs for r in self.rows.values())
 
     @property
     def converged(self) -> int:
-        return sum(c for _, c, _ in self.rows.values())
+        return sum(r.n_converged for r in self.rows.values())
 
     @property
     def cells_with_baseline(self) -> int:
-        return sum(b is not None for _, _, b in self.rows.values())
+        return sum(r.above_baseline is not None for r in self.rows.values())
 
     @property
     def below_baseline(self) -> int:
-        return sum(bool(b) for _, _, b in self.rows.values())
-
-    @property
-    def limited(self) -> bool:
-        return self.converged < self.runs or self.below_baseline > 0
+        """Cells whose NELBO is above (worse than) the independent baseline (the tables' ``below_baseline``)."""
+        return sum(bool(r.above_baseline) for r in self.rows.values())
 
     def text(self) -> str:
-        """``"8/10 runs converged; 1/4 cells below the independent baseline"`` ("" without rows)."""
+        """``"8/10 runs converged; 1/4 cells above the independent baseline (NELBO)"`` ("" without rows)."""
         if not self.rows:
             return ""
         base = (
-            f"{self.below_baseline}/{self.cells_with_baseline} cells below the independent baseline"
+            f"{self.below_baseline}/{self.cells_with_baseline} cells above the independent baseline (NELBO)"
             if self.cells_with_baseline
             else "no baseline in the tables"
         )
         return f"{self.converged}/{self.runs} runs converged; {base}"
 
-    def limits(self) -> str:
-        """``"3 of 10 runs unconverged; 1 cell below the independent baseline"``."""
+    def unconverged(self) -> str:
+        """The ``unconverged`` qualifier (issue 30, judged in nats against the claim): the runs the
+        tables count as unconverged (at the epoch limit improving by >= 0.01 nats per data point
+        per window, or with their best evaluation the last one), and -- for a claim on NELBOs /
+        NLLs alone -- the cells whose runs' projected improvement in a doubled budget reaches
+        the claim's margin (:meth:`margin`): ``"2 of 10 runs (avi N_train=30); doubled budget
+        could move avi N_train=1000 by 0.31 nats >= margin 0.12"``."""
         parts = []
         if self.converged < self.runs:
-            parts.append(f"{self.runs - self.converged} of {self.runs} runs unconverged")
-        if self.below_baseline:
-            cells = "cell" if self.below_baseline == 1 else "cells"
-            parts.append(f"{self.below_baseline} {cells} below the independent baseline")
+            who = sorted({r.label for r in self.rows.values() if r.n_converged < r.n_runs and r.label})
+            parts.append(
+                f"{self.runs - self.converged} of {self.runs} runs" + (f" ({', '.join(who)})" if who else "")
+            )
+        margin = self.margin()
+        if self.metrics and self.metrics <= NATS_METRICS and not math.isnan(margin):
+            movers = sorted(
+                (
+                    r
+                    for r in self.rows.values()
+                    if r.projected_nats > 0 and r.projected_nats >= margin  # NaN compares False
+                ),
+                key=lambda r: -r.projected_nats,
+            )
+            if movers:
+                who = ", ".join(f"{r.label or 'a cell'} by {r.projected_nats:.2g}" for r in movers[:3])
+                more = f" and {len(movers) - 3} more" if len(movers) > 3 else ""
+                parts.append(
+                    f"a doubled budget could move {who}{more} nats >= the claim's margin {margin:.2g}"
+                )
         return "; ".join(parts)
+
+    def weak_learning(self) -> str:
+        """The ``weak_learning`` qualifier: per cell read, a learned model not better than the
+        independent-Bernoulli baseline (:func:`_weak`: by its NLL where the table has it, else
+        by its NELBO, marked "NELBO (bound) only")."""
+        weak = sorted({r.weak for r in self.rows.values() if r.weak})
+        if not weak:
+            return ""
+        cells = "cell" if len(weak) == 1 else "cells"
+        text = f"{len(weak)} {cells} not better than the independent baseline: " + "; ".join(weak)
+        if any(r.weak_by_bound for r in self.rows.values() if r.weak):
+            text += " [NELBO (bound) only]"
+        return text
+
+    def bound_gap(self) -> str:
+        """The ``bound_gap`` qualifier of a claim on NELBOs: where the tables have the NLL, the
+        cells whose NELBO - NLL exceeds the claim's smallest |effect| (the bound's slack could
+        decide the comparison)."""
+        effects = [abs(iv.estimate) for iv, _ in self.decisions]
+        if not effects or self.metrics != {"nelbo"}:
+            return ""
+        effect = min(effects)
+        gaps = sorted(
+            ((r.label or "a cell", r.bound_gap) for r in self.rows.values() if r.bound_gap > effect),
+            key=lambda x: -x[1],
+        )
+        if not gaps:
+            return ""
+        return (
+            "NELBO − NLL "
+            + ", ".join(f"{name} {gap:.2f}" for name, gap in gaps)
+            + f" > |effect| {effect:.2f} nats"
+        )
 
 
 _COLLECTING: ContextVar[Evidence | None] = ContextVar("claim_evidence", default=None)
-"""The evidence of the claim being checked (set by :func:`budget_aware` for the duration of
+"""The evidence of the claim being checked (set by :func:`qualified` for the duration of
 one claim function; ``None`` outside), so the table readers can note the rows they return."""
+
+
+def _note_metric(metric: str) -> None:
+    evidence = _COLLECTING.get()
+    if evidence is not None:
+        evidence.metrics.add(metric)
+
+
+def _note_decision(iv: Interval, bounds: Sequence[float]) -> None:
+    """Tell the claim being checked (if any) that it judged ``iv`` against ``bounds``."""
+    evidence = _COLLECTING.get()
+    if evidence is not None and iv.kind != "none" and not math.isnan(iv.estimate):
+        evidence.decisions.append((iv, tuple(float(b) for b in bounds)))
 
 
 def note_evidence(rows: pd.DataFrame, n_values: int = 1) -> None:
@@ -383,40 +631,62 @@ def _count(value: Any, default: int) -> int:
 
 
 def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
-    """``claim`` with its evidence recorded; budget-limited (contract 3) when the evidence
-    includes unconverged runs or cells below the independent baseline."""
-    statistical = claim.statistical_verdict or claim.verdict
-    if claim.numbers.startswith(NO_DATA):  # rows read before a missing part decide nothing
-        return replace(claim, statistical_verdict=statistical, evidence="")
-    if not evidence.limited or statistical not in STATISTICAL_VERDICTS:
-        return replace(claim, statistical_verdict=statistical, evidence=evidence.text())
-    numbers = f"{claim.numbers}; budget-limited: {evidence.limits()} (statistical verdict: {statistical})"
+    """``claim`` with its evidence recorded and, where the claim function left them empty, the
+    ``unconverged`` / ``weak_learning`` qualifiers from it (and ``low_power`` of an inconclusive
+    claim from the CIs it judged); the verdict is never changed.  A claim
+    not tested rests on no rows (rows read before a missing part decide nothing)."""
+    if claim.verdict == NOT_TESTED:
+        return replace(claim, evidence="")
     return replace(
         claim,
-        verdict=BUDGET_LIMITED,
-        statistical_verdict=statistical,
-        numbers=numbers,
         evidence=evidence.text(),
+        unconverged=claim.unconverged or evidence.unconverged(),
+        weak_learning=claim.weak_learning or evidence.weak_learning(),
+        bound_gap=claim.bound_gap or evidence.bound_gap(),
+        low_power=claim.low_power or (evidence.low_power() if claim.verdict == INCONCLUSIVE else ""),
     )
 
 
-def budget_aware(check: Callable[..., Claim]) -> Callable[..., Claim]:
+Protocol = Callable[[Sequence[Any], Mapping[str, Any], Evidence], str]
+"""``(claim function's args, kwargs, evidence) -> protocol_deviation`` of a paper module."""
+
+
+def qualified_with(protocol: Protocol | None) -> Callable[[Callable[..., Claim]], Callable[..., Claim]]:
+    """:func:`qualified` whose ``protocol_deviation`` (when the claim function left it empty and
+    the claim was tested) is ``protocol(args, kwargs, evidence)``: a paper module's comparison of
+    the rows read with the paper's protocol (search draws, seeds, N_train)."""
+
+    def decorate(check: Callable[..., Claim]) -> Callable[..., Claim]:
+        @functools.wraps(check)
+        def wrapper(*args: Any, **kwargs: Any) -> Claim:
+            evidence = Evidence()
+            token = _COLLECTING.set(evidence)
+            try:
+                claim = check(*args, **kwargs)
+            finally:
+                _COLLECTING.reset(token)
+            outer = _COLLECTING.get()
+            if outer is not None:  # a claim made of other claims rests on their rows too
+                outer.merge(evidence)
+            claim = with_evidence(claim, evidence)
+            if protocol is not None and not claim.protocol_deviation and claim.verdict != NOT_TESTED:
+                claim = replace(claim, protocol_deviation=protocol(args, kwargs, evidence))
+            return claim
+
+        return wrapper
+
+    return decorate
+
+
+def qualified(check: Callable[..., Claim]) -> Callable[..., Claim]:
     """Decorator of a claim function: collect the rows it reads, then :func:`with_evidence`."""
+    return qualified_with(None)(check)
 
-    @functools.wraps(check)
-    def wrapper(*args: Any, **kwargs: Any) -> Claim:
-        evidence = Evidence()
-        token = _COLLECTING.set(evidence)
-        try:
-            claim = check(*args, **kwargs)
-        finally:
-            _COLLECTING.reset(token)
-        outer = _COLLECTING.get()
-        if outer is not None:  # a claim made of other claims rests on their rows too
-            outer.merge(evidence)
-        return with_evidence(claim, evidence)
 
-    return wrapper
+budget_aware = qualified
+"""Deprecated alias of :func:`qualified` (issue 30), kept for one release."""
+BUDGET_RULE = QUALIFIER_RULE
+"""Deprecated alias of :data:`QUALIFIER_RULE` (issue 30), kept for one release."""
 
 
 @dataclass(frozen=True)
@@ -440,8 +710,9 @@ def _against_constant(values: Mapping[int, float], constant: float, level: float
     est = float(d.mean())
     if d.size < 2:
         return Interval(est, float("nan"), float("nan"), "n=1", "1 vs constant")
-    h = float(stats.t.ppf(0.5 + level / 2.0, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size))
-    return Interval(est, est - h, est + h, "vs constant", f"{d.size} vs 1")
+    se = float(d.std(ddof=1) / math.sqrt(d.size))
+    h = float(stats.t.ppf(0.5 + level / 2.0, d.size - 1) * se)
+    return Interval(est, est - h, est + h, "vs constant", f"{d.size} vs 1", se, float(d.size - 1))
 
 
 def compare(a: Side, b: Side, paired: bool | None = None, level: float = CI_LEVEL) -> Interval:
@@ -457,15 +728,18 @@ def compare(a: Side, b: Side, paired: bool | None = None, level: float = CI_LEVE
         return _against_constant(a.values, b.constant, level)
     if a.deterministic:
         iv = _against_constant(b.values, a.constant, level)
-        return Interval(-iv.estimate, -iv.high, -iv.low, iv.kind, "1 vs " + iv.n.split(" vs ")[0])
+        return Interval(
+            -iv.estimate, -iv.high, -iv.low, iv.kind, "1 vs " + iv.n.split(" vs ")[0], iv.se, iv.df
+        )
     return difference_ci(a.values, b.values, paired, level)
 
 
 def verdict_within(iv: Interval, margin: float) -> str:
     """Claim "|difference| is small" (equivalence): reproduced if the CI lies inside
     (-margin, margin), not reproduced if entirely outside [-margin, margin], else inconclusive."""
-    if math.isnan(iv.low) or math.isnan(iv.high):
-        return INCONCLUSIVE
+    _note_decision(iv, (-margin, margin))
+    if (undecided := _undecided(iv)) is not None:
+        return undecided
     if -margin < iv.low and iv.high < margin:
         return REPRODUCED
     if iv.low > margin or iv.high < -margin:
@@ -493,6 +767,7 @@ def table_side(table: pd.DataFrame | None, metric: str, **where: Any) -> Side:
     values = parse_values(rows[f"{metric}_values"].iloc[0])
     if values:
         note_evidence(rows, len(values))
+        _note_metric(metric)
     fixed = (
         "deterministic" in rows.columns
         and not is_missing(rows["deterministic"].iloc[0])
@@ -515,5 +790,43 @@ def format_side(v: Mapping[int, float] | Side, digits: int = 2) -> str:
     return "n/a" if not v else f"{np.mean(list(v.values())):.{digits}f} (n={len(v)})"
 
 
-def no_data_claim(claim_id: str, statement: str, location: str, rule: str, what: str) -> Claim:
-    return Claim(claim_id, statement, location, INCONCLUSIVE, f"{NO_DATA}: {what}", rule)
+def no_data_claim(
+    claim_id: str, statement: str, location: str, rule: str, what: str, **qualifiers: str
+) -> Claim:
+    """A claim whose condition the grid lacks: not tested, numbers ``"not tested: <what>"``."""
+    return Claim(claim_id, statement, location, NOT_TESTED, f"{NO_DATA}: {what}", rule, **qualifiers)
+
+
+def low_power(
+    iv: Interval, *bounds: float, unit: str = "nats", level: float = CI_LEVEL, n_max: int = 10_000
+) -> str:
+    """The ``low_power`` qualifier of a claim decided by ``iv`` against its decision boundaries
+    (``bounds``; default 0): "" unless the CI straddles one; then the CI's half-width, the
+    observed effect's distance to that boundary and the n (seeds per side) at which a t CI of
+    the same level, with the observed sd, would resolve it (the SE shrinks as sqrt(n_now / n);
+    df n - 1 paired or against a constant, 2n - 2 Welch). With one seed there is no sd: it says so."""
+    bounds = bounds or (0.0,)
+    if iv.kind == "none" or math.isnan(iv.estimate):
+        return ""
+    if math.isnan(iv.low) or math.isnan(iv.high):
+        return f"n={iv.n}: no CI (the sd is unknown; at least 2 seeds per side needed)"
+    straddled = [b for b in bounds if iv.low <= b <= iv.high]
+    if not straddled or iv.kind == "constants":
+        return ""
+    effect = min(abs(iv.estimate - b) for b in straddled)
+    half = (iv.high - iv.low) / 2.0
+    u = f" {unit}" if unit else ""
+    head = f"CI half-width {half:.2g}{u} > |effect| {effect:.2g}"
+    sizes = [int(x) for x in iv.n.replace("vs", " ").split() if x.isdigit()]
+    if math.isnan(iv.se) or not sizes or effect == 0.0:
+        return head + "; no n resolves it" if effect == 0.0 else head
+    n_now = min(sizes)
+    sd_like = iv.se * math.sqrt(n_now)  # the SE at one seed per side
+    z = stats.norm.ppf(0.5 + level / 2.0)
+    n = max(2, math.ceil((z * sd_like / effect) ** 2))  # normal approximation first, then t
+    while n <= n_max:
+        df = 2 * n - 2 if iv.kind == "welch" else n - 1
+        if stats.t.ppf(0.5 + level / 2.0, df) * sd_like / math.sqrt(n) < effect:
+            return f"{head}; n>={n} would resolve it"
+        n += 1
+    return f"{head}; n>{n_max} would be needed"

@@ -154,14 +154,89 @@ def single_value(runs: pd.DataFrame, column: str, what: str) -> Any:
     return values[0]
 
 
-def convergence_counts(runs: pd.DataFrame) -> dict[str, int]:
-    """``n_runs`` and ``n_converged`` of a group of runs: a run counts as converged unless its
-    ``converged`` is false (null = no fit to converge; no column = runs from before the key)."""
+def _number(value: Any) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, (*_NUMBER, np.number)):
+        return None
+    return None if np.isnan(value) else float(value)
+
+
+def last_window_nats(row: Mapping[str, Any]) -> float | None:
+    """A run's last-window improvement of its monitored NELBO, nats per data point (issue 30):
+    ``convergence.last_window_nats``, else best-before minus best-within of runs written before it."""
+    gain = _number(row.get("convergence_last_window_nats"))
+    if gain is not None:
+        return gain
+    before, within = (
+        _number(row.get("convergence_best_before_window")),
+        _number(row.get("convergence_best_within_window")),
+    )
+    return None if before is None or within is None else before - within
+
+
+def run_converged(row: Mapping[str, Any]) -> bool | None:
+    """A run's convergence judged in nats (issue 30, :func:`noisyor_bench.inference.convergence.rejudge_absolute`):
+    its ``converged`` flag, except that a run judged at its epoch limit by the window is converged
+    only if its last-window improvement is below ``ABS_TOL_NATS`` and its best evaluation is not
+    the last one (then never).  Also re-judges runs written under the relative rule."""
+    from noisyor_bench.inference.convergence import ABS_TOL_NATS, PLATEAU, STILL_IMPROVING
+
+    flag = row.get("converged")
+    flag = bool(flag) if isinstance(flag, (bool, np.bool_)) else None
+    if flag is None or row.get("convergence_rule") not in (PLATEAU, STILL_IMPROVING):
+        return flag
+    at_limit = row.get("convergence_best_at_limit")
+    if not isinstance(at_limit, (bool, np.bool_)):  # runs from before the key: best epoch == last epoch
+        best, epochs = _number(row.get("convergence_best_epoch")), _number(row.get("convergence_epochs"))
+        at_limit = row.get("convergence_stop_reason") == "max_epochs" and best is not None and best == epochs
+    if at_limit:
+        return False
+    gain = last_window_nats(row)
+    return flag if gain is None else gain < ABS_TOL_NATS
+
+
+def projected_nats(row: Mapping[str, Any]) -> float:
+    """How far a run judged at its epoch limit could still move in a doubled budget, nats per data
+    point: its last-window improvement (if positive) times the windows of another ``max_epochs``
+    epochs (``max_epochs * evaluations / (window * epochs)``; a linear extrapolation, an upper
+    bound for a curve that flattens).  0 for a run stopped by early stopping or its own
+    criterion, or with nothing recorded."""
+    from noisyor_bench.inference.convergence import BEST_AT_LIMIT, PLATEAU, STILL_IMPROVING
+
+    gain = last_window_nats(row)
+    if (
+        row.get("convergence_rule") not in (PLATEAU, STILL_IMPROVING, BEST_AT_LIMIT)
+        or gain is None
+        or gain <= 0
+    ):
+        return 0.0
+    numbers = [
+        _number(row.get(f"convergence_{k}")) for k in ("max_epochs", "evaluations", "window", "epochs")
+    ]
+    max_epochs, evaluations, window, epochs = numbers
+    if None in numbers or not window or not epochs:
+        return float("nan")
+    return float(gain * max_epochs * evaluations / (window * epochs))
+
+
+def convergence_counts(runs: pd.DataFrame) -> dict[str, Any]:
+    """``n_runs`` and ``n_converged`` of a group of runs: a run counts as converged unless
+    :func:`run_converged` says false (null = no fit to converge; no column = runs from before the
+    key); ``max_last_window_nats``: the largest last-window improvement of the group's runs
+    (nats per data point; NaN when none is recorded) and ``max_projected_nats`` (the largest
+    :func:`projected_nats`), for the claims' ``unconverged`` qualifier."""
     n = int(len(runs))
-    if "converged" not in runs.columns:
-        return {"n_runs": n, "n_converged": n}
-    unconverged = int(sum(isinstance(v, (bool, np.bool_)) and not v for v in runs["converged"]))
-    return {"n_runs": n, "n_converged": n - unconverged}
+    records = runs.to_dict("records")
+    gains = [g for r in records if (g := last_window_nats(r)) is not None]
+    moves = [m for r in records if not np.isnan(m := projected_nats(r))]
+    out: dict[str, Any] = {
+        "n_runs": n,
+        "n_converged": n,
+        "max_last_window_nats": max(gains) if gains else float("nan"),
+        "max_projected_nats": max(moves) if moves else float("nan"),
+    }
+    if "converged" in runs.columns:
+        out["n_converged"] = n - int(sum(run_converged(r) is False for r in records))
+    return out
 
 
 def is_deterministic(runs: pd.DataFrame) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.reporting.collect import last_window_nats, run_converged
 from noisyor_bench.reporting.methods import method_label, method_rank
 from noisyor_bench.reporting.tables import markdown_table
 
@@ -40,6 +41,8 @@ COLUMNS = (
     "best_before_window",
     "best_within_window",
     "relative_improvement",
+    "last_window_nats",
+    "best_at_limit",
     "run_dir",
 )
 SUMMARY_COLUMNS = (
@@ -95,9 +98,18 @@ def convergence_table(runs: pd.DataFrame) -> pd.DataFrame:
                 )
             },
         }
-        row["converged"] = _bool_or_none(r.get("converged"))
+        row["converged"] = run_converged(r)  # judged in nats (issue 30), also for runs from before
         for key in _FROM_OBJECT:
             row[key] = r.get(f"convergence_{key}")
+        row["last_window_nats"] = last_window_nats(r)
+        row["best_at_limit"] = r.get("convergence_best_at_limit")
+        if row["converged"] != _bool_or_none(r.get("converged")):  # a run recorded under the relative rule
+            at_limit = r.get("convergence_stop_reason") == "max_epochs" and r.get(
+                "convergence_best_epoch"
+            ) == r.get("convergence_epochs")
+            row["rule"] = (
+                "plateau" if row["converged"] else "best-at-limit" if at_limit else "still-improving"
+            )
         row["epochs"] = None if _missing(row["epochs"]) else int(row["epochs"])
         row["run_dir"] = r["run_dir"]
         rows.append(row)
@@ -167,9 +179,10 @@ def _fmt(v: Any, digits: int = 4) -> str:
 RULE_NOTE = (
     "A run converged if it stopped by early stopping (`patience`) or by the method's own criterion "
     "(`converged`), or if it reached `max_epochs` with the validation NELBO on a plateau: the best of its last W "
-    "evaluations improved on the best before them by less than `rel_tol` (relative; W = `convergence_window`, "
-    "`rel_tol` = `convergence_rel_tol`, budget keys). Fewer than W + 1 evaluations at the limit: not "
-    "converged. Not applicable (empty): SVI, LB-CDI and UB-CDI optimised on the held-out set in inference mode "
+    "evaluations improved on the best before them by less than 0.01 nats per data point (absolute, issue 30; "
+    "W = `convergence_window`; the relative improvement against `convergence_rel_tol` is still listed). A run "
+    "stopped at `max_epochs` with its best evaluation the last one never converged (`best-at-limit`); fewer "
+    "than W + 1 evaluations at the limit: not converged. Not applicable (empty): SVI, LB-CDI and UB-CDI optimised on the held-out set in inference mode "
     "(no training budget), unless their own criterion stopped them.\n"
 )
 
@@ -190,6 +203,7 @@ def convergence_markdown(table: pd.DataFrame) -> str:
             _fmt(r["best_epoch"]),
             _fmt(r["max_epochs"]),
             _fmt(r["relative_improvement"], 3),
+            _fmt(r["last_window_nats"], 3),
         ]
         for r in table.to_dict("records")
     ]
@@ -205,6 +219,7 @@ def convergence_markdown(table: pd.DataFrame) -> str:
         "best epoch",
         "max epochs",
         "rel. improvement (last W evals)",
+        "improvement (last W evals), nats/point",
     ]
     return (
         f"# Convergence of the runs of {experiment}\n\n**{summary_line(table)}.**\n\n"

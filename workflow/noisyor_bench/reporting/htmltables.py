@@ -30,7 +30,7 @@ VERDICT_CLASSES = {
     "reproduced": "ok",
     "not reproduced": "bad",
     "inconclusive": "unsure",
-    "budget-limited": "limited",
+    "not tested": "untested",
 }
 
 STYLE = """
@@ -39,18 +39,24 @@ body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; fon
 h1 { font-size: 16px; margin: 0 0 6px 0; }
 p.note { color: #57606a; margin: 4px 0 10px 0; max-width: 110ch; }
 table { border-collapse: collapse; }
-th, td { border: 1px solid #d0d7de; padding: 3px 7px; vertical-align: top; }
+th, td { border: 1px solid #d0d7de; padding: 3px 4px; vertical-align: top; }
 th { background: #f6f8fa; position: sticky; top: 0; text-align: left; }
-td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
-td.text { min-width: 10ch; max-width: 60ch; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.text { max-width: 60ch; }
 th.paper, td.paper { background: #f3f0ff; }
 tr.notrun td { color: #8c959f; }
 td.ok { background: #dafbe1; color: #116329; font-weight: 600; }
 td.bad { background: #ffebe9; color: #a40e26; font-weight: 600; }
 td.unsure { background: #fff8c5; color: #7d4e00; font-weight: 600; }
-td.limited { background: #ddf4ff; color: #0a3069; font-weight: 600; }
+td.untested { background: #eaeef2; color: #57606a; font-weight: 600; }
 td.warn { background: #fff1e5; }
 a.download { display: inline-block; margin-top: 8px; }
+table { max-width: 980px; font-size: 12px; }
+th { overflow-wrap: break-word; font-size: 11px; }
+td.text { overflow-wrap: break-word; }
+div.wide { overflow-x: auto; max-width: 990px; }
+details.rows { margin: 4px 0; } details.rows > summary, details.prov > summary { cursor: pointer; }
+details.prov { margin-top: 10px; color: #57606a; max-width: 980px; } code { overflow-wrap: anywhere; }
 """
 
 
@@ -64,6 +70,28 @@ def metric_stems(columns: Iterable[str]) -> list[str]:
         for c in cols
         if c.endswith("_mean") and {c[:-5] + "_ci95", c[:-5] + "_n"} <= present
     ]
+
+
+def paper_partners(stems: Sequence[str], columns: Iterable[str]) -> dict[str, str]:
+    """metric -> the ``paper_<x>`` column shown right after it: ``paper_<metric>`` itself, else
+    the paper column whose ``<x>`` the metric's name starts or ends with as a word (aviPAM's
+    ``paper_npmi`` beside ``npmi_external``, APE's ``paper_ll`` beside ``ll_paper``), each paper
+    column beside one metric only (the first in column order)."""
+    papers = [c for c in columns if c.startswith("paper_")]
+    out: dict[str, str] = {}
+    for match in (
+        lambda m, x: m == x,
+        lambda m, x: m.startswith(f"{x}_"),
+        lambda m, x: m.endswith(f"_{x}"),
+    ):
+        for m in stems:
+            if m in out:
+                continue
+            for col in papers:
+                if col not in out.values() and match(m, col[len("paper_") :]):
+                    out[m] = col
+                    break
+    return out
 
 
 def _empty(value: Any) -> bool:
@@ -96,7 +124,8 @@ def display_frame(frame: pd.DataFrame, digits: int = 2) -> tuple[list[str], list
     """
     stems = metric_stems(frame.columns)
     stat_cols = {f"{m}_{s}" for m in stems for s in STAT_SUFFIXES}
-    paired_paper = {f"paper_{m}" for m in stems if f"paper_{m}" in frame.columns}
+    partner = paper_partners(stems, frame.columns)
+    paired_paper = set(partner.values())
     header: list[str] = []
     kinds: list[str] = []
     getters: list[Any] = []
@@ -110,10 +139,10 @@ def display_frame(frame: pd.DataFrame, digits: int = 2) -> tuple[list[str], list
             header.append(f"{m} (ours)")
             kinds.append("num")
             getters.append(lambda r, m=m: format_ci(r[f"{m}_mean"], r[f"{m}_ci95"], r[f"{m}_n"], digits))
-            if f"paper_{m}" in paired_paper:
+            if m in partner:
                 header.append(f"{m} (paper)")
                 kinds.append("paper")
-                getters.append(lambda r, m=m: "" if _empty(r[f"paper_{m}"]) else _number(r[f"paper_{m}"]))
+                getters.append(lambda r, c=partner[m]: "" if _empty(r[c]) else _number(r[c]))
             continue
         numeric = pd.api.types.is_numeric_dtype(frame[col]) and not pd.api.types.is_bool_dtype(frame[col])
         header.append(col)
@@ -158,6 +187,19 @@ def page(title: str, body: str) -> str:
     )
 
 
+LONG_CELL_CHARS = 240
+"""A cell longer than this (a claim's decision rule) shows its start; the rest opens on a click."""
+
+
+def _cell_html(text: str) -> str:
+    """A cell's escaped text; a long one as a ``<details>`` whose summary is its first words."""
+    if len(text) <= LONG_CELL_CHARS:
+        return html.escape(text)
+    cut = text.rfind(" ", 0, 100)
+    cut = cut if cut > 40 else 100
+    return f"<details><summary>{html.escape(text[:cut])} …</summary>{html.escape(text[cut:])}</details>"
+
+
 def html_table(
     header: Sequence[str],
     rows: Sequence[Sequence[Any]],
@@ -166,27 +208,151 @@ def html_table(
 ) -> str:
     """An HTML ``<table>``; every cell escaped."""
     kinds = list(kinds or ["text"] * len(header))
-    out = ["<table>", "<thead><tr>"]
-    out += [
-        f'<th class="{"paper" if k == "paper" else ""}">{html.escape(str(h))}</th>'
+    out = ['<div class="wide"><table>', "<thead><tr>"]
+    out += [  # '_' shown as a space: a header wraps at its words, not letter by letter
+        f'<th class="{"paper" if k == "paper" else ""}">{html.escape(str(h).replace("_", " "))}</th>'
         for h, k in zip(header, kinds)
     ]
     out.append("</tr></thead>\n<tbody>")
     for i, row in enumerate(rows):
         cls = row_classes[i] if row_classes else ""
         cells = "".join(
-            f'<td class="{_cell_class(h, str(v), k)}">{html.escape(str(v))}</td>'
+            f'<td class="{_cell_class(h, str(v), k)}">{_cell_html(str(v))}</td>'
             for h, v, k in zip(header, row, kinds)
         )
         out.append(f'<tr class="{cls}">{cells}</tr>')
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")  # a table still too wide scrolls in its box, not the page
     return "\n".join(out)
 
 
+LONG_TABLE_ROWS = 40
+MAX_GROUPS = 30
+"""A table longer than this is shown in groups (by its leading identity columns), each behind a
+``<details>`` toggle, so its page stays a few screens tall (issue 29: table5 was 50,000 px)."""
+
+
+def view_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns worth a place in a 1000-px view: ``seeds`` (``n_seeds`` counts them), the
+    raw ``method`` id beside its readable ``method_label`` and a metric's ``<m>_low``/``<m>_high``
+    range bounds are left to the CSV; ``n_converged`` and ``n_runs`` become one column."""
+    drop = [c for c in ("seeds", "run_dir") if c in frame.columns]  # run folders: the provenance block
+    stems = set(metric_stems(frame.columns))  # a range's bounds beside its metric: in the CSV only
+    drop += [
+        f"{m}_{b}_{s}"
+        for m in stems
+        for b in ("low", "high")
+        if f"{m}_{b}" in stems
+        for s in STAT_SUFFIXES
+        if f"{m}_{b}_{s}" in frame.columns
+    ]
+    if {"method", "method_label"} <= set(frame.columns) or {"method", "label"} <= set(frame.columns):
+        drop.append("method")
+    if {"n_runs", "n_converged"} <= set(frame.columns):  # one column: "converged of runs"
+        frame = frame.copy()
+        frame.insert(
+            list(frame.columns).index("n_runs"),
+            "converged_of_runs",
+            [
+                "" if _empty(r) else f"{_number(c)}/{_number(r)}"
+                for c, r in zip(frame["n_converged"], frame["n_runs"])
+            ],
+        )
+        drop += ["n_runs", "n_converged"]
+    frame = frame.drop(columns=drop)
+    return fold_settings(frame)
+
+
+def fold_settings(frame: pd.DataFrame) -> pd.DataFrame:
+    """The run settings a table lists after its last metric (threads, iterations, learning rate;
+    not a note, status, verdict or baseline) as one ``settings`` column of ``name=value`` pairs:
+    one column instead of one per setting keeps a wide table inside a 1000-px pane."""
+    stems = metric_stems(frame.columns)
+    owned = {f"{m}_{s}" for m in stems for s in STAT_SUFFIXES}
+    cols = list(frame.columns)
+    last = max((i for i, c in enumerate(cols) if c in owned or c.startswith("paper_")), default=None)
+    if last is None:
+        return frame
+    keep = ("note", "status", "verdict")
+    settings = [
+        c for c in cols[last + 1 :] if c not in keep and "baseline" not in c and not c.startswith("paper_")
+    ]
+    if len(settings) < 2:
+        return frame
+    text = [
+        ", ".join(f"{c.replace('_', ' ')} {_number(v)}" for c, v in zip(settings, values) if not _empty(v))
+        for values in frame[settings].itertuples(index=False)
+    ]
+    return frame.drop(columns=settings).assign(settings=text)
+
+
+def row_groups(
+    header: Sequence[str], rows: Sequence[Sequence[Any]], kinds: Sequence[str]
+) -> list[tuple[str, list[int]]]:
+    """Rows of a long table grouped by its leading identity columns (text/num, not a metric):
+    columns are added while groups exceed :data:`LONG_TABLE_ROWS` rows and the groups stay at most
+    :data:`MAX_GROUPS` (a screen of toggles); one group (everything) for a short table."""
+    if len(rows) <= LONG_TABLE_ROWS:
+        return [("", list(range(len(rows))))]
+    identity = [
+        i for i, (h, k) in enumerate(zip(header, kinds)) if k != "paper" and not str(h).endswith("(ours)")
+    ]
+    key_cols: list[int] = []
+    groups: dict[tuple[str, ...], list[int]] = {(): list(range(len(rows)))}
+    for i in identity[:6]:
+        if len({str(r[i]) for r in rows}) < 2:
+            continue
+        finer: dict[tuple[str, ...], list[int]] = {}
+        for j, r in enumerate(rows):
+            finer.setdefault(tuple(str(r[c]) for c in [*key_cols, i]), []).append(j)
+        if len(finer) > MAX_GROUPS:  # too fine (an id, a topic): try the next column
+            continue
+        key_cols, groups = [*key_cols, i], finer
+        if max(len(v) for v in groups.values()) <= LONG_TABLE_ROWS:
+            break
+    if not key_cols:
+        return [("", list(range(len(rows))))]
+    return [
+        (", ".join(f"{header[c]} = {v}" for c, v in zip(key_cols, key)), idx) for key, idx in groups.items()
+    ]
+
+
+WIDE_TABLE_COLUMNS = 16
+TRANSPOSE_ROWS = 8
+"""A view with more columns than :data:`WIDE_TABLE_COLUMNS` and at most :data:`TRANSPOSE_ROWS`
+rows (an ablation's few cells with dozens of statistics) is shown transposed."""
+
+
+def _breakable(value: Any) -> Any:
+    """A cell that can wrap: a ``;``-joined list (``0.46;0.44;...``) gets a space after each
+    ``;``, a long dotted or slashed name (a config key, a path) a zero-width space after each
+    ``.``, ``/`` or ``_``."""
+    if not isinstance(value, str):
+        return value
+    value = re.sub(r";(?=\S)", "; ", value)
+    return re.sub(r"\S{24,}", lambda m: re.sub(r"([./_])", "\\1\u200b", m.group(0)), value)
+
+
+def transposed(
+    header: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> tuple[list[str], list[list[Any]], list[str]]:
+    """The view turned by 90 degrees: a ``field`` column, then one column per row (headed by its
+    first cell)."""
+    columns = ["field", *(str(r[0]) if r else "" for r in rows)]
+    body = [[h, *(r[i] for r in rows)] for i, h in enumerate(header)][1:]
+    return columns, body, ["text"] * len(columns)
+
+
 def table_page(
-    frame: pd.DataFrame, title: str, csv_name: str | None = None, csv_text: str | None = None, digits: int = 2
+    frame: pd.DataFrame,
+    title: str,
+    csv_name: str | None = None,
+    csv_text: str | None = None,
+    digits: int = 2,
+    footer: str = "",
 ) -> str:
-    """The HTML view of one table: title, how to read it, the table, the CSV as a download."""
+    """The HTML view of one table: title, how to read it, the table (a long one in groups behind
+    toggles), the CSV as a download, then ``footer`` (its provenance)."""
+    frame = view_columns(frame)
     if "verdict" in frame.columns and len(frame.columns) > 2:  # the verdict next to the claim it judges
         cols = [c for c in frame.columns if c != "verdict"]
         frame = frame[cols[:1] + ["verdict"] + cols[1:]]
@@ -208,17 +374,31 @@ def table_page(
             "(ours): mean over seeds ± half-width of the 95% Student-t confidence interval "
             "('(n=1)': one seed); (paper): the number the paper reports. Per-seed values are in the CSV."
         )
-    body = [
-        f"<h1>{html.escape(title)}</h1>",
-        f'<p class="note">{html.escape(" ".join(notes))}</p>',
-        html_table(header, rows, kinds, row_classes),
-    ]
+    rows = [[_breakable(v) for v in row] for row in rows]
+    if len(header) > WIDE_TABLE_COLUMNS and len(rows) <= TRANSPOSE_ROWS:  # one column per row instead
+        header, rows, kinds = transposed(header, rows)
+        row_classes = [""] * len(rows)
+        notes.append(
+            "Shown transposed (one column per row of the CSV): the table has more columns than a pane fits."
+        )
+    groups = row_groups(header, rows, kinds)
+    if len(groups) > 1:
+        notes.append(f"{len(groups)} groups of rows: each opens on a click.")
+    body = [f"<h1>{html.escape(title)}</h1>", f'<p class="note">{html.escape(" ".join(notes))}</p>']
+    for label, idx in groups:
+        table = html_table(header, [rows[i] for i in idx], kinds, [row_classes[i] for i in idx])
+        if label:
+            summary = html.escape(f"{label} ({len(idx)} rows)")
+            table = f'<details class="rows"><summary>{summary}</summary>{table}</details>'
+        body.append(table)
     if csv_text is not None:
         data = base64.b64encode(csv_text.encode("utf-8")).decode("ascii")
         name = html.escape(csv_name or "table.csv")
         body.append(
             f'<p><a class="download" download="{name}" href="data:text/csv;base64,{data}">Download {name}</a></p>'
         )
+    if footer:
+        body.append(footer)
     return page(title, "\n".join(body))
 
 
@@ -238,7 +418,12 @@ def csv_to_html(csv_path: str | Path, html_path: str | Path, title: str | None =
         frame = pd.read_csv(csv_path) if text.strip() else pd.DataFrame()
     except (OSError, UnicodeDecodeError, pd.errors.ParserError) as err:
         raise DataError(f"{csv_path}: cannot read the table ({err})") from None
-    write_text_atomic(html_path, table_page(frame, title or csv_title(csv_path), csv_path.name, text))
+    from noisyor_bench.reporting.provenance_view import provenance_html
+
+    footer = provenance_html(csv_path)  # commit, config, run folders, the audit command
+    write_text_atomic(
+        html_path, table_page(frame, title or csv_title(csv_path), csv_path.name, text, footer=footer)
+    )
     return Path(html_path)
 
 

@@ -1,4 +1,5 @@
-"""Statistics over seeds: the Student-t interval of a mean and the Wilson interval of a rate.
+"""Statistics over seeds: the Student-t interval of a mean, the Wilson interval of a rate and the
+exact McNemar test of paired successes.
 
 The CI of a mean is ``t_{0.975, n-1} * s / sqrt(n)`` with the sample standard deviation ``s``
 (ddof=1); a single seed has no CI.  Differences between methods (paired or Welch) are in
@@ -60,3 +61,24 @@ def wilson_interval(successes: int, n: int, level: float = CI_LEVEL) -> tuple[fl
     low = 0.0 if k == 0 else max(0.0, center - half)
     high = 1.0 if k == n else min(1.0, center + half)
     return low, high
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value of a paired binary comparison: the discordant pairs
+    (``a_only``: A succeeded where B failed, ``b_only``: the reverse) as a binomial test of
+    ``a_only`` out of ``a_only + b_only`` against 1/2.
+
+    Why exact: with 5-10 paired seeds the discordant counts are small and the chi-square
+    approximation is meaningless.  The p-value is ``min(1, 2 * P(X <= min(a_only, b_only)))``
+    for ``X ~ Bin(a_only + b_only, 1/2)`` (the distribution is symmetric, so this equals the
+    two-sided binomial test); 1 when there is no discordant pair (nothing to tell A and B apart).
+    """
+    for name, value in (("a_only", a_only), ("b_only", b_only)):
+        if isinstance(value, bool) or int(value) != value or value < 0:
+            raise ValueError(
+                f"{name} must be a non-negative integer count of discordant pairs; got {value!r}"
+            )
+    a, b = int(a_only), int(b_only)
+    if a + b == 0:
+        return 1.0
+    return float(min(1.0, 2.0 * stats.binom.cdf(min(a, b), a + b, 0.5)))

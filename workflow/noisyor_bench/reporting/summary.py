@@ -41,6 +41,9 @@ VERDICTS_END = "<!-- /verdicts -->"
 RESULTS_PAGE = Path("docs") / "results.md"
 """The results page, relative to README's folder: every claim, the main tables, the reference."""
 
+CLAIMS_PAGES_DIR = "claims"
+"""Per-paper claims pages under the results directory (``claims/<paper>_claims.html``)."""
+
 BEYOND = "beyond the papers"
 """How the verdict table labels a study of ours (``Paper.beyond_the_papers``): "APE on noisy-OR
 (beyond the papers)", its own row, never counted as a paper's."""
@@ -57,6 +60,12 @@ def read_claims(claims_csv: str | Path) -> pd.DataFrame:
         raise DataError(f"{path}: cannot read the claims table ({err})") from None
     if "verdict" not in frame.columns:
         raise DataError(f"{path}: no 'verdict' column (columns: {list(frame.columns)})")
+    if {"statistical_verdict", "numbers"} & set(frame.columns):  # a CSV from before issue 30
+        from noisyor_bench.reporting.claims import current_verdict
+
+        old = frame.get("statistical_verdict", pd.Series("", index=frame.index))
+        numbers = frame.get("numbers", pd.Series("", index=frame.index))
+        frame["verdict"] = [current_verdict(*r) for r in zip(frame["verdict"], old, numbers)]
     return frame
 
 
@@ -76,22 +85,62 @@ def counts_text(counts: Counter[str]) -> str:
     return f"{total} claim{'s' if total != 1 else ''}: {parts}" if total else "no claims checked"
 
 
+def claims_page(results_dir: str | Path, paper_id: str) -> Path:
+    """A paper's claims page (``claims/<paper>_claims.html``, noisyor-bench claims-pages)."""
+    return Path(results_dir) / CLAIMS_PAGES_DIR / f"{paper_id}_claims.html"
+
+
+def read_answers(results_dir: str | Path) -> tuple[list[Any], Any]:
+    """The answers per paper and the run (reporting.answer) of a results directory's
+    ``tables/claims.csv``, checked against its provenance record."""
+    from noisyor_bench.reporting.answer import answers, run_info
+
+    claims = Path(results_dir) / "tables" / "claims.csv"
+    try:
+        items = answers(read_claims(claims))
+    except DataError as err:
+        raise DataError(f"{claims}: {err}") from None
+    return items, run_info(results_dir)
+
+
+def write_landing_answer(results_dir: str | Path, out: str | Path, paper_ids: Sequence[str]) -> Path:
+    """The report landing page's answer block (reStructuredText, included by
+    docs/captions/workflow.rst): one line per paper linking its claims page; a line saying why
+    when the claims cannot be read, so the report still builds."""
+    from noisyor_bench.infra.io import write_text_atomic
+    from noisyor_bench.reporting.answer import answer_rst
+
+    if not (Path(results_dir) / "tables" / "claims.csv").is_file():
+        text = "No claims yet: the run has not built ``tables/claims.csv``."
+    else:
+        try:
+            items, run = read_answers(results_dir)
+            names = {p: f"{p}_claims.html" for p in paper_ids}
+            text = answer_rst(items, run, lambda p: names.get(p))
+        except (DataError, UserError) as err:
+            text = f"The answer per paper could not be read: ``{err}``."
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out, text + "\n")
+    return Path(out)
+
+
 def run_summary(results_dir: str | Path, report: str | None = None) -> str:
-    """The lines printed when a run ends: verdict counts, where the tables and report are."""
+    """The lines printed when a run ends: one answer line per paper (reporting.answer: the same
+    words as the report's landing page and README), then where the tables and report are."""
+    from noisyor_bench.reporting.answer import answer_lines
+
     results = Path(results_dir)
     claims = results / "tables" / "claims.csv"
     lines = []
     if claims.is_file():
-        frame = read_claims(claims)
-        lines.append(
-            f"Paper claims: {counts_text(_counts(frame))} (details: {results / 'tables' / 'claims.md'})"
-        )
-        if "claim_id" in frame.columns and len(frame):
-            groups = frame["claim_id"].fillna("").astype(str).map(_paper_of_or_none)
-            for entry in registered_papers():
-                mine = frame[groups == entry.id]
-                if len(mine):
-                    lines.append(f"  {_paper_label(entry)}: {counts_text(_counts(mine))}")
+        items, run = read_answers(results)
+
+        def link(paper_id: str) -> str:
+            page = claims_page(results, paper_id)
+            return str(page if page.is_file() else results / "tables" / "claims.md")
+
+        lines += answer_lines(items, run, link)
+        lines.append(f"Every claim: {results / 'tables' / 'claims.md'}")
     else:
         lines.append(f"Paper claims: no {claims} (the claims rule did not run)")
     lines.append(f"Tables: {results / 'tables'}/*.html (one page per table), figures: {results / 'figures'}")
@@ -108,19 +157,31 @@ def _demote(markdown: str, levels: int = 3) -> str:
 
 
 def _claims_lines(claims: Path, columns: Sequence[str] = ("verdict", "statement")) -> list[str]:
-    """The verdict counts and one table row per claim of a ``claims.csv`` (read once)."""
+    """The verdict counts, then per paper (an anchor README links to, a heading, its counts) one
+    table row per claim of a ``claims.csv`` (read once); claims of no registered paper last."""
     from noisyor_bench.reporting.tables import markdown_table
 
     frame = read_claims(claims)
-    rows = [
-        [r.get("claim_id", ""), *(str(r.get(c, "")).replace("\n", " ") for c in columns)]
-        for r in frame.to_dict("records")
-    ]
-    return [
-        f"**{counts_text(_counts(frame))}.**",
-        "",
-        *markdown_table(["claim", *columns], rows).splitlines(),
-    ]
+    ids = frame["claim_id"].fillna("").astype(str) if "claim_id" in frame.columns else None
+    owner = ids.map(_paper_of_or_none) if ids is not None else pd.Series(None, index=frame.index)
+    out = [f"**{counts_text(_counts(frame))}.**"]
+    groups = [(p.id, _paper_label(p)) for p in registered_papers()] + [(None, "Other claims")]
+    for paper_id, label in groups:
+        mine = frame[owner.isna()] if paper_id is None else frame[owner == paper_id]
+        if not len(mine):
+            continue
+        rows = [
+            [r.get("claim_id", ""), *(str(r.get(c, "")).replace("\n", " ") for c in columns)]
+            for r in mine.to_dict("records")
+        ]
+        anchor = f'<a id="{claims_anchor(paper_id)}"></a>' if paper_id else ""
+        out += [
+            "",
+            f"{anchor}**{label}**: {counts_text(_counts(mine))}.",
+            "",
+            *markdown_table(["claim", *columns], rows).splitlines(),
+        ]
+    return out
 
 
 def _tables_lines(tables_dir: Path, tables: Sequence[str]) -> list[str]:
@@ -211,8 +272,11 @@ def verdict_table(frame: pd.DataFrame) -> str:
 
 
 def verdicts_block(results_dir: str | Path, results_page: str = RESULTS_PAGE.as_posix()) -> str:
-    """README's verdict table: per paper, the verdict counts of the results directory's
-    ``claims.csv``; ``results_page`` (a link relative to README) has every claim."""
+    """README's answer block: one line per paper (reporting.answer: the same words as the console's
+    end summary and the report's landing page), which run it comes from, and a link per paper to
+    its claims on the results page (``results_page``, relative to README)."""
+    from noisyor_bench.reporting.answer import answer_markdown, answers, run_info
+
     folder = Path(results_dir)
     claims = folder / "tables" / "claims.csv"
     if not claims.is_file():
@@ -221,17 +285,27 @@ def verdicts_block(results_dir: str | Path, results_page: str = RESULTS_PAGE.as_
     if "claim_id" not in frame.columns:
         raise DataError(f"{claims}: no 'claim_id' column (columns: {list(frame.columns)})")
     try:
-        table = verdict_table(frame)
-    except ValueError as err:  # a claim id no registered paper claims
+        items = answers(frame)
+    except DataError as err:  # a claim id no registered paper claims
         raise DataError(f"{claims}: {err}") from None
+    present = {a.paper_id for a in items}
+    entries = sorted(registered_papers(), key=lambda p: p.beyond_the_papers)  # stable: registry order
+    missing = [p.name for p in entries if p.id not in present]
+    block = answer_markdown(items, run_info(folder), lambda pid: f"{results_page}#{claims_anchor(pid)}")
     return "\n".join(
         [
             f"Generated by `make readme-results` from `{claims.as_posix()}`; do not edit by hand. "
             f"Every claim and the main tables: [{results_page}]({results_page}).",
             "",
-            table,
+            block,
+            *(["", f"Not in this run: {', '.join(missing)}."] if missing else []),
         ]
     )
+
+
+def claims_anchor(paper_id: str) -> str:
+    """The results page's anchor of a paper's claims (``claims-<paper>``)."""
+    return f"claims-{paper_id.replace('_', '-')}"
 
 
 def replace_block(text: str, block: str, begin: str = BEGIN, end: str = END, where: str = "README") -> str:

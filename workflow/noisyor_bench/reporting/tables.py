@@ -61,12 +61,18 @@ def parse_values(text: Any) -> dict[int, float]:
     return out
 
 
+WINDOW_COLUMNS = ("max_last_window_nats", "max_projected_nats")
+"""Per-cell convergence in nats (issue 30, :func:`noisyor_bench.reporting.collect.convergence_counts`)."""
+
+
 def summarise(
     df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str], level: float = CI_LEVEL
 ) -> pd.DataFrame:
     """Mean, std, n, CI half-width and per-seed values of ``metrics`` per group of ``by``.
 
-    Columns: ``by``, ``n_seeds``, ``seeds``, ``n_runs``, ``n_converged``, ``deterministic``,
+    Columns: ``by``, ``n_seeds``, ``seeds``, ``n_runs``, ``n_converged``, ``max_last_window_nats``
+    and ``max_projected_nats`` (the largest last-window improvement of the group's runs, and how
+    far it could move in a doubled budget, nats per data point: :data:`WINDOW_COLUMNS`), ``deterministic``,
     then per metric ``<m>_mean, <m>_std, <m>_n, <m>_ci95, <m>_values``.  NaN metric values
     (null in metrics.json) are left out of that metric's statistics, so ``<m>_n`` may be
     smaller than ``n_seeds``.  A deterministic group (:func:`is_deterministic`) has ``<m>_n``
@@ -94,7 +100,7 @@ def summarise(
             row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_n": n, f"{m}_ci95": ci})
             row[f"{m}_values"] = format_values(group.loc[ok, "seed"], vals)
         rows.append(row)
-    columns = [*by, "n_seeds", "seeds", "n_runs", "n_converged", "deterministic"] + [
+    columns = [*by, "n_seeds", "seeds", "n_runs", "n_converged", *WINDOW_COLUMNS, "deterministic"] + [
         f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")
     ]
     return pd.DataFrame(rows, columns=columns)

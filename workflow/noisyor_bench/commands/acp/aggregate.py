@@ -127,12 +127,14 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
         raise ConfigError(f"--runs are from dataset(s) {sorted(set(runs['dataset']))}, --dataset is {name!r}")
     table = recovery_table(runs, theta, args.threshold, baselines=read_baselines(args.baselines))
     write_table(table, args.out_csv, recovery_markdown(table), args.out_md)
+    # the figure shows the runs that learn K_true columns (K = 2 x K_true rows: the table only)
+    primary = table[table["n_learned"] == table["n_true"]]
     rows = []
-    for pick in representative_runs(table).to_dict("records"):
+    for pick in representative_runs(primary).to_dict("records"):
         post = load_posterior(pick["run_dir"])
         rows.append(
             PatternRow(
-                row_title(pick, table),
+                row_title(pick, primary),
                 post["theta"],
                 post.get("theta0"),
                 match_patterns(theta, post["theta"], args.threshold),

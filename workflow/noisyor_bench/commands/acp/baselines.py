@@ -2,7 +2,9 @@
 
 Writes ``results/baselines/<dataset>.json`` (:func:`noisyor_bench.experiments.acp.baselines.baselines_record`):
 the independent-Bernoulli NLL of every ``--n-train`` value and, for synthetic data, the true
-model's exact / importance-weighted / per-datapoint-ELBO scores.  Its provenance sidecar
+model's held-out ``-log p(x)`` (``--nll``: exact or AIS, beside the baseline on the same rows),
+its exact enumeration where K is small and (unless ``--no-bounds``) its importance-weighted /
+per-datapoint-ELBO scores.  Its provenance sidecar
 ``<out>.prov.json`` is written by the CLI (``--out-json``).
 """
 
@@ -31,6 +33,19 @@ def cmd_baselines(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"--{flag.replace('_', '-')} must be >= {0 if flag == 'iw_samples' else 1}, got {value}"
             )
+    from noisyor_bench.commands.arguments import json_argument
+    from noisyor_bench.evaluation.noisyor_likelihood import LikelihoodConfig
+
+    nll = json_argument(args.nll, "--nll") if args.nll is not None else None
+    run_nll = json_argument(args.run_nll, "--run-nll") if args.run_nll is not None else None
+    for flag, value in (("--nll", nll), ("--run-nll", run_nll)):
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(f"{flag} must be a JSON object, got {value!r}")
+        if value is not None:
+            try:  # the bad key named before any work
+                LikelihoodConfig.from_mapping(value)
+            except ConfigError as err:
+                raise ConfigError(f"{flag}: {err}") from None
     threads = set_threads(args.threads)
     data = load_dataset(args.dataset)
     name = args.dataset_name or Path(args.dataset).stem
@@ -44,14 +59,18 @@ def cmd_baselines(args: argparse.Namespace) -> int:
             iw_samples=args.iw_samples,
             max_rounds=args.max_rounds,
             seed=args.seed,
+            bounds=not args.no_bounds,
+            nll=nll,
+            n_train_values=args.n_train,
+            path=args.dataset,
         )
         truth["threads"] = threads
-    record = baselines_record(data, name, args.dataset, args.n_train, truth)
+    record = baselines_record(data, name, args.dataset, args.n_train, truth, run_nll=run_nll)
     record["dataset_sha256"] = sha256_file(args.dataset)
     write_json_atomic(args.out_json, record)
     for row in record["independent_bernoulli"]["rows"]:
         log.info("%s: independent Bernoulli, N_train=%d: %.3f", name, row["n_train"], row["nelbo"])
-    if truth is not None:
+    if truth is not None and truth.get("elbo_nelbo") is not None:
         log.info(
             "%s: true model exact %s, IW %s, ELBO (per-datapoint, %d rows) %.3f; inference %.1fs",
             name,
@@ -61,6 +80,24 @@ def cmd_baselines(args: argparse.Namespace) -> int:
             truth["elbo_nelbo"],
             truth["inference_seconds"],
         )
+    if truth is not None and truth.get("nll") is not None:
+        t = truth["nll"]
+        log.info(
+            "%s: true model -log p(x) %.3f (%s, %s; %.1fs)",
+            name,
+            t["nll_test"],
+            t["nll_estimator"],
+            t["nll_rows_label"],
+            t["nll_seconds"],
+        )
+        for c in t["baseline"]:
+            log.info(
+                "  independent Bernoulli N_train=%d on these rows %.3f: truth - baseline %.3f +- %s",
+                c["n_train"],
+                c["baseline_nll"],
+                c["diff"],
+                c["diff_se"],
+            )
     return 0
 
 
@@ -96,5 +133,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo estimates")
     p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
     p.add_argument("--no-true-model", action="store_true", help="only the independent-Bernoulli baseline")
+    p.add_argument(
+        "--nll",
+        help="JSON likelihood config: score the true model's -log p(x) (exact or AIS) beside the baseline "
+        'on the same rows, e.g. \'{"max_rows": 100, "ais": {"steps": 100}}\' (docs/baselines.md)',
+    )
+    p.add_argument(
+        "--run-nll",
+        help="JSON likelihood config of the runs (evaluation.nll): also score the baseline on their nll_test rows",
+    )
+    p.add_argument(
+        "--no-bounds",
+        action="store_true",
+        help="skip the true model's IW bound and mean-field NELBO (superseded by --nll)",
+    )
     p.add_argument("--out-json", required=True, help="output: results/baselines/<dataset>.json")
     p.set_defaults(func=cmd_baselines)

@@ -88,6 +88,7 @@ def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]
         iw_samples=int(recorded["iw_samples"] or 0),
         exact_max_k=int(recorded["exact_max_k"]),
         eval_seed=int(recorded["eval_seed"]),
+        nll=recorded.get("nll_config"),
     )
     return recorded, json_safe(recomputed)
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from noisyor_bench.commands.acp.train import add_config_argument
-from noisyor_bench.commands.arguments import json_argument
-from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES
+from noisyor_bench.commands.arguments import add_table_outputs, json_argument
+from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
 from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -40,8 +40,10 @@ def _spec(
     out_dir: Path,
     evaluate_test: bool,
     draw: int | None = None,
+    init: int = 0,
 ):
-    """The RunSpec of one seed of the cell: search draw ``draw``, or a final run (``None``)."""
+    """The RunSpec of one seed of the cell: initialisation ``init`` of search draw ``draw``, or a
+    final run (``draw=None``)."""
     from noisyor_bench.experiments.acp.runs import RunSpec
     from noisyor_bench.inference.fitting import budget_from_mapping
     from noisyor_bench.inference.seeding import run_init_key
@@ -61,12 +63,31 @@ def _spec(
         budget=budget_from_mapping(budget, "--budget"),
         n_samples=int(evaluation.get("samples", DEFAULT_N_SAMPLES)),
         iw_samples=int(evaluation.get("iw_samples", DEFAULT_IW_SAMPLES)) if evaluate_test else 0,
+        nll=dict(evaluation["nll"]) if evaluate_test and evaluation.get("nll") is not None else None,
+        # 2^K enumeration of the exact -log p(x) up to this K (K = 16 rows of fig4k2: ~1 min a run)
+        exact_max_k=int(evaluation.get("exact_max_k", MAX_EXACT_K)),
         device=args.device,
         threads=args.threads,
         evaluate_test=evaluate_test,
-        n_latent=getattr(args, "latents", None),
-        init_key=run_init_key(args.experiment, args.dataset_name, args.n_train, draw),
+        n_latent=_n_latent(args),
+        init_key=run_init_key(args.experiment, args.dataset_name, args.n_train, draw, init),
     )
+
+
+def _n_latent(args: argparse.Namespace) -> int | None:
+    """K to learn: ``--latents``, or ``--latents-factor`` x the dataset's true K (an
+    overparameterised sensitivity run, issue 30), or None (the dataset's K)."""
+    latents, factor = getattr(args, "latents", None), getattr(args, "latents_factor", 1)
+    if factor is None or factor == 1:
+        return latents
+    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+        raise ConfigError(f"--latents-factor must be an integer >= 1, got {factor!r}")
+    if latents is not None:
+        raise ConfigError("--latents-factor and --latents both set K; give one")
+    from noisyor_bench.data.loading import read_dataset
+
+    theta = read_dataset(Path(args.dataset), need=("theta",))["theta"]
+    return factor * int(theta.shape[1])
 
 
 def _check_cell(args: argparse.Namespace, seeds: list[int], flag: str) -> None:
@@ -92,67 +113,103 @@ def _completed_draw(draw_dir: Path, hparams: dict[str, Any], init_key: str) -> d
     return metrics if same else None
 
 
+def draw_dir_name(index: int, init: int) -> str:
+    """Folder of initialisation ``init`` of draw ``index``: ``draw<d>`` for init 0 (the folder of
+    a one-initialisation search), ``draw<d>-init<j>`` beside it for the others."""
+    return f"draw{index}" if init == 0 else f"draw{index}-init{init}"
+
+
 def _draw_rows(
     args: argparse.Namespace, draws: list[Any], indices: range, work: Path
 ) -> list[dict[str, Any]]:
-    """Run draws ``indices`` of ``draws`` in ``work/draw<i>/`` (skipping those an earlier
-    invocation finished); their search.csv rows, diverged draws with an infinite NELBO."""
+    """Run draws ``indices`` of ``draws``, each on ``--inits-per-draw`` initialisations, in
+    ``work/draw<i>[-init<j>]/`` (skipping those an earlier invocation finished); their search.csv
+    rows: ``val_nelbo`` is the draw's score (:func:`~noisyor_bench.experiments.acp.search.draw_score`,
+    the mean over its initialisations, infinite if one diverged), ``val_nelbo_inits`` the list."""
     from noisyor_bench.experiments.acp.runs import batch_groups, execute_run, execute_runs_batched
+    from noisyor_bench.experiments.acp.search import check_inits_per_draw, draw_score
     from noisyor_bench.inference.training import NonFiniteLossError
 
+    inits = range(check_inits_per_draw(args.inits_per_draw, "--inits-per-draw"))
     specs = {
-        index: _spec(args, draws[index], args.seed, work / f"draw{index}", evaluate_test=False, draw=index)
+        (index, init): _spec(
+            args,
+            draws[index],
+            args.seed,
+            work / draw_dir_name(index, init),
+            evaluate_test=False,
+            draw=index,
+            init=init,
+        )
         for index in indices
+        for init in inits
     }
     done = {
-        index: metrics
-        for index, spec in specs.items()
+        key: metrics
+        for key, spec in specs.items()
         if (metrics := _completed_draw(spec.out_dir, spec.hparams, spec.init_key)) is not None
     }
-    failed: dict[int, NonFiniteLossError] = {}
-    pending = [index for index in indices if index not in done]
+    failed: dict[tuple[int, int], NonFiniteLossError] = {}
+    pending = [key for key in specs if key not in done]
     if args.batch_draws:
-        # Draws that share the encoder's shape train as one computation (issue 16).
+        # Draws (and their initialisations) that share the encoder's shape train as one
+        # computation (issue 16).
         candidates = list(pending)
-        for group in batch_groups([specs[i] for i in candidates]):
+        for group in batch_groups([specs[k] for k in candidates]):
             members = [candidates[i] for i in group]
             if len(members) < 2:
                 continue
-            for index, outcome in zip(
-                members, execute_runs_batched([specs[i] for i in members]), strict=True
-            ):
+            for key, outcome in zip(members, execute_runs_batched([specs[k] for k in members]), strict=True):
                 if isinstance(outcome, NonFiniteLossError):
-                    failed[index] = outcome
-            pending = [i for i in pending if i not in members]
-    for index in pending:
+                    failed[key] = outcome
+            pending = [k for k in pending if k not in members]
+    for key in pending:
         try:
-            execute_run(specs[index])
+            execute_run(specs[key])
         except NonFiniteLossError as err:
-            failed[index] = err
+            failed[key] = err
     rows = []
     for index in indices:
-        spec = specs[index]
-        metrics = done.get(index) or _completed_draw(spec.out_dir, spec.hparams, spec.init_key)
-        reason = ""
-        if index in failed:
-            # A diverging draw is a result of the search (issue 18): recorded with an
-            # infinite validation NELBO and the reason; its .partial directory is kept.
-            log.warning("draw %d diverged: %s", index, failed[index])
-            metrics, reason = {"val_nelbo": math.inf}, f"diverged: {failed[index]}"
-        if metrics is None:
-            raise ConfigError(f"draw {index} of the search in {work} left no metrics.json")
-        val = metrics.get("val_nelbo")
+        values, epochs, seconds, reasons = [], [], [], []
+        for init in inits:
+            spec = specs[(index, init)]
+            metrics = done.get((index, init)) or _completed_draw(spec.out_dir, spec.hparams, spec.init_key)
+            if (index, init) in failed:
+                # A diverging draw is a result of the search (issue 18): recorded with an
+                # infinite validation NELBO and the reason; its .partial directory is kept.
+                log.warning("draw %d init %d diverged: %s", index, init, failed[(index, init)])
+                metrics = {"val_nelbo": math.inf}
+                reasons.append(
+                    f"diverged (init {init}): {failed[(index, init)]}"
+                    if init
+                    else f"diverged: {failed[(index, init)]}"
+                )
+            if metrics is None:
+                raise ConfigError(f"draw {index} (init {init}) of the search in {work} left no metrics.json")
+            val = metrics.get("val_nelbo")
+            values.append(math.nan if val is None else float(val))
+            epochs += [metrics["epochs"]] if metrics.get("epochs") is not None else []
+            seconds += [metrics["train_seconds"]] if metrics.get("train_seconds") is not None else []
+        score = draw_score(values) if not reasons else math.inf
         rows.append(
             {
                 "draw": index,
-                "val_nelbo": val if val is not None else math.nan,
-                "epochs": metrics.get("epochs"),
-                "train_seconds": metrics.get("train_seconds"),
+                "val_nelbo": score if len(values) > 1 else values[0],
+                "epochs": max(epochs) if epochs else None,
+                "train_seconds": sum(seconds) if seconds else None,
                 "hparams": json.dumps(draws[index], sort_keys=True),
-                "reason": reason,
+                "reason": "; ".join(reasons),
+                "val_nelbo_inits": json.dumps(values),
             }
         )
-        log.info("draw %d/%d: validation NELBO %s", index + 1, len(draws), val)
+        log.info(
+            "draw %d/%d: validation NELBO %s over %d inits: %s",
+            index + 1,
+            len(draws),
+            score,
+            len(values),
+            values,
+        )
     return rows
 
 
@@ -173,6 +230,7 @@ def _write_selection(rows: list[dict[str, Any]], hparams: list[Any], out: Path, 
         )
     best = best_draw(dict(zip(table["draw"], table["val_nelbo"])))
     write_text_atomic(out / SEARCH_TABLE, table.to_csv(index=False))
+    per_init = json.loads(str(table.loc[table["draw"] == best, "val_nelbo_inits"].iloc[0]))
     write_json_atomic(
         out / BEST_FILE,
         {
@@ -180,11 +238,14 @@ def _write_selection(rows: list[dict[str, Any]], hparams: list[Any], out: Path, 
             "draw": best,
             "hparams": hparams[best],
             "val_nelbo": float(table.loc[table["draw"] == best, "val_nelbo"].iloc[0]),
-            "criterion": "lowest validation NELBO (test protocol: discrete samples), test set untouched",
+            "val_nelbo_inits": per_init,
+            "inits_per_draw": len(per_init),
+            "criterion": "lowest validation NELBO (test protocol: discrete samples), test set untouched; "
+            f"a draw's score is the mean over its {len(per_init)} initialisation(s)",
             "n_draws": len(hparams),
         },
     )
-    print(f"best draw {best} of {len(hparams)}: {hparams[best]}")
+    print(f"best draw {best} of {len(hparams)} (mean over {len(per_init)} inits): {hparams[best]}")
     return 0
 
 
@@ -223,8 +284,10 @@ def _search_chunk(args: argparse.Namespace, draws: list[Any]) -> int:
     work = chunk.with_suffix("")
     rows = _draw_rows(args, draws, indices, work)
     for index in indices:  # the chunk's sidecar lists every finished draw's metrics.json
-        if (work / f"draw{index}" / "metrics.json").is_file():
-            provenance.note_input(work / f"draw{index}" / "metrics.json", f"draw{index}")
+        for init in range(args.inits_per_draw):
+            name = draw_dir_name(index, init)
+            if (work / name / "metrics.json").is_file():
+                provenance.note_input(work / name / "metrics.json", name)
     table = pd.DataFrame(rows).assign(n_draws=len(draws))
     write_text_atomic(chunk, table.to_csv(index=False))
     finite = [r["draw"] for r in rows if not r["reason"]]
@@ -250,6 +313,7 @@ def _chunk_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
     with open(path, newline="", encoding="utf-8") as fh:
         records = list(csv.DictReader(fh))
     columns = {"draw", "val_nelbo", "epochs", "train_seconds", "hparams", "reason", "n_draws"}
+    # val_nelbo_inits: absent from tables written before issue 30 (one initialisation per draw)
     if not records or not columns <= set(records[0]):
         raise DataError(f"{path}: not a search chunk table (columns {sorted(columns)})")
     rows = [
@@ -260,6 +324,7 @@ def _chunk_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
             "train_seconds": _optional(r["train_seconds"], float),
             "hparams": r["hparams"],
             "reason": r["reason"],
+            "val_nelbo_inits": r.get("val_nelbo_inits") or json.dumps([float(r["val_nelbo"] or "nan")]),
         }
         for r in records
     ]
@@ -307,7 +372,7 @@ def _select_provenance(args: argparse.Namespace, hparams: list[Any], out: Path) 
     config = {
         "draws": hparams,
         "chunks": [str(p) for p in args.chunks],
-        "criterion": "lowest validation NELBO",
+        "criterion": "lowest mean validation NELBO over each draw's initialisations",
     }
     return provenance.artifact_record("search", inputs, [out / SEARCH_TABLE], out, config)
 
@@ -319,19 +384,39 @@ def _search_provenance(args: argparse.Namespace, draws: list[Any], out: Path) ->
 
     inputs = [provenance.file_entry(args.dataset, "dataset", out)]
     # Diverged draws have no metrics.json (search.csv records them with their reason).
-    finished = [i for i in range(len(draws)) if (out / f"draw{i}" / "metrics.json").is_file()]
-    inputs += [provenance.file_entry(out / f"draw{i}" / "metrics.json", f"draw{i}", out) for i in finished]
+    folders = [draw_dir_name(i, j) for i in range(len(draws)) for j in range(args.inits_per_draw)]
+    finished = [name for name in folders if (out / name / "metrics.json").is_file()]
+    inputs += [provenance.file_entry(out / name / "metrics.json", name, out) for name in finished]
     config = {
         "draws": draws,
         "seed": args.seed,
+        "inits_per_draw": args.inits_per_draw,
         "init_keys": [
-            run_init_key(args.experiment, args.dataset_name, args.n_train, i) for i in range(len(draws))
+            run_init_key(args.experiment, args.dataset_name, args.n_train, i, j)
+            for i in range(len(draws))
+            for j in range(args.inits_per_draw)
         ],
         "budget": json_argument(args.budget, "--budget"),
         "evaluation": json_argument(args.evaluation, "--evaluation"),
-        "criterion": "lowest validation NELBO",
+        "criterion": "lowest mean validation NELBO over each draw's initialisations",
     }
     return provenance.artifact_record("search", inputs, [out / SEARCH_TABLE], out, config)
+
+
+def cmd_search_table(args: argparse.Namespace) -> int:
+    """Every draw of the run's searches (tables/search_draws.csv) and the selection (.md)."""
+    from noisyor_bench.infra.provenance import note_input
+    from noisyor_bench.reporting.acp.search_tables import search_draws, selection_markdown
+    from noisyor_bench.reporting.tables import write_table
+
+    for folder in args.searches:
+        for name in (SEARCH_TABLE, BEST_FILE):
+            if (Path(folder) / name).is_file():
+                note_input(Path(folder) / name, f"search {name}")
+    draws = search_draws(args.searches)
+    write_table(draws, args.out_csv, selection_markdown(draws), args.out_md)
+    print(f"{len(args.searches)} searches, {len(draws)} draws -> {args.out_csv}")
+    return 0
 
 
 def cmd_train_cell(args: argparse.Namespace) -> int:
@@ -421,6 +506,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--evaluation", default="{}", help='JSON {"samples": 100, "iw_samples": 100}')
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda[:N]")
     p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
+    p.add_argument(
+        "--latents-factor",
+        type=int,
+        default=1,
+        help="learn K = this x the dataset's true K (learning mode on a dataset with ground truth; "
+        "2: the overparameterised sensitivity of Fig. 4, grid key latents_factor)",
+    )
     add_config_argument(p)
 
 
@@ -451,6 +543,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the folder of that name without .csv; search-select merges the chunks",
     )
     p.add_argument(
+        "--inits-per-draw",
+        type=int,
+        default=2,
+        help="initialisations each draw is trained from; its score is the mean validation NELBO over "
+        "them (issue 30: one initialisation mostly selects a lucky start); grid key search.inits_per_draw",
+    )
+    p.add_argument(
         "--batch-draws",
         action="store_true",
         help="train the draws that share the encoder's shape (AVI/ACP/ACP-SG) as one batched computation "
@@ -465,6 +564,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunks", nargs="+", required=True, help="chunk tables of one search (any order)")
     p.add_argument("--out-dir", required=True, help="search directory: search.csv, best.json")
     p.set_defaults(func=cmd_search_select)
+
+    p = sub.add_parser(
+        "search-table",
+        help="every draw of the run's random searches (hyperparameters, validation NELBO per initialisation, "
+        "score, selected) and the selected hyperparameters per cell",
+    )
+    p.add_argument(
+        "--searches", nargs="+", required=True, help="search folders (search.csv and best.json each)"
+    )
+    add_table_outputs(p)
+    p.set_defaults(func=cmd_search_table)
 
     p = sub.add_parser("train-cell", help="train one cell for several seeds (one run directory per seed)")
     _common(p)

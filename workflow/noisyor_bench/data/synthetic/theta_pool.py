@@ -36,15 +36,35 @@ class ThetaPool:
 
     def model(self, index: int) -> np.ndarray:
         """Model ``index`` of the pool: (n_topics, vocab_size) float64, rows sum to 1."""
-        if not 0 <= int(index) < self.size:
+        out = np.empty((self.n_topics, self.vocab_size), dtype=np.float64)
+        self._model_into(int(index), out)
+        return out
+
+    def _model_into(self, index: int, out: np.ndarray) -> None:
+        """Model ``index`` written into ``out`` (any float dtype): ``default_rng([seed, index])``'s
+        ``dirichlet(alpha, size=n_topics)``, row-normalised, bit for bit, drawn as one vectorised
+        ``standard_gamma`` call per model (numpy's Dirichlet draws the same gammas one by one,
+        sums each row sequentially and scales by its inverse: the cumulative sum below).  Below
+        alpha 0.1 numpy's Dirichlet takes another algorithm: called as is."""
+        if not 0 <= index < self.size:
             raise ConfigError(f"theta pool index {index} out of range [0, {self.size})")
-        rng = np.random.default_rng([int(self.seed), int(index)])
-        theta = rng.dirichlet(np.full(self.vocab_size, float(self.alpha)), size=self.n_topics)
-        return theta / theta.sum(axis=1, keepdims=True)
+        rng = np.random.default_rng([int(self.seed), index])
+        if self.alpha < 0.1:
+            theta = rng.dirichlet(np.full(self.vocab_size, float(self.alpha)), size=self.n_topics)
+        else:
+            theta = rng.standard_gamma(float(self.alpha), size=(self.n_topics, self.vocab_size))
+            theta *= (1.0 / np.cumsum(theta, axis=1)[:, -1])[:, None]
+        np.divide(theta, theta.sum(axis=1, keepdims=True), out=out, casting="unsafe")
 
     def draw(self, indices: Sequence[int] | np.ndarray, dtype: np.dtype = np.float32) -> np.ndarray:
-        """Models ``indices``: (len, n_topics, vocab_size)."""
-        return np.stack([self.model(int(i)) for i in np.asarray(indices).ravel()]).astype(dtype)
+        """Models ``indices``: (len, n_topics, vocab_size), each written in place into one array
+        (no per-model copies; ``benchmarks/ape_theta_draws.py`` times it against the former
+        per-model ``dirichlet`` + stack + cast)."""
+        flat = np.asarray(indices).ravel()
+        out = np.empty((flat.size, self.n_topics, self.vocab_size), dtype=dtype)
+        for i, index in enumerate(flat):
+            self._model_into(int(index), out[i])
+        return out
 
     def materialise(self, dtype: np.dtype = np.float32) -> np.ndarray:
         """The whole pool in memory (size, n_topics, vocab_size); mind ``nbytes`` first."""

@@ -80,12 +80,13 @@ def _synthetic_jobs(cfg: Mapping[str, Any]) -> list[Job]:
         common = _common(cfg, cell)
         fit = common["unit"]
         if grid.n_draws(cfg, cell) > 1:
+            inits = grid.inits_per_draw(cfg, cell)  # each draw trains from this many initialisations
             for index, (start, stop) in enumerate(search_chunks(cfg, cell)):
                 jobs.append(
                     Job(
                         "search_chunk",
                         f"{cell.path}/{index}",
-                        (stop - start) * fit,
+                        (stop - start) * inits * fit,
                         measured_rule="search",
                         **common,
                     )
@@ -100,7 +101,8 @@ def _synthetic_jobs(cfg: Mapping[str, Any]) -> list[Job]:
 
 def _search_reference_jobs(cfg: Mapping[str, Any]) -> list[Job]:
     """Whole searches as the measured runs timed them (rule ``search``, all draws in one job,
-    before searches were split into chunks); a table with ``search_chunk`` rows matches :func:`jobs`."""
+    before searches were split into chunks, and before ``search.inits_per_draw``: one initialisation
+    per draw); a table with ``search_chunk`` rows matches :func:`jobs`."""
     jobs = []
     for cell in grid.cells(cfg):
         if grid.n_draws(cfg, cell) > 1:
@@ -169,7 +171,9 @@ def _checkout_plan(cfg_json: str) -> tuple[dict[str, float], dict[str, float]]:
             "search.max_job_hours: no measured runs to size the jobs from "
             f"({', '.join(p for _, p in REFERENCE_TABLES)}); set search.draws_per_job instead"
         )
-    return search_seconds(cfg, references), train_seconds(cfg, references)
+    searches = search_seconds(cfg, references)  # one initialisation per draw, as measured
+    inits = {c.path: grid.inits_per_draw(cfg, c) for c in grid.cells(cfg)}
+    return {k: v * inits[k] for k, v in searches.items()}, train_seconds(cfg, references)
 
 
 def _plan(cfg: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:

@@ -66,7 +66,7 @@ from noisyor_bench.experiments.rundir import (
     publish_run_dir,
     write_metrics,
 )
-from noisyor_bench.inference.convergence import Convergence, assess
+from noisyor_bench.inference.convergence import Convergence, assess, rejudge_absolute
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
 from noisyor_bench.inference.noisyor import registry as methods_pkg
 from noisyor_bench.inference.noisyor.base import InferenceMethod
@@ -102,6 +102,10 @@ RECOMPUTED_METRICS = (
     "mc_gap",
     "iw_nll",
     "latent_match_cosine",
+    "nll_test",
+    "nll_test_se",
+    "nll_test_mc_se",
+    "nll_rows",
 )
 
 Mode = Literal["inference", "learning"]
@@ -114,7 +118,9 @@ class RunSpec:
 
     ``out_dir`` is the final run directory (see :func:`run_dir`).  ``n_latent`` (learning
     mode only) overrides K, e.g. to learn more causes than the ground truth has; F1/EM are
-    then ``None``.  ``iw_samples=0`` skips the importance-weighted bound; ``val_metrics``
+    then ``None``.  ``nll`` (a likelihood config mapping, :mod:`noisyor_bench.evaluation.noisyor_likelihood`)
+    adds the model's held-out ``-log p(x)`` (``nll_test``); ``None`` skips it.
+    ``iw_samples=0`` skips the importance-weighted bound; ``val_metrics``
     adds the test-protocol NELBO on the validation split (``val_nelbo``, for model selection
     across runs, e.g. the hyperparameter search).  ``init_key`` (the grid's runs set it,
     :func:`~noisyor_bench.inference.seeding.run_init_key`: cell and search draw or ``final``) makes the
@@ -135,6 +141,7 @@ class RunSpec:
     n_samples: int = DEFAULT_N_SAMPLES
     iw_samples: int = DEFAULT_IW_SAMPLES
     exact_max_k: int = MAX_EXACT_K
+    nll: dict[str, Any] | None = None
     device: str = "auto"
     threads: int | None = None
     n_latent: int | None = None
@@ -466,7 +473,14 @@ def _finish(
         t0 = time.perf_counter()
         metrics.update(
             evaluate_posterior(
-                arrays, data, spec.mode, spec.n_samples, spec.iw_samples, spec.exact_max_k, eval_seed
+                arrays,
+                data,
+                spec.mode,
+                spec.n_samples,
+                spec.iw_samples,
+                spec.exact_max_k,
+                eval_seed,
+                nll=spec.nll,
             )
         )
         eval_seconds = time.perf_counter() - t0
@@ -635,13 +649,15 @@ def _read_batch_key(batch_dir: Path) -> Any:
 
 def run_convergence(method: InferenceMethod, records: list[EpochRecord], spec: RunSpec) -> Convergence:
     """The method's own verdict (every registered method sets ``convergence`` in ``fit``), else
-    the same rule applied here to the curve (a third-party method)."""
+    the same rule applied here to the curve (a third-party method); judged in nats per data point
+    (issue 30: :func:`~noisyor_bench.inference.convergence.rejudge_absolute`)."""
     verdict = getattr(method, "convergence", None)
     if isinstance(verdict, Convergence):
-        return verdict
+        return rejudge_absolute(verdict)
     held_out = spec.mode == "inference" and spec.method in NON_AMORTIZED
     best = getattr(method, "best_epoch", None)
-    return assess(records, getattr(method, "stop_reason", None), best, spec.budget, applicable=not held_out)
+    stop = getattr(method, "stop_reason", None)
+    return rejudge_absolute(assess(records, stop, best, spec.budget, applicable=not held_out))
 
 
 def _opt_int(v: Any) -> int | None:
@@ -667,7 +683,7 @@ def _resolved_hparams(method: InferenceMethod) -> dict[str, Any] | None:
 
 
 TIMING_KEYS = ("train_seconds", "val_seconds", "posterior_seconds", "eval_seconds")
-HEADLINE_KEYS = ("nelbo", "f1", "em", "exact_nll", "exact_gap", "iw_nll", "val_nelbo")
+HEADLINE_KEYS = ("nelbo", "f1", "em", "exact_nll", "exact_gap", "iw_nll", "nll_test", "val_nelbo")
 
 
 def headline(metrics: Mapping[str, Any]) -> str:

@@ -7,7 +7,9 @@ NUTS warm-started from VI (appendix A.2), one run directory per (dataset, seed).
   (:func:`noisyor_bench.infra.timing.cumulative_timing`), steps, the A.2 stopping rule's verdict
   as ``converged``);
 * ``results/runs/ape-nuts/<dataset>/nuts/n0/seed<s>/``: ``samples.npz`` (``h`` (S, P', K) on
-  the first P' combinations, ``init``), ``metrics.json`` (time, P', warm-up, step size).
+  the P' combinations ``index`` (:func:`nuts_index`: distinct documents), ``init``),
+  ``metrics.json`` (time, P', their documents, step size, acceptance, divergences and
+  ``diagnostics``: ESS, split R-hat, movement, spread against VI's sigma, ``stuck``).
 
 VI and NUTS run in float32 (their times are Table 1's); the metrics are computed in float64
 by :mod:`.evaluate`.
@@ -16,6 +18,7 @@ by :mod:`.evaluate`.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,6 +243,27 @@ def run_vi(
     return metrics
 
 
+def nuts_index(combos: EvalCombinations, nuts: Mapping[str, Any]) -> np.ndarray:
+    """The test combinations NUTS samples: with ``documents: n``, one combination of each of the
+    first n evaluation documents, the models in turn (document d with model d mod M: n distinct
+    documents, every model while n >= M); otherwise the first ``combinations`` (document-major)."""
+    total = combos.x.shape[0]
+    if nuts.get("documents"):
+        docs = np.unique(combos.doc_index)  # ascending = the evaluation order (document-major)
+        n_models = combos.n_models
+        wanted = min(int(nuts["documents"]), docs.size)
+        return np.array([d * n_models + d % n_models for d in range(wanted)], dtype=np.int64)
+    return np.arange(min(int(nuts.get("combinations", 300)), total), dtype=np.int64)
+
+
+def select_combinations(combos: EvalCombinations, index: np.ndarray) -> EvalCombinations:
+    """The combinations ``index`` of ``combos``."""
+    idx = torch.as_tensor(index)
+    return EvalCombinations(
+        combos.x[idx], combos.theta[idx], combos.doc_index[index], combos.model_index[index]
+    )
+
+
 def run_nuts(
     dataset_path: str | Path,
     dataset: str,
@@ -248,17 +272,21 @@ def run_nuts(
     vi_dir: str | Path,
     out_dir: str | Path,
 ) -> dict[str, Any]:
-    """NUTS on the first ``nuts.combinations`` test combinations, started from a draw of VI's q."""
+    """NUTS on the combinations :func:`nuts_index` picks, started from a draw of VI's q; the
+    chain's diagnostics (:func:`~noisyor_bench.inference.topics.ape_nuts.chain_diagnostics`,
+    its spread against VI's sigma) in ``metrics.json``."""
+    from noisyor_bench.inference.topics.ape_nuts import chain_diagnostics, warm_start_from_q
     from noisyor_bench.inference.topics.ape_nuts import run_nuts as sample
-    from noisyor_bench.inference.topics.ape_nuts import warm_start_from_q
     from noisyor_bench.models.topics.logistic_normal import ape_prior
 
     nuts = dict(section.get("nuts") or {})
     arrays = load_npz(dataset_path)
-    combos = evaluation_combinations(arrays, torch.float32).subset(int(nuts.get("combinations", 300)))
+    every = evaluation_combinations(arrays, torch.float32)
+    index = nuts_index(every, nuts)
+    combos = select_combinations(every, index)
     n = combos.x.shape[0]
     q = load_npz(Path(vi_dir) / "posterior.npz")
-    mu, log_sigma = (torch.as_tensor(q[k][:n], dtype=torch.float32) for k in ("mu", "log_sigma"))
+    mu, log_sigma = (torch.as_tensor(q[k][index], dtype=torch.float32) for k in ("mu", "log_sigma"))
     gen = torch.Generator().manual_seed(stream_seed(seed, "ape-nuts-init"))
     init = warm_start_from_q(mu, log_sigma, gen)
     log.info(
@@ -282,13 +310,24 @@ def run_nuts(
     )
     out = Path(out_dir)
     work = fresh_partial_dir(out)
-    write_npz_atomic(work / "samples.npz", h=result.samples.cpu().numpy(), init=result.init.cpu().numpy())
+    write_npz_atomic(
+        work / "samples.npz", h=result.samples.cpu().numpy(), init=result.init.cpu().numpy(), index=index
+    )
+    diagnostics = chain_diagnostics(result.samples, torch.exp(log_sigma))
     metrics = {
         **_identity(NUTS_EXPERIMENT, dataset, "nuts", seed),
         "mode": "inference",
         "combinations": int(n),
+        "documents": int(np.unique(combos.doc_index).size),
+        "combination_index": [int(i) for i in index],
         "seconds": float(result.seconds),
         "step_size": float(result.step_size),
+        "acceptance": float(result.acceptance) if math.isfinite(result.acceptance) else None,
+        "divergences": int(result.divergences),
+        # strict JSON: a statistic a chain cannot define (ESS of a chain that never moved) is null
+        "diagnostics": {
+            k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in diagnostics.items()
+        },
         "converged": None,  # a sampler run for a fixed number of iterations: no convergence rule here
         "convergence": {"rule": "not-applicable", "converged": None, "stop_reason": "fixed-iterations"},
         "nuts": nuts,
@@ -306,7 +345,18 @@ def run_nuts(
     metrics["provenance"]["outputs"] = provenance.run_outputs(work)  # samples.npz
     write_metrics(work / "metrics.json", metrics)
     publish_run_dir(work, out)
-    log.info("%s seed %d: NUTS %.1f s -> %s", dataset, seed, result.seconds, out)
+    log.info(
+        "%s seed %d: NUTS %.1f s, step size %.3g, acceptance %.2f, ESS median %.1f, split R-hat max %.2f%s -> %s",
+        dataset,
+        seed,
+        result.seconds,
+        result.step_size,
+        result.acceptance,
+        diagnostics["ess_median"],
+        diagnostics["rhat_max"],
+        " (STUCK: the chain barely moved)" if diagnostics["stuck"] else "",
+        out,
+    )
     return metrics
 
 

@@ -69,11 +69,12 @@ def jobs(cfg: Mapping[str, Any]) -> list[Job]:
                     )
                 )
             out.append(Job("ape_vi", chain, float(vi.get("max_steps", 1)), key=(name,), chain=chain))
-            if int(nuts.get("combinations", 0)) > 0:
+            # issue 32: nuts.documents (one combination per document) and nuts.seeds (a subset)
+            sampled = int(nuts.get("documents") or nuts.get("combinations", 0))
+            nuts_seeds = nuts.get("seeds")
+            if sampled > 0 and (nuts_seeds is None or int(seed) in [int(s) for s in nuts_seeds]):
                 work = (
-                    int(nuts["combinations"])
-                    * (int(nuts["warmup"]) + int(nuts["samples"]))
-                    * 2 ** int(nuts["max_tree_depth"])
+                    sampled * (int(nuts["warmup"]) + int(nuts["samples"])) * 2 ** int(nuts["max_tree_depth"])
                 )
                 out.append(Job("ape_nuts", chain, float(work), key=(name,), chain=chain, stage=1))
             work = (

@@ -15,13 +15,27 @@ errors, Figure 2's reconstructions.
   and spread, :mod:`noisyor_bench.infra.timing`: encoders min..max of the repeated passes; VI
   its time re-based on the median and interquartile step times; NUTS measured once: no spread),
   ``agree_vi`` / ``agree_is`` of ``pairs`` (the test models ordered by the method's total
-  ELBO as by VI's total ELBO / as by the IS log-likelihood with VI's q as proposal) and
-  ``converged``; ``nuts_subset`` the same for NUTS and VI on NUTS's combinations;
+  ELBO as by VI's ranking reference (:mod:`.ranking`: ``ranking.elbo_draws`` draws per
+  (document, model) over the ranking documents; null for VI-warm when those are not the
+  evaluation documents) / as by the IS log-likelihood with VI's q as proposal),
+  ``agree_vi_eval`` (the former measure: ``evaluation.elbo_samples`` draws on the evaluation
+  combinations, below its own noise) and ``converged``; ``ranking`` the reference's record
+  (``vi_totals``, every method's ``totals`` and ``agree``, the Monte Carlo ``mc_ceiling``,
+  ``vi_is_totals``: the seeds' VI-vs-VI ceilings are computed from them in Table 1); ``nuts_subset`` the same for NUTS and VI on NUTS's combinations;
   ``figure1`` the times to quality;
 * ``scores.npz`` -- per method ``elbo_model_<m>`` / ``is_model_<m>`` (models,) totals,
+  ``rank_model_<m>`` (models,) its ranking totals and ``rank_reference_vi`` VI's reference
+  (the ``ranking`` record's, from which ``agree_vi`` is counted),
   ``elbo_pair_<m>`` (P,), reconstructions ``recon_<m>`` (C, V) of the combinations
   ``recon_index`` (C,) and their documents ``recon_documents`` (C, V);
-* ``vi_warm_curve.csv`` -- VI warm-started from the model-aware APE: step, seconds, elbo.
+* ``vi_warm_curve.csv`` -- VI warm-started from the model-aware APE: step, seconds, elbo;
+  ``vi_warm_vi_lr_curve.csv``, ``vi_warm_authors_curve.csv`` the same at VI's own rate and the
+  authors' lr 0.1 x 600 steps (issue 32, :func:`warm_variant_configs`; their times in ``figure1``).
+
+Issue 32 also records per method the paper-style metric's three terms (``ll_paper_words``,
+``ll_paper_coefficient``, ``ll_paper_prior``; :mod:`noisyor_bench.models.topics.paper_metric`),
+the evaluated combinations' ``doc_constant``, ``document_sets`` (VI on random document sets,
+:mod:`.docsets`) and, for NUTS, its combinations (distinct documents) and chain diagnostics.
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +54,7 @@ import torch
 from noisyor_bench.evaluation.ranking import pairwise_agreement
 from noisyor_bench.experiments.ape.baselines import fit_vi_grouped, read_run, vi_config
 from noisyor_bench.experiments.ape.pairs import EvalCombinations, evaluation_combinations
+from noisyor_bench.experiments.ape.ranking import seed_ranking
 from noisyor_bench.experiments.ape.train import load_encoder
 from noisyor_bench.experiments.rundir import read_metrics_record, write_metrics
 from noisyor_bench.inference.seeding import stream_seed
@@ -83,11 +99,11 @@ def score_q(
     from noisyor_bench.models.topics.logistic_normal import (
         ape_prior,
         elbo,
-        paper_per_word_predictive,
         paper_prior,
         per_word_log_likelihood,
         sample_q,
     )
+    from noisyor_bench.models.topics.paper_metric import paper_metric_terms
 
     ev = dict(section.get("evaluation") or {})
     x, theta = combos.x.double(), combos.theta.double()
@@ -111,7 +127,7 @@ def score_q(
         pool = sample_q(
             mu, log_sigma, int(ev.get("paper_samples", 100)), _generator(seed, "ape-eval-paper-pool")
         )
-        paper = paper_per_word_predictive(
+        terms = paper_metric_terms(
             x,
             theta,
             pool,
@@ -120,14 +136,28 @@ def score_q(
             int(ev.get("paper_repeats", 10)),
             _generator(seed, "ape-eval-paper"),
         )
+    paper = terms["total"]
     return {
         "elbo_pair_values": elbo_pair,
         "is_pair_values": is_pair,
         "ll_is": float(ll_is),
         "ll_paper": float(paper.mean()),
         "ll_paper_std": float(paper.std()) if paper.numel() > 1 else 0.0,
+        **_paper_terms(terms),
         "elbo_per_word": float(elbo_pair.sum()) / tokens,
         "elbo_pair": float(elbo_pair.mean()),
+    }
+
+
+def _paper_terms(terms: Mapping[str, torch.Tensor]) -> dict[str, float]:
+    """The paper-style metric's three terms, means over the repeats (models.topics.paper_metric):
+    ``ll_paper_words`` (the only one inference moves), ``ll_paper_coefficient`` and
+    ``ll_paper_prior`` (the multinomial coefficient and the authors' prior normaliser, per word);
+    they sum to ``ll_paper``."""
+    return {
+        "ll_paper_words": float(terms["words"].mean()),
+        "ll_paper_coefficient": float(terms["coefficient"].mean()),
+        "ll_paper_prior": float(terms["prior"].mean()),
     }
 
 
@@ -202,6 +232,7 @@ def evaluate_seed(
     vi_curve = pd.read_csv(Path(vi_dir) / "curve.csv")
 
     warm_curve, warm_vi = None, None
+    extra_warm: dict[str, Any] = {}
     if WARM_FROM in posts:
         n_topics = combos.theta.shape[1]
         mu0, ls0 = posts[WARM_FROM]
@@ -227,29 +258,38 @@ def evaluate_seed(
             warm.steps,
             warm.seconds,
         )
+        extra_warm = _warm_variants(combos_f32, section, seed, (mu0.float(), ls0.float()))
 
     scores: dict[str, dict[str, Any]] = {m: score_q(combos, *q, section, seed) for m, q in posts.items()}
     vi_elbo_model = per_model_totals(scores["vi"]["elbo_pair_values"], combos.model_index)
     vi_is_model = per_model_totals(scores["vi"]["is_pair_values"], combos.model_index)
     arrays_out: dict[str, np.ndarray] = {}
     methods: dict[str, dict[str, Any]] = {}
+    # agreement with VI's ranking: the ranking reference (>= 1,000 ELBO draws, ranking documents)
+    ranking = seed_ranking(arrays, combos, posts, encoder_runs, section, seed)
+    ranking["vi_is_totals"] = vi_is_model.tolist()  # agree_is's reference, for its ceiling across seeds
+    arrays_out["rank_reference_vi"] = np.asarray(ranking["vi_totals"])
     for m, s in scores.items():
         elbo_model = per_model_totals(s["elbo_pair_values"], combos.model_index)
         is_model = per_model_totals(s["is_pair_values"], combos.model_index)
         agree_vi = pairwise_agreement(elbo_model, vi_elbo_model)
         agree_is = pairwise_agreement(elbo_model, vi_is_model)
+        ranked = ranking["methods"].get(m)  # vi-warm has no q on other ranking documents
         methods[m] = {
             **{k: v for k, v in s.items() if not k.endswith("_values")},
             "time_s": times[m].measured,
             **times[m].columns("time_s"),
             "timing": times[m].as_dict(),
-            "agree_vi": agree_vi.agree,
+            "agree_vi": ranked["agree"] if ranked else None,
+            "agree_vi_eval": agree_vi.agree,
             "agree_is": agree_is.agree,
             "pairs": agree_vi.pairs,
             "converged": converged[m],
             "combinations": int(combos.x.shape[0]),
         }
         arrays_out[f"elbo_model_{m}"] = elbo_model
+        if ranked:
+            arrays_out[f"rank_model_{m}"] = np.asarray(ranked["totals"])
         arrays_out[f"is_model_{m}"] = is_model
         arrays_out[f"elbo_pair_{m}"] = s["elbo_pair_values"].numpy()
 
@@ -257,7 +297,9 @@ def evaluate_seed(
     if nuts_dir is not None:
         nuts_subset = _score_nuts(combos, posts["vi"], nuts_dir, section, seed, arrays_out)
     recon_n = nuts_subset["combinations"] if nuts_subset else combos.x.shape[0]
-    recon_index = np.unique(np.linspace(0, recon_n - 1, RECONSTRUCTION_COLUMNS).round().astype(int))
+    recon_pos = np.unique(np.linspace(0, recon_n - 1, RECONSTRUCTION_COLUMNS).round().astype(int))
+    # with NUTS: among its combinations (positions recon_pos of its samples)
+    recon_index = np.asarray(nuts_subset["combination_index"])[recon_pos] if nuts_subset else recon_pos
     arrays_out["recon_index"] = recon_index
     arrays_out["recon_documents"] = combos.x[torch.as_tensor(recon_index)].numpy()
     for m, q in posts.items():
@@ -268,14 +310,22 @@ def evaluate_seed(
 
         idx = torch.as_tensor(recon_index)
         with torch.no_grad():
-            arrays_out["recon_nuts"] = word_probabilities(h[:, idx], combos.theta[idx]).mean(0).numpy()
+            arrays_out["recon_nuts"] = (
+                word_probabilities(h[:, torch.as_tensor(recon_pos)], combos.theta[idx]).mean(0).numpy()
+            )
 
     figure1 = _figure1(methods, vi_curve, warm_curve, times, warm_vi)
+    figure1.update(_warm_variant_times(figure1, extra_warm, times.get(WARM_FROM), section))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_npz_atomic(out / "scores.npz", **arrays_out)
     if warm_curve is not None:
         write_text_atomic(out / "vi_warm_curve.csv", warm_curve.to_csv(index=False, lineterminator="\n"))
+    for variant, fit in extra_warm.items():
+        frame = pd.DataFrame(fit.curve)
+        write_text_atomic(
+            out / f"vi_warm_{variant}_curve.csv", frame.to_csv(index=False, lineterminator="\n")
+        )
     metrics = {
         "experiment": EXPERIMENT,
         "dataset": dataset,
@@ -286,8 +336,12 @@ def evaluate_seed(
         "tokens": float(combos.x.sum()),
         "methods": methods,
         "nuts_subset": nuts_subset,
+        "ranking": ranking,
         "figure1": figure1,
         "evaluation": ev,
+        # the paper-style metric's inference-free part on these combinations, nats per word
+        "doc_constant": methods["vi"]["ll_paper_coefficient"] + methods["vi"]["ll_paper_prior"],
+        "document_sets": _document_sets(arrays, section, seed),
     }
     inputs = [provenance.file_entry(dataset_path, "dataset", out)]
     inputs += [
@@ -299,11 +353,12 @@ def evaluate_seed(
     metrics["provenance"] = provenance.artifact_record("evaluation", inputs, [], out)
     # scores.npz and vi_warm_curve.csv, named from the run directory (as every run's outputs)
     written = ["scores.npz"] + (["vi_warm_curve.csv"] if warm_curve is not None else [])
+    written += [f"vi_warm_{v}_curve.csv" for v in extra_warm]
     metrics["provenance"]["outputs"] = provenance.run_outputs(out, written)
     write_metrics(out / "metrics.json", metrics)
     for m, v in methods.items():
         log.info(
-            "%s seed %d %-16s ll_paper %.4f ll_is %.4f time %.4f s agree VI %d/%d IS %d/%d",
+            "%s seed %d %-16s ll_paper %.4f ll_is %.4f time %.4f s agree VI %s/%d IS %d/%d",
             dataset,
             seed,
             m,
@@ -326,30 +381,37 @@ def _score_nuts(
     seed: int,
     arrays_out: dict[str, np.ndarray],
 ) -> dict[str, Any]:
-    """NUTS and VI on NUTS's combinations (the first P'): the paper's NUTS row and its VI yardstick."""
-    from noisyor_bench.models.topics.logistic_normal import (
-        ape_prior,
-        moment_matched_q,
-        paper_per_word_predictive,
-        paper_prior,
-    )
+    """NUTS and VI on NUTS's combinations (``samples.npz``'s ``index``; the first P' in runs from
+    before issue 32): the paper's NUTS row and its VI yardstick."""
+    from noisyor_bench.experiments.ape.baselines import select_combinations
+    from noisyor_bench.models.topics.logistic_normal import ape_prior, moment_matched_q, paper_prior
+    from noisyor_bench.models.topics.paper_metric import paper_metric_terms
 
     meta = read_run(nuts_dir)
-    h = torch.as_tensor(load_npz(Path(nuts_dir) / "samples.npz")["h"]).double()
+    stored = load_npz(Path(nuts_dir) / "samples.npz")
+    h = torch.as_tensor(stored["h"]).double()
     n = int(h.shape[1])
     if meta.get("combinations") != n:
         raise DataError(
             f"{nuts_dir}: samples.npz holds {n} combinations, metrics.json says {meta.get('combinations')}"
         )
-    sub = combos.subset(n)
+    # runs from before issue 32 sampled the first n combinations and stored no index
+    index = np.asarray(stored["index"]) if "index" in stored else np.arange(n)
+    sub = select_combinations(combos, index)
     ev = dict(section.get("evaluation") or {})
-    out: dict[str, Any] = {"combinations": n, "methods": {}}
+    out: dict[str, Any] = {
+        "combinations": n,
+        "documents": int(np.unique(sub.doc_index).size),
+        "combination_index": [int(i) for i in index],
+        "methods": {},
+        "chain": {k: meta.get(k) for k in ("step_size", "acceptance", "divergences", "diagnostics", "nuts")},
+    }
     mu, log_sigma = moment_matched_q(h)
     # a chain that did not move in some coordinate (tiny budgets) has zero variance: floor it
     log_sigma = torch.nan_to_num(log_sigma, neginf=MIN_LOG_SIGMA).clamp(min=MIN_LOG_SIGMA)
     nuts_scores = score_q(sub, mu, log_sigma, section, seed)  # IS with the moment-matched Gaussian
     with torch.no_grad():
-        paper = paper_per_word_predictive(
+        terms = paper_metric_terms(
             sub.x.double(),
             sub.theta.double(),
             h,
@@ -358,11 +420,14 @@ def _score_nuts(
             int(ev.get("paper_repeats", 10)),
             _generator(seed, "ape-eval-paper"),
         )
+    paper = terms["total"]
     nuts_scores["ll_paper"], nuts_scores["ll_paper_std"] = (
         float(paper.mean()),
         float(paper.std()) if paper.numel() > 1 else 0.0,
     )
-    vi_scores = score_q(sub, vi_q[0][:n], vi_q[1][:n], section, seed)
+    nuts_scores.update(_paper_terms(terms))
+    idx = torch.as_tensor(index)
+    vi_scores = score_q(sub, vi_q[0][idx], vi_q[1][idx], section, seed)
     _ = ape_prior  # the clean prior is score_q's
     for m, s, seconds in (("nuts", nuts_scores, float(meta["seconds"])), ("vi", vi_scores, None)):
         out["methods"][m] = {k: v for k, v in s.items() if not k.endswith("_values")}
@@ -371,6 +436,99 @@ def _score_nuts(
             out["methods"][m].update(single(seconds).columns("time_s"))
     arrays_out["is_pair_nuts_subset"] = nuts_scores["is_pair_values"].numpy()
     return out
+
+
+def warm_variant_configs(section: Mapping[str, Any]) -> dict[str, Any]:
+    """VI warm starts beside the paper's rate (``vi-warm``, ``vi.warm_lr``, A.2's 0.0005), issue 32:
+    ``vi_lr`` at VI's own rate with the same stopping rule (omitted when the rates are equal), and
+    ``authors`` the authors' runnable warm start (``vi.warm_authors``: lr 0.1 for 600 steps, no
+    stopping rule; their workshop branch, docs/ape.md)."""
+    vi = dict(section.get("vi") or {})
+    base = vi_config(section, warm=True)
+    out: dict[str, Any] = {}
+    if float(vi.get("lr", 0.01)) != base.learning_rate:
+        out["vi_lr"] = replace(base, learning_rate=float(vi.get("lr", 0.01)))
+    authors = dict(vi.get("warm_authors") or {"lr": 0.1, "steps": 600})
+    if authors.get("steps"):
+        out["authors"] = replace(
+            base, learning_rate=float(authors["lr"]), max_steps=int(authors["steps"]), stop_rule=False
+        )
+    return out
+
+
+def _warm_variants(
+    combos: EvalCombinations, section: Mapping[str, Any], seed: int, init: tuple[torch.Tensor, torch.Tensor]
+) -> dict[str, Any]:
+    """The :func:`warm_variant_configs` runs from the APE's output (their curves give the times)."""
+    from noisyor_bench.models.topics.logistic_normal import ape_prior
+
+    out = {}
+    for variant, config in warm_variant_configs(section).items():
+        out[variant] = fit_vi_grouped(
+            combos,
+            ape_prior(combos.theta.shape[1], dtype=torch.float32),
+            config,
+            stream_seed(seed, "ape-vi-warm"),
+            bool((section.get("vi") or {}).get("group_by_model", False)),
+            init=init,
+        )
+        log.info(
+            "VI warm start (%s, lr %g): %d steps, %.1f s",
+            variant,
+            config.learning_rate,
+            out[variant].steps,
+            out[variant].seconds,
+        )
+    return out
+
+
+def _warm_variant_times(
+    figure1: Mapping[str, Any], fits: Mapping[str, Any], ape: Timing | None, section: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Per variant: ``warm_<v>_time_to_quality`` (APE pass included; None = never) with its
+    ``_median``/``_low``/``_high``, ``warm_<v>_final_elbo`` and ``warm_<v>_lr``; and ``warm_lr``,
+    the paper-rate run's."""
+    out: dict[str, Any] = {"warm_lr": vi_config(section, warm=True).learning_rate}
+    target = figure1.get("quality_target")
+    if target is None or ape is None:
+        return out
+    configs = warm_variant_configs(section)
+    for variant, fit in fits.items():
+        curve = pd.DataFrame(fit.curve)
+        key = f"warm_{variant}_time_to_quality"
+        reached = time_to_reach(curve, target, offset=ape.measured)
+        out[key] = reached if math.isfinite(reached) else None
+        column = "eval_elbo" if "eval_elbo" in curve.columns else "elbo"
+        out[f"warm_{variant}_final_elbo"] = float(curve[column].dropna().iloc[-1])
+        out[f"warm_{variant}_lr"] = configs[variant].learning_rate
+        out[f"warm_{variant}_steps"] = int(fit.steps)
+        timing = fit.timing or single(fit.seconds)
+        if math.isfinite(reached):
+            out.update((ape + timing.rebase(reached - ape.measured)).columns(key))
+    return out
+
+
+def _document_sets(
+    arrays: Mapping[str, np.ndarray], section: Mapping[str, Any], seed: int
+) -> dict[str, Any] | None:
+    """VI on ``evaluation.document_sets`` random document sets of the evaluation's size
+    (:mod:`.docsets`), or None when the grid sets none."""
+    from noisyor_bench.experiments.ape.docsets import vi_on_document_sets
+
+    ev = dict(section.get("evaluation") or {})
+    n_sets = int(ev.get("document_sets", 0))
+    if n_sets < 1:
+        return None
+    size = int(ev.get("documents", 30))
+    result = vi_on_document_sets(arrays, section, seed, n_sets, size)
+    log.info(
+        "VI on %d random %d-document sets: paper-style %s (%.1f s)",
+        n_sets,
+        size,
+        ", ".join(f"{s['ll_paper']:.3f}" for s in result["sets"]),
+        result["seconds"],
+    )
+    return result
 
 
 def _figure1(

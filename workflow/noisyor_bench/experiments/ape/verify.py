@@ -1,8 +1,9 @@
 """``noisyor-bench verify`` of an APE run (found through the paper registry).
 
 An evaluation run (``ape-eval``) stores per method the per-combination ELBOs and per-model
-totals in ``scores.npz``: ``elbo_pair``, ``elbo_per_word``, ``agree_vi``, ``agree_is`` and
-``pairs`` are recomputed from them.  The training, VI and NUTS runs record statistics of the
+totals in ``scores.npz``: ``elbo_pair``, ``elbo_per_word``, ``agree_vi`` (from the ranking
+totals ``rank_model_<m>`` / ``rank_reference_vi`` when present, issue 32), ``agree_vi_eval``,
+``agree_is`` and ``pairs`` are recomputed from them.  The training, VI and NUTS runs record statistics of the
 training or sampling itself, which only re-running recomputes: ``NotRecomputable`` says so.
 """
 
@@ -54,6 +55,12 @@ def recompute(check: RunCheck) -> Recomputed:
             "agree_is": agree_is.agree,
             "pairs": agree_vi.pairs,
         }
+        if "rank_reference_vi" in scores:  # issue 32: agree_vi against the ranking reference
+            ranked = scores.get(f"rank_model_{m}")
+            again["agree_vi_eval"] = again["agree_vi"]
+            again["agree_vi"] = (
+                None if ranked is None else pairwise_agreement(ranked, scores["rank_reference_vi"]).agree
+            )
         rows += [(f"{m}.{k}", a, b, ok) for k, a, b, ok in check.rows(values, again)]
     return Recomputed(
         rows,

@@ -38,6 +38,14 @@ METHODS: dict[str, tuple[str, str]] = {
     "avipam-pam5": ("aviPAM 5-PAM", "avipam"),
     "avipam-ctm": ("aviPAM CTM", "avipam"),
     "avipam-molda": ("aviPAM MoLDA", "avipam"),
+    # ablation (issue 31): 4-PAM with the encoder batch-norm's learnable gain, the paper's eq. 5
+    # reading (the default is AVITM's batch-norm without gain)
+    "avipam-pam4-gain": ("aviPAM 4-PAM, BN with gain (ablation)", "ablation"),
+    # calibration rows (issue 31): AVITM's published K = 50 topics (no training; seed s = published
+    # run s + 1) and AVITM's ProdLDA / NVLDA with AVITM's settings, on 20 Newsgroups
+    "avitm-published": ("AVITM published topics (calibration)", "calibration"),
+    "prodlda": ("ProdLDA, AVITM's settings (calibration)", "calibration"),
+    "nvlda": ("NVLDA, AVITM's settings (calibration)", "calibration"),
 }
 COLLAPSE_METHOD = "avipam-lda"
 # encoder-output normalisation of the collapse study (inference.topics.avipam_norm.OUTPUT_NORMS)
@@ -116,6 +124,10 @@ NEEDED_SIZES: dict[str, tuple[str, ...]] = {
     "avipam-pam5": ("superduper", "super", "sub"),
     "avipam-ctm": ("sub",),
     "avipam-molda": ("molda",),
+    "avipam-pam4-gain": ("super", "sub"),
+    "avitm-published": (),
+    "prodlda": ("sub",),
+    "nvlda": ("sub",),
     COLLAPSE_METHOD: ("sub",),
 }
 GIBBS_METHODS = ("lda-gibbs", "pam4-gibbs")
@@ -158,8 +170,17 @@ def table_cells(sec: Mapping[str, Any], experiment: str) -> list[RunCell]:
         for method in exp["methods"].get(corpus, []):
             if method not in METHODS:
                 raise ConfigError(f"grids.*.avipam.tables.{experiment}: unknown method {method!r}")
-            cells += [RunCell(experiment, corpus, method, s, n_limit(sec)) for s in seeds(sec)]
+            cells += [
+                RunCell(experiment, corpus, method, s, n_limit(sec)) for s in method_seeds(sec, exp, method)
+            ]
     return cells
+
+
+def method_seeds(sec: Mapping[str, Any], exp: Mapping[str, Any], method: str) -> list[int]:
+    """A table method's seeds: ``tables.<experiment>.method_seeds.<method>`` where the grid sets
+    them (a costly calibration row with fewer seeds), else the grid's seeds."""
+    own = (exp.get("method_seeds") or {}).get(method)
+    return [int(s) for s in own] if own is not None else seeds(sec)
 
 
 def collapse_cells(sec: Mapping[str, Any]) -> list[RunCell]:
@@ -212,10 +233,23 @@ def cell_settings(sec: Mapping[str, Any], cell: RunCell) -> dict[str, Any]:
         "mean_field": dict(sec.get("mean_field") or {}),
         "avi": dict(sec.get("avi") or {}),
         "corpus": dict((sec.get("corpus_settings") or {}).get(cell.corpus) or {}),
+        **_coherence_plateau(sec, cell),
+        **({"prodlda": dict(sec.get("prodlda") or {})} if cell.method in ("prodlda", "nvlda") else {}),
         "max_train_docs": sec.get("max_train_docs"),
         "threads": int(sec.get("threads", 1)),
         **_device(sec),
     }
+
+
+def _coherence_plateau(sec: Mapping[str, Any], cell: RunCell) -> dict[str, Any]:
+    """``{"coherence_plateau_epoch": E}`` for an aviPAM run on a corpus the grid's
+    ``coherence_plateau`` names (the epoch at which the measured coherence-vs-epoch curve
+    plateaus: a topic-quality claim counts the run converged when it trained that long), else
+    nothing (Gibbs chains and scikit-learn fits are judged on their own traces)."""
+    plateau = (sec.get("coherence_plateau") or {}).get(cell.corpus)
+    if plateau is None or not cell.method.startswith("avipam-"):
+        return {}
+    return {"coherence_plateau_epoch": int(plateau)}
 
 
 def _device(sec: Mapping[str, Any]) -> dict[str, Any]:
@@ -227,10 +261,13 @@ def _device(sec: Mapping[str, Any]) -> dict[str, Any]:
 def gibbs_settings(gibbs: Mapping[str, Any], method: str) -> dict[str, Any]:
     """The Gibbs settings one method's run gets (one set for LDA and 4-PAM: with
     ``stop_on_rule`` each chain stops where the convergence rule holds, ``iterations`` a cap;
-    docs/avipam.md, "Budgets of the quick grid")."""
+    docs/avipam.md, "Budgets of the quick grid"); ``by_method`` gives a method its own
+    ``iterations`` / ``max_minutes``."""
     if "pam_iterations" in gibbs:
         raise ConfigError(
             "grids.*.avipam.tables.*.gibbs.pam_iterations is gone: chains stop on the convergence rule "
             "(gibbs.stop_on_rule: true) with one iteration cap for LDA and 4-PAM"
         )
-    return dict(gibbs)
+    out = {k: v for k, v in gibbs.items() if k != "by_method"}
+    out.update((gibbs.get("by_method") or {}).get(method) or {})  # e.g. the reference's 4-PAM chain
+    return out

@@ -25,9 +25,13 @@ ALL_DOCUMENTS = 10_000
 EARLY_STOP_LENGTH = {"lda-gibbs": 270, "pam4-gibbs": 150, "lda-online": 13, "lda-batch": 13, "amortized": 34}
 
 
+#: Epochs of the calibration rows (inference.topics.prodlda.AVITM; not imported here: torch at DAG time)
+AVITM_EPOCHS = {"prodlda": 200, "nvlda": 300}
+
+
 def is_cuda_method(method: str) -> bool:
     """Amortized methods (aviPAM encoders, the collapse study's variants) can use a GPU."""
-    return not (method.endswith("-gibbs") or method.startswith("lda-"))
+    return not (method.endswith("-gibbs") or method.startswith("lda-") or method == "avitm-published")
 
 
 #: Cost of a 4-PAM Gibbs sweep at the large sizes (50 x 100) over the small ones (2 x 50): ~14 s
@@ -61,6 +65,11 @@ def _work(sec: Mapping[str, Any], cell: avipam_cells.RunCell) -> float:
         return (
             float(_length(int(mf.get("max_iter", 1)), bool(mf.get("stop_on_rule")), method)) * topics * docs
         )
+    if method == "avitm-published":  # calibration row: published topics, no training
+        return 1.0
+    if method in AVITM_EPOCHS:  # calibration rows: AVITM's fixed epochs
+        epochs = int((settings.get("prodlda") or {}).get("epochs", AVITM_EPOCHS[method]))
+        return float(epochs) * topics * docs
     avi = settings["avi"]
     epochs = _length(int(avi.get("max_epochs", 1)), bool(avi.get("stop_on_plateau")), "amortized")
     return float(epochs) * topics * docs

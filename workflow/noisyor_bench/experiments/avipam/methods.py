@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.timing import Timing, cumulative_timing, per_step_timing
@@ -37,6 +38,9 @@ class TopicFit:
     extra_metrics: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)  # saved in topics.npz (e.g. kl_per_dim)
     timing: Timing | None = None  # train_seconds re-based on the per-step times (None: measured once)
+    # component -> (K, V) scores whose row order is the top-word order, where it is not the
+    # topic matrix's (aviPAM: the decoder weights, inference.topics.avipam.TOP_WORD_RULES)
+    rankings: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 Adapter = Callable[[sp.csr_matrix, Mapping[str, Any], int], TopicFit]
@@ -109,18 +113,20 @@ def _gibbs_topic_fit(
     iterations = int(g["iterations"])
     budget = baseline_budget(iterations)
     fit, seconds = _timed(lambda: run(_trace_every(g), budget))
+    # a chain stopped by its time limit ran out of budget as one stopped by the cap does
+    stop_reason = "max_epochs" if fit.stop_reason == "time" else fit.stop_reason
     return TopicFit(
         topics={"sub": topic_word(fit)},
         train_seconds=seconds,
         timing=cumulative_timing([t[0] for t in fit.trace], [t[2] for t in fit.trace], seconds),
         curve=_trace_curve(fit.trace),
-        convergence=trace_convergence(fit.trace, iterations, fit.stop_reason, budget),
+        convergence=trace_convergence(fit.trace, iterations, stop_reason, budget),
         extra_metrics={
             "sampler_seconds": fit.train_seconds,
             "log_likelihood_per_word": fit.log_likelihood_per_word,
             "gibbs_sweeps": int(fit.sweeps),
             "gibbs_cap": iterations,
-            "gibbs_stop": "rule" if fit.stop_reason == "plateau" else "cap",
+            "gibbs_stop": {"plateau": "rule", "time": "time"}.get(fit.stop_reason, "cap"),
         },
     )
 
@@ -130,6 +136,12 @@ def _stop_on_rule(g: Mapping[str, Any]) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"grids.*.avipam.tables.*.gibbs.stop_on_rule must be true or false; got {value!r}")
     return value
+
+
+def _max_seconds(g: Mapping[str, Any]) -> float | None:
+    """``max_minutes`` (a chain's training-time limit) in seconds; ``None`` without one."""
+    minutes = g.get("max_minutes")
+    return None if minutes is None else 60.0 * float(minutes)
 
 
 def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
@@ -151,6 +163,7 @@ def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
             trace_interval=trace_interval,
             stop_on_rule=_stop_on_rule(g),
             budget=budget,
+            max_seconds=_max_seconds(g),
         ),
         lambda fit: fit.topic_word,
         g,
@@ -174,6 +187,7 @@ def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
             trace_interval=trace_interval,
             stop_on_rule=_stop_on_rule(g),
             budget=budget,
+            max_seconds=_max_seconds(g),
         ),
         lambda fit: fit.sub_topic_word,
         g,
@@ -279,7 +293,10 @@ AVIPAM_STRUCTURES: dict[str, Callable[[Mapping[str, Any]], tuple[str, list[int]]
     "avipam-ctm": lambda z: ("ctm", [int(z["sub"])]),
     "avipam-molda": lambda z: ("molda", [int(k) for k in z["molda"]]),
     "avipam-lda": lambda z: ("lda", [int(z["sub"])]),
+    "avipam-pam4-gain": lambda z: ("pam4", [int(z["super"]), int(z["sub"])]),
 }
+#: Trainer settings an ablation method fixes over the grid's ``avi`` section.
+ABLATION_OVERRIDES: dict[str, dict[str, Any]] = {"avipam-pam4-gain": {"output_norm": "batchnorm"}}
 
 
 def avipam_config(settings: Mapping[str, Any]) -> Any:
@@ -288,6 +305,7 @@ def avipam_config(settings: Mapping[str, Any]) -> Any:
     from noisyor_bench.inference.topics.avipam import config_from_mapping
 
     values = {**dict(settings.get("avi") or {}), **dict(settings.get("corpus") or {})}
+    values.update(ABLATION_OVERRIDES.get(str(settings.get("method")), {}))
     if "variant" in settings:
         values.update(output_norm=settings["variant"], topic_bn=bool(settings.get("topic_bn", True)))
         values["lr"] = float(settings["lr"])
@@ -338,15 +356,21 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
             raise
         return diverged_fit(structure, counts.shape[1], time.perf_counter() - start, str(err))
     seconds = time.perf_counter() - start
-    if kind == "molda":
-        topics = {f"molda-{k}": m for k, m in zip(sizes, result.component_topic_words(), strict=True)}
-    else:
-        topics = {"sub": result.topic_word()}
+    names = [f"molda-{k}" for k in sizes] if kind == "molda" else ["sub"]
+    topics = dict(zip(names, result.component_topic_words(), strict=True))
+    rankings = dict(zip(names, result.split_components(result.topic_ranking("weights")), strict=True))
     curve = [
         {"epoch": r.epoch, "train_nelbo": r.train_nelbo, "seconds": r.seconds, **r.extra}
         for r in result.history
     ]
-    extra: dict[str, Any] = {"structure": structure.describe(), "avi_config": dataclasses.asdict(config)}
+    extra: dict[str, Any] = {
+        "structure": structure.describe(),
+        "avi_config": dataclasses.asdict(config),
+        "top_word_rule": "weights",
+        "time_limited": bool(result.time_limited),
+        **collapse_record(result, counts, device, seed),
+        **coherence_budget(settings, len(result.history)),
+    }
     arrays: dict[str, np.ndarray] = {}
     if method == "avipam-lda":  # the collapse study: KL per latent dimension on the training documents
         x = avipam.as_count_tensor(counts, avipam.DTYPES[config.dtype], device)
@@ -369,7 +393,33 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
         convergence=_convergence_dict(result.convergence),
         extra_metrics=extra,
         arrays=arrays,
+        rankings=rankings,
     )
+
+
+def collapse_record(result: Any, counts: sp.csr_matrix, device: Any, seed: int) -> dict[str, Any]:
+    """The fitted model's KL term on the training documents (nats per document, evaluation mode)
+    and whether it is below :data:`~noisyor_bench.inference.topics.avipam.KL_COLLAPSE_NATS`."""
+    from noisyor_bench.inference.topics import avipam
+
+    x = avipam.as_count_tensor(counts, avipam.DTYPES[result.config.dtype], device)
+    kl = avipam.evaluate(result.net, x, seed).kl_per_doc
+    return {
+        "kl_per_doc": float(kl),
+        "kl_collapse_nats": avipam.KL_COLLAPSE_NATS,
+        "kl_collapsed": avipam.kl_collapsed(kl),
+    }
+
+
+def coherence_budget(settings: Mapping[str, Any], epochs: int) -> dict[str, Any]:
+    """Whether the run trained as long as its corpus's coherence needs: ``coherence_plateau``
+    (epochs at which the measured coherence-vs-epoch curve plateaus, per corpus;
+    benchmarks/results/avipam_coherence_epochs.md) against the epochs run.  ``None`` where the
+    grid states no plateau for the corpus."""
+    plateau = settings.get("coherence_plateau_epoch")
+    if plateau is None:
+        return {"coherence_plateau_epoch": None, "coherence_converged": None}
+    return {"coherence_plateau_epoch": int(plateau), "coherence_converged": bool(epochs >= int(plateau))}
 
 
 def diverged_fit(structure: Any, vocab_size: int, seconds: float, message: str) -> TopicFit:
@@ -378,7 +428,7 @@ def diverged_fit(structure: Any, vocab_size: int, seconds: float, message: str) 
     counts as collapsed (``n_collapsed = latent_dims``), the topics are uniform placeholders
     and its NPMI is left empty; ``diverged: true`` says so.  ``converged`` is ``None`` (rule
     ``diverged``): there is no curve to judge and no budget would change the outcome, so the
-    run does not make the collapse claims budget-limited."""
+    run does not give the collapse claims the ``unconverged`` qualifier."""
     dims = int(structure.latent_dims[-1])
     return TopicFit(
         topics={"sub": np.full((structure.n_topics, vocab_size), 1.0 / vocab_size)},
@@ -396,20 +446,108 @@ def diverged_fit(structure: Any, vocab_size: int, seconds: float, message: str) 
     )
 
 
+def fit_prodlda_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
+    """Calibration row (b)/(c) of Table 1 (issue 31): AVITM's ProdLDA / NVLDA with AVITM's settings
+    (:mod:`noisyor_bench.inference.topics.prodlda`; K = the sub-topic count, a fixed number of
+    epochs, ``settings['prodlda']`` overrides), top words by the decoder weights."""
+    from noisyor_bench.inference.topics import prodlda
+
+    values = {"decoder": settings["method"], "topics": int(settings["sizes"]["sub"])}
+    values.update(dict(settings.get("prodlda") or {}))
+    config = prodlda.config_from_mapping(values, where="grids.*.avipam.prodlda")
+    device = avipam_device(settings)
+    _warm_torch_optim()
+    result, seconds = _timed(lambda: prodlda.fit_prodlda(counts, config, seed=seed, device=device))
+    history = result.history
+    return TopicFit(
+        topics={"sub": result.topic_word},
+        train_seconds=seconds,
+        timing=per_step_timing([r.seconds for r in history], [1.0] * len(history), seconds),
+        curve=[
+            {"epoch": r.epoch, "train_nelbo": r.train_nelbo, "seconds": r.seconds, **r.extra} for r in history
+        ],
+        # a fixed epoch budget, AVITM's protocol: no convergence rule judges it
+        convergence={
+            "converged": None,
+            "rule": "fixed-epochs",
+            "stop_reason": "max_epochs",
+            "epochs": len(history),
+        },
+        extra_metrics={
+            "prodlda_config": config.as_dict(),
+            "top_word_rule": "weights",
+            "kl_per_doc": float(history[-1].extra["kl_per_doc"]) if history else None,
+        },
+    )
+
+
+def fit_avitm_published_cell(vocabulary: Sequence[str], settings: Mapping[str, Any], seed: int) -> TopicFit:
+    """Calibration row (a) of Table 1: no training -- AVITM's published K = 50 topics
+    (:mod:`noisyor_bench.data.avitm_topics`), seed ``s`` = published run ``s + 1``, as a topic
+    matrix whose top words are the published ones in order."""
+    from noisyor_bench.data import avitm_topics
+
+    source, runs = avitm_topics.load()
+    run = avitm_topics.run_of(seed, runs)
+    return TopicFit(
+        topics={"sub": avitm_topics.topic_matrix(run.words, vocabulary)},
+        train_seconds=0.0,
+        # nothing is trained, so nothing is left to converge: a record that says so, never a
+        # missing one (every run's metrics.json states its convergence rule)
+        convergence=Convergence(
+            converged=True,
+            rule="not applicable: published topics, no training",
+            stop_reason="no-training",
+            epochs=0,
+            best_epoch=None,
+            max_epochs=0,
+            window=0,
+            rel_tol=0.0,
+            monitored=None,
+            evaluations=0,
+            best_before_window=None,
+            best_within_window=None,
+            relative_improvement=None,
+        ).as_dict(),
+        extra_metrics={
+            "published_run": run.run,
+            "logged_npmi": run.logged_average,
+            "logged_npmi_per_topic": run.logged_npmi,
+            "source": source,
+        },
+    )
+
+
 ADAPTERS: dict[str, Adapter] = {
     "lda-gibbs": fit_lda_gibbs_cell,
     "pam4-gibbs": fit_pam_gibbs_cell,
     "lda-online": fit_lda_meanfield_cell,
     "lda-batch": fit_lda_meanfield_cell,
     **{name: fit_avipam_cell for name in AVIPAM_STRUCTURES},
+    "prodlda": fit_prodlda_cell,
+    "nvlda": fit_prodlda_cell,
+}
+#: methods that read the corpus's vocabulary, not its counts (no training)
+VOCABULARY_ADAPTERS: dict[str, Callable[[Sequence[str], Mapping[str, Any], int], TopicFit]] = {
+    "avitm-published": fit_avitm_published_cell,
 }
 
 
-def fit(method: str, counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
+def fit(
+    method: str,
+    counts: sp.csr_matrix,
+    settings: Mapping[str, Any],
+    seed: int,
+    vocabulary: Sequence[str] | None = None,
+) -> TopicFit:
+    if method in VOCABULARY_ADAPTERS:
+        if vocabulary is None:
+            raise ConfigError(f"avipam: method {method!r} needs the corpus's vocabulary")
+        return VOCABULARY_ADAPTERS[method](vocabulary, settings, seed)
     try:
         adapter = ADAPTERS[method]
     except KeyError:
         raise ConfigError(
-            f"avipam: no fit adapter for method {method!r}; known: {sorted(ADAPTERS)}"
+            f"avipam: no fit adapter for method {method!r}; known: {sorted([*ADAPTERS, *VOCABULARY_ADAPTERS])}"
         ) from None
     return adapter(counts, settings, seed)

@@ -12,8 +12,10 @@ The directory holds
   latent dimension) and ``provenance`` (the corpus, the settings, the sha256 of ``topics.npz`` and
   ``curve.csv``);
 * ``topics.npz``: ``topics_<component>`` (K x V float64, rows sum to 1) and ``top_<component>``
-  (K x top_n int64 word ids, most probable first) for each component (``sub``; MoLDA
-  ``molda-<K>``), plus the method's extra arrays;
+  (K x top_n int64 word ids, first first) for each component (``sub``; MoLDA ``molda-<K>``):
+  most probable first, except aviPAM's, ranked by the decoder weights without the shared
+  per-word shift (AVITM's rule, issue 31), whose probability ranking is ``top_beta_<component>``;
+  plus the method's extra arrays;
 * ``curve.csv``: the training curve the fit reported (may be a single row for a sampler).
 
 NPMI is not computed here: the tables score every run's ``top_*`` words against the reference
@@ -46,6 +48,12 @@ from noisyor_bench.infra.timing import single
 log = logging.getLogger(__name__)
 TOP_N = 10
 TOPICS_FILE = "topics.npz"
+#: ``top_beta_<component>``: top words by the probabilities where ``top_<component>`` ranks by
+#: another rule (aviPAM: the decoder weights; the beta ranking is issue 31's ablation)
+BETA_TOP_PREFIX = "top_beta_"
+RANKING_PREFIX = "ranking_"
+"""``topics.npz`` key of the matrix a component's top words were ranked by, where that is not
+its topic-word matrix (aviPAM: decoder weights without the shared shift); ``verify`` re-ranks it."""
 
 
 def curve_csv(rows: list[dict[str, float]]) -> str:
@@ -100,7 +108,7 @@ def execute(
         counts.shape[1],
         seed,
     )
-    result: TopicFit = fit(str(settings["method"]), counts, settings, int(seed))
+    result: TopicFit = fit(str(settings["method"]), counts, settings, int(seed), vocabulary=corpus.vocab)
     log.info("avipam %s: trained in %.1f s", cell.get("method"), result.train_seconds)
 
     work = fresh_partial_dir(out)
@@ -108,7 +116,11 @@ def execute(
     n_topics = {}
     for name, matrix in result.topics.items():
         arrays[f"topics_{name}"] = np.asarray(matrix, dtype=np.float64)
-        arrays[f"top_{name}"] = top_word_ids(matrix, TOP_N)
+        ranking = result.rankings.get(name)
+        arrays[f"top_{name}"] = top_word_ids(matrix if ranking is None else ranking, TOP_N)
+        if ranking is not None:  # the ablation: top words by the topic-word probabilities
+            arrays[f"{BETA_TOP_PREFIX}{name}"] = top_word_ids(matrix, TOP_N)
+            arrays[f"{RANKING_PREFIX}{name}"] = np.asarray(ranking, dtype=np.float64)  # for verify
         n_topics[name] = int(np.shape(matrix)[0])
     arrays.update({k: np.asarray(v) for k, v in result.arrays.items()})
     write_npz_atomic(work / TOPICS_FILE, **arrays)

@@ -255,7 +255,11 @@ def train_encoder(
     if compact and encoder.kind != "naive" and isinstance(thetas, torch.Tensor):
         if 4 * int((docs > 0).sum(-1).max()) < docs.shape[-1]:
             batch_pairs = _compact_batch(encoder, docs, thetas.to(device=dev, dtype=dtype))
+    from noisyor_bench.infra.progress import Progress
+
+    ticker = Progress(f"APE training ({encoder.kind})", n_steps)  # a log line every 20 s (issue 29)
     while step < n_steps:
+        ticker.update(step)
         lr = learning_rate_at(step, config)
         for group in optimizer.param_groups:
             group["lr"] = lr

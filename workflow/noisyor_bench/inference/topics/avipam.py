@@ -58,6 +58,14 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 COLLAPSE_THRESHOLD = 0.01
 #: Documents per forward pass in evaluation (memory: EVAL_CHUNK x eval_samples x V word probabilities).
 EVAL_CHUNK = 1000
+#: A run whose KL term falls below this many nats per document is flagged collapsed (issue 31:
+#: the gain variant's 6-10 nats against ~59 without it; the posterior then barely leaves the prior).
+KL_COLLAPSE_NATS = 10.0
+#: How a topic's top words are ranked: ``"weights"`` (the primary rule, AVITM's: the decoder
+#: weights W, standardised across topics as the topic batch-norm does but WITHOUT its learned
+#: per-word shift, a background frequency shared by every topic) or ``"beta"`` (softmax(BN(W) +
+#: shift), the topic-word probabilities: an ablation that puts frequent words atop most topics).
+TOP_WORD_RULES = ("weights", "beta")
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,9 @@ class AviPamConfig:
     encoder: str = "per-level"  # "per-level": one MLP per level (paper); "shared": one trunk, heads per level
     encoder_dropout: float = 0.25  # dropout on the last hidden layer (AVITM NVLDA: keep 0.75)
     theta_dropout: float = 0.25  # dropout on the sub-topic proportions before beta (AVITM NVLDA)
-    output_norm: str = "batchnorm"  # encoder mean/log-variance heads: batchnorm | norm | none
+    # encoder mean/log-variance heads: batch norm WITHOUT gain (AVITM's code; issue 31: the gain of
+    # the paper's eq. 5, "batchnorm", collapses the KL to 6-10 nats a document, kept as an ablation)
+    output_norm: str = "batchnorm-nogain"
     topic_bn: bool = True  # beta = softmax(BN(W)) (True) or softmax(W)
     lr: float = 2e-3  # Adam learning rate (AVITM's run.py default)
     adam_beta1: float = 0.99  # AVITM's Adam momentum
@@ -84,6 +94,9 @@ class AviPamConfig:
     convergence_rel_tol: float = 1e-3
     # stop as soon as the convergence rule holds (stop reason "plateau"; max_epochs a cap)
     stop_on_plateau: bool = False
+    # a training-time limit (minutes; None: none): the fit stops after the first epoch past it
+    # (AviPamFit.time_limited; a reference run on a shared machine), its budget otherwise fixed
+    max_minutes: float | None = None
     dtype: str = "float32"
 
     def alphas(self, n_levels: int) -> tuple[float, ...]:
@@ -137,6 +150,8 @@ def check_config(config: AviPamConfig, where: str = "avipam") -> None:
         raise ConfigError(
             f"{where}.hidden must be a non-empty list of positive widths; got {config.hidden!r}"
         )
+    if config.max_minutes is not None and not float(config.max_minutes) > 0:
+        raise ConfigError(f"{where}.max_minutes must be > 0 or null; got {config.max_minutes!r}")
     if not isinstance(config.stop_on_plateau, bool):
         raise ConfigError(f"{where}.stop_on_plateau must be true or false; got {config.stop_on_plateau!r}")
     for name in ("encoder_dropout", "theta_dropout"):
@@ -255,6 +270,16 @@ class AviPamNet(nn.Module):
         """``beta``, ``(K, V)``: ``softmax(BN(W))`` row by row (``softmax(W)`` without topic BN)."""
         logits = self.topic_logits if self.topic_norm is None else self.topic_norm(self.topic_logits)
         return torch.softmax(logits, dim=-1)
+
+    def topic_weights(self) -> torch.Tensor:
+        """``(K, V)`` ranking scores of the ``"weights"`` rule: ``W`` standardised across each
+        block's topics word by word (the topic batch-norm without its shift); ``W`` itself
+        without topic BN.  A per-word constant shared by every topic changes no ranking."""
+        if self.topic_norm is None:
+            return self.topic_logits
+        return self.topic_norm(self.topic_logits) - self.topic_norm.shift.repeat_interleave(
+            torch.tensor(self.topic_norm.blocks, device=self.topic_logits.device), dim=0
+        )
 
     def encode(
         self, counts: torch.Tensor, generator: torch.Generator | None = None
@@ -415,11 +440,17 @@ class AviPamFit:
     convergence: Convergence
     train_seconds: float  # wall time of training (encoder + decoder updates + validation)
     best_epoch: int
+    time_limited: bool = False  # stopped by config.max_minutes before its epoch budget
 
     def topic_word(self) -> np.ndarray:
         """``(K, V)`` float64 topic matrix (rows sum to 1)."""
         with torch.no_grad():
             return self.net.topic_word().detach().cpu().double().numpy()
+
+    def topic_ranking(self, rule: str = "weights") -> np.ndarray:
+        """``(K, V)`` float64 scores whose row order is the topic's top-word order under ``rule``
+        (:data:`TOP_WORD_RULES`)."""
+        return topic_ranking(self.net, rule)
 
     def summary(self) -> dict[str, Any]:
         """Plain JSON values for a run's metrics.json: time, epochs, convergence, structure, config."""
@@ -432,15 +463,57 @@ class AviPamFit:
             "best_epoch": self.best_epoch,
             "converged": self.convergence.converged,
             "convergence": self.convergence.as_dict(),
+            "time_limited": self.time_limited,
             "config": self.config.as_dict(),
         }
 
     def component_topic_words(self) -> list[np.ndarray]:
         """The topic matrix split by :attr:`PamStructure.topic_blocks` (MoLDA's components)."""
-        return list(np.split(self.topic_word(), np.cumsum(self.structure.topic_blocks)[:-1], axis=0))
+        return self.split_components(self.topic_word())
+
+    def split_components(self, matrix: np.ndarray) -> list[np.ndarray]:
+        """A ``(K, V)`` matrix split by :attr:`PamStructure.topic_blocks` (MoLDA's components)."""
+        return list(np.split(matrix, np.cumsum(self.structure.topic_blocks)[:-1], axis=0))
+
+
+def topic_ranking(net: AviPamNet, rule: str = "weights") -> np.ndarray:
+    """``(K, V)`` float64 ranking scores of ``net``'s topics: ``"weights"``
+    (:meth:`AviPamNet.topic_weights`, the primary rule) or ``"beta"`` (the probabilities)."""
+    if rule not in TOP_WORD_RULES:
+        raise ConfigError(f"aviPAM top-word rule must be one of {TOP_WORD_RULES}; got {rule!r}")
+    with torch.no_grad():
+        scores = net.topic_weights() if rule == "weights" else net.topic_word()
+        return scores.detach().cpu().double().numpy()
+
+
+def coherence_plateau(
+    epochs: Sequence[int], values: Sequence[float], tol: float, min_after: int = 3
+) -> int | None:
+    """The first checkpoint epoch from which coherence gains less than ``tol`` at every later
+    checkpoint (``values[j] - values[i] < tol`` for all ``j > i``) and at least ``min_after``
+    checkpoints follow it: where a topic-quality curve has plateaued.  ``None`` where none does
+    -- in particular a curve cut short, whose last points cannot show a flat stretch."""
+    if len(epochs) != len(values):
+        raise DataError(f"coherence_plateau: {len(epochs)} epochs but {len(values)} values")
+    vals = [float(v) for v in values]
+    for i in range(len(vals) - max(int(min_after), 1)):
+        if max(vals[i + 1 :]) - vals[i] < tol:
+            return int(epochs[i])
+    return None
+
+
+def kl_collapsed(kl_per_doc: float | None, threshold: float = KL_COLLAPSE_NATS) -> bool | None:
+    """Whether a run's KL term (nats per document, summed over levels) is below ``threshold``:
+    the posterior has collapsed onto the prior (``None`` when the KL is unknown or not finite)."""
+    if kl_per_doc is None or not math.isfinite(float(kl_per_doc)):
+        return None
+    return bool(float(kl_per_doc) < threshold)
 
 
 ProgressFn = Callable[[EpochRecord], None]
+#: Called after every epoch with the record and the network (training mode): e.g. the
+#: coherence-vs-epoch benchmark scores the topics there.
+EpochHook = Callable[[EpochRecord, "AviPamNet"], None]
 
 
 def fit_avipam(
@@ -452,6 +525,7 @@ def fit_avipam(
     device: torch.device | str = "cpu",
     progress: ProgressFn | None = None,
     checkpoint_path: str | Path | None = None,
+    epoch_hook: EpochHook | None = None,
 ) -> AviPamFit:
     """Train aviPAM on ``train_counts`` (D x V), early-stopped on ``val_counts``' NELBO per document.
 
@@ -507,10 +581,18 @@ def fit_avipam(
     )
     log = EpochProgress(config.max_epochs, f"aviPAM {structure.describe()}", logger=logger, bar=False)
 
+    limited = [False]
+
     def on_epoch(record: EpochRecord) -> None:
         if progress is not None:
             progress(record)
+        if epoch_hook is not None:
+            epoch_hook(record, net)
         log(record)
+        over = config.max_minutes is not None and time.perf_counter() - start >= 60.0 * config.max_minutes
+        if over and not trainer.state.finished:  # out of time: the budget ran out, as at max_epochs
+            trainer.state.finished, trainer.state.stop_reason = True, "max_epochs"
+            limited[0] = True
 
     start = time.perf_counter()
     try:
@@ -528,7 +610,9 @@ def fit_avipam(
         convergence.converged,
         convergence.rule,
     )
-    return AviPamFit(net, structure, config, int(seed), history, convergence, seconds, trainer.best_epoch)
+    return AviPamFit(
+        net, structure, config, int(seed), history, convergence, seconds, trainer.best_epoch, limited[0]
+    )
 
 
 class _EpochTerms:
@@ -567,6 +651,8 @@ def with_overrides(config: AviPamConfig, **changes: Any) -> AviPamConfig:
 __all__ = [
     "COLLAPSE_THRESHOLD",
     "DTYPES",
+    "KL_COLLAPSE_NATS",
+    "TOP_WORD_RULES",
     "EVAL_CHUNK",
     "ENCODER_LAYOUTS",
     "AviPamConfig",
@@ -576,11 +662,14 @@ __all__ = [
     "HeldOut",
     "as_count_tensor",
     "check_config",
+    "coherence_plateau",
     "collapsed_dimensions",
     "config_from_mapping",
     "evaluate",
     "fit_avipam",
+    "kl_collapsed",
     "kl_per_dimension",
     "posterior_proportions",
+    "topic_ranking",
     "with_overrides",
 ]

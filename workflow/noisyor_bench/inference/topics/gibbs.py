@@ -67,7 +67,7 @@ class ChainRun:
     seconds: float  # wall time of model.train alone (trace and rule checks excluded)
     trace: tuple[TracePoint, ...]  # (sweep, ll_per_word, seconds so far) after every chunk
     sweeps: int  # sweeps actually run (tomotopy's global_step)
-    stop_reason: str  # "plateau" (the convergence rule held) | "max_epochs" (ran every sweep)
+    stop_reason: str  # "plateau" (the rule held) | "max_epochs" (ran every sweep) | "time" (max_seconds)
 
 
 def rule_holds(trace: Sequence[TracePoint], budget: FitBudget) -> bool:
@@ -86,6 +86,7 @@ def train_timed(
     trace_interval: int = 0,
     stop_on_rule: bool = False,
     budget: FitBudget | None = None,
+    max_seconds: float | None = None,
 ) -> ChainRun:
     """Train ``model`` for at most ``iterations`` sweeps; with ``trace_interval > 0`` in chunks of
     ``trace_interval`` sweeps, recording ``(sweep, ll_per_word, training seconds)`` after each.
@@ -96,8 +97,10 @@ def train_timed(
     0.14.0: tests/inference/topics/test_gibbs_stop.py).  With ``stop_on_rule`` the chain stops
     after the first chunk at which :func:`rule_holds` on the trace with ``budget``'s window and
     tolerance (``None``: :class:`FitBudget`'s defaults; stop reason ``"plateau"``);
-    ``iterations`` is then a cap.  Shared by every tomotopy baseline so that training time is
-    measured one way: computing ``ll_per_word`` and checking the rule are not training time.
+    ``iterations`` is then a cap.  ``max_seconds``: the chain also stops after the first chunk
+    at which its training time reaches this (stop reason ``"time"``; a reference run's "longest
+    chain that fits" on a shared machine).  Shared by every tomotopy baseline so that training
+    time is measured one way: computing ``ll_per_word`` and checking the rule are not training time.
     """
     import tomotopy as tp
 
@@ -109,17 +112,24 @@ def train_timed(
     seconds = 0.0
     done, stop_reason = 0, "max_epochs"
     chunk = trace_interval if trace_interval > 0 else iterations
+    from noisyor_bench.infra.progress import Progress
+
+    ticker = Progress(f"Gibbs chain ({type(model).__name__})", iterations, unit="sweeps")  # issue 29
     while done < iterations:
         n = min(chunk, iterations - done)
         t0 = time.perf_counter()
         model.train(n, workers=workers, parallel=parallel)
         seconds += time.perf_counter() - t0
         done += n
+        ticker.update(done, f"log-likelihood per word {float(model.ll_per_word):.4f}")
         if trace_interval > 0:
             trace.append((int(model.global_step), float(model.ll_per_word), seconds))
             if stop_on_rule and done < iterations and rule_holds(trace, budget):
                 stop_reason = "plateau"
                 break
+        if max_seconds is not None and done < iterations and seconds >= max_seconds:
+            stop_reason = "time"
+            break
     return ChainRun(seconds, tuple(trace), int(model.global_step), stop_reason)
 
 
@@ -186,6 +196,7 @@ def fit_lda_gibbs(
     trace_interval: int = 0,
     stop_on_rule: bool = False,
     budget: FitBudget | None = None,
+    max_seconds: float | None = None,
 ) -> LdaGibbsFit:
     """Run ``iterations`` sweeps of tomotopy's collapsed Gibbs LDA on ``counts`` (D x V), or
     fewer with ``stop_on_rule`` (stop at the first trace point where the convergence rule
@@ -205,7 +216,7 @@ def fit_lda_gibbs(
     model.optim_interval = int(optimize_interval)
     model.burn_in = int(burn_in)
     n_docs, kept = add_documents(model, counts, "fit_lda_gibbs")  # empty ones: the prior's mean below
-    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule, budget)
+    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule, budget, max_seconds)
 
     topic_word = topic_word_matrix(model, n_topics, vocab_size, eta)
     doc_topic = np.full((n_docs, n_topics), 1.0 / n_topics)

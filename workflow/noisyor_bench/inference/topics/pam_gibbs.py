@@ -81,10 +81,11 @@ def fit_pam_gibbs(
     trace_interval: int = 0,
     stop_on_rule: bool = False,
     budget: FitBudget | None = None,
+    max_seconds: float | None = None,
 ) -> PamGibbsFit:
     """Run ``iterations`` sweeps of tomotopy's 4-PAM sampler on ``counts`` (D x V integers), or
-    fewer with ``stop_on_rule`` (the convergence rule with ``budget``'s window and tolerance:
-    :func:`noisyor_bench.inference.topics.gibbs.train_timed`).
+    fewer with ``stop_on_rule`` (the convergence rule with ``budget``'s window and tolerance)
+    or ``max_seconds`` (a training-time limit; :func:`noisyor_bench.inference.topics.gibbs.train_timed`).
 
     Defaults are Mallet PAM4L's (module docstring).  ``workers=1`` (``ParallelScheme.NONE``)
     makes the chain a function of ``seed``.
@@ -110,7 +111,7 @@ def fit_pam_gibbs(
     model.optim_interval = int(optimize_interval)
     model.burn_in = int(burn_in)
     n_docs, kept = add_documents(model, counts, "fit_pam_gibbs")  # empty ones: the prior's mean below
-    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule, budget)
+    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule, budget, max_seconds)
 
     sub_topic_word = topic_word_matrix(model, n_sub, vocab_size, eta)  # PA: topic k = sub-topic k
 

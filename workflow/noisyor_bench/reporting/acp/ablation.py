@@ -45,8 +45,9 @@ from noisyor_bench.evaluation.recovery import DEFAULT_THRESHOLD, match_patterns
 from noisyor_bench.experiments.rundir import load_posterior
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.reporting.claims import (
-    BUDGET_RULE,
     INCONCLUSIVE,
+    NOT_TESTED,
+    QUALIFIER_RULE,
     REPRODUCED,
     Claim,
     Evidence,
@@ -57,6 +58,7 @@ from noisyor_bench.reporting.claims import (
     verdict_below,
     with_evidence,
 )
+from noisyor_bench.reporting.collect import run_converged
 from noisyor_bench.reporting.statistics import CI_LEVEL
 from noisyor_bench.reporting.tables import format_values, markdown_table, parse_values
 
@@ -122,9 +124,12 @@ def _nelbo(rows: Mapping[int, Mapping[str, Any]]) -> dict[int, float]:
 
 
 def _converged(row: Mapping[str, Any]) -> bool:
-    """A run counts as converged unless its metrics say ``converged: false`` (key absent or null = converged)."""
+    """A run counts as converged unless its metrics say ``converged: false`` (key absent or null =
+    converged), judged in nats (issue 30: :func:`~noisyor_bench.reporting.collect.run_converged`)."""
     value = row.get("converged")
-    return value is None or bool(pd.isna(value)) or bool(value)
+    if value is None or bool(pd.isna(value)):
+        return True
+    return run_converged(row) is not False
 
 
 def hparams_equal(a: Any, b: Any) -> bool:
@@ -401,8 +406,8 @@ def mechanism_claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
                 "mechanism-gradient-through-q",
                 PAPER_STATEMENT,
                 PAPER_LOCATION,
-                INCONCLUSIVE,
-                "no data: ablation table (ACP vs ACP-SG)",
+                NOT_TESTED,
+                "not tested: ablation table (ACP vs ACP-SG)",
                 MECHANISM_RULE,
             )
         ]
@@ -420,7 +425,7 @@ def mechanism_claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
             f"; {e}" for e in rest
         )
         evidence = Evidence()
-        evidence.note(g)  # the cell's ACP, ACP-SG and AVI runs: budget-limited if any did not converge
+        evidence.note(g)  # the cell's ACP, ACP-SG and AVI runs: qualified unconverged if any did not converge
         claims.append(
             with_evidence(
                 Claim(
@@ -431,7 +436,7 @@ def mechanism_claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
                     PAPER_LOCATION,
                     combine(verdicts),
                     numbers,
-                    MECHANISM_RULE + BUDGET_RULE,
+                    MECHANISM_RULE + QUALIFIER_RULE,
                 ),
                 evidence,
             )

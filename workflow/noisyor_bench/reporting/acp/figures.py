@@ -247,6 +247,7 @@ def row_title(pick: Mapping[str, object], recovery: pd.DataFrame) -> str:
 # ------------------------------------------------------------------------------ Fig. 5
 _REFERENCE_STYLES: dict[str, dict[str, Any]] = {
     "indep-bernoulli": {"ls": "--", "marker": "x", "ms": 4},
+    "true-nll": {"ls": ":"},
     "true-exact": {"ls": ":"},
     "true-iw": {"ls": ":"},
     "true-elbo": {"ls": "-."},

@@ -2,8 +2,14 @@
 
 One row per run: the learned columns matched to the true patterns
 (:func:`noisyor_bench.evaluation.recovery.match_patterns`) beside the paper's statement; per
-(dataset, method, N_train) cell the share of seeds recovering every pattern with its Wilson
-interval and the run the protocol selects on validation NELBO.
+(dataset, method, N_train, learned K) cell the share of seeds recovering every pattern with its
+Wilson interval and the run the protocol selects on validation NELBO; per (N_train, learned K)
+the paired same-initialisation comparison of AVI and ACP (exact McNemar on the seeds where one
+recovers every pattern and the other does not, :func:`paired_recovery`).
+
+Runs that learn more columns than there are true patterns (the K = 2 x K_true sensitivity,
+config key ``latents_factor``) are matched on the best one-to-one subset: the Hungarian
+assignment of a K_true x K similarity matrix picks K_true distinct learned columns.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from noisyor_bench.reporting.acp.baselines import BELOW_NOTE, baseline_nelbo, ma
 from noisyor_bench.reporting.acp.paper import paper_numbers
 from noisyor_bench.reporting.collect import convergence_counts, single_value
 from noisyor_bench.reporting.methods import method_label, method_rank
-from noisyor_bench.reporting.statistics import CI_LEVEL, mean_ci, wilson_interval
+from noisyor_bench.reporting.statistics import CI_LEVEL, mcnemar_exact, mean_ci, wilson_interval
 from noisyor_bench.reporting.tables import CI_NOTE, format_ci, format_number, markdown_table
 
 
@@ -70,6 +76,7 @@ def recovery_table(
         rows.append(
             {
                 "artifact": "recovery",
+                "experiment": str(r.get("experiment", "")),
                 "dataset": dataset,
                 "method": r["method"],
                 "method_label": method_label(r["method"]),
@@ -95,11 +102,11 @@ def recovery_table(
     frame = pd.DataFrame(rows)
     if baselines:
         frame["nelbo"] = [float(r["nelbo"]) for r in runs.to_dict("records")]
-        cell_mean = frame.groupby(["method", "n_train"])["nelbo"].transform("mean")
+        cell_mean = frame.groupby(["method", "n_train", "n_learned"])["nelbo"].transform("mean")
         frame["baseline_nelbo"] = [baseline_nelbo(baselines, dataset, int(n)) for n in frame["n_train"]]
         frame["below_baseline"] = (cell_mean > frame["baseline_nelbo"]).astype(bool)
     order = frame.assign(_r=frame["method"].map(method_rank)).sort_values(
-        ["_r", "n_train", "seed"], ascending=[True, False, True]
+        ["n_learned", "_r", "n_train", "seed"], ascending=[True, True, False, True]
     )
     return with_recovery_summary(order.drop(columns="_r").reset_index(drop=True))
 
@@ -112,7 +119,7 @@ def _finite_or_nan(value: Any) -> float:
     return v if math.isfinite(v) else float("nan")
 
 
-RECOVERY_GROUP = ("dataset", "method", "n_train")
+RECOVERY_GROUP = ("dataset", "method", "n_train", "n_learned")
 RECOVERY_SUMMARY_COLUMNS = (
     "n_seeds",
     "n_all_recovered",
@@ -125,6 +132,15 @@ RECOVERY_SUMMARY_COLUMNS = (
     "selected_recovered",
     "selected_all_recovered",
 )
+
+
+def _with_learned(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with ``n_learned`` (tables written before the K = 2 x K_true rows: K = K_true)."""
+    if "n_learned" in table.columns:
+        return table
+    if table.empty:
+        return table.assign(n_learned=pd.Series(dtype=int))
+    return table.assign(n_learned=table["n_true"].astype(int))
 
 
 def selected_run(group: pd.DataFrame) -> pd.Series | None:
@@ -143,6 +159,7 @@ def recovery_summary(table: pd.DataFrame, level: float = CI_LEVEL) -> pd.DataFra
     """One row per (dataset, method, N_train) of a recovery table: the success rate over seeds
     (share of seeds recovering every true pattern) with its Wilson interval, the mean recovered
     count, and the run selected on validation NELBO (:func:`selected_run`) with its outcome."""
+    table = _with_learned(table)
     rows = []
     for key, g in table.groupby(list(RECOVERY_GROUP), sort=False):
         recovered = g["recovered"].astype(int).to_numpy()
@@ -173,11 +190,66 @@ def recovery_summary(table: pd.DataFrame, level: float = CI_LEVEL) -> pd.DataFra
 def with_recovery_summary(table: pd.DataFrame) -> pd.DataFrame:
     """The per-run recovery table with each cell's summary (:func:`recovery_summary`) on its
     rows, and ``selected`` marking the run chosen on validation NELBO."""
+    table = _with_learned(table)
     summary = recovery_summary(table)
     out = table.drop(columns=[c for c in (*RECOVERY_SUMMARY_COLUMNS, "selected") if c in table.columns])
     out = out.merge(summary.drop(columns="n_true"), on=list(RECOVERY_GROUP), how="left", sort=False)
     out["selected"] = out["seed"].astype(float) == pd.to_numeric(out["selected_seed"], errors="coerce")
     return out
+
+
+PAIRED = ("avi", "acp")
+"""The paired comparison of the recovery table: AVI against ACP (paper Fig. 4)."""
+
+
+def paired_recovery(table: pd.DataFrame, first: str = PAIRED[0], second: str = PAIRED[1]) -> pd.DataFrame:
+    """Per (dataset, N_train, learned K): the seeds both ``first`` and ``second`` ran, paired
+    (same seed = same initialisation of theta: the init key has no method), as a 2x2 table of
+    "recovers every pattern" -- ``both``, ``first_only``, ``second_only``, ``neither`` -- and the
+    exact McNemar p-value of the discordant pairs (:func:`~noisyor_bench.reporting.statistics.mcnemar_exact`).
+
+    Why paired: AVI, ACP and ACP-SG of one seed start from one theta and often land in the same
+    optimum, so their successes are not independent samples (a Fisher test would overstate n)."""
+    table = _with_learned(table)
+    rows = []
+    keys = ["dataset", "n_train", "n_learned"]
+    for key, g in table.groupby(keys, sort=True):
+        a = g[g["method"] == first].set_index("seed")
+        b = g[g["method"] == second].set_index("seed")
+        seeds = sorted(set(a.index) & set(b.index))
+        if not seeds:
+            continue
+        ok_a = [int(a.loc[s, "recovered"]) == int(a.loc[s, "n_true"]) for s in seeds]
+        ok_b = [int(b.loc[s, "recovered"]) == int(b.loc[s, "n_true"]) for s in seeds]
+        counts = {
+            "both": sum(x and y for x, y in zip(ok_a, ok_b, strict=True)),
+            "first_only": sum(x and not y for x, y in zip(ok_a, ok_b, strict=True)),
+            "second_only": sum(y and not x for x, y in zip(ok_a, ok_b, strict=True)),
+            "neither": sum(not x and not y for x, y in zip(ok_a, ok_b, strict=True)),
+        }
+        rows.append(
+            {
+                **dict(zip(keys, key)),
+                "n_true": int(g["n_true"].iloc[0]),
+                "first": first,
+                "second": second,
+                "n_pairs": len(seeds),
+                **counts,
+                "mcnemar_p": mcnemar_exact(counts["first_only"], counts["second_only"]),
+            }
+        )
+    columns = [*keys, "n_true", "first", "second", "n_pairs", "both", "first_only", "second_only", "neither"]
+    return pd.DataFrame(rows, columns=[*columns, "mcnemar_p"])
+
+
+def format_paired(row: Mapping[str, Any]) -> str:
+    """``"AVI vs ACP, 10 paired seeds: both 1, AVI only 2, ACP only 0, neither 7; McNemar exact p = 0.50"``."""
+    a, b = method_label(str(row["first"])), method_label(str(row["second"]))
+    return (
+        f"{a} vs {b}, {int(row['n_pairs'])} paired seeds: both {int(row['both'])}, {a} only "
+        f"{int(row['first_only'])}, {b} only {int(row['second_only'])}, neither {int(row['neither'])}; "
+        f"McNemar exact p = {float(row['mcnemar_p']):.2f}"
+    )
 
 
 def format_success(n_all: int, n: int, low: float, high: float) -> str:
@@ -197,15 +269,16 @@ def format_selected(row: Mapping[str, Any]) -> str:
 
 
 def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
+    table = _with_learned(table)
     has_base = "baseline_nelbo" in table.columns
     keyed = []
-    summary = recovery_summary(table).set_index(["method", "n_train"])
-    for (method, n_train), g in table.groupby(["method", "n_train"], sort=False):
+    summary = recovery_summary(table).set_index(["method", "n_train", "n_learned"])
+    for (method, n_train, n_learned), g in table.groupby(["method", "n_train", "n_learned"], sort=False):
         g = g.sort_values("seed")
         mean, _, n, ci = mean_ci(g["recovered"].to_numpy(float))
         sim_mean, _, sn, sim_ci = mean_ci(g["mean_similarity"].to_numpy(float))
         p = g.iloc[0]
-        s = summary.loc[(method, n_train)]
+        s = summary.loc[(method, n_train, n_learned)]
         s = s.iloc[0] if isinstance(s, pd.DataFrame) else s
         paper_count = (
             "" if pd.isna(p["paper_recovered"]) else f"{int(p['paper_recovered'])}/{int(p['n_true'])}"
@@ -216,11 +289,12 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
         if has_base:
             nel_mean, _, nn, nel_ci = mean_ci(g["nelbo"].to_numpy(float))
             extra = [mark_below(p, format_ci(nel_mean, nel_ci, nn, 2)), format_number(p["baseline_nelbo"], 2)]
+        over = int(n_learned) != int(p["n_true"])
         keyed.append(
             (
-                (method_rank(method), -int(n_train)),
+                (int(over), method_rank(method), -int(n_train)),
                 [
-                    method_label(method),
+                    method_label(method) + (f" (K = {int(n_learned)})" if over else ""),
                     int(n_train),
                     ", ".join(str(int(v)) for v in g["recovered"]) + f" (of {int(p['n_true'])})",
                     format_success(
@@ -270,5 +344,44 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
             else ""
         )
         + "\n"
+        + markdown_table(header, rows)
+        + _paired_markdown(table)
+    )
+
+
+def _paired_markdown(table: pd.DataFrame) -> str:
+    """The paired AVI-vs-ACP section of the recovery Markdown (empty without pairs)."""
+    pairs = paired_recovery(table)
+    if pairs.empty:
+        return ""
+    rows = [
+        [
+            int(r["n_train"]),
+            int(r["n_learned"]),
+            int(r["n_pairs"]),
+            int(r["both"]),
+            int(r["first_only"]),
+            int(r["second_only"]),
+            int(r["neither"]),
+            f"{float(r['mcnemar_p']):.2f}",
+        ]
+        for r in pairs.to_dict("records")
+    ]
+    a, b = (method_label(m) for m in PAIRED)
+    header = [
+        "N_train",
+        "learned K",
+        "paired seeds",
+        "both all",
+        f"{a} only",
+        f"{b} only",
+        "neither",
+        "McNemar p",
+    ]
+    return (
+        f"\n\n## {a} vs {b}, paired by seed\n\n"
+        f"Same seed = same initialisation of theta ({a} and {b} of one seed start alike). 'all': the run "
+        "recovers every true pattern. McNemar exact p: two-sided binomial test of the discordant seeds "
+        "against 1/2 (descriptive; the claim's verdict rests on the run selected on validation NELBO).\n\n"
         + markdown_table(header, rows)
     )

@@ -28,7 +28,7 @@ from noisyor_bench.reporting.acp.baselines import (
     with_baselines,
 )
 from noisyor_bench.reporting.acp.paper import paper_numbers
-from noisyor_bench.reporting.collect import collect_runs, single_value
+from noisyor_bench.reporting.collect import collect_runs, is_deterministic, single_value
 from noisyor_bench.reporting.methods import method_label, method_rank
 from noisyor_bench.reporting.tables import CI_NOTE, format_number, markdown_table, stat_cell, summarise
 
@@ -69,7 +69,9 @@ def fig3a_table(
         raise DataError(
             f"fig3a: expected inference-mode runs, found modes {sorted(set(runs['mode'].dropna()))}"
         )
-    summary = summarise(runs, ["n_train", "method"], FIG3A_METRICS)
+    runs = with_nll(runs)
+    summary = summarise(runs, ["n_train", "method"], (*FIG3A_METRICS, "nll"))
+    summary = add_nll_columns(summary, runs, ["n_train", "method"])
     measured = {(int(r["n_train"]), r["method"]): r for r in summary.to_dict("records")}
     ref = {(int(r["n_train"]), r["method"]): r for r in paper["fig3a"]["rows"]}
     keys = sorted(set(measured) | set(ref), key=lambda k: _fig3a_order(*k))
@@ -91,18 +93,128 @@ def fig3a_table(
         if m is not None:
             row.update({k: v for k, v in m.items() if k not in ("n_train", "method")})
         rows.append(row)
-    table = _with_stat_columns(pd.DataFrame(rows), FIG3A_METRICS)
+    table = _with_stat_columns(pd.DataFrame(rows), (*FIG3A_METRICS, "nll"))
     return with_baselines(table, baselines or {}, "fig3a", learning=False)
 
 
 def _with_stat_columns(frame: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """Make sure every stat column exists (a table of only 'not run' rows still has them)."""
-    for col in ["n_seeds", "seeds", "n_runs", "n_converged", "deterministic"] + [
-        f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")
-    ]:
+    for col in [
+        "n_seeds",
+        "seeds",
+        "n_runs",
+        "n_converged",
+        "max_last_window_nats",
+        "max_projected_nats",
+        "deterministic",
+    ] + [f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")]:
         if col not in frame.columns:
             frame[col] = np.nan
     return frame
+
+
+NLL_COLUMNS: tuple[str, ...] = ("nll", "nll_se", "nll_rows", "nll_estimator", "nll_converged")
+
+
+def with_nll(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with an ``nll`` column: each run's held-out ``-log p(x)`` (``nll_test``, issue 30;
+    NaN for runs evaluated before it existed), so :func:`summarise` gives ``nll_mean/_ci95/_values``."""
+    runs = runs.copy()
+    runs["nll"] = pd.to_numeric(runs["nll_test"], errors="coerce") if "nll_test" in runs else np.nan
+    return runs
+
+
+def add_nll_columns(summary: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Per cell: ``nll`` (mean over seeds of ``nll_test``), ``nll_se`` (root mean square of the
+    runs' ``nll_test_se``: the standard error of one run's mean over the scored rows, which every
+    seed shares), ``nll_rows`` (rows scored), ``nll_estimator`` and ``nll_converged`` (False when an
+    AIS schedule failed its doubled-schedule check).  ``nll_values`` / ``nll_ci95`` (over seeds)
+    come from :func:`summarise`."""
+    out = summary.copy()
+    extra: dict[str, list[Any]] = {c: [] for c in NLL_COLUMNS}
+    keys = [tuple(r[k] for k in by) for r in out.to_dict("records")]
+    groups = {
+        k if isinstance(k, tuple) else (k,): g for k, g in runs.groupby(list(by), sort=False, dropna=False)
+    }
+    for key in keys:
+        g = groups.get(key)
+        ok = g[g["nll"].notna()] if g is not None else pd.DataFrame()
+        if ok.empty:
+            for c in NLL_COLUMNS:
+                extra[c].append(np.nan if c != "nll_estimator" else "")
+            continue
+        se = pd.to_numeric(ok.get("nll_test_se", pd.Series(np.nan, index=ok.index)), errors="coerce")
+        conv = ok["nll_ais_converged"] if "nll_ais_converged" in ok else pd.Series(None, index=ok.index)
+        extra["nll"].append(float(ok["nll"].mean()))
+        extra["nll_se"].append(
+            float(np.sqrt(np.nanmean(se.to_numpy(dtype=float) ** 2))) if se.notna().any() else np.nan
+        )
+        rows = sorted({int(v) for v in ok.get("nll_rows", pd.Series(dtype=float)).dropna()})
+        extra["nll_rows"].append(rows[0] if len(rows) == 1 else np.nan)
+        extra["nll_estimator"].append(
+            ";".join(sorted({str(v) for v in ok.get("nll_estimator", pd.Series(dtype=str)).dropna()}))
+        )
+        extra["nll_converged"].append(not any(v is False for v in conv))
+    for c in NLL_COLUMNS:
+        out[c] = extra[c]
+    return out
+
+
+def nll_markdown(table: pd.DataFrame, digits: int = 2) -> str:
+    """Learned models' held-out −log p(x) beside their NELBO and the independent Bernoulli on the
+    same rows ('' when no run has ``nll_test``)."""
+    rows_ = learning_rows(table)
+    if "nll" not in rows_.columns or rows_["nll"].isna().all():
+        return ""
+    has_base = "baseline_nll" in rows_.columns
+    body = []
+    for r in rows_.sort_values(["dataset", "n_train"]).to_dict("records"):
+        if r.get("status") not in (None, "measured") or pd.isna(r.get("nll")):
+            continue
+        base = format_number(r["baseline_nll"], digits) if has_base else ""
+        if (
+            has_base
+            and not pd.isna(r.get("baseline_nll_rows"))
+            and r.get("nll_rows") != r.get("baseline_nll_rows")
+        ):
+            base = ""  # other rows (e.g. a K other than the truth's): not comparable
+        body.append(
+            [
+                r["dataset"],
+                int(r["n_train"]),
+                method_label(r["method"]),
+                stat_cell(r, "nelbo", digits),
+                stat_cell(r, "nll", digits)
+                + ("" if r.get("nll_converged", True) is not False else " (AIS unconverged)"),
+                format_number(r.get("nll_se"), digits + 1),
+                base,
+                "" if pd.isna(r.get("nll_rows")) else int(r["nll_rows"]),
+                r.get("nll_estimator", ""),
+            ]
+        )
+    if not body:
+        return ""
+    return (
+        "\n## Held-out −log p(x) of the learned models\n\n"
+        "The learned model's likelihood, not a bound: exact (Quickscore / forward pass / enumeration) or AIS "
+        "(evaluation/noisyor_likelihood.py, docs/baselines.md), on the rows named in `nll_rows` -- the same "
+        "rows for every method and for the independent Bernoulli beside it (fitted on the same N_train rows). "
+        "NELBO is on all test rows. SE: standard error of one run's mean over the scored rows.\n\n"
+        + markdown_table(
+            [
+                "dataset",
+                "N_train",
+                "method",
+                "NELBO",
+                "−log p(x)",
+                "SE (rows)",
+                "indep. Bernoulli, same rows",
+                "rows",
+                "estimator",
+            ],
+            body,
+        )
+    )
 
 
 def fig3a_markdown(table: pd.DataFrame, digits: int = 2) -> str:
@@ -209,7 +321,9 @@ def table4_table(
     paper = paper_numbers() if paper is None else paper
     reasons = dict(missing_reasons or {})
     dataset = single_value(runs, "dataset", "table4")
-    summary = summarise(runs, ["n_train", "method"], ["nelbo"])
+    runs = with_nll(runs)
+    summary = summarise(runs, ["n_train", "method"], ["nelbo", "nll"])
+    summary = add_nll_columns(summary, runs, ["n_train", "method"])
     measured = {(int(r["n_train"]), r["method"]): r for r in summary.to_dict("records")}
     p_rows = {int(r["n_train"]): r for r in paper["table4"]["rows"]}
     p_missing = paper["table4"].get("missing", {})
@@ -239,7 +353,7 @@ def table4_table(
             if m is not None:
                 row.update({k: v for k, v in m.items() if k not in ("n_train", "method")})
             rows.append(row)
-    return with_baselines(_with_stat_columns(pd.DataFrame(rows), ["nelbo"]), baselines or {}, "table4")
+    return with_baselines(_with_stat_columns(pd.DataFrame(rows), ["nelbo", "nll"]), baselines or {}, "table4")
 
 
 def table4_markdown(table: pd.DataFrame, digits: int = 2) -> str:
@@ -273,6 +387,7 @@ def table4_markdown(table: pd.DataFrame, digits: int = 2) -> str:
         + (BELOW_NOTE if has_base else "")
         + "\n"
         + markdown_table(header, rows)
+        + nll_markdown(full, digits)
         + reference_markdown(full, digits)
     )
 
@@ -283,7 +398,9 @@ def fig5_table(runs: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]] | 
     With ``baselines``: a ``status`` column ("measured"), ``baseline_nelbo``/``below_baseline``
     and the reference rows (``status = baseline``) of every dataset.
     """
-    summary = summarise(runs, ["dataset", "n_train", "method"], ["nelbo"])
+    runs = with_nll(runs)
+    summary = summarise(runs, ["dataset", "n_train", "method"], ["nelbo", "nll"])
+    summary = add_nll_columns(summary, runs, ["dataset", "n_train", "method"])
     summary.insert(0, "artifact", "fig5")
     summary.insert(4, "method_label", summary["method"].map(method_label))
     order = summary.assign(_r=summary["method"].map(method_rank)).sort_values(["dataset", "n_train", "_r"])
@@ -316,6 +433,7 @@ def fig5_markdown(table: pd.DataFrame, digits: int = 2) -> str:
         + (BELOW_NOTE if has_base else "")
         + "\n"
         + markdown_table(header, rows)
+        + nll_markdown(full, digits)
         + reference_markdown(full, digits)
     )
 
@@ -323,9 +441,12 @@ def fig5_markdown(table: pd.DataFrame, digits: int = 2) -> str:
 def collect_curves(
     run_dirs: Sequence[str | Path], columns: Sequence[str] = ("ll_ub", "elbo")
 ) -> pd.DataFrame:
-    """Per-round curve rows ``dataset, method, n_train, seed, round, <columns>`` from ``curve.csv`` files.
+    """Per-round curve rows ``dataset, method, n_train, seed, round, <columns>, deterministic`` from
+    ``curve.csv`` files.
 
-    ``round`` is curve.csv's ``epoch`` column (for UB-CDI: the fixed-point round, 0 = initial psi).
+    ``round`` is curve.csv's ``epoch`` column (for UB-CDI: the fixed-point round, 0 = initial psi);
+    ``deterministic``: the run is one setting, not a sample (:func:`~noisyor_bench.reporting.collect.is_deterministic`:
+    SVI/LB-CDI/UB-CDI in inference mode), so the claims judge it exactly (issue 30).
     """
     runs = collect_runs(run_dirs)
     frames = []
@@ -346,11 +467,12 @@ def collect_curves(
         part = curve[need].rename(columns={"epoch": "round"}).astype({"round": int})
         for k in ("dataset", "method", "n_train", "seed"):
             part.insert(0, k, r[k])
+        part["deterministic"] = is_deterministic(pd.DataFrame([r]))
         frames.append(part)
     out = pd.concat(frames, ignore_index=True)
     out.insert(0, "artifact", "fig3b")
     return (
-        out[["artifact", "dataset", "method", "n_train", "seed", "round", *columns]]
+        out[["artifact", "dataset", "method", "n_train", "seed", "round", *columns, "deterministic"]]
         .sort_values(["dataset", "method", "seed", "round"])
         .reset_index(drop=True)
     )

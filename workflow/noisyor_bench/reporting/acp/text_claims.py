@@ -2,12 +2,12 @@
 
 Same rules as :mod:`noisyor_bench.reporting.claims`: verdicts from 95% CIs of differences over seeds
 (paired when the seeds match), *inconclusive* when the CI straddles the bound or a side has a
-single value (n=1), *inconclusive* with "no data" when the grid did not run the cells.
+single value (n=1), *not tested* when the grid did not run the cells.
 
-Budget-limited (issue 12): every claim reads per-run rows carrying ``n_runs`` / ``n_converged``
+Qualifiers (issue 30): every claim reads per-run rows carrying ``n_runs`` / ``n_converged``
 (:func:`~noisyor_bench.reporting.acp.text_runs.add_convergence_columns`); a claim resting on a run that
-did not converge gets the verdict ``budget-limited``, its statistical verdict kept
-(:func:`noisyor_bench.reporting.claims.budget_aware`).
+did not converge carries the ``unconverged`` qualifier beside its verdict, which it never changes
+(:func:`noisyor_bench.reporting.claims.qualified`).
 
 Pooling.  The classification and t-SNE statements are made about all panels of supplement
 Figs. 3-6 together (every K), so they are checked **pooled over K**: the sample is the set of
@@ -26,15 +26,14 @@ import pandas as pd
 
 from noisyor_bench.reporting.acp.paper import paper_numbers
 from noisyor_bench.reporting.claims import (
-    BUDGET_RULE,
-    INCONCLUSIVE,
-    NO_DATA,
+    QUALIFIER_RULE,
     Claim,
     Interval,
-    budget_aware,
     combine,
     difference_ci,
+    no_data_claim,
     note_evidence,
+    qualified,
     verdict_above,
     verdict_within,
 )
@@ -50,14 +49,14 @@ classification accuracy": checked on every N_train > 1000 of the grid."""
 
 RULE_GREATER = (
     "reproduced if the 95% CI of the difference lies entirely above 0, not reproduced if entirely "
-    "below 0, else inconclusive (fewer than 2 paired values: inconclusive, n=1)" + BUDGET_RULE
+    "below 0, else inconclusive (fewer than 2 paired values: inconclusive, n=1)" + QUALIFIER_RULE
 )
 SUPP_FIG3 = "Supplement Figure 3, Section 5.1 Document classification, supplement lines 77-89"
 SUPP_TSNE = "Supplement Figures 4-6, Section 5.1 Document classification, supplement line 91"
 
 
 def _no_data(cid: str, statement: str, loc: str, rule: str, what: str) -> Claim:
-    return Claim(cid, statement, loc, INCONCLUSIVE, f"{NO_DATA}: {what}", rule)
+    return no_data_claim(cid, statement, loc, rule, what)
 
 
 def _table5_loc(extra: str) -> str:
@@ -102,7 +101,7 @@ def _ranked_pmi(t: pd.DataFrame | None, method: str, n_train: int, rank: int) ->
     return {int(s): float(v) for s, v in zip(g["seed"], g["pmi"])}
 
 
-@budget_aware
+@qualified
 def claim_pmi_acp_higher(tables: Mapping[str, pd.DataFrame], n_train: int = 2000) -> Claim:
     """(a) With N_train = 2000 ACP's mean PMI over topics is higher than AVI's (2.75 vs 2.55 in the paper)."""
     cid = f"table5-acp-higher-mean-pmi-n{n_train}"
@@ -121,7 +120,7 @@ def claim_pmi_acp_higher(tables: Mapping[str, pd.DataFrame], n_train: int = 2000
     return Claim(cid, statement, loc, verdict_above(iv), numbers, rule)
 
 
-@budget_aware
+@qualified
 def claim_best_topics_acp_higher(
     tables: Mapping[str, pd.DataFrame], n_train: int = 2000, best: int = 4
 ) -> Claim:
@@ -169,7 +168,7 @@ def _all_topics_beside(t: pd.DataFrame | None, n_train: int) -> str:
     )
 
 
-@budget_aware
+@qualified
 def claim_pmi_similar(
     tables: Mapping[str, pd.DataFrame], n_train: int = 5241, margin: float = PMI_SIMILAR_MARGIN
 ) -> Claim:
@@ -180,7 +179,7 @@ def claim_pmi_similar(
     rule = (
         f"equivalence with margin {margin:g}: reproduced if the 95% CI of mean PMI(ACP) − mean PMI(AVI) lies "
         f"inside ±{margin:g}, not reproduced if it lies entirely outside, else inconclusive (n=1: inconclusive); "
-        "margin = the gap the paper itself calls similar (2.78 − 2.49)" + BUDGET_RULE
+        "margin = the gap the paper itself calls similar (2.78 − 2.49)" + QUALIFIER_RULE
     )
     acp, avi = _run_pmi(tables.get("table5"), "acp", n_train), _run_pmi(tables.get("table5"), "avi", n_train)
     if not acp or not avi:
@@ -256,7 +255,7 @@ def _classification_claim(
     return Claim(cid, statement, SUPP_FIG3, verdict_above(iv), numbers, rule)
 
 
-@budget_aware
+@qualified
 def claim_em_acp_small(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(c) ACP classifies better than AVI with the smallest training set."""
     return _classification_claim(
@@ -271,7 +270,7 @@ def claim_em_acp_small(tables: Mapping[str, pd.DataFrame]) -> Claim:
     )
 
 
-@budget_aware
+@qualified
 def claim_em_avi_large(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(d) AVI classifies better than ACP with more than 1000 training documents."""
     return _classification_claim(
@@ -286,7 +285,7 @@ def claim_em_avi_large(tables: Mapping[str, pd.DataFrame]) -> Claim:
 
 
 # ------------------------------------------------------------------------------ supplement Figs. 4-6
-@budget_aware
+@qualified
 def claim_tsne_acp_separates(tables: Mapping[str, pd.DataFrame], metric: str = "knn_acc_2d") -> Claim:
     """(e) With small training sets ACP's posteriors separate the categories better than AVI's."""
     cid = "suppfig4-6-acp-separates-categories-small-n"

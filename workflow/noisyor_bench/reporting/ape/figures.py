@@ -1,8 +1,9 @@
 """APE's figures from the evaluation runs.
 
 * Figure 1 (left), :func:`figure1_left`: mean ELBO per combination against wall time for VI from
-  random initialisation and VI warm-started from the model-aware APE (its forward pass: the X),
-  one line per seed, with the time VI from random initialisation needs to reach APE's ELBO.
+  random initialisation and VI warm-started from the model-aware APE (its forward pass: the X) at
+  the paper's rate, and (dashed, dotted; issue 32) at VI's own rate and the authors' lr 0.1 x 600
+  steps, one line per seed, with the time VI from random initialisation needs to reach APE's ELBO.
 * Figure 1 (right), :func:`figure1_right`: kernel density estimate of |ELBO_encoder - ELBO_VI|
   per test model (total over its documents), pooled over seeds, per encoder.
 * Figure 2, :func:`figure2`: (a) true topics, (b) a training model (pool model 0), (c) documents
@@ -32,6 +33,7 @@ COLOURS = {
     "nuts": "#9467bd",
 }
 ENCODERS = ("standard", "ape-naive", "ape-model-aware")
+WARM_VARIANT_STYLES = {"vi_lr": "--", "authors": ":"}  # experiments.ape.evaluate.warm_variant_configs
 
 
 def _eval_dirs(eval_files: Sequence[str | Path], dataset: str) -> list[Path]:
@@ -75,6 +77,23 @@ def figure1_left(
                     lw=1,
                     label=METHOD_LABELS["vi-warm"] if label else None,
                 )
+                # issue 32: the same warm start at VI's own rate and the authors' lr 0.1 x 600 steps
+                for variant, style in WARM_VARIANT_STYLES.items():
+                    path = d / f"vi_warm_{variant}_curve.csv"
+                    if not path.is_file():
+                        continue
+                    extra = pd.read_csv(path).dropna(subset=["eval_elbo"])
+                    lr = fig1.get(f"warm_{variant}_lr")
+                    ax.plot(
+                        (extra["seconds"] + fig1["ape_time"]) * 1000,
+                        extra["eval_elbo"],
+                        color=COLOURS["vi-warm"],
+                        lw=1,
+                        ls=style,
+                        label=(f"VI warm, lr {lr:g}" if lr is not None else f"VI warm ({variant})")
+                        if label
+                        else None,
+                    )
                 ax.plot(
                     [fig1["ape_time"] * 1000],
                     [fig1["ape_elbo"]],

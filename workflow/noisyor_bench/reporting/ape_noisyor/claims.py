@@ -3,7 +3,7 @@
 Each claim is APE's question asked of noisy-OR, per family (every family must agree:
 :func:`~noisyor_bench.reporting.claims.combine`), with the 95% CI of a difference over seeds
 (paired: every encoder runs the same seeds; a per-datapoint baseline is a constant) and the
-budget-limited verdict when a row it rests on has unconverged runs.
+``unconverged`` qualifier beside it when a row it rests on has unconverged runs (issue 30).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from noisyor_bench.reporting.claims import (
     RULE_LESS,
     Claim,
     Side,
-    budget_aware,
     combine,
     compare,
     no_data_claim,
+    qualified,
     table_side,
     verdict_above,
     verdict_below,
@@ -68,7 +68,7 @@ def _contrast(
     return Claim(claim_id, statement, LOCATION, combine(verdicts), "; ".join(numbers), rule)
 
 
-@budget_aware
+@qualified
 def model_aware_beats_naive(table: pd.DataFrame) -> Claim:
     return _contrast(
         table,
@@ -83,7 +83,7 @@ def model_aware_beats_naive(table: pd.DataFrame) -> Claim:
     )
 
 
-@budget_aware
+@qualified
 def standard_fails_across_models(table: pd.DataFrame) -> Claim:
     return _contrast(
         table,
@@ -98,7 +98,7 @@ def standard_fails_across_models(table: pd.DataFrame) -> Claim:
     )
 
 
-@budget_aware
+@qualified
 def acp_ranks_as_ape(table: pd.DataFrame) -> Claim:
     return _contrast(
         table,
@@ -114,7 +114,7 @@ def acp_ranks_as_ape(table: pd.DataFrame) -> Claim:
     )
 
 
-@budget_aware
+@qualified
 def amortization_gap(table: pd.DataFrame) -> Claim:
     """The best encoders' ELBO is below the per-datapoint LB-CDI bound's (gap_lbcdi > 0) in every family."""
     claim_id = "ape-noisyor-amortization-gap"

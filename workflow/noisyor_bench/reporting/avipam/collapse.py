@@ -115,11 +115,28 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
     from noisyor_bench.reporting.plots import figure_style, save_figure
 
     corpora = sorted(runs["corpus"].unique())
+    # 2 columns (readable at the report's ~1000 px, issue 29); a corpus without NPMI (pixel
+    # documents) gets no NPMI panel rather than an empty one; an odd last panel spans the row.
+    kinds = {
+        c: ["c", "n", "k", "t"]
+        if runs.loc[runs["corpus"] == c, "npmi_external"].notna().any()
+        else ["c", "k", "t"]
+        for c in corpora
+    }
+    n_panels = sum(len(k) for k in kinds.values())
     with figure_style():
-        fig, axes = plt.subplots(len(corpora), 4, figsize=(17, 3.4 * len(corpora)), squeeze=False)
-        for row, corpus in enumerate(corpora):
+        fig = plt.figure(figsize=(10, 3.6 * -(-n_panels // 2)))
+        grid = fig.add_gridspec(-(-n_panels // 2), 2)
+        index = 0
+        for corpus in corpora:
             sub = runs[runs["corpus"] == corpus]
-            ax_c, ax_n, ax_k, ax_t = axes[row]
+            panels = {}
+            for kind in kinds[corpus]:
+                r, col = divmod(index, 2)
+                last_alone = index == n_panels - 1 and n_panels % 2 == 1
+                panels[kind] = fig.add_subplot(grid[r, :] if last_alone else grid[r, col])
+                index += 1
+            ax_c, ax_n, ax_k, ax_t = (panels.get(k) for k in ("c", "n", "k", "t"))
             for variant, g in sub.groupby("variant"):
                 stats = g.groupby("lr").agg(c=("collapsed_share", "mean"), n=("npmi_external", "mean"))
                 colour = VARIANT_COLOURS.get(variant)
@@ -127,7 +144,7 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
                     stats.index, stats["c"], "o-", color=colour, label=VARIANT_LABELS.get(variant, variant)
                 )
                 ax_c.scatter(g["lr"], g["collapsed_share"], color=colour, alpha=0.3, s=10)
-                if stats["n"].notna().any():
+                if ax_n is not None and stats["n"].notna().any():
                     ax_n.plot(
                         stats.index,
                         stats["n"],
@@ -149,16 +166,15 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
                     ax_t.plot(
                         curve["epoch"], curve["train_kl"], color=colour, label=VARIANT_LABELS.get(variant)
                     )
-            for ax in (ax_c, ax_n):
+            for ax in (a for a in (ax_c, ax_n) if a is not None):
                 ax.set_xscale("log")
                 ax.set_xlabel("Adam learning rate")
             ax_c.set_ylabel("share of collapsed dimensions")
             ax_c.set_title(CORPUS_LABELS.get(corpus, corpus), fontsize=9)
-            ax_n.set_ylabel("NPMI (external)")
-            if not sub["npmi_external"].notna().any():
-                ax_n.text(
-                    0.5, 0.5, "no NPMI on pixel documents", ha="center", va="center", transform=ax_n.transAxes
-                )
+            if ax_n is not None:
+                ax_n.set_ylabel("NPMI (external)")
+                ax_n.set_title(f"{CORPUS_LABELS.get(corpus, corpus)}: topic coherence", fontsize=9)
+            ax_k.set_title(f"{CORPUS_LABELS.get(corpus, corpus)}: KL per latent dimension", fontsize=9)
             ax_k.set_yscale("symlog", linthresh=1e-3)
             ax_k.set_xlabel("latent dimension (sorted by KL)")
             ax_k.set_ylabel("mean KL per dimension (nats)")

@@ -22,7 +22,7 @@ from typing import Any
 from noisyor_bench.experiments.acp.grid import (
     corpora as corpora,  # the grid's real-corpus cells (grid.corpora)
 )
-from noisyor_bench.experiments.acp.search import sample_hparams
+from noisyor_bench.experiments.acp.search import DEFAULT_INITS_PER_DRAW, check_inits_per_draw, sample_hparams
 from noisyor_bench.experiments.rundir import RunKey, cell_path
 from noisyor_bench.inference.fitting import config_budget_defaults
 from noisyor_bench.inference.noisyor.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED, method_info
@@ -207,14 +207,16 @@ def evaluation(cfg: Mapping[str, Any]) -> dict[str, int]:
     return merged
 
 
-DEFAULT_BASELINES = {
+DEFAULT_BASELINES: dict[str, Any] = {
     "max_rows": BASELINE_MAX_ROWS,
     "iw_samples": BASELINE_IW_SAMPLES,
     "max_rounds": BASELINE_MAX_ROUNDS,
+    "bounds": False,  # the IW bound / mean-field NELBO of the truth: superseded by nll (issue 30)
+    "nll": {},  # the truth's -log p(x): a likelihood config (evaluation.noisyor_likelihood), defaults
 }
 
 
-def baseline_settings(cfg: Mapping[str, Any]) -> dict[str, int]:
+def baseline_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """True-model scoring of ``noisyor-bench baselines``: defaults < grid ``baselines``."""
     merged = dict(DEFAULT_BASELINES)
     merged.update(active_grid(cfg).get("baselines") or {})
@@ -246,6 +248,30 @@ def draws(cfg: Mapping[str, Any], cell: Cell) -> list[dict[str, Any]]:
     return [sample_hparams(space, search_seed, d) for d in range(n_draws(cfg, cell))]
 
 
+def inits_per_draw(cfg: Mapping[str, Any], cell: Cell) -> int:
+    """``search.inits_per_draw`` of the cell (experiment over grid; default 2, issue 30): the
+    initialisations each search draw is scored on (mean validation NELBO)."""
+    search = dict(active_grid(cfg).get("search") or {})
+    where = f"grids.{cfg.get('grid')}.search.inits_per_draw"
+    own = experiments(cfg)[cell.experiment].get("search") or {}
+    if "inits_per_draw" in own:
+        search["inits_per_draw"] = own["inits_per_draw"]
+        where = f"grids.{cfg.get('grid')}.experiments.{cell.experiment}.search.inits_per_draw"
+    return check_inits_per_draw(search.get("inits_per_draw", DEFAULT_INITS_PER_DRAW), where)
+
+
+def latents_factor(cfg: Mapping[str, Any], experiment: str) -> int:
+    """``latents_factor`` of an experiment (default 1): its cells learn K = factor x the true K."""
+    return int(experiments(cfg)[experiment].get("latents_factor", 1))
+
+
+def recovery_experiments(cfg: Mapping[str, Any], experiment: str) -> list[str]:
+    """``experiment`` and the experiments whose runs its recovery table lists as sensitivity
+    rows (their ``recovery_of``), in name order after it."""
+    exps = experiments(cfg)
+    return [experiment] + sorted(n for n, e in exps.items() if e.get("recovery_of") == experiment)
+
+
 def chunking(cfg: Mapping[str, Any], cell: Cell) -> dict[str, Any]:
     """The ``search`` section that sets the cell's chunking: the experiment's when it sets
     ``draws_per_job`` or ``max_job_hours``, else the grid's (an experiment's own split replaces
@@ -275,6 +301,14 @@ def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools:
     for gname, grid_ in cfg["grids"].items():
         for ename, exp in (grid_.get("experiments") or {}).items():
             where = f"grids.{gname}.experiments.{ename}"
+            target = exp.get("recovery_of")
+            if target is not None and target not in (grid_.get("experiments") or {}):
+                raise ConfigError(
+                    f"{where}.recovery_of: {target!r} is not an experiment of grid {gname!r}; "
+                    f"allowed values: {sorted(grid_.get('experiments') or {})}"
+                )
+            if exp.get("latents_factor", 1) != 1 and exp["mode"] != "learning":
+                raise ConfigError(f"{where}.latents_factor: only learning-mode experiments learn their own K")
             for ds in exp["datasets"]:
                 if ds not in pools:
                     raise ConfigError(
