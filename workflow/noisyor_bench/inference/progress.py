@@ -16,19 +16,12 @@ import time
 from collections.abc import Callable
 
 from noisyor_bench.inference.fitting import EpochRecord
+from noisyor_bench.infra.progress import duration
 
 PROGRESS_INTERVAL_S = 10.0
 """At most one progress log line per this many seconds (jobs log to a file, not a terminal)."""
 
 _log = logging.getLogger(__name__)
-
-
-def duration(seconds: float) -> str:
-    """``"1:02:03"`` / ``"2:03"``: a duration as a person reads it."""
-    s = int(round(max(seconds, 0.0)))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
 
 
 class EpochProgress:

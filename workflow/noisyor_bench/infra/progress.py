@@ -19,7 +19,9 @@ INTERVAL_S = 20.0
 _log = logging.getLogger(__name__)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``"1:02:03"`` / ``"2:03"``: a duration as a person reads it (every progress line and the
+    console use this one)."""
     s = int(round(max(seconds, 0.0)))
     h, rem = divmod(s, 3600)
     m, sec = divmod(rem, 60)
@@ -51,8 +53,8 @@ class Progress:
             where = f"{done}/{self.total} {self.unit} ({100 * done // self.total}%)"
         else:
             eta, where = None, f"{done} {self.unit}"
-        eta_text = "?" if eta is None else _duration(eta)
-        return f"progress: {self.what} {where}, elapsed {_duration(elapsed)}, ETA {eta_text}" + (
+        eta_text = "?" if eta is None else duration(eta)
+        return f"progress: {self.what} {where}, elapsed {duration(elapsed)}, ETA {eta_text}" + (
             f"; {note}" if note else ""
         )
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from noisyor_bench.infra.progress import duration
+
 SHARED = "shared"
 """The label of rules no paper owns (raw data, claims merge, report pages, runtime)."""
 
@@ -61,13 +63,6 @@ def paper_of_rule(rule: str, owners: Mapping[str, str]) -> str:
         return owners[rule]
     best = max((p for p in owners if rule.startswith(p)), key=len, default=None)
     return owners[best] if best else SHARED
-
-
-def _duration(seconds: float) -> str:
-    s = int(round(max(seconds, 0)))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
 
 
 @dataclass
@@ -189,7 +184,7 @@ class Console:
         what = job["rule"] + (f" [{job['wildcards']}]" if job["wildcards"] else "")
         self.out(
             f"[{k}/{n} {100 * k // max(n, 1)}%] {paper} {self.finished[paper]}/{planned or '?'}: {what} "
-            f"done in {_duration(took)}; elapsed {_duration(elapsed)}, ETA {_duration(eta)}"
+            f"done in {duration(took)}; elapsed {duration(elapsed)}, ETA {duration(eta)}"
         )
 
 
