@@ -21,10 +21,7 @@ Writes the CSV (one row per (M, seed)) and ``<out>.md`` (means per M, the machin
 
 from __future__ import annotations
 
-import argparse
-import copy
 import logging
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -32,15 +29,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from _common import ape_inputs, ape_parser, evaluation_vi, int_list, machine_line, start, write_results
 
 from noisyor_bench.evaluation.ranking import reference_ceilings
-from noisyor_bench.experiments.ape.baselines import fit_vi_grouped, vi_config
 from noisyor_bench.experiments.ape.pairs import evaluation_combinations
 from noisyor_bench.experiments.ape.ranking import RankingSet, ranking_agreement, ranking_settings
 from noisyor_bench.experiments.ape.train import load_encoder, train_run
-from noisyor_bench.experiments.config import load_config
 from noisyor_bench.inference.seeding import stream_seed
-from noisyor_bench.infra.io import load_npz, write_csv_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.io import write_npz_atomic
 
 log = logging.getLogger("ape_pool_sweep")
 
@@ -64,27 +60,14 @@ def clean_ll(combos, mu, log_sigma, samples: int, seed: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", default="toybars", choices=["toybars", "mdreviews"])
-    ap.add_argument("--grid", default="quick")
-    ap.add_argument("--config", default="config/config.yaml")
-    ap.add_argument(
-        "--data-dir", default="results/data", help="holds ape-<dataset>.npz (noisyor-bench ape-data)"
-    )
-    ap.add_argument("--pools", default="300,3000,10000")
-    ap.add_argument("--seeds", default="0,1")
+    ap = ape_parser(__doc__.split("\n")[0], "toybars", "0,1", "benchmarks/results/ape_pool_sweep_toybars.csv")
+    ap.add_argument("--pools", type=int_list, default="300,3000,10000")
     ap.add_argument("--max-steps", type=int, default=None, help="training step cap (default: the grid's)")
     ap.add_argument("--is-samples", type=int, default=None, help="default: the grid's evaluation.is_samples")
     ap.add_argument("--work", default=None, help="run directories (default: a temporary folder)")
-    ap.add_argument("--out", default="benchmarks/results/ape_pool_sweep_toybars.csv")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-
-    section = copy.deepcopy(
-        dict(load_config(args.config)["grids"][args.grid]["ape"]["datasets"][args.dataset])
-    )
+    started = start()
+    section, arrays = ape_inputs(args)
     training = dict(section["training"])
     if args.max_steps:
         training["max_steps"] = args.max_steps
@@ -92,28 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     section["training"] = training
     _, draws = ranking_settings(section)
     is_samples = args.is_samples or int(section["evaluation"].get("is_samples", 200))
-    pools = [int(p) for p in args.pools.split(",")]
-    seeds = [int(s) for s in args.seeds.split(",")]
-    arrays = load_npz(Path(args.data_dir) / f"ape-{args.dataset}.npz")
+    pools, seeds = args.pools, args.seeds
     combos = evaluation_combinations(arrays, torch.float64)
     n_docs = int(np.unique(combos.doc_index).size)
     reference_set = RankingSet.from_combinations(combos)
     work = Path(args.work or tempfile.mkdtemp(prefix="ape-pool-sweep-"))
     work.mkdir(parents=True, exist_ok=True)
 
-    from noisyor_bench.models.topics.logistic_normal import ape_prior
-
     vi_q: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     vi_ll: dict[int, float] = {}
     for seed in seeds:  # as noisyor-bench ape-vi: the same streams
-        f32 = evaluation_combinations(arrays, torch.float32)
-        fit = fit_vi_grouped(
-            f32,
-            ape_prior(f32.theta.shape[1], dtype=torch.float32),
-            vi_config(section),
-            stream_seed(seed, "ape-vi"),
-            bool((section.get("vi") or {}).get("group_by_model", False)),
-        )
+        fit = evaluation_vi(arrays, section, seed)
         vi_q[seed] = (fit.mu.double(), fit.log_sigma.double())
         vi_ll[seed] = clean_ll(combos, *vi_q[seed], is_samples, seed)
         log.info(
@@ -133,9 +105,6 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             row["vi_ceiling"] = ceilings.get(row["seed"], float(row["mc_ceiling"]))
         frame = pd.DataFrame(rows)
-        out = Path(args.out)
-        write_csv_atomic(out, frame.to_dict("records"))
-        wall = time.perf_counter() - start
         summary = frame.groupby("pool").agg(
             seeds=("seed", "count"),
             steps=("steps", "mean"),
@@ -169,10 +138,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         lines += [
             "",
-            f"Machine: {platform.machine()} {platform.processor() or platform.platform()}, one thread; "
-            f"wall time {wall / 60:.1f} min (a shared machine: CPU seconds are the comparable cost).",
+            f"{machine_line(started)} (a shared machine: CPU seconds are the comparable cost).",
         ]
-        write_text_atomic(out.with_suffix(".md"), "\n".join(lines) + "\n")
+        write_results(args.out, frame.to_dict("records"), lines)
         return lines
 
     for pool in pools:

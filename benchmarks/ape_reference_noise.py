@@ -17,50 +17,35 @@ seed: :func:`noisyor_bench.evaluation.ranking.reference_ceilings`).  Example::
 
 from __future__ import annotations
 
-import argparse
 import logging
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
+from _common import ape_inputs, ape_parser, evaluation_vi, int_list, machine_line, start, write_results
 
 from noisyor_bench.evaluation.ranking import pairwise_agreement, reference_ceilings
-from noisyor_bench.experiments.ape.baselines import fit_vi_grouped, vi_config
 from noisyor_bench.experiments.ape.pairs import evaluation_combinations
 from noisyor_bench.experiments.ape.ranking import RankingSet, fit_ranking_vi, model_elbo_totals, ranking_set
-from noisyor_bench.experiments.config import load_config
 from noisyor_bench.inference.seeding import stream_seed
-from noisyor_bench.infra.io import load_npz, write_csv_atomic, write_text_atomic
 
 log = logging.getLogger("ape_reference_noise")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", default="mdreviews", choices=["toybars", "mdreviews"])
-    ap.add_argument("--grid", default="quick")
-    ap.add_argument("--config", default="config/config.yaml")
-    ap.add_argument("--data-dir", default="results/data")
-    ap.add_argument("--documents", default="30,100")
-    ap.add_argument("--draws", default="50,1000")
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--out", default="benchmarks/results/ape_reference_noise_mdreviews.csv")
+    ap = ape_parser(
+        __doc__.split("\n")[0], "mdreviews", "0,1,2", "benchmarks/results/ape_reference_noise_mdreviews.csv"
+    )
+    ap.add_argument("--documents", type=int_list, default="30,100", help="documents ranked over")
+    ap.add_argument("--draws", type=int_list, default="50,1000", help="ELBO draws per (document, model)")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-    from noisyor_bench.models.topics.logistic_normal import ape_prior
-
-    section = dict(load_config(args.config)["grids"][args.grid]["ape"]["datasets"][args.dataset])
-    arrays = load_npz(Path(args.data_dir) / f"ape-{args.dataset}.npz")
+    started = start()
+    section, arrays = ape_inputs(args)
     n_eval = int(np.unique(evaluation_combinations(arrays).doc_index).size)
-    seeds = [int(s) for s in args.seeds.split(",")]
-    draw_counts = [int(d) for d in args.draws.split(",")]
+    seeds, draw_counts = args.seeds, args.draws
     rows = []
-    for docs in (int(d) for d in args.documents.split(",")):
+    for docs in args.documents:
         evaluation = docs == n_eval  # the evaluation documents: VI as the ape-vi run fits it
         ranking = (
             RankingSet.from_combinations(evaluation_combinations(arrays))
@@ -71,14 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in seeds:
             cpu = time.process_time()
             if evaluation:
-                f32 = evaluation_combinations(arrays, torch.float32)
-                fit = fit_vi_grouped(
-                    f32,
-                    ape_prior(f32.theta.shape[1], dtype=torch.float32),
-                    vi_config(section),
-                    stream_seed(seed, "ape-vi"),
-                    bool((section.get("vi") or {}).get("group_by_model", False)),
-                )
+                fit = evaluation_vi(arrays, section, seed)
                 mu, log_sigma, steps, converged = fit.mu, fit.log_sigma, fit.steps, fit.converged
             else:
                 mu, log_sigma, meta = fit_ranking_vi(ranking, section, seed)
@@ -119,8 +97,6 @@ def main(argv: list[str] | None = None) -> int:
                 if row["documents"] == docs and row["draws"] == draws:
                     row["vi_ceiling"] = ceilings.get(row["seed"], float("nan"))
     frame = pd.DataFrame(rows)
-    out = Path(args.out)
-    write_csv_atomic(out, frame.to_dict("records"))
     lines = [
         f"# VI's ranking reference against itself: {args.dataset} ({args.grid} grid's VI settings)",
         "",
@@ -139,10 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     lines += [
         "",
-        f"Seeds {seeds}. Machine: {platform.machine()} {platform.processor() or platform.platform()}, one thread; "
-        f"wall time {(time.perf_counter() - start) / 60:.1f} min (shared machine).",
+        f"Seeds {seeds}. {machine_line(started)} (shared machine).",
     ]
-    write_text_atomic(out.with_suffix(".md"), "\n".join(lines) + "\n")
+    write_results(args.out, frame.to_dict("records"), lines)
     print("\n".join(lines))
     return 0
 

@@ -129,6 +129,18 @@ def test_unconverged_runs_qualify_a_claim_and_keep_its_verdict() -> None:
     assert claim.verdict == REPRODUCED and claim.unconverged != ""
 
 
+def test_topic_quality_claims_judge_avipam_runs_by_the_coherence_plateau_not_the_elbo() -> None:
+    """A fixed-epoch aviPAM run past its coherence plateau is converged for a coherence claim,
+    even when its ELBO had not flattened; one before the plateau is not, even when it had."""
+    means = {("avipam-molda", "molda-10"): 0.3, ("avipam-molda", "molda-50"): 0.2}
+    past = _runs(means, converged=False).assign(coherence_converged=True, coherence_plateau_epoch=10.0)
+    claim = avc.molda_components(_tables(past))
+    assert claim.verdict == REPRODUCED and claim.unconverged == ""
+    before = _runs(means, converged=True).assign(coherence_converged=False, coherence_plateau_epoch=200.0)
+    claim = avc.molda_components(_tables(before))
+    assert claim.verdict == REPRODUCED and "before the coherence plateau" in claim.unconverged
+
+
 def test_pam_beats_lda_leaves_out_a_method_the_grid_did_not_run_and_says_so() -> None:
     means = {k: v for k, v in PAPER_ORDER.items() if k[0] != "lda-batch"}
     claim = avc.pam_beats_lda(_tables(_runs(means)))
@@ -237,6 +249,17 @@ def test_gibbs_trace_convergence_rule(lls: list[float], expected: bool) -> None:
     trace = [(10 * (i + 1), ll, float(i)) for i, ll in enumerate(lls)]
     conv = trace_convergence(trace, 80)
     assert conv["converged"] is expected and conv["epochs"] == 80
+
+
+def test_gibbs_trace_best_point_ignores_a_nan_point() -> None:
+    """A NaN trace point (a failed likelihood evaluation) is never the chain's best: min() over
+    NaN keeps whichever comes first, which once made the NaN iteration the best."""
+    from noisyor_bench.experiments.avipam.methods import trace_convergence
+
+    lls = [float("nan"), -9.0, -8.0, -7.5, -7.0, -6.5, -6.0, -5.5]
+    conv = trace_convergence([(10 * (i + 1), ll, float(i)) for i, ll in enumerate(lls)], 80)
+    assert conv["best_epoch"] == 80 and conv["converged"] is False
+    assert trace_convergence([(10, float("nan"), 0.0)], 10) is None
 
 
 def test_collapse_markdown_rows_have_one_cell_per_header_column() -> None:

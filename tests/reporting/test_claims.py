@@ -151,6 +151,24 @@ def test_a_qualifier_the_claim_sets_itself_is_kept():
     assert claim.weak_learning.startswith("1 cell not better than the independent baseline")
 
 
+def test_a_claims_own_unconverged_reason_joins_the_rows_and_does_not_replace_them():
+    """A NUTS chain that barely moved (the claim's own reason) stands beside the unconverged VI
+    runs it also read; each part once, and nothing outside a claim."""
+    rows = pd.DataFrame({"artifact": ["t"], "n_runs": [3], "n_converged": [1]})
+
+    @C.qualified
+    def check() -> Claim:
+        C.note_evidence(rows)
+        own = C.join_qualifiers(C.rows_unconverged(), "NUTS chain barely moved in seed(s) [0]")
+        return Claim("ape-x", "s", "l", REPRODUCED, "n", "r", unconverged=own)
+
+    claim = check()
+    assert claim.verdict == REPRODUCED
+    assert claim.unconverged == "2 of 3 runs; NUTS chain barely moved in seed(s) [0]"
+    assert C.rows_unconverged() == ""
+    assert C.join_qualifiers("a; b", "", "b; c") == "a; b; c"
+
+
 def test_a_missing_condition_is_not_tested_and_rests_on_no_rows():
     rows = pd.DataFrame({"artifact": ["t"], "n_runs": [2], "n_converged": [1]})
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from noisyor_bench.inference.fitting import EpochRecord
-from noisyor_bench.infra.progress import duration
+from noisyor_bench.infra.progress import Progress, duration
 
 PROGRESS_INTERVAL_S = 10.0
 """At most one progress log line per this many seconds (jobs log to a file, not a terminal)."""
@@ -30,7 +30,9 @@ class EpochProgress:
     A line (``<desc>: epoch E/T, train NELBO .., val NELBO .., elapsed m:ss, ETA <= m:ss``) at the
     first epoch this process trains, then at most every ``interval`` seconds, and at the epoch
     limit.  The ETA is the epochs left at this process's mean epoch time (a run resumed from a
-    checkpoint counts only the epochs trained since; early stopping may end sooner).
+    checkpoint counts only the epochs trained since; early stopping may end sooner).  When a line
+    is due and how elapsed/ETA read is :class:`~noisyor_bench.infra.progress.Progress`'s (one
+    home for every progress line); this class adds the losses and the bar.
     ``logger``: the caller's logger (its name is in the job's log lines); ``bar``: whether to
     show the tqdm bar on a terminal.
     """
@@ -49,18 +51,26 @@ class EpochProgress:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, desc=desc, unit="epoch", file=sys.stderr, disable=None, leave=False)
-        self.total, self.desc, self.interval, self.clock = total, desc, interval, clock
+        self.total, self.desc = total, desc
         self.log = _log if logger is None else logger
-        self.start = clock()
-        self.first_epoch: int | None = None
-        self.last_line: float | None = None
+        self.ticker = Progress(
+            desc, total, unit="epochs", interval=interval, logger=self.log, clock=clock, at_most=True
+        )
+        self._first_epoch: int | None = None
+
+    @property
+    def first_epoch(self) -> int | None:
+        """The first epoch this process trained (None before the first record)."""
+        return self._first_epoch
+
+    @first_epoch.setter
+    def first_epoch(self, epoch: int | None) -> None:
+        self._first_epoch = epoch
+        self.ticker.since = 0 if epoch is None else epoch - 1  # the epochs a checkpoint held
 
     def eta(self, epoch: int, now: float) -> float | None:
         """Seconds to the epoch limit at this process's mean epoch time (None: unknown)."""
-        if not self.total or self.first_epoch is None:
-            return None
-        done = epoch - self.first_epoch + 1
-        return (now - self.start) / done * max(self.total - epoch, 0) if done > 0 else None
+        return None if self.first_epoch is None else self.ticker.eta(epoch, now)
 
     def __call__(self, record: EpochRecord) -> None:
         val = "-" if record.val_nelbo is None else f"{record.val_nelbo:.4f}"
@@ -69,21 +79,17 @@ class EpochProgress:
             self.bar.set_postfix(train=f"{record.train_nelbo:.4f}", val=val, refresh=True)
         if self.first_epoch is None:
             self.first_epoch = record.epoch
-        now = self.clock()
-        at_limit = bool(self.total) and record.epoch >= self.total
-        if self.last_line is not None and now - self.last_line < self.interval and not at_limit:
+        now = self.ticker.clock()
+        if not self.ticker.due(record.epoch, now):
             return
-        self.last_line = now
-        eta = self.eta(record.epoch, now)
         self.log.info(
-            "%s: epoch %d/%s, train NELBO %.4f, val NELBO %s, elapsed %s, ETA %s",
+            "%s: epoch %d/%s, train NELBO %.4f, val NELBO %s, %s",
             self.desc,
             record.epoch,
             self.total or "?",
             record.train_nelbo,
             val,
-            duration(now - self.start),
-            "?" if eta is None else f"<= {duration(eta)}",
+            self.ticker.timing(record.epoch, now),
         )
 
     def close(self) -> None:

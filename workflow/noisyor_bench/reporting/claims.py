@@ -630,11 +630,30 @@ def _count(value: Any, default: int) -> int:
     return default if is_missing(value) else int(value)
 
 
+def rows_unconverged() -> str:
+    """The ``unconverged`` text of the rows the claim being checked has read so far ("" outside
+    a claim): for a claim function that adds its own reason (a NUTS chain that barely moved)
+    beside the runs' and must not replace theirs."""
+    evidence = _COLLECTING.get()
+    return evidence.unconverged() if evidence is not None else ""
+
+
+def join_qualifiers(*texts: str) -> str:
+    """One qualifier from several sources, each part once, in order ("; "-separated)."""
+    parts: list[str] = []
+    for text in texts:
+        for part in (p.strip() for p in (text or "").split("; ")):
+            if part and part not in parts:
+                parts.append(part)
+    return "; ".join(parts)
+
+
 def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
     """``claim`` with its evidence recorded and, where the claim function left them empty, the
     ``unconverged`` / ``weak_learning`` qualifiers from it (and ``low_power`` of an inconclusive
-    claim from the CIs it judged); the verdict is never changed.  A claim
-    not tested rests on no rows (rows read before a missing part decide nothing)."""
+    claim from the CIs it judged); the verdict is never changed. A claim function that adds its
+    own unconverged text to the rows' joins it with :func:`rows_unconverged`, so the rows' text
+    is not lost. A claim not tested rests on no rows (rows read before a missing part decide nothing)."""
     if claim.verdict == NOT_TESTED:
         return replace(claim, evidence="")
     return replace(

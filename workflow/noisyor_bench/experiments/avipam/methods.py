@@ -85,7 +85,10 @@ def trace_convergence(
     if not trace:
         return None
     records = trace_records(trace)
-    best = int(records[min(range(len(records)), key=lambda i: records[i].train_nelbo)].epoch)
+    finite = [r for r in records if math.isfinite(r.train_nelbo)]  # a NaN would win min()'s comparison
+    if not finite:
+        return None
+    best = int(min(finite, key=lambda r: r.train_nelbo).epoch)
     return assess(records, stop_reason, best, budget or baseline_budget(iterations)).as_dict()
 
 

@@ -47,8 +47,10 @@ from noisyor_bench.reporting.claims import (
     combine,
     compare,
     format_side,
+    join_qualifiers,
     no_data_claim,
     qualified,
+    rows_unconverged,
     table_side,
     verdict_above,
     verdict_below,
@@ -345,7 +347,8 @@ def nuts_vs_vi(table: pd.DataFrame, dataset: str) -> Claim:
         f"(paper: {table1_row(dataset, 'nuts').get('time_s')} s vs {table1_row(dataset, 'vi').get('time_s')} s)"
     )
     claim = _claim(cid, statement, key, verdict, numbers)
-    return replace(claim, unconverged=chain["stuck"], protocol_deviation=chain["deviation"])
+    unconverged = join_qualifiers(rows_unconverged(), chain["stuck"])
+    return replace(claim, unconverged=unconverged, protocol_deviation=chain["deviation"])
 
 
 def _nuts_chain(table: pd.DataFrame, dataset: str) -> dict[str, str]:

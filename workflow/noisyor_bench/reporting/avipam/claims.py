@@ -60,7 +60,24 @@ def metric_of(table: pd.DataFrame | None) -> str:
 
 def _side(tables: Tables, name: str, method: str, component: str = "sub", metric: str | None = None) -> Side:
     table = tables.get(f"avipam-{name}")
-    return table_side(table, metric or metric_of(table), method=method, component=component)
+    return table_side(
+        _converged_by_coherence(table), metric or metric_of(table), method=method, component=component
+    )
+
+
+def _converged_by_coherence(table: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``table`` whose ``n_converged`` counts, for a run judged by topic quality, the runs past the
+    coherence plateau (``n_coherence_converged``, module docstring) rather than those whose ELBO
+    flattened: the rows a claim reads then carry the ``unconverged`` qualifier by the measure the
+    claim is about (a fixed-epoch aviPAM run stops on no ELBO rule)."""
+    if table is None or "n_coherence_converged" not in table.columns or "n_converged" not in table.columns:
+        return table
+    judged = table["n_coherence_converged"].notna()
+    if not judged.any():
+        return table
+    table = table.copy()
+    table.loc[judged, "n_converged"] = table.loc[judged, "n_coherence_converged"]
+    return table
 
 
 def topic_quality(tables: Tables, name: str, methods: Sequence[str]) -> dict[str, str]:
