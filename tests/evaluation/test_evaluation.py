@@ -334,3 +334,22 @@ def test_match_latents_handles_zero_column() -> None:
     perm = match_latents(theta[:, [1, 2, 0]], theta)
     assert sorted(perm.tolist()) == [0, 1, 2]
     assert perm[0] == 2 and perm[1] == 0
+
+
+def test_nelbo_on_the_nll_rows_is_the_nelbo_of_exactly_those_rows() -> None:
+    """``nll_rows_nelbo`` averages the NELBO over the rows the NLL scored (here a subset of the
+    sparse rows an exact path affords), so NELBO - NLL is a gap on the same rows. A 0/1 posterior
+    makes the NELBO deterministic: the subset's own evaluation is an independent value."""
+    from noisyor_bench.evaluation.noisyor_likelihood import LikelihoodConfig, scored_rows
+
+    model = random_model(5, d=16, k=17)  # K > 16: no enumeration; 82 of 120 rows afford an exact path
+    _, x = sample_data(model, 120, seed=6)
+    q = (np.random.default_rng(8).uniform(size=(len(x), model.K)) < 0.2).astype(np.float64)
+    spec = {"use_ais": False, "max_rows": 15, "min_rows": 1}
+    out = evaluate(model, x, q, n_samples=4, iw_samples=0, seed=1, exact_max_k=0, nll=spec)
+    rows, _ = scored_rows(x, model.K, LikelihoodConfig.from_mapping(spec))
+    assert out["nll_rows"] == rows.size == 15
+    alone = evaluate(model, x[rows], q[rows], n_samples=4, iw_samples=0, seed=2, exact_max_k=0)
+    assert out["nll_rows_nelbo"] == pytest.approx(alone["nelbo"], rel=1e-12)
+    assert out["nll_rows_nelbo"] != pytest.approx(out["nelbo"], rel=1e-3)  # the subset is not every row
+    assert "nll_rows_nelbo" not in evaluate(model, x, q, n_samples=4, iw_samples=0, seed=1, exact_max_k=0)

@@ -373,22 +373,37 @@ def evaluate(
     if iw_samples:
         out["iw_nll"] = float(-iw_log_likelihood(model, x_t, q_t, iw_samples, _generator(seed_iw)).mean())
     if nll is not None:
-        out.update(heldout_nll(model, x_t, nll, child_seeds(seed, 4)[3]))
+        out.update(heldout_nll(model, x_t, nll, child_seeds(seed, 4)[3], per_row_nelbo=neg))
     return out
 
 
-def heldout_nll(model: NoisyOR, x: torch.Tensor, nll: Mapping[str, Any], seed: int) -> dict[str, Any]:
+def heldout_nll(
+    model: NoisyOR,
+    x: torch.Tensor,
+    nll: Mapping[str, Any],
+    seed: int,
+    per_row_nelbo: Any | None = None,
+) -> dict[str, Any]:
     """``nll_test`` and its companions (:func:`noisyor_bench.evaluation.noisyor_likelihood.score`),
-    with the config used (``nll_config``, what ``verify`` recomputes with) and the seconds it took."""
+    with the config used (``nll_config``, what ``verify`` recomputes with) and the seconds it took.
+
+    ``per_row_nelbo`` (the NELBO of every test row) adds ``nll_rows_nelbo``: the NELBO's mean over
+    the rows the NLL scored, so that NELBO - NLL is a bound's gap on the same rows (``nelbo``
+    averages every test row, ``nll_test`` perhaps a subset: their difference is not a gap)."""
     import time
 
-    from noisyor_bench.evaluation.noisyor_likelihood import LikelihoodConfig, score
+    from noisyor_bench.evaluation.noisyor_likelihood import LikelihoodConfig, score, scored_rows
 
     config = LikelihoodConfig.from_mapping(dict(nll))
     t0 = time.perf_counter()
-    _, record = score(model, x.numpy(), config, seed=seed)
+    x_np = x.numpy()
+    _, record = score(model, x_np, config, seed=seed)
     record["nll_config"] = dict(nll)
     record["nll_seconds"] = time.perf_counter() - t0
+    record["nll_rows_nelbo"] = None
+    if per_row_nelbo is not None and record.get("nll_test") is not None:
+        rows, _ = scored_rows(x_np, model.K, config)
+        record["nll_rows_nelbo"] = float(np.asarray(per_row_nelbo, dtype=np.float64)[rows].mean())
     return record
 
 

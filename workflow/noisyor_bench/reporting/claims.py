@@ -376,7 +376,9 @@ class RowEvidence:
     projected_nats: float = float("nan")  # max move of the row's runs in a doubled budget, nats/point
     weak: str = ""  # why the cell's model is not better than the independent baseline ("" = it is)
     weak_by_bound: bool = False  # judged on the NELBO (a bound) because the table has no NLL
-    bound_gap: float = float("nan")  # NELBO - NLL of the cell (mean over seeds), nats/point
+    # NELBO - NLL of the cell on the rows the NLL scored (mean over seeds), nats/point; NaN where the
+    # table lacks the NELBO on those rows (the all-row NELBO minus a subset's NLL is not a gap)
+    bound_gap: float = float("nan")
     cell: tuple[str, str, str, int | None] = ("", "", "", None)  # (artifact, dataset, method, n_train)
     n_seeds: int = 0  # seeds of the row (its n_seeds, else its values)
 
@@ -469,7 +471,7 @@ class Evidence:
                 _float(r.get("max_projected_nats")),
                 weak,
                 by_bound,
-                _float(r.get("nelbo_mean")) - _float(r.get("nll")),
+                _float(r.get("nll_rows_nelbo")) - _float(r.get("nll")),
                 (
                     str(r.get("artifact", "")),
                     str(r.get("dataset", "")),

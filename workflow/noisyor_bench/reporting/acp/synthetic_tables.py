@@ -113,7 +113,14 @@ def _with_stat_columns(frame: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFr
     return frame
 
 
-NLL_COLUMNS: tuple[str, ...] = ("nll", "nll_se", "nll_rows", "nll_estimator", "nll_converged")
+NLL_COLUMNS: tuple[str, ...] = (
+    "nll",
+    "nll_se",
+    "nll_rows",
+    "nll_estimator",
+    "nll_converged",
+    "nll_rows_nelbo",
+)
 
 
 def with_nll(runs: pd.DataFrame) -> pd.DataFrame:
@@ -128,7 +135,9 @@ def add_nll_columns(summary: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]
     """Per cell: ``nll`` (mean over seeds of ``nll_test``), ``nll_se`` (root mean square of the
     runs' ``nll_test_se``: the standard error of one run's mean over the scored rows, which every
     seed shares), ``nll_rows`` (rows scored), ``nll_estimator`` and ``nll_converged`` (False when an
-    AIS schedule failed its doubled-schedule check).  ``nll_values`` / ``nll_ci95`` (over seeds)
+    AIS schedule failed its doubled-schedule check), ``nll_rows_nelbo`` (mean over seeds of the
+    NELBO on the rows the NLL scored: ``nll_rows_nelbo - nll`` is the bound's gap on the same rows;
+    NaN for runs from before it was recorded).  ``nll_values`` / ``nll_ci95`` (over seeds)
     come from :func:`summarise`."""
     out = summary.copy()
     extra: dict[str, list[Any]] = {c: [] for c in NLL_COLUMNS}
@@ -155,6 +164,10 @@ def add_nll_columns(summary: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]
             ";".join(sorted({str(v) for v in ok.get("nll_estimator", pd.Series(dtype=str)).dropna()}))
         )
         extra["nll_converged"].append(not any(v is False for v in conv))
+        same_rows = pd.to_numeric(
+            ok.get("nll_rows_nelbo", pd.Series(np.nan, index=ok.index)), errors="coerce"
+        )
+        extra["nll_rows_nelbo"].append(float(same_rows.mean()) if same_rows.notna().all() else np.nan)
     for c in NLL_COLUMNS:
         out[c] = extra[c]
     return out
