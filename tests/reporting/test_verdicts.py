@@ -380,7 +380,11 @@ def test_every_qualifier_is_a_string_column() -> None:
 def test_protocol_deviation_names_seeds_and_search_draws_against_the_papers() -> None:
     tables = fig5(fig5_row("acp", 30, ACP, n_seeds=3), fig5_row("avi", 30, AVI, n_seeds=3))
     claim = SC.claim_fig5_acp_better_small_n(tables, DATASET)
-    assert claim.verdict == REPRODUCED and claim.protocol_deviation == "seeds 3/5 (ACP, AVI)"
+    assert claim.verdict == REPRODUCED
+    assert (
+        claim.protocol_deviation
+        == "seeds 3/5 (ACP, AVI); N_train {30} of Fig. 5's {10, 30, 100, 300, 1000, 3000, 10000}"
+    )
     search = pd.DataFrame(
         [
             {"experiment": "fig5", "dataset": DATASET, "method": m, "n_train": 30, "draw": d, "n_inits": 2}
@@ -389,11 +393,16 @@ def test_protocol_deviation_names_seeds_and_search_draws_against_the_papers() ->
         ]
     )
     claim = SC.claim_fig5_acp_better_small_n({**tables, "search": search}, DATASET)
-    assert claim.protocol_deviation == "seeds 3/5 (ACP, AVI); search 10/100 draws x 2 inits (ACP, AVI)"
+    assert claim.protocol_deviation == (
+        "seeds 3/5 (ACP, AVI); search 10/100 draws x 2 inits (ACP, AVI); N_train {30} of Fig. 5's {10, 30, 100, 300, 1000, 3000, 10000}"
+    )
     five = fig5(
         fig5_row("acp", 30, dict(enumerate([40.7] * 5)), n_seeds=5), fig5_row("avi", 30, AVI, n_seeds=5)
     )
-    assert SC.claim_fig5_acp_better_small_n(five, DATASET).protocol_deviation == ""
+    assert (
+        SC.claim_fig5_acp_better_small_n(five, DATASET).protocol_deviation
+        == "N_train {30} of Fig. 5's {10, 30, 100, 300, 1000, 3000, 10000}"
+    )
 
 
 def test_table4_names_its_n_train_set_against_the_papers() -> None:
