@@ -259,6 +259,29 @@ def test_paper_columns_pair_with_their_metric_by_name():
     }
 
 
+def test_a_table_page_reads_like_the_papers_table_identity_then_ours_beside_the_paper():
+    """Table 4's CSV has status and notes before the metric; its page shows N_train, the method,
+    ours and the paper's number first, the notes after them (issue 29: the paper's column was
+    off-screen at 1,000 px)."""
+    frame = pd.DataFrame(
+        {
+            "artifact": ["table4", "table4"],
+            "n_train": [1000, 5000],
+            "method_label": ["AVI", "ACP"],
+            "status": ["measured", "measured"],
+            "note": ["a long note about the cell", ""],
+            "nelbo_mean": [156.1, 145.8],
+            "nelbo_ci95": [0.3, 0.2],
+            "nelbo_n": [3, 3],
+            "paper_nelbo": [159.2, 151.2],
+        }
+    )
+    header, rows, _ = htmltables.display_frame(htmltables.view_columns(frame))
+    assert header[:4] == ["n_train", "method_label", "nelbo (ours)", "nelbo (paper)"]
+    assert header.index("note") > header.index("nelbo (paper)")
+    assert rows[1][2].startswith("145.8") and rows[1][3] == "151.2"
+
+
 # ------------------------------------------------------------------------------ layout, Chromium
 def test_chromium_lays_the_pages_out_within_the_pane(tmp_path: Path):
     from report_layout import chromium, measure

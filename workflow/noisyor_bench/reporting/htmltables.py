@@ -259,7 +259,47 @@ def view_columns(frame: pd.DataFrame) -> pd.DataFrame:
         )
         drop += ["n_runs", "n_converged"]
     frame = frame.drop(columns=drop)
-    return fold_settings(frame)
+    return fold_settings(_answer_first(frame))
+
+
+ID_COLUMNS = frozenset(
+    {
+        "experiment",
+        "table_experiment",
+        "corpus",
+        "dataset",
+        "ds",
+        "n_train",
+        "method_label",
+        "label",
+        "method",
+        "encoder",
+        "component",
+        "n_topics",
+        "K",
+        "seed",
+        "claim_id",
+        "verdict",
+    }
+)
+"""Columns that say which row it is: they stay first, in their order."""
+
+
+def _answer_first(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the row's identity first, then each metric (ours ± CI, the paper's beside it),
+    then everything else (status, notes, counts): the paper's table reads left to right in the
+    first 1000 px instead of after the notes (issue 29)."""
+    stems = metric_stems(frame.columns)
+    partner = paper_partners(stems, frame.columns)
+    metric_cols = [
+        c
+        for m in stems
+        for c in (*(f"{m}_{s}" for s in STAT_SUFFIXES), f"{m}_values", partner.get(m, ""))
+        if c in frame.columns
+    ]
+    ids = [c for c in frame.columns if c in ID_COLUMNS and c not in metric_cols]
+    rest = [c for c in frame.columns if c not in ids and c not in metric_cols]
+    return frame[[*ids, *dict.fromkeys(metric_cols), *rest]]
 
 
 def fold_settings(frame: pd.DataFrame) -> pd.DataFrame:
