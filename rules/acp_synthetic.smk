@@ -221,6 +221,8 @@ rule claims_synthetic:
         CONDA_ENV
     params:
         experiments=" ".join(grid.experiments(config)),
+        not_run=" ".join(shlex.quote(f"{k}={v}") for k, v in grid.not_run_experiments(config).items()),
     shell:
         "noisyor-bench claims-synthetic --tables {input:q} --experiments {params.experiments}"
+        " --not-run {params.not_run}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

@@ -480,3 +480,17 @@ def test_fig5_small_n_and_vs_classical():
         )
     }
     assert SC.claim_fig5_on_par_large_n(one_n, "syn-random-1").numbers.startswith("not tested")
+
+
+def test_claims_of_experiments_left_out_on_purpose_are_not_tested_with_the_reason():
+    """A grid's not_run_experiments (quick: supplement Fig. 2) keeps the claim in the table, not
+    tested, naming why -- even when tables for it exist (a stale run must not judge it)."""
+    out = SC.synthetic_claims({}, experiments=["fig3a", "fig4"], not_run={"suppfig2": "paper grid only"})
+    mnist = [c for c in out if c.claim_id.startswith("suppfig2-")]
+    assert len(mnist) == 1
+    assert mnist[0].verdict == C.NOT_TESTED
+    assert mnist[0].numbers == "not tested: suppfig2 is not in this grid: paper grid only"
+    assert not any(c.claim_id.startswith(("fig5-", "table4-")) for c in out)
+    assert [c.claim_id for c in out][:9] == [
+        c.claim_id for c in SC.synthetic_claims({}, experiments=["fig3a", "fig4"])
+    ]

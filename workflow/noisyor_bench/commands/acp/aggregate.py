@@ -173,7 +173,15 @@ def cmd_claims(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.claims import write_claims
     from noisyor_bench.reporting.tables import read_tables
 
-    claims = synthetic_claims(read_tables(args.tables), args.experiments)
+    not_run: dict[str, str] = {}
+    for item in args.not_run or ():
+        name, sep, reason = item.partition("=")
+        if not sep or not name or not reason:
+            raise SystemExit(
+                f"--not-run {item!r}: expected EXPERIMENT=REASON (e.g. 'suppfig2=paper grid only')"
+            )
+        not_run[name] = reason
+    claims = synthetic_claims(read_tables(args.tables), args.experiments, not_run)
     write_claims(
         claims, args.out_csv, args.out_md, title="Claims of the paper (synthetic data, Sections 4.2-4.4)"
     )
@@ -319,6 +327,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         help="the experiments the grid runs (fig3a fig4 suppfig2 fig5 table4): claims of the others are "
         "left out (default: every claim, 'no data' where a table is missing)",
+    )
+    p.add_argument(
+        "--not-run",
+        nargs="*",
+        metavar="EXPERIMENT=REASON",
+        help="paper experiments the grid leaves out on purpose (its not_run_experiments): their claims "
+        "are listed as not tested with the reason",
     )
     add_table_outputs(p, markdown_required=False)
     p.set_defaults(func=cmd_claims)

@@ -67,6 +67,11 @@ def experiments(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return dict(active_grid(cfg).get("experiments") or {})
 
 
+def not_run_experiments(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """Paper experiments the grid leaves out on purpose -> why (their claims: not tested)."""
+    return {str(k): str(v) for k, v in (active_grid(cfg).get("not_run_experiments") or {}).items()}
+
+
 def cells(cfg: Mapping[str, Any], experiment: str | None = None) -> list[Cell]:
     """Every cell of the selected grid (or of one experiment), in a stable order."""
     out = []
