@@ -38,20 +38,28 @@ SNAKEMAKE := $(BIN)/snakemake --workflow-profile profiles/$(SMK_PROFILE) $(if $(
 
 .PHONY: setup reproduce test lint format dryrun report bench bench-batched lock clean readme-results architecture
 
+# pip's own output (notices about the machine's pip configuration, e.g. an extra index without a
+# package) goes to $(VENV)/install.log, not the console (issue 29); a failing install prints
+# that log's last 40 lines and stops.
+INSTALL_LOG = $(VENV)/install.log
+PIP_LOGGED = $(BIN)/python -m pip install --quiet
 $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet $(INSTALLER_PINS)
-	@if $(BIN)/python -c "import urllib.request; urllib.request.urlopen('$(TORCH_INDEX)/torch/', timeout=15)" 2>/dev/null; then \
+	@log=$(INSTALL_LOG); : > $$log; \
+	run() { "$$@" >> $$log 2>&1 || { echo "setup failed: $$*" >&2; tail -n 40 $$log >&2; echo "(whole log: $$log)" >&2; exit 1; }; }; \
+	run $(PIP_LOGGED) $(INSTALLER_PINS); \
+	if $(BIN)/python -c "import urllib.request; urllib.request.urlopen('$(TORCH_INDEX)/torch/', timeout=15)" 2>/dev/null; then \
 		echo "torch: the $(TORCH) build, from $(TORCH_INDEX)"; \
-		$(BIN)/python -m pip install --quiet --extra-index-url $(TORCH_INDEX) -r envs/requirements.txt; \
+		run $(PIP_LOGGED) --extra-index-url $(TORCH_INDEX) -r envs/requirements.txt; \
 	elif [ "$(TORCH)" = cpu ]; then \
 		echo "torch: $(TORCH_INDEX) is not reachable; installing torch==2.13.0 from the configured pip index"; \
 		echo "       (a stock PyPI gives the CUDA build on Linux: set PIP_EXTRA_INDEX_URL or a local wheel)"; \
-		$(BIN)/python -m pip install --quiet -r envs/requirements.txt; \
+		run $(PIP_LOGGED) -r envs/requirements.txt; \
 	else \
 		echo "error: TORCH=$(TORCH) needs $(TORCH_INDEX), which is not reachable" >&2; exit 1; \
-	fi
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	fi; \
+	run $(PIP_LOGGED) --no-deps --no-build-isolation -e .; \
+	echo "setup: $(VENV) ready (pip's output: $$log)"
 	touch $@
 
 setup: $(VENV)/.installed

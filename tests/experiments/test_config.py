@@ -280,3 +280,15 @@ def test_papers_defaults_to_every_registered_paper_and_rejects_unknown_names():
     assert schema_papers() == list(papers.ids()) == ["acp", "ape", "ape_noisyor", "avipam"]
     with pytest.raises(ConfigError, match="papers.0: 'foo' is not allowed"):
         validate_config({**cfg, "papers": ["foo"]})
+
+
+def test_paper_grid_runs_fig5s_n_train_values(repo):
+    """The paper grid's Fig. 5 cells are the plot's N_train values written down once, in
+    paper_numbers.yaml (the on-par claim's "large amount of data" is their largest)."""
+    from noisyor_bench.experiments.acp import grid
+    from noisyor_bench.reporting.acp.synthetic_claims import FIG5_LARGE_N_TRAIN, FIG5_PAPER_N_TRAIN
+
+    paper = load_config(repo / "config" / "config.yaml", {"grid": "paper"})
+    sizes = {c.n_train for c in grid.cells(paper, "fig5") if c.method in ("avi", "acp")}
+    assert sorted(sizes) == list(FIG5_PAPER_N_TRAIN)
+    assert FIG5_LARGE_N_TRAIN == max(sizes)

@@ -105,6 +105,20 @@ def test_answer_counts_each_paper_apart_and_the_study_after(tmp_path: Path):
     assert lines[-1] == "Run: grid quick; papers acp ape avipam ape_noisyor; commit 0123456789ab"
 
 
+def test_claims_rejudged_later_name_the_commit_that_judged_them(tmp_path: Path):
+    """The run line names the run's commit and, when claims.csv was re-judged by other code
+    (its provenance record), that commit too -- not the run's alone."""
+    results = _results(tmp_path)
+    prov = {"environment": {"code": {"commit": "fedcba9876543210", "dirty": True}}}
+    (results / "tables" / "claims.csv.prov.json").write_text(json.dumps(prov))
+    line = answer.run_line(answer.run_info(results))
+    assert "commit 0123456789ab" in line
+    assert line.endswith("claims judged at commit fedcba987654 with uncommitted changes")
+    prov["environment"]["code"] = {"commit": "0123456789abcdef0123", "dirty": False}
+    (results / "tables" / "claims.csv.prov.json").write_text(json.dumps(prov))
+    assert "claims judged" not in answer.run_line(answer.run_info(results))
+
+
 def test_an_older_verdict_is_counted_not_dropped():
     frame = pd.DataFrame({"claim_id": ["fig5-a", "fig5-b"], "verdict": ["budget-limited", "reproduced"]})
     (acp,) = answer.answers(frame)

@@ -397,12 +397,13 @@ def heldout_nll(
     config = LikelihoodConfig.from_mapping(dict(nll))
     t0 = time.perf_counter()
     x_np = x.numpy()
-    _, record = score(model, x_np, config, seed=seed)
+    rows, label = scored_rows(x_np, model.K, config)  # chosen once: the NLL's and the NELBO's rows
+    _, record = score(model, x_np, config, seed=seed, rows=rows)
+    record["nll_rows_label"] = label
     record["nll_config"] = dict(nll)
     record["nll_seconds"] = time.perf_counter() - t0
     record["nll_rows_nelbo"] = None
     if per_row_nelbo is not None and record.get("nll_test") is not None:
-        rows, _ = scored_rows(x_np, model.K, config)
         record["nll_rows_nelbo"] = float(np.asarray(per_row_nelbo, dtype=np.float64)[rows].mean())
     return record
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from noisyor_bench.infra.errors import ConfigError
-from noisyor_bench.infra.gpulock import claim_gpu
+from noisyor_bench.infra.gpulock import claim_gpu, release_gpu
 
 #: Overrides the number of visible GPUs (tests; a machine where CUDA's count is wrong).
 GPU_COUNT_ENV = "NOISYOR_GPU_COUNT"
@@ -46,7 +46,15 @@ def pick_device(
     if count <= 1:
         return device
     claim = claim_gpu(count, Path(lock_dir) if lock_dir is not None else None)
-    if torch.cuda.is_available():
+    # an injected count (tests) is a fake machine: its claims are not real CUDA devices, even
+    # where CUDA is present (a one-GPU machine running the tests)
+    if gpu_count is None and torch.cuda.is_available():
+        real = torch.cuda.device_count()
+        if claim.index >= real:
+            release_gpu()
+            raise ConfigError(
+                f"{GPU_COUNT_ENV}={count} names more GPUs than torch sees ({real}); unset it or lower it"
+            )
         torch.cuda.set_device(claim.index)  # implicit "cuda" tensors follow the claimed GPU
     return torch.device("cuda", claim.index)
 

@@ -68,6 +68,8 @@ class RunInfo:
     finished: str | None = None
     jobs: int | None = None
     job_seconds: Mapping[str, float] = field(default_factory=dict)
+    claims_commit: str | None = None  # the code that judged the claims (claims.csv's provenance)
+    claims_dirty: bool = False
 
 
 # ---------------------------------------------------------------------------------- counting
@@ -154,6 +156,9 @@ def run_info(results_dir: str | Path) -> RunInfo:
     last = _read_json(results / RUN_RECORD) or {}
     ids = tuple(str(p) for p in (own.get("papers") or last.get("papers") or ()))
     wall = last.get("wall_seconds")
+    # claims re-judged after the run (e.g. --forcerun claims_*) carry their own commit
+    claims_prov = _read_json(results / "tables" / "claims.csv.prov.json") or {}
+    claims_code = (claims_prov.get("environment") or {}).get("code") or {}
     return RunInfo(
         grid=own.get("grid") or last.get("grid"),
         papers=ids,
@@ -163,6 +168,8 @@ def run_info(results_dir: str | Path) -> RunInfo:
         finished=last.get("end"),
         jobs=last.get("jobs") if isinstance(last.get("jobs"), int) else None,
         job_seconds=job_seconds_per_paper(results / "tables" / "runtime_jobs.csv", ids or papers.ids()),
+        claims_commit=claims_code.get("commit"),
+        claims_dirty=bool(claims_code.get("dirty")),
     )
 
 
@@ -233,6 +240,9 @@ def run_line(run: RunInfo) -> str:
         bits.append(f"papers {' '.join(run.papers)}")
     if run.commit:
         bits.append(f"commit {run.commit[:12]}")
+    if run.claims_commit and run.claims_commit != run.commit:
+        dirty = " with uncommitted changes" if run.claims_dirty else ""
+        bits.append(f"claims judged at commit {run.claims_commit[:12]}{dirty}")
     if run.wall_seconds is not None:
         jobs = f", {run.jobs} jobs" if run.jobs is not None else ""
         when = f", finished {run.finished}" if run.finished else ""
@@ -260,24 +270,41 @@ def answer_lines(
     return lines
 
 
+def _answer_bullets(
+    items: Sequence[PaperAnswer],
+    run: RunInfo,
+    escape: Callable[[str], str],
+    linked: Callable[[PaperAnswer, str], str],
+    empty: Sequence[str] = (),
+) -> str:
+    """The README's and the report's answer: one bullet per paper (the console's words, bold name,
+    its qualifier tags), the beyond-the-paper studies apart, the run line last. ``escape`` makes
+    text safe in the markup; ``linked`` appends the paper's claims link to a bullet."""
+
+    def bullet(a: PaperAnswer) -> str:
+        text = f"**{escape(a.name)}**: {escape(counts_phrase(a))} {escape(_context(a, run))}"
+        tags = qualifier_phrase(a)
+        text += f"; qualifiers {escape(tags)}" if tags else ""
+        return linked(a, f"- {text}")
+
+    own, beyond = grouped(items)
+    out = [bullet(a) for a in own] or list(empty)
+    if beyond:
+        out += ["", "Beyond the papers (studies of ours, counted apart):", "", *(bullet(a) for a in beyond)]
+    out += ["", escape(run_line(run)) + "."]
+    return "\n".join(out)
+
+
 def answer_markdown(
     items: Sequence[PaperAnswer], run: RunInfo, link: Callable[[str], str | None] = lambda _: None
 ) -> str:
     """Markdown (README): one bullet per paper, the same words as the console, the link a link."""
 
-    def bullet(a: PaperAnswer) -> str:
+    def linked(a: PaperAnswer, bullet: str) -> str:
         target = link(a.paper_id)
-        text = f"**{a.name}**: {counts_phrase(a)} {_context(a, run)}"
-        tags = qualifier_phrase(a)
-        text += f"; qualifiers {tags}" if tags else ""
-        return f"- {text} -> [claims]({target})" if target else f"- {text}"
+        return f"{bullet} -> [claims]({target})" if target else bullet
 
-    own, beyond = grouped(items)
-    out = [bullet(a) for a in own]
-    if beyond:
-        out += ["", "Beyond the papers (studies of ours, counted apart):", "", *(bullet(a) for a in beyond)]
-    out += ["", run_line(run) + "."]
-    return "\n".join(out)
+    return _answer_bullets(items, run, lambda text: text, linked)
 
 
 _RST_SPECIAL = re.compile(r"([\\`*_|<>\[\]])")
@@ -294,16 +321,8 @@ def answer_rst(
     """reStructuredText (the report's landing page): a bullet list, each paper's claims page a
     link to the report result named ``target(paper_id)`` (a file name the report knows)."""
 
-    def bullet(a: PaperAnswer) -> str:
+    def linked(a: PaperAnswer, bullet: str) -> str:
         name = target(a.paper_id)
-        text = f"**{_rst(a.name)}**: {_rst(counts_phrase(a))} {_rst(_context(a, run))}"
-        tags = qualifier_phrase(a)
-        text += f"; qualifiers {_rst(tags)}" if tags else ""
-        return f"- {text} -> `{name}`_" if name else f"- {text}"
+        return f"{bullet} -> `{name}`_" if name else bullet
 
-    own, beyond = grouped(items)
-    out = [bullet(a) for a in own] or ["- no claims in this run"]
-    if beyond:
-        out += ["", "Beyond the papers (studies of ours, counted apart):", "", *(bullet(a) for a in beyond)]
-    out += ["", _rst(run_line(run)) + "."]
-    return "\n".join(out)
+    return _answer_bullets(items, run, _rst, linked, empty=["- no claims in this run"])
