@@ -225,12 +225,10 @@ def result_targets():
     return list(dict.fromkeys(targets))
 
 
-# A published reference result set (config key reference_dir): every run is compared with its
-# tables (rule compare, rules/summary.smk) when the folder holds a tables/ directory.
-REFERENCE_DIR = (
-    None if config.get("reference_dir") is None else Path(workflow.basedir) / config["reference_dir"]
-)
-REFERENCE_TABLES = sorted(str(p) for p in (REFERENCE_DIR / "tables").glob("*.csv")) if REFERENCE_DIR else []
+# The published reference result sets (config key reference_dir; `registered`: the selected
+# papers' own): every run is compared with their tables (rule compare, rules/summary.smk).
+REFERENCE_DIRS = papers.reference_dirs(config.get("reference_dir"), config["papers"], workflow.basedir)
+REFERENCE_TABLES = sorted(str(p) for d in REFERENCE_DIRS for p in (d / "tables").glob("*.csv"))
 
 
 def all_targets():

@@ -54,7 +54,7 @@ rule convergence_summary:
         "noisyor-bench convergence-summary --tables {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
-# This run against the published reference (config key reference_dir, issue 16): which cells of
+# This run against the published references (config key reference_dir, issue 16): which cells of
 # every table agree within their 95% intervals, which differ, which are missing here, and which
 # claims got the same verdict. The reference's tables are inputs, so a new reference reruns it.
 rule compare:
@@ -72,7 +72,7 @@ rule compare:
         CONDA_ENV
     params:
         results=lambda w, output: output.csv.rsplit("/tables/", 1)[0],
-        reference=lambda w: shlex.quote(str(REFERENCE_DIR)),
+        reference=lambda w: " ".join(shlex.quote(str(d)) for d in REFERENCE_DIRS),
     shell:
         "noisyor-bench compare --results {params.results:q} --reference {params.reference}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

@@ -22,7 +22,8 @@ from noisyor_bench.infra.io import read_json
 
 def test_quick_grid_lists_the_overparameterised_rows_in_fig4() -> None:
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "quick"})
-    assert grid.recovery_experiments(cfg, "fig4") == ["fig4", "fig4k2"]
+    # supplement Fig. 1's SVI/LB-CDI rows (their own seeds) and the K = 2 x K_true rows
+    assert grid.recovery_experiments(cfg, "fig4") == ["fig4", "fig4k2", "suppfig1"]
     assert grid.latents_factor(cfg, "fig4k2") == 2 and grid.latents_factor(cfg, "fig4") == 1
     # paired with fig4 by seed: the same seeds
     assert grid.seeds(cfg, "fig4k2", "syn-pattern") == grid.seeds(cfg, "fig4", "syn-pattern")

@@ -151,3 +151,46 @@ def test_publish_reference_copies_tables_figures_and_sidecars(tmp_path: Path) ->
     assert "1 claims: 1 reproduced." in readme
     # the reference compares equal to the run it was built from
     assert main(["compare", "--results", str(results), "--reference", str(out)]) == 0
+
+
+def test_a_run_is_compared_with_each_selected_papers_own_references(tmp_path: Path) -> None:
+    """reference_dir 'registered': the selected papers' registered reference folders that exist,
+    in paper order; a path: that folder; null: none (folders without tables/ are skipped)."""
+    from noisyor_bench.experiments.papers import reference_dirs
+
+    for rel in ("reference/paper-synpattern", "reference/paper-ape-toybars"):
+        (tmp_path / rel / "tables").mkdir(parents=True)
+    names = [d.name for d in reference_dirs("registered", ["ape", "acp", "avipam"], tmp_path)]
+    assert names == ["paper-synpattern", "paper-ape-toybars"]  # fig5-table4, avipam: no tables/ here
+    assert reference_dirs("registered", ["avipam"], tmp_path) == []
+    assert [d.name for d in reference_dirs("reference/paper-ape-toybars", ["acp"], tmp_path)] == [
+        "paper-ape-toybars"
+    ]
+    assert reference_dirs(None, ["acp"], tmp_path) == []
+
+
+def test_several_references_name_their_cells_and_claims(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = _results(
+        tmp_path / "ref-a", [("fig5", "syn-random-1", 30, "acp", 12.0, 0.2, 5)], {"fig5-a": "reproduced"}
+    )
+    two = _results(
+        tmp_path / "ref-b", [("fig5", "syn-random-1", 30, "avi", 13.0, 0.1, 5)], {"fig5-b": "reproduced"}
+    )
+    ours = _results(
+        tmp_path / "ours",
+        [
+            ("fig5", "syn-random-1", 30, "acp", 12.1, 0.2, 5),
+            ("fig5", "syn-random-1", 30, "avi", 14.0, 0.1, 5),
+        ],
+        {"fig5-a": "reproduced", "fig5-b": "inconclusive"},
+    )
+    assert main(["compare", "--results", str(ours), "--reference", str(one), str(two)]) == 0
+    out = capsys.readouterr().out
+    assert "ref-a: 1 cells agree" in out and "claims: 1 same verdict" in out
+    assert "ref-b: 0 cells agree with the reference within their 95% intervals, 1 differ" in out
+    table = pd.read_csv(ours / "tables" / "comparison.csv")
+    assert table.set_index("reference_set")["status"].to_dict() == {"ref-a": AGREE, "ref-b": DISAGREE}
+    md = (ours / "tables" / "comparison.md").read_text()
+    assert "| ref-b | fig5 |" in md and "reference_set" in md.split("## Claims")[1]

@@ -260,8 +260,9 @@ def planned_jobs(dry_run_output: str) -> set[tuple[str, str]]:
 def _has_reference(cfg) -> bool:
     from conftest import REPO
 
-    ref = cfg.get("reference_dir")
-    return ref is not None and (REPO / ref / "tables").is_dir()
+    from noisyor_bench.experiments import papers
+
+    return bool(papers.reference_dirs(cfg.get("reference_dir"), cfg["papers"], REPO))
 
 
 def _cell_wildcards(cell) -> str:

@@ -11,13 +11,13 @@ log = logging.getLogger(__name__)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.compare import compare_results, write_comparison
+    from noisyor_bench.reporting.compare import compare_many, write_comparison
 
-    cells, claims = compare_results(args.results, args.reference)
+    cells, claims = compare_many(args.results, args.reference)
     out_dir = Path(args.results) / "tables"
     out_csv = Path(args.out_csv) if args.out_csv else out_dir / "comparison.csv"
     out_md = Path(args.out_md) if args.out_md else out_dir / "comparison.md"
-    summary = write_comparison(cells, claims, out_csv, out_md, str(args.reference))
+    summary = write_comparison(cells, claims, out_csv, out_md, ", ".join(map(str, args.reference)))
     print(summary)
     print(f"details: {out_md}")
     if args.fail_on_difference and any(c.status == "differ" for c in cells):
@@ -60,7 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--results", default="results", help="your results directory (with tables/; default: results)"
     )
     p.add_argument(
-        "--reference", default="reference", help="the reference results directory (default: reference)"
+        "--reference",
+        nargs="+",
+        default=["reference"],
+        help="the reference results directories (default: reference); with several, each cell and "
+        "claim row names its reference (column reference_set)",
     )
     p.add_argument("--out-csv", help="per cell and metric (default: <results>/tables/comparison.csv)")
     p.add_argument(

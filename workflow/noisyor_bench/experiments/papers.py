@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -86,6 +87,10 @@ class Paper:
     (schema-valid but doubtful settings, one line each)."""
     beyond_the_papers: bool = False
     """A study of ours, not a paper: its claims are reported apart, never counted as a paper's."""
+    references: tuple[str, ...] = ()
+    """Its published paper-protocol reference runs (``noisyor-bench publish-reference`` folders,
+    relative to the repository root): with the config's ``reference_dir: registered`` every run
+    of the paper is compared with each of them (``tables/comparison.{csv,md}``)."""
 
     def method_label(self, method: str, experiment: str) -> str | None:
         """The paper's display name of a method id, or None (its labeller does not name it)."""
@@ -201,3 +206,21 @@ def paper_numbers(paper_id: str) -> Any:
     wheel install finds it too); a fresh copy the caller may change.  The one loader of every
     paper's numbers."""
     return copy.deepcopy(_paper_numbers_cached(paper_id))
+
+
+REGISTERED_REFERENCES = "registered"
+"""The config's ``reference_dir`` value naming the selected papers' own references."""
+
+
+def reference_dirs(setting: str | None, paper_ids: Sequence[str], root: str | Path) -> list[Path]:
+    """The reference folders a run is compared with (config key ``reference_dir``): ``registered``
+    = the selected papers' registered references (:attr:`Paper.references`), a path = that folder,
+    ``None`` = none; only folders that hold a ``tables/`` directory, each once, in paper order."""
+    if setting is None:
+        return []
+    if setting == REGISTERED_REFERENCES:
+        rels = [r for p in selected(paper_ids) for r in p.references]
+    else:
+        rels = [setting]
+    dirs = [Path(root) / r for r in dict.fromkeys(rels)]
+    return [d for d in dirs if (d / "tables").is_dir()]

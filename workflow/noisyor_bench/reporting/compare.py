@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -88,6 +88,7 @@ class CellComparison:
     difference: float
     half_width: float
     status: str  # agree | differ | missing
+    reference_set: str = ""  # the reference folder's name (several references: compare_many)
 
 
 def _num(value: object) -> float:
@@ -201,6 +202,22 @@ def _table_csvs(tables_dir: Path) -> dict[str, Path]:
     return {p.stem: p for p in sorted(tables_dir.glob("*.csv")) if p.stem not in SKIPPED_TABLES}
 
 
+def compare_many(
+    ours_dir: str | Path, reference_dirs_: Sequence[str | Path]
+) -> tuple[list[CellComparison], pd.DataFrame]:
+    """:func:`compare_results` against each reference in turn; every cell and claim row names its
+    reference (``reference_set``: the folder's name)."""
+    cells: list[CellComparison] = []
+    claims: list[pd.DataFrame] = []
+    for ref in reference_dirs_:
+        name = Path(ref).name
+        these, verdicts = compare_results(ours_dir, ref)
+        cells += [replace(c, reference_set=name) for c in these]
+        claims.append(verdicts.assign(reference_set=name))
+    frame = pd.concat(claims, ignore_index=True) if claims else pd.DataFrame()
+    return cells, frame
+
+
 def compare_results(
     ours_dir: str | Path, reference_dir: str | Path
 ) -> tuple[list[CellComparison], pd.DataFrame]:
@@ -243,6 +260,17 @@ def compare_claims(ours: Path, reference: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _summary(cells: Sequence[CellComparison], claims: pd.DataFrame) -> str:
+    """One line: cells agreeing / differing / missing here, and claims with the same verdict."""
+    counts = {s: sum(c.status == s for c in cells) for s in (AGREE, DISAGREE, MISSING)}
+    claim_counts = claims["status"].value_counts().to_dict() if len(claims) else {}
+    return (
+        f"{counts[AGREE]} cells agree with the reference within their 95% intervals, {counts[DISAGREE]} differ, "
+        f"{counts[MISSING]} missing here; claims: {claim_counts.get('same', 0)} same verdict, "
+        f"{claim_counts.get('different', 0)} different, {claim_counts.get('missing', 0)} missing"
+    )
+
+
 def write_comparison(
     cells: Sequence[CellComparison],
     claims: pd.DataFrame,
@@ -250,29 +278,47 @@ def write_comparison(
     out_md: str | Path,
     reference: str,
 ) -> str:
-    """comparison.csv (one row per cell and metric) and a Markdown report; returns the summary line."""
+    """comparison.csv (one row per cell and metric) and a Markdown report; returns the summary line
+    (with several references, :func:`compare_many`: one line per reference set)."""
     frame = pd.DataFrame(
         [c.__dict__ for c in cells], columns=[f for f in CellComparison.__dataclass_fields__]
     )
     write_text_atomic(out_csv, frame.to_csv(index=False, lineterminator="\n"))
-    counts = {s: sum(c.status == s for c in cells) for s in (AGREE, DISAGREE, MISSING)}
-    claim_counts = claims["status"].value_counts().to_dict() if len(claims) else {}
-    summary = (
-        f"{counts[AGREE]} cells agree with the reference within their 95% intervals, {counts[DISAGREE]} differ, "
-        f"{counts[MISSING]} missing here; claims: {claim_counts.get('same', 0)} same verdict, "
-        f"{claim_counts.get('different', 0)} different, {claim_counts.get('missing', 0)} missing"
-    )
+    sets = list(dict.fromkeys(c.reference_set for c in cells if c.reference_set))
+    if "reference_set" in claims.columns:
+        sets += [s for s in dict.fromkeys(claims["reference_set"]) if s not in sets]
+    if sets:
+        lines = [
+            f"{name}: "
+            + _summary([c for c in cells if c.reference_set == name], claims[claims["reference_set"] == name])
+            for name in sets
+        ]
+        summary = "\n".join(lines)
+        summary_md = "\n".join(f"- {line}" for line in lines)
+    else:
+        summary = summary_md = _summary(cells, claims)
     differ = [c for c in cells if c.status == DISAGREE]
+    head = ["table", "cell", "metric", "ours", "reference", "difference", "± (95%)"]
     text = [
         f"# Comparison with the reference {reference}\n",
-        f"{summary}.\n",
+        f"{summary_md}.\n",
         "A cell agrees when the 95% interval of the difference, half-width sqrt(ci_ours^2 + ci_ref^2), "
-        f"contains 0; cells with one seed on both sides must be equal to {EXACT_RTOL:g} (relative).\n",
+        f"contains 0; cells with one seed on both sides must be equal to {EXACT_RTOL:g} (relative). "
+        "Reference cells absent here (another grid's N_train, seeds or methods) are 'missing here'.\n",
         "## Cells that differ\n",
         markdown_table(
-            ["table", "cell", "metric", "ours", "reference", "difference", "± (95%)"],
+            (["reference set"] if sets else []) + head,
             [
-                [c.table, c.key, c.metric, c.ours, c.reference, f"{c.difference:.3g}", f"{c.half_width:.3g}"]
+                ([c.reference_set] if sets else [])
+                + [
+                    c.table,
+                    c.key,
+                    c.metric,
+                    c.ours,
+                    c.reference,
+                    f"{c.difference:.3g}",
+                    f"{c.half_width:.3g}",
+                ]
                 for c in differ
             ],
         )

@@ -23,6 +23,7 @@ PAPER = register(
         paper_numbers="reporting/acp/paper_numbers.yaml",
         run_kinds=("fig", "suppfig", "table", "classification-", "tsne-"),
         docs="docs/bounds.md",
+        references=("reference/paper-synpattern", "reference/paper-fig5-table4"),
         labeller=None,  # the noisy-OR method registry's labels
         smoke_artifacts=(
             "tables/datasets.csv",

@@ -17,6 +17,7 @@ PAPER = register(
         config_schema="experiments/ape/config_schema.yaml",
         run_kinds=("ape-",),
         docs="docs/ape.md",
+        references=("reference/paper-ape-toybars",),
         labeller="noisyor_bench.reporting.ape.labels:ape_method_label",
         smoke_artifacts=(
             "tables/ape_table1.csv",

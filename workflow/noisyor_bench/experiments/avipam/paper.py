@@ -17,6 +17,7 @@ PAPER = register(
         config_schema="experiments/avipam/config_schema.yaml",
         run_kinds=("avipam-",),
         docs="docs/avipam.md",
+        references=("reference/paper-avipam-table1",),
         labeller="noisyor_bench.reporting.avipam.labels:avipam_method_label",
         smoke_artifacts=(
             "tables/avipam_table1.md",
