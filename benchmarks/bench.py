@@ -223,12 +223,9 @@ def measure(dataset: str, method: str, impl: str, rows: int, threads: int) -> di
 def machine() -> str:
     import torch
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    from noisyor_bench.infra.provenance import cpu_model
+
+    cpu = cpu_model()
     return f"{cpu}; {os.cpu_count()} cores; torch {torch.__version__}; python {platform.python_version()}"
 
 

@@ -294,12 +294,9 @@ def predicted_seconds(done: Sequence[Measurement], m: Measurement) -> float:
 def machine(device: Any, started: float) -> str:
     import torch
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    from noisyor_bench.infra.provenance import cpu_model
+
+    cpu = cpu_model()
     gpu = "none"
     if device is not None:
         props = torch.cuda.get_device_properties(device)
