@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make reproduce   create .venv, install the pinned dependencies, run the quick grid, build the report
 #   make test        same set-up, then the test suite, snakemake --lint and dry runs
-# Variables: GRID (experiment grid: smoke|quick|paper), PAPERS (which papers: registered ids, e.g. acp ape,
+# Variables: GRID (experiment grid: smoke|quick|extended|paper), PAPERS (which papers: registered ids, e.g. acp ape,
 # space- or comma-separated; `noisyor-bench estimate-time --help` lists them; default: config.yaml's `papers`), SMK_PROFILE (how jobs run: the
 # Snakemake execution profile profiles/<name>: default = local, gpu, slurm), CORES (overrides
 # the Snakemake profile's cores), TORCH (PyTorch build: cpu, or a CUDA build such as cu126).

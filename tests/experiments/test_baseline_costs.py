@@ -29,6 +29,12 @@ def quick():
     return load_config(REPO / "config" / "config.yaml", {"grid": "quick"})
 
 
+@pytest.fixture(scope="module")
+def extended():
+    """The grid with Fig. 5's D = 500 panels (quick runs SYN-RANDOM-1 only)."""
+    return load_config(REPO / "config" / "config.yaml", {"grid": "extended"})
+
+
 def _job(cfg, dataset):
     (job,) = [j for j in acp_costs.jobs(cfg) if j.rule == "baselines" and j.job == dataset]
     return job
@@ -127,34 +133,35 @@ def test_without_ais_only_exact_rows_and_none_below_min_rows():
 
 def _set(cfg, **baselines):
     out = copy.deepcopy(cfg)
-    out["grids"]["quick"]["baselines"] = {**(out["grids"]["quick"].get("baselines") or {}), **baselines}
+    active = out["grids"][out["grid"]]
+    active["baselines"] = {**(active.get("baselines") or {}), **baselines}
     return out
 
 
-def test_baselines_job_costs_proportionally_more_with_more_ais_steps(quick):
-    nll = dict(grid.baseline_settings(quick)["nll"])
+def test_baselines_job_costs_proportionally_more_with_more_ais_steps(extended):
+    nll = dict(grid.baseline_settings(extended)["nll"])
     more = copy.deepcopy(nll)
     more.setdefault("ais", {})["steps"] = 2 * int((nll.get("ais") or {}).get("steps", 100))
-    base = _job(quick, "syn-random-6").work - bc.STARTUP_NS
-    doubled = _job(_set(quick, nll=more), "syn-random-6").work - bc.STARTUP_NS
+    base = _job(extended, "syn-random-6").work - bc.STARTUP_NS
+    doubled = _job(_set(extended, nll=more), "syn-random-6").work - bc.STARTUP_NS
     assert doubled == pytest.approx(2 * base, rel=1e-9)
 
 
-def test_iw_samples_cost_nothing_unless_bounds_are_on(quick):
+def test_iw_samples_cost_nothing_unless_bounds_are_on(extended):
     """Issue 30: the IW bound runs only with baselines.bounds (the old price was rows x iw_samples)."""
-    off = _job(quick, "syn-random-6").work
-    assert _job(_set(quick, iw_samples=100_000), "syn-random-6").work == off
-    on = _job(_set(quick, bounds=True), "syn-random-6").work
-    on_more = _job(_set(quick, bounds=True, iw_samples=2000), "syn-random-6").work
-    settings = grid.baseline_settings(_set(quick, bounds=True))
+    off = _job(extended, "syn-random-6").work
+    assert _job(_set(extended, iw_samples=100_000), "syn-random-6").work == off
+    on = _job(_set(extended, bounds=True), "syn-random-6").work
+    on_more = _job(_set(extended, bounds=True, iw_samples=2000), "syn-random-6").work
+    settings = grid.baseline_settings(_set(extended, bounds=True))
     rows = min(int(settings["max_rows"]), 2000)
     assert on > off
     assert on_more - on == pytest.approx(
         rows * 500 * 500 * (2000 - int(settings["iw_samples"])) * bc.SAMPLE_NS
     )
     # K <= MAX_EXACT_K: the exact value is enumerated, no IW rows even with bounds
-    pat = _job(_set(quick, bounds=True), "syn-pattern").work
-    assert _job(_set(quick, bounds=True, iw_samples=100_000), "syn-pattern").work == pat
+    pat = _job(_set(extended, bounds=True), "syn-pattern").work
+    assert _job(_set(extended, bounds=True, iw_samples=100_000), "syn-pattern").work == pat
 
 
 def test_quick_estimates_stay_the_measured_seconds(quick):

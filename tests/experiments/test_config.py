@@ -31,7 +31,7 @@ def test_shipped_config_is_valid(cfg):
         (lambda c: c.update(bogus=1), "'bogus' was unexpected"),
         (
             lambda c: c.update(grid="fast"),
-            "allowed values: ['paper', 'paper-ape-toybars', 'paper-avipam-table1', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
+            "allowed values: ['extended', 'paper', 'paper-ape-toybars', 'paper-avipam-table1', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
         ),
         (lambda c: c["datasets"]["syn-pattern"].update(mu=1.5), "datasets.syn-pattern.mu"),
         (lambda c: c["datasets"]["syn-random-1"].update(D="fifty"), "datasets.syn-random-1.D"),
@@ -121,7 +121,7 @@ def test_cli_reports_user_errors_without_traceback(capsys, tmp_path, repo):
         (lambda c: c["search_spaces"]["avi"].update(lr={"gaussian": [0, 1]}), "search_spaces.avi.lr"),
         # the real-corpus grid is checked by the same validation (CLI and Snakefile alike)
         (
-            lambda c: c["grids"]["quick"]["text"]["tsne"].update(n_train=[4543, 777]),
+            lambda c: c["grids"]["quick"]["text"]["tsne"].update(n_train=[1000, 777]),
             "grids.quick.text.tsne.n_train: [777] not in grids.quick.text.classification.n_train",
         ),
         (
@@ -178,7 +178,7 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
         (
             lambda c: c.update(grid="fast"),
             "grid: 'fast'",
-            "allowed values: ['paper', 'paper-ape-toybars', 'paper-avipam-table1', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
+            "allowed values: ['extended', 'paper', 'paper-ape-toybars', 'paper-avipam-table1', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
         ),
         (
             lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(mode="learn"),

@@ -20,8 +20,8 @@ from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.io import read_json
 
 
-def test_quick_grid_lists_the_overparameterised_rows_in_fig4() -> None:
-    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "quick"})
+def test_extended_grid_lists_the_overparameterised_rows_in_fig4() -> None:
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "extended"})
     # supplement Fig. 1's SVI/LB-CDI rows (their own seeds) and the K = 2 x K_true rows
     assert grid.recovery_experiments(cfg, "fig4") == ["fig4", "fig4k2", "suppfig1"]
     assert grid.latents_factor(cfg, "fig4k2") == 2 and grid.latents_factor(cfg, "fig4") == 1
@@ -33,13 +33,13 @@ METHODS = ("avi", "acp", "svi", "lb-cdi", "ub-cdi", "acp-sg")
 
 
 def test_recovery_of_must_name_an_experiment_of_the_grid() -> None:
-    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "quick"})
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "extended"})
     bad = copy.deepcopy(cfg)
-    bad["grids"]["quick"]["experiments"]["fig4k2"]["recovery_of"] = "fig9"
-    with pytest.raises(ConfigError, match=r"grids\.quick\.experiments\.fig4k2\.recovery_of: 'fig9'"):
+    bad["grids"]["extended"]["experiments"]["fig4k2"]["recovery_of"] = "fig9"
+    with pytest.raises(ConfigError, match=r"grids\.extended\.experiments\.fig4k2\.recovery_of: 'fig9'"):
         validate_grid(bad, METHODS, {ds: 10**6 for ds in cfg["datasets"]})
     bad = copy.deepcopy(cfg)
-    bad["grids"]["quick"]["experiments"]["fig3a"]["latents_factor"] = 2
+    bad["grids"]["extended"]["experiments"]["fig3a"]["latents_factor"] = 2
     with pytest.raises(ConfigError, match="latents_factor: only learning-mode"):
         validate_grid(bad, METHODS, {ds: 10**6 for ds in cfg["datasets"]})
 

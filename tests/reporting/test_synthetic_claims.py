@@ -292,6 +292,18 @@ def test_claims_of_experiments_the_grid_does_not_run_are_left_out():
     ]
 
 
+def test_fig5_panels_the_grid_does_not_run_are_not_tested_with_the_panels_it_runs():
+    """The quick grid runs one Fig. 5 panel: the other panels' claims say so, the run panel is judged."""
+    out = SC.synthetic_claims({"fig5": fig5(_fig5_cells(5.0, 0.5))}, experiments=["fig5"])
+    by_id = {c.claim_id: c for c in out}
+    assert by_id["fig5-acp-advantage-grows-syn-random-1"].verdict == REPRODUCED
+    for ds in ("syn-random-2", "syn-random-6"):
+        claim = by_id[f"fig5-acp-better-small-n-{ds}"]
+        assert claim.verdict == C.NOT_TESTED
+        assert claim.numbers == f"not tested: fig5 {ds} is not among this grid's Fig. 5 panels (syn-random-1)"
+    assert len(out) == 4 * 6
+
+
 def _with(table: pd.DataFrame, **cols: dict) -> pd.DataFrame:
     """``table`` plus columns given per row key (n_train, method) -> value; other rows keep the default."""
     out = table.copy()

@@ -99,9 +99,9 @@ def test_gpu_profile_gives_every_training_job_one_gpu(tmp_path):
 
 
 def test_gpu_profile_covers_the_rules_of_experiments_with_own_seeds(tmp_path):
-    """quick's fig4 has seeds of its own, so it trains under rule train_cell_fig4; fig5's datasets
+    """extended's fig4 has seeds of its own, so it trains under rule train_cell_fig4; fig5's datasets
     differ (dataset_seeds), so it trains under train_cell_fig5_2seeds / _5seeds (grid.seed_groups)."""
-    out = dry_run("gpu", tmp_path / "results", "quick")
+    out = dry_run("gpu", tmp_path / "results", "extended")
     for rule in ("train_cell_fig4", "train_cell_fig5_2seeds", "train_cell_fig5_5seeds"):
         assert_gpus_follow_the_methods(out, rule)
     assert "seed9/metrics.json" in out

@@ -138,9 +138,22 @@ def rename_deprecated_keys(config: Mapping[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+def _unshared_copy(node: Any) -> Any:
+    """A deep copy in which no two places share an object.
+
+    config.yaml's grids share sections through YAML anchors (``extended`` reuses quick's APE and
+    aviPAM sections); ``copy.deepcopy`` would keep them one object, so a change made through one
+    grid (a test's, a default filled in) would silently change the other."""
+    if isinstance(node, Mapping):
+        return {key: _unshared_copy(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_unshared_copy(value) for value in node]
+    return copy.deepcopy(node)
+
+
 def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a config dict; return a copy with defaults filled in. Raises ConfigError."""
-    cfg = copy.deepcopy(rename_deprecated_keys(config))
+    cfg = _unshared_copy(rename_deprecated_keys(config))
     cfg.setdefault("results_dir", "results")
     cfg.setdefault("raw_data_dir", None)
     cfg.setdefault("papers", list(papers.ids()))
