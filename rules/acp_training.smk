@@ -105,11 +105,10 @@ rule search_table:
 
 # One train_cell rule per seed list (grid.seed_groups): a rule's outputs, one set per seed, are
 # fixed, so experiments with seeds of their own (e.g. quick's fig4) get `train_cell_<experiment>`
-# and experiments whose datasets run different seed lists (`dataset_seeds`, e.g. quick's fig5)
+# and experiments whose datasets run different seed lists (`dataset_seeds`, e.g. extended's fig5)
 # get `train_cell_<experiment>_<n>seeds`, restricted to those datasets; logs and benchmarks of all
-# of them go under train_cell/ (one line in the runtime table). Profiles that set resources by
-# rule name (profiles/gpu, profiles/slurm) list the quick grid's rule names; a new experiment
-# with seeds of its own needs an entry there.
+# of them go under train_cell/ (one line in the runtime table). Their resources (GPU, limits) come
+# from compute_resources (the cost model), so no profile lists these rule names.
 for _group in grid.seed_groups(config):
 
     rule:

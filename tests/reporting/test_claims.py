@@ -278,3 +278,10 @@ def test_low_power_names_the_n_that_resolves_the_observed_effect():
     effect = abs(w.estimate)
     need_w = next(n for n in range(2, 10000) if stats.t.ppf(0.975, 2 * n - 2) * math.sqrt(s2 / n) < effect)
     assert C.low_power(w).endswith(f"n>={need_w} would resolve it")
+    # unequal sides (3 vs 2 seeds): the n named is above today's smaller side, never "n>=2"
+    # (2026-11-26: aviPAM's CTM at 2 seeds against 4-PAM at 3 read "n>=2 would resolve it")
+    a3, b2 = seeds(2.0, 2.01, 1.99), {7: 1.0, 8: 1.2}  # Satterthwaite df ~1: t 12.7, not 4.3
+    w32 = C.difference_ci(a3, b2, paired=False)
+    assert C.verdict_below(w32) == INCONCLUSIVE
+    named = int(C.low_power(w32).rsplit("n>=", 1)[1].split()[0])
+    assert named >= 3

@@ -836,7 +836,8 @@ def low_power(
     (``bounds``; default 0): "" unless the CI straddles one; then the CI's half-width, the
     observed effect's distance to that boundary and the n (seeds per side) at which a t CI of
     the same level, with the observed sd, would resolve it (the SE shrinks as sqrt(n_now / n);
-    df n - 1 paired or against a constant, 2n - 2 Welch). With one seed there is no sd: it says so."""
+    df n - 1 paired or against a constant, 2n - 2 Welch; n_now = the smaller side's seeds, and the
+    n named is always above it). With one seed there is no sd: it says so."""
     bounds = bounds or (0.0,)
     if iv.kind == "none" or math.isnan(iv.estimate):
         return ""
@@ -855,7 +856,9 @@ def low_power(
     n_now = min(sizes)
     sd_like = iv.se * math.sqrt(n_now)  # the SE at one seed per side
     z = stats.norm.ppf(0.5 + level / 2.0)
-    n = max(2, math.ceil((z * sd_like / effect) ** 2))  # normal approximation first, then t
+    # normal approximation first, then t; never the n of today's CI, which does not resolve it (with
+    # unequal Welch sides, e.g. 3 vs 2 seeds, the equal-n projection can undercut today's smaller side)
+    n = max(2, n_now + 1, math.ceil((z * sd_like / effect) ** 2))
     while n <= n_max:
         df = 2 * n - 2 if iv.kind == "welch" else n - 1
         if stats.t.ppf(0.5 + level / 2.0, df) * sd_like / math.sqrt(n) < effect:

@@ -766,6 +766,8 @@ def synthetic_claims(
             return [claim_recovery_mnist(tables)]
         if experiment == "table4":
             return [claim_acp_lowest_table4(tables)]
+        if experiment != "fig5":
+            raise ValueError(f"synthetic_claims: no claims are defined for experiment {experiment!r}")
         out: list[Claim] = []
         panels = fig5_panels(tables.get("fig5"))
         for ds in synrandom_fig5():
