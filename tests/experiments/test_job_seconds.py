@@ -62,6 +62,12 @@ def test_merge_keeps_each_jobs_smallest_time_longest_first(tmp_path: Path) -> No
     assert job_seconds.load(out)[("baselines", "d")] == 130.0
 
 
+def test_merge_keeps_an_earlier_tables_unmeasured_jobs_and_never_its_measured_ones() -> None:
+    earlier = {("train_cell", "a"): 999.0, ("train_cell", "gone"): 77.0}
+    rows = job_seconds.merge([[{"rule": "train_cell", "job": "a", "s": "12"}]], earlier)
+    assert rows == [("train_cell", "gone", 77.0), ("train_cell", "a", 12.0)]
+
+
 def test_committed_table_is_valid_and_orders_the_longest_acp_cell_first() -> None:
     """config/job_seconds.csv parses, and the MULTI-MNIST cells (the longest ACP training jobs
     of the quick grid) outrank the seconds-long syn-pattern inference cells."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +55,22 @@ def cmd_job_seconds(args: argparse.Namespace) -> int:
         if rows and not {"rule", "job", "s"} <= set(rows[0]):
             raise DataError(f"{path}: not a runtime_jobs.csv table (expected columns rule, job, s)")
         runs.append(rows)
-    rows = job_seconds.merge(runs)
+    kept = {}
+    if args.keep:
+        if not Path(args.keep).is_file():
+            raise DataError(f"{args.keep}: no such job-seconds table (--keep)")
+        kept = job_seconds.load(args.keep)
+    rows = job_seconds.merge(runs, kept)
     job_seconds.write(rows, args.out)
-    log.info("job-seconds: %d jobs from %d runtime tables -> %s", len(rows), len(runs), args.out)
+    measured = {(r["rule"], r["job"]) for rs in runs for r in rs}
+    log.info(
+        "job-seconds: %d jobs from %d runtime tables, %d kept from %s -> %s",
+        len(rows),
+        len(runs),
+        len(set(kept) - measured),
+        args.keep or "no earlier table",
+        args.out,
+    )
     return 0
 
 
@@ -84,4 +98,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="results/tables/runtime_jobs.csv of reference runs (a job in several: its smallest time)",
     )
     p.add_argument("--out", required=True, help="the table to write, e.g. config/job_seconds.csv")
+    p.add_argument(
+        "--keep",
+        help="an earlier table (e.g. config/job_seconds.csv itself) whose jobs no runtime table measured "
+        "are kept: cells of grids not re-run keep their order",
+    )
     p.set_defaults(func=cmd_job_seconds)

@@ -65,10 +65,14 @@ def priority(table: JobSeconds, rule: str, job: str) -> int:
     return 0 if seconds is None else round(seconds)
 
 
-def merge(runs: Iterable[Iterable[Mapping[str, object]]]) -> list[tuple[str, str, float]]:
+def merge(
+    runs: Iterable[Iterable[Mapping[str, object]]], kept: JobSeconds | None = None
+) -> list[tuple[str, str, float]]:
     """Rows ``(rule, job, seconds)`` from several runs' ``runtime_jobs.csv`` rows (columns
     ``rule``, ``job``, ``s``); a job measured in several runs keeps its smallest time, the one
-    least inflated by other work on the machine."""
+    least inflated by other work on the machine.  ``kept`` (an earlier table, :func:`load`)
+    supplies the jobs none of the runs measured -- cells of a grid not re-run -- and never
+    overrides a new measurement."""
     best: dict[tuple[str, str], float] = {}
     for rows in runs:
         for row in rows:
@@ -76,6 +80,8 @@ def merge(runs: Iterable[Iterable[Mapping[str, object]]]) -> list[tuple[str, str
             seconds = float(row["s"])  # type: ignore[arg-type]
             if math.isfinite(seconds):
                 best[key] = min(seconds, best.get(key, math.inf))
+    for key, seconds in (kept or {}).items():
+        best.setdefault(key, seconds)
     return sorted(((rule, job, s) for (rule, job), s in best.items()), key=lambda r: (-r[2], r[0], r[1]))
 
 

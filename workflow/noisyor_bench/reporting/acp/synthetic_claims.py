@@ -15,7 +15,7 @@ Each claim function takes the tables (by artifact, as written by
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -746,28 +746,11 @@ def synthetic_claims(
     def runs(experiment: str) -> bool:
         return experiment not in not_run and (experiments is None or experiment in experiments)
 
-    def claims_of(experiment: str) -> list[Claim]:
-        if experiment == "fig3a":
-            return [
-                claim_acp_beats_avi(tables, 20),
-                claim_acp_beats_avi(tables, 100),
-                claim_avi_as_good_at_1000(tables),
-                claim_ubcdi_curve(tables),
-                claim_nonamortized_worse(tables, "lb-cdi"),
-                claim_nonamortized_worse(tables, "svi"),
-            ]
-        if experiment == "fig4":
-            return [
-                claim_recovery_n200(tables),
-                claim_recovery_n1000(tables),
-                claim_recovery_nonamortized(tables),
-            ]
-        if experiment == "suppfig2":
-            return [claim_recovery_mnist(tables)]
-        if experiment == "table4":
-            return [claim_acp_lowest_table4(tables)]
-        if experiment != "fig5":
-            raise ValueError(f"synthetic_claims: no claims are defined for experiment {experiment!r}")
+    def not_tested(of: list[Claim], why: str) -> list[Claim]:
+        """The same claims, "not tested" for ``why`` (the grid lacks their condition)."""
+        return [no_data_claim(c.claim_id, c.statement, c.location, c.rule, why) for c in of]
+
+    def fig5_claims() -> list[Claim]:
         out: list[Claim] = []
         panels = fig5_panels(tables.get("fig5"))
         for ds in synrandom_fig5():
@@ -779,25 +762,35 @@ def synthetic_claims(
             ]
             if ds not in panels:  # e.g. the quick grid's Fig. 5 runs one of the six panels
                 why = f"fig5 {ds} is not among this grid's Fig. 5 panels ({', '.join(panels) or 'none'})"
-                of_panel = [no_data_claim(c.claim_id, c.statement, c.location, c.rule, why) for c in of_panel]
+                of_panel = not_tested(of_panel, why)
             out += of_panel
         return out
 
+    builders: dict[str, Callable[[], list[Claim]]] = {  # the claims of each experiment, in table order
+        "fig3a": lambda: [
+            claim_acp_beats_avi(tables, 20),
+            claim_acp_beats_avi(tables, 100),
+            claim_avi_as_good_at_1000(tables),
+            claim_ubcdi_curve(tables),
+            claim_nonamortized_worse(tables, "lb-cdi"),
+            claim_nonamortized_worse(tables, "svi"),
+        ],
+        "fig4": lambda: [
+            claim_recovery_n200(tables),
+            claim_recovery_n1000(tables),
+            claim_recovery_nonamortized(tables),
+        ],
+        "suppfig2": lambda: [claim_recovery_mnist(tables)],
+        "table4": lambda: [claim_acp_lowest_table4(tables)],
+        "fig5": fig5_claims,
+    }
+
     claims: list[Claim] = []
-    for experiment in ("fig3a", "fig4", "suppfig2", "table4", "fig5"):
+    for experiment, build in builders.items():
         if runs(experiment):
-            claims += claims_of(experiment)
+            claims += build()
         elif experiment in not_run:
-            claims += [
-                no_data_claim(
-                    c.claim_id,
-                    c.statement,
-                    c.location,
-                    c.rule,
-                    f"{experiment} is not in this grid: {not_run[experiment]}",
-                )
-                for c in claims_of(experiment)
-            ]
+            claims += not_tested(build(), f"{experiment} is not in this grid: {not_run[experiment]}")
     if "ablation" in tables:  # the mechanism (ACP vs ACP-SG), only when the grid runs the ablation
         from noisyor_bench.reporting.acp.ablation import mechanism_claims
 
