@@ -1,11 +1,11 @@
 # Two commands do all the set-up on a fresh machine:
 #   make reproduce   create .venv, install the pinned dependencies, run the quick grid, build the report
 #   make test        same set-up, then the test suite, snakemake --lint and dry runs
-# Variables: GRID (experiment grid: smoke|quick|extended|paper), PAPERS (which papers: registered ids, e.g. acp ape,
+# Variables: GRID (experiment grid: a key of config/config.yaml's `grids`), PAPERS (which papers: registered ids, e.g. acp ape,
 # space- or comma-separated; `noisyor-bench estimate-time --help` lists them; default: config.yaml's `papers`), SMK_PROFILE (how jobs run: the
 # Snakemake execution profile profiles/<name>: default = local, gpu, slurm), CORES (overrides
 # the Snakemake profile's cores), TORCH (PyTorch build: cpu, or a CUDA build such as cu126).
-# PROFILE=<grid> is the pre-issue-13 spelling of GRID: still accepted, with a note.
+# PROFILE=<grid> is the old spelling of GRID: still accepted, with a note.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -39,7 +39,7 @@ SNAKEMAKE := $(BIN)/snakemake --workflow-profile profiles/$(SMK_PROFILE) $(if $(
 .PHONY: setup reproduce test lint format dryrun report bench bench-batched lock clean readme-results architecture
 
 # pip's own output (notices about the machine's pip configuration, e.g. an extra index without a
-# package) goes to $(VENV)/install.log, not the console (issue 29); a failing install prints
+# package) goes to $(VENV)/install.log, not the console; a failing install prints
 # that log's last 40 lines and stops.
 INSTALL_LOG = $(VENV)/install.log
 PIP_LOGGED = $(BIN)/python -m pip install --quiet
@@ -64,7 +64,7 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 
 setup: $(VENV)/.installed
 
-# The console of `make reproduce` (issue 29): CONSOLE=compact (default) prints the plan, one line
+# The console of `make reproduce`: CONSOLE=compact (default) prints the plan, one line
 # per finished job (its paper, progress, ETA) and failures in full, and keeps Snakemake's whole
 # output in SMK_LOG; CONSOLE=full streams Snakemake's own output. The last lines are the answer
 # per paper (noisyor-bench run-summary), after the report.
@@ -143,11 +143,11 @@ readme-results: setup
 	$(BIN)/noisyor-bench readme-results --results results --readme README.md --results-page docs/results.md \
 		$(if $(wildcard reference/paper-synpattern/tables/claims.csv),--reference reference/paper-synpattern)
 
-# Throughput of the project's trainers against a dense reference (issue 7); see benchmarks/README.md.
+# Throughput of the project's trainers against a dense reference; see benchmarks/README.md.
 bench: setup
 	$(BIN)/python benchmarks/bench.py
 
-# Runs per hour: one run per process against R runs batched in one (issue 16); datasets are built
+# Runs per hour: one run per process against R runs batched in one; datasets are built
 # into results/data/ if missing. See benchmarks/README.md.
 bench-batched: setup
 	$(BIN)/python benchmarks/batched.py

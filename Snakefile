@@ -1,8 +1,10 @@
 # noisyor-bench: regenerate every table and figure of the registered papers (ACP, APE, aviPAM;
 # noisyor_bench.experiments.papers). The science is in the package under workflow/; each rule is a
-# short call of the CLI subcommand of the same name (`-` -> `_`). A paper's rules are its own
+# short call of one CLI command, named after its step (the command carries its paper's prefix:
+# rule table4 runs acp-table4). A paper's rules are its own
 # rules/<paper>*.smk files, included from its registry entry. Choose the experiment grid with
-# --config grid=smoke|quick|paper and the papers with --config 'papers=[...]'.
+# --config grid=<name> (a key of config/config.yaml's `grids`) and the papers with
+# --config 'papers=[...]'.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -41,6 +43,11 @@ rule all:
         all_targets(),
         runtime_targets(),
         CLAIMS_PAGES,
+
+
+# Last after the rules: every rule checks the results directory when its first job is planned
+# (rules/common.smk, _guard_results_dir).
+guard_every_rule()
 
 
 # The console's last lines: one answer line per paper (verdict counts, grid, compute; the same

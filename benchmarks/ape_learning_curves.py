@@ -1,7 +1,7 @@
 """Learning curves of the APE quick grid's training runs: where each meets the convergence rule.
 
 Why: the quick grid's ``ape-train`` and ``ape-vi`` runs stopped at their step caps still
-improving (issue 14).  This script trains each cell once per seed for a long step budget, exactly
+improving.  This script trains each cell once per seed for a long step budget, exactly
 as ``noisyor-bench ape-train`` / ``ape-vi`` would (same dataset file, settings, seeds and random
 streams), and records the validation curve with the CPU seconds it cost (``time.process_time``:
 independent of how busy the shared machine is).  Because the learning-rate schedule and the

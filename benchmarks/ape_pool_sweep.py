@@ -1,4 +1,4 @@
-"""The training-pool effect (issue 32): APE (model-aware) trained on pools of M models, scored
+"""The training-pool effect: APE (model-aware) trained on pools of M models, scored
 on the evaluation combinations with the agreement measure and its VI-vs-VI ceiling.
 
 Why: the quick grid trains on 2,000 (toy bars) / 300 (reviews) models where the paper used

@@ -1,4 +1,4 @@
-"""How far VI's ranking of APE's test models agrees with itself (issue 32): the VI-vs-VI ceiling
+"""How far VI's ranking of APE's test models agrees with itself: the VI-vs-VI ceiling
 of the agreement measure against the documents ranked over and the ELBO draws per (document, model).
 
 Why: Table 1's agreement counts the pairs of the 10 test models that a method orders as VI's

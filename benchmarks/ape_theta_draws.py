@@ -1,4 +1,4 @@
-"""Time APE's training-model draws: the vectorised pool against the former per-model path (issue 32).
+"""Time APE's training-model draws: the vectorised pool against the former per-model path.
 
 Why: a training pool too large to hold (the paper's 50,000 models at V = 3,000: 18 GB) is drawn
 batch by batch, and those draws cost ~0.59 s per training step of 100 models.  The pool's
@@ -30,7 +30,7 @@ from noisyor_bench.infra.io import write_csv_atomic
 
 
 def former_draw(pool: ThetaPool, indices: np.ndarray) -> np.ndarray:
-    """The per-model path before issue 32: numpy's Dirichlet per model, stacked, cast."""
+    """The former per-model path: numpy's Dirichlet per model, stacked, cast."""
 
     def model(m: int) -> np.ndarray:
         rng = np.random.default_rng([pool.seed, int(m)])

@@ -1,4 +1,4 @@
-"""Coherence against epochs for aviPAM: the fixed epoch budget per corpus (issue 31, item 3).
+"""Coherence against epochs for aviPAM: the fixed epoch budget per corpus.
 
 Why: the ELBO plateau (the project's convergence rule on the training NELBO) stops aviPAM at
 31-56 epochs, while topic coherence keeps rising long after the ELBO flattens (AVITM trains
@@ -8,7 +8,7 @@ converged for such a claim when it trained at least that long (``coherence_plate
 grid's ``avipam`` section).
 
 ``run`` trains one aviPAM method on one corpus (the quick grid's settings with the reconstruction
-of issue 31: encoder batch-norm without gain unless ``--output-norm`` says otherwise) for
+of aviPAM: encoder batch-norm without gain unless ``--output-norm`` says otherwise) for
 ``--epochs`` epochs with no early stop, and every ``--every`` epochs keeps the top-10 word ids of
 every topic under both top-word rules (``weights``: the decoder weights, the primary rule;
 ``beta``: the topic-word probabilities, the ablation) -- so that a new coherence reference can
@@ -50,7 +50,7 @@ from noisyor_bench.infra.io import write_csv_atomic, write_npz_atomic, write_tex
 
 TOP_N = 10
 WINDOW, REL_TOL = 5, 1e-3  # the project's ELBO rule (FitBudget defaults)
-PLATEAU_TOL = 0.01  # NPMI: half the calibration tolerance of issue 31 (+- 0.02)
+PLATEAU_TOL = 0.01  # NPMI: half the calibration tolerance (+- 0.02)
 CURVE_COLUMNS = ("epoch", "train_nelbo", "train_kl", "cpu_seconds")
 SCORE_COLUMNS = ("run", "epoch", "rule", "reference", "npmi")
 

@@ -16,8 +16,8 @@ the process overhead (wall time of the process minus its fit: interpreter, impor
 
     runs/hour(E) = 3600 * R / (overhead + warm-up + E * epoch_seconds)
 
-at the length ``E = --run-epochs`` of a real run (default 100: a converged SYN-PATTERN run,
-issue 16); examples per second per run = N_train / epoch_seconds (each of the R runs sees its
+at the length ``E = --run-epochs`` of a real run (default 100: a converged SYN-PATTERN run);
+examples per second per run = N_train / epoch_seconds (each of the R runs sees its
 N_train rows per epoch) and in total R times that.  The best
 of ``--repeats`` is reported.  Prints a table and writes ``benchmarks/results/batched.{md,csv}``.
 
@@ -96,12 +96,12 @@ def ensure_datasets(data_dir: Path, names: list[str]) -> None:
     for name in names:
         path = data_dir / f"{name}.npz"
         if not path.exists():
-            print(f"building {path} (noisyor-bench make-dataset)", flush=True)
+            print(f"building {path} (noisyor-bench acp-make-dataset)", flush=True)
             _subprocess(
                 [
                     "-m",
                     "noisyor_bench",
-                    "make-dataset",
+                    "acp-make-dataset",
                     "--name",
                     name,
                     "--config",

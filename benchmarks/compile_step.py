@@ -1,4 +1,4 @@
-"""What ``torch.compile`` would gain on a SYN-PATTERN-sized training step (issue 16).
+"""What ``torch.compile`` would gain on a SYN-PATTERN-sized training step.
 
 A dense stand-in for one AVI step at the quick grid's sizes (batch 128, D = 64, K = 8, an
 encoder of one hidden layer of 100, 10 relaxed-Bernoulli samples, Adam): eager against

@@ -29,7 +29,7 @@ cost less; checkpoint writes and the final test evaluation are not included).
 
 Datasets are read from ``--data-dir`` (``results/data/<name>.npz``) when they hold enough
 training rows; otherwise they are built in memory (a temporary cache directory) by the
-function behind ``noisyor-bench make-dataset`` from the config's ``datasets`` entry, with the
+function behind ``noisyor-bench acp-make-dataset`` from the config's ``datasets`` entry, with the
 training pool enlarged to the cell's N_train when it is larger (smaller training sets are
 prefixes of larger ones, validation and test do not change: ``data/synthetic/build.py``).
 
@@ -114,7 +114,7 @@ def cell_list(text: str) -> list[Cell]:
 
 
 def read_config(path: Path, grid_name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(datasets, grid)`` sections of the config, read as YAML (the schema validator,
+    """``(datasets, ACP's grid section)`` of the config, read as YAML (the schema validator,
     jsonschema, is not needed to read two sections and may be absent on the GPU machine)."""
     import yaml
 
@@ -123,7 +123,8 @@ def read_config(path: Path, grid_name: str) -> tuple[dict[str, Any], dict[str, A
     grids = cfg.get("grids") or {}
     if grid_name not in grids:
         raise SystemExit(f"{path}: no grids.{grid_name}; grids: {sorted(grids)}")
-    return dict(cfg["datasets"]), dict(grids[grid_name])
+    grid = grids[grid_name]
+    return dict(cfg["datasets"]), dict(grid.get("acp") or grid)  # ACP's section (older configs: the grid)
 
 
 def grid_cells(grid: Mapping[str, Any], dataset: str, n_train: int, method: str) -> str:
@@ -161,7 +162,7 @@ def load_dataset(
     start = time.perf_counter()
     arrays, _ = build_dataset(name, spec, None, cache)
     grown = f", training pool {pool} -> {n_max}" if n_max > pool else ""
-    return arrays, f"built by make-dataset's build_dataset in {time.perf_counter() - start:.1f} s{grown}"
+    return arrays, f"built by acp-make-dataset's build_dataset in {time.perf_counter() - start:.1f} s{grown}"
 
 
 # ------------------------------------------------------------------------------ measuring

@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "workflow"))
 from noisyor_bench.experiments.acp import grid  # noqa: E402
 from noisyor_bench.experiments.acp.grid import corpora as corpus_grid  # noqa: E402
 from noisyor_bench.experiments.config import load_config  # noqa: E402
+from noisyor_bench.inference.noisyor import registry  # noqa: E402
 
 # Measured costs, CPU seconds on the shared machine while ~10 other processes ran
 # (benchmarks/results/epoch_cost_*.csv, learning_curves_*.csv; docs/convergence.md).
@@ -85,7 +86,7 @@ def amortized_job(
 
 
 def job_cost(mode: str, dataset: str, method: str, n_train: int, budget: dict) -> float:
-    if method not in ("avi", "acp", "acp-sg"):
+    if method not in registry.AMORTIZED:
         return (
             CLASSICAL_INFERENCE if mode == "inference" else CLASSICAL.get((dataset, n_train, method), 120.0)
         )

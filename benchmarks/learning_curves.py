@@ -1,6 +1,6 @@
 """Learning curves of AVI and ACP (learning mode) under several generative learning rates and inits.
 
-Why: issue 12 found that learned noisy-OR rates never leave their initialisation.  Under the
+Why: with the former defaults, learned noisy-OR rates never left their initialisation.  Under the
 softplus parameterisation a small rate theta = softplus(r) ~ e^r, and Adam moves r by about
 ``gen_lr`` per step, so after T steps theta <= theta_high * e^(gen_lr * T).  This script
 measures, per (dataset, N_train, method, gen_lr, init theta_high, seed): the epoch where
@@ -11,12 +11,12 @@ busy the shared machine is), the best validation and the test NELBO (exact
 Bernoulli samples), the independent-Bernoulli baseline of the same training rows, the largest
 learned rate against the true one, and the patterns recovered on SYN-PATTERN.
 
-Datasets are files made by ``noisyor-bench make-dataset`` / ``ingest-neurips`` in a scratch
+Datasets are files made by ``noisyor-bench acp-make-dataset`` / ``acp-ingest-neurips`` in a scratch
 directory outside the repository, e.g.::
 
     S=/tmp/lr_scratch; mkdir -p $S/data
-    noisyor-bench make-dataset --name syn-pattern --config config/config.yaml --out $S/data/syn-pattern.npz
-    noisyor-bench ingest-neurips --no-variants --seed 20200201 --out $S/data/neurips-titles.npz
+    noisyor-bench acp-make-dataset --name syn-pattern --config config/config.yaml --out $S/data/syn-pattern.npz
+    noisyor-bench acp-ingest-neurips --no-variants --seed 20200201 --out $S/data/neurips-titles.npz
     python benchmarks/learning_curves.py --data-dir $S/data --cells syn-pattern:200,syn-pattern:1000 \
         --settings 1e-3/0.02,1e-2/0.02 --seeds 0,1 --out benchmarks/results/learning_curves_synpattern.csv
 

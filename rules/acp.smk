@@ -13,10 +13,11 @@ wildcard_constraints:
     method=wildcard_pattern(),
 
 
+ACP_GRID = grid.active_grid(config)  # grids.<grid>.acp with the grid's neutral keys (device, threads)
 SEEDS = grid.seeds(config)
-DEVICE = GRID.get("device", "auto")
-THREADS = int(GRID.get("threads", 1))
-GPUS_PER_JOB = int(GRID.get("gpus_per_job", 0))
+DEVICE = ACP_GRID.get("device", "auto")
+THREADS = int(ACP_GRID.get("threads", 1))
+GPUS_PER_JOB = int(ACP_GRID.get("gpus_per_job", 0))
 RUN_FILES = ("metrics.json", "posterior_test.npz", "curve.csv")
 
 # Report categories of the ACP paper's sections (rules/report.smk sorts categories by name).
@@ -99,7 +100,7 @@ def run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
     if seeds is None:
         known = experiment in grid.experiments(config)
         seeds = grid.seeds(config, experiment, dataset, method) if known else SEEDS
-    return [R(f"runs/{experiment}/{dataset}/{method}/n{n}/seed{seed}/{f}") for seed in seeds for f in files]
+    return [RUN(experiment, dataset, method, n, seed=seed, file=f) for seed in seeds for f in files]
 
 
 def experiment_files(experiment, files=("metrics.json",), methods=None):
@@ -134,7 +135,7 @@ def baseline_n_train(dataset):
 def missing_reasons(experiment):
     """``[METHOD=]TEXT`` items for cells an experiment's table shows without runs."""
     exp = grid.experiments(config).get(experiment) or {}
-    default = f"not run in this grid (grids.{config['grid']}.experiments.{experiment}.runs)"
+    default = f"not run in this grid (grids.{config['grid']}.acp.experiments.{experiment}.runs)"
     return [default] + [f"{m}={why}" for m, why in sorted((exp.get("not_run") or {}).items())]
 
 
@@ -148,7 +149,7 @@ def sensitivity_runs():
     """First-seed Fig. 3a runs of SVI and LB-CDI on SYN-PATTERN (deterministic methods: one seed
     suffices), for the sensitivity figure; empty when the grid has none."""
     return [
-        R(f"runs/fig3a/{c.dataset}/{c.method}/n{c.n_train}/seed{SEEDS[0]}/metrics.json")
+        RUN(c.path, seed=SEEDS[0], file="metrics.json")
         for c in grid.cells(config, "fig3a")
         # the methods with a per-datapoint step cap (noisyor_bench.reporting.acp.sensitivity.STEP_HPARAMS,
         # not imported here: it loads torch while Snakemake parses the workflow)
@@ -199,7 +200,7 @@ def acp_targets():
     targets = [R("tables/datasets.csv"), R("tables/datasets.md")]
     if TEXT:  # the real corpora and the PMI reference only where the grid has text experiments
         targets += [R("pmi/cooccurrence.npz"), R("data/reuters.npz")]
-    for name in GRID["datasets"]:
+    for name in ACP_GRID.get("datasets", []):
         targets.append(R(f"figures/patterns_{name}.png"))
     exps = grid.experiments(config)
     if "fig3a" in exps:
@@ -243,7 +244,7 @@ TEXT_SEEDS = corpus_grid.seeds(config)
 def text_run_files(experiment, dataset, method, n, files=RUN_FILES, seeds=None):
     """Per-seed files of one text cell (wildcard patterns or concrete values)."""
     return [
-        R(f"runs/{experiment}/{dataset}/{method}/n{n}/seed{s}/{f}")
+        RUN(experiment, dataset, method, n, seed=s, file=f)
         for s in (TEXT_SEEDS if seeds is None else seeds)
         for f in files
     ]
@@ -307,7 +308,7 @@ def tsne_tables():
     )
 
 
-# Corrupted derived datasets (issue 18).  A dataset .npz whose bytes differ from the sha256
+# Corrupted derived datasets.  A dataset .npz whose bytes differ from the sha256
 # its sidecar recorded when it was built (truncated, overwritten, half-copied) would make
 # Snakemake rerun every dependant (its mtime is newer), deleting finished run files before
 # the first job fails on the bad file.  The check runs here, when the DAG is built, so the

@@ -1,6 +1,6 @@
 # Stage: real corpora (paper Section 4.5, supplement Section 5.1): ingestion and the cached
-# co-occurrence counts of the PMI reference corpus. Each rule is named as the noisyor-bench
-# subcommand it runs (`-` -> `_`).
+# co-occurrence counts of the PMI reference corpus. Each rule is named after its step; the
+# command it runs carries the paper's prefix (rule pmi_counts runs `noisyor-bench acp-pmi-counts`).
 
 
 rule ingest_neurips:
@@ -23,7 +23,7 @@ rule ingest_neurips:
         raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench ingest-neurips {params.raw} --cache-dir {params.cache:q} --seed {params.corpus[seed]}"
+        "noisyor-bench acp-ingest-neurips {params.raw} --cache-dir {params.cache:q} --seed {params.corpus[seed]}"
         " --lemmatizer {params.corpus[lemmatizer]} --stopwords {params.corpus[stopwords]}"
         " --out {output.npz:q} > {log:q} 2>&1"
 
@@ -48,7 +48,7 @@ rule ingest_reuters:
         raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench ingest-reuters {params.raw} --cache-dir {params.cache:q} --seed {params.corpus[seed]}"
+        "noisyor-bench acp-ingest-reuters {params.raw} --cache-dir {params.cache:q} --seed {params.corpus[seed]}"
         " --val-fraction {params.corpus[val_fraction]} --vocab-scope {params.corpus[vocab_scope]}"
         " --out {output.npz:q} > {log:q} 2>&1"
 
@@ -72,5 +72,5 @@ rule pmi_counts:
         raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench pmi-counts {params.raw} --cache-dir {params.cache:q} --reference {params.pmi[reference]}"
+        "noisyor-bench acp-pmi-counts {params.raw} --cache-dir {params.cache:q} --reference {params.pmi[reference]}"
         " --window {params.pmi[window]} --vocab {input.vocab:q} --out {output:q} > {log:q} 2>&1"

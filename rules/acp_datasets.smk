@@ -22,7 +22,7 @@ rule make_dataset:
         raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench make-dataset --name {wildcards.name} --spec {params.spec} {params.raw}"
+        "noisyor-bench acp-make-dataset --name {wildcards.name} --spec {params.spec} {params.raw}"
         " --cache-dir {params.cache:q} --out {output.npz:q} > {log:q} 2>&1"
 
 
@@ -45,12 +45,12 @@ rule plot_patterns:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench plot-patterns --dataset {input.npz:q} --out-png {output.png:q} --out-pdf {output.pdf:q} > {log:q} 2>&1"
+        "noisyor-bench acp-plot-patterns --dataset {input.npz:q} --out-png {output.png:q} --out-pdf {output.pdf:q} > {log:q} 2>&1"
 
 
 rule dataset_table:
     input:
-        expand(R("data/{name}.npz"), name=GRID["datasets"]),
+        expand(R("data/{name}.npz"), name=ACP_GRID.get("datasets", [])),
     output:
         csv=R("tables/datasets.csv"),
         md=R("tables/datasets.md"),
@@ -61,4 +61,4 @@ rule dataset_table:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench dataset-table {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
+        "noisyor-bench acp-dataset-table {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

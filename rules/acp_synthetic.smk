@@ -1,6 +1,7 @@
 # Stage: the ACP paper's tables, figures and claim verdicts of the synthetic experiments
 # (Sections 4.2-4.4, Figs. 3-5, Table 4, supplement Figs. 1-2), from the run directories.
-# Each rule is named as the noisyor-bench subcommand it runs (`-` -> `_`).
+# Each rule is named after its step; the command it runs carries the paper's prefix
+# (rule table4 runs `noisyor-bench acp-table4`).
 
 
 rule baselines:
@@ -35,7 +36,7 @@ rule baselines:
         ),
         bounds=lambda w: "" if grid.baseline_settings(config)["bounds"] else "--no-bounds",
     shell:
-        "noisyor-bench baselines --dataset {input:q} --dataset-name {wildcards.dataset} --n-train {params.n_train}"
+        "noisyor-bench acp-baselines --dataset {input:q} --dataset-name {wildcards.dataset} --n-train {params.n_train}"
         " --samples {params.samples} --max-rows {params.opts[max_rows]} --iw-samples {params.opts[iw_samples]}"
         " --max-rounds {params.opts[max_rounds]} --nll {params.nll} {params.run_nll} {params.bounds}"
         " --threads {threads} --out-json {output:q} > {log:q} 2>&1"
@@ -57,7 +58,7 @@ rule table_fig3a:
     params:
         runs=lambda w, input: list_param(input.runs),
     shell:
-        "noisyor-bench table-fig3a --runs {params.runs} --baselines {input.baselines:q}"
+        "noisyor-bench acp-table-fig3a --runs {params.runs} --baselines {input.baselines:q}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
@@ -83,7 +84,7 @@ rule figure_fig3a_sensitivity:
         CONDA_ENV
     threads: THREADS
     shell:
-        "noisyor-bench figure-fig3a-sensitivity --runs {input.runs:q} --dataset {input.dataset:q} --threads {threads}"
+        "noisyor-bench acp-figure-fig3a-sensitivity --runs {input.runs:q} --dataset {input.dataset:q} --threads {threads}"
         " --out-csv {output.csv:q} --out-md {output.md:q} --out-png {output.png:q} --out-pdf {output.pdf:q} > {log:q} 2>&1"
 
 
@@ -104,7 +105,7 @@ rule figure_fig3b:
     params:
         runs=lambda w, input: list_param(f for f in input if f.endswith("metrics.json")),
     shell:
-        "noisyor-bench figure-fig3b --runs {params.runs} --out-png {output.png:q} --out-pdf {output.pdf:q}"
+        "noisyor-bench acp-figure-fig3b --runs {params.runs} --out-png {output.png:q} --out-pdf {output.pdf:q}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
@@ -136,7 +137,7 @@ rule figure_patterns:
     params:
         runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
     shell:
-        "noisyor-bench figure-patterns --runs {params.runs} --dataset {input.dataset:q} --baselines {input.baselines:q}"
+        "noisyor-bench acp-figure-patterns --runs {params.runs} --dataset {input.dataset:q} --baselines {input.baselines:q}"
         " --out-png {output.png:q} --out-pdf {output.pdf:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
@@ -161,7 +162,7 @@ rule figure_fig5:
     params:
         runs=lambda w, input: list_param(input.runs),
     shell:
-        "noisyor-bench figure-fig5 --runs {params.runs} --datasets {input.datasets:q} --baselines {input.baselines:q}"
+        "noisyor-bench acp-figure-fig5 --runs {params.runs} --datasets {input.datasets:q} --baselines {input.baselines:q}"
         " --out-png {output.png:q}"
         " --out-pdf {output.pdf:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
@@ -183,7 +184,7 @@ rule table4:
         runs=lambda w, input: list_param(input.runs),
         missing=" ".join(f"--missing-reason {shlex.quote(item)}" for item in missing_reasons("table4")),
     shell:
-        "noisyor-bench table4 --runs {params.runs} --baselines {input.baselines:q} {params.missing}"
+        "noisyor-bench acp-table4 --runs {params.runs} --baselines {input.baselines:q} {params.missing}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
@@ -203,7 +204,7 @@ rule ablation_table:
     params:
         runs=lambda w, input: list_param(f for f in input.runs if f.endswith("metrics.json")),
     shell:
-        "noisyor-bench ablation-table --runs {params.runs} --datasets {input.datasets:q}"
+        "noisyor-bench acp-ablation-table --runs {params.runs} --datasets {input.datasets:q}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
@@ -223,6 +224,6 @@ rule claims_synthetic:
         experiments=" ".join(grid.experiments(config)),
         not_run=" ".join(shlex.quote(f"{k}={v}") for k, v in grid.not_run_experiments(config).items()),
     shell:
-        "noisyor-bench claims-synthetic --tables {input:q} --experiments {params.experiments}"
+        "noisyor-bench acp-claims-synthetic --tables {input:q} --experiments {params.experiments}"
         " --not-run {params.not_run}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

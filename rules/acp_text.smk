@@ -1,8 +1,8 @@
 # Stage: the ACP paper's real-corpus tables, figures and claims -- Section 4.5 (Table 5, topic
 # model on NeurIPS titles) and supplement Section 5.1 (Fig. 3 Reuters classification, Figs. 4-6
 # t-SNE), from the runs of rule train_cell_corpus (rules/acp_training.smk). The grid is
-# grids.<g>.text (noisyor_bench.experiments.acp.grid.corpora). Each rule is named as the
-# noisyor-bench subcommand it runs (`-` -> `_`).
+# grids.<g>.text (noisyor_bench.experiments.acp.grid.corpora). Each rule is named after its
+# step; the command it runs carries the paper's prefix (rule table5 runs `noisyor-bench acp-table5`).
 
 
 rule table5:
@@ -27,7 +27,7 @@ rule table5:
         top_words=lambda w: TEXT["topics"]["top_words"],
         best_topics=lambda w: TEXT["topics"]["best_topics"],
     shell:
-        "noisyor-bench table5 --runs {params.runs} --vocab {input.vocab:q} --cooccurrence {input.cooccurrence:q}"
+        "noisyor-bench acp-table5 --runs {params.runs} --vocab {input.vocab:q} --cooccurrence {input.cooccurrence:q}"
         " --top-words {params.top_words} --best-topics {params.best_topics} --baselines {input.baselines:q}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
@@ -58,7 +58,7 @@ rule classification:
         folds=lambda w: TEXT["classification"]["folds"],
         seed=TEXT_SEEDS[0],
     shell:
-        "noisyor-bench classification --runs {params.runs} --dataset {input.dataset:q} --folds {params.folds}"
+        "noisyor-bench acp-classification --runs {params.runs} --dataset {input.dataset:q} --folds {params.folds}"
         " --seed {params.seed} --out-csv {output.csv:q} --out-md {output.md:q} --out-png {output.png:q}"
         " --out-pdf {output.pdf:q} > {log:q} 2>&1"
 
@@ -88,7 +88,7 @@ rule tsne:
         perplexity=lambda w: TEXT["tsne"]["perplexity"],
         seed=TEXT_SEEDS[0],
     shell:
-        "noisyor-bench tsne --runs {params.runs} --dataset {input.dataset:q} --perplexity {params.perplexity}"
+        "noisyor-bench acp-tsne --runs {params.runs} --dataset {input.dataset:q} --perplexity {params.perplexity}"
         " --seed {params.seed} --threads {threads} --out-png {output.png:q} --out-pdf {output.pdf:q}"
         " --out-csv {output.csv:q} > {log:q} 2>&1"
 
@@ -106,7 +106,7 @@ rule tsne_table:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench tsne-table --tables {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
+        "noisyor-bench acp-tsne-table --tables {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 rule claims_text:
@@ -124,5 +124,5 @@ rule claims_text:
     params:
         best_topics=lambda w: (TEXT.get("topics") or {}).get("best_topics", 4),
     shell:
-        "noisyor-bench claims-text --tables {input:q} --best-topics {params.best_topics}"
+        "noisyor-bench acp-claims-text --tables {input:q} --best-topics {params.best_topics}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

@@ -3,9 +3,10 @@ import re
 
 SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config)) or "(?!)"
 
-# Stage: training. Rule names are the noisyor-bench subcommand they run (`-` -> `_`), with a
-# qualifier where one subcommand runs in several rules: `search_chunk` (and `search_select`, running
-# `search-select`); `train_cell` and
+# Stage: training. Each rule is named after its step; the command it runs carries the paper's
+# prefix (rule search_table runs `noisyor-bench acp-search-table`), with a qualifier where one
+# command runs in several rules: `search_chunk` (`acp-search`; `search_select` runs
+# `acp-search-select`); `train_cell` and
 # `train_cell_<experiment>[_<n>seeds]` (synthetic cells, one rule per seed list, below);
 # `corpus_hparams` and `train_cell_corpus` (the real-corpus cells of the grid's `text` section).
 #
@@ -16,7 +17,7 @@ SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config))
 # (cell, draw or final, seed) inside the CLI (noisyor_bench.inference.seeding.run_init_key).
 
 
-# A cell's search runs as chunk jobs (issue 28; acp_costs.search_chunks): `search.draws_per_job` draws
+# A cell's search runs as chunk jobs (acp_costs.search_chunks): `search.draws_per_job` draws
 # each, or, with `search.max_job_hours`, as many nearly equal chunks as the cost model's estimate
 # of the whole search needs to keep each under that bound (a small cell: one chunk; unset: one),
 # side by side on a cluster, and one search_select job that merges their tables into search.csv
@@ -51,9 +52,9 @@ rule search_chunk:
         budget=lambda w: json_param(grid.budget(config, cell_of(w))),
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
-        batch="--batch-draws" if GRID.get("batched") else "",
+        batch="--batch-draws" if ACP_GRID.get("batched") else "",
     shell:
-        "noisyor-bench search --dataset {input.dataset:q} --dataset-name {wildcards.dataset:q}"
+        "noisyor-bench acp-search --dataset {input.dataset:q} --dataset-name {wildcards.dataset:q}"
         " --experiment {wildcards.experiment:q} --method {wildcards.method:q} --mode {params.mode}"
         " --n-train {wildcards.n} --seed {params.seed} --draws {params.draws} --inits-per-draw {params.inits}"
         " --latents-factor {params.factor} --budget {params.budget}"
@@ -79,10 +80,10 @@ rule search_select:
     params:
         out_dir=lambda w, output: os.path.dirname(output.best),
     shell:
-        "noisyor-bench search-select --chunks {input.chunks:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "noisyor-bench acp-search-select --chunks {input.chunks:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
-# Every draw of the grid's searches and the selected hyperparameters (issue 30: a published reference
+# Every draw of the grid's searches and the selected hyperparameters (a published reference
 # shows them): tables/search_draws.{csv,md}.
 rule search_table:
     input:
@@ -100,7 +101,7 @@ rule search_table:
     params:
         dirs=lambda w, input: " ".join(shlex.quote(os.path.dirname(f)) for f in input.best),
     shell:
-        "noisyor-bench search-table --searches {params.dirs} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
+        "noisyor-bench acp-search-table --searches {params.dirs} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
 # One train_cell rule per seed list (grid.seed_groups): a rule's outputs, one set per seed, are
@@ -140,16 +141,16 @@ for _group in grid.seed_groups(config):
             budget=lambda w: json_param(grid.budget(config, cell_of(w))),
             evaluation=json_param(grid.evaluation(config)),
             device=DEVICE,
-            batch="--batch-seeds" if GRID.get("batched") else "",
-            results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+            batch="--batch-seeds" if ACP_GRID.get("batched") else "",
+            out=lambda w, output: run_folders(output),
             factor=lambda w: grid.latents_factor(config, w.experiment),
         shell:
-            "noisyor-bench train-cell --dataset {input.dataset:q} --dataset-name {wildcards.dataset}"
+            "noisyor-bench acp-train-cell --dataset {input.dataset:q} --dataset-name {wildcards.dataset}"
             " --experiment {wildcards.experiment} --method {wildcards.method} --mode {params.mode}"
             " --n-train {wildcards.n} --seeds {params.seeds} {params.best} --budget {params.budget}"
             " --latents-factor {params.factor}"
             " --evaluation {params.evaluation} --device {params.device:q} --threads {threads}"
-            " {params.batch} --results-dir {params.results:q} > {log:q} 2>&1"
+            " {params.batch} --out-dir {params.out} > {log:q} 2>&1"
 
 
 # Deterministic cells (SVI/LB-CDI/UB-CDI in inference mode) run one seed in rule
@@ -159,8 +160,8 @@ for _once in [g for g in grid.seed_groups(config) if g.methods]:
         workflow.ruleorder(f"train_cell{_once.suffix}", f"train_cell{_other.suffix}")
 
 
-# A cell whose seeds together the cost model puts over search.max_job_hours (issue 28;
-# acp_costs.per_seed_cells, e.g. the paper grid's Fig. 5 SVI at N_train = 10,000) trains one job per
+# A cell whose seeds together the cost model puts over search.max_job_hours
+# (acp_costs.per_seed_cells, e.g. the paper grid's Fig. 5 SVI at N_train = 10,000) trains one job per
 # seed: the same run directories, logs and benchmarks under train_cell/<cell>/seed<s>. The
 # train_cell rules' patterns match its files too, so this one takes precedence.
 rule train_cell_seed:
@@ -168,7 +169,7 @@ rule train_cell_seed:
         dataset=lambda w: R(f"data/{per_seed_cell(w).dataset}.npz"),
         best=per_seed_search_result,
     output:
-        [R(f"runs/{{cell}}/seed{{seed}}/{f}") for f in RUN_FILES],
+        [RUN("{cell}", seed="{seed}", file=f) for f in RUN_FILES],
     log:
         log_path("train_cell", "{cell}/seed{seed}"),
     benchmark:
@@ -192,15 +193,15 @@ rule train_cell_seed:
         budget=lambda w: json_param(grid.budget(config, per_seed_cell(w))),
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
-        results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+        out=lambda w, output: run_folders(output),
         factor=lambda w: grid.latents_factor(config, per_seed_cell(w).experiment),
     shell:
-        "noisyor-bench train-cell --dataset {input.dataset:q} --dataset-name {params.dataset}"
+        "noisyor-bench acp-train-cell --dataset {input.dataset:q} --dataset-name {params.dataset}"
         " --experiment {params.experiment} --method {params.method} --mode {params.mode}"
         " --n-train {params.n} --seeds {wildcards.seed} {params.best} --budget {params.budget}"
         " --latents-factor {params.factor}"
         " --evaluation {params.evaluation} --device {params.device:q} --threads {threads}"
-        " --results-dir {params.results:q} > {log:q} 2>&1"
+        " --out-dir {params.out} > {log:q} 2>&1"
 
 
 for _group in grid.seed_groups(config):
@@ -209,7 +210,7 @@ for _group in grid.seed_groups(config):
 
 # ---------------------------------------------------------------------------------------
 # Real-corpus cells (grids.<g>.text, noisyor_bench.experiments.acp.grid.corpora): one job per
-# (experiment, corpus, method, N_train) cell runs all seeds (train-cell --latents K, learning
+# (experiment, corpus, method, N_train) cell runs all seeds (acp-train-cell --latents K, learning
 # mode) with the corpus-scaled hyperparameters of corpus_hparams (no search).
 # The synthetic train_cell rule's output pattern also matches text run directories; its
 # input functions fail for text experiments, and this makes the choice explicit.
@@ -231,7 +232,7 @@ rule corpus_hparams:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench corpus-hparams --dataset {input.dataset:q} --out {output:q} > {log:q} 2>&1"
+        "noisyor-bench acp-corpus-hparams --dataset {input.dataset:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule train_cell_corpus:
@@ -260,10 +261,10 @@ rule train_cell_corpus:
         budget=json_param(corpus_grid.budget(config)),
         evaluation=json_param(grid.evaluation(config)),
         device=DEVICE,
-        results=lambda w, output: output[0].rsplit("/runs/", 1)[0],
+        out=lambda w, output: run_folders(output),
     shell:
-        "noisyor-bench train-cell --dataset {input.dataset:q} --dataset-name {wildcards.dataset}"
+        "noisyor-bench acp-train-cell --dataset {input.dataset:q} --dataset-name {wildcards.dataset}"
         " --experiment {wildcards.experiment} --method {wildcards.method} --mode learning"
         " --n-train {wildcards.n} --seeds {params.seeds} --latents {params.latents} --best {input.hparams:q}"
         " --budget {params.budget} --evaluation {params.evaluation} --device {params.device}"
-        " --threads {threads} --results-dir {params.results:q} > {log:q} 2>&1"
+        " --threads {threads} --out-dir {params.out} > {log:q} 2>&1"

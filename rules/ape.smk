@@ -4,6 +4,9 @@
 APE = GRID.get("ape") or {}
 APE_SEEDS = list(APE.get("seeds") or [])
 APE_ENCODERS_ORDER = ("standard", "ape-naive", "ape-model-aware")
+# An evaluation run scores every method of one seed and trains nothing: method "all", N 0
+# (noisyor_bench.experiments.ape.evaluate.METHOD / N_TRAIN; not imported: torch at DAG time).
+APE_EVAL_CELL = ("all", 0)
 
 
 def ape_datasets():
@@ -24,7 +27,7 @@ def ape_encoder_dirs(ds, seed):
     section = APE["datasets"][ds]
     pool = int(section["theta_pool"]["size"])
     return {
-        m: R(f"runs/ape-train/{ds}/{m}/n{1 if m == 'standard' else pool}/seed{seed}")
+        m: RUN("ape-train", ds, m, 1 if m == "standard" else pool, seed=seed)
         for m in APE_ENCODERS_ORDER
         if m in section["encoders"]
     }
@@ -34,22 +37,27 @@ def ape_nuts_files(ds, seed):
     """The seed's NUTS run (metrics.json), or nothing when the grid runs no NUTS on ``ds``."""
     nuts = APE["datasets"][ds].get("nuts") or {}
     runs = int(nuts.get("documents") or nuts.get("combinations", 0)) > 0
-    seeds = nuts.get("seeds")  # issue 32: the quick grid samples in some seeds only
+    seeds = nuts.get("seeds")  # the quick grid samples in some seeds only
     return (
-        [R(f"runs/ape-nuts/{ds}/nuts/n0/seed{seed}/metrics.json")]
+        [RUN("ape-nuts", ds, "nuts", 0, seed=seed, file="metrics.json")]
         if runs and (seeds is None or int(seed) in [int(s) for s in seeds])
         else []
     )
 
 
+def ape_eval_run(ds, seed, file=None):
+    """The evaluation run of (dataset, seed), or one of its files."""
+    return RUN("ape-eval", ds, *APE_EVAL_CELL, seed=seed, file=file)
+
+
+def ape_vi_run(ds, seed, file=None):
+    """The VI run of (dataset, seed), or one of its files."""
+    return RUN("ape-vi", ds, "vi", 0, seed=seed, file=file)
+
+
 def ape_eval_files(ds=None):
     """Evaluation metrics.json of every (dataset, seed), or of one dataset."""
-    return [
-        R(f"runs/ape-eval/{d}/seed{s}/metrics.json")
-        for d in ape_datasets()
-        if ds in (None, d)
-        for s in APE_SEEDS
-    ]
+    return [ape_eval_run(d, s, "metrics.json") for d in ape_datasets() if ds in (None, d) for s in APE_SEEDS]
 
 
 def ape_run_files(experiment):
@@ -62,7 +70,7 @@ def ape_run_files(experiment):
             for d in ape_encoder_dirs(ds, s).values()
         ]
     if experiment == "ape-vi":
-        return [R(f"runs/ape-vi/{ds}/vi/n0/seed{s}/metrics.json") for ds in ape_datasets() for s in APE_SEEDS]
+        return [ape_vi_run(ds, s, "metrics.json") for ds in ape_datasets() for s in APE_SEEDS]
     return []
 
 

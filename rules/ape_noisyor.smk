@@ -10,8 +10,9 @@ def ape_noisyor_families():
 
 
 def ape_noisyor_run(family, method, seed):
-    n = APE_NOISYOR["problems"]["train"]
-    return R(f"runs/ape-noisyor/{family}/{method}/n{n}/seed{seed}/metrics.json")
+    """A run's metrics.json (any argument may be a {wildcard}); N = the training problems."""
+    n = APE_NOISYOR.get("problems", {}).get("train", 0)
+    return RUN("ape-noisyor", family, method, n, seed=seed, file="metrics.json")
 
 
 def ape_noisyor_run_files():
@@ -32,11 +33,6 @@ def ape_noisyor_targets():
 
 def ape_noisyor_claim_tables():
     return [R("tables/claims_ape_noisyor.csv")] if ape_noisyor_families() else []
-
-
-def ape_noisyor_runs_dir(metrics_json):
-    """<results>/runs from a run's metrics.json (runs/ape-noisyor/<family>/<method>/n<N>/seed<s>/)."""
-    return str(Path(metrics_json).parents[5])
 
 
 def _ape_noisyor_pattern(names):

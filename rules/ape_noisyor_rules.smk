@@ -1,4 +1,4 @@
-# Stage: APE's question on noisy-OR (issue 14, beyond the paper; docs/ape_noisyor.md). Encoders
+# Stage: APE's question on noisy-OR (beyond the paper; docs/ape_noisyor.md). Encoders
 # amortized across many noisy-OR models (grids.<grid>.ape_noisyor), ranked on unseen ones against
 # the exact log-likelihood. Each rule is named as the noisyor-bench subcommand it runs.
 table_view(R("tables/ape_noisyor.csv"), "ape_noisyor_table", REPORT_APE_NOISYOR, "APE on noisy-OR (table)")
@@ -25,14 +25,7 @@ rule ape_noisyor_train:
     input:
         problems=R("data/ape-noisyor-{family}.npz"),
     output:
-        [
-            R(
-                f"runs/ape-noisyor/{{family}}/{{encoder}}/n{APE_NOISYOR['problems']['train']}/seed{s}/metrics.json"
-            )
-            for s in APE_NOISYOR.get("seeds", [])
-        ]
-        if APE_NOISYOR
-        else [],
+        [ape_noisyor_run("{family}", "{encoder}", s) for s in APE_NOISYOR.get("seeds", [])],
     log:
         log_path("ape_noisyor_train", "{family}-{encoder}"),
     benchmark:
@@ -45,19 +38,17 @@ rule ape_noisyor_train:
         **compute_resources("ape_noisyor_train", "{family}-{encoder}"),
     params:
         settings=lambda w: json_param(APE_NOISYOR),
-        runs=lambda w, output: ape_noisyor_runs_dir(output[0]),
+        out=lambda w, output: run_folders(output),
     shell:
         "noisyor-bench ape-noisyor-train --settings {params.settings} --family {wildcards.family}"
-        " --encoder {wildcards.encoder} --problems {input.problems:q} --runs-dir {params.runs:q} > {log:q} 2>&1"
+        " --encoder {wildcards.encoder} --problems {input.problems:q} --out-dir {params.out} > {log:q} 2>&1"
 
 
 rule ape_noisyor_baseline:
     input:
         problems=R("data/ape-noisyor-{family}.npz"),
     output:
-        R(
-            f"runs/ape-noisyor/{{family}}/{{baseline}}/n{APE_NOISYOR.get('problems', {}).get('train', 0)}/seed0/metrics.json"
-        ),
+        ape_noisyor_run("{family}", "{baseline}", 0),
     log:
         log_path("ape_noisyor_baseline", "{family}-{baseline}"),
     benchmark:
@@ -70,10 +61,10 @@ rule ape_noisyor_baseline:
         **compute_resources("ape_noisyor_baseline", "{family}-{baseline}"),
     params:
         settings=lambda w: json_param(APE_NOISYOR),
-        runs=lambda w, output: ape_noisyor_runs_dir(output[0]),
+        out=lambda w, output: run_folders(output),
     shell:
         "noisyor-bench ape-noisyor-baseline --settings {params.settings} --family {wildcards.family}"
-        " --method {wildcards.baseline} --problems {input.problems:q} --runs-dir {params.runs:q} > {log:q} 2>&1"
+        " --method {wildcards.baseline} --problems {input.problems:q} --out-dir {params.out} > {log:q} 2>&1"
 
 
 rule ape_noisyor_report:

@@ -1,4 +1,4 @@
-# Stage: the APE paper ("Rapid Model Comparison by Amortizing Across Models", issue 14; docs/ape.md):
+# Stage: the APE paper ("Rapid Model Comparison by Amortizing Across Models"; docs/ape.md):
 # data, encoder training, VI / NUTS on the test combinations, evaluation, Table 1, Figures 1-2 and
 # claims (settings and input functions: rules/ape.smk). Each rule is named as the noisyor-bench
 # subcommand it runs (`-` -> `_`).
@@ -39,9 +39,9 @@ rule ape_train:
     input:
         R("data/ape-{ds}.npz"),
     output:
-        metrics=R("runs/ape-train/{ds}/{method}/n{n}/seed{seed}/metrics.json"),
-        curve=R("runs/ape-train/{ds}/{method}/n{n}/seed{seed}/curve.csv"),
-        encoder=R("runs/ape-train/{ds}/{method}/n{n}/seed{seed}/encoder.pt"),
+        metrics=RUN("ape-train", "{ds}", "{method}", "{n}", seed="{seed}", file="metrics.json"),
+        curve=RUN("ape-train", "{ds}", "{method}", "{n}", seed="{seed}", file="curve.csv"),
+        encoder=RUN("ape-train", "{ds}", "{method}", "{n}", seed="{seed}", file="encoder.pt"),
     log:
         log_path("ape_train", "{ds}_{method}_n{n}_seed{seed}"),
     benchmark:
@@ -69,9 +69,9 @@ rule ape_vi:
     input:
         R("data/ape-{ds}.npz"),
     output:
-        metrics=R("runs/ape-vi/{ds}/vi/n0/seed{seed}/metrics.json"),
-        posterior=R("runs/ape-vi/{ds}/vi/n0/seed{seed}/posterior.npz"),
-        curve=R("runs/ape-vi/{ds}/vi/n0/seed{seed}/curve.csv"),
+        metrics=ape_vi_run("{ds}", "{seed}", "metrics.json"),
+        posterior=ape_vi_run("{ds}", "{seed}", "posterior.npz"),
+        curve=ape_vi_run("{ds}", "{seed}", "curve.csv"),
     log:
         log_path("ape_vi", "{ds}_seed{seed}"),
     benchmark:
@@ -95,10 +95,10 @@ rule ape_vi:
 rule ape_nuts:
     input:
         data=R("data/ape-{ds}.npz"),
-        vi=R("runs/ape-vi/{ds}/vi/n0/seed{seed}/posterior.npz"),
+        vi=ape_vi_run("{ds}", "{seed}", "posterior.npz"),
     output:
-        metrics=R("runs/ape-nuts/{ds}/nuts/n0/seed{seed}/metrics.json"),
-        samples=R("runs/ape-nuts/{ds}/nuts/n0/seed{seed}/samples.npz"),
+        metrics=RUN("ape-nuts", "{ds}", "nuts", 0, seed="{seed}", file="metrics.json"),
+        samples=RUN("ape-nuts", "{ds}", "nuts", 0, seed="{seed}", file="samples.npz"),
     log:
         log_path("ape_nuts", "{ds}_seed{seed}"),
     benchmark:
@@ -124,11 +124,11 @@ rule ape_evaluate:
     input:
         data=R("data/ape-{ds}.npz"),
         encoders=lambda w: [f"{d}/metrics.json" for d in ape_encoder_dirs(w.ds, int(w.seed)).values()],
-        vi=R("runs/ape-vi/{ds}/vi/n0/seed{seed}/metrics.json"),
+        vi=ape_vi_run("{ds}", "{seed}", "metrics.json"),
         nuts=lambda w: ape_nuts_files(w.ds, int(w.seed)),
     output:
-        metrics=R("runs/ape-eval/{ds}/seed{seed}/metrics.json"),
-        scores=R("runs/ape-eval/{ds}/seed{seed}/scores.npz"),
+        metrics=ape_eval_run("{ds}", "{seed}", "metrics.json"),
+        scores=ape_eval_run("{ds}", "{seed}", "scores.npz"),
     log:
         log_path("ape_evaluate", "{ds}_seed{seed}"),
     benchmark:
@@ -180,7 +180,7 @@ rule ape_table1:
 rule ape_figures:
     input:
         evals=lambda w: ape_eval_files(w.ds),
-        vi=lambda w: [R(f"runs/ape-vi/{w.ds}/vi/n0/seed{s}/curve.csv") for s in APE_SEEDS],
+        vi=lambda w: [ape_vi_run(w.ds, s, "curve.csv") for s in APE_SEEDS],
     output:
         left=paper_report(
             R("figures/ape_fig1_left_{ds}.png"),
@@ -215,7 +215,7 @@ rule ape_figures:
 rule ape_figure2:
     input:
         data=R("data/ape-toybars.npz"),
-        scores=R(f"runs/ape-eval/toybars/seed{APE_SEEDS[0] if APE_SEEDS else 0}/scores.npz"),
+        scores=ape_eval_run("toybars", APE_SEEDS[0] if APE_SEEDS else 0, "scores.npz"),
     output:
         png=paper_report(
             R("figures/ape_fig2.png"),

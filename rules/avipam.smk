@@ -20,7 +20,7 @@ REPORT_AVIPAM = "aviPAM - Tables 1-4, collapse study (Figs. 2-3)"
 
 
 def avipam_run_files(cells, files=("metrics.json",)):
-    return [R(f"runs/{c.path}/{f}") for c in cells for f in files]
+    return [RUN(c.key.cell_path, seed=c.seed, file=f) for c in cells for f in files]
 
 
 def avipam_table_runs():
@@ -74,13 +74,12 @@ def avipam_collapse_corpora():
 
 
 def avipam_settings(wildcards):
-    path = (
-        f"avipam-{wildcards.aexp}/{wildcards.corpus}/{wildcards.amethod}/n{wildcards.n}/seed{wildcards.seed}"
-    )
+    cell = f"avipam-{wildcards.aexp}/{wildcards.corpus}/{wildcards.amethod}/n{wildcards.n}"
     try:
-        cell = AVIPAM_CELLS[path]
+        cell = AVIPAM_CELLS[f"{cell}/seed{wildcards.seed}"]
     except KeyError:
-        raise WorkflowError(f"runs/{path} is not a run of grids.{config['grid']}.avipam") from None
+        run = RUN(cell, seed=wildcards.seed)
+        raise WorkflowError(f"{run} is not a run of grids.{config['grid']}.avipam") from None
     return json_param(avipam_cells.cell_settings(AVIPAM, cell))
 
 

@@ -1,7 +1,7 @@
-# Stage: the aviPAM paper (issue 15; docs/avipam.md): corpora, one run per method x corpus x sizes x
+# Stage: the aviPAM paper (docs/avipam.md): corpora, one run per method x corpus x sizes x
 # seed, NPMI reference counts, Tables 1-4, the collapse study (Figs. 2-3) and the claims. The grid
 # is grids.<g>.avipam (noisyor_bench.experiments.avipam.cells). Each rule is named as the
-# noisyor-bench subcommand it runs (`-` -> `_`).
+# noisyor-bench command it runs (`-` -> `_`), except claims_avipam, which runs avipam-claims.
 for _t in AVIPAM_TABLES:
     table_view(
         R(f"tables/avipam_{_t}.csv"),
@@ -78,9 +78,9 @@ rule avipam_run:
     input:
         corpus=R("data/avipam-{corpus}.npz"),
     output:
-        metrics=R("runs/avipam-{aexp}/{corpus}/{amethod}/n{n}/seed{seed}/metrics.json"),
-        topics=R("runs/avipam-{aexp}/{corpus}/{amethod}/n{n}/seed{seed}/topics.npz"),
-        curve=R("runs/avipam-{aexp}/{corpus}/{amethod}/n{n}/seed{seed}/curve.csv"),
+        metrics=RUN("avipam-{aexp}", "{corpus}", "{amethod}", "{n}", seed="{seed}", file="metrics.json"),
+        topics=RUN("avipam-{aexp}", "{corpus}", "{amethod}", "{n}", seed="{seed}", file="topics.npz"),
+        curve=RUN("avipam-{aexp}", "{corpus}", "{amethod}", "{n}", seed="{seed}", file="curve.csv"),
     log:
         log_path("avipam_run", "{aexp}-{corpus}-{amethod}-n{n}-seed{seed}"),
     benchmark:
@@ -179,4 +179,4 @@ rule claims_avipam:
     conda:
         CONDA_ENV
     shell:
-        "noisyor-bench claims-avipam --tables {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
+        "noisyor-bench avipam-claims --tables {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from noisyor_bench.data.rawdata import REGISTRY as RAW_KEYS
 from noisyor_bench.experiments import job_seconds, papers
 from noisyor_bench.experiments.config import config_warnings, raw_data_dir, validate_config
+from noisyor_bench.experiments.rundir import cell_path, run_path
 from noisyor_bench.infra import shellargs
 from noisyor_bench.infra.constants import NAME_PATTERN
 from noisyor_bench.infra.errors import ConfigError
@@ -29,7 +30,7 @@ except ConfigError as err:
 _RAW_CONFIG["grid"] = config["grid"]
 
 GRID = config["grids"][config["grid"]]  # grids.<grid> of `--config grid=...` (default: config.yaml's)
-_CONFIG_WARNINGS = config_warnings(config)  # schema-valid but doubtful settings (issue 18)
+_CONFIG_WARNINGS = config_warnings(config)  # schema-valid but doubtful settings
 if _CONFIG_WARNINGS:
     print(
         f"noisyor-bench: {len(_CONFIG_WARNINGS)} config warning(s) for grid {config['grid']}; "
@@ -44,6 +45,18 @@ RAW_DATA_DIR = raw_data_dir(config)
 def R(path):
     """A path under the configured results directory."""
     return f"{RESULTS}/{path}"
+
+
+def RUN(*cell, seed, file=None):
+    """<results>/runs/<cell>/seed<s>[/<file>]: every run path of the rules, spelled by the code that
+    writes and reads runs (noisyor_bench.experiments.rundir.run_path). ``cell``: experiment,
+    dataset, method and N, or one cell path; any of them may be a {wildcard}."""
+    return R(run_path(cell[0] if len(cell) == 1 else cell_path(*cell), seed, file))
+
+
+def run_folders(files):
+    """The run folders of a job's output files, in their order and shell-quoted: its --out-dir."""
+    return " ".join(shlex.quote(d) for d in dict.fromkeys(str(Path(f).parent) for f in files))
 
 
 # Every rule calls the package CLI `noisyor-bench`, installed in the project's venv (`make`)
@@ -99,8 +112,9 @@ def table_view_targets(tables):
     return list(dict.fromkeys(views))
 
 
-# Whether this invocation executes jobs (set when the DAG is built, _guard_results_dir below): only
-# then are argument files written, so a dry run, lint or --dag writes nothing outside .snakemake/.
+# Whether this invocation executes jobs (set when its first job is planned, _guard_results_dir
+# below): only then are argument files written, so a dry run, lint or --dag writes nothing outside
+# .snakemake/.
 _EXECUTES = {"jobs": False}
 
 
@@ -130,7 +144,7 @@ def raw_paths(*keys):
 
 
 def raw_inputs(*keys):
-    """Raw inputs of a rule, as ancient(): judged by content, not mtime (issue 33). verify_raw
+    """Raw inputs of a rule, as ancient(): judged by content, not mtime. verify_raw
     checks the content; a rule reading raw files also takes their stamps (raw_stamps)."""
     return [ancient(p) for p in raw_paths(*keys)]
 
@@ -273,40 +287,49 @@ def measured_priority(rule_name, stem):
     return _priority
 
 
-# One writer per results directory (issue 18): Snakemake's own lock covers a working directory,
+# One writer per results directory: Snakemake's own lock covers a working directory,
 # not a results_dir shared by invocations from different working directories.  Taken when the
 # workflow starts executing jobs (onstart: not in dry runs, lint, or the per-job processes of
 # cluster executors), held until this Snakemake process ends.
 onstart:
     from noisyor_bench.infra.io import lock_results_dir
 
-    workflow._noisyor_results_lock = lock_results_dir(RESULTS)
+    lock_results_dir(RESULTS)  # held by noisyor_bench.infra.io until this process ends
 
 
-# The results directory is checked when the DAG is built for execution (issue 33), before any
-# job runs and whatever hooks are on: its grid (noisyor_bench.infra.resultsdir; also on dry runs),
-# then, on a real run, the one-writer lock (held until this process ends; onstart above takes the
-# same lock, a no-op by then, and stays for Snakemake versions without this hook) and the record
-# of its grid. Per-job processes of cluster executors (exec_mode remote/subprocess) skip both.
+# The results directory is checked when an invocation that executes jobs plans its first job,
+# before any job runs and whatever hooks are on: its grid (noisyor_bench.infra.resultsdir; also on
+# dry runs), then, on a real run, the one-writer lock (held until this process ends; onstart above
+# takes the same lock, a no-op by then) and the record of its grid. Per-job processes of cluster
+# executors (exec_mode remote/subprocess) skip both. It runs from an input function that every
+# rule carries (guard_every_rule, called once every rule is defined). Snakemake calls input functions
+# while it builds the DAG, and only Workflow.execute (a run or a dry run) sets the executor that
+# tells a dry run from a real one; --dag, --summary, --lint and the report plan without one and
+# skip the guard.
+_GUARD = {"done": False}
+
+
 def _guard_results_dir():
     from noisyor_bench.infra.errors import UserError
     from noisyor_bench.infra.io import lock_results_dir
     from noisyor_bench.infra.resultsdir import check_identity, write_identity
-    from snakemake_interface_executor_plugins.settings import ExecMode
 
     if workflow.executor_plugin is None:  # --dag, --summary, --list-untracked ...: nothing runs
         return
     _EXECUTES["jobs"] = not workflow.dryrun
-    if workflow.exec_mode != ExecMode.DEFAULT:
+    if not workflow.is_main_process:
         return
     try:
         for warning in check_identity(RESULTS, config):
             print(f"noisyor-bench: warning: {warning}", file=sys.stderr, flush=True)
         if not workflow.dryrun:
-            workflow._noisyor_results_lock = lock_results_dir(RESULTS)
+            lock_results_dir(RESULTS)  # held by noisyor_bench.infra.io until this process ends
             write_identity(RESULTS, config, _code_commit())
     except UserError as err:
-        raise WorkflowError(str(err)) from None
+        # Snakemake would wrap an exception of an input function in its own report with a
+        # traceback; the refusal is the user's to act on, so it is said alone and ends the run.
+        print(f"Error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 def _code_commit():
@@ -316,16 +339,24 @@ def _code_commit():
     return git_state(workflow.basedir, "Snakefile").get("commit")
 
 
-def _build_dag_guarded(_build_dag=workflow._build_dag):
-    _guard_results_dir()
-    return _build_dag()
+def results_dir_guard(wildcards):
+    """Input function of every rule: the results-directory guard, once per invocation, when
+    Snakemake plans the first job; adds no input file."""
+    if not _GUARD["done"]:
+        _GUARD["done"] = True
+        _guard_results_dir()
+    return []
 
 
-workflow._build_dag = _build_dag_guarded
+def guard_every_rule():
+    """Attach the guard's input function to every defined rule, once all are defined; then
+    whichever targets an invocation asks for, its first planned job runs the guard."""
+    for rule_object in workflow.rules:
+        rule_object.set_input(results_dir_guard)
 
 
 # ---------------------------------------------------------------------------------------
-# Cluster resources from the cost model (issue 28; noisyor_bench.experiments.costs, docs/cluster.md):
+# Cluster resources from the cost model (noisyor_bench.experiments.costs, docs/cluster.md):
 # every compute job's expected seconds and memory, scaled from measured runs (the quick grid's
 # config/job_seconds.csv, the paper-protocol run under reference/) by its cell's size. The
 # resources of each compute job come from `**compute_resources(name, stem)`, which gives `runtime`

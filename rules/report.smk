@@ -147,5 +147,5 @@ rule runtime_table:
 
 
 # Rules the cost model does not list as compute take seconds: run them locally, not as cluster jobs
-# (issue 28; rules/common.smk). Kept last: it sees every rule defined above.
+# (rules/common.smk). Kept last: it sees every rule defined above.
 mark_local_rules()

@@ -18,7 +18,7 @@ rule claims_merge:
         "noisyor-bench claims-merge --claims {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
-# Convergence (issue 12): did each run converge (metrics.json `converged`, `convergence`), per
+# Convergence: did each run converge (metrics.json `converged`, `convergence`), per
 # experiment, and the summary over all experiments (learning-mode share).
 rule convergence_table:
     input:
@@ -54,7 +54,7 @@ rule convergence_summary:
         "noisyor-bench convergence-summary --tables {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
-# This run against the published references (config key reference_dir, issue 16): which cells of
+# This run against the published references (config key reference_dir): which cells of
 # every table agree within their 95% intervals, which differ, which are missing here, and which
 # claims got the same verdict. The reference's tables are inputs, so a new reference reruns it.
 rule compare:

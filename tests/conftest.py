@@ -57,8 +57,8 @@ def mirror() -> Path:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny synthetic dataset (D=10, K=3, :func:`toydata.write_toy_dataset`) as ``make-dataset``
-    would write it; one per test module."""
+    """A tiny synthetic dataset (D=10, K=3, :func:`toydata.write_toy_dataset`) as
+    ``acp-make-dataset`` would write it; one per test module."""
     return write_toy_dataset(tmp_path_factory.mktemp("data") / "toy.npz")
 
 

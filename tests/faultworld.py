@@ -47,7 +47,7 @@ RANDOM_SPEC = {
 
 def train_argv(out: Path = RUN, *extra: str, dataset: Path = DATA) -> list[str]:
     return [
-        "train",
+        "acp-train",
         "--dataset",
         str(dataset),
         "--method",
@@ -152,9 +152,10 @@ def bad_dataset(kind: str) -> Path:
 
 
 def built_then_truncated() -> None:
-    """data/x.npz built by make-dataset (with its sidecar), then truncated."""
+    """data/x.npz built by acp-make-dataset (with its sidecar), then truncated."""
     assert (
-        main(["make-dataset", "--name", "x", "--spec", json.dumps(RANDOM_SPEC), "--out", "data/x.npz"]) == 0
+        main(["acp-make-dataset", "--name", "x", "--spec", json.dumps(RANDOM_SPEC), "--out", "data/x.npz"])
+        == 0
     )
     Path("data/x.npz").write_bytes(Path("data/x.npz").read_bytes()[:300])
 
@@ -191,7 +192,7 @@ def fail_evaluation(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def table_argv() -> list[str]:
-    return ["table-fig3a", "--runs", str(RUN), "--out-csv", "t.csv", "--out-md", "t.md"]
+    return ["acp-table-fig3a", "--runs", str(RUN), "--out-csv", "t.csv", "--out-md", "t.md"]
 
 
 def write(path: str, text: str) -> str:

@@ -1,5 +1,5 @@
 """Measure HTML pages as headless Chromium lays them out: scrollWidth and scrollHeight at a
-given window width (issue 29: every table page <= 1000 px wide at 1000 px, claims pages under
+given window width (every table page <= 1000 px wide at 1000 px, claims pages under
 8,000 px tall).
 
 Used by tests/workflow/test_report_layout.py (skipped where no Chromium is installed: Debian's

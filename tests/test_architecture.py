@@ -119,6 +119,63 @@ def test_architecture_doc_picture_is_current() -> None:
     )
 
 
+def dynamic_imports(package: Path) -> list[str]:
+    """Every call of ``importlib.import_module`` in ``package`` (``path:line``): imports by name,
+    which the import graph cannot see."""
+    import ast
+
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            func = getattr(node, "func", None) if isinstance(node, ast.Call) else None
+            name = getattr(func, "attr", None) or getattr(func, "id", None)
+            if name == "import_module":
+                found.append(f"{path.relative_to(package.parent)}:{node.lineno}")
+    return found
+
+
+def test_architecture_doc_counts_the_imports_by_name() -> None:
+    """docs/architecture.md says in how many places modules are imported by name; the count is
+    the package's, so a new ``import_module`` (or one removed) fails here until the page says so."""
+    import re
+
+    said = re.search(r"through `importlib` in (\d+) places", graph.DOC.read_text(encoding="utf-8"))
+    assert said is not None, f"{graph.DOC}: the sentence 'through `importlib` in N places' is missing"
+    found = dynamic_imports(PACKAGE)
+    assert int(said.group(1)) == len(found), "imports by name:\n" + "\n".join(found)
+
+
+def test_imports_by_name_are_found(tmp_path: Path) -> None:
+    pkg = tmp_path / "noisyor_bench"
+    pkg.mkdir()
+    (pkg / "a.py").write_text(
+        "import importlib\nfrom importlib import import_module\n\n"
+        "def f(m):\n    importlib.import_module(m)\n    return import_module(m)\n"
+    )
+    assert dynamic_imports(pkg) == ["noisyor_bench/a.py:5", "noisyor_bench/a.py:6"]
+
+
+def snakemake_private_uses(text: str) -> list[str]:
+    """Lines of a Snakefile that touch a private attribute of Snakemake's ``workflow`` object."""
+    import re
+
+    private = re.compile(r"\bworkflow\._[A-Za-z]")
+    return [line.strip() for line in text.splitlines() if private.search(line)]
+
+
+def test_rules_use_only_public_snakemake_names() -> None:
+    """The Snakefile and rules reach Snakemake through its public names: a private attribute
+    replaced or read breaks silently when Snakemake changes it."""
+    files = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+    found = [
+        f"{f.relative_to(REPO)}: {line}" for f in files for line in snakemake_private_uses(f.read_text())
+    ]
+    assert not found, "\n".join(found)
+    assert snakemake_private_uses("workflow._build_dag = guarded\nworkflow.basedir") == [
+        "workflow._build_dag = guarded"
+    ]
+
+
 # ---------------------------------------------------------------------------------- the parser itself
 def test_parser_sees_every_kind_of_import(tmp_path: Path) -> None:
     """Absolute, relative, ``from pkg import module``, function-local and TYPE_CHECKING imports."""
@@ -210,11 +267,29 @@ def _paper_imports(imports, paper_ids):
     return generic, crossing
 
 
+def missing_paper_files(paper: str) -> list[str]:
+    """What a registered paper lacks of its entry point and its rules (empty: it has both)."""
+    missing = []
+    entry = PACKAGE / "experiments" / paper / "paper.py"
+    if not entry.is_file():
+        missing.append(f"paper {paper!r} is registered but {entry.relative_to(REPO)} is missing")
+    if not sorted((REPO / "rules").glob(f"{paper}*.smk")):
+        missing.append(f"paper {paper!r} has no rules/{paper}*.smk")
+    return missing
+
+
 def test_every_registered_paper_has_its_folders() -> None:
-    for paper in registered_papers():
-        entry = PACKAGE / "experiments" / paper / "paper.py"
-        assert entry.is_file(), f"paper {paper!r} is registered but {entry.relative_to(REPO)} is missing"
-        assert (REPO / "rules").glob(f"{paper}*.smk"), f"paper {paper!r} has no rules/{paper}*.smk"
+    missing = [m for paper in registered_papers() for m in missing_paper_files(paper)]
+    assert not missing, "\n".join(missing)
+
+
+def test_a_paper_without_its_files_is_found() -> None:
+    """The check above can fail: an id with neither an entry point nor rules is named twice."""
+    missing = missing_paper_files("no_such_paper")
+    assert missing == [
+        "paper 'no_such_paper' is registered but workflow/noisyor_bench/experiments/no_such_paper/paper.py is missing",
+        "paper 'no_such_paper' has no rules/no_such_paper*.smk",
+    ]
 
 
 def test_generic_code_never_imports_a_paper(parsed) -> None:

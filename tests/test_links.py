@@ -1,4 +1,4 @@
-"""Every relative link and image of the Markdown front pages and docs resolves (issue 27, item 5).
+"""Every relative link and image of the Markdown front pages and docs resolves.
 
 Checked: README.md, docs/**/*.md, results/README.md, reference/README.md, benchmarks/README.md.
 A link or image target that is not an external URL (``http:``, ``https:``, ``mailto:``, any

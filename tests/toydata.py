@@ -12,7 +12,7 @@ from noisyor_bench.models.noisyor.model import NoisyOR
 
 
 def write_toy_dataset(path: Path, n_train: int = 60, n_val: int = 30, n_test: int = 40) -> Path:
-    """D=10, K=3, every cause with a pixel of its own, written as ``make-dataset`` would (fixed seeds)."""
+    """D=10, K=3, every cause with a pixel of its own, written as ``acp-make-dataset`` would (fixed seeds)."""
     rng = np.random.default_rng(0)
     d, k = 10, 3
     theta = rng.gamma(2.0, 0.7, size=(d, k)) * (rng.random((d, k)) < 0.6)

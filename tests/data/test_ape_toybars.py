@@ -95,7 +95,7 @@ def test_theta_pool_is_reproducible_per_index_and_dirichlet_distributed():
 
 @pytest.mark.parametrize("alpha", [0.1, 0.5, 0.05])
 def test_theta_pool_vectorised_draw_is_numpys_dirichlet_bit_for_bit(alpha):
-    """The pool's recipe (issue 32's vectorised drawing keeps it): model m is
+    """The pool's recipe (the vectorised drawing keeps it): model m is
     default_rng([seed, m]).dirichlet(alpha, size=K), row-normalised -- written out here with
     numpy's own Dirichlet, per model, as before the vectorisation."""
     pool = ThetaPool(seed=5, size=50, n_topics=4, vocab_size=300, alpha=alpha)

@@ -161,7 +161,18 @@ def _run(args: list[str]) -> None:
 @pytest.fixture(scope="module")
 def neurips_out(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> Path:
     out = tmp_path_factory.mktemp("neurips") / "neurips-titles.npz"
-    _run(["ingest-neurips", "--raw-data-dir", str(mirror), "--seed", "0", "--no-variants", "--out", str(out)])
+    _run(
+        [
+            "acp-ingest-neurips",
+            "--raw-data-dir",
+            str(mirror),
+            "--seed",
+            "0",
+            "--no-variants",
+            "--out",
+            str(out),
+        ]
+    )
     return out
 
 
@@ -169,7 +180,9 @@ def test_missing_or_malformed_input(tmp_path: Path, capsys: pytest.CaptureFixtur
     from noisyor_bench.cli import main
 
     (tmp_path / "empty").mkdir()
-    rc = main(["ingest-neurips", "--raw-data-dir", str(tmp_path / "empty"), "--out", str(tmp_path / "n.npz")])
+    rc = main(
+        ["acp-ingest-neurips", "--raw-data-dir", str(tmp_path / "empty"), "--out", str(tmp_path / "n.npz")]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "nips_titles_1987_2017.tsv" in err and str(tmp_path / "empty") in err
     (tmp_path / "bad.tsv").write_text("id,year,title\n1,1987,x\n")
@@ -239,7 +252,18 @@ def test_neurips_vocabulary_recount(neurips_out: Path, mirror: Path) -> None:
 @pytest.fixture(scope="module")
 def reuters_out(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> Path:
     out = tmp_path_factory.mktemp("reuters") / "reuters.npz"
-    _run(["ingest-reuters", "--raw-data-dir", str(mirror), "--seed", "0", "--no-variants", "--out", str(out)])
+    _run(
+        [
+            "acp-ingest-reuters",
+            "--raw-data-dir",
+            str(mirror),
+            "--seed",
+            "0",
+            "--no-variants",
+            "--out",
+            str(out),
+        ]
+    )
     return out
 
 

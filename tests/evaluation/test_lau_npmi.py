@@ -1,4 +1,4 @@
-"""The aviPAM paper's coherence protocol (issue 31): Lau et al.'s NPMI over a corpus's own text,
+"""The aviPAM paper's coherence protocol: Lau et al.'s NPMI over a corpus's own text,
 vocabulary tokens only -- checked against hand counts of a toy corpus, against a transliteration
 of Lau's ``topic_interpretability`` scripts (``ComputeWordCount.py`` + ``ComputeObservedCoherence.py``,
 string keys, log base 10) on a small text, and, with the raw-data mirror, the calibration row:

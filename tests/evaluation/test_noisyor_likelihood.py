@@ -1,4 +1,4 @@
-"""The held-out -log p(x) estimator against 2^K enumeration (issue 30, item 2).
+"""The held-out -log p(x) estimator against 2^K enumeration.
 
 Enumeration (:func:`noisyor_bench.models.noisyor.exact.exact_posterior`) is the independent
 reference: it sums the joint over every latent state and never absorbs the negatives, never

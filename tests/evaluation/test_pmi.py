@@ -226,7 +226,7 @@ def test_cli_pmi_counts_uses_corpus_preprocessing(tmp_path: Path, mirror: Path) 
     out = tmp_path / "pmi" / "cooc.npz"
     rc = main(
         [
-            "pmi-counts",
+            "acp-pmi-counts",
             "--reference",
             str(tmp_path / "ref.txt"),
             "--vocab",
@@ -262,7 +262,7 @@ def test_cli_pmi_counts_missing_reference(
     (tmp_path / "toy.vocab.txt").write_text("kernel\n")
     rc = main(
         [
-            "pmi-counts",
+            "acp-pmi-counts",
             "--reference",
             str(tmp_path / "nowhere.tar.xz"),
             "--vocab",

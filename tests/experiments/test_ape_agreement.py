@@ -1,4 +1,4 @@
-"""APE's agreement measure above its noise (issue 32): the VI-vs-VI ceiling is computed from the
+"""APE's agreement measure above its noise: the VI-vs-VI ceiling is computed from the
 seeds' references (by hand below), the threshold is 40 of 45 pairs, and the ranking reference
 sums the right combinations (checked against a closed form at a point-mass q)."""
 

@@ -1,4 +1,4 @@
-"""The APE agreement claim is judged only above its reference's noise (issue 32), table-driven:
+"""The APE agreement claim is judged only above its reference's noise, table-driven:
 the seeds' VI references (per-model totals) give the VI-vs-VI ceiling; below 40 of 45 pairs the
 claim is "inconclusive" with "reference noise: ceiling k/45", whatever APE's and Standard's
 counts; a grid short of 300 documents / 1,000 draws / 5 seeds says so as a protocol deviation."""

@@ -1,6 +1,6 @@
 """The price of APE's VI, NUTS and evaluation jobs (noisyor_bench.experiments.ape.costs): the
 evaluation job runs the agreement reference (``ranking``), VI on random document sets and the
-warm starts of issue 32, and is priced by them."""
+warm starts, and is priced by them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from noisyor_bench.experiments.ape import costs as ape_costs
 from noisyor_bench.experiments.ape import evaluate as ape_evaluate
 from noisyor_bench.experiments.config import load_config
 
-#: A dataset section as paper-ape-toybars sets it (issue 32): ranking on 300 documents, 10
+#: A dataset section as paper-ape-toybars sets it: ranking on 300 documents, 10
 #: document sets, three warm starts, NUTS on 30 documents in seed 0.
 TOYBARS = {
     "data": {"documents": 500, "test_models": 10},

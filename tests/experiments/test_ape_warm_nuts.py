@@ -1,4 +1,4 @@
-"""Issue 32's evaluation settings: NUTS's combinations span distinct documents, and the warm
+"""APE's evaluation settings: NUTS's combinations span distinct documents, and the warm
 start runs at the paper's rate, VI's own rate and the authors' lr 0.1 x 600 steps."""
 
 from __future__ import annotations

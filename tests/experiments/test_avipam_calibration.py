@@ -1,4 +1,4 @@
-"""Table 1's calibration rows (issue 31): the grid cells, the published-topics adapter and the
+"""Table 1's calibration rows: the grid cells, the published-topics adapter and the
 calibration claim's tolerance rule on constructed tables."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def test_quick_grid_runs_table1_sizes_on_both_corpora_and_a_reduced_collapse_stu
     assert {c.corpus for c in small} == {"20news", "nips"}
     methods_20news = {c.method for c in small if c.corpus == "20news"}
     # every Table 1 method but batch DMFVI (paper grid only: its checked passes cost too much),
-    # and every calibration row but NVLDA (paper grid only; issue 31)
+    # and every calibration row but NVLDA (paper grid only)
     assert methods_20news == set(cells.METHODS) - {"lda-batch", "nvlda"}
     assert cells.table_cells(sec, "large") == []  # Table 2/4 sizes: paper grid only
     # REDUCED: NIPS runs only the pair of its claim (aviPAM 4-PAM vs 4-PAM Gibbs); 3 seeds
@@ -38,7 +38,7 @@ def test_quick_grid_runs_table1_sizes_on_both_corpora_and_a_reduced_collapse_stu
     settings = cells.cell_settings(sec, small[0])
     assert settings["sizes"] == {"sub": 50, "super": 2, "superduper": 2, "molda": [10, 50]}
     assert settings["gibbs"]["iterations"] < 10000  # reduced, stated in the captions
-    # issue 31: aviPAM trains a fixed number of epochs (no plateau stop, patience never fires),
+    # aviPAM trains a fixed number of epochs (no plateau stop, patience never fires),
     # reduced below the coherence plateau the grid states per corpus (the qualifier says so);
     # scikit-learn checks its perplexity every pass so its convergence can be judged
     avi = cells.cell_settings(sec, next(c for c in small if c.method == "avipam-pam4"))

@@ -1,5 +1,5 @@
 """The price of ACP's baselines job (noisyor_bench.experiments.acp.baseline_costs): what the job
-runs since issue 30 (the true model's exact / AIS -log p(x); the IW rows only with
+runs (the true model's exact / AIS -log p(x); the IW rows only with
 ``baselines.bounds``), against the likelihood code's own settings and rules."""
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def test_without_ais_only_exact_rows_and_none_below_min_rows():
 
 def _set(cfg, **baselines):
     out = copy.deepcopy(cfg)
-    active = out["grids"][out["grid"]]
+    active = out["grids"][out["grid"]]["acp"]
     active["baselines"] = {**(active.get("baselines") or {}), **baselines}
     return out
 
@@ -148,7 +148,7 @@ def test_baselines_job_costs_proportionally_more_with_more_ais_steps(extended):
 
 
 def test_iw_samples_cost_nothing_unless_bounds_are_on(extended):
-    """Issue 30: the IW bound runs only with baselines.bounds (the old price was rows x iw_samples)."""
+    """The IW bound runs only with baselines.bounds (the old price was rows x iw_samples)."""
     off = _job(extended, "syn-random-6").work
     assert _job(_set(extended, iw_samples=100_000), "syn-random-6").work == off
     on = _job(_set(extended, bounds=True), "syn-random-6").work

@@ -137,7 +137,7 @@ def test_baselines_cli_writes_the_record_and_its_provenance(toy, tmp_path):
     assert (
         main(
             [
-                "baselines",
+                "acp-baselines",
                 "--dataset",
                 str(path),
                 "--n-train",
@@ -167,7 +167,7 @@ def test_baselines_cli_writes_the_record_and_its_provenance(toy, tmp_path):
     assert (
         main(
             [
-                "baselines",
+                "acp-baselines",
                 "--dataset",
                 str(path),
                 "--n-train",

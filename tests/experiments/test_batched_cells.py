@@ -1,4 +1,4 @@
-"""train-cell --batch-seeds (issue 16): the seeds of a cell as one computation write the same run
+"""acp-train-cell --batch-seeds: the seeds of a cell as one computation write the same run
 directories, with the same metrics to float rounding, as the seeds trained one by one."""
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ def _train_cell(dataset: Path, results: Path, method: str, *extra: str) -> None:
     best = results.parent / f"best-{method}.json"
     best.write_text(json.dumps({"hparams": HPARAMS}))
     args = [
-        "train-cell",
+        "acp-train-cell",
         "--dataset", str(dataset), "--dataset-name", "toy", "--experiment", "exp",
         "--method", method, "--mode", "learning", "--n-train", "40",
         "--budget", json.dumps({"max_epochs": 12, "patience": 2, "batch_size": 16}),
         "--evaluation", json.dumps({"samples": 20, "iw_samples": 0}),
-        "--device", "cpu", "--seeds", *SEEDS, "--best", str(best), "--results-dir", str(results), *extra,
+        "--device", "cpu", "--seeds", *SEEDS, "--best", str(best),
+        "--out-dir", *(str(results / f"runs/exp/toy/{method}/n40/seed{s}") for s in SEEDS), *extra,
     ]  # fmt: skip
     assert main(args) == 0
 
@@ -80,7 +81,7 @@ def test_search_batches_the_draws_of_one_encoder_shape(tmp_path: Path) -> None:
     for name, extra in (("alone", []), ("batched", ["--batch-draws"])):
         out = tmp_path / name
         args = [
-            "search",
+            "acp-search",
             "--dataset", str(dataset), "--dataset-name", "toy", "--experiment", "exp",
             "--method", "acp", "--mode", "learning", "--n-train", "40", "--seed", "0",
             "--draws", json.dumps(draws),
@@ -91,7 +92,7 @@ def test_search_batches_the_draws_of_one_encoder_shape(tmp_path: Path) -> None:
         tables[name] = (out / "search.csv").read_text().splitlines()
         assert not (out / BATCH_DIR).exists()
         if name == "batched":
-            # search.inits_per_draw defaults to 2 (issue 30): each draw's two initialisations
+            # search.inits_per_draw defaults to 2: each draw's two initialisations
             # (draw<d>/ and draw<d>-init1/) join its shape's batch, so each batch holds 2 x 2 runs,
             # indexed in (draw, init) order: draws 0, 2 in one shape's batch, 1, 3 in the other's.
             batches = [

@@ -41,7 +41,7 @@ def test_shipped_config_is_valid(cfg):
             "allowed values: ['syn-pattern', 'mnist']",
         ),
         (lambda c: c["datasets"]["syn-pattern"].update(colour="red"), "'colour' was unexpected"),
-        (lambda c: c["grids"]["quick"].update(datasets=["nope"]), "unknown dataset 'nope'"),
+        (lambda c: c["grids"]["quick"]["acp"].update(datasets=["nope"]), "unknown dataset 'nope'"),
         (lambda c: c["grids"]["quick"].update(speed=3), "grids.quick"),
     ],
 )
@@ -68,7 +68,7 @@ def test_missing_config_file(tmp_path):
 def test_cli_reports_user_errors_without_traceback(capsys, tmp_path, repo):
     code = main(
         [
-            "make-dataset",
+            "acp-make-dataset",
             "--name",
             "nope",
             "--config",
@@ -86,47 +86,47 @@ def test_cli_reports_user_errors_without_traceback(capsys, tmp_path, repo):
     ("mutate", "message"),
     [
         (
-            lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
+            lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
             "unknown method 'vae'",
         ),
         (
-            lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(avi=[5000]),
+            lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"]["runs"].update(avi=[5000]),
             "N_train = 5000 exceeds the training pool of syn-pattern (1000 rows",
         ),
         (
-            lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(acp=[0]),
+            lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"]["runs"].update(acp=[0]),
             "N_train = 0 is only for",
         ),
         (
-            lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(mode="learn"),
+            lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"].update(mode="learn"),
             "allowed values: ['inference', 'learning']",
         ),
         (
-            lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(datasets=["mnist"]),
+            lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"].update(datasets=["mnist"]),
             "unknown dataset 'mnist'",
         ),
         (
-            lambda c: c["grids"]["quick"]["budget"].update(max_epochs="ten"),
-            "grids.quick.budget.max_epochs",
+            lambda c: c["grids"]["quick"]["acp"]["budget"].update(max_epochs="ten"),
+            "grids.quick.acp.budget.max_epochs",
         ),
-        (lambda c: c["grids"]["quick"]["budget"].update(epochs=3), "'epochs' was unexpected"),
+        (lambda c: c["grids"]["quick"]["acp"]["budget"].update(epochs=3), "'epochs' was unexpected"),
         (
-            lambda c: c["grids"]["quick"]["budget"].update(convergence_rel_tol=0),
-            "grids.quick.budget.convergence_rel_tol",
+            lambda c: c["grids"]["quick"]["acp"]["budget"].update(convergence_rel_tol=0),
+            "grids.quick.acp.budget.convergence_rel_tol",
         ),
         (
-            lambda c: c["grids"]["quick"]["text"]["budget"].update(convergence_window=0),
-            "grids.quick.text.budget.convergence_window",
+            lambda c: c["grids"]["quick"]["acp"]["text"]["budget"].update(convergence_window=0),
+            "grids.quick.acp.text.budget.convergence_window",
         ),
         (lambda c: c["search_spaces"]["avi"].update(lr={"gaussian": [0, 1]}), "search_spaces.avi.lr"),
         # the real-corpus grid is checked by the same validation (CLI and Snakefile alike)
         (
-            lambda c: c["grids"]["quick"]["text"]["tsne"].update(n_train=[1000, 777]),
-            "grids.quick.text.tsne.n_train: [777] not in grids.quick.text.classification.n_train",
+            lambda c: c["grids"]["quick"]["acp"]["text"]["tsne"].update(n_train=[1000, 777]),
+            "grids.quick.acp.text.tsne.n_train: [777] not in grids.quick.acp.text.classification.n_train",
         ),
         (
-            lambda c: c["grids"]["quick"]["text"]["topics"].update(best_topics=99),
-            "grids.quick.text.topics.best_topics = 99 exceeds",
+            lambda c: c["grids"]["quick"]["acp"]["text"]["topics"].update(best_topics=99),
+            "grids.quick.acp.text.topics.best_topics = 99 exceeds",
         ),
     ],
 )
@@ -150,24 +150,26 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
             "allowed keys: corpora, datasets, grid, grids, job_seconds, overwrite_grid, papers, pmi, raw_data_dir, reference_dir, results_dir, search_spaces",
         ),
         (
-            lambda c: c["grids"]["quick"]["budget"].update(epochs=3),
-            "grids.quick.budget: ",
+            lambda c: c["grids"]["quick"]["acp"]["budget"].update(epochs=3),
+            "grids.quick.acp.budget: ",
             "allowed keys: batch_size, convergence_rel_tol, convergence_window, eval_every, max_epochs, min_epoch_steps, "
             "patience",
         ),
         (
-            lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(colour=1),
-            "grids.quick.experiments.fig3a: ",
+            lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"].update(colour=1),
+            "grids.quick.acp.experiments.fig3a: ",
             "allowed keys: budget, dataset_runs, dataset_seeds, datasets, latents_factor, method_budget, mode, not_run, recovery_of, runs, search",
         ),
         (
-            lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
-            "grids.quick.experiments.fig3a.runs: unknown method 'vae'",
+            lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"]["runs"].update(vae=[10]),
+            "grids.quick.acp.experiments.fig3a.runs: unknown method 'vae'",
             f"allowed values: {METHODS}",
         ),
         (
-            lambda c: c["grids"]["quick"].setdefault("method_budget", {}).update(vae={"max_epochs": 3}),
-            "grids.quick.method_budget: 'vae'",
+            lambda c: (
+                c["grids"]["quick"]["acp"].setdefault("method_budget", {}).update(vae={"max_epochs": 3})
+            ),
+            "grids.quick.acp.method_budget: 'vae'",
             f"allowed values: {METHODS}",
         ),
         (
@@ -181,8 +183,8 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
             "allowed values: ['extended', 'paper', 'paper-ape-toybars', 'paper-avipam-table1', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
         ),
         (
-            lambda c: c["grids"]["quick"]["experiments"]["fig3a"].update(mode="learn"),
-            "grids.quick.experiments.fig3a.mode: 'learn'",
+            lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"].update(mode="learn"),
+            "grids.quick.acp.experiments.fig3a.mode: 'learn'",
             "allowed values: ['inference', 'learning']",
         ),
         (
@@ -191,14 +193,14 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
             "is not of type 'integer'",
         ),
         (
-            lambda c: c["grids"]["quick"]["experiments"]["fig3a"]["runs"].update(avi=[5000]),
-            "grids.quick.experiments.fig3a.runs.avi: N_train = 5000",
+            lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"]["runs"].update(avi=[5000]),
+            "grids.quick.acp.experiments.fig3a.runs.avi: N_train = 5000",
             "exceeds the training pool of syn-pattern (1000 rows, datasets.syn-pattern.n_train_pool)",
         ),
     ],
 )
 def test_invalid_config_names_the_key_and_the_allowed_values(cfg, mutate, key, allowed):
-    """Issue 6: the message names the offending key *and* what would have been accepted."""
+    """The message names the offending key *and* what would have been accepted."""
     bad = copy.deepcopy(cfg)
     mutate(bad)
     with pytest.raises(ConfigError) as err:
@@ -206,7 +208,7 @@ def test_invalid_config_names_the_key_and_the_allowed_values(cfg, mutate, key, a
     assert key in str(err.value) and allowed in str(err.value)
 
 
-# ------------------------------------------------------------------ grid key (issue 13)
+# ------------------------------------------------------------------ grid key
 def test_grid_key_selects_the_experiment_grid(cfg):
     import warnings
 
@@ -232,7 +234,7 @@ def test_deprecated_profiles_section_still_works_and_warns(cfg):
     from noisyor_bench.experiments.config import ConfigDeprecationWarning
 
     old = {k: v for k, v in cfg.items() if k not in ("grid", "grids")}
-    old.update(profile="smoke", profiles=cfg["grids"])  # a config file written before issue 13
+    old.update(profile="smoke", profiles=cfg["grids"])  # a config file in the old spelling
     with pytest.warns(ConfigDeprecationWarning) as rec:
         validated = validate_config(old)
     messages = sorted(str(w.message) for w in rec)
@@ -292,3 +294,88 @@ def test_paper_grid_runs_fig5s_n_train_values(repo):
     sizes = {c.n_train for c in grid.cells(paper, "fig5") if c.method in ("avi", "acp")}
     assert sorted(sizes) == list(FIG5_PAPER_N_TRAIN)
     assert FIG5_LARGE_N_TRAIN == max(sizes)
+
+
+# --- one layout for every paper: neutral keys plus one section per registered paper ---------------
+
+
+def test_every_grid_key_is_neutral_or_a_registered_paper(cfg):
+    from noisyor_bench.experiments.config import NEUTRAL_GRID_KEYS
+
+    allowed = set(NEUTRAL_GRID_KEYS) | set(papers.ids())
+    for name, grid_ in cfg["grids"].items():
+        stray = sorted(set(grid_) - allowed)
+        assert not stray, f"grids.{name}: keys {stray} are neither paper-neutral nor a registered paper"
+
+
+def test_the_neutral_keys_are_exactly_the_schemas_grid_keys():
+    from importlib import resources
+
+    import yaml
+
+    from noisyor_bench.experiments.config import NEUTRAL_GRID_KEYS
+
+    text = resources.files("noisyor_bench.experiments").joinpath("schemas/config.schema.yaml").read_text()
+    assert tuple(yaml.safe_load(text)["$defs"]["grid"]["properties"]) == NEUTRAL_GRID_KEYS
+
+
+def test_every_paper_declares_its_grid_section_in_its_own_schema_fragment():
+    for paper in papers.papers():
+        fragment = papers.config_schema(paper)
+        assert tuple(fragment["grid_sections"]) == paper.grid_sections == (paper.id,), paper.id
+
+
+@pytest.mark.parametrize("grid_name", sorted(load_yaml(REPO / "config" / "config.yaml")["grids"]))
+def test_every_grid_passes_check_config(grid_name, capsys):
+    assert main(["check-config", str(REPO / "config" / "config.yaml"), "--set", f"grid={grid_name}"]) == 0
+    assert f"grid {grid_name}" in capsys.readouterr().out
+
+
+def test_the_old_layout_loads_with_a_warning_naming_the_new_keys(cfg):
+    from noisyor_bench.experiments import config as config_module
+
+    old = copy.deepcopy(cfg)
+    for grid_ in old["grids"].values():
+        grid_.update(grid_.pop("acp", {}))  # ACP's keys back at the grid's root
+    config_module._WARNED.clear()
+    with pytest.warns(
+        FutureWarning, match=r"grids\.quick\.experiments is now grids\.quick\.acp\.experiments"
+    ):
+        migrated = validate_config(old)
+    assert migrated["grids"] == validate_config(cfg)["grids"]
+
+
+def test_acp_keys_in_both_layouts_are_refused(cfg):
+    both = copy.deepcopy(cfg)
+    both["grids"]["quick"]["seeds"] = [0]
+    with pytest.raises(ConfigError, match=r"grids\.quick: ACP's keys seeds stand both at the grid's root"):
+        validate_config(both)
+
+
+def test_a_grid_without_a_papers_section_configures_none_of_its_cells(cfg):
+    from noisyor_bench.experiments.acp import grid
+
+    validated = validate_config({**cfg, "grid": "paper-ape-toybars"})
+    assert "acp" not in validated["grids"]["paper-ape-toybars"]
+    assert grid.cells(validated) == [] and grid.active_grid(validated) == {"threads": 1}
+
+
+def test_explain_seeds_prints_each_cells_effective_seeds(repo, capsys):
+    """The table agrees with the config's own overrides: an experiment's seeds win over the
+    grid's, a deterministic inference cell runs its first seed, the text experiments their own."""
+    assert main(["check-config", str(repo / "config" / "config.yaml"), "--explain", "seeds"]) == 0
+    out = capsys.readouterr().out
+    acp = load_yaml(repo / "config" / "config.yaml")["grids"]["quick"]["acp"]
+    rows = {
+        " ".join(line.split()[:2]): line.split(None, 2)[2]
+        for line in out.splitlines()
+        if line.startswith("  ")
+    }
+
+    def listed(seeds):
+        return ", ".join(map(str, seeds))
+
+    assert rows["fig4 acp"] == listed(acp["experiments"]["fig4"]["seeds"])
+    assert rows["fig3a acp"] == listed(acp["seeds"])  # no override: the grid's seeds
+    assert rows["fig3a svi"] == listed(acp["seeds"][:1])  # deterministic in inference mode
+    assert rows["table5 avi"] == listed(acp["text"]["seeds"])

@@ -51,11 +51,11 @@ def test_paper_protocol_run_is_preferred_where_it_measured_the_same_cell(paper_c
 
 def test_search_chunks_split_the_cost_of_a_search(paper_cfg):
     cfg = copy.deepcopy(paper_cfg)
-    for exp in cfg["grids"]["paper"]["experiments"].values():
+    for exp in cfg["grids"]["paper"]["acp"]["experiments"].values():
         (exp.get("search") or {}).pop("draws_per_job", None)
-    cfg["grids"]["paper"].setdefault("search", {})["draws_per_job"] = None
+    cfg["grids"]["paper"]["acp"].setdefault("search", {})["draws_per_job"] = None
     whole = [e for e in costs.estimate_jobs(cfg, REFERENCES, ["acp"]) if e.rule == "search_chunk"]
-    cfg["grids"]["paper"].setdefault("search", {})["draws_per_job"] = 10
+    cfg["grids"]["paper"]["acp"].setdefault("search", {})["draws_per_job"] = 10
     chunks = [e for e in costs.estimate_jobs(cfg, REFERENCES, ["acp"]) if e.rule == "search_chunk"]
     assert len(chunks) > len(whole)
     assert sum(e.cpu_seconds for e in chunks) == pytest.approx(sum(e.cpu_seconds for e in whole))
@@ -114,10 +114,10 @@ def test_training_over_max_job_hours_splits_by_seed(paper_cfg):
     """A cell whose seeds together the model puts over search.max_job_hours (the paper grid: 8 h)
     trains one job per seed, each one seed's share of the whole cell; every other cell is one job,
     and no ACP job of the paper grid is then estimated over the bound."""
-    hours = paper_cfg["grids"]["paper"]["search"]["max_job_hours"]
+    hours = paper_cfg["grids"]["paper"]["acp"]["search"]["max_job_hours"]
     est = [e for e in costs.estimate_jobs(paper_cfg, REFERENCES, ["acp"]) if e.rule == "train_cell"]
     cfg = copy.deepcopy(paper_cfg)
-    cfg["grids"]["paper"]["search"]["max_job_hours"] = 10_000.0
+    cfg["grids"]["paper"]["acp"]["search"]["max_job_hours"] = 10_000.0
     whole = {e.job: e for e in costs.estimate_jobs(cfg, REFERENCES, ["acp"]) if e.rule == "train_cell"}
     split = acp_costs.per_seed_cells(paper_cfg)
     assert split and not acp_costs.per_seed_cells(cfg)

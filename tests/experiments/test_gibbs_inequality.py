@@ -1,4 +1,4 @@
-"""Gibbs' inequality on every synthetic dataset of the grids (issue 30, item 3).
+"""Gibbs' inequality on every synthetic dataset of the grids.
 
 For data drawn from the true noisy-OR, no other model -- the independent-Bernoulli baseline
 fitted on training rows included -- has a lower expected ``-log p(x)``.  The check: the
@@ -42,7 +42,7 @@ def _synthetic_datasets() -> list[str]:
     cfg = _config()
     names: set[str] = set()
     for grid in ("smoke", "quick"):
-        names.update(cfg["grids"][grid]["datasets"])
+        names.update(cfg["grids"][grid]["acp"]["datasets"])
     return sorted(n for n in names if cfg["datasets"][n].get("family") in ("random", "pattern"))
 
 

@@ -15,19 +15,21 @@ from noisyor_bench.infra.errors import ConfigError
 def cfg(repo):
     raw = load_yaml(repo / "config" / "config.yaml")
     raw["grids"]["t"] = {
-        "datasets": ["syn-pattern", "syn-random-1"],
-        "seeds": [3, 4],
-        "budget": {"max_epochs": 7},
-        "search": {"draws": 4, "seed": 9},
-        "experiments": {
-            "e": {
-                "mode": "learning",
-                "datasets": ["syn-pattern", "syn-random-1"],
-                "runs": {"avi": [20, 100], "svi": [100]},
-                "dataset_runs": {"syn-random-1": {"acp": [50]}},
-                "budget": {"patience": 2},
-            }
-        },
+        "acp": {
+            "datasets": ["syn-pattern", "syn-random-1"],
+            "seeds": [3, 4],
+            "budget": {"max_epochs": 7},
+            "search": {"draws": 4, "seed": 9},
+            "experiments": {
+                "e": {
+                    "mode": "learning",
+                    "datasets": ["syn-pattern", "syn-random-1"],
+                    "runs": {"avi": [20, 100], "svi": [100]},
+                    "dataset_runs": {"syn-random-1": {"acp": [50]}},
+                    "budget": {"patience": 2},
+                }
+            },
+        }
     }
     raw["grid"] = "t"
     return validate_config(raw)
@@ -53,8 +55,8 @@ def test_budget_layers_defaults_grid_experiment(cfg):
 
 def test_method_budget_overrides_apply_to_that_method_only(cfg):
     cfg = copy.deepcopy(cfg)
-    cfg["grids"]["t"]["method_budget"] = {"svi": {"eval_every": 5, "max_epochs": 9}}
-    cfg["grids"]["t"]["experiments"]["e"]["method_budget"] = {"svi": {"max_epochs": 3}}
+    cfg["grids"]["t"]["acp"]["method_budget"] = {"svi": {"eval_every": 5, "max_epochs": 9}}
+    cfg["grids"]["t"]["acp"]["experiments"]["e"]["method_budget"] = {"svi": {"max_epochs": 3}}
     cfg = validate_config(cfg)
     avi, _, svi, _ = grid.cells(cfg)
     assert grid.budget(cfg, svi) == {"max_epochs": 3, "patience": 2, "batch_size": 128, "eval_every": 5}
@@ -63,7 +65,7 @@ def test_method_budget_overrides_apply_to_that_method_only(cfg):
 
 def test_method_budget_rejects_unknown_methods(cfg):
     bad = copy.deepcopy(cfg)
-    bad["grids"]["t"]["method_budget"] = {"vae": {"max_epochs": 3}}
+    bad["grids"]["t"]["acp"]["method_budget"] = {"vae": {"max_epochs": 3}}
     with pytest.raises(ConfigError, match="method_budget"):
         validate_config(bad)
 
@@ -79,14 +81,14 @@ def test_only_methods_with_a_search_space_are_searched(cfg):
 
 def test_dataset_runs_must_name_an_experiment_dataset(cfg):
     bad = copy.deepcopy(cfg)
-    bad["grids"]["t"]["experiments"]["e"]["dataset_runs"] = {"multi-mnist": {"avi": [10]}}
+    bad["grids"]["t"]["acp"]["experiments"]["e"]["dataset_runs"] = {"multi-mnist": {"avi": [10]}}
     with pytest.raises(ConfigError, match="dataset_runs: 'multi-mnist' is not one of"):
         validate_config(bad)
 
 
 def test_dataset_runs_are_checked_against_the_pool(cfg):
     bad = copy.deepcopy(cfg)
-    bad["grids"]["t"]["experiments"]["e"]["dataset_runs"] = {"syn-random-1": {"acp": [10001]}}
+    bad["grids"]["t"]["acp"]["experiments"]["e"]["dataset_runs"] = {"syn-random-1": {"acp": [10001]}}
     with pytest.raises(ConfigError, match="N_train = 10001 exceeds the training pool of syn-random-1"):
         validate_config(bad)
 
@@ -95,8 +97,8 @@ def test_experiment_seeds_replace_the_grid_seeds(cfg):
     assert grid.seeds(cfg, "e") == [3, 4]  # no own seeds: the grid's
     assert grid.seed_groups(cfg) == [grid.SeedGroup("", ("e",), None, (3, 4))]
     raw = copy.deepcopy(cfg)
-    raw["grids"]["t"]["experiments"]["e"]["seeds"] = list(range(10))
-    raw["grids"]["t"]["experiments"]["f-2"] = {
+    raw["grids"]["t"]["acp"]["experiments"]["e"]["seeds"] = list(range(10))
+    raw["grids"]["t"]["acp"]["experiments"]["f-2"] = {
         "mode": "inference",
         "datasets": ["syn-pattern"],
         "runs": {"avi": [20]},
@@ -114,7 +116,7 @@ def test_experiment_seeds_replace_the_grid_seeds(cfg):
 
 def test_dataset_seeds_replace_the_experiment_seeds_for_one_dataset(cfg):
     raw = copy.deepcopy(cfg)
-    exp = raw["grids"]["t"]["experiments"]["e"]
+    exp = raw["grids"]["t"]["acp"]["experiments"]["e"]
     exp["datasets"] = ["syn-pattern", "syn-random-1"]
     exp["dataset_seeds"] = {"syn-random-1": [0, 1, 2, 3, 4]}
     raw = validate_config(raw)
@@ -127,7 +129,7 @@ def test_dataset_seeds_replace_the_experiment_seeds_for_one_dataset(cfg):
         grid.SeedGroup("_e_5seeds", ("e",), ("syn-random-1",), (0, 1, 2, 3, 4)),
     ]
     bad = copy.deepcopy(raw)
-    bad["grids"]["t"]["experiments"]["e"]["dataset_seeds"] = {"syn-random-7": [0]}
+    bad["grids"]["t"]["acp"]["experiments"]["e"]["dataset_seeds"] = {"syn-random-7": [0]}
     with pytest.raises(
         ConfigError, match="dataset_seeds: 'syn-random-7' is not one of the experiment's datasets"
     ):
@@ -137,7 +139,7 @@ def test_dataset_seeds_replace_the_experiment_seeds_for_one_dataset(cfg):
 @pytest.mark.parametrize("seeds", [[], [1, 1], [-1], ["0"], 3])
 def test_experiment_seeds_are_validated(cfg, seeds):
     raw = copy.deepcopy(cfg)
-    raw["grids"]["t"]["experiments"]["e"]["seeds"] = seeds
+    raw["grids"]["t"]["acp"]["experiments"]["e"]["seeds"] = seeds
     with pytest.raises(ConfigError, match="seeds"):
         validate_config(raw)
 
@@ -153,14 +155,14 @@ def test_deterministic_cells_run_the_first_seed_once(repo):
     """SVI/LB-CDI/UB-CDI in inference mode give one posterior whatever the seed: one run, in
     rule train_cell_once; the same methods in learning mode keep every seed."""
     raw = load_yaml(repo / "config" / "config.yaml")
-    raw["grids"]["t"] = {
+    raw["grids"]["t"] = {"acp": {
         "datasets": ["syn-pattern", "syn-random-1"],
         "seeds": [3, 4],
         "experiments": {
             "inf": {"mode": "inference", "datasets": ["syn-pattern"], "runs": {"acp": [20], "svi": [0], "ub-cdi": [0]}},
             "learn": {"mode": "learning", "datasets": ["syn-random-1"], "runs": {"svi": [10]}},
         },
-    }  # fmt: skip
+    }}  # fmt: skip
     raw["grid"] = "t"
     cfg = validate_config(raw)
     assert grid.seeds(cfg, "inf", "syn-pattern", "acp") == [3, 4]

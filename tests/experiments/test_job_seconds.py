@@ -38,10 +38,11 @@ def test_missing_file_or_none_means_default_order(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("rule,job,s\ntrain_cell,a,1\n", "expected the header rule,job,seconds"),
+        ("rule,job,s\ntrain_cell,a,1\n", "expected the header rule,job,seconds,work,cpu"),
         ("rule,job,seconds\ntrain_cell,a,fast\n", "line 2: seconds must be a number"),
         ("rule,job,seconds\ntrain_cell,a,-3\n", "line 2: seconds must be finite and >= 0"),
         ("rule,job,seconds\ntrain_cell,a,1\ntrain_cell,a,2\n", "line 3: job train_cell a is listed twice"),
+        ("rule,job,seconds,work,cpu\ntrain_cell,a,1,big,X\n", "line 2: work must be a number"),
     ],
 )
 def test_bad_tables_name_file_line_and_problem(tmp_path: Path, text: str, message: str) -> None:
@@ -54,18 +55,42 @@ def test_bad_tables_name_file_line_and_problem(tmp_path: Path, text: str, messag
 def test_merge_keeps_each_jobs_smallest_time_longest_first(tmp_path: Path) -> None:
     shared = [{"rule": "train_cell", "job": "a", "s": "500"}, {"rule": "tsne", "job": "K50", "s": "90"}]
     idle = [{"rule": "train_cell", "job": "a", "s": "420.04"}, {"rule": "baselines", "job": "d", "s": "130"}]
-    rows = job_seconds.merge([shared, idle])
-    assert rows == [("train_cell", "a", 420.04), ("baselines", "d", 130.0), ("tsne", "K50", 90.0)]
+    idle = [{**row, "cpu": "Idle CPU"} for row in idle]
+    rows = job_seconds.merge([shared, idle], work={("train_cell", "a"): 2560.0, ("baselines", "d"): 0.25})
+    Row = job_seconds.Row
+    assert rows == [
+        ("train_cell", "a", Row(420.04, 2560.0, "Idle CPU")),
+        ("baselines", "d", Row(130.0, 0.25, "Idle CPU")),
+        ("tsne", "K50", Row(90.0)),
+    ]
     out = tmp_path / "j.csv"
     job_seconds.write(rows, out)
-    assert out.read_text().splitlines()[1] == "train_cell,a,420.0"
+    assert out.read_text().splitlines()[1:] == [
+        "train_cell,a,420.0,2560,Idle CPU",
+        "baselines,d,130.0,0.25,Idle CPU",
+        "tsne,K50,90.0,,",
+    ]
     assert job_seconds.load(out)[("baselines", "d")] == 130.0
+    assert job_seconds.load_rows(out)[("baselines", "d")] == Row(130.0, 0.25, "Idle CPU")
+    assert job_seconds.load_rows(out)[("tsne", "K50")] == Row(90.0)
+
+
+def test_a_table_without_work_and_cpu_still_loads(tmp_path: Path) -> None:
+    path = _write(tmp_path / "old.csv", "rule,job,seconds\ntrain_cell,a,12.5\n")
+    assert job_seconds.load_rows(path) == {("train_cell", "a"): job_seconds.Row(12.5)}
 
 
 def test_merge_keeps_an_earlier_tables_unmeasured_jobs_and_never_its_measured_ones() -> None:
-    earlier = {("train_cell", "a"): 999.0, ("train_cell", "gone"): 77.0}
-    rows = job_seconds.merge([[{"rule": "train_cell", "job": "a", "s": "12"}]], earlier)
-    assert rows == [("train_cell", "gone", 77.0), ("train_cell", "a", 12.0)]
+    Row = job_seconds.Row
+    earlier = {
+        ("train_cell", "a"): Row(999.0, 5.0, "Old CPU"),
+        ("train_cell", "gone"): Row(77.0, 3.0, "Old CPU"),
+    }
+    rows = job_seconds.merge([[{"rule": "train_cell", "job": "a", "s": "12", "cpu": "New"}]], earlier)
+    assert rows == [
+        ("train_cell", "gone", Row(77.0, 3.0, "Old CPU")),
+        ("train_cell", "a", Row(12.0, None, "New")),
+    ]
 
 
 def test_committed_table_is_valid_and_orders_the_longest_acp_cell_first() -> None:
@@ -79,11 +104,19 @@ def test_committed_table_is_valid_and_orders_the_longest_acp_cell_first() -> Non
     assert slow > fast > 0
 
 
-def test_cli_writes_the_table_from_runtime_tables(tmp_path: Path) -> None:
+def test_cli_writes_the_table_with_each_jobs_work_and_cpu(tmp_path: Path) -> None:
+    """Each row gets its work in the measured grid (the cost model's) and the CPU its run recorded
+    beside the runtime table; a job of no cost model gets no work."""
+    from noisyor_bench.experiments import costs
+    from noisyor_bench.experiments.config import load_config
+
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "quick"})
+    job = costs.paper_jobs(cfg, "ape_noisyor")[0]
     runtime = _write(
         tmp_path / "runtime_jobs.csv",
-        "rule,job,s,cpu_time_s,max_rss_mb,repeats\ntrain_cell,a,12.5,10,100,1\nsearch,b,3.25,3,90,1\n",
+        f"rule,job,s,cpu_time_s,max_rss_mb,repeats\n{job.rule},{job.job},12.5,10,100,1\nsearch_table,b,3.25,3,90,1\n",
     )
+    _write(tmp_path / "runtime_jobs.csv.prov.json", '{"environment": {"device": {"cpu_model": "Test CPU"}}}')
     out = tmp_path / "job_seconds.csv"
     cmd = [
         sys.executable,
@@ -96,7 +129,12 @@ def test_cli_writes_the_table_from_runtime_tables(tmp_path: Path) -> None:
         str(out),
     ]
     subprocess.run(cmd, check=True, cwd=REPO, capture_output=True)
-    assert out.read_text() == "rule,job,seconds\ntrain_cell,a,12.5\nsearch,b,3.2\n"
+    work = job_seconds.load_rows(out)[(job.rule, job.job)].work
+    assert work == job.work
+    lines = out.read_text().splitlines()
+    assert lines[0] == "rule,job,seconds,work,cpu"
+    assert lines[1].startswith(f"{job.rule},{job.job},12.5,") and lines[1].endswith(",Test CPU")
+    assert lines[2] == "search_table,b,3.2,,Test CPU"
     bad = subprocess.run(
         [*cmd[:5], str(tmp_path / "nope.csv"), "--out", str(out)], cwd=REPO, capture_output=True, text=True
     )

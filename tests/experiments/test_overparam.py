@@ -1,4 +1,4 @@
-"""The K = 2 x K_true sensitivity of Fig. 4 (issue 30, item 5): grid keys ``latents_factor`` and
+"""The K = 2 x K_true sensitivity of Fig. 4: grid keys ``latents_factor`` and
 ``recovery_of``, the CLI's ``--latents-factor``, and the recovery table's best one-to-one match
 of K_true true patterns among more learned columns."""
 
@@ -35,11 +35,11 @@ METHODS = ("avi", "acp", "svi", "lb-cdi", "ub-cdi", "acp-sg")
 def test_recovery_of_must_name_an_experiment_of_the_grid() -> None:
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "extended"})
     bad = copy.deepcopy(cfg)
-    bad["grids"]["extended"]["experiments"]["fig4k2"]["recovery_of"] = "fig9"
-    with pytest.raises(ConfigError, match=r"grids\.extended\.experiments\.fig4k2\.recovery_of: 'fig9'"):
+    bad["grids"]["extended"]["acp"]["experiments"]["fig4k2"]["recovery_of"] = "fig9"
+    with pytest.raises(ConfigError, match=r"grids\.extended\.acp\.experiments\.fig4k2\.recovery_of: 'fig9'"):
         validate_grid(bad, METHODS, {ds: 10**6 for ds in cfg["datasets"]})
     bad = copy.deepcopy(cfg)
-    bad["grids"]["extended"]["experiments"]["fig3a"]["latents_factor"] = 2
+    bad["grids"]["extended"]["acp"]["experiments"]["fig3a"]["latents_factor"] = 2
     with pytest.raises(ConfigError, match="latents_factor: only learning-mode"):
         validate_grid(bad, METHODS, {ds: 10**6 for ds in cfg["datasets"]})
 
@@ -61,12 +61,12 @@ def test_best_subset_match_of_more_learned_columns() -> None:
 
 def _train(dataset: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "train-cell",
+        "acp-train-cell",
         "--dataset", str(dataset), "--dataset-name", "toy", "--experiment", "exp",
         "--method", "acp", "--mode", "learning", "--n-train", "40", "--seeds", "0",
         "--budget", '{"max_epochs": 1, "patience": 1, "batch_size": 32}',
         "--evaluation", '{"samples": 5, "iw_samples": 0, "exact_max_k": 4}', "--device", "cpu",
-        "--results-dir", str(out), *extra,
+        "--out-dir", str(out / "runs/exp/toy/acp/n40/seed0"), *extra,
     ]  # fmt: skip
 
 

@@ -93,7 +93,7 @@ def test_each_entry_names_real_modules_and_its_schema_sections() -> None:
     import importlib
 
     for paper in papers.papers():
-        for module in filter(None, (paper.claims_module, paper.run_verifier, paper.config_checks)):
+        for module in filter(None, (paper.run_verifier, paper.config_checks)):
             importlib.import_module(module)
         if paper.labeller is not None:
             module, _, function = paper.labeller.partition(":")

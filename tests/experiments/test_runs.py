@@ -305,7 +305,7 @@ def test_crash_leaves_no_final_directory_then_resumes(dataset: Path, tmp_path: P
     FakeMethod.crash_at = 3
     with pytest.raises(RuntimeError, match="simulated crash"):
         execute_run(make_spec(dataset, out))
-    # The finished run is intact (replaced only at publish, issue 18); no half-written new one.
+    # The finished run is intact (replaced only at publish); no half-written new one.
     assert {p.name: p.read_bytes() for p in out.iterdir()} == old
     work = partial_dir(out)
     assert (work / "checkpoint.pt").exists() and not (work / METRICS_FILE).exists()
@@ -349,7 +349,7 @@ def test_same_seed_same_outputs(dataset: Path, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------- CLI
 def train_argv(dataset: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "train",
+        "acp-train",
         "--dataset",
         str(dataset),
         "--method",
@@ -446,7 +446,7 @@ def test_real_avi_end_to_end(
     pytest.importorskip("noisyor_bench.inference.noisyor.avi")
     out = tmp_path / "avi"
     argv = [
-        "train",
+        "acp-train",
         "--dataset",
         str(dataset),
         "--method",

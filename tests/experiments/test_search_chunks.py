@@ -1,4 +1,4 @@
-"""A search split into chunk jobs (issue 28: ``search --draws-range``, ``search-select``) selects
+"""A search split into chunk jobs (``acp-search --draws-range``, ``acp-search-select``) selects
 what the search run in one job selects: the same best.json and the same search.csv rows, for any
 chunk size, because a draw's values and initialisation depend on (cell, draw index, seed) only."""
 
@@ -33,7 +33,7 @@ COMPARED = ("draw", "val_nelbo", "epochs", "hparams", "reason")
 
 def _search_args(dataset: Path, *extra: str, batch: bool) -> list[str]:
     return [
-        "search",
+        "acp-search",
         "--dataset", str(dataset), "--dataset-name", "toy", "--experiment", "fig4",
         "--method", "acp", "--mode", "learning", "--n-train", "40", "--seed", "0",
         "--draws", json.dumps(DRAWS),
@@ -44,7 +44,7 @@ def _search_args(dataset: Path, *extra: str, batch: bool) -> list[str]:
 
 
 def _chunked(dataset: Path, out: Path, per_job: int, capsys, batch: bool) -> None:
-    """The search as the workflow runs it: one ``search --draws-range`` per chunk, then ``search-select``."""
+    """The search as the workflow runs it: one ``acp-search --draws-range`` per chunk, then ``acp-search-select``."""
     tables = []
     for i, (start, stop) in enumerate(chunk_ranges(N_DRAWS, per_job)):
         table = out / "chunks" / f"{i}.csv"
@@ -55,7 +55,7 @@ def _chunked(dataset: Path, out: Path, per_job: int, capsys, batch: bool) -> Non
         assert code == 0, err
         assert Path(f"{table}.prov.json").is_file()  # the chunk's provenance sidecar
         tables.append(table)
-    code, _, err = cli(["search-select", "--chunks", *reversed(tables), "--out-dir", out], capsys)
+    code, _, err = cli(["acp-search-select", "--chunks", *reversed(tables), "--out-dir", out], capsys)
     assert code == 0, err
 
 
@@ -105,7 +105,7 @@ def test_select_keeps_ties_and_divergences_as_one_job_does(tmp_path: Path, capsy
     the tied or diverged draws sit in different chunks."""
     a = _write_chunk(tmp_path / "chunks" / "0.csv", [(0, 9.0, ""), (1, 8.5, "")], 4)
     b = _write_chunk(tmp_path / "chunks" / "1.csv", [(2, math.inf, "diverged: nan loss"), (3, 8.5, "")], 4)
-    code, out, err = cli(["search-select", "--chunks", b, a, "--out-dir", tmp_path], capsys)
+    code, out, err = cli(["acp-search-select", "--chunks", b, a, "--out-dir", tmp_path], capsys)
     assert code == 0, err
     best = read_json(tmp_path / "best.json")
     assert (best["draw"], best["hparams"], best["val_nelbo"], best["n_draws"]) == (1, {"lr": 0.1}, 8.5, 4)
@@ -118,7 +118,7 @@ def test_select_keeps_ties_and_divergences_as_one_job_does(tmp_path: Path, capsy
 def test_select_fails_when_every_draw_diverged(tmp_path: Path, capsys) -> None:
     a = _write_chunk(tmp_path / "c" / "0.csv", [(0, math.inf, "diverged: nan loss")], 2)
     b = _write_chunk(tmp_path / "c" / "1.csv", [(1, math.inf, "diverged: inf grad")], 2)
-    code, _, err = cli(["search-select", "--chunks", a, b, "--out-dir", tmp_path], capsys)
+    code, _, err = cli(["acp-search-select", "--chunks", a, b, "--out-dir", tmp_path], capsys)
     assert code != 0
     assert "every draw of the search" in err and "draw 0" in err and "draw 1" in err
     assert not (tmp_path / "best.json").exists()
@@ -135,7 +135,7 @@ def test_select_fails_when_every_draw_diverged(tmp_path: Path, capsys) -> None:
 )
 def test_select_names_missing_or_repeated_chunks(tmp_path: Path, capsys, chunks, words) -> None:
     paths = [_write_chunk(tmp_path / "c" / f"{i}.csv", rows, 3) for i, rows in enumerate(chunks)]
-    code, _, err = cli(["search-select", "--chunks", *paths, "--out-dir", tmp_path], capsys)
+    code, _, err = cli(["acp-search-select", "--chunks", *paths, "--out-dir", tmp_path], capsys)
     assert code == 2
     assert words in err and "Traceback" not in err
 
@@ -147,7 +147,7 @@ def test_select_names_missing_or_repeated_chunks(tmp_path: Path, capsys, chunks,
         (["--draws-range", "3:9", "--out-chunk", "c.csv"], "0 <= START < STOP <= 5"),
         (["--draws-range", "a-b", "--out-chunk", "c.csv"], "expected START:STOP"),
         (["--out-chunk", "c.csv"], "--out-chunk needs --draws-range"),
-        ([], "search needs --out-dir"),
+        ([], "acp-search needs --out-dir"),
     ],
 )
 def test_bad_chunk_arguments_are_one_line_errors(dataset: Path, capsys, extra, words) -> None:
@@ -180,8 +180,8 @@ def _paper(**search: object) -> dict:
     from noisyor_bench.experiments.config import load_config
 
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "paper"})
-    cfg["grids"]["paper"]["search"] = {"draws": 100, "seed": 1, **search}
-    for exp in cfg["grids"]["paper"]["experiments"].values():
+    cfg["grids"]["paper"]["acp"]["search"] = {"draws": 100, "seed": 1, **search}
+    for exp in cfg["grids"]["paper"]["acp"]["experiments"].values():
         assert not {"draws_per_job", "max_job_hours"} & set(exp.get("search") or {})
     return cfg
 
@@ -224,7 +224,7 @@ def test_draws_per_job_wins_over_max_job_hours_and_experiments_over_the_grid() -
     cfg = _paper(max_job_hours=0.01, draws_per_job=25)
     cell = next(c for c in grid.cells(cfg) if grid.n_draws(cfg, c) > 1)
     assert grid.max_job_hours(cfg, cell) is None and len(acp_costs.search_chunks(cfg, cell)) == 4
-    cfg["grids"]["paper"]["experiments"][cell.experiment]["search"] = {"max_job_hours": 1000}
+    cfg["grids"]["paper"]["acp"]["experiments"][cell.experiment]["search"] = {"max_job_hours": 1000}
     assert grid.draws_per_job(cfg, cell) is None and acp_costs.search_chunks(cfg, cell) == [(0, 100)]
 
 

@@ -1,4 +1,4 @@
-"""A search draw is scored on several initialisations (issue 30, item 6: ``search.inits_per_draw``):
+"""A search draw is scored on several initialisations (``search.inits_per_draw``):
 its score is the mean validation NELBO over them, so one lucky initialisation no longer decides
 the selection; every initialisation is a run of its own (own init key and folder), the per-init
 values are in search.csv and best.json, and the cost model charges each initialisation."""
@@ -58,7 +58,7 @@ def test_init_keys_keep_init_zero_and_separate_the_others() -> None:
 
 def _quick(**search: object) -> dict:
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "quick"})
-    cfg["grids"]["quick"]["search"] = {"draws": 3, "seed": 1, **search}
+    cfg["grids"]["quick"]["acp"]["search"] = {"draws": 3, "seed": 1, **search}
     return cfg
 
 
@@ -66,10 +66,10 @@ def test_grid_key_defaults_to_two_and_experiments_override_it() -> None:
     cfg = _quick()
     cell = next(c for c in grid.cells(cfg, "fig3a") if grid.n_draws(cfg, c) > 1)
     assert grid.inits_per_draw(cfg, cell) == 2
-    cfg["grids"]["quick"]["experiments"]["fig3a"]["search"] = {"inits_per_draw": 3}
+    cfg["grids"]["quick"]["acp"]["experiments"]["fig3a"]["search"] = {"inits_per_draw": 3}
     assert grid.inits_per_draw(cfg, cell) == 3
-    cfg["grids"]["quick"]["experiments"]["fig3a"]["search"] = {"inits_per_draw": 0}
-    with pytest.raises(ConfigError, match=r"grids\.quick\.experiments\.fig3a\.search\.inits_per_draw"):
+    cfg["grids"]["quick"]["acp"]["experiments"]["fig3a"]["search"] = {"inits_per_draw": 0}
+    with pytest.raises(ConfigError, match=r"grids\.quick\.acp\.experiments\.fig3a\.search\.inits_per_draw"):
         grid.inits_per_draw(cfg, cell)
 
 
@@ -77,7 +77,10 @@ def test_the_schema_rejects_a_bad_inits_per_draw() -> None:
     with pytest.raises(ConfigError, match="inits_per_draw"):
         load_config(
             REPO / "config" / "config.yaml",
-            {"grid": "quick", "grids": {"quick": {"search": {"draws": 3, "inits_per_draw": 0}}}},
+            {
+                "grid": "quick",
+                "grids": {"quick": {"acp": {"datasets": [], "search": {"draws": 3, "inits_per_draw": 0}}}},
+            },
         )
 
 
@@ -96,7 +99,7 @@ def test_cost_model_charges_every_initialisation() -> None:
 # ---------------------------------------------------------------------------- the CLI
 def _args(dataset: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "search",
+        "acp-search",
         "--dataset", str(dataset), "--dataset-name", "toy", "--experiment", "exp",
         "--method", "avi", "--mode", "learning", "--n-train", "40", "--seed", "0",
         "--draws", json.dumps([{}, {"lr": 0.02}]),
@@ -133,7 +136,15 @@ def test_each_draw_is_trained_from_two_initialisations_and_scored_by_their_mean(
 
     # the run's search table: every draw with its per-init values, the selected one marked
     code, _, err = cli(
-        ["search-table", "--searches", out, "--out-csv", tmp_path / "d.csv", "--out-md", tmp_path / "d.md"],
+        [
+            "acp-search-table",
+            "--searches",
+            out,
+            "--out-csv",
+            tmp_path / "d.csv",
+            "--out-md",
+            tmp_path / "d.md",
+        ],
         capsys,
     )
     assert code == 0, err

@@ -142,7 +142,7 @@ def test_hyperparameters_are_validated() -> None:
 
 
 def test_generative_learning_rate_default_and_override() -> None:
-    """The generative model has its own Adam rate, 1e-2 by default (issue 12: at the encoder's
+    """The generative model has its own Adam rate, 1e-2 by default (at the encoder's
     1e-3 the learned rates cannot leave 0.02 * e^(1e-3 * steps) within the budget); an explicit
     ``gen_lr`` overrides it and ``gen_lr: null`` falls back to ``lr``."""
 
@@ -195,7 +195,7 @@ def test_make_generative_modes() -> None:
     theta = a.model().theta
     assert bool((theta >= init.theta_low - 1e-12).all() and (theta <= init.high(12) + 1e-12).all())
     # The default upper rate keeps an active cause's cost at D * theta_high / 2 = 0.64 nats for
-    # D > 64 and is 0.02 below (issue 12: a larger start collapses every cause at D = 500).
+    # D > 64 and is 0.02 below (a larger start collapses every cause at D = 500).
     assert init.high(12) == 0.02 and init.high(64) == 0.02
     assert init.high(500) == pytest.approx(1.28 / 500) and init.high(1294) == pytest.approx(1.28 / 1294)
     wide = (

@@ -1,4 +1,4 @@
-"""The batched trainer (issue 16): R runs trained as one computation give, run by run, what
+"""The batched trainer: R runs trained as one computation give, run by run, what
 each run gives when trained alone with :meth:`AmortizedMethod.fit`.
 
 Reference: the single-run path itself (the Trainer with PyTorch's fused Adam and, on the toy

@@ -1,4 +1,4 @@
-"""Convergence as a recorded fact (issue 12, contract 1): the rule on hand-made curves, and
+"""Convergence as a recorded fact: the rule on hand-made curves, and
 real small runs whose metrics.json says whether they converged."""
 
 from __future__ import annotations
@@ -157,16 +157,18 @@ def test_grid_layers_convergence_keys() -> None:
         "grid": "p",
         "grids": {
             "p": {
-                "budget": {"max_epochs": 9, "convergence_window": 4},
-                "method_budget": {"acp": {"convergence_rel_tol": 0.01}},
-                "experiments": {
-                    "e": {
-                        "mode": "learning",
-                        "datasets": ["d"],
-                        "runs": {"avi": [5], "acp": [5]},
-                        "budget": {"convergence_window": 7},
-                    }
-                },
+                "acp": {
+                    "budget": {"max_epochs": 9, "convergence_window": 4},
+                    "method_budget": {"acp": {"convergence_rel_tol": 0.01}},
+                    "experiments": {
+                        "e": {
+                            "mode": "learning",
+                            "datasets": ["d"],
+                            "runs": {"avi": [5], "acp": [5]},
+                            "budget": {"convergence_window": 7},
+                        }
+                    },
+                }
             }
         },
     }
@@ -217,7 +219,7 @@ def test_real_avi_at_its_epoch_limit_with_a_falling_curve_is_not_converged(toy: 
         {"hidden_dim": 8, "lr": 1e-3},
     )
     c = m["convergence"]
-    # a falling curve: its best evaluation is the last one, so it is never converged (issue 30)
+    # a falling curve: its best evaluation is the last one, so it is never converged
     assert m["stop_reason"] == "max_epochs" and m["converged"] is False and c["rule"] == BEST_AT_LIMIT
     # the numbers behind it, checked against curve.csv independently of the code
     import pandas as pd
@@ -246,7 +248,7 @@ def test_real_avi_stopped_by_patience_is_converged(toy: Path, tmp_path: Path) ->
 
 def test_real_runs_with_a_lenient_tolerance_and_held_out_classical(toy: Path, tmp_path: Path) -> None:
     # the falling curve of the first test: a relative tolerance of 10% no longer calls it a plateau
-    # (issue 30: ACP runs are judged in nats, and a best evaluation at the limit never converged)
+    # (ACP runs are judged in nats, and a best evaluation at the limit never converged)
     lenient = FitBudget(max_epochs=8, patience=50, batch_size=32, convergence_rel_tol=0.1)
     m = _run(toy, tmp_path / "lenient", lenient, {"hidden_dim": 8, "lr": 1e-3})
     c = m["convergence"]
@@ -396,7 +398,7 @@ def test_convergence_table_and_summary_cli(tmp_path: Path) -> None:
     )
 
 
-# ------------------------------------------------------------------------------ issue 30: judged in nats
+# ------------------------------------------------------------------------------ judged in nats
 def test_best_evaluation_last_at_the_limit_is_never_converged() -> None:
     """A plateau by either tolerance, but the last evaluation is the best: still improving when stopped."""
     from noisyor_bench.inference.convergence import BEST_AT_LIMIT

@@ -1,4 +1,4 @@
-"""Initialisation is part of the protocol (issue 12, item 5).
+"""Initialisation is part of the protocol.
 
 Each search draw and each seed of a grid cell starts from its own initialisation, derived from
 (cell, draw or final, seed); the same triple always gives the same one; AVI, ACP, SVI and LB-CDI
@@ -130,7 +130,7 @@ def test_run_spec_rejects_bad_init_key(tmp_path: Path) -> None:
         spec.validate()
 
 
-# ---------------------------------------------------------------------------- the CLI (search + train-cell)
+# ---------------------------------------------------------------- the CLI (acp-search + acp-train-cell)
 def _cell_args(dataset: Path) -> list[str]:
     budget = json.dumps({"max_epochs": 1, "patience": 1, "batch_size": 32})
     return [
@@ -162,7 +162,18 @@ def test_search_draws_and_final_seeds_are_independent_runs(tmp_path: Path) -> No
     search = tmp_path / "search"
     # Two draws with the SAME hyperparameters: only the initialisation tells them apart.
     assert (
-        main(["search", *_cell_args(dataset), "--seed", "0", "--draws", "[{}, {}]", "--out-dir", str(search)])
+        main(
+            [
+                "acp-search",
+                *_cell_args(dataset),
+                "--seed",
+                "0",
+                "--draws",
+                "[{}, {}]",
+                "--out-dir",
+                str(search),
+            ]
+        )
         == 0
     )
     d0, d1 = (read_json(search / f"draw{i}" / "metrics.json") for i in (0, 1))
@@ -174,15 +185,15 @@ def test_search_draws_and_final_seeds_are_independent_runs(tmp_path: Path) -> No
     assert (
         main(
             [
-                "train-cell",
+                "acp-train-cell",
                 *_cell_args(dataset),
                 "--seeds",
                 "0",
                 "1",
                 "--best",
                 str(search / "best.json"),
-                "--results-dir",
-                str(results),
+                "--out-dir",
+                *(str(results / f"runs/exp/toy/avi/n40/seed{s}") for s in (0, 1)),
             ]
         )
         == 0

@@ -1,4 +1,4 @@
-"""Learning with the default generative learning rate and init reaches the truth (issue 12).
+"""Learning with the default generative learning rate and init reaches the truth.
 
 Under the old defaults (generative rates moved at the encoder's lr 1e-3 from theta ~ U(0, 0.02))
 the learned rates could not leave a ceiling of ~0.02 * e^(1e-3 * steps) within the quick budget

@@ -78,7 +78,7 @@ def test_assess_at_the_epoch_limit_says_plateau_exactly_when_the_predicate_holds
     values: list, window: int, rel_tol: float, expected: bool, why: str
 ) -> None:
     """A training-NELBO curve that ran to its limit: assess() converged iff the predicate holds
-    and the best evaluation is not the last one (issue 30: a run stopped at max_epochs with its
+    and the best evaluation is not the last one (a run stopped at max_epochs with its
     best evaluation last is never converged, rule best-at-limit, whatever the window says).
     NaN stands in for None: EpochRecord's train_nelbo is a float.  The best epoch is read off
     the curve (None) and given as the trainer records it (the first epoch of the strict minimum)."""

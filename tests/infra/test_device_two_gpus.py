@@ -1,4 +1,4 @@
-"""Every paper's CUDA-capable job goes through the one GPU picker (issue 28): on a fake two-GPU
+"""Every paper's CUDA-capable job goes through the one GPU picker: on a fake two-GPU
 machine (CUDA unavailable, the lock's GPU count injected, a private lock directory), two
 concurrent jobs of each paper get cuda:0 and cuda:1, and a third waits until one of them ends.
 
@@ -24,7 +24,7 @@ WORKER = """
 import sys
 paper, count, lock_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 fake = {"gpu_count": count, "lock_dir": lock_dir}
-if paper == "acp":  # ACP/AVI train, train-cell, search: experiments.acp.runs
+if paper == "acp":  # acp-train, acp-train-cell, acp-search: experiments.acp.runs
     from noisyor_bench.experiments.acp.runs import resolve_device
     dev = resolve_device("cuda", **fake)
 elif paper == "ape":  # APE encoder training: experiments.ape.train.train_run

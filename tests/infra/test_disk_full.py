@@ -1,6 +1,6 @@
 """A full disk (ENOSPC) while writing: every writer names the file it was writing, leaves no
 partial file and keeps the previous content; the final message of the CLI still fits in a log
-on a full disk (issue 33).
+on a full disk.
 
 Injected failures behave like the kernel: ``write`` raises ``OSError(ENOSPC)`` naming no file,
 and ``torch.save`` given a path raises a ``RuntimeError`` ("unexpected pos").  The tests marked
@@ -180,7 +180,7 @@ def disk(tmp_path):
 
 def test_reserve_lets_the_final_message_reach_a_log_on_a_full_disk(disk):
     """The log's disk fills to the last byte while the command runs: without the reserve the
-    message is lost (the empty logs of issue 33); after releasing it, it is written."""
+    message is lost (the logs were once empty); after releasing it, it is written."""
     with open(disk / "job.log", "w") as log:
         last_word = LastWord(log)
         assert last_word.held
@@ -190,7 +190,7 @@ def test_reserve_lets_the_final_message_reach_a_log_on_a_full_disk(disk):
             os.write(log.fileno(), b"x" * 100)
         assert info.value.errno == errno.ENOSPC
         last_word.release()
-        log.write("noisyor-bench train: error: x.pt: No space left on device (ENOSPC)\n")
+        log.write("noisyor-bench acp-train: error: x.pt: No space left on device (ENOSPC)\n")
         log.flush()
     assert (disk / "job.log").read_text().endswith("(ENOSPC)\n")
 

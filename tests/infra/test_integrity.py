@@ -1,4 +1,4 @@
-"""Integrity where results are consumed (issue 33): the self-hash of run records, the sha256 of
+"""Integrity where results are consumed: the self-hash of run records, the sha256 of
 tables against their sidecars, and the plausibility rules of run metrics."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 from conftest import REPO
 
 from noisyor_bench.experiments.rundir import read_metrics_record, write_metrics
+from noisyor_bench.infra import integrity
 from noisyor_bench.infra import provenance as P
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import read_json, write_json_atomic
@@ -46,18 +47,18 @@ def _sealed(tmp_path: Path, **extra: Any) -> Path:
 def test_sealed_record_reads_back_and_any_edit_is_caught(tmp_path: Path) -> None:
     path = _sealed(tmp_path)
     doc = read_json(path)
-    assert len(doc["provenance"][P.SELF_HASH_KEY]) == 64
-    assert P.self_hash_status(doc) == "ok"
+    assert len(doc["provenance"][integrity.SELF_HASH_KEY]) == 64
+    assert integrity.self_hash_status(doc) == "ok"
     assert math.isnan(read_metrics_record(path)["exact_gap"])
     # the hash is of the content, not of the bytes: reformatting the JSON keeps it valid
     path.write_text(json.dumps(doc, indent=None, separators=(", ", ": ")))
-    assert P.self_hash_status(read_json(path)) == "ok"
+    assert integrity.self_hash_status(read_json(path)) == "ok"
     for key, value in (("nelbo", 37.9), ("seed", 1), ("method", "acp")):
         edited = {**doc, key: value}
-        assert P.self_hash_status(edited) == "CHANGED since recorded", key
+        assert integrity.self_hash_status(edited) == "CHANGED since recorded", key
     edited = json.loads(json.dumps(doc))
     edited["provenance"]["kind"] = "other"  # the provenance block is covered too
-    assert P.self_hash_status(edited) == "CHANGED since recorded"
+    assert integrity.self_hash_status(edited) == "CHANGED since recorded"
 
 
 def test_edited_record_is_refused_naming_the_file_and_the_way_back(tmp_path: Path) -> None:
@@ -74,8 +75,8 @@ def test_edited_record_is_refused_naming_the_file_and_the_way_back(tmp_path: Pat
 
 def test_record_without_self_hash_is_accepted_as_older(tmp_path: Path) -> None:
     path = tmp_path / "metrics.json"
-    write_json_atomic(path, _record())  # written by code before issue 33
-    assert P.self_hash_status(read_json(path)) == "absent"
+    write_json_atomic(path, _record())  # written by code before the self-hash
+    assert integrity.self_hash_status(read_json(path)) == "absent"
     assert read_metrics_record(path)["nelbo"] == pytest.approx(38.1)
     assert read_metrics(path)["nelbo"] == pytest.approx(38.1)
 
@@ -86,10 +87,10 @@ def test_reader_errors_name_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "metrics.json"
     bad.write_text("[1]")
     with pytest.raises(DataError, match="expected a JSON object"):
-        P.read_verified_json(bad)
+        integrity.read_verified_json(bad)
     bad.write_text("{oops")
     with pytest.raises(DataError, match="not valid JSON"):
-        P.read_verified_json(bad)
+        integrity.read_verified_json(bad)
 
 
 # ---------------------------------------------------------------------------------- plausibility
@@ -108,10 +109,10 @@ def test_reader_errors_name_the_file(tmp_path: Path) -> None:
     ],
 )
 def test_impossible_metrics_are_named(values: dict[str, Any], words: str) -> None:
-    (found,) = P.implausible_metrics(values)
+    (found,) = integrity.implausible_metrics(values)
     assert words in found
     with pytest.raises(DataError, match="impossible metric") as err:
-        P.check_plausible("x/metrics.json", values)
+        integrity.check_plausible("x/metrics.json", values)
     assert "x/metrics.json" in str(err.value) and words in str(err.value)
 
 
@@ -134,12 +135,12 @@ def test_possible_metrics_pass() -> None:
         "recovery_rate": 1.0,
         "note": "text",
     }
-    assert P.implausible_metrics(values) == []
+    assert integrity.implausible_metrics(values) == []
 
 
 def test_sealed_but_impossible_record_is_refused_by_the_run_reader(tmp_path: Path) -> None:
     path = _sealed(tmp_path, nelbo=-4.61)  # a writer bug: sealed, yet impossible
-    assert P.self_hash_status(read_json(path)) == "ok"
+    assert integrity.self_hash_status(read_json(path)) == "ok"
     with pytest.raises(DataError, match=r"impossible metric nelbo=-4\.61"):
         read_metrics(path)
     with pytest.raises(DataError, match=r"impossible metric nelbo=-4\.61"):
@@ -161,11 +162,11 @@ def _table_with_sidecar(folder: Path) -> Path:
 
 def test_table_checked_against_its_sidecar(tmp_path: Path) -> None:
     csv = _table_with_sidecar(tmp_path / "tables")
-    assert P.verify_recorded_file(csv) == "ok"
-    assert P.verify_recorded_file(csv.with_suffix(".md")) == "ok"
+    assert integrity.verify_recorded_file(csv) == "ok"
+    assert integrity.verify_recorded_file(csv.with_suffix(".md")) == "ok"
     csv.write_text("claim_id,verdict\nc1,reproduced\n")  # a verdict changed by hand
     with pytest.raises(DataError) as err:
-        P.verify_recorded_file(csv)
+        integrity.verify_recorded_file(csv)
     msg = str(err.value)
     assert msg.startswith(str(csv)) and "edited after it was made" in msg and "rerun" in msg
 
@@ -175,19 +176,19 @@ def test_copied_table_with_its_sidecar_still_verifies(tmp_path: Path) -> None:
     csv = _table_with_sidecar(tmp_path / "results" / "tables")
     ref = tmp_path / "reference" / "tables"
     shutil.copytree(csv.parent, ref)
-    assert P.verify_recorded_file(ref / "claims.csv") == "ok"
+    assert integrity.verify_recorded_file(ref / "claims.csv") == "ok"
 
 
 def test_table_without_sidecar_is_accepted_and_unlisted_one_refused(tmp_path: Path) -> None:
     plain = tmp_path / "t.csv"
     plain.write_text("a\n1\n")
-    assert P.verify_recorded_file(plain) == "no record"
+    assert integrity.verify_recorded_file(plain) == "no record"
     write_json_atomic(P.sidecar_path(plain), {"outputs": [{"path": "other.csv", "sha256": "0" * 64}]})
     with pytest.raises(DataError, match="does not list its sha256"):
-        P.verify_recorded_file(plain)
+        integrity.verify_recorded_file(plain)
     P.sidecar_path(plain).write_text("{broken")
     with pytest.raises(DataError, match="provenance record is corrupt"):
-        P.verify_recorded_file(plain)
+        integrity.verify_recorded_file(plain)
 
 
 def test_committed_reference_verifies() -> None:
@@ -198,4 +199,4 @@ def test_committed_reference_verifies() -> None:
         if p.is_file() and p.parent.name in ("tables", "figures") and not p.name.endswith(".prov.json")
     ]
     assert files
-    assert {P.verify_recorded_file(p) for p in files} == {"ok"}
+    assert {integrity.verify_recorded_file(p) for p in files} == {"ok"}

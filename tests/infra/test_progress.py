@@ -1,4 +1,4 @@
-"""The one progress helper of long loops (issue 29): a line at the first step, then at most one
+"""The one progress helper of long loops: a line at the first step, then at most one
 per interval, always at the last step, with an ETA from the mean step time so far."""
 
 from __future__ import annotations

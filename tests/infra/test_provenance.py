@@ -1,4 +1,4 @@
-"""Provenance records (issue 6): environment, run/dataset/table records, `verify`, `provenance`.
+"""Provenance records: environment, run/dataset/table records, `verify`, `provenance`.
 
 The runs are real (SVI, two epochs, on a tiny dataset) so the records checked here are the
 ones the workflow writes; the chain test builds a small MULTI-MNIST from the raw-data mirror
@@ -257,7 +257,10 @@ def test_verify_finds_dataset_and_detects_tampering(
     data = Path("b/results/data/toy.npz")
 
     code, out, _ = cli(["verify", run], capsys)
-    assert code == 0 and "all 18 metrics reproduced" in out and "posterior_test.npz: ok" in out
+    assert code == 0 and "all 18 values recomputable from the run's files reproduced" in out
+    assert (
+        "posterior_test.npz: ok" in out and "(experiment exp, paper acp)" in out
+    )  # recognised by its posterior
     assert cli(["evaluate", run, "--dataset", data], capsys)[0] == 0  # the old name still works
 
     m = read_json(run / "metrics.json")
@@ -294,7 +297,7 @@ def test_search_best_json_has_provenance(
     out = tmp_path / "search"
     code, _, _ = cli(
         [
-            "search",
+            "acp-search",
             "--dataset",
             results / "data/toy.npz",
             "--dataset-name",
@@ -323,7 +326,7 @@ def test_search_best_json_has_provenance(
     assert code == 0
     prov = read_json(out / "best.json")["provenance"]
     assert prov["kind"] == "search" and prov["config"]["draws"] == [{}, {"lr_local": 0.2}]
-    assert prov["command"]["argv"][:2] == ["noisyor-bench", "search"]
+    assert prov["command"]["argv"][:2] == ["noisyor-bench", "acp-search"]
     hashes = {e["role"]: e["sha256"] for e in prov["inputs"]}
     assert hashes == {
         "dataset": sha(results / "data/toy.npz"),
@@ -331,11 +334,11 @@ def test_search_best_json_has_provenance(
         "draw0-init1": sha(out / "draw0-init1/metrics.json"),
         "draw1": sha(out / "draw1/metrics.json"),
         "draw1-init1": sha(out / "draw1-init1/metrics.json"),
-    }  # search.inits_per_draw defaults to 2 (issue 30): init j > 0 trains in draw<d>-init<j>/
+    }  # search.inits_per_draw defaults to 2: init j > 0 trains in draw<d>-init<j>/
     assert read_json(out / "best.json")["provenance"]["config"]["inits_per_draw"] == 2
     draw = read_json(out / "draw1/metrics.json")["provenance"]
     assert draw["config"]["hparams"] == {"lr_local": 0.2} and draw["config"]["evaluate_test"] is False
-    assert draw["command"]["argv"][1] == "search"
+    assert draw["command"]["argv"][1] == "acp-search"
     code, text, _ = cli(["provenance", out / "best.json"], capsys)
     assert code == 0 and "draw1/metrics.json" in text
 
@@ -345,12 +348,12 @@ def test_table_sidecars_record_inputs_and_outputs(
     results: Path, runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     csv, md = tmp_path / "tables" / "fig3a.csv", tmp_path / "tables" / "fig3a.md"
-    assert cli(["table-fig3a", "--runs", *runs, "--out-csv", csv, "--out-md", md], capsys)[0] == 0
+    assert cli(["acp-table-fig3a", "--runs", *runs, "--out-csv", csv, "--out-md", md], capsys)[0] == 0
     for out in (csv, md):
         record = read_json(P.sidecar_path(out))
         assert record["kind"] == "command" and record["command"]["argv"][:2] == [
             "noisyor-bench",
-            "table-fig3a",
+            "acp-table-fig3a",
         ]
         assert record["command"]["cwd"] == os.getcwd()
         assert {o["path"]: o["sha256"] for o in record["outputs"]} == {str(csv): sha(csv), str(md): sha(md)}
@@ -366,7 +369,7 @@ def test_table_sidecars_record_inputs_and_outputs(
     assert (
         cli(
             [
-                "table-fig3a",
+                "acp-table-fig3a",
                 "--runs",
                 tmp_path / "nope",
                 "--out-csv",
@@ -411,7 +414,7 @@ def chain(results: Path) -> dict[str, Any]:
     assert (
         main(
             [
-                "make-dataset",
+                "acp-make-dataset",
                 "--name",
                 "mm",
                 "--spec",
@@ -432,7 +435,7 @@ def chain(results: Path) -> dict[str, Any]:
     assert (
         main(
             [
-                "table-fig3a",
+                "acp-table-fig3a",
                 "--runs",
                 *map(str, runs_),
                 "--out-csv",
@@ -446,7 +449,7 @@ def chain(results: Path) -> dict[str, Any]:
     assert (
         main(
             [
-                "dataset-table",
+                "acp-dataset-table",
                 str(npz),
                 "--out-csv",
                 str(tables / "datasets.csv"),
@@ -493,7 +496,7 @@ def test_dataset_sidecar_provenance(chain: dict[str, Any], capsys: pytest.Captur
     assert (
         main(
             [
-                "make-dataset",
+                "acp-make-dataset",
                 "--name",
                 "mm",
                 "--spec",
@@ -517,13 +520,13 @@ def test_provenance_chain_from_table_to_raw_inputs(
     code, text, _ = cli(["provenance", table], capsys)
     assert code == 0, text
     lines = text.splitlines()
-    assert lines[0].endswith("fig3a.csv  [ok]") and "command: noisyor-bench table-fig3a" in text
+    assert lines[0].endswith("fig3a.csv  [ok]") and "command: noisyor-bench acp-table-fig3a" in text
     for run in chain["runs"]:
         shown = run.relative_to(chain["root"]) / "metrics.json"
         assert f"- {shown}  (--runs; sha256 {sha(run / 'metrics.json')[:12]})  [ok]" in text
     assert "run experiment=exp dataset_name=mm method=svi mode=inference n_train=0 seed=0" in text
     assert (
-        text.count("command: noisyor-bench make-dataset --name mm") == 1
+        text.count("command: noisyor-bench acp-make-dataset --name mm") == 1
     )  # the dataset's record, shown once
     images = REGISTRY["mnist-test-images"]
     assert f"(raw:mnist-test-images; sha256 {images.sha256[:12]}, pinned)  [ok]" in text
@@ -595,7 +598,7 @@ def test_pmi_counts_sidecar_provenance(
     assert (
         cli(
             [
-                "pmi-counts",
+                "acp-pmi-counts",
                 "--reference",
                 tmp_path / "ref.txt",
                 "--vocab",
@@ -630,13 +633,14 @@ def test_corpus_sidecar_provenance(tmp_path: Path, mirror: Path, capsys: pytest.
     out = tmp_path / "data" / "neurips-titles.npz"
     assert (
         cli(
-            ["ingest-neurips", "--raw-data-dir", mirror, "--seed", "0", "--no-variants", "--out", out], capsys
+            ["acp-ingest-neurips", "--raw-data-dir", mirror, "--seed", "0", "--no-variants", "--out", out],
+            capsys,
         )[0]
         == 0
     )
     side = read_json(out.with_suffix(".json"))
     prov = side["provenance"]
-    assert prov["kind"] == "corpus" and prov["command"]["argv"][1] == "ingest-neurips"
+    assert prov["kind"] == "corpus" and prov["command"]["argv"][1] == "acp-ingest-neurips"
     raw = {e["role"]: e["sha256"] for e in prov["inputs"]}
     assert raw == {
         f"raw:{r['key']}": r["sha256"] for r in side["inputs"]
@@ -655,7 +659,7 @@ def test_corpus_sidecar_provenance(tmp_path: Path, mirror: Path, capsys: pytest.
 
 
 # ---------------------------------------------------------------------------------- other run kinds
-# verify and provenance on the runs of APE, APE on noisy-OR and aviPAM (issue 27): every run
+# verify and provenance on the runs of APE, APE on noisy-OR and aviPAM: every run
 # record hashes the run's files; verify recomputes what the files determine or exits 3.
 NOT_SUPPORTED = 3
 
@@ -821,7 +825,7 @@ def test_avipam_run_records_its_files_and_verifies(
 def ape_noisyor_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
     """One baseline (LB-CDI) and one encoder (AVI, one epoch) run of a tiny APE-on-noisy-OR family."""
     from noisyor_bench.experiments.ape_noisyor.problems import build_problems, read_problems, write_problems
-    from noisyor_bench.experiments.ape_noisyor.runs import run_baseline, train_encoder
+    from noisyor_bench.experiments.ape_noisyor.runs import run_baseline, run_path, train_encoder
     from noisyor_bench.experiments.ape_noisyor.settings import parse_settings
 
     root = tmp_path_factory.mktemp("ape_noisyor") / "results"
@@ -861,8 +865,23 @@ def ape_noisyor_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, li
     arrays = read_problems(problems)
     torch.set_num_threads(1)
     runs = [
-        run_baseline(arrays, settings, "syn-random", "lb-cdi", root / "runs", problems),
-        train_encoder(arrays, settings, "syn-random", settings.encoders["avi"], 0, root / "runs", problems),
+        run_baseline(
+            arrays,
+            settings,
+            "syn-random",
+            "lb-cdi",
+            run_path(root / "runs", "syn-random", "lb-cdi", 2, 0),
+            problems,
+        ),
+        train_encoder(
+            arrays,
+            settings,
+            "syn-random",
+            settings.encoders["avi"],
+            0,
+            run_path(root / "runs", "syn-random", "avi", 2, 0),
+            problems,
+        ),
     ]
     return problems, runs
 

@@ -167,7 +167,8 @@ def test_every_papers_numbers_and_the_config_schema_load_from_the_wheel(installe
 
 
 def test_the_entry_point_runs_help_and_every_table_command(installed: Installed) -> None:
-    assert "paper-numbers" in _check(installed.run("noisyor-bench", "--help"))
+    assert "explain" in _check(installed.run("noisyor-bench", "--help"))
+    assert "paper-numbers" in _check(installed.run("noisyor-bench", "steps", "shared"))
     commands = [p.table_command for p in papers.papers() if p.table_command]
     assert commands, "no registered paper names a table_command"
     for command in commands:

@@ -1,4 +1,4 @@
-"""The cached / warm-started lower-bound pieces (issue 12, SVI/LB-CDI speed) give exactly the
+"""The cached / warm-started lower-bound pieces (SVI/LB-CDI speed) give exactly the
 numbers of the plain functions they replace inside a fixed-model loop."""
 
 from __future__ import annotations

@@ -175,7 +175,7 @@ def test_sparse_path_agrees_with_dense(sparse_linear: None) -> None:
 def test_config_refuses_acp_sg_in_an_inference_experiment() -> None:
     cfg = load_config(REPO / "config/config.yaml", {"grid": "quick"})
     bad = copy.deepcopy(cfg)
-    bad["grids"]["quick"]["experiments"]["fig3a"]["runs"]["acp-sg"] = [20]
+    bad["grids"]["quick"]["acp"]["experiments"]["fig3a"]["runs"]["acp-sg"] = [20]
     with pytest.raises(ConfigError, match=r"fig3a\.runs\.acp-sg: acp-sg is a learning-mode ablation"):
         validate_config(bad)
 

@@ -209,7 +209,7 @@ def test_cli_end_to_end(tmp_path):
     assert (
         main(
             [
-                "table-fig3a",
+                "acp-table-fig3a",
                 "--runs",
                 *map(str, fig3a_runs),
                 "--out-csv",
@@ -229,7 +229,7 @@ def test_cli_end_to_end(tmp_path):
     assert (
         main(
             [
-                "table4",
+                "acp-table4",
                 "--runs",
                 *map(str, t4),
                 "--missing-reason",
@@ -262,7 +262,7 @@ def test_cli_end_to_end(tmp_path):
     assert (
         main(
             [
-                "figure-fig5",
+                "acp-figure-fig5",
                 "--runs",
                 *map(str, f5),
                 "--out-png",
@@ -290,7 +290,7 @@ def test_cli_end_to_end(tmp_path):
     assert (
         main(
             [
-                "figure-fig3b",
+                "acp-figure-fig3b",
                 "--runs",
                 *map(str, ub),
                 "--out-png",
@@ -335,7 +335,7 @@ def test_cli_end_to_end(tmp_path):
     assert (
         main(
             [
-                "figure-patterns",
+                "acp-figure-patterns",
                 "--runs",
                 *map(str, learned),
                 "--dataset",
@@ -368,7 +368,7 @@ def test_cli_end_to_end(tmp_path):
     assert (
         main(
             [
-                "claims",
+                "acp-claims-synthetic",
                 "--tables",
                 *map(str, tables),
                 "--out-csv",
@@ -385,7 +385,7 @@ def test_cli_end_to_end(tmp_path):
     assert verdicts["fig3b-ubcdi-tighter-bound-worse-elbo"] == "reproduced"
     assert verdicts["table4-acp-lowest-every-row"] == "reproduced"
     assert verdicts["fig5-acp-advantage-grows-syn-random-1"] == "reproduced"
-    # the runs selected on validation NELBO (seed 1 of each) decide (issue 30): ACP's recovers all
+    # the runs selected on validation NELBO (seed 1 of each) decide: ACP's recovers all
     # 4, AVI's merges two patterns
     assert verdicts["fig4-acp-recovers-all-avi-misses-n200"] == "reproduced"
     assert verdicts["fig5-acp-advantage-grows-syn-random-6"] == "not tested"  # syn-random-6 not in this grid
@@ -429,7 +429,7 @@ def test_cli_user_errors(tmp_path, capsys):
     assert (
         main(
             [
-                "figure-patterns",
+                "acp-figure-patterns",
                 "--runs",
                 str(run),
                 "--dataset",
@@ -446,7 +446,7 @@ def test_cli_user_errors(tmp_path, capsys):
     assert (
         main(
             [
-                "table-fig3a",
+                "acp-table-fig3a",
                 "--runs",
                 str(tmp_path / "missing"),
                 "--out-csv",
@@ -458,7 +458,18 @@ def test_cli_user_errors(tmp_path, capsys):
         == 2
     )
     (tmp_path / "t.csv").write_text("a,b\n1,2\n")
-    assert main(["claims", "--tables", str(tmp_path / "t.csv"), "--out-csv", str(tmp_path / "c.csv")]) == 2
+    assert (
+        main(
+            [
+                "acp-claims-synthetic",
+                "--tables",
+                str(tmp_path / "t.csv"),
+                "--out-csv",
+                str(tmp_path / "c.csv"),
+            ]
+        )
+        == 2
+    )
     assert "artifact" in capsys.readouterr().err
 
 
@@ -467,6 +478,6 @@ def test_cli_default_threshold_is_recovery_default():
     from noisyor_bench.evaluation.recovery import DEFAULT_THRESHOLD
 
     args = build_parser().parse_args(
-        ["figure-patterns", "--runs", "r", "--dataset", "d", "--out-png", "p", "--out-csv", "c"]
+        ["acp-figure-patterns", "--runs", "r", "--dataset", "d", "--out-png", "p", "--out-csv", "c"]
     )
     assert args.threshold == DEFAULT_THRESHOLD

@@ -66,7 +66,7 @@ def _eval(dataset: str, seed: int, values: dict, converged: dict | None = None, 
         "methods": methods,
         "nuts_subset": nuts,
         "figure1": figure1,
-        # VI's ranking reference, the same ordering in every seed: ceiling 45/45 (issue 32)
+        # VI's ranking reference, the same ordering in every seed: ceiling 45/45
         "ranking": {"vi_totals": list(range(10)), "mc_ceiling": 45, "documents": 300, "elbo_draws": 1000},
     }
 

@@ -1,4 +1,4 @@
-"""APE Table 1 and claims by gap to VI (issue 32): gaps on identical combinations beside the
+"""APE Table 1 and claims by gap to VI: gaps on identical combinations beside the
 paper's, NUTS shown only as its gap with its chain diagnostics, absolute values captioned with the
 document constant and VI's spread over random document sets, and the warm start at both rates."""
 
@@ -184,5 +184,5 @@ def test_reductions_name_the_nuts_documents_seeds_and_document_sets():
     text = " ".join(reductions({"seeds": [0, 1, 2], "datasets": {"mdreviews": section}}))
     assert "NUTS on 10 combinations of 10 distinct documents, one test model each" in text
     assert "NUTS in seed(s) [0] only" in text
-    assert "VI on 6 random evaluation-document sets (issue 32: >= 10)" in text
+    assert "VI on 6 random evaluation-document sets (>= 10)" in text
     assert "warm-up" not in text and "tree depth" not in text  # the authors' 100 + 100 at depth 10

@@ -188,7 +188,7 @@ def test_a_missing_condition_is_not_tested_and_rests_on_no_rows():
 
 
 def test_old_claims_csv_reads_in_the_new_vocabulary(tmp_path):
-    """A claims CSV from before issue 30: budget-limited -> its statistical verdict, "no data" ->
+    """A claims CSV written before qualifiers were named: budget-limited -> its statistical verdict, "no data" ->
     not tested; the statistical_verdict column is ignored."""
     path = tmp_path / "claims.csv"
     path.write_text(

@@ -1,4 +1,4 @@
-"""Learned models' held-out -log p(x) in the Fig. 5 / Table 4 tables and the true model's row (issue 30)."""
+"""Learned models' held-out -log p(x) in the Fig. 5 / Table 4 tables and the true model's row."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fig. 4 / supplement Fig. 1 claims under the paper's protocol (issue 30, item 5): the run selected
+"""Fig. 4 / supplement Fig. 1 claims under the paper's protocol: the run selected
 on validation NELBO among the seeds decides (the paper shows its best run); the per-seed rate
 (Wilson), AVI vs ACP paired by seed (exact McNemar) and the K = 2 x K_true rows are descriptive;
 protocol_deviation names the search and seeds against the paper's.  Table-driven: each case

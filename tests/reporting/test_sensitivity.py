@@ -200,7 +200,7 @@ def test_cli_writes_table_figure_and_provenance(setup: dict, tmp_path: Path) -> 
     out = {k: tmp_path / f"s.{k}" for k in ("csv", "md", "png")}
     code = main(
         [
-            "sensitivity",
+            "acp-figure-fig3a-sensitivity",
             "--runs",
             *map(str, setup["runs"].values()),
             "--dataset",

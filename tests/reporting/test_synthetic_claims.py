@@ -105,7 +105,7 @@ GOOD, BAD = seeds(22.0, 22.2, 22.1), seeds(37.0, 37.5, 37.2)
 NOISY_A, NOISY_B = seeds(22.0, 25.0, 19.0), seeds(23.0, 21.0, 24.0)
 
 
-# Issue 30 changed the rule: the verdict is the run selected by validation NELBO (the paper shows its
+# The rule: the verdict is the run selected by validation NELBO (the paper shows its
 # best run), no longer a Wilson-CI majority of seeds. Each case now gives per-seed validation NELBOs;
 # the selected run is the one with the lowest (ties: lowest seed). Old cases whose per-seed counts
 # decided a majority are kept, and the verdict follows the selected run's outcome.
@@ -179,7 +179,7 @@ def test_claim_recovery_without_val_nelbo_reports_no_selection():
         )
     }
     claim = SC.claim_recovery_nonamortized(tables)
-    # no validation NELBO: no run is selected, so the primary check cannot be made (issue 30's
+    # no validation NELBO: no run is selected, so the primary check cannot be made (today's
     # rule; the old majority-of-seeds rule said reproduced from 0/5)
     assert claim.verdict == INCONCLUSIVE
     assert "n/a (no validation NELBO)" in claim.numbers

@@ -80,7 +80,7 @@ def make_run(
     arrays: dict[str, np.ndarray],
     extra: dict[str, Any] | None = None,
 ) -> Path:
-    """A finished run directory as train-cell writes it (only the keys the readers need)."""
+    """A finished run directory as acp-train-cell writes it (only the keys the readers need)."""
     d = root / "runs" / experiment / dataset / method / f"n{n}" / f"seed{seed}"
     d.mkdir(parents=True)
     k = arrays["q"].shape[1] if "q" in arrays else arrays["theta"].shape[1]
@@ -323,7 +323,7 @@ def test_tsne_cli_figure_and_companion(tmp_path: Path) -> None:
     ]
     out = tmp_path / "out"
     args = [
-        "tsne",
+        "acp-tsne",
         "--runs",
         *map(str, runs),
         "--dataset",
@@ -481,7 +481,7 @@ def text_cfg(**text: Any) -> dict[str, Any]:
         "tsne": {"n_train": [300, 100], "perplexity": 30},
     }
     base.update(text)
-    return {"grid": "p", "grids": {"p": {"text": base}}}
+    return {"grid": "p", "grids": {"p": {"acp": {"text": base}}}}
 
 
 def test_grid_cells_and_latents() -> None:
@@ -497,7 +497,7 @@ def test_grid_cells_and_latents() -> None:
 
 
 def test_tsne_n_train_must_be_classification_subset() -> None:
-    with pytest.raises(ConfigError, match=r"grids\.p\.text\.tsne\.n_train: \[500\]"):
+    with pytest.raises(ConfigError, match=r"grids\.p\.acp\.text\.tsne\.n_train: \[500\]"):
         G.validate_corpus_grid(text_cfg(tsne={"n_train": [300, 500], "perplexity": 30}))
     G.validate_corpus_grid(text_cfg())
 
@@ -507,7 +507,7 @@ def test_repo_config_text_grids_are_valid(repo: Path) -> None:
 
     cfg = load_config(repo / "config" / "config.yaml", {"grid": "quick"})
     G.validate_corpus_grid(cfg)
-    assert len(G.cells(cfg, "table5")) == 2 * len(cfg["grids"]["quick"]["text"]["topics"]["n_train"])
+    assert len(G.cells(cfg, "table5")) == 2 * len(cfg["grids"]["quick"]["acp"]["text"]["topics"]["n_train"])
 
 
 def test_corpus_hparams_by_hand() -> None:
@@ -609,7 +609,7 @@ def test_cli_tables_and_claims(tmp_path: Path) -> None:
     assert (
         main(
             [
-                "topics-table",
+                "acp-table5",
                 "--runs",
                 *map(str, t5),
                 "--vocab",
@@ -657,7 +657,7 @@ def test_cli_tables_and_claims(tmp_path: Path) -> None:
     assert (
         main(
             [
-                "classify",
+                "acp-classification",
                 "--runs",
                 *map(str, cls),
                 "--dataset",
@@ -690,7 +690,7 @@ def test_cli_tables_and_claims(tmp_path: Path) -> None:
     assert (
         main(
             [
-                "claims-text",
+                "acp-claims-text",
                 "--tables",
                 str(out / "table5.csv"),
                 str(out / "c.csv"),

@@ -1,4 +1,4 @@
-"""Timing claims that do not flip with machine load (issue 33, item 8): repeated and per-step
+"""Timing claims that do not flip with machine load: repeated and per-step
 timings with their spread, and speed claims decided only when the spread agrees with the CI."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Verdicts that mean what they say (issue 30), table-driven through the ACP claim functions on
+"""Verdicts that mean what they say, table-driven through the ACP claim functions on
 hand-made tables: the verdict is the statistics of the claim as the paper states it; qualifiers
 beside it (weak learning, unconverged, low power, bound gap) never change it; a condition the
 grid lacks is "not tested"; deterministic computations are judged exactly.

@@ -26,7 +26,7 @@ def test_errors_name_the_argument_and_the_file(tmp_path):
 
 
 def test_every_json_option_uses_the_one_parser():
-    """No command keeps a JSON parser of its own (issue 13: one home per concept)."""
+    """No command keeps a JSON parser of its own (one home per concept)."""
     from pathlib import Path
 
     import noisyor_bench.commands as commands

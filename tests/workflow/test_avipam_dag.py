@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import MIRROR, REPO
 
 AVIPAM_RULES = (
     "avipam_data",
@@ -26,7 +26,7 @@ def _dry_run(tmp_path: Path, papers: str) -> str:
     proc = subprocess.run(
         [str(snakemake), "-n", "--config", "grid=smoke", f"papers={papers}", f"results_dir={tmp_path}"],
         cwd=REPO,
-        env={**os.environ, "NOISYOR_RAW_DATA": os.environ.get("NOISYOR_RAW_DATA", "/work/shared/data")},
+        env={**os.environ, "NOISYOR_RAW_DATA": str(MIRROR)} if MIRROR else None,
         capture_output=True,
         text=True,
         timeout=300,

@@ -96,7 +96,7 @@ def test_the_dag_finishes_with_its_outputs(cluster_run):
 
 def test_every_job_went_through_the_submit_command(cluster_run):
     """Each search and training job of Fig. 3a's grid was submitted once; the short rules (dataset,
-    search selection, table, figure) ran locally (localrules from the cost model, issue 28)."""
+    search selection, table, figure) ran locally (localrules from the cost model)."""
     from conftest import REPO
 
     from noisyor_bench.experiments.acp import grid

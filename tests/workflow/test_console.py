@@ -320,7 +320,7 @@ def test_repository_pages_have_the_generated_blocks():
     page = (REPO / summary.RESULTS_PAGE).read_text()
     assert page.count(summary.BEGIN) == 1 and page.count(summary.END) == 1
     assert page.count(summary.REFERENCE_BEGIN) == 1 and page.count(summary.REFERENCE_END) == 1
-    assert len((REPO / "README.md").read_bytes()) <= 15_000  # the front door stays short (issue 27)
+    assert len((REPO / "README.md").read_bytes()) <= 15_000  # the front door stays short
 
 
 def test_time_estimate_uses_the_measurement_or_scales_the_compute():
@@ -500,7 +500,7 @@ def test_list_options_read_at_files(tmp_path: Path):
 
 
 def test_an_old_claims_csv_is_counted_in_todays_vocabulary(tmp_path: Path):
-    """Before issue 30: budget-limited counts as its statistical verdict, "no data" as not tested."""
+    """A claims CSV written before qualifiers were named: budget-limited counts as its statistical verdict, "no data" as not tested."""
     results = _toy_results(tmp_path)
     pd.DataFrame(
         {

@@ -1,8 +1,8 @@
-"""Failure handling end to end (issue 6): divergence, kills, unsafe loaders, non-atomic writes.
+"""Failure handling end to end: divergence, kills, unsafe loaders, non-atomic writes.
 
 * A non-finite loss stops the run with a message naming the run, the epoch and the last
   finite values; the partial directory (with the last good checkpoint) is kept and, in
-  ``train-cell``, the other seeds' run directories too.
+  ``acp-train-cell``, the other seeds' run directories too.
 * A training process killed with SIGKILL and started again completes with the metrics of
   an uninterrupted run (AVI through ``training.Trainer``, LB-CDI through ``methods.fitloop``).
 * A scan of the package source: every ``torch.load`` passes ``weights_only=True``, YAML is
@@ -43,7 +43,7 @@ NOT_COMPARED = TIMING_KEYS | {"resumed", "provenance"}
 
 def train_argv(dataset: Path, out: Path, method: str, *extra: str) -> list[str]:
     return [
-        "train",
+        "acp-train",
         "--dataset",
         str(dataset),
         "--method",
@@ -180,7 +180,7 @@ def test_train_cell_keeps_finished_seeds_and_the_failing_partial(
     """Seed 1 of three diverges: seeds 0 and 2 finish and are kept, seed 1 keeps its partial directory."""
     _poison_lbcdi_from_epoch_3(monkeypatch, seeds=(1,))
     argv = [
-        "train-cell",
+        "acp-train-cell",
         "--dataset",
         str(dataset),
         "--dataset-name",
@@ -197,8 +197,8 @@ def test_train_cell_keeps_finished_seeds_and_the_failing_partial(
         "0",
         "1",
         "2",
-        "--results-dir",
-        str(tmp_path),
+        "--out-dir",
+        *(str(tmp_path / f"runs/exp/toy/lb-cdi/n60/seed{s}") for s in (0, 1, 2)),
         "--budget",
         json.dumps({"max_epochs": 4, "patience": 100}),
         "--evaluation",

@@ -1,4 +1,4 @@
-"""The fault catalogue of issue 18, run as tests.
+"""The fault catalogue (docs/faults.md), run as tests.
 
 Each case is an input or an action a careful user may cause, with the exit code and the words
 the message must contain; data-loss cases also name the finished outputs that must still exist,
@@ -84,11 +84,11 @@ CASES = [
     Case(
         "train-cell-rerun-diverges-keeps-finished-run",
         lambda t, m: cell_argv(
-            "train-cell",
+            "acp-train-cell",
             "--seeds",
             "0",
-            "--results-dir",
-            "results",
+            "--out-dir",
+            "results/runs/exp/toy/svi/n60/seed0",
             "--best",
             write("best.json", '{"hparams": {"lr_global": 1000}}'),
         ),
@@ -99,7 +99,7 @@ CASES = [
     Case(
         "search-diverging-draw-recorded",
         lambda t, m: cell_argv(
-            "search", "--seed", "0", "--out-dir", "search", "--draws", '[{}, {"lr_global": 1000}]'
+            "acp-search", "--seed", "0", "--out-dir", "search", "--draws", '[{}, {"lr_global": 1000}]'
         ),
         0,
         (),
@@ -109,7 +109,7 @@ CASES = [
     Case(
         "search-every-draw-diverges",
         lambda t, m: cell_argv(
-            "search",
+            "acp-search",
             "--seed",
             "0",
             "--out-dir",
@@ -136,25 +136,25 @@ CASES = [
             "check-config",
             config_with(
                 t,
-                lambda c: c["grids"]["smoke"]["experiments"].__setitem__(
-                    "a/b", c["grids"]["smoke"]["experiments"]["fig3a"]
+                lambda c: c["grids"]["smoke"]["acp"]["experiments"].__setitem__(
+                    "a/b", c["grids"]["smoke"]["acp"]["experiments"]["fig3a"]
                 ),
             ),
         ],
         2,
-        ("grids.smoke.experiments.a/b", "must match"),
+        ("grids.smoke.acp.experiments.a/b", "must match"),
     ),
     Case(
         "cli-dataset-name-escapes",
         lambda t, m: [
-            "train-cell",
+            "acp-train-cell",
             *cell_argv("x")[1:4],
             "../../x",
             *cell_argv("x")[5:],
             "--seeds",
             "0",
-            "--results-dir",
-            "results",
+            "--out-dir",
+            "results/runs/exp/x/svi/n60/seed0",
         ],
         2,
         ("dataset name", "'../../x'", "must match"),
@@ -162,7 +162,7 @@ CASES = [
     Case(
         "make-dataset-name-escapes",
         lambda t, m: [
-            "make-dataset",
+            "acp-make-dataset",
             "--name",
             "../x",
             "--spec",
@@ -279,7 +279,7 @@ CASES = [
     Case(
         "plot-patterns-not-npz",
         lambda t, m: [
-            "plot-patterns",
+            "acp-plot-patterns",
             "--dataset",
             str(bad_dataset("not-npz")),
             "--out-png",
@@ -294,7 +294,7 @@ CASES = [
         "dataset-table-truncated",
         lambda t, m: (
             built_then_truncated(),
-            ["dataset-table", "data/x.npz", "--out-csv", "t.csv", "--out-md", "t.md"],
+            ["acp-dataset-table", "data/x.npz", "--out-csv", "t.csv", "--out-md", "t.md"],
         )[1],
         2,
         ("data/x.npz", "differs from the", "truncated, overwritten or replaced"),
@@ -304,14 +304,14 @@ CASES = [
         lambda t, m: (
             built_then_truncated(),
             write("data/x.json", "{}"),
-            ["dataset-table", "data/x.npz", "--out-csv", "t.csv", "--out-md", "t.md"],
+            ["acp-dataset-table", "data/x.npz", "--out-csv", "t.csv", "--out-md", "t.md"],
         )[2],
         2,
         ("data/x.json is corrupt",),
     ),
     Case(
         "dataset-table-no-sidecar",
-        lambda t, m: ["dataset-table", str(DATA), "--out-csv", "t.csv", "--out-md", "t.md"],
+        lambda t, m: ["acp-dataset-table", str(DATA), "--out-csv", "t.csv", "--out-md", "t.md"],
         2,
         ("data/toy.json is missing",),
     ),
@@ -338,7 +338,7 @@ CASES = [
         "figure-run-curve-wrong-format",
         lambda t, m: (
             (RUN / "curve.csv").write_text("epoch\n"),
-            ["figure-fig3b", "--runs", str(RUN), "--out-png", "f.png", "--out-csv", "f.csv"],
+            ["acp-figure-fig3b", "--runs", str(RUN), "--out-png", "f.png", "--out-csv", "f.csv"],
         )[1],
         2,
         ("curve.csv", "missing"),
@@ -347,39 +347,47 @@ CASES = [
         "claims-table-not-csv",
         lambda t, m: (
             Path("g.csv").write_bytes(b"\x1f\x8b\x08binary"),
-            ["claims", "--tables", "g.csv", "--out-csv", "c.csv"],
+            ["acp-claims-synthetic", "--tables", "g.csv", "--out-csv", "c.csv"],
         )[1],
         2,
         ("g.csv", "not a readable CSV"),
     ),
     Case(
         "claims-table-missing",
-        lambda t, m: ["claims", "--tables", "none.csv", "--out-csv", "c.csv"],
+        lambda t, m: ["acp-claims-synthetic", "--tables", "none.csv", "--out-csv", "c.csv"],
         2,
         ("none.csv", "not found"),
     ),
     # ---- clear messages: JSON arguments
     Case(
         "make-dataset-spec-missing-keys",
-        lambda t, m: ["make-dataset", "--name", "x", "--spec", '{"family": "random"}', "--out", "data/x.npz"],
+        lambda t, m: [
+            "acp-make-dataset",
+            "--name",
+            "x",
+            "--spec",
+            '{"family": "random"}',
+            "--out",
+            "data/x.npz",
+        ],
         2,
         ("--spec", "'seed' is a required property"),
     ),
     Case(
         "make-dataset-spec-bad-json",
-        lambda t, m: ["make-dataset", "--name", "x", "--spec", "{", "--out", "data/x.npz"],
+        lambda t, m: ["acp-make-dataset", "--name", "x", "--spec", "{", "--out", "data/x.npz"],
         2,
         ("--spec", "not valid JSON"),
     ),
     Case(
         "train-cell-best-bad-json",
-        lambda t, m: cell_argv("train-cell", "--seeds", "0", "--best", write("b.json", "{")),
+        lambda t, m: cell_argv("acp-train-cell", "--seeds", "0", "--best", write("b.json", "{")),
         2,
         ("--best", "not valid JSON"),
     ),
     Case(
         "train-cell-best-no-hparams",
-        lambda t, m: cell_argv("train-cell", "--seeds", "0", "--best", write("b.json", "{}")),
+        lambda t, m: cell_argv("acp-train-cell", "--seeds", "0", "--best", write("b.json", "{}")),
         2,
         ("--best", "'hparams'"),
     ),
@@ -394,7 +402,7 @@ CASES = [
         "output-read-only",
         lambda t, m: (
             simulate_os_error(m, errno.EROFS),
-            ["make-dataset", "--name", "x", "--spec", json.dumps(RANDOM_SPEC), "--out", "data/x.npz"],
+            ["acp-make-dataset", "--name", "x", "--spec", json.dumps(RANDOM_SPEC), "--out", "data/x.npz"],
         )[1],
         2,
         ("data", "Read-only file system", "EROFS"),
@@ -403,7 +411,7 @@ CASES = [
         "output-full",
         lambda t, m: (
             simulate_os_error(m, errno.ENOSPC),
-            ["make-dataset", "--name", "x", "--spec", json.dumps(RANDOM_SPEC), "--out", "data/x.npz"],
+            ["acp-make-dataset", "--name", "x", "--spec", json.dumps(RANDOM_SPEC), "--out", "data/x.npz"],
         )[1],
         2,
         ("data", "No space left on device", "ENOSPC"),
@@ -420,30 +428,35 @@ CASES = [
         "config-text-methods-empty",
         lambda t, m: [
             "check-config",
-            config_with(t, lambda c: c["grids"]["smoke"].setdefault("text", {}).__setitem__("methods", [])),
+            config_with(
+                t, lambda c: c["grids"]["smoke"]["acp"].setdefault("text", {}).__setitem__("methods", [])
+            ),
         ],
         2,
-        ("grids.smoke.text.methods", "should be non-empty"),
+        ("grids.smoke.acp.text.methods", "should be non-empty"),
     ),
     Case(
         "config-experiment-unknown-dataset",
         lambda t, m: [
             "check-config",
             config_with(
-                t, lambda c: c["grids"]["smoke"]["experiments"]["fig3a"].__setitem__("datasets", ["nope"])
+                t,
+                lambda c: c["grids"]["smoke"]["acp"]["experiments"]["fig3a"].__setitem__(
+                    "datasets", ["nope"]
+                ),
             ),
         ],
         2,
-        ("grids.smoke.experiments.fig3a.datasets", "unknown dataset 'nope'"),
+        ("grids.smoke.acp.experiments.fig3a.datasets", "unknown dataset 'nope'"),
     ),
     Case(
         "config-grid-unknown-dataset",
         lambda t, m: [
             "check-config",
-            config_with(t, lambda c: c["grids"]["smoke"]["datasets"].append("nope")),
+            config_with(t, lambda c: c["grids"]["smoke"]["acp"]["datasets"].append("nope")),
         ],
         2,
-        ("grids.smoke.datasets", "unknown dataset 'nope'"),
+        ("grids.smoke.acp.datasets", "unknown dataset 'nope'"),
     ),
     Case(
         "config-negative-seed",
@@ -473,19 +486,19 @@ CASES = [
         "config-budget-patience-absurd",
         lambda t, m: [
             "check-config",
-            config_with(t, lambda c: c["grids"]["smoke"]["budget"].update(max_epochs=5, patience=10)),
+            config_with(t, lambda c: c["grids"]["smoke"]["acp"]["budget"].update(max_epochs=5, patience=10)),
         ],
         0,
-        ("warning: grids.smoke.experiments.fig3a", "patience = 10", "early stopping can never trigger"),
+        ("warning: grids.smoke.acp.experiments.fig3a", "patience = 10", "early stopping can never trigger"),
     ),
     Case(
         "config-budget-batch-absurd",
         lambda t, m: [
             "check-config",
-            config_with(t, lambda c: c["grids"]["smoke"]["budget"].update(batch_size=100000)),
+            config_with(t, lambda c: c["grids"]["smoke"]["acp"]["budget"].update(batch_size=100000)),
         ],
         0,
-        ("warning: grids.smoke.experiments.fig3a", "batch_size = 100000 exceeds N_train"),
+        ("warning: grids.smoke.acp.experiments.fig3a", "batch_size = 100000 exceeds N_train"),
     ),
 ]
 
@@ -561,7 +574,7 @@ _snakemake = smoke_snakemake
 
 
 def _fake_dataset(results: Path, name: str) -> Path:
-    """A stand-in for a built dataset: .npz and a sidecar recording its sha256, as make-dataset writes."""
+    """A stand-in for a built dataset: .npz and a sidecar recording its sha256, as acp-make-dataset writes."""
     from noisyor_bench.infra.hashing import sha256_file_memo
 
     npz = write_toy_dataset(results / "data" / f"{name}.npz")

@@ -1,4 +1,4 @@
-"""Fault catalogue (issue 33, "CLI labels are not checked against the files"): every label a
+"""Fault catalogue ("CLI labels are not checked against the files"): every label a
 run records -- dataset / corpus name, method, experiment, seed, N, the kind of its input file --
 is checked against the file, its sidecar and the settings before anything is fitted: exit 2,
 one line, no traceback (:mod:`noisyor_bench.data.labels`)."""
@@ -100,9 +100,9 @@ COLLAPSE = {
 
 # ---------------------------------------------------------------------------------- preparations
 def syn_random(n_train_pool: int = 60) -> Path:
-    """data/syn-random-1.npz built by make-dataset: its sidecar records the name syn-random-1."""
+    """data/syn-random-1.npz built by acp-make-dataset: its sidecar records the name syn-random-1."""
     spec = json.dumps({**RANDOM_SPEC, "n_train_pool": n_train_pool})
-    assert main(["make-dataset", "--name", "syn-random-1", "--spec", spec, "--out", str(SYN)]) == 0
+    assert main(["acp-make-dataset", "--name", "syn-random-1", "--spec", spec, "--out", str(SYN)]) == 0
     return SYN
 
 
@@ -167,7 +167,7 @@ def noisyor_argv(
 ) -> list[str]:
     what = ["--encoder", "avi"] if command == "ape-noisyor-train" else ["--method", "svi"]
     argv = [command, "--settings", json.dumps(settings), "--family", "syn-random", *what]
-    return argv + ["--problems", str(problems), "--runs-dir", "results/runs", *extra]
+    return argv + ["--problems", str(problems), *extra]
 
 
 def with_noisyor(**changes: object) -> dict:
@@ -197,7 +197,7 @@ def effective_n_recorded() -> None:
 
 SYN_OUT = "results/runs/exp/syn-pattern/svi/n60/seed0"
 CASES = [
-    # ACP: --dataset-name against the sidecar make-dataset wrote
+    # ACP: --dataset-name against the sidecar acp-make-dataset wrote
     Case(
         "train-name-not-the-sidecars",
         lambda t, m: (syn_random(), train_argv(Path(SYN_OUT), "--dataset-name", "syn-pattern", dataset=SYN))[
@@ -210,7 +210,9 @@ CASES = [
         "train-cell-name-not-the-sidecars",
         lambda t, m: (
             syn_random(),
-            cell_argv("train-cell", "--dataset", str(SYN), "--dataset-name", "syn-pattern", "--seeds", "0"),
+            cell_argv(
+                "acp-train-cell", "--dataset", str(SYN), "--dataset-name", "syn-pattern", "--seeds", "0"
+            ),
         )[1],
         2,
         ("--dataset-name 'syn-pattern' disagrees", "own name is 'syn-random-1'"),
@@ -220,7 +222,7 @@ CASES = [
         lambda t, m: (
             syn_random(),
             cell_argv(
-                "search",
+                "acp-search",
                 "--dataset",
                 str(SYN),
                 "--dataset-name",
@@ -261,14 +263,14 @@ CASES = [
     ),
     Case(
         "train-cell-experiment-bogus",
-        lambda t, m: cell_argv("train-cell", "--experiment", "bogus", "--config", CONFIG, "--seeds", "0"),
+        lambda t, m: cell_argv("acp-train-cell", "--experiment", "bogus", "--config", CONFIG, "--seeds", "0"),
         2,
         ("--experiment 'bogus' is not an experiment of",),
     ),
     Case(
         "search-experiment-not-a-name",
         lambda t, m: cell_argv(
-            "search", "--experiment", "../x", "--seed", "0", "--draws", "[{}]", "--out-dir", "s"
+            "acp-search", "--experiment", "../x", "--seed", "0", "--draws", "[{}]", "--out-dir", "s"
         ),
         2,
         ("--experiment: experiment: name '../x' is not allowed",),
@@ -276,13 +278,13 @@ CASES = [
     # ACP: seeds and file kinds
     Case(
         "train-cell-negative-seed",
-        lambda t, m: cell_argv("train-cell", "--seeds", "0", "-1"),
+        lambda t, m: cell_argv("acp-train-cell", "--seeds", "0", "-1"),
         2,
         ("--seeds: must be an integer >= 0; got -1",),
     ),
     Case(
         "search-negative-seed",
-        lambda t, m: cell_argv("search", "--seed", "-3", "--draws", "[{}]", "--out-dir", "s"),
+        lambda t, m: cell_argv("acp-search", "--seed", "-3", "--draws", "[{}]", "--out-dir", "s"),
         2,
         ("--seed: must be an integer >= 0",),
     ),

@@ -1,4 +1,4 @@
-"""Fault catalogue: a full disk (issue 33, "Real disk full").
+"""Fault catalogue: a full disk ("Real disk full").
 
 On a real full disk the jobs failed with torch's ``unexpected pos`` / ``basic_ios::clear``
 RuntimeErrors, tracebacks, or an empty log.  Now every writer names the file it was writing
@@ -200,7 +200,7 @@ def test_disk_fills_during_training_then_the_rerun_matches(
         finally:
             code = proc.wait(timeout=300)
         assert code == 2, log.read_text()
-        check_log(log, f"noisyor-bench train: error: {RUN}", *FULL)
+        check_log(log, f"noisyor-bench acp-train: error: {RUN}", *FULL)
         for path, content in before.items():
             assert (world / path).read_bytes() == content, f"finished output changed: {path}"
         assert not list(world.rglob("*.tmp"))
@@ -221,7 +221,7 @@ def test_disk_full_to_the_last_byte_the_reason_still_reaches_the_log(
 ) -> None:
     """The disk is already full to the last byte when a table is written: nothing frees space
     (the temporary file got no block), so only the reserve taken at start lets the message into
-    the log, which was empty otherwise (issue 33).  The table from before survives; after freeing
+    the log, which was empty otherwise.  The table from before survives; after freeing
     the space the rerun writes the same table."""
     argv = [
         "convergence-table",

@@ -1,4 +1,4 @@
-"""Fault catalogue, issue 33 item 3: integrity checked wherever results are consumed.
+"""Fault catalogue: integrity checked wherever results are consumed.
 
 A hand-edited ``claims.csv`` (a verdict changed) must not spread into the HTML view, the end-of-run
 summary, the README or a published reference; a hand-edited ``metrics.json`` (an impossible NELBO
@@ -33,7 +33,7 @@ def claims_world() -> None:
     table = ["--out-csv", str(TABLES / "convergence.csv"), "--out-md", str(TABLES / "convergence.md")]
     assert main(["convergence-table", "--runs", str(RUN), *table]) == 0
     out = ["--out-csv", str(CLAIMS), "--out-md", str(TABLES / "claims.md")]
-    assert main(["claims", "--tables", str(TABLES / "convergence.csv"), *out]) == 0
+    assert main(["acp-claims-synthetic", "--tables", str(TABLES / "convergence.csv"), *out]) == 0
     Path("README.md").write_text("# toy\n\n<!-- verdicts -->\n<!-- /verdicts -->\n")
     Path("docs").mkdir(exist_ok=True)
     Path("docs/results.md").write_text("# results\n\n<!-- results -->\n<!-- /results -->\n")

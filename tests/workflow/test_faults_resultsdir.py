@@ -1,4 +1,4 @@
-"""Fault catalogue, results directories (issue 33): a results_dir that cannot be damaged, locks
+"""Fault catalogue, results directories: a results_dir that cannot be damaged, locks
 that hold without hooks and for orphaned jobs, raw inputs judged by content.
 
 CLI cases run in process on the faultworld (:mod:`faultworld`); the Snakemake cases run small

@@ -11,14 +11,13 @@ edited, which the test checks too.
 from __future__ import annotations
 
 import csv
-import os
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from checkout_copy import checkout_env, copy_checkout, run_python
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +34,6 @@ PAPER = register(
         rules=("toy.smk",),
         grid_sections=(),
         claim_prefixes=("toy-",),
-        claims_module=None,
         paper_numbers=None,
         run_kinds=("toy-",),
         docs="docs/captions/toy.rst",
@@ -83,29 +81,12 @@ rule toy_table:
 """
 
 
-def _copy_checkout(repo: Path, dest: Path) -> None:
-    tracked = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\0")
-    for rel in filter(None, tracked):
-        if rel.startswith(("results/", "reference/", "benchmarks/results/")):
-            continue
-        src = repo / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-
-
 @pytest.fixture(scope="module")
 def toy_checkout(tmp_path_factory):
     from conftest import REPO
 
     dest = tmp_path_factory.mktemp("toy") / "checkout"
-    _copy_checkout(REPO, dest)
+    copy_checkout(REPO, dest)
     before = {p.relative_to(dest): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
     # the paper's own new files
     folder = dest / "workflow" / "noisyor_bench" / "experiments" / "toy"
@@ -121,21 +102,6 @@ def toy_checkout(tmp_path_factory):
     assert '    "avipam",\n)' in text
     registry.write_text(text.replace('    "avipam",\n)', '    "avipam",\n    "toy",\n)'))
     return dest, before
-
-
-def _env(checkout: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(checkout / "workflow")  # ahead of the editable install of the real checkout
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
-
-
-def _python(checkout: Path, code: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=checkout, env=_env(checkout), capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def test_only_new_files_and_one_registration_line(toy_checkout) -> None:
@@ -157,7 +123,7 @@ def test_only_new_files_and_one_registration_line(toy_checkout) -> None:
 
 def test_schema_papers_help_and_time_estimate(toy_checkout) -> None:
     dest, _ = toy_checkout
-    out = _python(
+    out = run_python(
         dest,
         "import noisyor_bench, sys; from noisyor_bench.experiments.config import schema; s = schema(); "
         "print(noisyor_bench.__file__); print(s['properties']['papers']['items']['enum']); "
@@ -169,13 +135,13 @@ def test_schema_papers_help_and_time_estimate(toy_checkout) -> None:
     assert "toy_grid" in lines[2]  # its grid section, from its own schema file
     cli = [sys.executable, "-m", "noisyor_bench"]
     help_text = subprocess.run(
-        [*cli, "estimate-time", "--help"], cwd=dest, env=_env(dest), capture_output=True, text=True
+        [*cli, "estimate-time", "--help"], cwd=dest, env=checkout_env(dest), capture_output=True, text=True
     ).stdout
     assert "toy" in " ".join(help_text.split())
     estimate = subprocess.run(
         [*cli, "estimate-time", "--grid", "smoke", "--papers", "toy"],
         cwd=dest,
-        env=_env(dest),
+        env=checkout_env(dest),
         capture_output=True,
         text=True,
     )
@@ -188,7 +154,7 @@ def test_the_default_run_includes_it(toy_checkout, tmp_path) -> None:
     from conftest import MIRROR
 
     dest, _ = toy_checkout
-    env = _env(dest)
+    env = checkout_env(dest)
     if MIRROR is not None:
         env["NOISYOR_RAW_DATA"] = str(MIRROR)
     snakemake = str(Path(sys.executable).parent / "snakemake")
@@ -213,12 +179,12 @@ def test_smoke_targets_claims_section_and_report(toy_checkout, tmp_path) -> None
         f"results_dir={results}",
         "reference_dir=null",
     ]
-    env = _env(dest)
+    env = checkout_env(dest)
     if MIRROR is not None:
         env["NOISYOR_RAW_DATA"] = str(MIRROR)
     proc = subprocess.run(snakemake, cwd=dest, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    smoke_artifacts = _python(
+    smoke_artifacts = run_python(
         dest,
         "from noisyor_bench.experiments import papers; print('\\n'.join(papers.get('toy').smoke_artifacts))",
     ).split()

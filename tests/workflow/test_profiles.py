@@ -12,11 +12,22 @@ import pytest
 import yaml
 from conftest import REPO
 
+from noisyor_bench.inference.noisyor.registry import AMORTIZED
+
 PROFILES = ("default", "gpu", "slurm")
 
 
-def dry_run(profile: str, results: Path, grid: str, key: str = "grid", stderr: list | None = None) -> str:
-    env = dict(os.environ)
+def dry_run(
+    profile: str,
+    results: Path,
+    grid: str,
+    key: str = "grid",
+    stderr: list | None = None,
+    checkout: Path = REPO,
+    env: dict[str, str] | None = None,
+) -> str:
+    """``snakemake --dry-run`` of ``grid`` under ``profile`` in ``checkout`` (this one by default)."""
+    env = dict(os.environ if env is None else env)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("NOISYOR_RAW_DATA", str(REPO.parent / "shared" / "data"))
     cmd = [
@@ -29,7 +40,7 @@ def dry_run(profile: str, results: Path, grid: str, key: str = "grid", stderr: l
         f"{key}={grid}",
         f"results_dir={results}",
     ]
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"workflow specific profile profiles/{profile}" in proc.stderr
     if stderr is not None:
@@ -62,10 +73,8 @@ def method_resources(output: str, rule: str) -> list[tuple[str, str]]:
     return out
 
 
-AMORTIZED = ("avi", "acp", "acp-sg")  # CUDA-capable ACP methods; SVI, LB-CDI, UB-CDI stay on the CPU
-
-
 def assert_gpus_follow_the_methods(output: str, rule: str) -> None:
+    """The registry's amortized methods hold a GPU; SVI, LB-CDI and UB-CDI stay on the CPU."""
     jobs = method_resources(output, rule)
     assert jobs, rule
     for method, res in jobs:
@@ -79,7 +88,7 @@ def test_profile_parses_and_plans_the_dag(profile, tmp_path):
 
 
 def test_deprecated_profile_key_selects_the_grid_with_one_warning(tmp_path):
-    """`--config profile=smoke` (the experiment grid's key before issue 13) still works."""
+    """`--config profile=smoke` (the experiment grid's old key) still works."""
     stderr: list[str] = []
     old = dry_run("default", tmp_path / "results", "smoke", key="profile", stderr=stderr)
     warning = "config key 'profile' is deprecated: use grid=smoke"

@@ -1,4 +1,4 @@
-"""Issue 29: the answer per paper (console, report landing page, README), the per-paper claims
+"""The answer per paper (console, report landing page, README), the per-paper claims
 pages, the table views' width and height, provenance on every page, the captions free of
 docutils errors, and the compact console.
 
@@ -29,7 +29,7 @@ PAPERS = ("acp", "ape", "avipam", "ape_noisyor")
 
 # ------------------------------------------------------------------------------ toy results
 def _claims() -> pd.DataFrame:
-    """Claims of three papers and the study beyond them, with the columns of issue 30."""
+    """Claims of three papers and the study beyond them, with the qualifier columns."""
     rows = []
     verdicts = {
         "fig5": ["reproduced", "reproduced", "not reproduced", "inconclusive", "not tested"] * 6,
@@ -200,7 +200,7 @@ def _wide_table() -> pd.DataFrame:
             "method": ["acp", "avi", "svi", "lb-cdi"] * 3,
             "method_label": ["ACP", "AVI", "SVI", "LB-CDI"] * 3,
             "status": ["measured"] * (n - 2)
-            + ["not run in this grid (grids.quick.experiments.fig3a.runs)"] * 2,
+            + ["not run in this grid (grids.quick.acp.experiments.fig3a.runs)"] * 2,
             "n_seeds": [3] * n,
             "seeds": ["0;1;2"] * n,
             "n_runs": [3] * n,
@@ -275,7 +275,7 @@ def test_paper_columns_pair_with_their_metric_by_name():
 
 def test_a_table_page_reads_like_the_papers_table_identity_then_ours_beside_the_paper():
     """Table 4's CSV has status and notes before the metric; its page shows N_train, the method,
-    ours and the paper's number first, the notes after them (issue 29: the paper's column was
+    ours and the paper's number first, the notes after them (the paper's column was
     off-screen at 1,000 px)."""
     frame = pd.DataFrame(
         {
@@ -392,7 +392,7 @@ rule train_cell:
     jobid: 3
     wildcards: experiment=fig5, dataset=syn-random-1
     resources: tmpdir=/tmp
-Shell command: noisyor-bench train-cell ...
+Shell command: noisyor-bench acp-train-cell ...
 [Wed Nov 25 20:22:57 2026]
 Finished jobid: 3 (Rule: train_cell)
 1 of 5 steps (20%) done

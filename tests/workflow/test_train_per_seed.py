@@ -1,5 +1,5 @@
 """Training cells the cost model puts over ``search.max_job_hours`` run one job per seed (rule
-train_cell_seed, issue 28): the DAG has one job per seed of those cells and none of train_cell
+train_cell_seed): the DAG has one job per seed of those cells and none of train_cell
 for them, and a seed trained alone writes the metrics the cell's one job writes."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from conftest import MIRROR, REPO
 
 # The smoke grid with two seeds and a bound no job meets: every cell with two seeds splits.
-OVERLAY = "grids:\n  smoke:\n    seeds: [0, 1]\n    search:\n      max_job_hours: 0.00001\n"
-TWO_SEEDS = "grids:\n  smoke:\n    seeds: [0, 1]\n"
+OVERLAY = "grids:\n  smoke:\n    acp:\n      seeds: [0, 1]\n      search:\n        max_job_hours: 0.00001\n"
+TWO_SEEDS = "grids:\n  smoke:\n    acp:\n      seeds: [0, 1]\n"
 CELL = "fig5/syn-random-1/svi/n10"
 TIMING = {"train_seconds", "val_seconds", "posterior_seconds", "eval_seconds", "nll_seconds", "provenance"}
 
@@ -47,8 +47,8 @@ def test_cells_over_the_bound_train_one_job_per_seed(tmp_path):
     jobs = re.findall(r"rule (train_cell\w*):\n(?:    .*\n)*?    wildcards: (.*)", proc.stdout)
     per_seed = sorted(w for r, w in jobs if r == "train_cell_seed")
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
-    cfg["grids"]["smoke"]["seeds"] = [0, 1]
-    cfg["grids"]["smoke"]["search"]["max_job_hours"] = 0.00001
+    cfg["grids"]["smoke"]["acp"]["seeds"] = [0, 1]
+    cfg["grids"]["smoke"]["acp"]["search"]["max_job_hours"] = 0.00001
     split = acp_costs.per_seed_cells(cfg)
     assert split and any(c.path == CELL for c in split)
     assert per_seed == sorted(f"cell={c.path}, seed={s}" for c in split for s in (0, 1))

@@ -175,7 +175,7 @@ def test_report_builds_with_every_paper_artifact(smoke_results):
     report = smoke_results / "report.zip"
     proc = snakemake(REPO, smoke_results, MIRROR, "--report", str(report))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # issue 29: no docutils error or warning in any caption (what `make report` refuses too)
+    # no docutils error or warning in any caption (what `make report` refuses too)
     messages = re.findall(r".*\((?:ERROR|WARNING|SEVERE)/\d\).*", proc.stdout + proc.stderr)
     assert messages == [], messages
     with zipfile.ZipFile(report) as zf:
@@ -227,7 +227,7 @@ def test_report_builds_with_every_paper_artifact(smoke_results):
     ):
         assert category in html, category
     # captions name the paper artifact; their Jinja is rendered with each job's wildcards and params
-    folds = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})["grids"]["smoke"]["text"][
+    folds = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})["grids"]["smoke"]["acp"]["text"][
         "classification"
     ]["folds"]
     for caption in (
@@ -321,12 +321,12 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(
     from noisyor_bench.experiments.acp import grid
     from noisyor_bench.experiments.config import load_config
 
-    (tmp_path / "overlay.yaml").write_text(yaml.safe_dump({"grids": {"smoke": overlay}}))
+    (tmp_path / "overlay.yaml").write_text(yaml.safe_dump({"grids": {"smoke": {"acp": overlay}}}))
     proc = snakemake(REPO, smoke_results, MIRROR, "--dry-run", "--configfile", str(tmp_path / "overlay.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
-    update_config(cfg["grids"]["smoke"], overlay)
+    update_config(cfg["grids"]["smoke"]["acp"], overlay)
     cells = grid.cells(cfg, experiment)
     searched = [c for c in cells if grid.n_draws(cfg, c) > 1]
     # a new budget reaches every cell; new draws only the cells with a search
@@ -364,11 +364,11 @@ VERIFY_NOT_SUPPORTED = {"ape-train", "ape-vi", "ape-nuts"}
 
 
 def test_verify_and_provenance_work_on_every_run_and_table(smoke_results, capsys):
-    """Issue 27: ``verify`` on every run directory of every paper (0, or 3 = not supported for
+    """``verify`` on every run directory of every paper (0, or 3 = not supported for
     its kind, said so), ``provenance`` on every run directory and table: no failure."""
     from conftest import cli
 
-    from noisyor_bench.commands.provenance import NOT_SUPPORTED
+    from noisyor_bench.commands.verify import NOT_SUPPORTED
 
     runs = sorted(p.parent for p in smoke_results.glob("runs/**/metrics.json"))
     kinds = {run.relative_to(smoke_results / "runs").parts[0] for run in runs}

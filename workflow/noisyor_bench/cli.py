@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import logging
-import pkgutil
+import shutil
 import sys
 from collections.abc import Sequence
 
-from noisyor_bench import commands
+from noisyor_bench.commands import catalogue
 from noisyor_bench.experiments import papers
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import WRITE_ERRNOS, LastWord, UserError
@@ -19,25 +18,121 @@ from noisyor_bench.infra.version import __version__
 log = logging.getLogger("noisyor_bench")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+USER_COMMANDS = (
+    "answer",
+    "explain",
+    "compare",
+    "verify",
+    "provenance",
+    "estimate-time",
+    "check-config",
+    "check-cluster",
+    "publish-reference",
+    "steps",
+)
+"""The commands for people reproducing the papers, in the order ``--help`` lists them; every
+other command is a workflow step (Snakemake and the Makefile run them)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser: its help lists the user commands, then the steps by group."""
+
+    commands: tuple[catalogue.Command, ...] = ()
+
+    def format_help(self) -> str:
+        head = self._get_formatter()
+        head.add_usage(self.usage, self._actions, self._mutually_exclusive_groups)
+        head.add_text(self.description)
+        width = max(60, shutil.get_terminal_size().columns - 2)
+        users = {c.name: c for c in self.commands if c.name in USER_COMMANDS}
+        lines = ["commands:"]
+        lines += [
+            _line(f"  {name:<19}", _short(users[name].help), width) for name in USER_COMMANDS if name in users
+        ]
+        lines += [
+            "",
+            "workflow steps, run by Snakemake ('steps [GROUP]' lists them; 'STEP -h'):",
+        ]
+        steps = [c for c in self.commands if c.name not in USER_COMMANDS]
+        for group, members in catalogue.groups(steps, ()).items():
+            names = ", ".join(c.name for c in members)
+            lines.append(_line(f"  {f'{group} ({len(members)})':<19}", names, width))
+        options = self._get_formatter()
+        options.start_section("options")
+        options.add_arguments([a for a in self._actions if a.option_strings])
+        options.end_section()
+        return head.format_help() + "\n" + "\n".join(lines) + "\n\n" + options.format_help()
+
+
+def _short(help_text: str) -> str:
+    """A command's help cut to its first clause (before `` (``, ``: `` or ``; ``)."""
+    text = help_text.replace("%%", "%")
+    cuts = [i for i in (text.find(" ("), text.find(": "), text.find("; ")) if i >= 15]
+    return text[: min(cuts)] if cuts else text
+
+
+def _line(lead: str, text: str, width: int) -> str:
+    """``lead + text`` on one line of at most ``width`` characters (cut at a word, with ...)."""
+    line = lead + text
+    if len(line) <= width:
+        return line
+    return line[: width - 3].rsplit(" ", 1)[0].rstrip(",") + " ..."
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The subcommand named on a command line (the first word that is no option), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> _Parser:
+    """The parser with every command, or (``command``) with the modules that command needs:
+    a step of one paper never imports another paper's command code."""
+    parser = _Parser(
         prog="noisyor-bench",
-        description="Reproduce the registered papers' tables, figures and claims: "
-        + "; ".join(f"{p.id}: {p.title}" for p in papers.papers())
-        + ". Every workflow step runs here without Snakemake too.",
+        description="Reproduce the tables, figures and claims of "
+        + ", ".join(p.name for p in papers.papers())
+        + " ('make reproduce' runs the workflow). Every workflow step runs here without Snakemake too.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    # Stage modules: commands/<stage>.py (shared by papers) and commands/<paper>/<stage>.py.
-    found = pkgutil.walk_packages(commands.__path__, prefix=f"{commands.__name__}.")
-    for info in sorted(found, key=lambda m: m.name):
-        if info.ispkg or info.name.rsplit(".", 1)[-1] in commands.SHARED_MODULES:
-            continue
-        module = importlib.import_module(info.name)
-        module.register(sub)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=argparse.ArgumentParser
+    )
+    found = catalogue.register_modules(sub, catalogue.modules_for(command))
+    if command is not None and command not in sub.choices and command != "steps":
+        return build_parser()  # an unknown name: the full parser says so, with every choice
+    _register_steps(sub)
+    parser.commands = (*found, catalogue.Command("steps", STEPS_HELP, __name__, catalogue.SHARED))
     _default_output_help(parser)
     return parser
+
+
+STEPS_HELP = "list the workflow steps with their help, by paper"
+
+
+def _register_steps(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("steps", help=STEPS_HELP)
+    p.add_argument(
+        "group",
+        nargs="?",
+        help=f"one group: {catalogue.SHARED} or a paper id ({', '.join(papers.ids())}); default: all",
+    )
+    p.set_defaults(func=_cmd_steps)
+
+
+def _cmd_steps(args: argparse.Namespace) -> int:
+    everything = build_parser().commands
+    steps = catalogue.groups([c for c in everything if c.name not in USER_COMMANDS], ())
+    if args.group is not None and args.group not in steps:
+        raise UserError(f"no group {args.group!r}; groups: {', '.join(steps)}")
+    for group, members in steps.items():
+        if args.group in (None, group):
+            print(f"{group}:")
+            width = max(len(c.name) for c in members) + 2
+            for c in members:
+                alias = f" (also: {', '.join(c.aliases)})" if c.aliases else ""
+                print(f"  {c.name:<{width}}{c.help.replace('%%', '%')}{alias}")
+    return 0
 
 
 OUTPUT_HELP = {
@@ -93,8 +188,8 @@ def _expand_list_files(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; a successful one that wrote ``--out-*`` files gets their provenance
     sidecars (``<output>.prov.json``, :func:`noisyor_bench.infra.provenance.write_sidecars`)."""
-    parser = build_parser()
     arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_word(arguments))
     args = parser.parse_args(arguments)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

@@ -168,7 +168,7 @@ def test_meanfield_perplexity_trace_is_scikit_learns_perplexity_after_each_pass(
 @pytest.mark.parametrize(
     ("trace", "stopped", "checked", "converged", "rule"),
     [
-        # falling to the last check at the limit: best evaluation last, never converged (issue 30)
+        # falling to the last check at the limit: best evaluation last, never converged
         ([(i, 100.0 - 10 * i) for i in range(1, 9)], False, True, False, "best-at-limit"),
         # still falling over the window, but the best check (7) is not the last one
         ([*[(i, 100.0 - 10 * i) for i in range(1, 8)], (8, 35.0)], False, True, False, "still-improving"),

@@ -1,4 +1,4 @@
-"""Issue 31's reconstruction of aviPAM, each choice against an independent computation: the
+"""The reconstruction of aviPAM, each choice against an independent computation: the
 encoder batch-norm without gain (the default), the top-word rule by the decoder weights (a
 constructed case where it and the beta ranking differ), the collapse flag, the coherence
 plateau, and the Gibbs chains' time limit."""
@@ -109,7 +109,7 @@ def test_top_word_rule_without_topic_batchnorm_is_the_raw_weights_and_molda_bloc
 
 def test_collapse_flag_is_a_kl_below_ten_nats_a_document() -> None:
     assert KL_COLLAPSE_NATS == 10.0
-    assert kl_collapsed(6.2) is True  # the gain variant's KL (issue 31: 6-10 nats)
+    assert kl_collapsed(6.2) is True  # the gain variant's KL (6-10 nats)
     assert kl_collapsed(59.0) is False  # without the gain
     assert kl_collapsed(10.0) is False and kl_collapsed(9.999) is True
     assert kl_collapsed(None) is None and kl_collapsed(math.nan) is None

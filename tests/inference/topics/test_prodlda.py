@@ -1,4 +1,4 @@
-"""ProdLDA / NVLDA as AVITM trains them (the calibration rows of aviPAM Table 1, issue 31): the
+"""ProdLDA / NVLDA as AVITM trains them (the calibration rows of aviPAM Table 1): the
 pieces against independent computations (torch.distributions' KL, AVITM's prior formula with a
 vector alpha, batch-norm by hand), the config against AVITM's command lines, and a small
 recovery run (two topics on disjoint words)."""

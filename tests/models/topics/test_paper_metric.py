@@ -1,5 +1,5 @@
 """The paper-style metric splits exactly into word term + multinomial coefficient + prior
-normaliser (issue 32), checked against scipy's multinomial and normal densities."""
+normaliser, checked against scipy's multinomial and normal densities."""
 
 from __future__ import annotations
 

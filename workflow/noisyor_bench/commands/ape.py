@@ -35,7 +35,7 @@ NEEDED_SECTIONS = {"ape-train": ("training",), "ape-vi": ("vi",), "ape-nuts": ("
 
 def _check_inputs(args: argparse.Namespace, command: str) -> dict[str, Any]:
     """Seed, file kind, ``--dataset`` against the file and the settings' sections, before any
-    fit (issue 33); the settings."""
+    fit; the settings."""
     from noisyor_bench.data.labels import check_label, check_seed, require_kind
 
     check_seed(args.seed)
@@ -125,10 +125,12 @@ def cmd_ape_nuts(args: argparse.Namespace) -> int:
 
 
 def cmd_ape_evaluate(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.ape.evaluate import evaluate_seed
+    from noisyor_bench.experiments.ape.evaluate import eval_key, evaluate_seed
+    from noisyor_bench.experiments.rundir import check_out_dir
     from noisyor_bench.infra.device import set_threads
 
     section = _check_inputs(args, "ape-evaluate")
+    check_out_dir(args.out_dir, eval_key(args.dataset, args.seed))
     set_threads(args.threads)
     runs: dict[str, str] = {}
     for item in args.encoder or []:
@@ -249,7 +251,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("ape-table1", help="APE: Table 1 (both datasets) and Figure 1's times")
     p.add_argument(
-        "--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/seed<s> metrics.json files"
+        "--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/all/n0/seed<s> metrics.json files"
     )
     p.add_argument(
         "--settings", required=True, help="JSON (or @file): grids.<grid>.ape (for the caption's reductions)"
@@ -261,7 +263,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("ape-figures", help="APE: Figure 1 left and right of one dataset")
     p.add_argument("--dataset", choices=DATASETS, required=True, help="APE dataset: toybars or mdreviews")
     p.add_argument(
-        "--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/seed<s> metrics.json files"
+        "--evals", nargs="+", required=True, help="runs/ape-eval/<dataset>/all/n0/seed<s> metrics.json files"
     )
     p.add_argument(
         "--vi-dirs", nargs="+", required=True, help="runs/ape-vi/<dataset>/vi/n0/seed<s> directories"
@@ -273,7 +275,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("ape-figure2", help="APE: Figure 2 (toy bars: topics and reconstructions)")
     p.add_argument("--dataset-file", required=True, help="results/data/ape-toybars.npz")
-    p.add_argument("--eval-dir", required=True, help="runs/ape-eval/toybars/seed<s> (the first seed)")
+    p.add_argument("--eval-dir", required=True, help="runs/ape-eval/toybars/all/n0/seed<s> (the first seed)")
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf", default=None)
     p.set_defaults(func=cmd_ape_figure2)

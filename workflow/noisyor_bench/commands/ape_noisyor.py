@@ -27,7 +27,7 @@ def _settings(args: argparse.Namespace):  # noqa: ANN202 - Settings, imported la
 
 
 def _checked_problems(args: argparse.Namespace, settings) -> dict:  # noqa: ANN001 - Settings
-    """The problem file, checked before any fit (issue 33): ``--family`` configured, the seeds
+    """The problem file, checked before any fit: ``--family`` configured, the seeds
     valid, the file a problem file whose shapes are the family's (a label naming another
     family, or a file of other settings, is refused naming both)."""
     from noisyor_bench.data.labels import check_choice, check_seed, require_kind
@@ -58,6 +58,22 @@ def _checked_problems(args: argparse.Namespace, settings) -> dict:  # noqa: ANN0
     return arrays
 
 
+def _out_dirs(args: argparse.Namespace, settings, method: str, seeds) -> list:  # noqa: ANN001 - Settings
+    """One run folder per seed: ``--out-dir`` (a rule's outputs), each checked to be its seed's
+    run, or without it each seed's place under ``results/``."""
+    from noisyor_bench.experiments.ape_noisyor.runs import run_key
+    from noisyor_bench.experiments.rundir import check_out_dir
+
+    keys = [run_key(args.family, method, settings.n_train, seed) for seed in seeds]
+    if args.out_dir is None:
+        return [key.directory("results") for key in keys]
+    if len(args.out_dir) != len(keys):
+        raise ConfigError(
+            f"--out-dir: {len(args.out_dir)} folder(s) for {len(keys)} run(s) (seeds {list(seeds)})"
+        )
+    return [check_out_dir(out, key) for out, key in zip(args.out_dir, keys, strict=True)]
+
+
 def cmd_problems(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.ape_noisyor.problems import build_problems, write_problems
 
@@ -78,10 +94,11 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"--encoder {args.encoder!r} is not configured; configured: {', '.join(settings.encoders)}"
         )
     arrays = _checked_problems(args, settings)
+    outs = _out_dirs(args, settings, args.encoder, settings.seeds)
     torch.set_num_threads(1)
-    for seed in settings.seeds:
+    for seed, out in zip(settings.seeds, outs, strict=True):
         train_encoder(
-            arrays, settings, args.family, settings.encoders[args.encoder], seed, args.runs_dir, args.problems
+            arrays, settings, args.family, settings.encoders[args.encoder], seed, out, args.problems
         )
     return 0
 
@@ -93,8 +110,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     arrays = _checked_problems(args, settings)
+    (out,) = _out_dirs(args, settings, args.method, [0])
     torch.set_num_threads(1)
-    run_baseline(arrays, settings, args.family, args.method, args.runs_dir, args.problems)
+    run_baseline(arrays, settings, args.family, args.method, out, args.problems)
     return 0
 
 
@@ -155,7 +173,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_family(p)
     p.add_argument("--encoder", required=True, help="an encoder name of the settings (e.g. avi-model-aware)")
     p.add_argument("--problems", required=True, help="the family's problem file")
-    p.add_argument("--runs-dir", required=True, help="results/runs (run directories go under ape-noisyor/)")
+    p.add_argument(
+        "--out-dir",
+        nargs="+",
+        default=None,
+        metavar="RUN_DIR",
+        help="the run folders, one per seed of the settings in their order, each "
+        "<results>/runs/ape-noisyor/<family>/<encoder>/n<P_train>/seed<s> (default: results/runs/...)",
+    )
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser(
@@ -169,7 +194,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="per-datapoint baseline fitted on every test row",
     )
     p.add_argument("--problems", required=True, help="the family's problem file")
-    p.add_argument("--runs-dir", required=True, help="results/runs")
+    p.add_argument(
+        "--out-dir",
+        nargs=1,
+        default=None,
+        metavar="RUN_DIR",
+        help="the run folder <results>/runs/ape-noisyor/<family>/<method>/n<P_train>/seed0 "
+        "(default: results/runs/...)",
+    )
     p.set_defaults(func=cmd_baseline)
 
     p = sub.add_parser("ape-noisyor-report", help="APE on noisy-OR: table, figure and claims")

@@ -1,4 +1,4 @@
-"""CLI: the aviPAM paper (issue 15) -- corpora, runs, NPMI references, tables, figures, claims.
+"""CLI: the aviPAM paper -- corpora, runs, NPMI references, tables, figures, claims.
 
 ``avipam-data`` writes ``results/data/avipam-<corpus>.npz`` (:mod:`noisyor_bench.data.corpora.bow`
 layout) with a ``.json`` sidecar (counts, choices, raw inputs' checksums); ``avipam-run`` one run
@@ -159,7 +159,7 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def _check_run(args: argparse.Namespace, settings: dict[str, Any]) -> None:
-    """Every label of a run against the files and the settings before the fit (issue 33): the
+    """Every label of a run against the files and the settings before the fit: the
     seed, the experiment, the corpus file's kind and own name, the method the settings fit."""
     from noisyor_bench.data.labels import check_choice, check_label, check_seed, require_kind
     from noisyor_bench.experiments.avipam.cells import CORPORA, EXPERIMENTS, check_run_settings
@@ -197,7 +197,7 @@ def cmd_npmi_counts(args: argparse.Namespace) -> int:
     from noisyor_bench.evaluation import coherence
 
     corpus = load_corpus(args.corpus_file)
-    if args.reference == "paper":  # the paper's protocol: the corpus's own text (issue 31)
+    if args.reference == "paper":  # the paper's protocol: the corpus's own text
         table = _paper_reference(args, corpus)
     elif args.reference == "external":
         reference: Any = args.wiki
@@ -422,7 +422,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-topics", required=True, help="Fig. 2: topics as images (PNG)")
     p.set_defaults(func=cmd_collapse)
 
-    p = sub.add_parser("claims-avipam", help="aviPAM claims with verdicts (tables/claims_avipam.csv|md)")
+    p = sub.add_parser("avipam-claims", help="aviPAM claims with verdicts (tables/claims_avipam.csv|md)")
     p.add_argument(
         "--tables", nargs="*", default=[], help="the aviPAM tables (CSV) the claims are checked on"
     )

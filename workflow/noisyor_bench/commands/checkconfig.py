@@ -25,17 +25,36 @@ def _override(text: str) -> tuple[str, object]:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.config import config_warnings, load_config
+    from noisyor_bench.experiments.config import NEUTRAL_GRID_KEYS, config_warnings, load_config
 
     cfg = load_config(args.config, dict(_override(item) for item in args.set or []))
     for warning in config_warnings(cfg):
         print(f"warning: {warning}", file=sys.stderr)
-    selected = cfg["grids"][cfg["grid"]]
+    sections = [key for key in cfg["grids"][cfg["grid"]] if key not in NEUTRAL_GRID_KEYS]
     print(
-        f"{args.config}: valid (grid {cfg['grid']}: {len(selected.get('datasets', []))} datasets, "
-        f"{len(selected.get('experiments') or {})} experiments; results_dir {cfg['results_dir']})"
+        f"{args.config}: valid (grid {cfg['grid']}: sections {', '.join(sections) or 'none'}; "
+        f"results_dir {cfg['results_dir']})"
     )
+    if args.explain == "seeds":
+        print(explain_seeds(cfg))
     return 0
+
+
+def explain_seeds(cfg: dict) -> str:
+    """Each selected paper's effective seeds in the grid (its ``seed_table(cfg)`` config check:
+    rows of what -> seeds), as a plain table: where a seed list is set in several places, which wins."""
+    from noisyor_bench.experiments import papers
+
+    lines = [f"effective seeds of grid {cfg['grid']} (what the grid runs after every override):"]
+    for paper in papers.selected(cfg["papers"]):
+        table = papers.config_check(paper, "seed_table")
+        rows = table(cfg) if table is not None else []
+        if not rows:
+            continue
+        lines.append(f"{paper.name}:")
+        width = max(len(what) for what, _ in rows)
+        lines += [f"  {what:<{width}}  {', '.join(map(str, seeds))}" for what, seeds in rows]
+    return "\n".join(lines)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,5 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--set", action="append", metavar="KEY=VALUE", help="top-level override, as snakemake --config"
+    )
+    p.add_argument(
+        "--explain",
+        choices=["seeds"],
+        help="seeds: print each experiment x method's effective seeds (after the grid's, the "
+        "experiment's and the dataset's overrides)",
     )
     p.set_defaults(func=cmd_check_config)

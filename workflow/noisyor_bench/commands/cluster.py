@@ -1,4 +1,4 @@
-"""CLI: ``check-cluster``, the pre-submission check of a cluster profile (issue 28).
+"""CLI: ``check-cluster``, the pre-submission check of a cluster profile.
 
 Why: a job killed at its wall-time limit after hours, a GPU job queued without a GPU, or a
 thousand second-long sbatch submissions are found only after submitting.  This command runs

@@ -1,5 +1,5 @@
 """CLI: ``compare`` (a user's results against a reference result set) and ``publish-reference``
-(a finished run's small outputs into ``reference/``), issue 16."""
+(a finished run's small outputs into ``reference/``)."""
 
 from __future__ import annotations
 

@@ -105,15 +105,20 @@ def cmd_estimate_time(args: argparse.Namespace) -> int:
     unknown = [p for p in wanted if p not in papers.ids()]
     if unknown:
         raise UserError(f"--papers: unknown paper(s) {unknown}; allowed values: {list(papers.ids())}")
-    if args.slots or grid == "paper":  # a cluster grid: the cost model (issue 28)
-        from noisyor_bench.reporting.runtime import cost_model_table
+    from noisyor_bench.experiments import calibration
+    from noisyor_bench.reporting.runtime import config_check, cost_model_table
 
+    measured = load_estimates(args.table)
+    speed = calibration.speed(measured)  # this machine against the measuring CPU
+    if args.slots or grid == "paper":  # a cluster grid: the cost model
         unit = "slot" if args.slots else "core"
-        table = cost_model_table(grid, wanted or None, args.slots or cores, args.gpu, unit=unit)
+        slots = args.slots or cores
+        table = cost_model_table(grid, wanted or None, slots, args.gpu, unit=unit, factor=speed.factor)
         if table is not None:
-            print(table, flush=True)
+            print("\n".join([table, *speed.lines()]), flush=True)
             return 0
-    print(estimate_time(load_estimates(args.table), grid, cores, wanted or None), flush=True)
+    hashes, modelled = config_check(measured, grid, wanted or None, cores)
+    print(estimate_time(measured, grid, cores, wanted or None, speed, hashes, modelled), flush=True)
     return 0
 
 
@@ -191,10 +196,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "estimate-time", help="print the expected wall time of an experiment grid (measured table)"
     )
-    p.add_argument("--grid", default="quick", help="experiment grid: smoke, quick or paper (default: quick)")
     p.add_argument(
-        "--profile", dest="deprecated_profile", help="deprecated spelling of --grid (before issue 13)"
+        "--grid", default="quick", help="experiment grid: a key of config.yaml's grids (default: quick)"
     )
+    p.add_argument("--profile", dest="deprecated_profile", help="deprecated spelling of --grid")
     p.add_argument("--cores", type=int, help="cores the run may use (default: this machine's)")
     p.add_argument("--table", default="config/runtime_estimates.yaml", help="measured times per grid")
     p.add_argument(

@@ -175,7 +175,7 @@ def build(path: str | os.PathLike[str], depth: int | None = None) -> dict[str, A
 def _self_status(record_file: Path) -> str:
     """Status of a record stored inside its file (``metrics.json``): its ``self_sha256`` against
     its content now -- an edit of the record itself (a metric changed by hand) is ``CHANGED``."""
-    from noisyor_bench.infra.provenance import self_hash_status
+    from noisyor_bench.infra.integrity import self_hash_status
 
     status = self_hash_status(_read_json(record_file))
     if status == "absent":
@@ -220,7 +220,7 @@ def _node(path: Path, found: Found, level: int, depth: int | None, seen: set[Pat
             item["expanded"] = "no record"  # made by hand or by code older than the records
         node["inputs"].append(item)
     # Every other output the record names (a run's posterior_test.npz and curve.csv, a table's
-    # .md beside its .csv): an auditing command checks every file of its record (issue 18).
+    # .md beside its .csv): an auditing command checks every file of its record.
     node["outputs"] = [
         _output_item(entry, found.base)
         for entry in found.record.get("outputs") or []
@@ -340,112 +340,6 @@ def render(node: dict[str, Any], indent: int = 0, head: bool = True) -> list[str
         elif item.get("expanded") == "no record":
             lines.append(f"{pad}    (no provenance record)")
     return lines
-
-
-# ---------------------------------------------------------------------------------- verify: run kinds
-#: Exit status of ``verify`` when a run's files match the sha256 in its record but recomputing
-#: its metrics is not supported for its kind (distinct from 1, a failure, and 2, an error).
-NOT_SUPPORTED = 3
-
-
-def run_verifier(experiment: str | None) -> tuple[Any, Any]:
-    """``(paper entry, its recompute function)`` of a run's experiment, found through the paper
-    registry (the longest run-kind prefix) and the entry's ``run_verifier`` module; either may be
-    None (no registered paper; a paper that recomputes its runs in its own ``verify`` command)."""
-    import importlib
-
-    from noisyor_bench.experiments import papers
-
-    paper = papers.paper_of_experiment(experiment) if experiment else None
-    if paper is None or paper.run_verifier is None:
-        return paper, None
-    return paper, importlib.import_module(paper.run_verifier).recompute
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "null"
-    return f"{v:.10g}" if isinstance(v, float) else str(v)
-
-
-def check_run_files(check: Any) -> int | None:
-    """Print the status of every file the run's record hashes; 1 if one differs or is missing,
-    None if all match (DataError, exit 2, if the record hashes none)."""
-    from noisyor_bench.infra.provenance import run_file_status
-
-    files, others = run_file_status(check.path, check.recorded)
-    for name, status in files:
-        print(f"{name}: {status}")
-    for name in others:
-        print(f"{name}: not in the run's record (not checked)")
-    changed = [name for name, status in files if status != OK]
-    if changed:
-        print(
-            f"run file(s) differ from the provenance record: {', '.join(changed)}; they were truncated, "
-            "replaced or deleted after the run: rerun the run (or restore the files)"
-        )
-        return 1
-    print(f"all {len(files)} run file(s) match the sha256 in the run's record")
-    return None
-
-
-def not_supported(check: Any, why: str) -> int:
-    """Files first (exit 1 if one differs), then ``not supported for this run kind: <why>``."""
-    code = check_run_files(check)
-    if code is not None:
-        return code
-    print(f"recomputing the metrics is not supported for this run kind: {why}")
-    return NOT_SUPPORTED
-
-
-def verify_run_kind(run: Path, recorded: dict[str, Any], dataset: str | None, rtol: float) -> int | None:
-    """``verify`` of a run whose paper's registry entry names a ``run_verifier`` module: its exit
-    status; None for a run whose paper has no such module, or of no registered paper but with a
-    ``posterior_test.npz`` (the caller's own recomputation: the ``verify`` command's, from the
-    posterior).
-
-    The files the run's record hashes are re-hashed first (exit 1 when one differs or is
-    missing), then the paper's ``recompute`` recomputes what the files determine (exit 0 / 1);
-    a run kind it cannot recompute (``NotRecomputable``), or a run of no registered paper,
-    prints ``not supported for this run kind: <why>`` and exits :data:`NOT_SUPPORTED`.
-    """
-    from noisyor_bench.experiments.rundir import POSTERIOR_FILE
-    from noisyor_bench.infra.provenance import NotRecomputable, RunCheck
-
-    check = RunCheck(run, recorded, rtol, dataset)
-    paper, recompute = run_verifier(check.experiment)
-    if recompute is None and (paper is not None or (run / POSTERIOR_FILE).is_file()):
-        return None  # the caller's recomputation (from the posterior: any experiment name)
-    print(f"run: {run} (experiment {check.experiment}, paper {paper.id if paper else 'none registered'})")
-    if paper is None:
-        return not_supported(
-            check,
-            f"experiment {check.experiment!r} is no registered paper's run kind, and the run holds no "
-            f"{POSTERIOR_FILE} to recompute test metrics from",
-        )
-    code = check_run_files(check)
-    if code is not None:
-        return code
-    try:
-        result = recompute(check)
-    except NotRecomputable as why:
-        print(f"recomputing the metrics is not supported for this run kind: {why}")
-        return NOT_SUPPORTED
-    for path in result.inputs:
-        print(f"input: {path} (sha256 matches the run's record)")
-    width = max(len(r[0]) for r in result.rows)
-    print(f"{'value':<{width}}  {'recorded':>20}  {'recomputed':>20}")
-    for key, a, b, ok in result.rows:
-        print(f"{key:<{width}}  {_fmt(a):>20}  {_fmt(b):>20}{'' if ok else '  MISMATCH'}")
-    bad = [r[0] for r in result.rows if not r[3]]
-    if bad:
-        print(f"{len(bad)} value(s) differ beyond rtol={rtol}: {', '.join(bad)}")
-        return 1
-    print(
-        f"all {len(result.rows)} values recomputable from the run's files reproduced (rtol={rtol}); "
-        f"not recomputed: {result.not_recomputed}"
-    )
-    return 0
 
 
 def cmd_provenance(args: argparse.Namespace) -> int:

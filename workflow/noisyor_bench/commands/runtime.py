@@ -37,11 +37,34 @@ def cmd_runtime_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_cpu(runtime_jobs: str) -> str | None:
+    """The CPU model a run recorded beside its runtime table (``<table>.prov.json``), or None."""
+    import json
+
+    try:
+        record = json.loads(Path(f"{runtime_jobs}.prov.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return ((record.get("environment") or {}).get("device") or {}).get("cpu_model") or None
+
+
+def _measured_work(config: str, grid: str) -> dict[tuple[str, str], float]:
+    """Each compute job's work in ``grid`` of ``config`` (as the cost model's measured grid ran it)."""
+    from noisyor_bench.experiments import costs, papers
+    from noisyor_bench.experiments.config import load_config
+
+    cfg = load_config(config, {"grid": grid})
+    return {
+        (j.rule, j.job): j.work for pid in papers.ids() for j in costs.paper_jobs(cfg, pid, reference=True)
+    }
+
+
 def cmd_job_seconds(args: argparse.Namespace) -> int:
     import csv
 
     from noisyor_bench.experiments import job_seconds
     from noisyor_bench.infra.errors import DataError
+    from noisyor_bench.infra.provenance import cpu_model
 
     runs = []
     for path in args.runtime_jobs:
@@ -54,13 +77,17 @@ def cmd_job_seconds(args: argparse.Namespace) -> int:
             ) from None
         if rows and not {"rule", "job", "s"} <= set(rows[0]):
             raise DataError(f"{path}: not a runtime_jobs.csv table (expected columns rule, job, s)")
-        runs.append(rows)
+        cpu = args.cpu or _run_cpu(path)
+        if cpu is None:
+            cpu = cpu_model()
+            log.warning("job-seconds: %s records no CPU model: taking this machine's (%s)", path, cpu)
+        runs.append([{**row, "cpu": cpu} for row in rows])
     kept = {}
     if args.keep:
         if not Path(args.keep).is_file():
             raise DataError(f"{args.keep}: no such job-seconds table (--keep)")
-        kept = job_seconds.load(args.keep)
-    rows = job_seconds.merge(runs, kept)
+        kept = job_seconds.load_rows(args.keep)
+    rows = job_seconds.merge(runs, kept, _measured_work(args.config, args.grid))
     job_seconds.write(rows, args.out)
     measured = {(r["rule"], r["job"]) for rs in runs for r in rs}
     log.info(
@@ -98,6 +125,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="results/tables/runtime_jobs.csv of reference runs (a job in several: its smallest time)",
     )
     p.add_argument("--out", required=True, help="the table to write, e.g. config/job_seconds.csv")
+    p.add_argument(
+        "--grid",
+        default="quick",
+        help="the grid the runs ran (default: quick): each job's work is its cost-model size there",
+    )
+    p.add_argument(
+        "--config", default="config/config.yaml", help="the config the runs ran (default: config/config.yaml)"
+    )
+    p.add_argument(
+        "--cpu", help="CPU model of the runs (default: each table's <table>.prov.json, else this machine's)"
+    )
     p.add_argument(
         "--keep",
         help="an earlier table (e.g. config/job_seconds.csv itself) whose jobs no runtime table measured "

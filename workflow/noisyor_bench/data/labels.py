@@ -1,9 +1,9 @@
-"""What a command is told about its input checked against the input itself (issue 33).
+"""What a command is told about its input checked against the input itself.
 
 A run records the labels it was given (``--dataset-name``, ``--dataset``, ``--corpus``, the
 experiment, the seed) and the tables trust them, so a label that disagrees with its file is
 refused before anything is fitted: the dataset's own name is read from the sidecar that
-``make-dataset``, the corpus ingesters, ``ape-data`` and ``avipam-data`` write beside each
+``acp-make-dataset``, the corpus ingesters, ``ape-data`` and ``avipam-data`` write beside each
 ``.npz`` (``<name>.json``), and the kind of a file is read from the names of its arrays (the
 zip's directory; nothing is unpickled or decompressed).  A file without a sidecar (hand-made,
 a test's toy) is checked by its arrays only.  Every refusal is a ConfigError/DataError (one
@@ -25,7 +25,7 @@ from noisyor_bench.infra.io import load_npz
 KINDS: dict[str, tuple[tuple[str, ...], str]] = {
     "noisyor-dataset": (
         ("x_train", "x_val", "x_test"),
-        "a noisy-OR dataset (make-dataset, ingest-neurips, ingest-reuters)",
+        "a noisy-OR dataset (acp-make-dataset, acp-ingest-neurips, acp-ingest-reuters)",
     ),
     "bow-corpus": (
         ("train_data", "train_indices", "train_indptr", "train_shape", "test_data", "vocab"),

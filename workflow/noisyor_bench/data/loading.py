@@ -1,6 +1,6 @@
 """The one dataset loader: a dataset ``.npz`` read and checked (keys, shapes, valid ground truth).
 
-Every reader of a dataset -- a run, ``noisyor-bench evaluate`` / ``baselines``, the tables'
+Every reader of a dataset -- a run, ``noisyor-bench acp-baselines``, the tables'
 truth columns, the sensitivity study -- goes through :func:`load_dataset`, so a broken file is
 refused everywhere with the same message naming the file and the array.  A synthetic dataset
 carries its generative ground truth (``theta``, ``theta0``, ``mu``, the latents ``z_*``); a
@@ -34,7 +34,7 @@ def read_dataset(path: str | Path, need: Sequence[str] = ()) -> dict[str, np.nda
     """
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"dataset file {path} does not exist; build it with 'noisyor-bench make-dataset'")
+        raise DataError(f"dataset file {path} does not exist; build it with 'noisyor-bench acp-make-dataset'")
     try:
         data = load_npz(path)
     except Exception as err:  # corrupt zip / pickled arrays
@@ -81,8 +81,8 @@ def load_dataset(path: str | Path) -> dict[str, np.ndarray]:
 
 def check_generative(arrays: Mapping[str, np.ndarray], where: str) -> None:
     """Noisy-OR parameters must be valid: finite theta, theta0 >= 0 (failure log-probabilities)
-    and prior probabilities mu in (0, 1); otherwise DataError naming the array (issue 18:
-    an invalid truth used to surface as a fake divergence or a traceback in the matching)."""
+    and prior probabilities mu in (0, 1); otherwise DataError naming the array (an
+    invalid truth used to surface as a fake divergence or a traceback in the matching)."""
     for key in ("theta", "theta0"):
         a = np.asarray(arrays[key], dtype=float)
         if not np.all(np.isfinite(a)):

@@ -240,7 +240,7 @@ REGISTRY: dict[str, RawFile] = {
             description="Multi-domain product reviews vocabulary (7,729 words, one a line; = X_colnames.txt)",
             urls=(f"{_APE_RAW}/vocab.txt", f"{_APE_RAW}/X_colnames.txt"),
         ),
-        # aviPAM (issue 15): 20 Newsgroups in the NVDM/AVITM bag-of-words form, and the raw messages.
+        # aviPAM: 20 Newsgroups in the NVDM/AVITM bag-of-words form, and the raw messages.
         RawFile(
             key="20news-train-feat",
             relpath="20news/train.feat",
@@ -265,7 +265,7 @@ REGISTRY: dict[str, RawFile] = {
             description="20 Newsgroups vocabulary (1,995 lines 'word 0'; id 1 is _eos_, never used)",
             urls=(f"{_NEWS20_BASE}/vocab.new",),
         ),
-        # aviPAM (issue 31): the raw 20news-bydate messages, the reference text of the paper's
+        # aviPAM: the raw 20news-bydate messages, the reference text of the paper's
         # coherence protocol (Lau's NPMI over the 20 Newsgroups corpus itself).
         RawFile(
             key="20news-bydate-text",

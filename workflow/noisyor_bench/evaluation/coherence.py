@@ -12,9 +12,9 @@ scripts) and builds the reference corpora:
 * NPMI of a pair that never co-occurs (or with a word absent from the reference) is 0 and
   stays in the topic's mean over its 45 pairs; coherence = mean over topics.
 
-Reference corpora (docs/avipam_baselines.md):
+Reference corpora (docs/avipam.md, "Coherence"):
 
-* paper -- THE PRIMARY METRIC, the aviPAM paper's protocol (issue 31): the aviPAM paper's LDA rows
+* paper -- THE PRIMARY METRIC, the aviPAM paper's protocol: the aviPAM paper's LDA rows
   are AVITM's (Srivastava & Sutton 2017), scored with Lau's scripts over the 20 Newsgroups corpus
   itself (a topic of uuencoded junk scores 0.38 in AVITM's log, possible only inside 20NG).  Here:
   the raw 20news-bydate messages, train + test (18,846; raw key ``20news-bydate-text``), without
@@ -177,7 +177,7 @@ def wikipedia_reference(
     """:func:`text_reference` on the mirror's Wikipedia slice (raw key ``wikipedia-slice``).
 
     ``reference`` overrides the slice (tests).  Counting the 9.3M-token slice takes
-    about 30 s of CPU (docs/avipam_baselines.md).
+    about 30 s of CPU (docs/avipam.md).
     """
     from noisyor_bench.data.rawdata import fetch
 

@@ -1,4 +1,4 @@
-"""Held-out ``-log p(x)`` of a noisy-OR network: exact where affordable, AIS elsewhere (issue 30).
+"""Held-out ``-log p(x)`` of a noisy-OR network: exact where affordable, AIS elsewhere.
 
 A learned model's NELBO is a bound; judging it against the independent-Bernoulli baseline
 needs its likelihood.  Per data point, with ``N`` its negative and ``P`` its positive

@@ -236,7 +236,7 @@ class CooccurrenceTable:
         except KeyError:
             raise DataError(
                 f"word {word!r} is not in the co-occurrence table's vocabulary ({len(self.vocabulary)} words); "
-                "rebuild the table with 'noisyor-bench pmi-counts --vocab' including it"
+                "rebuild the table with 'noisyor-bench acp-pmi-counts --vocab' including it"
             ) from None
 
     def unigram_count(self, word: str) -> int:
@@ -310,11 +310,11 @@ class CooccurrenceTable:
             )
         except FileNotFoundError:
             raise DataError(
-                f"co-occurrence table {p}: not found; build it with 'noisyor-bench pmi-counts'"
+                f"co-occurrence table {p}: not found; build it with 'noisyor-bench acp-pmi-counts'"
             ) from None
         except (DataError, OSError, KeyError, ValueError, zipfile.BadZipFile) as err:
             raise DataError(
-                f"co-occurrence table {p}: not a valid table ({err}); rebuild it with 'noisyor-bench pmi-counts'"
+                f"co-occurrence table {p}: not a valid table ({err}); rebuild it with 'noisyor-bench acp-pmi-counts'"
             ) from None
 
 

@@ -8,7 +8,7 @@ reference does).  Ties are decided with a tolerance, since the scores are noisy 
 
 An agreement is only as good as its reference: :func:`reference_ceilings` measures how far
 independent re-estimates of the reference (VI across seeds) agree with each other, and
-:func:`ceiling_sufficient` says whether that ceiling (>= 40 of 45 pairs, issue 32) lets an
+:func:`ceiling_sufficient` says whether that ceiling (>= 40 of 45 pairs) lets an
 agreement claim be judged at all.
 """
 
@@ -65,7 +65,7 @@ def pairwise_agreement(
 # --------------------------------------------------------------------------- the reference's own noise
 CEILING_THRESHOLD = 40 / 45
 """An agreement claim is judged only when the reference agrees with itself on at least 40 of 45
-pairs (issue 32): below that, a method's agreement with VI measures VI's noise as much as the method."""
+pairs: below that, a method's agreement with VI measures VI's noise as much as the method."""
 
 
 def reference_ceilings(references: Mapping[Hashable, Sequence[float] | np.ndarray]) -> dict[Hashable, float]:

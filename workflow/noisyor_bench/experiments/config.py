@@ -96,6 +96,18 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{_key_path(error)}: {error.message}"
 
 
+NEUTRAL_GRID_KEYS: tuple[str, ...] = ("device", "threads", "gpus_per_job")
+"""The keys of ``grids.<grid>`` that belong to no paper (how jobs execute); every other key of a
+grid is a registered paper's id, holding that paper's section (its schema fragment's
+``grid_sections``). The schema's ``$defs.grid`` lists exactly these (a test checks)."""
+
+
+def grid_section(cfg: Mapping[str, Any], paper_id: str, grid: str | None = None) -> dict[str, Any]:
+    """A paper's section of the selected (or named) grid, ``grids.<grid>.<paper_id>``; empty if
+    the grid does not configure the paper."""
+    return dict(cfg["grids"][cfg["grid"] if grid is None else grid].get(paper_id) or {})
+
+
 class ConfigDeprecationWarning(FutureWarning):
     """A config spelling that still works but will go (shown by default, unlike DeprecationWarning)."""
 
@@ -103,7 +115,7 @@ class ConfigDeprecationWarning(FutureWarning):
 _WARNED: dict[Any, Any] = {}  # warnings' registry of this module: each deprecation shown once
 
 
-def _deprecated(message: str) -> None:
+def deprecated(message: str) -> None:
     """Warn once per process, located at the config rather than at a line of this module."""
     warnings.warn_explicit(
         message, ConfigDeprecationWarning, "noisyor-bench config", 0, __name__, registry=_WARNED
@@ -111,7 +123,7 @@ def _deprecated(message: str) -> None:
 
 
 def rename_deprecated_keys(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``config`` with the pre-issue-13 spellings mapped to today's, warning once each.
+    """A copy of ``config`` with the old spellings (``profile``, ``profiles``) mapped to today's, warning once each.
 
     The experiment grid was selected by ``profile`` from a ``profiles`` section; "profile" also
     means Snakemake's execution profiles (``profiles/``, ``--workflow-profile``), so the keys are
@@ -125,7 +137,7 @@ def rename_deprecated_keys(config: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(
                 "profiles: the config has both 'grids' and the deprecated 'profiles' section; keep 'grids'"
             )
-        _deprecated("config section 'profiles' is deprecated: rename it to 'grids'")
+        deprecated("config section 'profiles' is deprecated: rename it to 'grids'")
         cfg["grids"] = cfg.pop("profiles")
         old_file = True
     else:
@@ -133,7 +145,7 @@ def rename_deprecated_keys(config: Mapping[str, Any]) -> dict[str, Any]:
     if "profile" in cfg:
         value = cfg.pop("profile")
         if "grid" not in cfg or not old_file:
-            _deprecated(f"config key 'profile' is deprecated: use grid={value}")
+            deprecated(f"config key 'profile' is deprecated: use grid={value}")
             cfg["grid"] = value
     return cfg
 
@@ -154,6 +166,7 @@ def _unshared_copy(node: Any) -> Any:
 def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a config dict; return a copy with defaults filled in. Raises ConfigError."""
     cfg = _unshared_copy(rename_deprecated_keys(config))
+    _migrate_grid_layouts(cfg)
     cfg.setdefault("results_dir", "results")
     cfg.setdefault("raw_data_dir", None)
     cfg.setdefault("papers", list(papers.ids()))
@@ -171,8 +184,19 @@ def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+def _migrate_grid_layouts(cfg: dict[str, Any]) -> None:
+    """Each paper's ``migrate(cfg)`` check: an older config layout mapped to today's in place,
+    warning once per moved key (e.g. ACP's keys at a grid's root, before ACP had a section)."""
+    if not isinstance(cfg.get("grids"), Mapping):
+        return  # the schema names the problem
+    for paper in papers.papers():
+        migrate = papers.config_check(paper, "migrate")
+        if migrate is not None:
+            migrate(cfg)
+
+
 def validate_dataset_spec(name: str, spec: Any, where: str) -> None:
-    """One ``datasets.<name>`` entry (e.g. ``make-dataset --spec``) against the config schema."""
+    """One ``datasets.<name>`` entry (e.g. ``acp-make-dataset --spec``) against the config schema."""
     full = schema()
     sub = {
         "$schema": full["$schema"],
@@ -225,7 +249,7 @@ def check_results_dir(value: str) -> None:
     (or a folder above one), not an existing file.
 
     Jobs create ``logs/``, ``data/``, ``params/`` ... directly under it, and a file there would
-    fail every job with ``Not a directory`` instead of one message up front (issue 33)."""
+    fail every job with ``Not a directory`` instead of one message up front."""
     where = f"results_dir: {value!r}"
     if not value.strip():
         raise ConfigError(f"{where} is empty; set a folder of its own, e.g. results_dir=results")

@@ -8,8 +8,8 @@ the workflow's ``resources:`` (rules/common.smk), ``noisyor-bench estimate-time`
 
 Method.  :data:`REFERENCE_TABLES` are the measured runs: ``config/job_seconds.csv`` (every job
 of the quick grid) and ``reference/paper-synpattern`` (the paper's protocol on SYN-PATTERN, with
-peak memory).  Each paper describes its compute jobs in its own folder
-(``experiments/<paper>/costs.py``, found by the paper registry's ids): ``jobs(cfg) -> list[Job]``
+peak memory).  Each paper describes its compute jobs in its own cost module (its registry
+entry's ``costs``, :attr:`~noisyor_bench.experiments.papers.Paper.costs`): ``jobs(cfg) -> list[Job]``
 gives every compute job of the active grid of ``cfg`` with its benchmark name (``rule``, ``job``),
 the measured rule it scales from, a matching ``key`` and its ``work`` (a size in the paper's own
 unit: rows x epochs x fits, optimiser steps, Gibbs sweeps x topics x documents, ...);
@@ -17,8 +17,13 @@ unit: rows x epochs x fits, optimiser steps, Gibbs sweeps x topics x documents, 
 job of its measured rule whose key matches best (then the nearest size, then the nearest work
 per fit: a run at the same budgets wins) and scales them by ``work / reference work``; its
 memory is the larger of the paper's estimate and the reference's measured peak, scaled by the
-data size.  It is *measured* when it is that very job at the same work, *extrapolated*
-otherwise.  No GPU timing exists yet: GPU time is "not measured".
+data size.  The reference work is the one its table recorded with the measurement (the work of
+the config that ran; a table without it: the work at today's config of the measured grid).  A
+job is *measured* when it is that very job at the same work, *extrapolated* otherwise: raising a
+cell's seeds scales its measured seconds and says so.  Estimates are seconds on the measuring
+CPU (the table's ``cpu`` column); ``estimate-time`` scales them to this machine
+(:mod:`noisyor_bench.experiments.calibration`), the workflow's limits do not.  No GPU timing
+exists yet: GPU time is "not measured".
 
 Rules that no paper lists as compute are short (tables, figures, HTML views, claims, data
 steps): the workflow runs them as ``localrules``.
@@ -26,11 +31,12 @@ steps): the workflow runs them as ``localrules``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import heapq
 import importlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,13 +110,11 @@ class Estimate:
 
 
 def _cost_module(paper_id: str) -> Any | None:
-    """The paper's cost module ``experiments/<paper>/costs.py``, or None (no compute jobs)."""
-    try:
-        return importlib.import_module(f"noisyor_bench.experiments.{paper_id}.costs")
-    except ModuleNotFoundError as err:
-        if err.name == f"noisyor_bench.experiments.{paper_id}.costs":
-            return None
-        raise
+    """The paper's cost module (its registry entry's ``costs``), or None (no compute jobs)."""
+    from noisyor_bench.experiments import papers
+
+    module = papers.get(paper_id).costs
+    return None if module is None else importlib.import_module(module)
 
 
 def grid_config(cfg: Mapping[str, Any], grid: str) -> dict[str, Any]:
@@ -141,10 +145,14 @@ def compute_rules(paper_ids: Iterable[str] | None = None) -> set[str]:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One measured job: wall seconds, and its peak memory where the run recorded it."""
+    """One measured job: wall seconds, its peak memory, the work it measured and the CPU it ran
+    on, each where the run recorded it."""
 
     seconds: float
     rss_mb: float | None = None
+    work: float | None = None
+    """Its size in the cost model's unit at the config that ran (None: not recorded)."""
+    cpu: str = ""
 
 
 @dataclass(frozen=True)
@@ -166,7 +174,7 @@ REFERENCE_TABLES: tuple[tuple[str, str], ...] = (
 
 
 def load_reference(grid: str, path: str | Path) -> Reference:
-    """A measured table: ``rule,job,seconds`` (config/job_seconds.csv) or a run's
+    """A measured table: ``rule,job,seconds,work,cpu`` (config/job_seconds.csv) or a run's
     ``runtime_jobs.csv`` (``rule,job,s,...,max_rss_mb``)."""
     import csv
 
@@ -175,9 +183,10 @@ def load_reference(grid: str, path: str | Path) -> Reference:
 
     with open(path, newline="") as fh:
         header = next(csv.reader(fh), [])
-    if tuple(header) == job_seconds.COLUMNS:
-        table = job_seconds.load(path)
-        return Reference(grid, {k: Measurement(v) for k, v in table.items()}, str(path))
+    if tuple(header) in (job_seconds.COLUMNS, job_seconds.SECONDS_ONLY):
+        rows = job_seconds.load_rows(path)
+        jobs = {k: Measurement(r.seconds, work=r.work, cpu=r.cpu) for k, r in rows.items()}
+        return Reference(grid, jobs, str(path))
     if not {"rule", "job", "s"} <= set(header):
         raise DataError(f"{path}: expected the columns rule,job,seconds or rule,job,s; got {header}")
     jobs: dict[tuple[str, str], Measurement] = {}
@@ -228,6 +237,26 @@ def checkout_references(job_seconds_path: str | None = "config/job_seconds.csv")
 _Candidate = tuple[Job, Measurement, str]
 
 
+def measured_candidates(
+    cfg: Mapping[str, Any],
+    references: Sequence[Reference],
+    reference_jobs: Callable[[Mapping[str, Any]], Iterable[Job]],
+) -> list[_Candidate]:
+    """(reference job, measurement, grid) of every measured job of ``reference_jobs(cfg of each
+    reference grid)``, at the work its table recorded (the config that ran), where recorded."""
+    out: list[_Candidate] = []
+    for reference in references:
+        for ref in reference_jobs(grid_config(cfg, reference.grid)):
+            m = reference.jobs.get((ref.rule, ref.job))
+            if m is None:
+                continue
+            if m.work is not None:
+                ref = dataclasses.replace(ref, work=m.work)
+            if ref.work > 0:
+                out.append((ref, m, reference.grid))
+    return out
+
+
 def _match(job: Job, candidates: Sequence[_Candidate]) -> _Candidate | None:
     """The reference job of the longest common key prefix, then the nearest size, then the
     nearest work per fit (a run at the same budgets beats one scaled from another budget)."""
@@ -254,11 +283,10 @@ def estimate_jobs(
         if _cost_module(pid) is None:
             continue
         candidates: dict[str, list[_Candidate]] = {}
-        for reference in references:
-            for ref in paper_jobs(grid_config(cfg, reference.grid), pid, reference=True):
-                m = reference.jobs.get((ref.rule, ref.job))
-                if m is not None and ref.work > 0:
-                    candidates.setdefault(ref.measured_rule or ref.rule, []).append((ref, m, reference.grid))
+        for ref, m, grid in measured_candidates(
+            cfg, references, functools.partial(paper_jobs, paper_id=pid, reference=True)
+        ):
+            candidates.setdefault(ref.measured_rule or ref.rule, []).append((ref, m, grid))
         for job in paper_jobs(cfg, pid):
             rule = job.measured_rule or job.rule
             out.append(_estimate(pid, job, candidates.get(rule, []), references))
@@ -328,6 +356,11 @@ def _estimate(
         job.chain,
         job.stage,
     )
+
+
+def on_this_machine(estimates: Iterable[Estimate], factor: float) -> list[Estimate]:
+    """The estimates scaled by ``factor`` (this machine's seconds per measuring-CPU second)."""
+    return [dataclasses.replace(e, cpu_seconds=e.cpu_seconds * factor) for e in estimates]
 
 
 def by_job(estimates: Iterable[Estimate]) -> dict[tuple[str, str], Estimate]:
@@ -472,7 +505,9 @@ __all__ = [
     "list_schedule",
     "load_reference",
     "load_references",
+    "measured_candidates",
     "mem_mb",
+    "on_this_machine",
     "paper_jobs",
     "runtime_minutes",
     "summary_rows",

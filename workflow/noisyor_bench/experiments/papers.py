@@ -56,8 +56,6 @@ class Paper:
     """The keys of ``grids.<grid>`` that configure it."""
     claim_prefixes: tuple[str, ...]
     """A claim id starting with one of these is this paper's (the longest match wins)."""
-    claims_module: str | None
-    """The module that checks its claims."""
     paper_numbers: str | None
     """Its published numbers: a package resource relative to ``noisyor_bench`` (``None``: none)."""
     run_kinds: tuple[str, ...]
@@ -72,11 +70,14 @@ class Paper:
     table_command: tuple[str, ...] = ()
     """One table command that runs from its paper numbers alone (the wheel test calls it)."""
     runtime: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """Time rows per grid, used where ``config/runtime_estimates.yaml`` has none for it."""
+    """Time rows per grid, used where ``config/runtime_estimates.yaml`` has none for it (same keys,
+    ``config_hash`` included: :mod:`noisyor_bench.experiments.config_hash`)."""
+    costs: str | None = None
+    """Its cost module (``jobs(cfg)``, ``COMPUTE_RULES``, optionally ``reference_jobs(cfg)``:
+    :mod:`noisyor_bench.experiments.costs`); ``None``: no compute jobs to size."""
     run_verifier: str | None = None
     """A module with ``recompute(check) -> Recomputed``: what ``noisyor-bench verify`` recomputes
-    from a run folder of this paper (``None``: the ``verify`` command's own recomputation from
-    ``posterior_test.npz``, ACP's runs)."""
+    from a run folder of this paper (``None``: its runs' files are checked, nothing recomputed)."""
     config_schema: str | None = None
     """Its config keys' schema, a package resource like :attr:`paper_numbers`: a YAML file with
     ``grid_sections`` (key of ``grids.<grid>`` -> schema) and ``$defs``, merged into the config

@@ -27,8 +27,8 @@ import numpy as np
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import EpochRecord
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.integrity import read_run_record, seal_record
 from noisyor_bench.infra.io import load_npz, lock_run_partial, release_run_partial, write_json_atomic
-from noisyor_bench.infra.provenance import read_run_record, seal_record
 
 METRICS_FILE = "metrics.json"
 POSTERIOR_FILE = "posterior_test.npz"
@@ -41,10 +41,32 @@ RUNS_DIR = "runs"
 """The folder of every run directory under the results directory."""
 
 
-def cell_path(experiment: str, dataset: str, method: str, n_train: int) -> str:
+_WILDCARD = re.compile(r"\{\w+\}")
+
+
+def _number(value: int | str) -> str:
+    """An ``n``/``seed`` field: an integer, or a Snakemake wildcard such as ``"{n}"`` kept as it is
+    (the rules declare their run paths with the same functions as the code that writes them)."""
+    return value if isinstance(value, str) and _WILDCARD.fullmatch(value) else str(int(value))
+
+
+def cell_path(experiment: str, dataset: str, method: str, n_train: int | str) -> str:
     """``<experiment>/<dataset>/<method>/n<N_train>``: the folder of a cell's seeds (under ``runs/``;
     the hyperparameter search keeps its draws under the same path in ``search/``)."""
-    return f"{experiment}/{dataset}/{method}/n{int(n_train)}"
+    return f"{experiment}/{dataset}/{method}/n{_number(n_train)}"
+
+
+def _seed_path(cell: str, seed: int | str) -> str:
+    return f"{cell}/seed{_number(seed)}"
+
+
+def run_path(cell: str, seed: int | str, file: str | None = None) -> str:
+    """``runs/<cell>/seed<s>[/<file>]``, relative to the results directory: the one spelling of
+    a run's place.  ``cell`` is a :func:`cell_path`; :class:`RunKey` builds its directories with
+    this function and the rules declare theirs with it (rules/common.smk: ``RUN``), so any field
+    may be a Snakemake wildcard (``"{seed}"``, or ``"{cell}"`` for a whole cell path)."""
+    path = f"{RUNS_DIR}/{_seed_path(cell, seed)}"
+    return f"{path}/{file}" if file else path
 
 
 _N_PART = re.compile(r"n(\d+)")
@@ -71,11 +93,11 @@ class RunKey:
     @property
     def path(self) -> str:
         """``<experiment>/<dataset>/<method>/n<N_train>/seed<seed>``, relative to ``runs/``."""
-        return f"{self.cell_path}/seed{int(self.seed)}"
+        return _seed_path(self.cell_path, int(self.seed))
 
     def directory(self, results_dir: str | Path) -> Path:
         """``results_dir/runs/<path>`` (no check of the names: :func:`run_dir` checks them)."""
-        return Path(results_dir) / RUNS_DIR / self.path
+        return Path(results_dir) / run_path(self.cell_path, int(self.seed))
 
     @classmethod
     def from_path(cls, path: str | PurePath) -> RunKey:
@@ -101,6 +123,27 @@ def run_dir(
     check_name(dataset, "dataset name")
     check_name(method, "method")
     return RunKey(experiment, dataset, method, int(n_train), int(seed)).directory(results_dir)
+
+
+def check_out_dir(out_dir: str | Path, key: RunKey, option: str = "--out-dir") -> Path:
+    """``out_dir`` of a run writer, checked against the run it writes: its names (as
+    :func:`run_dir`) and its last five components, which must be ``key``'s path, so that the
+    folder a rule declares and the identity its ``metrics.json`` records agree (ConfigError)."""
+    from noisyor_bench.experiments.config import check_name
+    from noisyor_bench.infra.errors import ConfigError
+
+    check_name(key.experiment, "experiment")
+    check_name(key.dataset, "dataset name")
+    check_name(key.method, "method")
+    try:
+        found = RunKey.from_path(out_dir)
+    except ValueError:
+        found = None
+    if found != key:
+        raise ConfigError(
+            f"{option} {out_dir}: expected a run folder ending in {key.path} (the run it writes)"
+        )
+    return Path(out_dir)
 
 
 def partial_dir(out_dir: str | Path) -> Path:
@@ -249,6 +292,7 @@ __all__ = [
     "SPEC_FILE",
     "RunKey",
     "cell_path",
+    "check_out_dir",
     "claim_partial_dir",
     "convergence_keys",
     "curve_csv",
@@ -261,5 +305,6 @@ __all__ = [
     "publish_run_dir",
     "read_metrics_record",
     "run_dir",
+    "run_path",
     "write_metrics",
 ]

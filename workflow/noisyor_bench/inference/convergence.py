@@ -1,4 +1,4 @@
-"""Whether a fit converged, decided once, from its training curve (contract 1 of issue 12).
+"""Whether a fit converged, decided once, from its training curve, and recorded with the run.
 
 A run *converged* if
 
@@ -27,9 +27,9 @@ online LDA pass by pass (:mod:`noisyor_bench.inference.topics.lda_meanfield`, ``
 
 A run that stopped at its epoch limit with its best evaluation the last one (``best_at_limit``)
 was still improving when it was stopped: it is *never* converged, whatever the window says
-(issue 30; rule ``best-at-limit``).
+(rule ``best-at-limit``).
 
-Judged in nats (issue 30, :func:`rejudge_absolute`): the NELBOs of noisy-OR fits are nats per
+Judged in nats (:func:`rejudge_absolute`): the NELBOs of noisy-OR fits are nats per
 data point, and a relative tolerance scales with the NELBO (1e-3 is 0.038 nats at 38 nats but
 0.24 at 240).  Every verdict records ``last_window_nats = best_before_window -
 best_within_window`` (absolute, nats per data point, positive = improved), and the ACP runs are
@@ -134,7 +134,7 @@ def relative_improvement(
 
 
 ABS_TOL_NATS = 0.01
-"""Absolute plateau tolerance of the noisy-OR (ACP) runs: nats per data point per window (issue 30)."""
+"""Absolute plateau tolerance of the noisy-OR (ACP) runs: nats per data point per window."""
 
 
 def plateau_reached(values: Sequence[float | None], window: int, rel_tol: float) -> bool:

@@ -1,5 +1,5 @@
 """One progress line helper for every long loop: steps done, elapsed time and an ETA, logged at
-most every :data:`INTERVAL_S` seconds (issue 29: a job's log shows a line at least every 30 s
+most every :data:`INTERVAL_S` seconds (a job's log shows a line at least every 30 s
 while it works; hours of silence on the paper grid looked like a hang).
 
 A loop calls :meth:`Progress.update` after each step (cheap: one clock read unless a line is

@@ -1,4 +1,4 @@
-"""A results directory tied to its grid (issue 33): ``<results_dir>/.noisyor-bench-results.json``.
+"""A results directory tied to its grid: ``<results_dir>/.noisyor-bench-results.json``.
 
 Run paths (``runs/<experiment>/<dataset>/<method>/n<N>/seed<s>``) do not name the grid, so a
 second grid run into the same directory would replace the first grid's runs in place.  The

@@ -1,6 +1,6 @@
 """Wall-clock timings that a loaded machine does not flip: a robust centre with its spread.
 
-A time measured once moves with whatever else the machine runs (issue 33: the same APE
+A time measured once moves with whatever else the machine runs (the same APE
 speed-up came out 41x, 457x, 43x and 90x).  Two ways to a repeatable timing, both wall clock
 (the papers compare wall times), neither re-running anything expensive:
 
@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-MIN_REPEATS = 5  # the fewest repetitions of a repeated timing (issue 33: median of >= 5)
+MIN_REPEATS = 5  # the fewest repetitions of a repeated timing (median of >= 5)
 T = TypeVar("T")
 
 

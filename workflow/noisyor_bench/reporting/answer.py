@@ -27,7 +27,7 @@ import pandas as pd
 from noisyor_bench.infra.errors import DataError
 
 VERDICT_ORDER = ("reproduced", "not reproduced", "inconclusive", "not tested")
-"""Verdicts always shown, in this order (issue 30's vocabulary); any other verdict found in an
+"""Verdicts always shown, in this order (the vocabulary of one verdict per claim, docs/history.md); any other verdict found in an
 older ``claims.csv`` (e.g. "budget-limited") follows, so no claim goes uncounted."""
 
 QUALIFIER_COLUMNS = ("protocol_deviation", "unconverged", "weak_learning", "bound_gap", "low_power")

@@ -3,7 +3,7 @@
 A paper module (e.g. :mod:`noisyor_bench.reporting.acp.synthetic_claims`) writes one function
 per claim: it reads the tables (by artifact, :func:`noisyor_bench.reporting.tables.read_tables`)
 and returns a :class:`Claim` with a verdict in {reproduced, not reproduced, inconclusive,
-not tested} and named qualifiers beside it (issue 30).  The rules shared by every paper live here:
+not tested} and named qualifiers beside it.  The rules shared by every paper live here:
 
 The verdict is the statistics of the claim *as the paper states it*, from 95% confidence
 intervals over seeds, never from point estimates alone:
@@ -50,8 +50,8 @@ from scipy import stats
 
 from noisyor_bench.experiments import papers
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.integrity import verify_recorded_file
 from noisyor_bench.infra.io import write_text_atomic
-from noisyor_bench.infra.provenance import verify_recorded_file
 from noisyor_bench.reporting.statistics import CI_LEVEL
 from noisyor_bench.reporting.tables import cell_flag, is_missing, markdown_table, parse_values
 
@@ -65,9 +65,9 @@ VERDICTS = (*STATISTICAL_VERDICTS, NOT_TESTED)
 NO_DATA = NOT_TESTED
 """Prefix of the numbers of a claim the grid lacks the condition of (``"not tested: <what>"``)."""
 QUALIFIERS = ("protocol_deviation", "unconverged", "weak_learning", "bound_gap", "low_power")
-"""Named qualifiers of a :class:`Claim`, beside the verdict and never changing it (issue 30)."""
+"""Named qualifiers of a :class:`Claim`, beside the verdict and never changing it."""
 LEGACY_VERDICTS = {"budget-limited"}
-"""Verdicts of claims CSVs from before issue 30: read back as their ``statistical_verdict``."""
+"""Verdicts of claims CSVs written before qualifiers were named: read back as their ``statistical_verdict``."""
 QUALIFIER_RULE = (
     "; qualifiers beside the verdict (unconverged runs, learned models not better than the "
     "independent-Bernoulli baseline, protocol deviations) never change it"
@@ -193,7 +193,7 @@ def write_claims(
 
 
 def current_verdict(verdict: Any, statistical_verdict: Any = "", numbers: Any = "") -> Any:
-    """A verdict of a claims CSV from before issue 30 in today's vocabulary: budget-limited becomes
+    """A verdict of a claims CSV written before qualifiers were named, in today's vocabulary: budget-limited becomes
     its statistical verdict, an inconclusive "no data" claim is not tested; others unchanged."""
     if verdict in LEGACY_VERDICTS and statistical_verdict in STATISTICAL_VERDICTS:
         return statistical_verdict
@@ -385,7 +385,7 @@ class RowEvidence:
 
 WEAK_LEARNING_TOL = 0.01
 """nats per data point: a learned model is *weak* when its held-out NLL is not below the
-independent-Bernoulli baseline's (same rows) by more than this, at 95% (issue 30)."""
+independent-Bernoulli baseline's (same rows) by more than this, at 95%."""
 
 
 def _float(value: Any) -> float:
@@ -549,7 +549,7 @@ class Evidence:
         return f"{self.converged}/{self.runs} runs converged; {base}"
 
     def unconverged(self) -> str:
-        """The ``unconverged`` qualifier (issue 30, judged in nats against the claim): the runs the
+        """The ``unconverged`` qualifier (judged in nats against the claim): the runs the
         tables count as unconverged (at the epoch limit improving by >= 0.01 nats per data point
         per window, or with their best evaluation the last one), and -- for a claim on NELBOs /
         NLLs alone -- the cells whose runs' projected improvement in a doubled budget reaches
@@ -716,9 +716,9 @@ def qualified(check: Callable[..., Claim]) -> Callable[..., Claim]:
 
 
 budget_aware = qualified
-"""Deprecated alias of :func:`qualified` (issue 30), kept for one release."""
+"""Deprecated alias of :func:`qualified`, kept for one release."""
 BUDGET_RULE = QUALIFIER_RULE
-"""Deprecated alias of :data:`QUALIFIER_RULE` (issue 30), kept for one release."""
+"""Deprecated alias of :data:`QUALIFIER_RULE`, kept for one release."""
 
 
 @dataclass(frozen=True)

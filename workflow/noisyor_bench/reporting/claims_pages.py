@@ -3,9 +3,9 @@ where the paper makes them (Figure 5, Table 4, ...), each group collapsed behind
 its verdict counts, each claim's rule text behind its own toggle.
 
 Why not the merged claims table: a reader asks "what holds of *this* paper", the merged view
-repeats a ~500-character rule in every row (33,000 px tall in issue 29) and mixes the papers.
+repeats a ~500-character rule in every row (once 33,000 px tall) and mixes the papers.
 The page is derived from ``tables/claims.csv`` alone (whichever columns it has: the qualifier
-columns of issue 30 when present), so it needs no change when a paper adds claims.
+columns when present), so it needs no change when a paper adds claims.
 """
 
 from __future__ import annotations

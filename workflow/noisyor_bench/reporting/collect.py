@@ -4,7 +4,7 @@ A run directory is ``<experiment>/<dataset>/<method>/n<N>/seed<s>/`` with a ``me
 (and, for some stages, ``posterior_test.npz``); :func:`collect_runs` checks that the path and
 the file agree and that no run appears twice.
 
-Convergence (issue 12): :func:`convergence_counts` gives ``n_runs`` (runs in a cell) and
+Convergence: :func:`convergence_counts` gives ``n_runs`` (runs in a cell) and
 ``n_converged`` (runs whose ``metrics.json`` does not say ``converged: false``; ``null`` --
 no training budget to converge, e.g. SVI/LB-CDI/UB-CDI optimised on the held-out set -- and
 runs written before the key existed count as converged).  Deterministic cells
@@ -25,8 +25,8 @@ import pandas as pd
 
 from noisyor_bench.experiments.rundir import RunKey
 from noisyor_bench.infra.errors import DataError, UserError
+from noisyor_bench.infra.integrity import read_run_record
 from noisyor_bench.infra.io import read_json
-from noisyor_bench.infra.provenance import read_run_record
 from noisyor_bench.reporting.methods import DETERMINISTIC_IN_INFERENCE, method_rank
 
 REQUIRED_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
@@ -161,7 +161,7 @@ def _number(value: Any) -> float | None:
 
 
 def last_window_nats(row: Mapping[str, Any]) -> float | None:
-    """A run's last-window improvement of its monitored NELBO, nats per data point (issue 30):
+    """A run's last-window improvement of its monitored NELBO, nats per data point:
     ``convergence.last_window_nats``, else best-before minus best-within of runs written before it."""
     gain = _number(row.get("convergence_last_window_nats"))
     if gain is not None:
@@ -174,7 +174,7 @@ def last_window_nats(row: Mapping[str, Any]) -> float | None:
 
 
 def run_converged(row: Mapping[str, Any]) -> bool | None:
-    """A run's convergence judged in nats (issue 30, :func:`noisyor_bench.inference.convergence.rejudge_absolute`):
+    """A run's convergence judged in nats (:func:`noisyor_bench.inference.convergence.rejudge_absolute`):
     its ``converged`` flag, except that a run judged at its epoch limit by the window is converged
     only if its last-window improvement is below ``ABS_TOL_NATS`` and its best evaluation is not
     the last one (then never).  Also re-judges runs written under the relative rule."""

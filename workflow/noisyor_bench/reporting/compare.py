@@ -1,4 +1,4 @@
-"""Compare two result sets cell by cell: a user's run against a published reference (issue 16).
+"""Compare two result sets cell by cell: a user's run against a published reference.
 
 Every result table keeps, per cell and metric, ``<m>_mean``, ``<m>_ci95`` (the half-width of the
 95% CI over seeds) and ``<m>_n`` (:mod:`noisyor_bench.reporting.tables`).  Two cells with the same
@@ -29,8 +29,8 @@ from pathlib import Path
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.integrity import verify_recorded_file
 from noisyor_bench.infra.io import write_text_atomic
-from noisyor_bench.infra.provenance import verify_recorded_file
 from noisyor_bench.reporting.statistics import mean_ci
 from noisyor_bench.reporting.tables import format_ci, markdown_table
 

@@ -1,4 +1,4 @@
-"""Convergence tables (issue 12): did each run of an experiment converge, and how many did?
+"""Convergence tables: did each run of an experiment converge, and how many did?
 
 ``tables/convergence_<experiment>.csv|md``: one row per run, from its ``metrics.json``
 (``converged`` and the ``convergence`` object written by :mod:`noisyor_bench.experiments.acp.runs`, rule in
@@ -98,7 +98,7 @@ def convergence_table(runs: pd.DataFrame) -> pd.DataFrame:
                 )
             },
         }
-        row["converged"] = run_converged(r)  # judged in nats (issue 30), also for runs from before
+        row["converged"] = run_converged(r)  # judged in nats, also for runs from before
         for key in _FROM_OBJECT:
             row[key] = r.get(f"convergence_{key}")
         row["last_window_nats"] = last_window_nats(r)
@@ -179,7 +179,7 @@ def _fmt(v: Any, digits: int = 4) -> str:
 RULE_NOTE = (
     "A run converged if it stopped by early stopping (`patience`) or by the method's own criterion "
     "(`converged`), or if it reached `max_epochs` with the validation NELBO on a plateau: the best of its last W "
-    "evaluations improved on the best before them by less than 0.01 nats per data point (absolute, issue 30; "
+    "evaluations improved on the best before them by less than 0.01 nats per data point (absolute; "
     "W = `convergence_window`; the relative improvement against `convergence_rel_tol` is still listed). A run "
     "stopped at `max_epochs` with its best evaluation the last one never converged (`best-at-limit`); fewer "
     "than W + 1 evaluations at the limit: not converged. Not applicable (empty): SVI, LB-CDI and UB-CDI optimised on the held-out set in inference mode "

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.infra.provenance import verify_recorded_file
+from noisyor_bench.infra.integrity import verify_recorded_file
 from noisyor_bench.reporting.tables import format_ci
 
 STAT_SUFFIXES = ("mean", "std", "n", "ci95", "values")
@@ -228,7 +228,7 @@ def html_table(
 LONG_TABLE_ROWS = 40
 MAX_GROUPS = 30
 """A table longer than this is shown in groups (by its leading identity columns), each behind a
-``<details>`` toggle, so its page stays a few screens tall (issue 29: table5 was 50,000 px)."""
+``<details>`` toggle, so its page stays a few screens tall (table5 was 50,000 px)."""
 
 
 def view_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -288,7 +288,7 @@ ID_COLUMNS = frozenset(
 def _answer_first(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with the row's identity first, then each metric (ours ± CI, the paper's beside it),
     then everything else (status, notes, counts): the paper's table reads left to right in the
-    first 1000 px instead of after the notes (issue 29)."""
+    first 1000 px instead of after the notes."""
     stems = metric_stems(frame.columns)
     partner = paper_partners(stems, frame.columns)
     metric_cols = [

@@ -1,6 +1,6 @@
 """A published reference: a finished run's small outputs, with their provenance, in one folder.
 
-``reference/`` (issue 16) holds what a reader needs to compare their own run against ours without
+``reference/`` holds what a reader needs to compare their own run against ours without
 downloading anything: every table (CSV and Markdown), every figure (PNG), each with the provenance
 sidecar (``<file>.prov.json``: command, inputs with sha256, code commit, machine) the workflow wrote
 beside it, and a README saying which commit, command, machine and time produced them, with the
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.integrity import verify_recorded_file
 from noisyor_bench.infra.io import copy_file_atomic, write_text_atomic
-from noisyor_bench.infra.provenance import verify_recorded_file
 
 PUBLISHED = (("tables", ("*.csv", "*.md")), ("figures", ("*.png",)))
 """What is copied: (folder, patterns); each file's ``.prov.json`` sidecar comes with it."""

@@ -173,9 +173,11 @@ def cost_model_table(
     gpu: bool = False,
     root: Path | None = None,
     unit: str = "slot",
+    factor: float = 1.0,
 ) -> str | None:
     """``estimate-time``'s table from the cost model (noisyor_bench.experiments.costs) for ``grid``:
-    per paper and in total; None when the grid has no compute job for the papers."""
+    per paper and in total, every estimate x ``factor`` (this machine's speed against the
+    measuring CPU); None when the grid has no compute job for the papers."""
     from noisyor_bench.experiments import costs, papers
     from noisyor_bench.experiments.config import load_config
 
@@ -183,4 +185,41 @@ def cost_model_table(
     cfg = load_config(root / "config" / "config.yaml", {"grid": grid})
     ids = paper_ids or list(papers.ids())
     estimates = costs.estimate_jobs(cfg, costs.load_references(root, cfg.get("job_seconds")), ids)
+    estimates = costs.on_this_machine(estimates, factor)
     return costs.format_table(estimates, grid, slots, gpu, unit) if estimates else None
+
+
+def config_check(
+    table: dict, grid: str, paper_ids: list[str] | None, cores: int, root: Path | None = None
+) -> tuple[dict[str, str | None], dict[str, float]]:
+    """Today's config hash of each paper in ``grid`` and, for a paper whose measured row
+    (``table``, runtime_estimates.yaml) was recorded at another hash, the cost model's wall seconds
+    on ``cores`` cores (scaled by work from the measured jobs).  Empty outside a checkout or for a
+    grid the config does not define: nothing to compare."""
+    from noisyor_bench.experiments import costs, papers
+    from noisyor_bench.experiments.config import load_config
+    from noisyor_bench.experiments.config_hash import config_hash
+    from noisyor_bench.reporting.summary import paper_rows
+
+    root = root or Path.cwd()
+    path = root / "config" / "config.yaml"
+    if not path.is_file():
+        return {}, {}
+    cfg = load_config(path)
+    if grid not in (cfg.get("grids") or {}):
+        return {}, {}
+    cfg = load_config(path, {"grid": grid})
+    rows = paper_rows((table.get("grids") or {}).get(grid) or {}, grid)
+    ids = paper_ids or list(papers.ids())
+    hashes = {pid: config_hash(cfg, grid, pid) for pid in ids}
+    changed = [
+        p
+        for p in ids
+        if p in rows and rows[p].get("config_hash") and hashes[p] not in (None, rows[p]["config_hash"])
+    ]
+    modelled = {}
+    if changed:
+        references = costs.load_references(root, cfg.get("job_seconds"))
+        for pid in changed:
+            modelled[pid] = costs.wall_seconds(costs.estimate_jobs(cfg, references, [pid]), cores)
+    return hashes, modelled

@@ -23,7 +23,7 @@ import pandas as pd
 from noisyor_bench.experiments.papers import paper_of_claim as paper_of
 from noisyor_bench.experiments.papers import papers as registered_papers
 from noisyor_bench.infra.errors import DataError, UserError
-from noisyor_bench.infra.provenance import verify_recorded_file
+from noisyor_bench.infra.integrity import verify_recorded_file
 
 BEGIN = "<!-- results -->"
 END = "<!-- /results -->"
@@ -60,7 +60,7 @@ def read_claims(claims_csv: str | Path) -> pd.DataFrame:
         raise DataError(f"{path}: cannot read the claims table ({err})") from None
     if "verdict" not in frame.columns:
         raise DataError(f"{path}: no 'verdict' column (columns: {list(frame.columns)})")
-    if {"statistical_verdict", "numbers"} & set(frame.columns):  # a CSV from before issue 30
+    if {"statistical_verdict", "numbers"} & set(frame.columns):  # a CSV written before qualifiers were named
         from noisyor_bench.reporting.claims import current_verdict
 
         old = frame.get("statistical_verdict", pd.Series("", index=frame.index))
@@ -400,7 +400,13 @@ def paper_rows(grid_row: Mapping[str, Any], grid: str = "") -> dict[str, Mapping
 
 
 def estimate_time(
-    table: Mapping[str, Any], grid: str, cores: int, papers: Sequence[str] | None = None
+    table: Mapping[str, Any],
+    grid: str,
+    cores: int,
+    papers: Sequence[str] | None = None,
+    speed: Any = None,
+    hashes: Mapping[str, str | None] | None = None,
+    modelled: Mapping[str, float] | None = None,
 ) -> str:
     """One line: the expected wall time of an experiment grid on ``cores`` cores, from measured numbers.
 
@@ -408,6 +414,13 @@ def estimate_time(
     beyond their stages, and no job runs on more than one core (threads: 1).  With several
     papers (``papers``; default every registered one) the papers' times add up: each paper's grid alone
     keeps the cores busy, so running them together does not overlap much.
+
+    ``hashes``: today's config hash of each paper in the grid
+    (:func:`noisyor_bench.experiments.config_hash.config_hash`); a row recorded at another hash is
+    not this config's time: a warning says so, and the paper's ``modelled`` wall seconds (the cost
+    model's, scaled by work from the measured jobs) replace it where given.  ``speed``
+    (:class:`noisyor_bench.experiments.calibration.Speed`): this machine against the measuring
+    CPU; every time scales by its factor.
     """
     from noisyor_bench.experiments import papers as registry
 
@@ -423,10 +436,28 @@ def estimate_time(
             f"Time estimate: none recorded for the {grid!r} grid and papers {', '.join(wanted)} "
             "(config/runtime_estimates.yaml)."
         )
+    factor = speed.factor if speed is not None else 1.0
     walls = {p: _row_wall(rows[p], cores) for p in known}
+    warnings = []
+    for p in known:
+        then, now = rows[p].get("config_hash"), (hashes or {}).get(p)
+        if then and now and str(then) != now:
+            instead = (
+                f"the cost model scales the measured jobs by work: {_human(modelled[p] * factor)}"
+                if modelled and p in modelled
+                else "the measured time is of another config"
+            )
+            warnings.append(
+                f"  warning: {_paper_name(p)}'s config of the {grid} grid (hash {now}) differs from the "
+                f"measured one ({then}); {instead}"
+            )
+            if modelled and p in modelled:
+                walls[p] = modelled[p]
+    walls = {p: w * factor for p, w in walls.items()}
     lines = [
         f"Time estimate ({grid} grid, {cores} core{'s' if cores != 1 else ''}): about {_human(sum(walls.values()))}"
     ]
+    lines += warnings
     if len(wanted) > 1:
         parts = [f"{_paper_name(p)} {_human(walls[p])}" for p in known]
         parts += [f"{_paper_name(p)} not recorded (not included)" for p in missing]
@@ -434,7 +465,8 @@ def estimate_time(
     for p in known:
         basis = " ".join(str(rows[p].get("how", "")).split())
         lines.append(f"  basis{f' ({_paper_name(p)})' if len(known) > 1 else ''}: {basis}")
-    lines.append(f"  machine: {machine}")
+    lines.append(f"  measured on: {machine}")
+    lines += [f"  {line}" for line in (speed.lines() if speed is not None else [])]
     lines.append(
         "  progress: Snakemake's 'N of M steps'; each job's log (results/logs/) has epoch lines with an ETA"
     )

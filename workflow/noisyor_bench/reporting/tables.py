@@ -21,8 +21,8 @@ from typing import Any
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.integrity import verify_recorded_file
 from noisyor_bench.infra.io import write_text_atomic
-from noisyor_bench.infra.provenance import verify_recorded_file
 from noisyor_bench.reporting.collect import convergence_counts, is_deterministic
 from noisyor_bench.reporting.statistics import CI_LEVEL, mean_ci
 
@@ -62,7 +62,7 @@ def parse_values(text: Any) -> dict[int, float]:
 
 
 WINDOW_COLUMNS = ("max_last_window_nats", "max_projected_nats")
-"""Per-cell convergence in nats (issue 30, :func:`noisyor_bench.reporting.collect.convergence_counts`)."""
+"""Per-cell convergence in nats (:func:`noisyor_bench.reporting.collect.convergence_counts`)."""
 
 
 def summarise(

@@ -190,58 +190,21 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_convergence_table(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.collect import collect_runs
-    from noisyor_bench.reporting.convergence_tables import (
-        convergence_markdown,
-        convergence_table,
-        summary_line,
-    )
-    from noisyor_bench.reporting.tables import write_table
-
-    table = convergence_table(collect_runs(args.runs))
-    write_table(table, args.out_csv, convergence_markdown(table), args.out_md)
-    log.info("convergence %s: %s", table["experiment"].iloc[0], summary_line(table))
-    return 0
-
-
-def cmd_convergence_summary(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.convergence_tables import (
-        read_convergence_tables,
-        summary_markdown,
-        summary_table,
-    )
-    from noisyor_bench.reporting.tables import write_table
-
-    summary = summary_table(read_convergence_tables(args.tables))
-    write_table(summary, args.out_csv, summary_markdown(summary), args.out_md)
-    log.info("convergence summary: %d rows -> %s", len(summary), args.out_md)
-    return 0
-
-
-def cmd_claims_merge(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.claims import read_claims, write_claims
-
-    claims = [c for path in args.claims for c in read_claims(path)]
-    write_claims(claims, args.out_csv, args.out_md, title="Claims of the papers and verdicts")
-    return 0
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     runs_help = "run directories or their metrics.json files"
     baselines_help = (
-        "results/baselines/<dataset>.json files (noisyor-bench baselines): reference rows and columns"
+        "results/baselines/<dataset>.json files (noisyor-bench acp-baselines): reference rows and columns"
     )
 
     p = sub.add_parser(
-        "table-fig3a", help="paper Fig. 3a table: NELBO/F1/EM per (N_train, method) beside the paper"
+        "acp-table-fig3a", help="paper Fig. 3a table: NELBO/F1/EM per (N_train, method) beside the paper"
     )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help)
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
     add_table_outputs(p)
     p.set_defaults(func=cmd_table_fig3a)
 
-    p = sub.add_parser("table4", help="paper Table 4: held-out NELBO, N_train x method, beside the paper")
+    p = sub.add_parser("acp-table4", help="paper Table 4: held-out NELBO, N_train x method, beside the paper")
     p.add_argument("--runs", nargs="+", required=True, help=runs_help)
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
     p.add_argument(
@@ -255,7 +218,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_table4)
 
     p = sub.add_parser(
-        "figure-fig5", help="paper Fig. 5: NELBO vs N_train per SYN-RANDOM dataset (+ data table)"
+        "acp-figure-fig5", help="paper Fig. 5: NELBO vs N_train per SYN-RANDOM dataset (+ data table)"
     )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help)
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
@@ -266,7 +229,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_figure_fig5)
 
     p = sub.add_parser(
-        "figure-fig3b", help="paper Fig. 3b: UB-CDI LL-UB and ELBO per fixed-point round (+ data)"
+        "acp-figure-fig3b", help="paper Fig. 3b: UB-CDI LL-UB and ELBO per fixed-point round (+ data)"
     )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (with curve.csv)")
     p.add_argument("--out-png", required=True)
@@ -275,7 +238,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_figure_fig3b)
 
     p = sub.add_parser(
-        "figure-patterns", help="paper Fig. 4 / supp. Figs. 1-2: learned patterns + recovery table"
+        "acp-figure-patterns", help="paper Fig. 4 / supp. Figs. 1-2: learned patterns + recovery table"
     )
     p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (with posterior_test.npz)")
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
@@ -292,7 +255,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_figure_patterns)
 
     p = sub.add_parser(
-        "ablation-table",
+        "acp-ablation-table",
         help="ablation ACP vs ACP-SG (theta stopped in eq. 11), paired by seed: NELBO, theta distance, recovery",
     )
     p.add_argument(
@@ -311,15 +274,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_ablation_table)
 
     p = sub.add_parser(
-        "claims-synthetic",
-        aliases=["claims"],
+        "acp-claims-synthetic",
         help="verdicts on the paper's synthetic-data claims from the table CSVs",
     )
     p.add_argument(
         "--tables",
         nargs="+",
         required=True,
-        help="CSVs from table-fig3a, table4, figure-fig5, figure-fig3b, figure-patterns, ablation-table "
+        help="CSVs from acp-table-fig3a, acp-table4, acp-figure-fig5, acp-figure-fig3b, acp-figure-patterns, "
+        "acp-ablation-table "
         "(any subset)",
     )
     p.add_argument(
@@ -337,23 +300,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_table_outputs(p, markdown_required=False)
     p.set_defaults(func=cmd_claims)
-
-    p = sub.add_parser(
-        "convergence-table",
-        help="one row per run of an experiment: converged, rule, stop reason, epochs, improvement",
-    )
-    p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (one experiment)")
-    add_table_outputs(p)
-    p.set_defaults(func=cmd_convergence_table)
-
-    p = sub.add_parser(
-        "convergence-summary", help="converged / total per experiment and method, learning-mode share overall"
-    )
-    p.add_argument("--tables", nargs="+", required=True, help="CSVs from convergence-table")
-    add_table_outputs(p)
-    p.set_defaults(func=cmd_convergence_summary)
-
-    p = sub.add_parser("claims-merge", help="concatenate claims CSVs of several stages into one")
-    p.add_argument("--claims", nargs="+", required=True, help="claims CSVs")
-    add_table_outputs(p, markdown_required=False)
-    p.set_defaults(func=cmd_claims_merge)

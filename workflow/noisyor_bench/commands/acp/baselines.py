@@ -1,4 +1,4 @@
-"""CLI: ``noisyor-bench baselines`` -- reference scores of one dataset for the NELBO tables.
+"""CLI: ``noisyor-bench acp-baselines`` -- reference scores of one dataset for the NELBO tables.
 
 Writes ``results/baselines/<dataset>.json`` (:func:`noisyor_bench.experiments.acp.baselines.baselines_record`):
 the independent-Bernoulli NLL of every ``--n-train`` value and, for synthetic data, the true
@@ -105,7 +105,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from noisyor_bench.infra.constants import BASELINE_IW_SAMPLES, BASELINE_MAX_ROUNDS, BASELINE_MAX_ROWS
 
     p = sub.add_parser(
-        "baselines", help="independent-Bernoulli and true-model reference scores of a dataset (test split)"
+        "acp-baselines",
+        help="independent-Bernoulli and true-model reference scores of a dataset (test split)",
     )
     p.add_argument("--dataset", required=True, help="the dataset .npz")
     p.add_argument("--dataset-name", help="name recorded in the output (default: file stem)")

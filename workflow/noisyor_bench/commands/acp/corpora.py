@@ -1,9 +1,9 @@
 """CLI: text corpora (NeurIPS titles, Reuters headlines), their training hyperparameters and PMI
 co-occurrence counts (rules/acp_corpora.smk, rules/acp_training.smk: corpus_hparams).
 
-``ingest-neurips`` / ``ingest-reuters`` write ``<out>.npz`` (binary x_*, ids_*; Reuters also
+``acp-ingest-neurips`` / ``acp-ingest-reuters`` write ``<out>.npz`` (binary x_*, ids_*; Reuters also
 y_*), ``<out stem>.vocab.txt`` (column order) and ``<out stem>.json`` (counts beside the
-paper's, preprocessing choices, seed, input checksums).  ``pmi-counts`` counts a reference
+paper's, preprocessing choices, seed, input checksums).  ``acp-pmi-counts`` counts a reference
 corpus once into a co-occurrence table for the PMI of Table 5.
 """
 
@@ -286,7 +286,7 @@ def cmd_corpus_hparams(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "ingest-neurips", help="NeurIPS titles 1987-2017 -> binary bag of words (paper Sec. 4.5)"
+        "acp-ingest-neurips", help="NeurIPS titles 1987-2017 -> binary bag of words (paper Sec. 4.5)"
     )
     _common(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the 1000/1000/rest split")
@@ -299,7 +299,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_ingest_neurips)
 
     p = sub.add_parser(
-        "ingest-reuters",
+        "acp-ingest-reuters",
         help="Reuters headlines of earn/acq/money-fx -> binary bag of words (supplement 5.1)",
     )
     _common(p)
@@ -322,7 +322,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_ingest_reuters)
 
     p = sub.add_parser(
-        "pmi-counts", help="window co-occurrence counts of a reference corpus for PMI (Table 5)"
+        "acp-pmi-counts", help="window co-occurrence counts of a reference corpus for PMI (Table 5)"
     )
     _common(p)
     p.add_argument(
@@ -340,10 +340,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_pmi_counts)
 
     p = sub.add_parser(
-        "corpus-hparams",
-        aliases=["text-hparams"],
-        help="AVI/ACP hyperparameters for a text corpus (init scaled to D; for train-cell --best)",
+        "acp-corpus-hparams",
+        help="AVI/ACP hyperparameters for a text corpus (init scaled to D; for acp-train-cell --best)",
     )
     p.add_argument("--dataset", required=True, help="corpus .npz (x_train)")
-    p.add_argument("--out", required=True, help="JSON with 'hparams' (read by train-cell --best)")
+    p.add_argument("--out", required=True, help="JSON with 'hparams' (read by acp-train-cell --best)")
     p.set_defaults(func=cmd_corpus_hparams)

@@ -22,7 +22,7 @@ def sidecar_path(npz_path: str | Path) -> Path:
 def dataset_integrity(npz_path: str | Path) -> str | None:
     """None if a built dataset is intact (or not built yet), else what is wrong with it.
 
-    Intact: its bytes have the sha256 its sidecar recorded when ``make-dataset`` wrote it.
+    Intact: its bytes have the sha256 its sidecar recorded when ``acp-make-dataset`` wrote it.
     A dataset without a sidecar or without a recorded sha256 is not judged (Snakemake
     rebuilds a dataset whose sidecar is missing anyway).
     """
@@ -150,16 +150,16 @@ def dataset_rows(paths: list[str]) -> list[dict[str, Any]]:
         sidecar = sidecar_path(path)
         if not sidecar.exists():
             raise DataError(
-                f"dataset sidecar {sidecar} is missing; rebuild {path} with 'noisyor-bench make-dataset'"
+                f"dataset sidecar {sidecar} is missing; rebuild {path} with 'noisyor-bench acp-make-dataset'"
             )
         problem = dataset_integrity(path)  # a table of a damaged dataset would pass as right
         if problem:
-            raise DataError(f"{problem}; rebuild it with 'noisyor-bench make-dataset'")
+            raise DataError(f"{problem}; rebuild it with 'noisyor-bench acp-make-dataset'")
         note_input(sidecar, "dataset sidecar")
         meta = read_json(sidecar)
         if not isinstance(meta, dict) or not {"config", "sparsity_percent", "name"} <= set(meta):
             raise DataError(
-                f"dataset sidecar {sidecar} is corrupt (not a make-dataset sidecar); rebuild {path}"
+                f"dataset sidecar {sidecar} is corrupt (not an acp-make-dataset sidecar); rebuild {path}"
             )
         cfg = meta["config"]
         measured = meta["sparsity_percent"]["all"]
@@ -208,7 +208,9 @@ def cmd_dataset_table(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("make-dataset", help="sample a synthetic dataset (results/data/<name>.npz + .json)")
+    p = sub.add_parser(
+        "acp-make-dataset", help="sample a synthetic dataset (results/data/<name>.npz + .json)"
+    )
     p.add_argument("--name", required=True, help="dataset name, a key of the config's datasets section")
     src = p.add_mutually_exclusive_group()
     src.add_argument(
@@ -223,13 +225,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output .npz path (the .json sidecar is written beside it)")
     p.set_defaults(func=cmd_make_dataset)
 
-    p = sub.add_parser("plot-patterns", help="draw a dataset's generating patterns (paper Fig. 2a/2b)")
+    p = sub.add_parser("acp-plot-patterns", help="draw a dataset's generating patterns (paper Fig. 2a/2b)")
     p.add_argument("--dataset", required=True, help="dataset .npz")
     p.add_argument("--out-png", required=True)
     p.add_argument("--out-pdf")
     p.set_defaults(func=cmd_plot_patterns)
 
-    p = sub.add_parser("dataset-table", help="results/tables/datasets.csv: measured vs paper sparsity")
+    p = sub.add_parser("acp-dataset-table", help="results/tables/datasets.csv: measured vs paper sparsity")
     p.add_argument("datasets", nargs="+", help="dataset .npz files")
     add_table_outputs(p)
     p.set_defaults(func=cmd_dataset_table)

@@ -2,7 +2,7 @@
 
 Snakemake ignores ``group:`` when running locally, and every process pays 2-5 s to import
 torch, so the workflow's unit of work is a *cell* (experiment, dataset, method, N_train):
-``search`` runs all draws of the cell's random search in one process and ``train-cell``
+``acp-search`` runs all draws of the cell's random search in one process and ``acp-train-cell``
 runs all seeds with the chosen hyperparameters.  Each run still writes its own directory.
 
 Initialisation is part of the protocol: every run's random streams derive from its seed and
@@ -76,7 +76,7 @@ def _spec(
 
 def _n_latent(args: argparse.Namespace) -> int | None:
     """K to learn: ``--latents``, or ``--latents-factor`` x the dataset's true K (an
-    overparameterised sensitivity run, issue 30), or None (the dataset's K)."""
+    overparameterised sensitivity run), or None (the dataset's K)."""
     latents, factor = getattr(args, "latents", None), getattr(args, "latents_factor", 1)
     if factor is None or factor == 1:
         return latents
@@ -153,7 +153,7 @@ def _draw_rows(
     pending = [key for key in specs if key not in done]
     if args.batch_draws:
         # Draws (and their initialisations) that share the encoder's shape train as one
-        # computation (issue 16).
+        # computation.
         candidates = list(pending)
         for group in batch_groups([specs[k] for k in candidates]):
             members = [candidates[i] for i in group]
@@ -175,7 +175,7 @@ def _draw_rows(
             spec = specs[(index, init)]
             metrics = done.get((index, init)) or _completed_draw(spec.out_dir, spec.hparams, spec.init_key)
             if (index, init) in failed:
-                # A diverging draw is a result of the search (issue 18): recorded with an
+                # A diverging draw is a result of the search: recorded with an
                 # infinite validation NELBO and the reason; its .partial directory is kept.
                 log.warning("draw %d init %d diverged: %s", index, init, failed[(index, init)])
                 metrics = {"val_nelbo": math.inf}
@@ -259,14 +259,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.out_chunk is not None:
         raise ConfigError("--out-chunk needs --draws-range (without it the search writes --out-dir)")
     if args.out_dir is None:
-        raise ConfigError("search needs --out-dir (or --draws-range with --out-chunk for one chunk)")
+        raise ConfigError("acp-search needs --out-dir (or --draws-range with --out-chunk for one chunk)")
     out = Path(args.out_dir)
     rows = _draw_rows(args, draws, range(len(draws)), out)
     return _write_selection(rows, draws, out, lambda: _search_provenance(args, draws, out))
 
 
 def _search_chunk(args: argparse.Namespace, draws: list[Any]) -> int:
-    """Draws START..STOP-1 of the search (issue 28): their rows in the chunk table ``--out-chunk``
+    """Draws START..STOP-1 of the search: their rows in the chunk table ``--out-chunk``
     (search.csv's columns plus ``n_draws``); the draws' directories in ``<chunk without .csv>/``,
     so chunks running side by side share no working file (batch checkpoints included)."""
     import pandas as pd
@@ -313,7 +313,7 @@ def _chunk_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
     with open(path, newline="", encoding="utf-8") as fh:
         records = list(csv.DictReader(fh))
     columns = {"draw", "val_nelbo", "epochs", "train_seconds", "hparams", "reason", "n_draws"}
-    # val_nelbo_inits: absent from tables written before issue 30 (one initialisation per draw)
+    # val_nelbo_inits: absent from older tables (one initialisation per draw)
     if not records or not columns <= set(records[0]):
         raise DataError(f"{path}: not a search chunk table (columns {sorted(columns)})")
     rows = [
@@ -421,11 +421,11 @@ def cmd_search_table(args: argparse.Namespace) -> int:
 
 def cmd_train_cell(args: argparse.Namespace) -> int:
     from noisyor_bench.experiments.acp.runs import batchable, execute_run, execute_runs_batched, headline
-    from noisyor_bench.experiments.rundir import run_dir
     from noisyor_bench.infra import provenance
     from noisyor_bench.infra.io import read_json
 
     _check_cell(args, list(args.seeds), "--seeds")
+    out_dirs = _train_cell_dirs(args)
     hparams: dict[str, Any] = {}
     if args.best:
         provenance.note_input(args.best, "--best (hyperparameters)")
@@ -437,17 +437,11 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
 
     diverged: list[str] = []
     specs = [
-        _spec(
-            args,
-            hparams,
-            seed,
-            run_dir(args.results_dir, args.experiment, args.dataset_name, args.method, args.n_train, seed),
-            evaluate_test=True,
-        )
-        for seed in args.seeds
+        _spec(args, hparams, seed, out, evaluate_test=True)
+        for seed, out in zip(args.seeds, out_dirs, strict=True)
     ]
     if args.batch_seeds and batchable(specs):
-        # All seeds as one computation (issue 16): same numbers as one by one to float rounding.
+        # All seeds as one computation: same numbers as one by one to float rounding.
         for seed, spec, outcome in zip(args.seeds, specs, execute_runs_batched(specs), strict=True):
             if isinstance(outcome, NonFiniteLossError):
                 log.error("%s", outcome)
@@ -470,6 +464,23 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
             + "\n  ".join(diverged)
         )
     return 0
+
+
+def _train_cell_dirs(args: argparse.Namespace) -> list[Path]:
+    """One run folder per seed: ``--out-dir`` (a rule's outputs), each checked to be its seed's
+    run, or without it each seed's place under ``results/``."""
+    from noisyor_bench.experiments.rundir import RunKey, check_out_dir, run_dir
+
+    cell = (args.experiment, args.dataset_name, args.method, args.n_train)
+    if args.out_dir is None:
+        return [run_dir("results", *cell, seed) for seed in args.seeds]
+    if len(args.out_dir) != len(args.seeds):
+        raise ConfigError(
+            f"--out-dir: {len(args.out_dir)} folder(s) for {len(args.seeds)} seed(s) (one per --seeds value)"
+        )
+    return [
+        check_out_dir(out, RunKey(*cell, seed)) for out, seed in zip(args.out_dir, args.seeds, strict=True)
+    ]
 
 
 def _best_hparams(path: Path) -> dict[str, Any]:
@@ -518,7 +529,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "search", help="random hyperparameter search of one cell, selected on validation NELBO"
+        "acp-search", help="random hyperparameter search of one cell, selected on validation NELBO"
     )
     _common(p)
     p.add_argument(
@@ -540,33 +551,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out-chunk",
         help="with --draws-range: the chunk's table (e.g. <search>/chunks/0.csv); its draws run in "
-        "the folder of that name without .csv; search-select merges the chunks",
+        "the folder of that name without .csv; acp-search-select merges the chunks",
     )
     p.add_argument(
         "--inits-per-draw",
         type=int,
         default=2,
         help="initialisations each draw is trained from; its score is the mean validation NELBO over "
-        "them (issue 30: one initialisation mostly selects a lucky start); grid key search.inits_per_draw",
+        "them (one initialisation mostly selects a lucky start); grid key search.inits_per_draw",
     )
     p.add_argument(
         "--batch-draws",
         action="store_true",
         help="train the draws that share the encoder's shape (AVI/ACP/ACP-SG) as one batched computation "
-        "(issue 16; same validation NELBO as one by one to float rounding)",
+        "(same validation NELBO as one by one to float rounding)",
     )
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser(
-        "search-select",
-        help="merge the chunk tables of a search (search --draws-range) into its search.csv and best.json",
+        "acp-search-select",
+        help="merge the chunk tables of a search (acp-search --draws-range) into its search.csv and best.json",
     )
     p.add_argument("--chunks", nargs="+", required=True, help="chunk tables of one search (any order)")
     p.add_argument("--out-dir", required=True, help="search directory: search.csv, best.json")
     p.set_defaults(func=cmd_search_select)
 
     p = sub.add_parser(
-        "search-table",
+        "acp-search-table",
         help="every draw of the run's random searches (hyperparameters, validation NELBO per initialisation, "
         "score, selected) and the selected hyperparameters per cell",
     )
@@ -576,7 +587,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_table_outputs(p)
     p.set_defaults(func=cmd_search_table)
 
-    p = sub.add_parser("train-cell", help="train one cell for several seeds (one run directory per seed)")
+    p = sub.add_parser("acp-train-cell", help="train one cell for several seeds (one run directory per seed)")
     _common(p)
     p.add_argument(
         "--seeds", type=int, nargs="+", required=True, help="training seeds, one run directory each"
@@ -587,7 +598,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--batch-seeds",
         action="store_true",
-        help="train the seeds of an AVI/ACP/ACP-SG cell as one batched computation (issue 16; same "
+        help="train the seeds of an AVI/ACP/ACP-SG cell as one batched computation (same "
         "metrics as one by one to float rounding, several times faster on small problems)",
     )
     p.add_argument(
@@ -597,8 +608,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="K to learn (learning mode; required for datasets without ground truth, e.g. text corpora)",
     )
     p.add_argument(
-        "--results-dir",
-        default="results",
-        help="results directory; runs go to <dir>/runs/... (default: results)",
+        "--out-dir",
+        nargs="+",
+        default=None,
+        metavar="RUN_DIR",
+        help="the run folders, one per --seeds value in its order, each "
+        "<results>/runs/<experiment>/<dataset>/<method>/n<N>/seed<s> "
+        "(default: results/runs/... of each seed)",
     )
     p.set_defaults(func=cmd_train_cell)

@@ -33,8 +33,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "figure-fig3a-sensitivity",
-        aliases=["sensitivity"],  # its name before issue 13 (rule figure_fig3a_sensitivity)
+        "acp-figure-fig3a-sensitivity",
         help="Fig. 3a sensitivity: SVI/LB-CDI held-out NELBO, F1, EM against the per-datapoint step cap",
     )
     p.add_argument(

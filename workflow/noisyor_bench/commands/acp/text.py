@@ -1,8 +1,8 @@
 """CLI: the ACP paper's real-corpus tables, figures and claims (Table 5; supplement Figs. 3-6).
 
-Each subcommand is named as the rule that runs it (rules/acp_text.smk); the names before
-issue 13 stay as aliases (``topics-table``, ``classify``).  Training is
-``noisyor-bench train-cell --mode learning --latents K`` on the corpus; these
+Each subcommand is named as the rule that runs it (rules/acp_text.smk) with the paper's
+prefix (rule ``table5`` runs ``acp-table5``).  Training is
+``noisyor-bench acp-train-cell --mode learning --latents K`` on the corpus; these
 commands read the finished run directories (``--runs`` takes run directories or their
 ``metrics.json``, interchangeably; Snakemake passes explicit lists, never globs).
 """
@@ -119,8 +119,7 @@ def cmd_claims_text(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "table5",
-        aliases=["topics-table"],
+        "acp-table5",
         help="Table 5: top words and PMI of the learned topics (NeurIPS titles)",
     )
     p.add_argument("--runs", nargs="+", required=True, help="table5 run directories or metrics.json files")
@@ -134,14 +133,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--baselines",
         nargs="*",
         default=[],
-        help="results/baselines/neurips-titles.json (noisyor-bench baselines): NELBO vs baseline note",
+        help="results/baselines/neurips-titles.json (noisyor-bench acp-baselines): NELBO vs baseline note",
     )
     add_table_outputs(p)
     p.set_defaults(func=cmd_topics_table)
 
     p = sub.add_parser(
-        "classification",
-        aliases=["classify"],
+        "acp-classification",
         help="supplement Fig. 3: EM of a linear classifier on test posteriors (CV on test)",
     )
     p.add_argument(
@@ -161,7 +159,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_classify)
 
     p = sub.add_parser(
-        "tsne", help="supplement Figs. 4-6: t-SNE of test posteriors for one K, with k-NN accuracy"
+        "acp-tsne", help="supplement Figs. 4-6: t-SNE of test posteriors for one K, with k-NN accuracy"
     )
     p.add_argument("--runs", nargs="+", required=True, help="runs of one K (rows: method, columns: N_train)")
     p.add_argument("--dataset", required=True, help="labelled corpus (results/data/reuters.npz)")
@@ -176,12 +174,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-csv", required=True)
     p.set_defaults(func=cmd_tsne)
 
-    p = sub.add_parser("tsne-table", help="merge the per-K t-SNE tables into one table (CSV + Markdown)")
+    p = sub.add_parser("acp-tsne-table", help="merge the per-K t-SNE tables into one table (CSV + Markdown)")
     p.add_argument("--tables", nargs="+", required=True, help="per-K t-SNE tables (tables/tsne_K<K>.csv)")
     add_table_outputs(p)
     p.set_defaults(func=cmd_tsne_table)
 
-    p = sub.add_parser("claims-text", help="verdicts of the paper's real-corpus claims from the text tables")
+    p = sub.add_parser(
+        "acp-claims-text", help="verdicts of the paper's real-corpus claims from the text tables"
+    )
     p.add_argument("--tables", nargs="+", required=True, help="table5.csv, classification.csv, tsne.csv")
     p.add_argument(
         "--best-topics", type=int, default=4, help="topics compared rank by rank (Table 5 shows 4)"

@@ -1,4 +1,4 @@
-"""CLI: ``noisyor-bench train`` -- one training run -> one run directory (see runs.py)."""
+"""CLI: ``noisyor-bench acp-train`` -- one training run -> one run directory (see runs.py)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,10 @@ def known_experiments(config: str | None) -> set[str] | None:
     except (OSError, yaml.YAMLError) as err:
         raise ConfigError(f"--config {config}: cannot be read ({err})") from None
     names: set[str] = set()
+    if isinstance(cfg, dict) and isinstance(cfg.get("grids"), dict):
+        from noisyor_bench.experiments.acp.configcheck import migrate
+
+        migrate(cfg)  # an older layout's ACP keys, at the grid's root, into its acp section
     for name in (cfg.get("grids") or {}) if isinstance(cfg, dict) else ():
         selected = {**cfg, "grid": name}
         names |= set(grid.experiments(selected))
@@ -180,7 +184,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, required=True, help="run seed (initialisation, sampling, evaluation)")
     p.add_argument(
         "--init-key",
-        help="initialisation key, e.g. fig4/syn-pattern/n1000/final (what the grid's train-cell uses) or "
+        help="initialisation key, e.g. fig4/syn-pattern/n1000/final (what the grid's acp-train-cell uses) or "
         ".../draw3 (a search draw): the run's training streams derive from (seed, key); "
         "default: from the seed alone",
     )
@@ -257,6 +261,6 @@ def add_config_argument(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train one method on one dataset and evaluate it on the test split")
+    p = sub.add_parser("acp-train", help="train one method on one dataset and evaluate it on the test split")
     add_train_arguments(p)
     p.set_defaults(func=cmd_train)

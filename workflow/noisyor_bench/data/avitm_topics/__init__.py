@@ -1,5 +1,5 @@
 """AVITM's published topics (``prodlda_k50_20news.yaml``: source, commit and licence inside), the
-data of aviPAM Table 1's calibration row "AVITM published topics" (issue 31)."""
+data of aviPAM Table 1's calibration row "AVITM published topics"."""
 
 from __future__ import annotations
 

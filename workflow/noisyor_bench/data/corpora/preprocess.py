@@ -297,7 +297,7 @@ def read_vocabulary(path: str | Path) -> list[str]:
         words = p.read_text(encoding="utf-8").split("\n")
     except OSError as err:
         raise DataError(
-            f"vocabulary file {p}: cannot be read ({err.strerror}); build it with ingest-neurips/ingest-reuters"
+            f"vocabulary file {p}: cannot be read ({err.strerror}); build it with acp-ingest-neurips/acp-ingest-reuters"
         ) from None
     words = [w for w in words if w]
     if not words or len(set(words)) != len(words):

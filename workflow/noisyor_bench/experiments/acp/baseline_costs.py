@@ -1,7 +1,7 @@
-"""Work of ACP's ``baselines`` job (rule baselines -> ``noisyor-bench baselines``), for the cost
+"""Work of ACP's ``baselines`` job (rule baselines -> ``noisyor-bench acp-baselines``), for the cost
 model (:mod:`noisyor_bench.experiments.acp.costs`).
 
-Why its own pricing: since issue 30 the job spends its time on the true model's held-out
+Why its own pricing: the job spends its time on the true model's held-out
 ``-log p(x)`` (``baselines.nll``, :mod:`noisyor_bench.evaluation.noisyor_likelihood`), not on
 the importance-weighted bound that ``iw_samples x rows`` priced (``baselines.bounds``, off by
 default).  What runs, per dataset of D observations, K latents and ``n_test`` test rows
@@ -29,7 +29,7 @@ the rates' ratios matter.  Check: at the quick grid's ``baselines.nll`` the mode
 (syn-random-6), 28 (-5), 10.5 (-4), 9.0 (-7), 5.6 (-3), 4.2 (-2), 0.3 (-1) for the
 likelihood; docs/baselines.md measured 435, 126, 53, 64, 30, 31, 2 s at a load of 15-20 on two
 cores: the same order, each 4.5-7.5x the model (a direct rerun at load ~5: syn-random-6 62 s,
--7 9.3 s, -4 9.0 s).  Whole jobs (``noisyor-bench baselines`` with the quick grid's settings,
+-7 9.3 s, -4 9.0 s).  Whole jobs (``noisyor-bench acp-baselines`` with the quick grid's settings,
 load ~5): syn-pattern 4.0 s, multi-mnist 6.3 s, syn-random-1 5.7 s, -7 9.2 s; the model 3.5,
 7.5, 3.8, 12.5 s.
 """

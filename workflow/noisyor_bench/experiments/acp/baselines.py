@@ -16,7 +16,7 @@ Two references per dataset, in the tables' units (nats per test data point, test
 * **True model** (synthetic data only) -- the ground-truth noisy-OR: its held-out ``-log p(x)``
   exact (Quickscore, a forward pass, enumeration) or by AIS on the rows a likelihood config
   picks, beside the independent baseline on the same rows (``true_model.nll``,
-  :func:`true_model_nll`, issue 30); its exact ``-log p(x)``
+  :func:`true_model_nll`); its exact ``-log p(x)``
   by 2^K enumeration where ``K <= exact_max_k`` (:mod:`noisyor_bench.models.noisyor.exact`); and,
   with ``bounds`` (superseded, off in the grids), minus its
   importance-weighted bound (:func:`noisyor_bench.evaluation.heldout.iw_log_likelihood`); and, always,
@@ -196,7 +196,7 @@ def true_model_scores(
     ``nll`` (a likelihood config mapping): the truth's exact or AIS ``-log p(x)`` beside the
     independent baseline of each of ``n_train_values`` on the same rows (``nll``:
     :func:`true_model_nll`).  ``bounds=False`` skips the IW bound and the mean-field NELBO
-    (superseded by ``nll``; they are loose by up to 16 nats at D = 500, issue 30).
+    (superseded by ``nll``; they are loose by up to 16 nats at D = 500).
 
     ``exact_nll`` on every test row when ``K <= exact_max_k`` (else None; then also
     ``exact_nll_scored_rows``, the same on the scored rows); ``iw_nll`` (only when not

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from noisyor_bench.experiments.config import check_name
-from noisyor_bench.inference.noisyor.registry import METHOD_NAMES
+from noisyor_bench.experiments.config import NEUTRAL_GRID_KEYS, check_name, deprecated
+from noisyor_bench.inference.noisyor.registry import METHOD_NAMES, SEARCHED
 from noisyor_bench.infra.errors import ConfigError
 
 
@@ -17,6 +17,41 @@ def adjust_schema(schema: dict[str, Any]) -> None:
 
     schema["$defs"]["method"]["enum"] = list(METHOD_NAMES)
     schema["$defs"]["corpus_method"]["enum"] = list(corpus_methods())
+
+
+def grid_keys() -> tuple[str, ...]:
+    """The keys of ACP's grid section (its schema fragment's ``acp_grid``)."""
+    from noisyor_bench.experiments import papers
+
+    fragment = papers.config_schema(papers.get("acp"))
+    return tuple(fragment["$defs"]["acp_grid"]["properties"])
+
+
+def migrate(cfg: dict[str, Any]) -> None:
+    """Grids of the older layout, with ACP's keys at the grid's root: those keys move into the
+    grid's ``acp`` section, with one warning naming the new keys; both layouts at once is an error."""
+    keys = set(grid_keys()) - set(NEUTRAL_GRID_KEYS)
+    for gname, grid_ in cfg["grids"].items():
+        if not isinstance(grid_, dict):
+            continue
+        legacy = [key for key in grid_ if key in keys]
+        if not legacy:
+            continue
+        if "acp" in grid_:
+            raise ConfigError(
+                f"grids.{gname}: ACP's keys {', '.join(legacy)} stand both at the grid's root and in "
+                f"grids.{gname}.acp; keep them in grids.{gname}.acp only"
+            )
+        grid_["acp"] = {key: grid_.pop(key) for key in legacy}
+        deprecated(
+            f"grids.{gname}: ACP's keys at the grid's root are the old layout: "
+            + ", ".join(f"grids.{gname}.{key} is now grids.{gname}.acp.{key}" for key in legacy)
+        )
+
+
+def acp_sections(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """grid name -> its ``acp`` section (empty where a grid does not configure ACP)."""
+    return {gname: dict(grid_.get("acp") or {}) for gname, grid_ in cfg["grids"].items()}
 
 
 def training_pools(cfg: Mapping[str, Any]) -> dict[str, int]:
@@ -30,9 +65,9 @@ def _check_names(cfg: Mapping[str, Any]) -> None:
         check_name(name, f"datasets.{name}")
     for name in cfg.get("corpora") or {}:
         check_name(name, f"corpora.{name}")
-    for gname, grid_ in cfg["grids"].items():
-        for ename in grid_.get("experiments") or {}:
-            check_name(ename, f"grids.{gname}.experiments.{ename}")
+    for gname, section in acp_sections(cfg).items():
+        for ename in section.get("experiments") or {}:
+            check_name(ename, f"grids.{gname}.acp.experiments.{ename}")
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
@@ -41,16 +76,22 @@ def validate(cfg: Mapping[str, Any]) -> None:
     from noisyor_bench.experiments.acp.grid.corpora import validate_corpus_grid
 
     _check_names(cfg)
-    for gname, grid_ in cfg["grids"].items():
-        for ds in grid_.get("datasets", []):
+    for gname, section in acp_sections(cfg).items():
+        for ds in section.get("datasets", []):
             if ds not in cfg["datasets"]:
                 raise ConfigError(
-                    f"grids.{gname}.datasets: unknown dataset {ds!r}; allowed values: {sorted(cfg['datasets'])}"
+                    f"grids.{gname}.acp.datasets: unknown dataset {ds!r}; allowed values: {sorted(cfg['datasets'])}"
                 )
     unknown = sorted(set(cfg.get("search_spaces") or {}) - set(METHOD_NAMES))
     if unknown:
         raise ConfigError(
             f"search_spaces: unknown method(s) {', '.join(map(repr, unknown))}; allowed values: {list(METHOD_NAMES)}"
+        )
+    unsearched = sorted(set(cfg.get("search_spaces") or {}) - set(SEARCHED))
+    if unsearched:  # the registry says which methods are searched; the config only gives their spaces
+        raise ConfigError(
+            f"search_spaces: {', '.join(map(repr, unsearched))} run with their documented defaults "
+            f"(MethodInfo.searched is False); searched methods: {list(SEARCHED)}"
         )
     validate_grid(cfg, METHOD_NAMES, training_pools(cfg))
     validate_corpus_grid(cfg)
@@ -64,7 +105,7 @@ def warnings(cfg: Mapping[str, Any]) -> list[str]:
     """
     from noisyor_bench.experiments.acp.grid import budget, cells
 
-    where = f"grids.{cfg['grid']}"
+    where = f"grids.{cfg['grid']}.acp"
     found: dict[tuple[str, str], list[str]] = {}  # (experiment, problem) -> cells, one line each
     for cell in cells(cfg):
         b = budget(cfg, cell)
@@ -82,3 +123,26 @@ def warnings(cfg: Mapping[str, Any]) -> list[str]:
         f"{where}.experiments.{exp}: {problem} ({', '.join(cells_)})"
         for (exp, problem), cells_ in found.items()
     ]
+
+
+def seed_table(cfg: Mapping[str, Any]) -> list[tuple[str, list[int]]]:
+    """``experiment method [dataset]`` -> the seeds its runs use, after the grid's, the
+    experiment's, the dataset's and the method's rules (``check-config --explain seeds``); a
+    dataset is named only where its seeds differ from the experiment's other datasets."""
+    from noisyor_bench.experiments.acp.grid import cells, corpora, seeds
+
+    by_method: dict[tuple[str, str], dict[str, list[int]]] = {}
+    for cell in cells(cfg):
+        by_dataset = by_method.setdefault((cell.experiment, cell.method), {})
+        by_dataset[cell.dataset] = seeds(cfg, cell.experiment, cell.dataset, cell.method)
+    rows: list[tuple[str, list[int]]] = []
+    for (experiment, method), by_dataset in by_method.items():
+        distinct = {tuple(v) for v in by_dataset.values()}
+        if len(distinct) == 1:
+            rows.append((f"{experiment} {method}", list(next(iter(distinct)))))
+        else:
+            rows += [(f"{experiment} {method} {dataset}", v) for dataset, v in by_dataset.items()]
+    corpus_seeds = corpora.seeds(cfg)
+    for experiment, method in dict.fromkeys((c.experiment, c.method) for c in corpora.cells(cfg)):
+        rows.append((f"{experiment} {method}", corpus_seeds))
+    return rows

@@ -17,9 +17,9 @@ So the init keeps the synthetic default's *burden* of an active cause (0.64 nats
 30 epochs, NELBO 31.3, ``max theta`` still at its initial value); ``lr = 1e-2`` (inside the
 paper's search range, supplement Section 3) reaches ~29.9 within 20 epochs for both methods.
 Everything else stays at the method defaults.  The values are written to a JSON file that
-``train-cell --best`` reads, so every run records them in ``metrics.json``.
+``acp-train-cell --best`` reads, so every run records them in ``metrics.json``.
 
-Since issue 12 the method defaults follow the same rule (``GenerativeInit``: ``theta_high =
+The method defaults now follow the same rule (``GenerativeInit``: ``theta_high =
 min(0.02, 1.28 / D)``) and give the generative model its own rate, ``gen_lr = 1e-2``; the
 values here stay explicit so the record says what a text run used.  Re-measured on NeurIPS
 titles (N_train = 2,000, K = 20, patience 10, seed 0; ``docs/convergence.md``): gen_lr 1e-2
@@ -65,7 +65,7 @@ def corpus_hparams(x_train: np.ndarray) -> dict[str, Any]:
 
 
 def hparams_record(dataset: str | Path) -> dict[str, Any]:
-    """The JSON ``train-cell --best`` reads (``hparams``), with where the values come from."""
+    """The JSON ``acp-train-cell --best`` reads (``hparams``), with where the values come from."""
     path = Path(dataset)
     try:
         data = load_npz(path)

@@ -28,19 +28,18 @@ from noisyor_bench.experiments.costs import (
     Reference,
     checkout_references,
     estimate_job,
-    grid_config,
+    measured_candidates,
 )
+from noisyor_bench.inference.noisyor.registry import AMORTIZED
 from noisyor_bench.infra.errors import ConfigError
 
 #: Benchmark names of ACP's compute rules (the others are local).
 COMPUTE_RULES = ("search_chunk", "train_cell", "train_cell_corpus", "baselines")
-AMORTIZED = ("avi", "acp", "acp-sg")
-"""Methods whose fits are minibatch network training (CUDA-capable); SVI, LB-CDI and UB-CDI fit
-each data point on its own and stay on the CPU."""
 
 
 def is_cuda_method(method: str) -> bool:
-    """Whether a cell of ``method`` can use a GPU (its rules declare ``gpu`` for it)."""
+    """Whether a cell of ``method`` can use a GPU (its rules declare ``gpu`` for it): the
+    registry's amortized methods, whose fits are minibatch network training."""
     return method in AMORTIZED
 
 
@@ -127,19 +126,6 @@ def _search_reference_jobs(cfg: Mapping[str, Any]) -> list[Job]:
     return jobs
 
 
-def _candidates(
-    cfg: Mapping[str, Any], references: Sequence[Reference], reference_jobs: Any
-) -> list[tuple[Job, Any, str]]:
-    """(reference job, measurement, grid) of ``reference_jobs(cfg of each reference grid)``."""
-    out = []
-    for reference in references:
-        for ref in reference_jobs(grid_config(cfg, reference.grid)):
-            m = reference.jobs.get((ref.rule, ref.job))
-            if m is not None and ref.work > 0:
-                out.append((ref, m, reference.grid))
-    return out
-
-
 def _whole_train_jobs(cfg: Mapping[str, Any]) -> list[Job]:
     return [_whole_train_job(cfg, cell) for cell in grid.cells(cfg)]
 
@@ -149,7 +135,7 @@ def search_seconds(cfg: Mapping[str, Any], references: Sequence[Reference]) -> d
     seconds), scaled from the measured whole searches (rule ``search``) as :func:`jobs`' chunks
     are, so a chunk's estimate is its share of this.  Only whole searches: the split of a
     reference grid does not enter its own plan (no recursion through :func:`jobs`)."""
-    candidates = _candidates(cfg, references, _search_reference_jobs)
+    candidates = measured_candidates(cfg, references, _search_reference_jobs)
     return {
         job.job: estimate_job("acp", job, candidates, references).cpu_seconds
         for job in _search_reference_jobs(cfg)
@@ -159,7 +145,7 @@ def search_seconds(cfg: Mapping[str, Any], references: Sequence[Reference]) -> d
 def train_seconds(cfg: Mapping[str, Any], references: Sequence[Reference]) -> dict[str, float]:
     """One-core seconds of each cell's training over all its seeds in one job (cell path ->
     seconds), from the measured whole cells, as :func:`search_seconds` for searches."""
-    candidates = _candidates(cfg, references, _whole_train_jobs)
+    candidates = measured_candidates(cfg, references, _whole_train_jobs)
     return {
         job.job: estimate_job("acp", job, candidates, references).cpu_seconds
         for job in _whole_train_jobs(cfg)

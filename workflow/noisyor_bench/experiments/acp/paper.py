@@ -16,12 +16,12 @@ PAPER = register(
             "acp_synthetic.smk",
             "acp_text.smk",
         ),
-        grid_sections=("datasets", "experiments", "text", "seeds"),
+        grid_sections=("acp",),
         # the ACP claim ids predate paper prefixes: they start with the paper artifact they check
         claim_prefixes=("fig", "suppfig", "table", "mechanism-"),
-        claims_module="noisyor_bench.reporting.acp.synthetic_claims",
         paper_numbers="reporting/acp/paper_numbers.yaml",
         run_kinds=("fig", "suppfig", "table", "classification-", "tsne-"),
+        costs="noisyor_bench.experiments.acp.costs",
         docs="docs/bounds.md",
         references=("reference/paper-synpattern", "reference/paper-fig5-table4"),
         labeller=None,  # the noisy-OR method registry's labels
@@ -47,6 +47,8 @@ PAPER = register(
             "tables/claims_synthetic.csv",
         ),
         table_command=("paper-numbers", "--paper", "acp"),
+        run_verifier="noisyor_bench.experiments.acp.verify",
+        config_schema="experiments/acp/config_schema.yaml",
         config_checks="noisyor_bench.experiments.acp.configcheck",
     )
 )

@@ -21,7 +21,7 @@ Atomicity and resume: everything is written into ``<out_dir>.partial/`` and rena
 ``<out_dir>`` only when complete, so a killed run never leaves a directory that looks
 finished.  An existing ``<out_dir>`` (a finished earlier run) is left untouched until the new
 run is complete: :func:`~noisyor_bench.experiments.rundir.publish_run_dir` swaps the
-directories at the end, so a rerun that is killed, diverges or fails keeps the finished run intact (issue 18).  The partial directory keeps the
+directories at the end, so a rerun that is killed, diverges or fails keeps the finished run intact.  The partial directory keeps the
 trainer's checkpoint; re-running the same spec resumes from it (a different spec discards it).
 """
 
@@ -350,7 +350,7 @@ def _resume_key(spec: RunSpec, sha: str, device: torch.device) -> dict[str, Any]
 
 def _prepare_partial(spec: RunSpec, key: dict[str, Any]) -> Path:
     """Create ``<out_dir>.partial``; keep its checkpoint only if it belongs to this spec."""
-    work = claim_partial_dir(spec.out_dir)  # locked: no second writer (issue 33)
+    work = claim_partial_dir(spec.out_dir)  # locked: no second writer
     spec_path = work / SPEC_FILE
     if any(work.iterdir()):
         same = spec.resume and spec_path.exists() and _read_json_or_none(spec_path) == key
@@ -427,7 +427,7 @@ def execute_run(spec: RunSpec) -> Path:
         )
     except NonFiniteLossError as err:
         raise _diverged_run(spec, run.work, err) from err
-    except KeyboardInterrupt:  # Ctrl-C / SIGINT: the checkpoint in work is exact (issue 18)
+    except KeyboardInterrupt:  # Ctrl-C / SIGINT: the checkpoint in work is exact
         raise Interrupted(f"interrupted; the same command resumes from {run.work}") from None
     finally:
         progress.close()
@@ -650,7 +650,7 @@ def _read_batch_key(batch_dir: Path) -> Any:
 def run_convergence(method: InferenceMethod, records: list[EpochRecord], spec: RunSpec) -> Convergence:
     """The method's own verdict (every registered method sets ``convergence`` in ``fit``), else
     the same rule applied here to the curve (a third-party method); judged in nats per data point
-    (issue 30: :func:`~noisyor_bench.inference.convergence.rejudge_absolute`)."""
+    (:func:`~noisyor_bench.inference.convergence.rejudge_absolute`)."""
     verdict = getattr(method, "convergence", None)
     if isinstance(verdict, Convergence):
         return rejudge_absolute(verdict)

@@ -5,7 +5,7 @@ every draw are plain values known when the DAG is built: Snakemake sees them as 
 and reruns exactly the draws whose values change.  Draw 0 is always the method's defaults, so
 a grid with ``draws: 1`` runs no search at all.
 
-Each draw is scored on ``inits_per_draw`` initialisations (issue 30): the validation NELBO of a
+Each draw is scored on ``inits_per_draw`` initialisations: the validation NELBO of a
 single initialisation mostly measures initialisation luck (0.6-1 nat between an escaped and a
 merged optimum against ~0.1 nat hyperparameter effects), so a draw's score is the mean over its
 initialisations, and the lowest score is selected.
@@ -90,7 +90,7 @@ def best_draw(val_nelbos: Mapping[int, float]) -> int:
 
 
 def chunk_ranges(n_draws: int, per_job: int | None) -> list[tuple[int, int]]:
-    """Draw ranges ``[start, stop)`` of a search split into jobs of ``per_job`` draws (issue 28).
+    """Draw ranges ``[start, stop)`` of a search split into jobs of ``per_job`` draws.
 
     ``None`` (or a value >= ``n_draws``) is one chunk, the whole search.  A draw's values and
     initialisation depend only on (cell, draw index, seed), so the split changes no number.

@@ -1,4 +1,4 @@
-"""The APE paper's experiments ("Rapid Model Comparison by Amortizing Across Models", issue 14).
+"""The APE paper's experiments ("Rapid Model Comparison by Amortizing Across Models").
 
 Every function takes the dataset's section of the grid (``grids.<grid>.ape.datasets.<name>``, a
 validated dict: schema ``ape_dataset``).

@@ -11,7 +11,7 @@ VI and the evaluation are priced in *pair-draws*: one Monte Carlo draw of the EL
 bound: the stopping rule ends most fits sooner), a fixed :data:`VI_STEP_OVERHEAD` plus
 :data:`VI_STEP_DRAWS` per pair and MC sample and the curve's fixed-noise ELBO points.  The
 evaluation job (rule ape_evaluate, :func:`noisyor_bench.experiments.ape.evaluate.evaluate_seed`)
-runs far more than scoring (issue 32): the warm-started VI fits (``vi.warm_lr``, VI's own rate,
+runs far more than scoring: the warm-started VI fits (``vi.warm_lr``, VI's own rate,
 ``vi.warm_authors``), every method's ELBO / IS / paper-metric draws on the evaluation pairs,
 the agreement reference (``ranking``: ``elbo_draws`` draws per pair over ``ranking.documents``
 x test models for VI's reference and every method, and VI fitted there, one problem per test
@@ -101,7 +101,7 @@ def jobs(cfg: Mapping[str, Any]) -> list[Job]:
                     )
                 )
             out.append(Job("ape_vi", chain, vi_draws(ds, eval_pairs(ds)), key=(name,), chain=chain))
-            # issue 32: nuts.documents (one combination per document) and nuts.seeds (a subset)
+            # nuts.documents (one combination per document) and nuts.seeds (a subset)
             sampled = nuts_pairs(ds)
             nuts_seeds = nuts.get("seeds")
             sampled_here = sampled > 0 and (nuts_seeds is None or int(seed) in [int(s) for s in nuts_seeds])

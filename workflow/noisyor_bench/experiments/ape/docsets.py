@@ -1,4 +1,4 @@
-"""VI's paper-style value over random evaluation-document sets (issue 32, item 2).
+"""VI's paper-style value over random evaluation-document sets.
 
 The authors' metric carries two inference-free terms (:mod:`noisyor_bench.models.topics.paper_metric`)
 whose per-word size depends on which documents are evaluated: short documents pull the value down

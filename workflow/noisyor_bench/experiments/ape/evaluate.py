@@ -1,7 +1,8 @@
 """Every method on APE's test combinations, one seed: Table 1's numbers, Figure 1's curves and
 errors, Figure 2's reconstructions.
 
-``results/runs/ape-eval/<dataset>/seed<s>/``:
+``results/runs/ape-eval/<dataset>/all/n0/seed<s>/`` (:func:`eval_key`: the run-folder contract's
+five fields; the run scores every method and trains nothing):
 
 * ``metrics.json`` -- per method (``methods.<m>``): ``ll_paper`` (the authors' per-word
   posterior predictive: prior term and multinomial coefficient included, their evaluation
@@ -30,9 +31,9 @@ errors, Figure 2's reconstructions.
   ``recon_index`` (C,) and their documents ``recon_documents`` (C, V);
 * ``vi_warm_curve.csv`` -- VI warm-started from the model-aware APE: step, seconds, elbo;
   ``vi_warm_vi_lr_curve.csv``, ``vi_warm_authors_curve.csv`` the same at VI's own rate and the
-  authors' lr 0.1 x 600 steps (issue 32, :func:`warm_variant_configs`; their times in ``figure1``).
+  authors' lr 0.1 x 600 steps (:func:`warm_variant_configs`; their times in ``figure1``).
 
-Issue 32 also records per method the paper-style metric's three terms (``ll_paper_words``,
+It also records per method the paper-style metric's three terms (``ll_paper_words``,
 ``ll_paper_coefficient``, ``ll_paper_prior``; :mod:`noisyor_bench.models.topics.paper_metric`),
 the evaluated combinations' ``doc_constant``, ``document_sets`` (VI on random document sets,
 :mod:`.docsets`) and, for NUTS, its combinations (distinct documents) and chain diagnostics.
@@ -56,7 +57,7 @@ from noisyor_bench.experiments.ape.baselines import fit_vi_grouped, read_run, vi
 from noisyor_bench.experiments.ape.pairs import EvalCombinations, evaluation_combinations
 from noisyor_bench.experiments.ape.ranking import seed_ranking
 from noisyor_bench.experiments.ape.train import load_encoder
-from noisyor_bench.experiments.rundir import read_metrics_record, write_metrics
+from noisyor_bench.experiments.rundir import RunKey, read_metrics_record, write_metrics
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import DataError
@@ -67,11 +68,18 @@ from noisyor_bench.infra.timing import from_dict as timing_from_dict
 log = logging.getLogger(__name__)
 
 EXPERIMENT = "ape-eval"
+METHOD = "all"  # the run's method field: it scores every method of its seed
+N_TRAIN = 0  # the run's n field: it trains nothing
 WARM_FROM = "ape-model-aware"  # the encoder whose output warm-starts VI (Figure 1 left)
 QUALITY_REL_TOL = 1e-3  # "VI's quality": within 0.1 % of random-init VI's final ELBO
 RECONSTRUCTION_COLUMNS = 10
 RECONSTRUCTION_SAMPLES = 100
 MIN_LOG_SIGMA = math.log(1e-3)  # floor of the NUTS samples' moment-matched proposal scale
+
+
+def eval_key(dataset: str, seed: int) -> RunKey:
+    """The key of the evaluation run of (dataset, seed): ``ape-eval/<dataset>/all/n0/seed<s>``."""
+    return RunKey(EXPERIMENT, dataset, METHOD, N_TRAIN, seed)
 
 
 def _generator(seed: int, stream: str) -> torch.Generator:
@@ -329,6 +337,8 @@ def evaluate_seed(
     metrics = {
         "experiment": EXPERIMENT,
         "dataset": dataset,
+        "method": METHOD,
+        "n_train": N_TRAIN,
         "seed": int(seed),
         "combinations": int(combos.x.shape[0]),
         "documents": int(np.unique(combos.doc_index).size),
@@ -382,7 +392,7 @@ def _score_nuts(
     arrays_out: dict[str, np.ndarray],
 ) -> dict[str, Any]:
     """NUTS and VI on NUTS's combinations (``samples.npz``'s ``index``; the first P' in runs from
-    before issue 32): the paper's NUTS row and its VI yardstick."""
+    before that index was stored): the paper's NUTS row and its VI yardstick."""
     from noisyor_bench.experiments.ape.baselines import select_combinations
     from noisyor_bench.models.topics.logistic_normal import ape_prior, moment_matched_q, paper_prior
     from noisyor_bench.models.topics.paper_metric import paper_metric_terms
@@ -395,7 +405,7 @@ def _score_nuts(
         raise DataError(
             f"{nuts_dir}: samples.npz holds {n} combinations, metrics.json says {meta.get('combinations')}"
         )
-    # runs from before issue 32 sampled the first n combinations and stored no index
+    # older runs sampled the first n combinations and stored no index
     index = np.asarray(stored["index"]) if "index" in stored else np.arange(n)
     sub = select_combinations(combos, index)
     ev = dict(section.get("evaluation") or {})
@@ -439,7 +449,7 @@ def _score_nuts(
 
 
 def warm_variant_configs(section: Mapping[str, Any]) -> dict[str, Any]:
-    """VI warm starts beside the paper's rate (``vi-warm``, ``vi.warm_lr``, A.2's 0.0005), issue 32:
+    """VI warm starts beside the paper's rate (``vi-warm``, ``vi.warm_lr``, A.2's 0.0005):
     ``vi_lr`` at VI's own rate with the same stopping rule (omitted when the rates are equal), and
     ``authors`` the authors' runnable warm start (``vi.warm_authors``: lr 0.1 for 600 steps, no
     stopping rule; their workshop branch, docs/ape.md)."""

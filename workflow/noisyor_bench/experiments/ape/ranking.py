@@ -2,8 +2,8 @@
 
 The paper scores a method by the pairs of the 10 test models that its total ELBO orders as VI's
 total ELBO does.  VI's totals differ by only ~100 nats across the near-identical test models,
-so a 50-draw ELBO over 30 documents orders ~8 of the 45 pairs by Monte Carlo noise alone
-(issue 32).  The reference here therefore sums the ELBO over the *ranking documents*
+so a 50-draw ELBO over 30 documents orders ~8 of the 45 pairs by Monte Carlo noise alone.
+The reference here therefore sums the ELBO over the *ranking documents*
 (``ranking.documents``: the first R documents of the corpus; default: the evaluation documents,
 whose VI fit Table 1 already has) with ``ranking.elbo_draws`` draws per (document, model)
 (paper grid: 1,000 draws, 300 documents), and records what the agreement is measured against:

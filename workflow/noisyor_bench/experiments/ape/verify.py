@@ -2,7 +2,7 @@
 
 An evaluation run (``ape-eval``) stores per method the per-combination ELBOs and per-model
 totals in ``scores.npz``: ``elbo_pair``, ``elbo_per_word``, ``agree_vi`` (from the ranking
-totals ``rank_model_<m>`` / ``rank_reference_vi`` when present, issue 32), ``agree_vi_eval``,
+totals ``rank_model_<m>`` / ``rank_reference_vi`` when present), ``agree_vi_eval``,
 ``agree_is`` and ``pairs`` are recomputed from them.  The training, VI and NUTS runs record statistics of the
 training or sampling itself, which only re-running recomputes: ``NotRecomputable`` says so.
 """
@@ -14,7 +14,7 @@ import numpy as np
 from noisyor_bench.evaluation.ranking import pairwise_agreement
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
-from noisyor_bench.infra.provenance import NotRecomputable, Recomputed, RunCheck
+from noisyor_bench.infra.runcheck import NotRecomputable, Recomputed, RunCheck
 
 NOT_RECOMPUTABLE = {
     "ape-train": "an APE encoder-training run records statistics of its training (validation NELBO, "
@@ -55,7 +55,7 @@ def recompute(check: RunCheck) -> Recomputed:
             "agree_is": agree_is.agree,
             "pairs": agree_vi.pairs,
         }
-        if "rank_reference_vi" in scores:  # issue 32: agree_vi against the ranking reference
+        if "rank_reference_vi" in scores:  # agree_vi against the ranking reference
             ranked = scores.get(f"rank_model_{m}")
             again["agree_vi_eval"] = again["agree_vi"]
             again["agree_vi"] = (

@@ -1,4 +1,4 @@
-"""The APE question on noisy-OR (issue 14, "Beyond the paper"; docs/ape_noisyor.md).
+"""The APE question on noisy-OR ("Beyond the paper"; docs/ape_noisyor.md).
 
 ``settings``: the grid section ``grids.<grid>.ape_noisyor`` as a checked record; ``problems``:
 the problem file of one family (training / validation / test problems, exact log p(x) of every

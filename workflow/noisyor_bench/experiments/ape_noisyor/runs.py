@@ -49,8 +49,13 @@ from noisyor_bench.models.noisyor.exact import exact_elbo
 log = logging.getLogger(__name__)
 
 
+def run_key(family: str, method: str, n_train: int, seed: int) -> RunKey:
+    """The key of a run: experiment ``ape-noisyor``, dataset = the problem family."""
+    return RunKey(EXPERIMENT, family, method, n_train, seed)
+
+
 def run_path(results_runs: str | Path, family: str, method: str, n_train: int, seed: int) -> Path:
-    return Path(results_runs) / RunKey(EXPERIMENT, family, method, n_train, seed).path
+    return Path(results_runs) / run_key(family, method, n_train, seed).path
 
 
 def ranking_summary(elbo: np.ndarray, log_px: np.ndarray) -> dict[str, float]:
@@ -138,10 +143,11 @@ def train_encoder(
     family: str,
     encoder: EncoderSpec,
     seed: int,
-    results_runs: str | Path,
+    out: str | Path,
     problems_path: str | Path | None = None,
 ) -> Path:
-    """Train ``encoder`` across the training models with ``seed``, score it on the test problems.
+    """Train ``encoder`` across the training models with ``seed``, score it on the test problems;
+    write the run folder ``out`` (:func:`run_key`'s place).
 
     ``problems_path``: the problem file ``arrays`` was read from, recorded in the run's provenance."""
     record = _Record(problems_path, _config(settings, family, encoder.name, seed))
@@ -192,7 +198,7 @@ def train_encoder(
         "inference_seconds": seconds,
         **ranking_summary(elbo, arrays["test_log_px"]),
     }
-    out = run_path(results_runs, family, encoder.name, settings.n_train, seed)
+    out = Path(out)
     _write_run(out, metrics, elbo, seconds, curve_csv(history), record)
     log.info(
         "%s/%s seed %d: agreement %.3f, gap %.3f nats, converged %s, %.1f s training",
@@ -212,10 +218,11 @@ def run_baseline(
     settings: Settings,
     family: str,
     method_name: str,
-    results_runs: str | Path,
+    out: str | Path,
     problems_path: str | Path | None = None,
 ) -> Path:
-    """Per-datapoint ``method_name`` (SVI or LB-CDI) on every test candidate's rows."""
+    """Per-datapoint ``method_name`` (SVI or LB-CDI) on every test candidate's rows; write the
+    run folder ``out``."""
     record = _Record(problems_path, _config(settings, family, method_name, 0))
     cls = get_method(method_name)
     hparams = settings.baseline_hparams.get(method_name, {})  # else the method's defaults
@@ -237,7 +244,7 @@ def run_baseline(
         "inference_seconds": seconds,
         **ranking_summary(elbo, arrays["test_log_px"]),
     }
-    out = run_path(results_runs, family, method_name, settings.n_train, 0)
+    out = Path(out)
     _write_run(out, metrics, elbo, seconds, None, record)
     log.info(
         "%s/%s: agreement %.3f, gap %.3f nats, %.1f s",

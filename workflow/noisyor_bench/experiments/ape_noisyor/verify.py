@@ -13,7 +13,7 @@ import numpy as np
 from noisyor_bench.experiments.ape_noisyor.runs import ranking_summary
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
-from noisyor_bench.infra.provenance import Recomputed, RunCheck
+from noisyor_bench.infra.runcheck import Recomputed, RunCheck
 
 
 def recompute(check: RunCheck) -> Recomputed:

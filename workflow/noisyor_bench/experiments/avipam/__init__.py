@@ -1,2 +1,2 @@
-"""aviPAM (issue 15): the grid of runs (``cells``), the methods' fit adapters (``methods``) and
+"""aviPAM: the grid of runs (``cells``), the methods' fit adapters (``methods``) and
 one run from corpus to run directory (``runs``)."""

@@ -38,10 +38,10 @@ METHODS: dict[str, tuple[str, str]] = {
     "avipam-pam5": ("aviPAM 5-PAM", "avipam"),
     "avipam-ctm": ("aviPAM CTM", "avipam"),
     "avipam-molda": ("aviPAM MoLDA", "avipam"),
-    # ablation (issue 31): 4-PAM with the encoder batch-norm's learnable gain, the paper's eq. 5
+    # ablation: 4-PAM with the encoder batch-norm's learnable gain, the paper's eq. 5
     # reading (the default is AVITM's batch-norm without gain)
     "avipam-pam4-gain": ("aviPAM 4-PAM, BN with gain (ablation)", "ablation"),
-    # calibration rows (issue 31): AVITM's published K = 50 topics (no training; seed s = published
+    # calibration rows: AVITM's published K = 50 topics (no training; seed s = published
     # run s + 1) and AVITM's ProdLDA / NVLDA with AVITM's settings, on 20 Newsgroups
     "avitm-published": ("AVITM published topics (calibration)", "calibration"),
     "prodlda": ("ProdLDA, AVITM's settings (calibration)", "calibration"),
@@ -135,7 +135,7 @@ GIBBS_METHODS = ("lda-gibbs", "pam4-gibbs")
 
 def check_run_settings(experiment: str, method: str, settings: Mapping[str, Any]) -> None:
     """``--method`` must be the method the settings fit (the run records ``--method``), and
-    the settings must hold what that fit reads; ConfigError naming both otherwise (issue 33:
+    the settings must hold what that fit reads; ConfigError naming both otherwise (once,
     ``--method lda-gibbs`` was recorded while lda-online was fitted)."""
     fitted = settings.get("method")
     if experiment == "collapse":

@@ -450,7 +450,7 @@ def diverged_fit(structure: Any, vocab_size: int, seconds: float, message: str) 
 
 
 def fit_prodlda_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: int) -> TopicFit:
-    """Calibration row (b)/(c) of Table 1 (issue 31): AVITM's ProdLDA / NVLDA with AVITM's settings
+    """Calibration row (b)/(c) of Table 1: AVITM's ProdLDA / NVLDA with AVITM's settings
     (:mod:`noisyor_bench.inference.topics.prodlda`; K = the sub-topic count, a fixed number of
     epochs, ``settings['prodlda']`` overrides), top words by the decoder weights."""
     from noisyor_bench.inference.topics import prodlda

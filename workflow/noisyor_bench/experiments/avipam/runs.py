@@ -14,7 +14,7 @@ The directory holds
 * ``topics.npz``: ``topics_<component>`` (K x V float64, rows sum to 1) and ``top_<component>``
   (K x top_n int64 word ids, first first) for each component (``sub``; MoLDA ``molda-<K>``):
   most probable first, except aviPAM's, ranked by the decoder weights without the shared
-  per-word shift (AVITM's rule, issue 31), whose probability ranking is ``top_beta_<component>``;
+  per-word shift (AVITM's rule), whose probability ranking is ``top_beta_<component>``;
   plus the method's extra arrays;
 * ``curve.csv``: the training curve the fit reported (may be a single row for a sampler).
 
@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 TOP_N = 10
 TOPICS_FILE = "topics.npz"
 #: ``top_beta_<component>``: top words by the probabilities where ``top_<component>`` ranks by
-#: another rule (aviPAM: the decoder weights; the beta ranking is issue 31's ablation)
+#: another rule (aviPAM: the decoder weights; the beta ranking is an ablation)
 BETA_TOP_PREFIX = "top_beta_"
 RANKING_PREFIX = "ranking_"
 """``topics.npz`` key of the matrix a component's top words were ranked by, where that is not
@@ -67,7 +67,7 @@ def curve_csv(rows: list[dict[str, float]]) -> str:
 
 def _train_limit(limit: Any, available: int, corpus_path: str | Path) -> int:
     """``max_train_docs`` as the run's N: a positive integer no larger than the corpus's
-    training documents, so that the recorded N is the number fitted (issue 33: 1,000,000 was
+    training documents, so that the recorded N is the number fitted (1,000,000 was
     recorded where 11,258 documents were used; as ACP refuses an n_train above its pool)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ConfigError(f"max_train_docs must be a positive integer or null (all); got {limit!r}")

@@ -15,7 +15,7 @@ from noisyor_bench.evaluation.coherence import top_word_ids
 from noisyor_bench.experiments.avipam.runs import RANKING_PREFIX, TOP_N, TOPICS_FILE
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
-from noisyor_bench.infra.provenance import NotRecomputable, Recomputed, RunCheck
+from noisyor_bench.infra.runcheck import NotRecomputable, Recomputed, RunCheck
 
 
 def recompute(check: RunCheck) -> Recomputed:

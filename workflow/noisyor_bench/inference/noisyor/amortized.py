@@ -65,7 +65,7 @@ class AmortizedHParams:
     the schedule (``tau_min`` reached after ~1,900 steps) within the few thousand steps of a
     small-data run; the paper's search varies ``temp_decay_rate`` and ``temp_decay_step``.
 
-    Why ``gen_lr = 1e-2`` and not the encoder's ``lr = 1e-3`` (issue 12): rates are
+    Why ``gen_lr = 1e-2`` and not the encoder's ``lr = 1e-3``: rates are
     ``theta = softplus(r)`` ~ ``e^r`` near their init (<= 0.02), and Adam moves ``r`` by about
     the learning rate per step, so after T steps ``theta <= 0.02 * e^(gen_lr * T)``.  At
     1e-3 that ceiling is 0.02-0.04 after the 300-600 steps of a 15-epoch budget (true maxima

@@ -1,4 +1,4 @@
-"""Many AVI/ACP runs trained as one computation (issue 16).
+"""Many AVI/ACP runs trained as one computation.
 
 On small problems (SYN-PATTERN: D = 64, K = 8) a training step of one run is dominated by
 per-operation overhead, not arithmetic.  :func:`fit_batched` trains R runs that share a

@@ -2,10 +2,11 @@
 
 Each entry says what the rest of the workflow needs to know about a method without importing
 torch: its CLI/wildcard name, the paper's label, the class that implements it (imported lazily),
-whether it is amortized, the modes it exists in, and its colour and marker in every figure.  The
-Snakefile's wildcard constraint, the config validation, the tables' column order and labels and
-the plots' colours are all derived from :data:`METHODS`; adding a method is one entry here and
-one module beside this one.
+whether it is amortized and searched, the modes it exists in, and its colour and marker in every
+figure.  The Snakefile's wildcard constraint, the config validation, the tables' column order and
+labels, the plots' colours, which jobs hold a GPU, the cost model's rows per epoch and the claims'
+search deviation are all derived from :data:`METHODS`; adding a method is one entry here and one
+module beside this one.
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ class MethodInfo:
     modes: tuple[str, ...] = BOTH_MODES
     modes_reason: str = ""  # why a method exists in fewer modes
     ablates: str | None = None  # the method this one is an ablation of (shown next to it)
+    searched: bool | None = None
+    """Whether the paper's protocol draws its hyperparameters by random search (supplement
+    Section 3) instead of running its documented defaults; ``None``: as :attr:`amortized` (the
+    paper searched AVI and ACP and ran SVI, LB-CDI and UB-CDI with their defaults).  The config's
+    ``search_spaces`` give the spaces, only for searched methods."""
+
+    def __post_init__(self) -> None:
+        if self.searched is None:
+            object.__setattr__(self, "searched", self.amortized)
 
     @property
     def deterministic_in_inference(self) -> bool:
@@ -76,6 +86,14 @@ METHOD_NAMES: tuple[str, ...] = tuple(m.name for m in METHODS)
 LEARNING_ONLY: tuple[str, ...] = tuple(m.name for m in METHODS if m.modes == ("learning",))
 """Methods that exist only in learning mode (refused in inference experiments)."""
 NON_AMORTIZED: tuple[str, ...] = tuple(m.name for m in METHODS if not m.amortized)
+AMORTIZED: tuple[str, ...] = tuple(m.name for m in METHODS if m.amortized)
+"""Methods fitted by minibatch network training: CUDA-capable (their jobs hold a GPU), and an
+epoch touches at least ``min_epoch_steps`` batches; the others fit each data point on its own."""
+SEARCHED: tuple[str, ...] = tuple(m.name for m in METHODS if m.searched)
+"""Methods whose hyperparameters the paper searched (:attr:`MethodInfo.searched`): fewer draws
+than the paper's is a protocol deviation of the claims that read them."""
+ABLATIONS: tuple[str, ...] = tuple(m.name for m in METHODS if m.ablates is not None)
+"""Our ablations (not methods of the paper): never a competitor in a claim about its methods."""
 
 
 def method_info(name: str) -> MethodInfo:

@@ -14,7 +14,7 @@ Table 1's NUTS row is the posterior predictive per-word log-likelihood of the sa
 (:func:`nuts_estimates`: the paper's metric, and beyond the paper an importance-sampled
 log p(x | theta) with the diagonal Gaussian fitted to the samples as the proposal) and the time.
 
-Chain diagnostics (issue 32), :func:`chain_diagnostics`: the adapted step size, the mean
+Chain diagnostics, :func:`chain_diagnostics`: the adapted step size, the mean
 acceptance probability (the statistic pyro's step-size adaptation targets, 0.8) and the
 divergences of the sampling phase, the
 effective sample size and split R-hat of every coordinate (``pyro.ops.stats``: one chain, split in
@@ -135,7 +135,7 @@ def run_nuts(
 
         from noisyor_bench.infra.progress import Progress
 
-        ticker = Progress("NUTS", warmup_steps + num_samples, unit="draws")  # every 20 s (issue 29)
+        ticker = Progress("NUTS", warmup_steps + num_samples, unit="draws")  # every 20 s
 
         def record(kernel_: NUTS, _params: object, stage: str, _i: int) -> None:
             ticker.update(len(accept_probs) + (_i if stage != "Sample" else warmup_steps), stage.lower())

@@ -257,7 +257,7 @@ def train_encoder(
             batch_pairs = _compact_batch(encoder, docs, thetas.to(device=dev, dtype=dtype))
     from noisyor_bench.infra.progress import Progress
 
-    ticker = Progress(f"APE training ({encoder.kind})", n_steps)  # a log line every 20 s (issue 29)
+    ticker = Progress(f"APE training ({encoder.kind})", n_steps)  # a log line every 20 s
     while step < n_steps:
         ticker.update(step)
         lr = learning_rate_at(step, config)

@@ -216,7 +216,7 @@ def fit_vi(
         curve.append({"step": 0.0, "seconds": 0.0, "elbo": math.nan, "eval_elbo": evaluate()})
     from noisyor_bench.infra.progress import Progress
 
-    ticker = Progress("APE VI", config.max_steps)  # a log line every 20 s (issue 29)
+    ticker = Progress("APE VI", config.max_steps)  # a log line every 20 s
     for step in range(1, config.max_steps + 1):
         ticker.update(step - 1)
         tick = time.perf_counter()

@@ -58,8 +58,8 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 COLLAPSE_THRESHOLD = 0.01
 #: Documents per forward pass in evaluation (memory: EVAL_CHUNK x eval_samples x V word probabilities).
 EVAL_CHUNK = 1000
-#: A run whose KL term falls below this many nats per document is flagged collapsed (issue 31:
-#: the gain variant's 6-10 nats against ~59 without it; the posterior then barely leaves the prior).
+#: A run whose KL term falls below this many nats per document is flagged collapsed (the
+#: gain variant's 6-10 nats against ~59 without it; the posterior then barely leaves the prior).
 KL_COLLAPSE_NATS = 10.0
 #: How a topic's top words are ranked: ``"weights"`` (the primary rule, AVITM's: the decoder
 #: weights W, standardised across topics as the topic batch-norm does but WITHOUT its learned
@@ -77,7 +77,7 @@ class AviPamConfig:
     encoder: str = "per-level"  # "per-level": one MLP per level (paper); "shared": one trunk, heads per level
     encoder_dropout: float = 0.25  # dropout on the last hidden layer (AVITM NVLDA: keep 0.75)
     theta_dropout: float = 0.25  # dropout on the sub-topic proportions before beta (AVITM NVLDA)
-    # encoder mean/log-variance heads: batch norm WITHOUT gain (AVITM's code; issue 31: the gain of
+    # encoder mean/log-variance heads: batch norm WITHOUT gain (AVITM's code; the gain of
     # the paper's eq. 5, "batchnorm", collapses the KL to 6-10 nats a document, kept as an ablation)
     output_norm: str = "batchnorm-nogain"
     topic_bn: bool = True  # beta = softmax(BN(W)) (True) or softmax(W)

@@ -114,7 +114,7 @@ def train_timed(
     chunk = trace_interval if trace_interval > 0 else iterations
     from noisyor_bench.infra.progress import Progress
 
-    ticker = Progress(f"Gibbs chain ({type(model).__name__})", iterations, unit="sweeps")  # issue 29
+    ticker = Progress(f"Gibbs chain ({type(model).__name__})", iterations, unit="sweeps")
     while done < iterations:
         n = min(chunk, iterations - done)
         t0 = time.perf_counter()

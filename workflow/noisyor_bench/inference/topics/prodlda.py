@@ -1,5 +1,5 @@
 """ProdLDA and NVLDA as AVITM trains them (Srivastava & Sutton 2017): the calibration rows of aviPAM
-Table 1 (issue 31), which show that the pipeline (data, top words, coherence protocol) reaches
+Table 1, which show that the pipeline (data, top words, coherence protocol) reaches
 AVITM's published coherence when it trains AVITM's model.
 
 Written for this project from AVITM's TensorFlow code (akashgit/autoencoding_vi_for_topic_models,

@@ -73,8 +73,8 @@ class GenerativeInit:
       points, lr 1e-2, <= 300 epochs, AVI and ACP, seeds 0-3; a pattern counts as recovered
       at cosine > 0.95 after matching): (0.05, 0.5) recovered 4-8 of 8 (mean 5.8), (0, 0.02)
       6-8 (mean 7.5; 8 of 8 in 6 of 8 runs); (0, 0.1) on seeds 0-1 4-8.
-      Re-measured with the generative learning rate of 3e-2 on SYN-PATTERN (issue 12,
-      ``benchmarks/learning_curves.py``, ``docs/convergence.md``): (0, 0.1) recovered 2-6 of
+      Re-measured with the generative learning rate of 3e-2 on SYN-PATTERN
+      (``benchmarks/learning_curves.py``, ``docs/convergence.md``): (0, 0.1) recovered 2-6 of
       8 against 3-7 for (0, 0.02), with worse test NELBO -- the larger start does not help.
       The small start works only with a generative learning rate well above the encoder's:
       the learned rates grow at most like ``theta_high * e^(gen_lr * steps)``, hence
@@ -83,7 +83,7 @@ class GenerativeInit:
       D * theta_high / 2`` nats on its negative pixels; 0.64 at D = 64, but 5 at D = 500 and
       6 at D = 784, so the first steps switch every cause off and the learned model collapses
       towards independent pixels (the text corpora showed it first, ``experiments.corpus_hparams``).
-      Keeping the cost at 0.64 nats (issue 12, ``docs/convergence.md``): SYN-RANDOM-7,
+      Keeping the cost at 0.64 nats (``docs/convergence.md``): SYN-RANDOM-7,
       N_train = 1,000, AVI, gen_lr 1e-2: test NELBO 163.1 with (0, 0.02) against 156.0 with
       (0, 0.00256) (independent pixels: 154.3).
     * ``theta0_i = 0.05`` (leak probability 4.9%): the leak only has to explain the rare

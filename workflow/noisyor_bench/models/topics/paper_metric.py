@@ -1,4 +1,4 @@
-"""The APE authors' Table 1 metric split into its three terms (issue 32).
+"""The APE authors' Table 1 metric split into its three terms.
 
 :func:`~noisyor_bench.models.topics.logistic_normal.paper_per_word_predictive` is, per repeat,
 

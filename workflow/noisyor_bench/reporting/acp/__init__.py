@@ -10,5 +10,5 @@ tables, figures and claims, built on the generic reporting modules of :mod:`nois
   :mod:`.tsne` (supplement Figs. 4-6), :mod:`.text_claims`;
 * figures: :mod:`.figures` (Figs. 3b, 4, 5), :mod:`.figures_sensitivity`, :mod:`.figures_text`.
 
-Training itself is ``noisyor-bench train-cell`` (:mod:`noisyor_bench.experiments.acp.runs`).
+Training itself is ``noisyor-bench acp-train-cell`` (:mod:`noisyor_bench.experiments.acp.runs`).
 """

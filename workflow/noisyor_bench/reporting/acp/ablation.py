@@ -125,7 +125,7 @@ def _nelbo(rows: Mapping[int, Mapping[str, Any]]) -> dict[int, float]:
 
 def _converged(row: Mapping[str, Any]) -> bool:
     """A run counts as converged unless its metrics say ``converged: false`` (key absent or null =
-    converged), judged in nats (issue 30: :func:`~noisyor_bench.reporting.collect.run_converged`)."""
+    converged), judged in nats (:func:`~noisyor_bench.reporting.collect.run_converged`)."""
     value = row.get("converged")
     if value is None or bool(pd.isna(value)):
         return True

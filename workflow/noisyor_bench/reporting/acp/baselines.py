@@ -1,6 +1,6 @@
 """Reference rows beside the methods: the independent-Bernoulli baseline and the true model.
 
-``results/baselines/<dataset>.json`` (``noisyor-bench baselines``) gives, per dataset, the
+``results/baselines/<dataset>.json`` (``noisyor-bench acp-baselines``) gives, per dataset, the
 independent-Bernoulli NLL at each N_train and the true model's scores; here they become
 ``baseline_nelbo`` / ``below_baseline`` columns and reference rows (``status = baseline``) of
 any table with a NELBO column, and the Markdown notes that explain them.
@@ -43,11 +43,11 @@ BELOW_NOTE = (
 
 
 def read_baselines(paths: Sequence[str | Path] | None) -> dict[str, dict[str, Any]]:
-    """``results/baselines/<dataset>.json`` files (``noisyor-bench baselines``) by dataset name."""
+    """``results/baselines/<dataset>.json`` files (``noisyor-bench acp-baselines``) by dataset name."""
     out: dict[str, dict[str, Any]] = {}
     for path in paths or []:
         path = Path(path)
-        record = read_json_record(path, "baselines file not found (made by 'noisyor-bench baselines')")
+        record = read_json_record(path, "baselines file not found (made by 'noisyor-bench acp-baselines')")
         if not isinstance(record, dict) or "dataset" not in record or "independent_bernoulli" not in record:
             raise DataError(
                 f"{path}: not a baselines file (expected keys 'dataset', 'independent_bernoulli')"
@@ -92,7 +92,7 @@ def baseline_nll_rows(
 def add_baseline_columns(table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """``baseline_nelbo`` and ``below_baseline`` (mean NELBO > baseline) on every learning-mode row,
     and ``baseline_nll`` / ``baseline_nll_se`` / ``baseline_nll_rows``: the baseline on the rows of
-    the runs' held-out ``-log p(x)`` (column ``nll``), the like-for-like comparison (issue 30).
+    the runs' held-out ``-log p(x)`` (column ``nll``), the like-for-like comparison.
 
     Rows without a measurement (``status`` not "measured") or without a baseline get
     ``below_baseline = False``.

@@ -56,7 +56,9 @@ def load_labelled_test(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[s
     try:
         data = load_npz(path)
     except FileNotFoundError:
-        raise DataError(f"dataset {path} not found; build it with 'noisyor-bench ingest-reuters'") from None
+        raise DataError(
+            f"dataset {path} not found; build it with 'noisyor-bench acp-ingest-reuters'"
+        ) from None
     missing = [k for k in ("x_test", "y_test") if k not in data]
     if missing:
         raise DataError(f"dataset {path} lacks arrays {missing}: classification needs test labels y_test")

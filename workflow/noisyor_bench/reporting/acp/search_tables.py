@@ -1,7 +1,7 @@
 """The random searches of a run as tables: every draw of every searched cell, and the selection.
 
 Why a table: a reader of a published reference (``reference/``: tables and figures only) must
-see which hyperparameters each cell ran with and how the search chose them (issue 30, item 6):
+see which hyperparameters each cell ran with and how the search chose them:
 each draw's hyperparameters, its validation NELBO per initialisation, its score (their mean)
 and whether it was selected.  Read from each search's ``search.csv`` and ``best.json``
 (:mod:`noisyor_bench.commands.acp.experiment`).
@@ -49,7 +49,7 @@ def cell_of_search(path: Path) -> dict[str, Any]:
 
 
 def _inits(row: pd.Series) -> list[float]:
-    """The per-initialisation values of a search.csv row (one value: searches before issue 30)."""
+    """The per-initialisation values of a search.csv row (one value: searches from before two initialisations per draw)."""
     text = row.get("val_nelbo_inits")
     if isinstance(text, str) and text:
         return [float(v) for v in json.loads(text)]

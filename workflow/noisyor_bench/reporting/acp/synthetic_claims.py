@@ -8,7 +8,7 @@ Each claim function takes the tables (by artifact, as written by
 
 * "Method m recovers all patterns" (Fig. 4, supplement Fig. 1): the paper shows its best run,
   so the run the protocol selects on validation NELBO among the seeds decides
-  (:data:`RULE_SUCCESS`, issue 30); the per-seed full-recovery rate (Wilson interval), AVI vs
+  (:data:`RULE_SUCCESS`); the per-seed full-recovery rate (Wilson interval), AVI vs
   ACP paired by seed (exact McNemar) and the K = 2 x K_true rows are reported beside it.
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from noisyor_bench.inference.noisyor.registry import ABLATIONS, SEARCHED
 from noisyor_bench.reporting.acp.paper import paper_numbers
 from noisyor_bench.reporting.acp.recovery_tables import (
     PAIRED,
@@ -95,10 +96,6 @@ def synrandom_fig5() -> tuple[str, ...]:
     return tuple(paper_numbers()["fig5"]["datasets"])
 
 
-ABLATIONS = ("acp-sg",)
-"""Our ablations (not methods of the paper): never a competitor in a claim about the paper's methods."""
-
-
 def _loc(block: str, extra: str = "") -> str:
     src = paper_numbers()[block]["source"]
     return f"{src['item']}, Section {src['section']}, {src['file']} lines {src['lines']}" + (
@@ -106,14 +103,11 @@ def _loc(block: str, extra: str = "") -> str:
     )
 
 
-SEARCHED = ("acp", "avi", "acp-sg")
-"""Methods whose cells the grid searches and trains per seed (learning mode, amortized)."""
-
-
 def _nelbo_protocol(args: Sequence[Any], kwargs: Mapping[str, Any], evidence: Evidence) -> str:
-    """``protocol_deviation`` of a NELBO claim (issue 30) from the cells it read: seeds below the
-    paper's 5, search draws below its 100 (where the claims read the ``search`` table), and
-    Table 4's N_train set against the paper's."""
+    """``protocol_deviation`` of a NELBO claim from the cells it read: seeds below the
+    paper's 5 and search draws below its 100 (where the claims read the ``search`` table) of the
+    methods the paper searched (the registry's :data:`SEARCHED`), and Table 4's N_train set
+    against the paper's."""
     tables = args[0] if args and isinstance(args[0], Mapping) else kwargs.get("tables", {})
     found: dict[str, set[str]] = {}
     for row in evidence.rows.values():

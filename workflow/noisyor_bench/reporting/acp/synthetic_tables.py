@@ -124,7 +124,7 @@ NLL_COLUMNS: tuple[str, ...] = (
 
 
 def with_nll(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` with an ``nll`` column: each run's held-out ``-log p(x)`` (``nll_test``, issue 30;
+    """``runs`` with an ``nll`` column: each run's held-out ``-log p(x)`` (``nll_test``;
     NaN for runs evaluated before it existed), so :func:`summarise` gives ``nll_mean/_ci95/_values``."""
     runs = runs.copy()
     runs["nll"] = pd.to_numeric(runs["nll_test"], errors="coerce") if "nll_test" in runs else np.nan
@@ -459,7 +459,7 @@ def collect_curves(
 
     ``round`` is curve.csv's ``epoch`` column (for UB-CDI: the fixed-point round, 0 = initial psi);
     ``deterministic``: the run is one setting, not a sample (:func:`~noisyor_bench.reporting.collect.is_deterministic`:
-    SVI/LB-CDI/UB-CDI in inference mode), so the claims judge it exactly (issue 30).
+    SVI/LB-CDI/UB-CDI in inference mode), so the claims judge it exactly.
     """
     runs = collect_runs(run_dirs)
     frames = []

@@ -4,7 +4,7 @@ Same rules as :mod:`noisyor_bench.reporting.claims`: verdicts from 95% CIs of di
 (paired when the seeds match), *inconclusive* when the CI straddles the bound or a side has a
 single value (n=1), *not tested* when the grid did not run the cells.
 
-Qualifiers (issue 30): every claim reads per-run rows carrying ``n_runs`` / ``n_converged``
+Qualifiers: every claim reads per-run rows carrying ``n_runs`` / ``n_converged``
 (:func:`~noisyor_bench.reporting.acp.text_runs.add_convergence_columns`); a claim resting on a run that
 did not converge carries the ``unconverged`` qualifier beside its verdict, which it never changes
 (:func:`noisyor_bench.reporting.claims.qualified`).

@@ -20,7 +20,9 @@ def collect_text_runs(paths: Sequence[str | Path]) -> pd.DataFrame:
     """
     runs = collect_runs(paths)
     if "K" not in runs.columns or runs["K"].isna().any():
-        raise DataError("runs lack the key 'K' in metrics.json (written by noisyor-bench train / train-cell)")
+        raise DataError(
+            "runs lack the key 'K' in metrics.json (written by noisyor-bench acp-train / acp-train-cell)"
+        )
     runs["K"] = runs["K"].astype(int)
     for r in runs.to_dict("records"):
         k = classification_latents(str(r["experiment"]))
@@ -44,7 +46,7 @@ def check_dataset(runs: pd.DataFrame, sha256: str, path: str | Path) -> None:
 
 
 def add_convergence_columns(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """``n_runs`` and ``n_converged`` (issue 12, contract 2) of each row's run, by ``run_dir``:
+    """``n_runs`` and ``n_converged`` (the convergence counts every results table carries) of each row's run, by ``run_dir``:
     1 and 0/1 for a run's row (null ``converged`` = converged), 0 and 0 for a row without a run
     (the classification baseline)."""
     counts = {

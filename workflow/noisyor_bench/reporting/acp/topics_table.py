@@ -81,7 +81,7 @@ def read_vocabulary(path: str | Path) -> list[str]:
         words = [w.strip() for w in path.read_text(encoding="utf-8").splitlines() if w.strip()]
     except FileNotFoundError:
         raise DataError(
-            f"vocabulary {path} not found; it is written beside the corpus by 'noisyor-bench ingest-neurips'"
+            f"vocabulary {path} not found; it is written beside the corpus by 'noisyor-bench acp-ingest-neurips'"
         ) from None
     if not words:
         raise DataError(f"vocabulary {path} is empty")

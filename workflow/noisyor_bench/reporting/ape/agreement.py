@@ -1,4 +1,4 @@
-"""The VI-vs-VI ceilings beside APE's agreement numbers (issue 32): how far VI's ranking
+"""The VI-vs-VI ceilings beside APE's agreement numbers: how far VI's ranking
 reference agrees with itself, per (dataset, seed).
 
 * ``agree_vi_ceiling``: the median, over the other seeds, of the pairs that this seed's VI
@@ -9,7 +9,7 @@ reference agrees with itself, per (dataset, seed).
 * ``agree_is_ceiling``: ``agree_is``'s reference (VI's IS totals) across seeds;
 * ``ranking_documents`` / ``ranking_draws``: what the reference summed over.
 
-Evaluations without a ``ranking`` record (runs from before issue 32) get no ceilings (NaN).
+Evaluations without a ``ranking`` record (runs from before the ranking record) get no ceilings (NaN).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def seed_ceilings(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int],
 
 
 PROTOCOL = {"documents": 300, "elbo_draws": 1000, "seeds": 5}
-"""The agreement reference issue 32 asks for (the authors rank over every training document)."""
+"""The agreement reference of the paper's protocol (the authors rank over every training document)."""
 
 
 def ranking_reduction(section: Mapping[str, Any], n_seeds: int) -> str:
@@ -109,7 +109,7 @@ def table_reduction(table: Any, dataset: str) -> str:
     row = rows.iloc[0]
     docs, draws = row["ranking_documents_mean"], row["ranking_draws_mean"]
     if docs != docs or draws != draws:  # NaN: runs from before the ranking record
-        return "agreement ranked by the former 30-document, 50-100-draw ELBO (runs from before issue 32)"
+        return "agreement ranked by the former 30-document, 50-100-draw ELBO (runs from before the ranking record)"
     seeds = int(row["n_seeds"])
     short = docs < PROTOCOL["documents"] or draws < PROTOCOL["elbo_draws"] or seeds < PROTOCOL["seeds"]
     if not short:

@@ -10,8 +10,8 @@ every method of a seed is scored on the same combinations):
 * ``ape-close-to-vi-faster-<d>``: VI minus model-aware APE (clean) below :data:`GAP` nats per word
   *and* log10(time VI / time APE) above 2 (100x);
 * ``ape-agreement-<d>``: agreement with VI, model-aware APE minus Standard > 0 pairs, judged
-  only when VI's reference agrees with itself across seeds on >= 40 of 45 pairs (issue 32;
-  :mod:`noisyor_bench.reporting.ape.agreement`), else inconclusive, "reference noise: ceiling k/45";
+  only when VI's reference agrees with itself across seeds on >= 40 of 45 pairs
+  (:mod:`noisyor_bench.reporting.ape.agreement`), else inconclusive, "reference noise: ceiling k/45";
 * ``ape-warm-start-<d>``: log10 of the time VI from random initialisation needs to reach its own
   final quality over the time the APE-warm-started VI needs (APE forward pass included) > 0;
 * ``ape-nuts-vs-vi-<d>``: on NUTS's combinations, NUTS's paper-style log-likelihood below VI's
@@ -24,7 +24,7 @@ inconclusive, "timing spread crosses the threshold".
 
 Each claim is qualified (:func:`noisyor_bench.reporting.claims.qualified`): when the rows
 it reads include unconverged training or VI runs the claim carries the ``unconverged``
-qualifier beside its verdict (issue 30).
+qualifier beside its verdict.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ SPEEDUP_LOG10 = 2.0  # 100x
 # the claims on times, judged with the timings' spread (reporting.timing_claims)
 TIMED_CLAIMS = ("ape-close-to-vi-faster-", "ape-warm-start-", "ape-nuts-vs-vi-")
 DATASETS = ("toybars", "mdreviews")
-# issue 32: the warm starts beside the paper's rate (experiments.ape.evaluate.warm_variant_configs)
+# the warm starts beside the paper's rate (experiments.ape.evaluate.warm_variant_configs)
 WARM_LABELS = {"vi_lr": "at VI's own rate", "authors": "the authors' runnable warm start"}
 RULE = (
     "paired 95% CI over seeds of the per-seed difference (ratios: of log10 times); reproduced if it "
@@ -103,7 +103,7 @@ def _claim(claim_id: str, statement: str, key: str, verdict: str, numbers: str) 
 
 def _gap_text(table: pd.DataFrame, dataset: str, *methods: str) -> str:
     """Each method's gap to VI on the same combinations, paper-style and clean IS, mean over
-    seeds, with the paper's gap (issue 32: absolute paper-style values move with the documents)."""
+    seeds, with the paper's gap (absolute paper-style values move with the documents)."""
     parts = []
     for m in methods:
         paper_style, clean = _side(table, dataset, m, "gap_paper"), _side(table, dataset, m, "gap_is")
@@ -222,7 +222,7 @@ def agreement(table: pd.DataFrame, dataset: str) -> Claim:
         table1_row(dataset, "ape-model-aware").get("agree"),
         table1_row(dataset, "standard").get("agree"),
     )
-    # issue 32: judged only when VI's reference agrees with itself (across seeds) on >= 40/45 pairs
+    # judged only when VI's reference agrees with itself (across seeds) on >= 40/45 pairs
     ceilings = _side(table, dataset, "vi", "agree_vi_ceiling").values
     judged, ceiling = ceiling_judgement(ceilings, table_pairs(table, dataset))
     numbers = (
@@ -310,7 +310,7 @@ def _rate(rows: pd.DataFrame, column: str) -> str:
 
 
 def _warm_variants_text(rows: pd.DataFrame, variant: str, label: str) -> str:
-    """Issue 32: the warm start at VI's own rate and the authors' runnable lr 0.1 x 600 steps,
+    """The warm start at VI's own rate and the authors' runnable lr 0.1 x 600 steps,
     per seed (``warm_<variant>_*`` of the Figure 1 table); empty when not run."""
     column, lr = f"warm_{variant}_time_to_quality", f"warm_{variant}_lr"
     if column not in rows.columns or lr not in rows.columns or rows[lr].dropna().empty:
@@ -325,7 +325,7 @@ def _warm_variants_text(rows: pd.DataFrame, variant: str, label: str) -> str:
 def nuts_vs_vi(table: pd.DataFrame, dataset: str) -> Claim:
     cid, key = f"ape-nuts-vs-vi-{dataset}", "nuts_vs_vi"
     statement = "NUTS's posterior predictive likelihood is slightly below VI's, at far more time"
-    # issue 32: judged on NUTS - VI on identical combinations (the document constant cancels)
+    # judged on NUTS - VI on identical combinations (the document constant cancels)
     gap = _side(table, dataset, "nuts", "gap_paper")
     # time per combination: NUTS may run on fewer combinations than VI
     t_nuts = _per_combination(table, dataset, "nuts", _timed(table, dataset, "nuts"))

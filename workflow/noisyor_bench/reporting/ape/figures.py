@@ -2,7 +2,7 @@
 
 * Figure 1 (left), :func:`figure1_left`: mean ELBO per combination against wall time for VI from
   random initialisation and VI warm-started from the model-aware APE (its forward pass: the X) at
-  the paper's rate, and (dashed, dotted; issue 32) at VI's own rate and the authors' lr 0.1 x 600
+  the paper's rate, and (dashed, dotted) at VI's own rate and the authors' lr 0.1 x 600
   steps, one line per seed, with the time VI from random initialisation needs to reach APE's ELBO.
 * Figure 1 (right), :func:`figure1_right`: kernel density estimate of |ELBO_encoder - ELBO_VI|
   per test model (total over its documents), pooled over seeds, per encoder.
@@ -77,7 +77,7 @@ def figure1_left(
                     lw=1,
                     label=METHOD_LABELS["vi-warm"] if label else None,
                 )
-                # issue 32: the same warm start at VI's own rate and the authors' lr 0.1 x 600 steps
+                # the same warm start at VI's own rate and the authors' lr 0.1 x 600 steps
                 for variant, style in WARM_VARIANT_STYLES.items():
                     path = d / f"vi_warm_{variant}_curve.csv"
                     if not path.is_file():

@@ -1,4 +1,4 @@
-"""What APE's Table 1 can compare (issue 32): gaps to VI on identical combinations, and where
+"""What APE's Table 1 can compare: gaps to VI on identical combinations, and where
 absolute paper-style values come from.
 
 The paper-style metric carries the document constant (multinomial coefficient + the authors'
@@ -58,7 +58,7 @@ NUTS_CHAIN_COLUMNS = (
 
 def nuts_chain_columns(subset: Mapping[str, Any]) -> dict[str, float]:
     """:data:`NUTS_CHAIN_COLUMNS` of one evaluation's ``nuts_subset`` (NaN where a run from before
-    issue 32 recorded none); ``nuts_stuck`` 1.0 when the chain barely moved
+    chain diagnostics recorded none); ``nuts_stuck`` 1.0 when the chain barely moved
     (:func:`noisyor_bench.inference.topics.ape_nuts.chain_diagnostics`)."""
     chain = subset.get("chain") or {}
     diag = chain.get("diagnostics") or {}

@@ -54,9 +54,9 @@ METRICS = (
     *GAP_METRICS,
     *NUTS_CHAIN_COLUMNS,
 )
-# the agreement helper's measured training-pool sweep (issue 32, item 4; benchmarks/ape_pool_sweep*)
+# the agreement helper's measured training-pool sweep (benchmarks/ape_pool_sweep*)
 POOL_SWEEP_NOTE = (
-    "Training-pool effect (benchmarks/results/ape_pool_sweep_toybars.md, issue 32): the model-aware APE "
+    "Training-pool effect (benchmarks/results/ape_pool_sweep_toybars.md): the model-aware APE "
     "retrained with the same 8,000-step budget on 300 / 3,000 / 10,000 / 50,000 toy-bars models agrees with "
     "VI's 1,000-draw ranking reference on 37.5 / 34.5 / 37.0 / 37.5 of 45 pairs (2 seeds; VI-vs-VI ceiling "
     "45/45) at clean log-likelihood gaps to VI of 0.33 / 0.32 / 0.31 / 0.33 nats per word: the reduced "
@@ -104,7 +104,7 @@ def seed_rows(eval_files: Sequence[str | Path]) -> pd.DataFrame:
                 )
     if not rows:
         raise DataError("APE Table 1: no evaluation runs")
-    ceilings = seed_ceilings(records)  # the same per seed for every method: VI-vs-VI, issue 32
+    ceilings = seed_ceilings(records)  # the same per seed for every method: VI-vs-VI
     for row in rows:
         row.update(ceilings.get((row["dataset"], row["seed"]), {}))
     return add_gaps(pd.DataFrame(rows))  # gaps to VI on the same combinations (reporting.ape.gaps)
@@ -217,7 +217,7 @@ def reductions(settings: Mapping[str, Any]) -> list[str]:
             parts.append(f"{section['data']['documents']} documents (paper 500)")
         n_sets = int(ev.get("document_sets", 0)) * max(1, len(seeds))
         if n_sets < 10:
-            parts.append(f"VI on {n_sets} random evaluation-document sets (issue 32: >= 10)")
+            parts.append(f"VI on {n_sets} random evaluation-document sets (>= 10)")
         if ranking := ranking_reduction(section, len(seeds)):
             parts.append(ranking)
         if parts:
@@ -361,7 +361,7 @@ FIGURE1_COLUMNS = (
     "warm_time_to_quality",
     "vi_time_to_ape_elbo",
     *(f"{t}_{s}" for t in ("vi_time_to_quality", "warm_time_to_quality") for s in ("median", "low", "high")),
-    # issue 32: the warm start at the paper's rate (warm_*, above, at warm_lr), at VI's own rate
+    # the warm start at the paper's rate (warm_*, above, at warm_lr), at VI's own rate
     # (warm_vi_lr_*) and the authors' runnable lr 0.1 x 600 steps (warm_authors_*)
     "warm_lr",
     *(

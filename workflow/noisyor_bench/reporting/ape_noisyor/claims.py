@@ -3,7 +3,7 @@
 Each claim is APE's question asked of noisy-OR, per family (every family must agree:
 :func:`~noisyor_bench.reporting.claims.combine`), with the 95% CI of a difference over seeds
 (paired: every encoder runs the same seeds; a per-datapoint baseline is a constant) and the
-``unconverged`` qualifier beside it when a row it rests on has unconverged runs (issue 30).
+``unconverged`` qualifier beside it when a row it rests on has unconverged runs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from noisyor_bench.reporting.claims import (
     verdict_below,
 )
 
-LOCATION = "beyond the paper: APE (issue 14) on noisy-OR, tables/ape_noisyor.md"
+LOCATION = "beyond the paper: APE on noisy-OR, tables/ape_noisyor.md"
 NON_INFERIORITY = (
     0.05  # agreement points ACP may lose to the APE model-aware encoder and still "rank as well"
 )

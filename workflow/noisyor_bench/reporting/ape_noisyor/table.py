@@ -108,7 +108,7 @@ def ape_noisyor_markdown(table: pd.DataFrame, caption: Mapping[str, Any]) -> str
     lines = [
         "# APE's question on noisy-OR: amortizing inference across models, scored against exact log-likelihoods",
         "",
-        "No paper has these numbers (issue 14, beyond the paper; docs/ape_noisyor.md). "
+        "No paper has these numbers (beyond the paper; docs/ape_noisyor.md). "
         f"Grid: {caption.get('grid', '?')}; {caption.get('detail', '')}",
         "",
         "Agreement: fraction of the C(C-1)/2 pairs of candidate models that the method's mean exact ELBO "

@@ -1,1 +1,1 @@
-"""aviPAM paper (issue 15): Tables 1-4, the collapse study (Figs. 2-3) and the claims."""
+"""aviPAM paper: Tables 1-4, the collapse study (Figs. 2-3) and the claims."""

@@ -1,4 +1,4 @@
-"""The calibration rows of aviPAM Table 1 (issue 31): does the pipeline reproduce AVITM
+"""The calibration rows of aviPAM Table 1: does the pipeline reproduce AVITM
 (Srivastava & Sutton 2017) under the paper's coherence protocol?
 
 * ``avitm-published``: AVITM's published K = 50 ProdLDA topics (no training), scored by the
@@ -32,7 +32,7 @@ from noisyor_bench.reporting.claims import (
 
 #: method -> AVITM's NPMI for it on 20 Newsgroups, K = 50 (the "paper" column of its Table 1 row)
 TARGETS: dict[str, float] = {"avitm-published": 0.244, "prodlda": 0.24}
-#: how far the product's score may be from AVITM's (issue 31)
+#: how far the product's score may be from AVITM's
 TOLERANCE = 0.02
 METHODS = ("avitm-published", "prodlda", "nvlda")
 
@@ -43,7 +43,7 @@ STATEMENT = (
     "retrained with AVITM's settings scores AVITM's 0.24 (20 Newsgroups)"
 )
 RULE = (
-    f"a tolerance check of the pipeline (issue 31): the mean paper-protocol NPMI (npmi_paper) of AVITM's "
+    f"a tolerance check of the pipeline: the mean paper-protocol NPMI (npmi_paper) of AVITM's "
     f"published topic sets within {TOLERANCE} of the 0.244 Lau's scripts logged for them, and the mean "
     f"over ProdLDA seeds within {TOLERANCE} of AVITM's 0.24: reproduced if every row present is within, "
     "not reproduced if one is outside; the per-run values and the ProdLDA mean's 95% CI are reported, "

@@ -115,7 +115,7 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
     from noisyor_bench.reporting.plots import figure_style, save_figure
 
     corpora = sorted(runs["corpus"].unique())
-    # 2 columns (readable at the report's ~1000 px, issue 29); a corpus without NPMI (pixel
+    # 2 columns (readable at the report's ~1000 px); a corpus without NPMI (pixel
     # documents) gets no NPMI panel rather than an empty one; an odd last panel spans the row.
     kinds = {
         c: ["c", "n", "k", "t"]

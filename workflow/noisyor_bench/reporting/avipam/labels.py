@@ -21,9 +21,9 @@ METHOD_LABELS: dict[str, str] = {
     "avipam-pam5": "aviPAM 5-PAM",
     "avipam-ctm": "aviPAM CTM",
     "avipam-molda": "aviPAM MoLDA",
-    # ablation (issue 31): the encoder batch-norm's learnable gain, the paper's eq. 5 reading
+    # ablation: the encoder batch-norm's learnable gain, the paper's eq. 5 reading
     "avipam-pam4-gain": "aviPAM 4-PAM, BN with gain (ablation)",
-    # calibration rows of Table 1 (issue 31): the pipeline against AVITM's published quality
+    # calibration rows of Table 1: the pipeline against AVITM's published quality
     "avitm-published": "AVITM published topics (calibration, no training)",
     "prodlda": "ProdLDA, AVITM's settings (calibration)",
     "nvlda": "NVLDA, AVITM's settings (calibration)",

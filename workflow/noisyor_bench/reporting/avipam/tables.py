@@ -53,7 +53,7 @@ METRICS = (
     "paper_topic_r",
 )
 #: Method id suffix of the top-word ablation rows: an aviPAM run's topics ranked by the
-#: probabilities beta (``top_beta_<component>``) instead of the decoder weights (issue 31)
+#: probabilities beta (``top_beta_<component>``) instead of the decoder weights
 BETA_RANKED = "@beta"
 METHOD_ORDER = list(METHOD_LABELS)
 NOT_RUN = "not run in this grid"

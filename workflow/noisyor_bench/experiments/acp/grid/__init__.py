@@ -1,5 +1,5 @@
-"""The experiment grid (``grids.<grid>``, chosen by ``--config grid=...``): which runs exist,
-with which budget and search draws.
+"""ACP's part of the experiment grid (``grids.<grid>.acp``, the grid chosen by ``--config
+grid=...``): which runs exist, with which budget and search draws.
 
 One grid, two kinds of cells: the synthetic experiments (this module: :class:`Cell`,
 :func:`cells`, ...) and the real-corpus experiments of the grid's ``text`` section
@@ -23,9 +23,10 @@ from noisyor_bench.experiments.acp.grid import (
     corpora as corpora,  # the grid's real-corpus cells (grid.corpora)
 )
 from noisyor_bench.experiments.acp.search import DEFAULT_INITS_PER_DRAW, check_inits_per_draw, sample_hparams
+from noisyor_bench.experiments.config import NEUTRAL_GRID_KEYS
 from noisyor_bench.experiments.rundir import RunKey, cell_path
 from noisyor_bench.inference.fitting import config_budget_defaults
-from noisyor_bench.inference.noisyor.registry import LEARNING_ONLY, METHOD_NAMES, NON_AMORTIZED, method_info
+from noisyor_bench.inference.noisyor.registry import AMORTIZED, LEARNING_ONLY, METHOD_NAMES, method_info
 from noisyor_bench.infra.constants import (
     BASELINE_IW_SAMPLES,
     BASELINE_MAX_ROUNDS,
@@ -35,7 +36,6 @@ from noisyor_bench.infra.constants import (
 )
 from noisyor_bench.infra.errors import ConfigError
 
-AMORTIZED = tuple(m for m in METHOD_NAMES if m not in NON_AMORTIZED)
 DEFAULT_BUDGET = config_budget_defaults()
 DEFAULT_EVALUATION = {"samples": DEFAULT_N_SAMPLES, "iw_samples": WORKFLOW_IW_SAMPLES}
 
@@ -58,9 +58,13 @@ class Cell:
         return RunKey(self.experiment, self.dataset, self.method, self.n_train, int(seed))
 
 
-def active_grid(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The section ``grids.<grid>`` of the selected experiment grid (smoke, quick, paper)."""
-    return dict(cfg["grids"][cfg["grid"]])
+def active_grid(cfg: Mapping[str, Any], grid: str | None = None) -> dict[str, Any]:
+    """ACP's view of the selected (or named) grid: the grid's paper-neutral keys (device,
+    threads, ...) with its ``acp`` section; only the neutral keys where the grid has none."""
+    whole = cfg["grids"][cfg["grid"] if grid is None else grid]
+    view = {key: value for key, value in whole.items() if key in NEUTRAL_GRID_KEYS}
+    view.update(whole.get("acp") or {})
+    return view
 
 
 def experiments(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -103,7 +107,7 @@ def seeds(
 
     With ``method``: a method that is deterministic in the experiment's mode (SVI, LB-CDI,
     UB-CDI in inference mode: the same posterior for every seed) runs the first seed only --
-    one setting is evaluated once, not replicated (issue 12)."""
+    one setting is evaluated once, not replicated."""
     grid_ = active_grid(cfg)
     exp = (experiments(cfg).get(experiment) or {}) if experiment is not None else {}
     own = (exp.get("dataset_seeds") or {}).get(dataset) if dataset is not None else None
@@ -216,13 +220,13 @@ DEFAULT_BASELINES: dict[str, Any] = {
     "max_rows": BASELINE_MAX_ROWS,
     "iw_samples": BASELINE_IW_SAMPLES,
     "max_rounds": BASELINE_MAX_ROUNDS,
-    "bounds": False,  # the IW bound / mean-field NELBO of the truth: superseded by nll (issue 30)
+    "bounds": False,  # the IW bound / mean-field NELBO of the truth: superseded by nll
     "nll": {},  # the truth's -log p(x): a likelihood config (evaluation.noisyor_likelihood), defaults
 }
 
 
 def baseline_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """True-model scoring of ``noisyor-bench baselines``: defaults < grid ``baselines``."""
+    """True-model scoring of ``noisyor-bench acp-baselines``: defaults < grid ``baselines``."""
     merged = dict(DEFAULT_BASELINES)
     merged.update(active_grid(cfg).get("baselines") or {})
     return merged
@@ -254,14 +258,14 @@ def draws(cfg: Mapping[str, Any], cell: Cell) -> list[dict[str, Any]]:
 
 
 def inits_per_draw(cfg: Mapping[str, Any], cell: Cell) -> int:
-    """``search.inits_per_draw`` of the cell (experiment over grid; default 2, issue 30): the
+    """``search.inits_per_draw`` of the cell (experiment over grid; default 2): the
     initialisations each search draw is scored on (mean validation NELBO)."""
     search = dict(active_grid(cfg).get("search") or {})
-    where = f"grids.{cfg.get('grid')}.search.inits_per_draw"
+    where = f"grids.{cfg.get('grid')}.acp.search.inits_per_draw"
     own = experiments(cfg)[cell.experiment].get("search") or {}
     if "inits_per_draw" in own:
         search["inits_per_draw"] = own["inits_per_draw"]
-        where = f"grids.{cfg.get('grid')}.experiments.{cell.experiment}.search.inits_per_draw"
+        where = f"grids.{cfg.get('grid')}.acp.experiments.{cell.experiment}.search.inits_per_draw"
     return check_inits_per_draw(search.get("inits_per_draw", DEFAULT_INITS_PER_DRAW), where)
 
 
@@ -303,9 +307,10 @@ def max_job_hours(cfg: Mapping[str, Any], cell: Cell) -> float | None:
 
 def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools: Mapping[str, int]) -> None:
     """Cross-field checks the schema cannot express; raises ConfigError naming the key."""
-    for gname, grid_ in cfg["grids"].items():
+    for gname in cfg["grids"]:
+        grid_ = active_grid(cfg, gname)
         for ename, exp in (grid_.get("experiments") or {}).items():
-            where = f"grids.{gname}.experiments.{ename}"
+            where = f"grids.{gname}.acp.experiments.{ename}"
             target = exp.get("recovery_of")
             if target is not None and target not in (grid_.get("experiments") or {}):
                 raise ConfigError(

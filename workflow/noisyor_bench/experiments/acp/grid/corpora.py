@@ -1,4 +1,4 @@
-"""The real-corpus part of an experiment grid (``grids.<g>.text``): which runs exist and their K.
+"""The real-corpus part of ACP's experiment grid (``grids.<g>.acp.text``): which runs exist and their K.
 
 Two experiments share the section: ``table5`` (the noisy-OR topic model on ``neurips-titles``
 with ``topics.K`` latents, paper Section 4.5) and ``classification-K<K>`` (``reuters`` with
@@ -60,9 +60,9 @@ class CorpusCell:
 
 
 def corpus_section(cfg: Mapping[str, Any], grid: str | None = None) -> dict[str, Any]:
-    """``grids.<grid>.text`` of the selected (or named) grid; empty if absent."""
+    """``grids.<grid>.acp.text`` of the selected (or named) grid; empty if absent."""
     name = cfg["grid"] if grid is None else grid
-    return dict(cfg["grids"][name].get("text") or {})
+    return dict((cfg["grids"][name].get("acp") or {}).get("text") or {})
 
 
 def seeds(cfg: Mapping[str, Any]) -> list[int]:
@@ -108,7 +108,7 @@ def experiment_latents(cfg: Mapping[str, Any], experiment: str) -> int:
     k = classification_latents(experiment)
     if k is not None and k in [int(v) for v in (text.get("classification") or {}).get("K", [])]:
         return k
-    raise ConfigError(f"experiment {experiment!r} is not in grids.{cfg['grid']}.text")
+    raise ConfigError(f"experiment {experiment!r} is not in grids.{cfg['grid']}.acp.text")
 
 
 def cells(cfg: Mapping[str, Any], experiment: str | None = None) -> list[CorpusCell]:
@@ -150,9 +150,9 @@ def tsne_cells(cfg: Mapping[str, Any], k: int) -> list[CorpusCell]:
 
 def validate_corpus_grid(cfg: Mapping[str, Any]) -> None:
     """Cross-field checks of every grid's ``text`` section the schema cannot express."""
-    for gname, grid_ in cfg["grids"].items():
-        text = grid_.get("text") or {}
-        where = f"grids.{gname}.text"
+    for gname in cfg["grids"]:
+        text = corpus_section(cfg, gname)
+        where = f"grids.{gname}.acp.text"
         _unique(text.get("methods", DEFAULT_METHODS), f"{where}.methods")
         topics = text.get("topics")
         if topics:

@@ -1,26 +1,22 @@
-"""CLI: ``noisyor-bench verify RUN_DIR`` (alias ``evaluate``) -- recompute a run's test metrics.
+"""``noisyor-bench verify`` of an ACP run (found through the paper registry).
 
-Reads ``posterior_test.npz`` and the settings recorded in ``metrics.json`` (samples, seed,
-mode), recomputes every metric from the dataset's test split with the same code path as the
-run (:func:`noisyor_bench.evaluation.run_metrics.evaluate_posterior`), prints recorded vs recomputed and exits
-1 when any differs beyond the tolerance (evaluation is CPU float64 with a recorded seed, so
-they agree to rounding) or when ``posterior_test.npz``/``curve.csv`` differ from the sha256
-in the run's provenance record.  Without ``--dataset`` the dataset is found from that record
-(its recorded path, relative to the run directory, the current directory or the results
-directory the run lives in) and accepted only if its sha256 is the one the run used.
+A run stores ``posterior_test.npz`` (``q`` on the test split and the generative parameters) and
+the evaluation settings in ``metrics.json`` (samples, seed, mode): every test metric is
+recomputed from them and the dataset's test split with the run's own code path
+(:func:`noisyor_bench.evaluation.run_metrics.evaluate_posterior`).  Evaluation is CPU float64
+with a recorded seed, so recorded and recomputed agree to rounding.  Without ``--dataset`` the
+dataset is found from the run's record (its recorded path, relative to the run directory, the
+current directory or the results directory the run lives in) and accepted only with the sha256
+the run used.  A search draw (validation only) has no test metrics: ``NotRecomputable``.
 
-Runs of the other papers (APE, APE on noisy-OR, aviPAM) are verified by
-:func:`noisyor_bench.commands.provenance.verify_run_kind` with the module their
-paper's registry entry names (``run_verifier``): their files against the sha256 of their record, then the
-metrics their files determine; a kind whose metrics only re-running recomputes (and a search
-draw, validation only) exits 3 (``not supported for this run kind: <why>``).  Exit status: 0 reproduced,
-1 a metric or a run file differs, 2 an error (dataset missing or changed, no record), 3 not
-supported for this run kind (its files matched their record).
+The recomputation checks the posterior's arrays themselves (shapes, probabilities in [0, 1]),
+so a run recorded before runs hashed their files is verified too
+(:data:`VERIFIES_UNHASHED_RUNS`); and a run written by ``acp-train`` under an experiment folder
+no paper registers is recognised by its posterior file (:func:`recognises`).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 from collections.abc import Mapping
@@ -29,12 +25,40 @@ from typing import Any
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import read_json
+from noisyor_bench.infra.runcheck import NotRecomputable, Recomputed, RunCheck
 
-DEFAULT_RTOL = 1e-9
 SEARCH_DRAW = (
     "a run scored on validation data only (test_evaluated false, e.g. a search draw): it has no test "
     "metrics to recompute; its validation NELBO is a statistic of its training"
 )
+VERIFIES_UNHASHED_RUNS = True
+"""A record without the sha256 of the run's files is still verified: the posterior's arrays are
+checked by the recomputation itself."""
+
+
+def recognises(check: RunCheck) -> bool:
+    """A run of no registered experiment folder that holds a posterior file (``acp-train
+    --experiment <any name>``) is an ACP run."""
+    from noisyor_bench.experiments.rundir import POSTERIOR_FILE
+
+    return (check.path / POSTERIOR_FILE).is_file()
+
+
+def recompute(check: RunCheck) -> Recomputed:
+    from noisyor_bench.experiments.acp.runs import RECOMPUTED_METRICS
+
+    if check.recorded.get("test_evaluated") is False:
+        raise NotRecomputable(SEARCH_DRAW)
+    dataset = Path(check.dataset_arg) if check.dataset_arg else locate_dataset(check.path, check.recorded)
+    recorded, recomputed = recompute_metrics(check.path, dataset)
+    rows = compare(recorded, recomputed, RECOMPUTED_METRICS, check.rtol)
+    permutation = (recorded.get("latent_permutation"), recomputed.get("latent_permutation"))
+    rows.append(("latent_permutation", *permutation, permutation[0] == permutation[1]))
+    return Recomputed(
+        rows,
+        [str(dataset)],
+        "training statistics (validation NELBO, epochs, convergence, timings) are the training's own",
+    )
 
 
 def _close(a: Any, b: Any, rtol: float) -> bool:
@@ -57,7 +81,7 @@ def compare(
     ]
 
 
-def recompute(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def recompute_metrics(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(recorded metrics, recomputed metrics)`` of a run directory."""
     from noisyor_bench.data.loading import load_dataset
     from noisyor_bench.evaluation.run_metrics import evaluate_posterior
@@ -180,116 +204,3 @@ def locate_dataset(run: Path, recorded: Mapping[str, Any]) -> Path:
         "It was rebuilt with another config or is corrupt; rebuild it from the recorded config or pass the "
         "original file with --dataset PATH"
     )
-
-
-def check_run_files(run: Path, recorded: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """``(file, status)`` of the run files whose sha256 the provenance record holds."""
-    from noisyor_bench.infra.hashing import sha256_file_memo
-
-    rows = []
-    for entry in (recorded.get("provenance") or {}).get("outputs") or []:
-        path = run / entry["path"]
-        if not path.is_file():
-            status = "MISSING"
-        else:
-            status = "ok" if sha256_file_memo(path) == entry.get("sha256") else "CHANGED since recorded"
-        rows.append((entry["path"], status))
-    return rows
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "null"
-    return f"{v:.10g}" if isinstance(v, float) else str(v)
-
-
-def cmd_verify(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.acp.runs import RECOMPUTED_METRICS
-    from noisyor_bench.experiments.rundir import METRICS_FILE, POSTERIOR_FILE
-
-    run = Path(args.run_dir)
-    metrics_path = run / METRICS_FILE
-    if not metrics_path.is_file():
-        raise DataError(f"{metrics_path} is missing: {run} is not a finished run directory")
-    try:
-        recorded = read_json(metrics_path)
-    except ValueError as err:
-        raise DataError(f"{metrics_path} is corrupt: not valid JSON ({err})") from None
-    # Runs of a paper whose registry entry names a run_verifier (APE, APE on noisy-OR, aviPAM)
-    from noisyor_bench.commands.provenance import not_supported, verify_run_kind
-    from noisyor_bench.infra.provenance import RunCheck
-
-    code = verify_run_kind(run, recorded, args.dataset, args.rtol)
-    if code is not None:
-        return code
-    if recorded.get("test_evaluated") is False:  # a search draw: validation only
-        return not_supported(RunCheck(run, recorded, args.rtol), SEARCH_DRAW)
-    # The record's hashes first: a truncated, replaced or deleted run file is named as such,
-    # never fed to the recomputation (issue 18).
-    files = check_run_files(run, recorded)
-    for name, status in files:
-        print(f"{name}: {status}")
-    changed = [name for name, status in files if status != "ok"]
-    if POSTERIOR_FILE in changed:
-        print(
-            f"run file(s) differ from the provenance record: {', '.join(changed)}; {run / POSTERIOR_FILE} "
-            "was truncated, replaced or deleted after the run: rerun the run (or restore the file)"
-        )
-        return 1
-    dataset = Path(args.dataset) if args.dataset else locate_dataset(run, recorded)
-    recorded, recomputed = recompute(run, dataset)
-    print(f"run: {run}")
-    print(f"dataset: {dataset} (sha256 matches the run's record)")
-    rows = compare(recorded, recomputed, RECOMPUTED_METRICS, args.rtol)
-    rows.append(
-        (
-            "latent_permutation",
-            recorded.get("latent_permutation"),
-            recomputed.get("latent_permutation"),
-            recorded.get("latent_permutation") == recomputed.get("latent_permutation"),
-        )
-    )
-    width = max(len(r[0]) for r in rows)
-    print(f"{'metric':<{width}}  {'recorded':>20}  {'recomputed':>20}")
-    for key, a, b, ok in rows:
-        print(f"{key:<{width}}  {_fmt(a):>20}  {_fmt(b):>20}{'' if ok else '  MISMATCH'}")
-    bad = [r[0] for r in rows if not r[3]]
-    if bad:
-        print(f"{len(bad)} metric(s) differ beyond rtol={args.rtol}: {', '.join(bad)}")
-    if changed:
-        print(f"run file(s) differ from the provenance record: {', '.join(changed)}")
-    if bad or changed:
-        return 1
-    print(f"all {len(rows)} metrics reproduced (rtol={args.rtol})")
-    return 0
-
-
-cmd_evaluate = cmd_verify  # the original name of the command
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    for name, help_text in (
-        (
-            "verify",
-            "check a run's files against their sha256 and recompute its metrics from them (ACP: from "
-            "posterior_test.npz); exit 3: not supported for the run kind",
-        ),
-        ("evaluate", "alias of verify"),
-    ):
-        p = sub.add_parser(
-            name,
-            help=help_text,
-            epilog="exit status: 0 metrics reproduced; 1 a metric or a run file differs from its record; "
-            "2 error (no record, dataset missing or changed); 3 the run's files match their record but "
-            "recomputing its metrics is not supported for its run kind (the message says why)",
-        )
-        p.add_argument("run_dir", help="a run directory (holding metrics.json)")
-        p.add_argument(
-            "--dataset",
-            help="the dataset .npz the run was trained on, or an APE-on-noisy-OR run's problem file "
-            "(default: found from the run's provenance)",
-        )
-        p.add_argument(
-            "--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default %(default)s)"
-        )
-        p.set_defaults(func=cmd_verify)
