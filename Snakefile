@@ -50,10 +50,11 @@ rule all:
 guard_every_rule()
 
 
-# The console's last lines: one answer line per paper (verdict counts, grid, compute; the same
-# as the report's landing page and README) and where the tables and report are. onsuccess runs
-# only when jobs ran: the wall time of this invocation (from Snakemake's start) goes to
-# <results>/logs/last_run.json, which those lines and the report quote.
+# The console's last lines: one answer line per paper (N of M claims reproduced, grid, compute;
+# the same as the report's landing page and README) and where the tables and report are.
+# onsuccess runs only when jobs ran: this invocation (wall time from Snakemake's start, grid,
+# papers, commit) goes to <results>/logs/last_run.json, one record per paper, so a run of some
+# papers keeps the others' answers from their own last run, labelled with it.
 onsuccess:
     import time
     from noisyor_bench.reporting.answer import write_run_record
@@ -61,7 +62,9 @@ onsuccess:
 
     try:
         start = workflow.start_time.timestamp()
-        write_run_record(RESULTS, start, time.time(), len(workflow.dag), config["grid"], SELECTED)
+        write_run_record(
+            RESULTS, start, time.time(), len(workflow.dag), config["grid"], SELECTED, _code_commit()
+        )
         print(run_summary(RESULTS, report="results/report.zip"), flush=True)
     except Exception as err:  # a summary must never turn a finished run into a failure
         print(f"(no claims summary: {err})", flush=True)

@@ -20,10 +20,9 @@ rule ingest_neurips:
         CONDA_ENV
     params:
         corpus=config["corpora"]["neurips-titles"],
-        raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench acp-ingest-neurips {params.raw} --cache-dir {params.cache:q} --seed {params.corpus[seed]}"
+        "noisyor-bench acp-ingest-neurips --cache-dir {params.cache:q} --seed {params.corpus[seed]}"
         " --lemmatizer {params.corpus[lemmatizer]} --stopwords {params.corpus[stopwords]}"
         " --out {output.npz:q} > {log:q} 2>&1"
 
@@ -45,10 +44,9 @@ rule ingest_reuters:
         CONDA_ENV
     params:
         corpus=config["corpora"]["reuters"],
-        raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench acp-ingest-reuters {params.raw} --cache-dir {params.cache:q} --seed {params.corpus[seed]}"
+        "noisyor-bench acp-ingest-reuters --cache-dir {params.cache:q} --seed {params.corpus[seed]}"
         " --val-fraction {params.corpus[val_fraction]} --vocab-scope {params.corpus[vocab_scope]}"
         " --out {output.npz:q} > {log:q} 2>&1"
 
@@ -69,8 +67,7 @@ rule pmi_counts:
         CONDA_ENV
     params:
         pmi=config["pmi"],
-        raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench acp-pmi-counts {params.raw} --cache-dir {params.cache:q} --reference {params.pmi[reference]}"
+        "noisyor-bench acp-pmi-counts --cache-dir {params.cache:q} --reference {params.pmi[reference]}"
         " --window {params.pmi[window]} --vocab {input.vocab:q} --out {output:q} > {log:q} 2>&1"

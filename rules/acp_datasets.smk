@@ -19,10 +19,9 @@ rule make_dataset:
         CONDA_ENV
     params:
         spec=lambda wildcards: json_param(config["datasets"][wildcards.name]),
-        raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench acp-make-dataset --name {wildcards.name} --spec {params.spec} {params.raw}"
+        "noisyor-bench acp-make-dataset --name {wildcards.name} --spec {params.spec}"
         " --cache-dir {params.cache:q} --out {output.npz:q} > {log:q} 2>&1"
 
 

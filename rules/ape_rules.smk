@@ -28,10 +28,9 @@ rule ape_data:
         CONDA_ENV
     params:
         settings=lambda w: json_param(APE["datasets"][w.ds]),
-        raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench ape-data --dataset {wildcards.ds} --settings {params.settings} {params.raw}"
+        "noisyor-bench ape-data --dataset {wildcards.ds} --settings {params.settings}"
         " --cache-dir {params.cache:q} --out {output.npz:q} > {log:q} 2>&1"
 
 

@@ -30,11 +30,10 @@ rule avipam_data:
     conda:
         CONDA_ENV
     params:
-        raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
         args=avipam_data_args,
     shell:
-        "noisyor-bench avipam-data --corpus {wildcards.corpus} {params.raw} --cache-dir {params.cache:q}"
+        "noisyor-bench avipam-data --corpus {wildcards.corpus} --cache-dir {params.cache:q}"
         " {params.args} --out {output.npz:q} > {log:q} 2>&1"
 
 
@@ -56,12 +55,13 @@ rule avipam_npmi_counts:
     conda:
         CONDA_ENV
     params:
-        raw=RAW_ARG,
         cache=lambda w: CACHE_DIR,
+        # the reference's file when it is an input (download mode, a user's PMI corpus); a
+        # mirror's file the command reads from $NOISYOR_RAW_DATA
         wiki=lambda w, input: (
-            f"--wiki {shlex.quote(str(input.reference))}"
-            if w.reference == "external"
-            else (f"--messages {shlex.quote(str(input.reference))}" if input.reference else "")
+            ""
+            if not input.reference
+            else f"--{'wiki' if w.reference == 'external' else 'messages'} {shlex.quote(str(input.reference))}"
         ),
         max_docs=lambda w: (
             f"--max-docs {AVIPAM[f'npmi_{w.reference}_max_docs']}"
@@ -70,7 +70,7 @@ rule avipam_npmi_counts:
         ),
     shell:
         "noisyor-bench avipam-npmi-counts --corpus-file {input.corpus:q} --corpus {wildcards.corpus}"
-        " --reference {wildcards.reference} {params.wiki} {params.max_docs} {params.raw} --cache-dir {params.cache:q}"
+        " --reference {wildcards.reference} {params.wiki} {params.max_docs} --cache-dir {params.cache:q}"
         " --out {output:q} > {log:q} 2>&1"
 
 

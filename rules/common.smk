@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from noisyor_bench.data.rawdata import REGISTRY as RAW_KEYS
+from noisyor_bench.data.rawdata import RAW_DATA_ENV, REGISTRY as RAW_KEYS
 from noisyor_bench.experiments import job_seconds, papers
 from noisyor_bench.experiments.config import config_warnings, raw_data_dir, validate_config
 from noisyor_bench.experiments.rundir import cell_path, run_path
@@ -40,6 +40,14 @@ if _CONFIG_WARNINGS:
 SELECTED = [p.id for p in papers.selected(config["papers"])]  # registry order: tables, claims
 RESULTS = config["results_dir"]
 RAW_DATA_DIR = raw_data_dir(config)
+# The mirror reaches every command through $NOISYOR_RAW_DATA (each command reads it when
+# --raw-data-dir is absent), never through a rule's params or input paths: Snakemake reruns a job
+# whose params or set of input paths changed, and a mirror at another path holding the same files
+# must rerun nothing. What the files hold is checked by verify_raw's sha256 stamps (rules/rawdata.smk).
+if RAW_DATA_DIR is not None:
+    RAW_DATA_DIR = Path(os.path.abspath(RAW_DATA_DIR))
+    os.environ[RAW_DATA_ENV] = str(RAW_DATA_DIR)
+    workflow.register_envvars(RAW_DATA_ENV)  # also passed to the jobs of remote executors
 
 
 def R(path):
@@ -62,7 +70,9 @@ def run_folders(files):
 # Every rule calls the package CLI `noisyor-bench`, installed in the project's venv (`make`)
 # or in the conda env of `--sdm conda` (envs/environment.yaml installs the package).
 CONDA_ENV = "../envs/environment.yaml"  # relative to rules/, for `--sdm conda`
-RAW_ARG = f"--raw-data-dir {shlex.quote(str(RAW_DATA_DIR))}" if RAW_DATA_DIR else ""
+# Download mode's cache. Paths under the results directory (this one, outputs, argument files) are
+# spelled with the same prefix as the outputs whose metadata Snakemake keys by path, so they never
+# differ while that metadata is found: a relative results_dir keeps them relative.
 CACHE_DIR = R("raw")
 
 
@@ -144,24 +154,41 @@ def raw_paths(*keys):
 
 
 def raw_inputs(*keys):
-    """Raw inputs of a rule, as ancient(): judged by content, not mtime. verify_raw
-    checks the content; a rule reading raw files also takes their stamps (raw_stamps)."""
+    """Raw inputs of a rule: in download mode the files fetch_raw makes under <results>/raw, as
+    ancient() (judged by content, not mtime); with a mirror none, since the command reads the
+    mirror from $NOISYOR_RAW_DATA. Either way it also takes the files' stamps, raw_stamps.
+    verify_raw checks the content, and the stamps order the jobs."""
+    if RAW_DATA_DIR is not None:
+        return []
     return [ancient(p) for p in raw_paths(*keys)]
 
 
 def verify_raw_input(wildcards):
-    """verify_raw's input: ancient() while the file's content is the one its stamp verified, so a
-    touched mirror file reruns nothing; a changed content (a newer file whose sha256 differs from
-    the stamp's) reruns verify_raw, which fails on the checksum."""
+    """verify_raw's input. Download mode: the fetched file, ancient() while its content is the one
+    its stamp verified. Mirror mode: nothing while the mirror file's content is the one its stamp
+    verified (or before the first check), so a touched file or a mirror at another path reruns
+    nothing; the file itself (a newer file whose sha256 differs from the stamp's) when its content
+    changed, which reruns verify_raw and fails on the checksum; a missing file stops the DAG.
+    Before the first stamp, a mirror file is checked against its pin here: a file that fails it is
+    an input, so that verify_raw runs (and fails) before the rules that read it."""
+    from noisyor_bench.data.rawdata import verify
+    from noisyor_bench.infra.errors import DataError
     from noisyor_bench.infra.hashing import sha256_file
 
     (path,) = raw_paths(wildcards.key)
+    verified = [] if RAW_DATA_DIR is not None else ancient(path)
     stamp = Path(R(f"raw_verified/{wildcards.key}.json"))
+    if RAW_DATA_DIR is not None and os.path.isfile(path) and not stamp.exists():
+        try:
+            verify(wildcards.key, path)
+        except DataError:
+            return path
+        return verified
     try:
         if os.stat(path).st_mtime <= stamp.stat().st_mtime:
-            return ancient(path)
+            return verified
         recorded = json.loads(stamp.read_text(encoding="utf-8")).get("sha256")
-        return ancient(path) if recorded and recorded == sha256_file(path) else path
+        return verified if recorded and recorded == sha256_file(path) else path
     except (OSError, ValueError):  # no stamp yet, no file yet (fetch_raw makes it), unreadable stamp
         return path
 
@@ -207,7 +234,7 @@ def paper_selected(paper_id):
 
 
 def claim_tables():
-    """Claim tables of every selected paper, merged into results/tables/claims.csv."""
+    """Claim tables of every selected paper, merged into results/tables/claims_run.csv."""
     return [t for p in SELECTED for t in _hooks(p)["claims"]()]
 
 
@@ -233,7 +260,8 @@ def convergence_tables():
 def result_targets():
     """The grid's results (tables, figures, claims), without the comparison with the reference."""
     targets = [t for p in SELECTED for t in _hooks(p)["results"]()]
-    targets += [R("tables/claims.csv"), R("tables/claims.md"), R("software.html")]
+    targets += [R("tables/claims.csv"), R("tables/claims.md"), R("tables/claims_sources.csv")]
+    targets += [R("software.html")]
     if convergence_tables():  # a paper without runs (only tables) has no convergence to judge
         targets += convergence_tables() + [R("tables/convergence.csv"), R("tables/convergence.md")]
     return list(dict.fromkeys(targets))
@@ -241,7 +269,20 @@ def result_targets():
 
 # The published reference result sets (config key reference_dir; `registered`: the selected
 # papers' own): every run is compared with their tables (rule compare, rules/summary.smk).
-REFERENCE_DIRS = papers.reference_dirs(config.get("reference_dir"), config["papers"], workflow.basedir)
+# Spelled relative to the working directory when they lie inside it (the repository root, as `make`
+# runs): a checkout moved or copied with its .snakemake/ then names the same inputs and params.
+def workdir_relative(path):
+    path = Path(path)
+    try:
+        return path.relative_to(Path.cwd()) if path.is_absolute() else path
+    except ValueError:  # outside the working directory
+        return path
+
+
+REFERENCE_DIRS = [
+    workdir_relative(d)
+    for d in papers.reference_dirs(config.get("reference_dir"), config["papers"], workflow.basedir)
+]
 REFERENCE_TABLES = sorted(str(p) for d in REFERENCE_DIRS for p in (d / "tables").glob("*.csv"))
 
 

@@ -1,6 +1,8 @@
 # Stage 0: raw inputs. With a local mirror (config raw_data_dir or $NOISYOR_RAW_DATA) rules
 # read the mirror directly and each command verifies the sha256 of what it reads; without
 # one, this rule downloads each input from its public source into <results>/raw and verifies it.
+# The mirror's location is in no rule's params or input paths (rules/common.smk, RAW_DATA_DIR):
+# the commands read it from $NOISYOR_RAW_DATA.
 from noisyor_bench.data.rawdata import key_pattern
 
 RAW_KEY_PATTERN = key_pattern()
@@ -42,5 +44,7 @@ rule verify_raw:
     priority: UPSTREAM_PRIORITY
     conda:
         CONDA_ENV
+    params:
+        cache=lambda w: CACHE_DIR,
     shell:
-        "noisyor-bench verify-raw --key {wildcards.key} --path {input:q} --out {output:q} > {log:q} 2>&1"
+        "noisyor-bench verify-raw --key {wildcards.key} --cache-dir {params.cache:q} --out {output:q} > {log:q} 2>&1"

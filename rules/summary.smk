@@ -2,12 +2,14 @@
 # and the convergence tables. Each rule is named as the noisyor-bench subcommand it runs.
 
 
+# This run's claims, every stage's table merged (tables/claims_run.csv): one source of the
+# headline verdicts (claims_evidence below).
 rule claims_merge:
     input:
         claim_tables(),
     output:
-        csv=R("tables/claims.csv"),
-        md=R("tables/claims.md"),
+        csv=R("tables/claims_run.csv"),
+        md=R("tables/claims_run.md"),
     log:
         log_path("claims_merge", "claims"),
     benchmark:
@@ -16,6 +18,34 @@ rule claims_merge:
         CONDA_ENV
     shell:
         "noisyor-bench claims-merge --claims {input:q} --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
+
+
+# The headline verdict per claim (tables/claims.csv, read by every page and the console): the
+# strongest source that decides it, among this run's claims and every published reference of the
+# selected papers (config key reference_dir), each reference re-judged from its tables by today's
+# claim code; every source's verdict in tables/claims_sources.csv. The references' tables are
+# inputs, so a new reference rejudges; their folders are those of the tables.
+rule claims_evidence:
+    input:
+        run=R("tables/claims_run.csv"),
+        reference=REFERENCE_TABLES,
+    output:
+        csv=R("tables/claims.csv"),
+        md=R("tables/claims.md"),
+        sources=R("tables/claims_sources.csv"),
+    log:
+        log_path("claims_evidence", "claims"),
+    benchmark:
+        benchmark_path("claims_evidence", "claims")
+    conda:
+        CONDA_ENV
+    params:
+        grid=config["grid"],
+        papers=" ".join(SELECTED),
+    shell:
+        "noisyor-bench claims-evidence --claims {input.run:q} --reference-tables {input.reference:q}"
+        " --grid {params.grid:q} --papers {params.papers} --out-csv {output.csv:q} --out-md {output.md:q}"
+        " --out-sources-csv {output.sources:q} > {log:q} 2>&1"
 
 
 # Convergence: did each run converge (metrics.json `converged`, `convergence`), per

@@ -94,7 +94,9 @@ STANDARD_WINS = {"standard": 44, "ape-model-aware": 30, "vi": 45}
     [
         ([TEN] * 5, APE_WINS, "45/45", REPRODUCED),
         ([TEN, ONE_SWAP, THREE_SWAPS, TEN, TEN], APE_WINS, None, REPRODUCED),
-        ([TEN, FIVE_SWAPS], APE_WINS, "40/45", REPRODUCED),  # at the threshold: judged
+        # at the threshold: judged (the ceiling is printed as judged), but two seeds give a paired t
+        # with 1 degree of freedom, which decides nothing
+        ([TEN, FIVE_SWAPS], APE_WINS, "40/45", INCONCLUSIVE),
         ([TEN, FIVE_SWAPS, TEN, FIVE_SWAPS, TEN], STANDARD_WINS, None, NOT_REPRODUCED),  # judged
         ([TEN, SIX_OFF], APE_WINS, "39/45", INCONCLUSIVE),  # reference noise
         # per seed: medians over the other seeds 42, 39, 42, 39, 42 -> mean 40.8: judged

@@ -84,8 +84,14 @@ def test_write_read_claims_roundtrip(tmp_path):
     header = (tmp_path / "claims.csv").read_text().splitlines()[0].split(",")
     assert "statistical_verdict" not in header and set(C.QUALIFIERS) <= set(header)
     md = (tmp_path / "claims.md").read_text()
-    assert "3 claims: 1 reproduced, 0 not reproduced, 1 inconclusive, 1 not tested (1 with qualifiers)" in md
-    assert "- ACP: 1 reproduced, 1 inconclusive, 1 not tested (1 with qualifiers)" in md
+    assert (
+        "The papers: 1 of 3 claims reproduced, 0 not reproduced, 1 inconclusive, 1 not tested (1 with qualifiers)"
+        in md
+    )
+    assert (
+        "- ACP: 1 of 3 claims reproduced, 0 not reproduced, 1 inconclusive, 1 not tested (1 with qualifiers)"
+        in md
+    )
     assert "[unconverged: 1 of 5 runs] [low power: n>=12]" in md and "ACP \\| beats" in md
     with pytest.raises(DataError, match="duplicate"):
         C.write_claims(items + items[:1], tmp_path / "dup.csv")
@@ -218,7 +224,9 @@ def test_claims_of_three_papers_share_one_table_grouped_by_paper(tmp_path):
     text = (tmp_path / "c.md").read_text()
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert [h.split(":")[0] for h in headings] == ["## ACP", "## APE", "## aviPAM"]
-    assert "1 claims: 1 not reproduced." in text.split("## APE")[1]
+    assert (
+        "0 of 1 claim reproduced, 1 not reproduced, 0 inconclusive, 0 not tested." in text.split("## APE")[1]
+    )
     with pytest.raises(ValueError, match="paper 'lda'"):
         Claim("x", "s", "w", REPRODUCED, "n", "r", paper="lda")
 
@@ -231,11 +239,14 @@ def test_a_study_beyond_the_papers_has_its_own_section_and_is_not_counted_as_a_p
     assert [c.paper for c in claims] == ["ape", "ape_noisyor"]
     C.write_claims(claims, tmp_path / "c.csv", tmp_path / "c.md")
     text = (tmp_path / "c.md").read_text()
-    assert "1 claims: 1 reproduced, 0 not reproduced" in text.splitlines()[2]
+    assert "The papers: 1 of 1 claim reproduced, 0 not reproduced" in text.splitlines()[2]
     assert "and 1 claims of our studies beyond the papers" in text.splitlines()[2]
     headings = [line.split(":")[0] for line in text.splitlines() if line.startswith("## ")]
     assert headings == ["## APE", "## Beyond the papers"]
-    assert "1 claims: 1 reproduced." in text.split("## APE")[1].split("## Beyond")[0]
+    assert (
+        "1 of 1 claim reproduced, 0 not reproduced, 0 inconclusive, 0 not tested."
+        in text.split("## APE")[1].split("## Beyond")[0]
+    )
 
 
 def test_an_unregistered_claim_prefix_is_an_error_naming_the_file(tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import REPO
 
 from noisyor_bench.cli import main
 from noisyor_bench.reporting.compare import AGREE, DISAGREE, MISSING, compare_cell
@@ -40,7 +41,9 @@ def test_compare_cell_by_hand() -> None:
     assert compare_cell(math.nan, math.nan, math.nan, 3.0, 0.1, 5)[2] == MISSING
 
 
-def test_compare_command_on_a_toy_pair(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_command_on_a_toy_pair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], judged_as_stored: None
+) -> None:
     reference = _results(
         tmp_path / "reference",
         [
@@ -170,7 +173,7 @@ def test_a_run_is_compared_with_each_selected_papers_own_references(tmp_path: Pa
 
 
 def test_several_references_name_their_cells_and_claims(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], judged_as_stored: None
 ) -> None:
     one = _results(
         tmp_path / "ref-a", [("fig5", "syn-random-1", 30, "acp", 12.0, 0.2, 5)], {"fig5-a": "reproduced"}
@@ -194,3 +197,36 @@ def test_several_references_name_their_cells_and_claims(
     assert table.set_index("reference_set")["status"].to_dict() == {"ref-a": AGREE, "ref-b": DISAGREE}
     md = (ours / "tables" / "comparison.md").read_text()
     assert "| ref-b | fig5 |" in md and "reference_set" in md.split("## Claims")[1]
+
+
+@pytest.fixture
+def judged_as_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Re-judging a toy folder gives its own toy verdicts (toy claim ids have no claim code), so
+    these tests exercise the verdict comparison; test_stored_reference_verdicts_are_ignored checks
+    that real re-judging wins over what a reference stored."""
+    from noisyor_bench.reporting import compare as compare_module
+
+    monkeypatch.setattr(
+        compare_module,
+        "rejudged_claims",
+        lambda tables: pd.read_csv(tables / "claims.csv", dtype=str, keep_default_na=False)[
+            ["claim_id", "verdict"]
+        ],
+    )
+
+
+def test_stored_reference_verdicts_are_ignored(tmp_path: Path) -> None:
+    """A reference's claims are judged again from its tables: a verdict it stored for a claim its
+    tables decide otherwise does not count (the headline's own evidence ladder does the same)."""
+    from noisyor_bench.reporting.compare import compare_claims, rejudged_claims
+
+    reference = REPO / "reference" / "paper-synpattern" / "tables"
+    rejudged = rejudged_claims(reference)
+    stored = pd.read_csv(reference / "claims.csv", dtype=str, keep_default_na=False)
+    claim = "fig3b-ubcdi-tighter-bound-worse-elbo"
+    assert stored.set_index("claim_id").loc[claim, "verdict"] == "inconclusive"  # the code of its day
+    assert rejudged.set_index("claim_id").loc[claim, "verdict"] == "reproduced"  # today's code
+    ours = tmp_path / "claims.csv"
+    pd.DataFrame([{"claim_id": claim, "verdict": "reproduced"}]).to_csv(ours, index=False)
+    row = compare_claims(ours, rejudged).set_index("claim_id").loc[claim]
+    assert row["reference"] == "reproduced" and row["status"] == "same"

@@ -384,7 +384,10 @@ def test_claims_csv_roundtrip_keeps_qualifiers(tmp_path):
     back = C.read_claims(tmp_path / "c.csv")
     assert back == claims and back[0].verdict == REPRODUCED and back[0].unconverged.startswith("2 of 6")
     assert back[1].verdict == C.NOT_TESTED
-    assert "1 reproduced, 1 not tested (1 with qualifiers)" in (tmp_path / "c.md").read_text()
+    assert (
+        "1 of 2 claims reproduced, 0 not reproduced, 0 inconclusive, 1 not tested"
+        in (tmp_path / "c.md").read_text()
+    )
 
 
 def test_deterministic_svi_is_a_constant_in_claim_4():

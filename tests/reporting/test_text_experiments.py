@@ -603,7 +603,7 @@ def test_cli_tables_and_claims(tmp_path: Path) -> None:
         # (mean ((2 ln 2 + ln 5) / 3 + ln 5) / 2 < ln 5)
         for m, o in (("acp", [[1, 2, 4], [3, 5, 0]]), ("avi", [[0, 1, 2], [3, 5, 4]]))
         for n in (2000, 5241)
-        for s in (0, 1)
+        for s in (0, 1, 2)  # three seeds: a paired t over two (1 degree of freedom) decides nothing
     ]
     out = tmp_path / "out"
     assert (

@@ -231,10 +231,14 @@ def test_a_deterministic_claim_gets_a_deterministic_verdict(first, last, marked,
 
 
 def test_seeds_that_are_samples_are_still_judged_by_their_ci() -> None:
-    frame = pd.concat([fig3b((-5.8, -11.0), (-7.8, -15.6), False)["fig3b"].assign(seed=s) for s in (0, 1)])
+    frame = pd.concat([fig3b((-5.8, -11.0), (-7.8, -15.6), False)["fig3b"].assign(seed=s) for s in (0, 1, 2)])
     claim = SC.claim_ubcdi_curve({"fig3b": frame})
-    # identical differences over two seeds: a paired CI of zero width, not constants
-    assert "(paired, n=2)" in claim.numbers and "exact" not in claim.numbers and claim.verdict == REPRODUCED
+    # identical differences over three seeds: a paired CI of zero width, not constants
+    assert "(paired, n=3)" in claim.numbers and "exact" not in claim.numbers and claim.verdict == REPRODUCED
+    # over two seeds the paired t has 1 degree of freedom: it decides nothing
+    two = SC.claim_ubcdi_curve({"fig3b": frame[frame["seed"] < 2]})
+    assert "(paired, n=2)" in two.numbers and two.verdict == INCONCLUSIVE
+    assert "1 degree of freedom" in two.low_power
 
 
 # --------------------------------------------------------------------------- low power

@@ -65,8 +65,14 @@ def test_view_puts_our_interval_beside_the_paper_and_hides_the_stat_columns():
 def test_verdicts_are_coloured_by_class():
     claims = pd.DataFrame(
         {
-            "claim_id": ["a", "b", "c", "d"],
-            "verdict": ["reproduced", "not reproduced", "inconclusive", "not tested"],
+            "claim_id": ["a", "b", "c", "d", "e"],
+            "verdict": [
+                "reproduced",
+                "not reproduced",
+                "inconclusive",
+                "not tested",
+                "inconclusive (budget)",
+            ],
         }
     )
     page = htmltables.table_page(claims, "Claims")
@@ -180,7 +186,7 @@ def test_run_summary_counts_verdicts(tmp_path: Path):
     assert "results/report.zip" in text
     # one line per paper, every verdict of the vocabulary counted (zeros too), the grid named
     assert text.startswith(
-        "ACP: 3 claims -- 2 reproduced, 0 not reproduced, 1 inconclusive, 0 not tested (grid unknown) -> "
+        "ACP: 2 of 3 claims reproduced, 0 not reproduced, 1 inconclusive, 0 not tested (grid unknown) -> "
     )
     assert "\nRun: grid unknown" in text  # the toy results directory has no run record
 
@@ -193,10 +199,10 @@ def test_run_summary_lists_a_study_beyond_the_papers_apart(tmp_path: Path):
     text = summary.run_summary(results)
     lines = text.splitlines()
     assert lines[0].startswith(
-        "ACP: 2 claims -- 2 reproduced, 0 not reproduced, 0 inconclusive, 0 not tested"
+        "ACP: 2 of 2 claims reproduced, 0 not reproduced, 0 inconclusive, 0 not tested"
     )
     assert lines[1].startswith("Beyond the papers")  # the study is counted apart, after the papers
-    assert lines[2].startswith("  APE on noisy-OR: 1 claim -- 0 reproduced, 0 not reproduced, 1 inconclusive")
+    assert lines[2].startswith("  APE on noisy-OR: 0 of 1 claim reproduced, 0 not reproduced, 1 inconclusive")
 
 
 def _pages(tmp_path: Path) -> tuple[Path, Path]:
@@ -222,7 +228,7 @@ def test_readme_gets_the_verdict_table_and_the_results_page_every_claim(tmp_path
     assert text.startswith("# Title\n\nbefore\n\n") and text.endswith("\n\nafter\n")
     assert "old table" not in text and "[docs/results.md](docs/results.md)" in text
     assert (
-        "- **ACP**: 3 claims -- 2 reproduced, 0 not reproduced, 1 inconclusive, 0 not tested (grid unknown)"
+        "- **ACP**: 2 of 3 claims reproduced, 0 not reproduced, 1 inconclusive, 0 not tested (grid unknown)"
         " -> [claims](docs/results.md#claims-acp)" in text
     )
     assert "Not in this run: APE, aviPAM, APE on noisy-OR." in text
@@ -230,7 +236,7 @@ def test_readme_gets_the_verdict_table_and_the_results_page_every_claim(tmp_path
     body = page.read_text()
     assert body.startswith("# Results\n\n") and body.endswith("\n\nend\n")
     assert "old text" not in body and "kept" in body  # the reference block is left alone
-    assert "3 claims: 2 reproduced, 1 inconclusive" in body
+    assert "The papers: 2 of 3 claims reproduced, 0 not reproduced, 1 inconclusive" in body
     assert "| fig3a-c1 | reproduced | ACP \\| beats AVI |" in body
     assert "#### Fig. 3a: inference" in body  # the table's heading demoted below the page's
     assert summary.update_readme(readme, results) == []  # idempotent
@@ -255,14 +261,14 @@ def test_verdict_table_files_each_claim_under_its_paper_and_the_study_apart(tmp_
     bullets = [line for line in block.splitlines() if line.startswith("- ")]
     assert [b.split(":")[0] for b in bullets] == ["- **ACP**", "- **APE**", "- **APE on noisy-OR**"]
     assert bullets[0].startswith(
-        "- **ACP**: 1 claim -- 1 reproduced, 0 not reproduced, 0 inconclusive, 0 not tested"
+        "- **ACP**: 1 of 1 claim reproduced, 0 not reproduced, 0 inconclusive, 0 not tested"
     )
     # the study's claims are not APE's; a claim without a verdict is counted, not dropped
     assert bullets[1].startswith(
-        "- **APE**: 2 claims -- 0 reproduced, 1 not reproduced, 0 inconclusive, 1 not tested"
+        "- **APE**: 0 of 2 claims reproduced, 1 not reproduced, 0 inconclusive, 1 not tested"
     )
     assert bullets[2].startswith(
-        "- **APE on noisy-OR**: 2 claims -- 1 reproduced, 0 not reproduced, 0 inconclusive, 0 not tested, 1 no verdict"
+        "- **APE on noisy-OR**: 1 of 2 claims reproduced, 0 not reproduced, 0 inconclusive, 0 not tested, 1 no verdict"
     )
     assert block.index("Beyond the papers") < block.index("- **APE on noisy-OR**")  # counted apart, after
     assert "Not in this run: aviPAM." in block

@@ -668,3 +668,39 @@ def test_two_invocations_one_results_dir_from_different_working_directories(tmp_
 
     lock = lock_results_dir(results)  # free again
     lock.close()
+
+
+def _copy_mirror_files(mirror: Path, keys: list[str], dest: Path) -> Path:
+    """The files ``keys`` of ``mirror`` copied to ``dest`` (a mirror at another path, with the same
+    bytes and fresh mtimes)."""
+    from noisyor_bench.data.rawdata import REGISTRY
+
+    for key in keys:
+        rel = REGISTRY[key].relpath
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(mirror / rel, dest / rel)
+    return dest
+
+
+@pytest.mark.slow
+def test_snakemake_relocated_results_and_mirror_rerun_nothing(tmp_path: Path, mirror: Path) -> None:
+    """The relocation case: a working directory (relative results_dir, with Snakemake's metadata in
+    its .snakemake/) copied elsewhere with its mtimes (``cp -a``), and the raw-data mirror at
+    another path with the same files: nothing is rerun. Snakemake keys its metadata (params, input
+    paths, code) by the output paths, which stay the same relative paths, so any absolute path in a
+    job's params or inputs (the mirror's, the checkout's) would rerun the dataset and all after it."""
+    from noisyor_bench.data.rawdata import dataset_raw_keys
+
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    keys = dataset_raw_keys(cfg["datasets"]["multi-mnist"])
+    first, moved = tmp_path / "first", tmp_path / "moved"
+    first.mkdir()
+    target = "results/data/multi-mnist.npz"
+    built = _snakemake(first, "results", _copy_mirror_files(mirror, keys, tmp_path / "mirror-a"), target)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert (first / ".snakemake" / "metadata").is_dir()  # the metadata travels with the directory
+    shutil.copytree(first, moved, symlinks=True)  # copy2: mtimes kept, as cp -a
+    other = _copy_mirror_files(mirror, keys, tmp_path / "mirror-b")
+    dry = _snakemake(moved, "results", other, "--dry-run", target)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "Nothing to be done" in dry.stdout + dry.stderr, (dry.stdout + dry.stderr)[-3000:]

@@ -96,12 +96,14 @@ def test_answer_counts_each_paper_apart_and_the_study_after(tmp_path: Path):
     assert run.job_seconds == {"acp": 600.0, "ape": 90.0, "avipam": 45.0, "ape_noisyor": 0.0}
     line = answer.answer_line(acp, run, "results/claims/acp_claims.html")
     assert line == (
-        "ACP: 30 claims -- 12 reproduced, 6 not reproduced, 6 inconclusive, 6 not tested "
+        "ACP: 12 of 30 claims reproduced, 6 not reproduced, 6 inconclusive, 6 not tested "
         "(grid quick, 10 min of jobs) -> results/claims/acp_claims.html"
     )
     lines = answer.answer_lines(items, run)
     assert [x.split(":")[0] for x in lines[:3]] == ["ACP", "APE", "aviPAM"]
-    assert lines[3].startswith("Beyond the papers") and lines[4].startswith("  APE on noisy-OR: 1 claim -- ")
+    assert lines[3].startswith("Beyond the papers") and lines[4].startswith(
+        "  APE on noisy-OR: 0 of 1 claim reproduced"
+    )
     assert lines[-1] == "Run: grid quick; papers acp ape avipam ape_noisyor; commit 0123456789ab"
 
 
@@ -361,7 +363,11 @@ def test_every_caption_renders_without_a_docutils_message(caption: str, tmp_path
     each caption alone: Jinja with a stand-in for the job, then docutils as Snakemake calls it."""
     results = tmp_path / "results"
     (results / "claims").mkdir(parents=True)
-    (results / "claims" / "answer.rst").write_text("- **ACP**: 1 claim -- 1 reproduced\n")
+    (results / "tables").mkdir()
+    pd.DataFrame({"claim_id": ["fig5-a"], "verdict": ["reproduced"]}).to_csv(
+        results / "tables" / "claims.csv"
+    )
+    summary.write_landing_answer(results, results / "claims" / "answer.rst", [])  # and its title
     config = {"grid": "quick", "papers": ["acp", "ape"], "results_dir": str(results)}
     text = (REPO / "docs" / "captions" / caption).read_text(encoding="utf-8")
     rendered = (

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -344,6 +345,7 @@ def test_a_changed_hyperparameter_reruns_exactly_the_runs_it_affects(
         | {
             ("claims_synthetic", ""),
             ("claims_merge", ""),
+            ("claims_evidence", ""),
             ("convergence_summary", ""),
             ("runtime_table", ""),
             ("all", ""),
@@ -395,3 +397,33 @@ def test_verify_and_provenance_work_on_every_run_and_table(smoke_results, capsys
         if code != 0:
             failures.append(f"provenance {table}: exit {code}: {(out + err)[-400:]}")
     assert not failures, "\n".join(failures)
+
+
+def _mirror_copy(mirror: Path, dest: Path) -> Path:
+    """The raw-data mirror at another path: the same bytes, fresh mtimes."""
+    shutil.copytree(mirror, dest, copy_function=shutil.copyfile)
+    return dest
+
+
+def test_another_mirror_path_reruns_nothing(smoke_results, tmp_path):
+    """The same results (Snakemake's metadata recorded) read from a mirror at another path with the
+    same files: the mirror's location is in no job's params or inputs, so nothing is rerun."""
+    from conftest import MIRROR, REPO
+
+    other = _mirror_copy(MIRROR, tmp_path / "mirror")
+    proc = snakemake(REPO, smoke_results, other, "--dry-run", "--quiet", "rules")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
+
+
+def test_a_copied_results_dir_with_another_mirror_path_plans_no_job(smoke_results, tmp_path):
+    """The finished results copied elsewhere with their mtimes (cp -a) and run as another
+    results_dir, with the mirror at another path: `snakemake -n` plans 0 jobs."""
+    from conftest import MIRROR, REPO
+
+    copy = tmp_path / "moved" / "results"
+    shutil.copytree(smoke_results, copy, symlinks=True)  # copy2: mtimes kept
+    other = _mirror_copy(MIRROR, tmp_path / "mirror")
+    proc = snakemake(REPO, copy, other, "--dry-run", "--quiet", "rules")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]

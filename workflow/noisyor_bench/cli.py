@@ -22,6 +22,7 @@ USER_COMMANDS = (
     "answer",
     "explain",
     "compare",
+    "judge",
     "verify",
     "provenance",
     "estimate-time",

@@ -328,11 +328,12 @@ def cmd_collapse(args: argparse.Namespace) -> int:
 def cmd_claims(args: argparse.Namespace) -> int:
     from noisyor_bench.infra.provenance import cpu_model
     from noisyor_bench.reporting.avipam.claims import check_all
+    from noisyor_bench.reporting.avipam.judge import hardware_note
     from noisyor_bench.reporting.claims import write_claims
     from noisyor_bench.reporting.tables import read_tables
 
     tables = read_tables(args.tables) if args.tables else {}
-    hardware = f"{cpu_model()}, one thread per run (tomotopy workers=1, torch threads=1)"
+    hardware = hardware_note(cpu_model())
     claims = check_all(tables, hardware)
     write_claims(claims, args.out_csv, args.out_md, title="aviPAM: claims of the paper and verdicts")
     return 0

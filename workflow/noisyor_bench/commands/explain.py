@@ -3,8 +3,10 @@
 Reads a results folder's merged claims table (``tables/claims.csv``) and follows the provenance
 records: the claim's stage table (``claims_<stage>.csv``), the tables that stage judged from,
 and the run folders behind the tables its id names (``fig3a-...`` -> ``fig3a.csv``; every table
-of the stage when its id names none).  The paper's published references that judged the same
-claim are listed with their verdicts.  Nothing is recomputed: it reads CSV and JSON only.
+of the stage when its id names none).  A headline table names the claim's source and every
+source's verdict (reporting.evidence); the other sources are listed with their verdicts, re-judged
+by today's claim code (``claims_sources.csv``), or, for a folder without that table, the paper's
+published references with their stored verdicts.  Nothing is recomputed: it reads CSV and JSON only.
 """
 
 from __future__ import annotations
@@ -72,7 +74,20 @@ def _inputs(path: Path, role: str | None = None) -> list[Path]:
     ]
 
 
-BASE_COLUMNS = ("claim_id", "statement", "location", "verdict", "numbers", "rule", "evidence", "paper")
+BASE_COLUMNS = (
+    "claim_id",
+    "statement",
+    "location",
+    "verdict",
+    "numbers",
+    "rule",
+    "evidence",
+    "paper",
+    "source",
+    "sources",
+    "agreement",
+    "disagreement",
+)
 """The columns of a claims table that are no qualifier (``statistical_verdict``: older tables)."""
 
 
@@ -99,11 +114,22 @@ def _claim_ids(path: Path) -> set[str]:
     return set(read_rows(path))
 
 
-def stage_table(tables: Path, claim_id: str) -> Path | None:
-    """The claims table of the stage that judged the claim (an input of the merged table)."""
-    merged = tables / "claims.csv"
-    candidates = _inputs(merged, "--claims") or sorted(tables.glob("claims_*.csv"))
-    return next((c for c in candidates if claim_id in _claim_ids(c)), None)
+MERGED_TABLES = ("claims_run.csv", "claims_sources.csv")
+"""Claims tables of a results folder that no stage wrote: this run's merged claims and every
+source's verdict (reporting.evidence)."""
+
+
+def stage_table(tables: Path, claim_id: str, merged: Path | None = None) -> Path | None:
+    """The claims table of the stage that judged the claim: an input of the merged table, followed
+    through a merged table in between (``claims.csv`` <- ``claims_run.csv`` <- ``claims_<stage>.csv``)."""
+    merged = merged or tables / "claims.csv"
+    candidates = _inputs(merged, "--claims") or [
+        t for t in sorted(tables.glob("claims_*.csv")) if t.name not in MERGED_TABLES
+    ]
+    found = next((c for c in candidates if claim_id in _claim_ids(c)), None)
+    if found is not None and found != merged and _inputs(found, "--claims"):
+        return stage_table(tables, claim_id, found)
+    return found
 
 
 def _tokens(name: str) -> list[str]:
@@ -174,6 +200,37 @@ def reference_verdicts(claim_id: str, paper: Any, results: Path) -> list[str]:
     return out
 
 
+def _run_source(tables: Path, claim_id: str) -> str | None:
+    """This run's source label of the claim in ``claims_sources.csv`` (None without one)."""
+    try:
+        with (tables / "claims_sources.csv").open(encoding="utf-8", newline="") as fh:
+            return next(
+                (
+                    r["source"]
+                    for r in csv.DictReader(fh)
+                    if r.get("claim_id") == claim_id and r.get("kind") == "run"
+                ),
+                None,
+            )
+    except OSError:
+        return None
+
+
+def source_verdicts(tables: Path, claim_id: str, headline: str) -> list[str]:
+    """``<source>: <verdict>`` of every other source of the claim in ``claims_sources.csv`` (the
+    references re-judged by today's claim code, reporting.evidence); [] without that table."""
+    try:
+        with (tables / "claims_sources.csv").open(encoding="utf-8", newline="") as fh:
+            rows = [r for r in csv.DictReader(fh) if r.get("claim_id") == claim_id]
+    except OSError:
+        return []
+    return [
+        f"{r['source']}: {r['verdict']}" + (f" (n={r['n']})" if r.get("n") else "")
+        for r in rows
+        if r.get("source") != headline
+    ]
+
+
 def _verdict(row: dict[str, str]) -> str:
     """The verdict as the table states it, with an older table's statistical verdict beside it."""
     statistical = row.get("statistical_verdict") or ""
@@ -210,6 +267,11 @@ def explain(results: Path, claim_id: str, all_runs: bool = False) -> list[str]:
     lines += _wrapped("statement", claim["statement"])
     lines += _wrapped("location", claim["location"])
     lines += _wrapped("verdict", _verdict(claim))
+    if claim.get("source"):  # a headline table (reporting.evidence): where the verdict comes from
+        lines += _wrapped("source", claim["source"])
+        lines += _wrapped("sources", f"{claim.get('sources', '')} [{claim.get('agreement', '')}]")
+        if claim.get("disagreement"):
+            lines += _wrapped("why", claim["disagreement"])
     numbers = classify_numbers(claim["numbers"])
     for label, key in (("statistic", "statistic"), ("ours", "ours"), ("paper's", "paper")):
         for part in numbers[key]:
@@ -228,6 +290,8 @@ def explain(results: Path, claim_id: str, all_runs: bool = False) -> list[str]:
     judged = [t for t in _inputs(stage) if t.suffix == ".csv"] if stage else []
     lines.append("sources:")
     lines.append(f"  {merged} <- {stage if stage else '(no stage claims table found)'}")
+    if claim.get("source") and claim["source"] != _run_source(tables, claim_id):
+        lines.append(f"  the headline is {claim['source']}'s verdict, re-judged from its own tables")
     if judged:
         lines += textwrap.wrap(
             "judged from: " + ", ".join(t.name for t in judged),
@@ -235,7 +299,9 @@ def explain(results: Path, claim_id: str, all_runs: bool = False) -> list[str]:
             initial_indent="  ",
             subsequent_indent="    ",
         )
-    references = reference_verdicts(claim_id, paper, results)
+    references = source_verdicts(tables, claim_id, claim.get("source", "")) or reference_verdicts(
+        claim_id, paper, results
+    )
     lines += [f"  also judged in {r}" for r in references] or ["  no registered reference judged this claim"]
 
     behind = named_tables(claim_id, judged)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from noisyor_bench.data.rawdata import REGISTRY, fetch, key_for_relpath, resolve_raw_data_dir, verify
+from noisyor_bench.data.rawdata import (
+    REGISTRY,
+    expected_location,
+    fetch,
+    key_for_relpath,
+    resolve_raw_data_dir,
+    verify,
+)
 
 
 def cmd_fetch_raw(args: argparse.Namespace) -> int:
@@ -23,11 +30,12 @@ def cmd_verify_raw(args: argparse.Namespace) -> int:
     from noisyor_bench.infra.hashing import sha256_file
     from noisyor_bench.infra.io import write_json_atomic
 
-    how = verify(args.key, args.path)
+    path = args.path or expected_location(args.key, resolve_raw_data_dir(args.raw_data_dir), args.cache_dir)
+    how = verify(args.key, path)
     write_json_atomic(
-        args.out, {"key": args.key, "path": str(args.path), "matched": how, "sha256": sha256_file(args.path)}
+        args.out, {"key": args.key, "path": str(path), "matched": how, "sha256": sha256_file(path)}
     )
-    print(f"{args.path}: verified ({how})")
+    print(f"{path}: verified ({how})")
     return 0
 
 
@@ -36,7 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "verify-raw", help="verify one raw input against its pinned sha256 and write a stamp file"
     )
     p.add_argument("--key", required=True, choices=sorted(REGISTRY), help="registry key of the raw input")
-    p.add_argument("--path", required=True, help="the raw file (in the mirror or the download cache)")
+    p.add_argument(
+        "--path",
+        help="the raw file (default: the key's file in the mirror, --raw-data-dir or $NOISYOR_RAW_DATA, "
+        "else in --cache-dir)",
+    )
+    p.add_argument("--raw-data-dir", help="raw-data mirror (default: $NOISYOR_RAW_DATA)")
+    p.add_argument("--cache-dir", default="results/raw", help="download cache, without a mirror")
     p.add_argument("--out", required=True, help="stamp file written when the file matches its pin")
     p.set_defaults(func=cmd_verify_raw)
 

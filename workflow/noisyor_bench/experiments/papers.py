@@ -88,10 +88,21 @@ class Paper:
     (schema-valid but doubtful settings, one line each)."""
     beyond_the_papers: bool = False
     """A study of ours, not a paper: its claims are reported apart, never counted as a paper's."""
+    calibration_prefixes: tuple[str, ...] = ()
+    """A claim id of this paper starting with one of these checks our own metric or pipeline (e.g.
+    against another paper's published numbers), not a claim of the paper: reported in a
+    "calibration" section, never counted among the paper's claims (:func:`is_calibration_claim`)."""
+    claims_tables: tuple[str, ...] = ()
+    """Its stage claims CSVs under the results directory (``tables/claims_<stage>.csv``): where
+    the answer reads a paper's claims from its last run when a later run selected other papers."""
     references: tuple[str, ...] = ()
     """Its published paper-protocol reference runs (``noisyor-bench publish-reference`` folders,
     relative to the repository root): with the config's ``reference_dir: registered`` every run
     of the paper is compared with each of them (``tables/comparison.{csv,md}``)."""
+    judge: str | None = None
+    """``module:function`` building the paper's claims from a folder of table CSVs (a reference's
+    or a run's ``tables/``) with today's claim code, as its claims steps do in a run (:func:`judge`);
+    ``None``: the paper has no claims."""
 
     def method_label(self, method: str, experiment: str) -> str | None:
         """The paper's display name of a method id, or None (its labeller does not name it)."""
@@ -164,9 +175,27 @@ def paper_of_claim(claim_id: str) -> str:
     return paper.id
 
 
+def is_calibration_claim(claim_id: str) -> bool:
+    """Whether a claim id is a calibration row of its paper (:attr:`Paper.calibration_prefixes`),
+    not a claim of the paper; an id no paper claims is not."""
+    paper = _longest_prefix(claim_id, "claim_prefixes")
+    return paper is not None and any(claim_id.startswith(p) for p in paper.calibration_prefixes)
+
+
 def paper_of_experiment(experiment: str) -> Paper | None:
     """The paper whose run kinds name an experiment folder of ``runs/`` (longest prefix), or None."""
     return _longest_prefix(experiment, "run_kinds")
+
+
+def judge(paper: Paper | str, tables_dir: str | Path) -> list[Any]:
+    """The paper's claims (``reporting.claims.Claim``) judged by today's claim code from the table
+    CSVs in ``tables_dir``, never from a stored verdict; empty when the paper has no judge or the
+    folder holds none of its claim tables."""
+    entry = get(paper) if isinstance(paper, str) else paper
+    if entry.judge is None:
+        return []
+    module, _, function = entry.judge.partition(":")
+    return list(getattr(importlib.import_module(module), function)(Path(tables_dir)))
 
 
 def config_check(paper: Paper, name: str) -> Any:

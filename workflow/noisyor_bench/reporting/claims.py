@@ -13,6 +13,19 @@ intervals over seeds, never from point estimates alone:
   unequal-variance t -- is *reproduced* if it lies entirely below 0, *not reproduced* if it
   lies entirely above 0, *inconclusive* otherwise (:func:`difference_ci`,
   :func:`verdict_below`).  With a single seed on either side there is no CI: inconclusive (n=1).
+* A t CI with fewer than 2 degrees of freedom decides nothing (:data:`MIN_DF`): a paired t on
+  2 seeds, a one-sample t of 2 seeds against a constant (df 1) or a Welch t whose
+  Welch-Satterthwaite df is below 2 gives *inconclusive*, never reproduced / not reproduced,
+  with the ``low_power`` qualifier naming the df ("1 degree of freedom: n >= 3 seeds needed").
+  The t quantile at df 1 is 12.7 and the sd rests on a single contrast: such verdicts flip
+  between fresh runs of the same grid.  :class:`Interval` carries the df of its t quantile.
+* Every decisive verdict records its **margin** (:attr:`Claim.margin`): how far the deciding
+  CI lies from the decision boundary, in the claim's units ("0.12 nats"); for a claim of
+  several parts, the smallest over the parts that gave the verdict; two constants: the
+  absolute difference to the boundary (:meth:`Evidence.margin_of`).
+* The claims CSV is a function of the tables alone: rows in the claim functions' fixed order,
+  no timestamps, texts from sorted or insertion-ordered collections (never a set's order),
+  floats formatted by Python (the same digits on every machine).
 * Claims made of several comparisons are reproduced only if all parts are, not reproduced if
   any part is, not tested if no part was, inconclusive otherwise (:func:`combine`).
 * A claim whose condition the grid never ran is **not tested** (:func:`no_data_claim`: numbers
@@ -62,6 +75,8 @@ NOT_TESTED = "not tested"
 STATISTICAL_VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 """What confidence intervals can say; a claim whose condition was not run is :data:`NOT_TESTED`."""
 VERDICTS = (*STATISTICAL_VERDICTS, NOT_TESTED)
+DECISIVE = (REPRODUCED, NOT_REPRODUCED)
+"""Verdicts that decide the claim: each records its :attr:`Claim.margin`."""
 NO_DATA = NOT_TESTED
 """Prefix of the numbers of a claim the grid lacks the condition of (``"not tested: <what>"``)."""
 QUALIFIERS = ("protocol_deviation", "unconverged", "weak_learning", "bound_gap", "low_power")
@@ -108,6 +123,10 @@ class Claim:
     bound_gap: str = ""  # NELBO - NLL of the compared methods, where larger than the claim's effect
     low_power: str = ""  # the CI cannot resolve the claim's margin at this n; the n that would
     paper: str = ""  # a registered paper id; empty: read from the claim id's prefix (paper_of)
+    margin: str = ""  # a decisive verdict: how far its CI lies from the decision boundary ("0.12 nats")
+    budget: str = ""  # why a verdict the statistics would decide reads "inconclusive (budget)": the
+    # deciding runs stopped before the compared quantity's plateau (the curve still moving by more
+    # than the effect), with the reduced-budget statistic
 
     def __post_init__(self) -> None:
         if not self.paper:
@@ -129,6 +148,19 @@ class Claim:
         return " ".join(f"[{name.replace('_', ' ')}: {text}]" for name, text in self.qualifiers().items())
 
 
+BUDGET_LABEL = "inconclusive (budget)"
+
+
+def verdict_label(claim: Claim | Mapping[str, Any]) -> str:
+    """The verdict as shown to people: :data:`BUDGET_LABEL` where the claim's ``budget`` says
+    its deciding runs stopped before their plateau, else the verdict (a claims CSV row also works)."""
+    if isinstance(claim, Claim):
+        budget, verdict = claim.budget, claim.verdict
+    else:
+        budget, verdict = claim.get("budget"), claim.get("verdict")
+    return BUDGET_LABEL if isinstance(budget, str) and budget.strip() else str(verdict)
+
+
 CLAIM_COLUMNS = [f.name for f in fields(Claim)]
 REQUIRED_CLAIM_COLUMNS = CLAIM_COLUMNS[:6]  # claims CSVs from before the evidence / qualifier columns
 
@@ -140,6 +172,37 @@ def verdict_counts_text(claims: Sequence[Claim], zeros: bool = False) -> str:
     text = ", ".join(f"{n} {v}" for v, n in counts.items() if n or zeros)
     qualified_n = sum(bool(c.qualifiers()) for c in claims)
     return text + (f" ({qualified_n} with qualifiers)" if qualified_n else "")
+
+
+CALIBRATION_TITLE = (
+    "Calibration (checks of our own metric and pipeline, not claims of the paper; not counted)"
+)
+"""The heading of a paper's calibration rows (:attr:`noisyor_bench.experiments.papers.Paper.calibration_prefixes`)."""
+
+
+def n_of_m_text(claims: Sequence[Claim]) -> str:
+    """``"14 of 41 claims reproduced, 5 not reproduced, 8 inconclusive, 14 not tested"``: every
+    verdict of :data:`VERDICTS`, zeros included (the answer's words, reporting.answer), then how
+    many claims carry a qualifier."""
+    counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
+    noun = "claim" if len(claims) == 1 else "claims"
+    rest = "".join(f", {n} {v}" for v, n in counts.items() if v != REPRODUCED)
+    qualified_n = sum(bool(c.qualifiers()) for c in claims)
+    rest += f" ({qualified_n} with qualifiers)" if qualified_n else ""
+    return f"{counts[REPRODUCED]} of {len(claims)} {noun} {REPRODUCED}{rest}"
+
+
+def calibration_text(checks: Sequence[Claim], lead: str = "") -> str:
+    """``"calibration: 1 of 1 within tolerance"`` ('' without calibration rows), after ``lead``."""
+    if not checks:
+        return ""
+    within = sum(c.verdict == REPRODUCED for c in checks)
+    outside = sum(c.verdict == NOT_REPRODUCED for c in checks)
+    other = len(checks) - within - outside
+    text = f"calibration: {within} of {len(checks)} within tolerance"
+    text += f", {outside} outside tolerance" if outside else ""
+    text += f", {other} undecided" if other else ""
+    return f"{lead}{text} (not counted)"
 
 
 def write_claims(
@@ -159,37 +222,70 @@ def write_claims(
     if md_path is None:
         return
     beyond = {p.id for p in papers.papers() if p.beyond_the_papers}
-    of_papers = [c for c in claims if c.paper not in beyond]
-    summary = verdict_counts_text(of_papers, zeros=True)
-    if len(of_papers) < len(claims):
-        summary += f"; and {len(claims) - len(of_papers)} claims of our studies beyond the papers"
+    calibration = [c for c in claims if papers.is_calibration_claim(c.claim_id)]
+    of_papers = [c for c in claims if c.paper not in beyond and c not in calibration]
+    summary = n_of_m_text(of_papers)
+    studies = [c for c in claims if c.paper in beyond and c not in calibration]
+    summary += f"; and {len(studies)} claims of our studies beyond the papers" if studies else ""
+    rows_ = "row" if len(calibration) == 1 else "rows"
+    summary += f"; and {len(calibration)} calibration {rows_} (not counted)" if calibration else ""
     names = {p.id: p.name for p in papers.papers()}
     per_paper, sections = [], []
     for paper, paper_title in paper_titles().items():
-        mine = [c for c in claims if c.paper == paper]
-        if not mine:
+        mine = [c for c in claims if c.paper == paper and c not in calibration]
+        checks = [c for c in claims if c.paper == paper and c in calibration]
+        if not mine and not checks:
             continue
-        per_paper.append(f"- {names[paper]}: {verdict_counts_text(mine)}")
+        per_paper.append(f"- {names[paper]}: {n_of_m_text(mine)}{calibration_text(checks, '; ')}")
         rows = [
-            [c.claim_id, c.verdict, c.tags(), c.statement, c.location, c.numbers, c.evidence, c.rule]
-            for c in mine
+            [
+                c.claim_id,
+                _verdict_cell(c),
+                _budget_tag(c),
+                c.statement,
+                c.location,
+                c.numbers,
+                c.evidence,
+                c.rule,
+            ]
+            for c in [*mine, *checks]
         ]
+        rows, calibration_rows = rows[: len(mine)], rows[len(mine) :]
         header = ["id", "verdict", "qualifiers", "paper's statement", "where", "numbers", "evidence", "rule"]
         sections.append(
-            f"## {paper_title}\n\n{len(mine)} claims: {verdict_counts_text(mine)}.\n\n"
+            f"## {paper_title}\n\n{n_of_m_text(mine)}.\n\n"
             + markdown_table(header, rows)
+            + (
+                f"\n\n### {CALIBRATION_TITLE}\n\n{calibration_text(checks)}.\n\n"
+                + markdown_table(header, calibration_rows)
+                if checks
+                else ""
+            )
         )
     text = (
-        f"# {title}\n\n{len(of_papers)} claims: {summary}.\n\n"
+        f"# {title}\n\nThe papers: {summary}.\n\n"
         + "\n".join(per_paper)
         + "\n\nThe verdict is what the 95% confidence intervals say about the claim as the paper states it "
-        "(not tested: the grid lacks the paper's condition). Qualifiers beside it never change it: "
+        "(not tested: the grid lacks the paper's condition); beside a decisive verdict its margin, how far "
+        "the deciding CI lies from the decision boundary. Qualifiers beside it never change it: "
         "[protocol deviation] how the grid differs from the paper's protocol, [unconverged] runs that "
         "had not converged, [weak learning] learned models not better than the independent-Bernoulli "
         "baseline, [bound gap] NELBO - NLL larger than the claim's effect, [low power] the n that "
         "would resolve the claim's margin.\n\n" + "\n\n".join(sections)
     )
     write_text_atomic(md_path, text)
+
+
+def _verdict_cell(claim: Claim) -> str:
+    """The verdict as shown (:func:`verdict_label`), its margin beside a decisive one:
+    ``"reproduced (margin 0.12 nats)"``."""
+    label = verdict_label(claim)
+    return f"{label} (margin {claim.margin})" if claim.margin and label in DECISIVE else label
+
+
+def _budget_tag(claim: Claim) -> str:
+    """The claim's qualifier tags, its budget reason first."""
+    return " ".join(t for t in (f"[budget: {claim.budget}]" if claim.budget else "", claim.tags()) if t)
 
 
 def current_verdict(verdict: Any, statistical_verdict: Any = "", numbers: Any = "") -> Any:
@@ -258,8 +354,8 @@ def _welch(
     est = float(sum(c * g.mean() for c, g in groups))
     terms = [c * c * g.var(ddof=1) / g.size for c, g in groups]
     se2 = float(sum(terms))
-    if se2 == 0.0:
-        return est, est, est, 0.0, float("nan")
+    if se2 == 0.0:  # no spread on any side: the smallest df Welch-Satterthwaite can give
+        return est, est, est, 0.0, float(min(g.size for _, g in groups) - 1)
     df = se2**2 / sum(t * t / (g.size - 1) for t, (_, g) in zip(terms, groups))
     h = float(stats.t.ppf(0.5 + level / 2.0, df) * math.sqrt(se2))
     return est, est - h, est + h, math.sqrt(se2), float(df)
@@ -304,11 +400,38 @@ def difference_ci(
     return Interval(est, est - h, est + h, "paired", str(d.size), se, float(d.size - 1))
 
 
+MIN_DF = 2.0
+"""Fewest degrees of freedom of a t CI that decides a claim: with 1 (a paired t or a t against a
+constant on 2 seeds, a Welch t whose Welch-Satterthwaite df is below 2) the t quantile is 12.7 and
+the sd rests on one contrast, so the verdict flips between fresh runs of the same grid."""
+
+
+def too_few_df(iv: Interval) -> bool:
+    """Whether ``iv`` is a t CI with fewer than :data:`MIN_DF` degrees of freedom (decides nothing)."""
+    return iv.df < MIN_DF  # NaN (no t behind the CI: constants, no CI) compares False
+
+
+def _df_text(df: float) -> str:
+    return "1 degree" if df == 1.0 else f"{df:.2g} degrees"
+
+
+def df_note(iv: Interval) -> str:
+    """The ``low_power`` text of a CI with too few degrees of freedom ("" otherwise):
+    ``"1 degree of freedom: n >= 3 seeds needed (paired t, n=2)"``."""
+    if not too_few_df(iv):
+        return ""
+    names = {"paired": "paired t", "welch": "Welch t", "vs constant": "t against a constant"}
+    kind = names.get(iv.kind, iv.kind)
+    per_side = " per side" if iv.kind == "welch" else ""
+    return f"{_df_text(iv.df)} of freedom: n >= 3 seeds{per_side} needed ({kind}, n={iv.n})"
+
+
 def _undecided(iv: Interval) -> str | None:
-    """The verdict of an interval that has no CI: not tested without data, else inconclusive (n=1)."""
+    """The verdict of an interval that decides nothing: not tested without data, inconclusive
+    without a CI (n=1) or with a t CI of fewer than :data:`MIN_DF` degrees of freedom."""
     if iv.kind == "none" or math.isnan(iv.estimate):
         return NOT_TESTED
-    if math.isnan(iv.low) or math.isnan(iv.high):
+    if math.isnan(iv.low) or math.isnan(iv.high) or too_few_df(iv):
         return INCONCLUSIVE
     return None
 
@@ -316,7 +439,10 @@ def _undecided(iv: Interval) -> str | None:
 def verdict_below(iv: Interval, bound: float = 0.0) -> str:
     """Claim "difference < bound": reproduced if the CI is entirely below, not if entirely above;
     two constants (deterministic sides) are judged by the sign alone, never inconclusive."""
-    _note_decision(iv, (bound,))
+    return _note_decision(iv, (bound,), _below(iv, bound))
+
+
+def _below(iv: Interval, bound: float) -> str:
     if (undecided := _undecided(iv)) is not None:
         return undecided
     if iv.kind == "constants":
@@ -331,7 +457,10 @@ def verdict_below(iv: Interval, bound: float = 0.0) -> str:
 def verdict_above(iv: Interval, bound: float = 0.0) -> str:
     """Claim "difference > bound": reproduced if the CI is entirely above, not if entirely below
     (two constants: by the sign alone)."""
-    _note_decision(iv, (bound,))
+    return _note_decision(iv, (bound,), _above(iv, bound))
+
+
+def _above(iv: Interval, bound: float) -> str:
     if (undecided := _undecided(iv)) is not None:
         return undecided
     if iv.kind == "constants":
@@ -354,12 +483,17 @@ def combine(verdicts: Iterable[str]) -> str:
     return REPRODUCED if all(v == REPRODUCED for v in vs) else INCONCLUSIVE
 
 
+DF_RULE = (
+    "a t CI with fewer than 2 degrees of freedom (2 paired seeds, 2 seeds against a constant, a Welch "
+    "df below 2) decides nothing: inconclusive, low power names the df"
+)
+"""The degrees-of-freedom rule (:data:`MIN_DF`) as stated in the rule texts of the claims."""
 RULE_LESS = (
     "reproduced if the 95% CI of the difference lies entirely on the claimed side of 0, not reproduced "
     "if entirely on the other side, else inconclusive (also when a side has one seed: no CI); "
     "CI from paired per-seed differences when both sides have the same seeds, else Welch; a deterministic "
     "side (held-out-optimised SVI/LB-CDI/UB-CDI) is a constant: one-sample t of the other side against it, "
-    "two constants by the sign of their difference" + QUALIFIER_RULE
+    "two constants by the sign of their difference; " + DF_RULE + QUALIFIER_RULE
 )
 
 
@@ -461,6 +595,8 @@ class Evidence:
     metrics: set[str] = field(default_factory=set)  # the metrics of the sides read (table_side)
     decisions: list[tuple[Interval, tuple[float, ...]]] = field(default_factory=list)
     """(CI, decision boundaries) of every CI the claim judged (verdict_below / _above / _within)."""
+    verdicts: list[tuple[Interval, tuple[float, ...], str]] = field(default_factory=list)
+    """The same, each with the verdict it gave (the parts that decide the claim: :meth:`margin_of`)."""
 
     def note(self, table: pd.DataFrame, n_values: int = 1) -> None:
         """Record ``table``'s rows (one per cell or per run); a row read twice counts once.
@@ -496,6 +632,7 @@ class Evidence:
         self.rows.update(other.rows)
         self.metrics |= other.metrics
         self.decisions += other.decisions
+        self.verdicts += other.verdicts
 
     def margin(self) -> float:
         """How far the claim's CIs are from flipping, in their units: per CI judged, the distance
@@ -513,6 +650,23 @@ class Evidence:
     def unit(self) -> str:
         """ "nats" when every side read is a NELBO / NLL (:data:`NATS_METRICS`), else ""."""
         return "nats" if self.metrics and self.metrics <= NATS_METRICS else ""
+
+    def margin_of(self, verdict: str) -> float:
+        """How far a decisive ``verdict`` is from the decision boundary, in the claim's units: over
+        the parts that gave that verdict (the parts deciding the claim), the smallest distance of a
+        part's CI to its nearest boundary (two constants: the absolute difference to the boundary);
+        NaN when no part judged by a CI gave it."""
+        out = float("nan")
+        for iv, bounds, part in self.verdicts:
+            if part != verdict or math.isnan(iv.low) or math.isnan(iv.high) or not bounds:
+                continue
+            d = min(min(abs(iv.low - b), abs(iv.high - b)) for b in bounds)
+            out = d if math.isnan(out) else min(out, d)
+        return out
+
+    def margin_text(self, verdict: str) -> str:
+        """:meth:`margin_of` for people, with its unit: ``"0.12 nats"`` ("" when there is none)."""
+        return margin_text(self.margin_of(verdict), self.unit())
 
     def low_power(self) -> str:
         """The ``low_power`` qualifier of the CIs judged that straddle a boundary (:func:`low_power`);
@@ -624,11 +778,15 @@ def _note_metric(metric: str) -> None:
         evidence.metrics.add(metric)
 
 
-def _note_decision(iv: Interval, bounds: Sequence[float]) -> None:
-    """Tell the claim being checked (if any) that it judged ``iv`` against ``bounds``."""
+def _note_decision(iv: Interval, bounds: Sequence[float], verdict: str = "") -> str:
+    """Tell the claim being checked (if any) that it judged ``iv`` against ``bounds`` and found
+    ``verdict`` (the part's verdict, for the claim's :attr:`Claim.margin`); returns ``verdict``."""
     evidence = _COLLECTING.get()
     if evidence is not None and iv.kind != "none" and not math.isnan(iv.estimate):
-        evidence.decisions.append((iv, tuple(float(b) for b in bounds)))
+        judged = (iv, tuple(float(b) for b in bounds))
+        evidence.decisions.append(judged)
+        evidence.verdicts.append((*judged, verdict))
+    return verdict
 
 
 def note_evidence(rows: pd.DataFrame, n_values: int = 1) -> None:
@@ -664,7 +822,8 @@ def join_qualifiers(*texts: str) -> str:
 def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
     """``claim`` with its evidence recorded and, where the claim function left them empty, the
     ``unconverged`` / ``weak_learning`` qualifiers from it (and ``low_power`` of an inconclusive
-    claim from the CIs it judged); the verdict is never changed. A claim function that adds its
+    claim from the CIs it judged), and the ``margin`` of a decisive verdict (:meth:`Evidence.margin_of`;
+    "" for any other verdict); the verdict is never changed. A claim function that adds its
     own unconverged text to the rows' joins it with :func:`rows_unconverged`, so the rows' text
     is not lost. A claim not tested rests on no rows (rows read before a missing part decide nothing)."""
     if claim.verdict == NOT_TESTED:
@@ -676,6 +835,7 @@ def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
         weak_learning=claim.weak_learning or evidence.weak_learning(),
         bound_gap=claim.bound_gap or evidence.bound_gap(),
         low_power=claim.low_power or (evidence.low_power() if claim.verdict == INCONCLUSIVE else ""),
+        margin=(claim.margin or evidence.margin_text(claim.verdict)) if claim.verdict in DECISIVE else "",
     )
 
 
@@ -769,7 +929,10 @@ def compare(a: Side, b: Side, paired: bool | None = None, level: float = CI_LEVE
 def verdict_within(iv: Interval, margin: float) -> str:
     """Claim "|difference| is small" (equivalence): reproduced if the CI lies inside
     (-margin, margin), not reproduced if entirely outside [-margin, margin], else inconclusive."""
-    _note_decision(iv, (-margin, margin))
+    return _note_decision(iv, (-margin, margin), _within(iv, margin))
+
+
+def _within(iv: Interval, margin: float) -> str:
     if (undecided := _undecided(iv)) is not None:
         return undecided
     if -margin < iv.low and iv.high < margin:
@@ -829,11 +992,36 @@ def no_data_claim(
     return Claim(claim_id, statement, location, NOT_TESTED, f"{NO_DATA}: {what}", rule, **qualifiers)
 
 
+def margin_text(distance: float, unit: str = "") -> str:
+    """A margin for people: two significant digits (whole numbers from 10 on), then the unit:
+    ``"0.12 nats"``, ``"2.0"``, ``"140 nats"``; "" for NaN. Formatting is Python's own (correctly
+    rounded), so the same distance gives the same text on every machine."""
+    if math.isnan(distance):
+        return ""
+    if distance >= 10:
+        number = f"{distance:.0f}"
+    elif distance >= 1:
+        number = f"{distance:.1f}"
+    else:  # keeps a trailing zero: 0.040, 0.0
+        number = f"{distance:#.2g}"
+    return f"{number} {unit}" if unit else number
+
+
 def low_power(
     iv: Interval, *bounds: float, unit: str = "nats", level: float = CI_LEVEL, n_max: int = 10_000
 ) -> str:
     """The ``low_power`` qualifier of a claim decided by ``iv`` against its decision boundaries
-    (``bounds``; default 0): "" unless the CI straddles one; then the CI's half-width, the
+    (``bounds``; default 0): a t CI with too few degrees of freedom to decide (:func:`df_note`:
+    "1 degree of freedom: n >= 3 seeds needed ..."), then, where the CI straddles a boundary, what
+    would resolve it (:func:`_straddle_power`); "" when neither."""
+    return join_qualifiers(df_note(iv), _straddle_power(iv, *bounds, unit=unit, level=level, n_max=n_max))
+
+
+def _straddle_power(
+    iv: Interval, *bounds: float, unit: str = "nats", level: float = CI_LEVEL, n_max: int = 10_000
+) -> str:
+    """The ``low_power`` text of a CI ``iv`` judged against ``bounds`` (default 0): "" unless the
+    CI straddles one; then the CI's half-width, the
     observed effect's distance to that boundary and the n (seeds per side) at which a t CI of
     the same level, with the observed sd, would resolve it (the SE shrinks as sqrt(n_now / n);
     df n - 1 paired or against a constant, 2n - 2 Welch; n_now = the smaller side's seeds, and the

@@ -5,7 +5,9 @@ its verdict counts, each claim's rule text behind its own toggle.
 Why not the merged claims table: a reader asks "what holds of *this* paper", the merged view
 repeats a ~500-character rule in every row (once 33,000 px tall) and mixes the papers.
 The page is derived from ``tables/claims.csv`` alone (whichever columns it has: the qualifier
-columns when present), so it needs no change when a paper adds claims.
+columns when present), so it needs no change when a paper adds claims. A headline table
+(:mod:`noisyor_bench.reporting.evidence`) names each verdict's source under it and, where the
+sources disagree, every source's verdict and the reason under the numbers.
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ from noisyor_bench.reporting.answer import (
     RunInfo,
     answer_line,
     answers,
+    calibration_line,
     ordered_counts,
     run_line,
 )
+from noisyor_bench.reporting.claims import verdict_label
+from noisyor_bench.reporting.evidence import CONFLICT, DISAGREEMENTS
 from noisyor_bench.reporting.htmltables import VERDICT_CLASSES, page
 
 PAGE_STYLE = """
@@ -40,7 +45,12 @@ details.rule p { font-size: 12px; color: #57606a; margin: 2px 0; }
 span.tag { display: inline-block; background: #eaeef2; border-radius: 8px; padding: 0 6px;
            margin: 1px 2px; font-size: 11px; }
 span.id { font-family: monospace; font-size: 11px; color: #57606a; }
+p.sources { font-size: 12px; background: #fff8c5; margin: 4px 0; padding: 2px 4px; }
 """
+
+
+CALIBRATION_GROUP = "Calibration (a check of our metric, not a claim of the paper; not counted)"
+"""The group of a paper's calibration rows on its claims page (Paper.calibration_prefixes)."""
 
 
 def section_of(location: object) -> str:
@@ -72,6 +82,9 @@ def _tags(row: dict[str, object]) -> str:
 
 def _row(row: dict[str, object]) -> str:
     verdict = _text(row.get("verdict")) or "no verdict"
+    budget = _text(row.get("budget"))
+    shown = verdict_label(row) if budget else verdict
+    why = f' title="{html.escape(budget)}"' if budget else ""
     rule = _text(row.get("rule"))
     location = _text(row.get("location"))
     toggle = (
@@ -84,10 +97,30 @@ def _row(row: dict[str, object]) -> str:
         "<tr>"
         f'<td class="text"><span class="id">{html.escape(_text(row.get("claim_id")))}</span><br>'
         f"{html.escape(_text(row.get('statement')))}</td>"
-        f'<td class="text {VERDICT_CLASSES.get(verdict, "")}">{html.escape(verdict)}</td>'
+        f'<td class="text {VERDICT_CLASSES.get(verdict, "")}"{why}>{html.escape(shown)}{_source(row)}</td>'
         f'<td class="text">{_tags(row)}</td>'
-        f'<td class="text">{html.escape(_text(row.get("numbers")))}{toggle}</td>'
+        f'<td class="text">{html.escape(_text(row.get("numbers")))}{_sources(row)}{toggle}</td>'
         "</tr>"
+    )
+
+
+def _source(row: dict[str, object]) -> str:
+    """Under the verdict, the source it comes from (a headline table's ``source``, reporting.evidence)."""
+    source = _text(row.get("source"))
+    return f'<br><span class="id">from {html.escape(source)}</span>' if source else ""
+
+
+def _sources(row: dict[str, object]) -> str:
+    """Under the numbers, where the sources disagree: every source's verdict and the reason."""
+    agreement = _text(row.get("agreement"))
+    if agreement not in DISAGREEMENTS:
+        return ""
+    reason = _text(row.get("disagreement"))
+    return (
+        f'<p class="sources"><b>Sources {"conflict" if agreement == CONFLICT else "differ"}:</b> '
+        f"{html.escape(_text(row.get('sources')))}"
+        + (f"<br>Why: {html.escape(reason)}" if reason else "")
+        + "</p>"
     )
 
 
@@ -97,12 +130,23 @@ def _counts(verdicts: pd.Series) -> str:
 
 
 def claims_page(frame: pd.DataFrame, answer: PaperAnswer, run: RunInfo, provenance: str = "") -> str:
-    """The HTML claims page of one paper: ``frame`` holds that paper's rows of ``claims.csv``."""
-    groups = list(dict.fromkeys(frame["location"].map(section_of))) if "location" in frame else ["claims"]
+    """The HTML claims page of one paper: ``frame`` holds that paper's rows of ``claims.csv``; its
+    calibration rows (checks of our metric, not claims of the paper) in a group of their own, last."""
+    from noisyor_bench.experiments.papers import is_calibration_claim
+
     section = frame["location"].map(section_of) if "location" in frame else pd.Series("claims", frame.index)
+    calibration = frame["claim_id"].fillna("").astype(str).map(is_calibration_claim).astype(bool)
+    section = section.where(~calibration, CALIBRATION_GROUP)
+    groups = [g for g in dict.fromkeys(section) if g != CALIBRATION_GROUP]
+    groups += [CALIBRATION_GROUP] if calibration.any() else []
     body = [
         f"<h1>{html.escape(answer.name)}: claims and verdicts</h1>",
         f'<p class="note">{html.escape(answer_line(answer, run))}</p>',
+        *(
+            [f'<p class="note">{html.escape(calibration_line(answer))} -- not counted</p>']
+            if answer.calibration
+            else []
+        ),
         f'<p class="note">{html.escape(run_line(run))}. Each group opens on a click; each claim\'s '
         "decision rule is behind its 'rule' toggle. Qualifiers (tags) never change a verdict.</p>",
     ]

@@ -15,7 +15,17 @@ half-widths alone; the per-seed values of two different runs are not paired).
 * Tables with one row per seed (recovery, classification, Table 5, t-SNE) are first summarised
   over seeds the way every other table is (:func:`summarise_seeds`).
 
-Claims are compared by verdict (``claims.csv``: same / different verdict per claim id).
+Claims are compared by verdict (same / different per claim id): this run's own verdicts
+(``claims_run.csv``) against the reference's claims re-judged from its tables by today's code.
+
+**The run as a reproduction check** (:func:`reproduction_line`): a reference cell is *shared* with
+this run when both made it with the same settings and at least one common seed. The tables show a
+cell's key (dataset, method, N_train, ...) and its seeds (``seeds``, ``<m>_values`` as
+``seed:value``, or one row per seed), not its budget, search draws or evaluation settings: those
+are the grid's. So a cell is shared when both result sets ran the same grid (ours: the results
+directory's record; the reference's: the ``grid=`` of its README command), or when its table is
+grid-independent (:data:`GRID_INDEPENDENT_TABLES`). A shared cell is compared over the common
+seeds only, and *reproduced* when every metric agrees (95% intervals; exactly where deterministic).
 """
 
 from __future__ import annotations
@@ -68,6 +78,11 @@ PER_SEED_METRICS = (
 summarised here over seeds as ``<m>_mean, <m>_ci95, <m>_n`` before the comparison."""
 
 AGREE, DISAGREE, MISSING = "agree", "differ", "missing"
+REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
+
+GRID_INDEPENDENT_TABLES = frozenset({"datasets"})
+"""Tables whose cells do not depend on the grid's settings (the datasets are grid-independent:
+config ``datasets``): shared between any two grids."""
 _METRIC = re.compile(r"^(?P<metric>.+)_mean$")
 # Tables that are not per-cell results (claims are compared separately; the runtime tables are
 # the machine's, and the comparison is this module's own output).
@@ -89,6 +104,7 @@ class CellComparison:
     half_width: float
     status: str  # agree | differ | missing
     reference_set: str = ""  # the reference folder's name (several references: compare_many)
+    reproduction: str = ""  # reproduced | not reproduced (over the common seeds) | not shared: why
 
 
 def _num(value: object) -> float:
@@ -149,8 +165,13 @@ def summarise_seeds(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def compare_tables(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> list[CellComparison]:
-    """Every metric (``<m>_mean`` with ``<m>_ci95``) of every cell of one table in both sets."""
+def compare_tables(
+    name: str, ours: pd.DataFrame, reference: pd.DataFrame, unshared: str | None = None
+) -> list[CellComparison]:
+    """Every metric (``<m>_mean`` with ``<m>_ci95``) of every cell of one table in both sets; with
+    ``unshared`` None (same settings) each present cell also gets its reproduction over the seeds
+    both sides ran, else ``not shared: <unshared>``."""
+    common = _common_seed_rows(ours, reference)
     ours, reference = summarise_seeds(ours), summarise_seeds(reference)
     keys = _key_columns(reference)
     if not keys or _key_columns(ours) != keys:
@@ -175,6 +196,12 @@ def compare_tables(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> li
                 else [math.nan] * 3
             )
             diff, half, status = compare_cell(*ra, *rb)
+            if status == MISSING:
+                reproduction = ""
+            elif unshared is not None:
+                reproduction = f"not shared: {unshared}"
+            else:
+                reproduction = _reproduction(name, key, metric, our_row, ref_row, common, status)
             out.append(
                 CellComparison(
                     table=name,
@@ -185,9 +212,71 @@ def compare_tables(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> li
                     difference=diff,
                     half_width=half,
                     status=status,
+                    reproduction=reproduction,
                 )
             )
     return out
+
+
+def _seed_values(row: pd.Series | None, metric: str) -> dict[str, float] | None:
+    """``<m>_values`` of a summarised row (``seed:value;...``) as seed -> value; None without it."""
+    if row is None:
+        return None
+    text = row.get(f"{metric}_values")
+    if not isinstance(text, str) or ":" not in text:
+        return None
+    out = {}
+    for item in text.split(";"):
+        seed, _, value = item.partition(":")
+        out[seed.strip()] = _num(value)
+    return out
+
+
+def _common_seed_rows(
+    ours: pd.DataFrame, reference: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """Tables with one row per seed: both restricted to the seeds both ran, then summarised."""
+    if "seed" not in ours.columns or "seed" not in reference.columns:
+        return None
+    seeds = set(ours["seed"].astype(str)) & set(reference["seed"].astype(str))
+    return (
+        summarise_seeds(ours[ours["seed"].astype(str).isin(seeds)]),
+        summarise_seeds(reference[reference["seed"].astype(str).isin(seeds)]),
+    )
+
+
+def _reproduction(
+    table: str,
+    key: str,
+    metric: str,
+    our_row: pd.Series,
+    ref_row: pd.Series,
+    common: tuple[pd.DataFrame, pd.DataFrame] | None,
+    status: str,
+) -> str:
+    """Whether a shared cell's metric reproduces, over the seeds both sides ran: per-seed values
+    (``<m>_values``) or rows (per-seed tables) restricted to the common seeds; a cell without
+    either is compared as it stands when both name the same ``seeds``."""
+    mine, theirs = _seed_values(our_row, metric), _seed_values(ref_row, metric)
+    if mine is not None and theirs is not None:
+        seeds = sorted(set(mine) & set(theirs))
+        if not seeds:
+            return "not shared: no common seed"
+        a, b = mean_ci([mine[s] for s in seeds]), mean_ci([theirs[s] for s in seeds])
+        _, _, verdict = compare_cell(a[0], a[3], a[2], b[0], b[3], b[2])
+        return REPRODUCED if verdict == AGREE else NOT_REPRODUCED
+    if common is not None:
+        keys = _key_columns(common[1])
+        rows = [{_key_text(r, keys): r for _, r in frame.iterrows()}.get(key) for frame in common]
+        if rows[0] is None or rows[1] is None:
+            return "not shared: no common seed"
+        stats = [[_num(r.get(f"{metric}_{s}")) for s in ("mean", "ci95", "n")] for r in rows]
+        _, _, verdict = compare_cell(*stats[0], *stats[1])
+        return REPRODUCED if verdict == AGREE else NOT_REPRODUCED
+    seeds = [str(r.get("seeds", "")) for r in (our_row, ref_row)]
+    if seeds[0] != seeds[1] or seeds[0] in ("", "nan"):
+        return "not shared: its seeds are not in the table"
+    return REPRODUCED if status == AGREE else NOT_REPRODUCED
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -227,25 +316,78 @@ def compare_results(
         if not path.is_dir():
             raise DataError(f"{path}: no tables directory (expected a results directory with tables/)")
     ours = _table_csvs(ours_tables)
+    grids = results_grid(ours_dir), reference_grid(reference_dir)
     cells: list[CellComparison] = []
     for name, ref_path in _table_csvs(ref_tables).items():
         reference = _read(ref_path)
         if name not in ours:
             cells += [c for c in compare_tables(name, reference.iloc[0:0], reference) if c.status == MISSING]
             continue
-        cells += compare_tables(name, _read(ours[name]), reference)
-    return cells, compare_claims(ours_tables / "claims.csv", ref_tables / "claims.csv")
+        cells += compare_tables(name, _read(ours[name]), reference, _unshared(name, *grids))
+    run_claims = ours_tables / "claims_run.csv"  # this run's own verdicts (claims.csv: the headline)
+    rejudged = rejudged_claims(ref_tables)
+    # a folder holding no registered paper's claim tables cannot be re-judged: its stored verdicts
+    return cells, compare_claims(
+        run_claims if run_claims.exists() else ours_tables / "claims.csv",
+        rejudged if len(rejudged) else ref_tables / "claims.csv",
+    )
 
 
-def compare_claims(ours: Path, reference: Path) -> pd.DataFrame:
-    """claim_id, our verdict, the reference's, whether they are the same (missing: absent on one side)."""
+def rejudged_claims(tables_dir: Path) -> pd.DataFrame:
+    """claim_id and verdict of every paper's claims judged by today's claim code from the tables
+    in ``tables_dir`` (:func:`noisyor_bench.experiments.papers.judge`), never the verdicts a
+    reference stored: those were judged by the code of its day."""
+    from noisyor_bench.experiments import papers
+
+    rows = [(c.claim_id, c.verdict) for p in papers.papers() for c in papers.judge(p, tables_dir)]
+    return pd.DataFrame(rows, columns=["claim_id", "verdict"])
+
+
+def results_grid(results_dir: str | Path) -> str | None:
+    """The grid a results directory was made with (its record, :mod:`noisyor_bench.infra.resultsdir`),
+    else the ``grid=`` of its README command (a published reference), else None."""
+    from noisyor_bench.infra.resultsdir import read_identity
+
+    try:
+        record = read_identity(results_dir)
+    except DataError:
+        record = None
+    return record["grid"] if record else reference_grid(results_dir)
+
+
+def reference_grid(reference_dir: str | Path) -> str | None:
+    """The grid of a published reference: ``grid=<name>`` in its README's command, else None."""
+    try:
+        text = (Path(reference_dir) / "README.md").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    found = re.search(r"\bgrid=([A-Za-z0-9_.-]+)", text)
+    return found.group(1) if found else None
+
+
+def _unshared(table: str, ours: str | None, reference: str | None) -> str | None:
+    """None when a table's cells share their settings in both result sets, else why not."""
+    if table in GRID_INDEPENDENT_TABLES or (ours is not None and ours == reference):
+        return None
+    return (
+        f"grid {ours or 'unknown'} vs {reference or 'unknown'}: the budget, search and evaluation "
+        "settings are the grid's, not in the tables"
+    )
+
+
+def compare_claims(ours: Path, reference: Path | pd.DataFrame) -> pd.DataFrame:
+    """claim_id, our verdict, the reference's, whether they are the same (missing: absent on one
+    side). ``reference``: a claims CSV, or the reference's claims re-judged (:func:`rejudged_claims`)."""
     columns = ["claim_id", "ours", "reference", "status"]
-    if not reference.exists():
+    if isinstance(reference, pd.DataFrame):
+        ref = reference
+    elif not reference.exists():
         return pd.DataFrame(columns=columns)
-    for path in (reference, ours):
-        if path.exists():
-            verify_recorded_file(path)
-    ref = pd.read_csv(reference, dtype=str, keep_default_na=False)
+    else:
+        verify_recorded_file(reference)
+        ref = pd.read_csv(reference, dtype=str, keep_default_na=False)
+    if ours.exists():
+        verify_recorded_file(ours)
     mine = (
         pd.read_csv(ours, dtype=str, keep_default_na=False)
         if ours.exists()
@@ -258,6 +400,49 @@ def compare_claims(ours: Path, reference: Path) -> pd.DataFrame:
         status = MISSING if our is None else ("same" if our == verdict else "different")
         rows.append([claim_id, our or "", verdict, status])
     return pd.DataFrame(rows, columns=columns)
+
+
+def reproduction_counts(cells: Sequence[CellComparison]) -> dict[str, tuple[int, int]]:
+    """reference set -> (cells reproduced, cells shared): a cell (table and key) is shared when
+    any metric is compared over common seeds, reproduced when every compared metric is."""
+    by_cell: dict[tuple[str, str, str], list[str]] = {}
+    for c in cells:
+        if c.reproduction in (REPRODUCED, NOT_REPRODUCED):
+            by_cell.setdefault((c.reference_set, c.table, c.key), []).append(c.reproduction)
+    sets = list(dict.fromkeys(c.reference_set for c in cells))
+    return {
+        name: (
+            sum(all(v == REPRODUCED for v in vs) for (s, _, _), vs in by_cell.items() if s == name),
+            sum(s == name for (s, _, _) in by_cell),
+        )
+        for name in sets
+    }
+
+
+def reproduction_line(cells: Sequence[CellComparison]) -> str:
+    """ "this run reproduces X of Y shared reference cells (<set>: x of y; ...)"."""
+    counts = reproduction_counts(cells)
+    done = sum(x for x, _ in counts.values())
+    shared = sum(y for _, y in counts.values())
+    parts = "; ".join(f"{name or 'reference'}: {x} of {y}" for name, (x, y) in counts.items())
+    return f"this run reproduces {done} of {shared} shared reference cells" + (f" ({parts})" if parts else "")
+
+
+def read_reproduction_line(comparison_csv: str | Path) -> str | None:
+    """:func:`reproduction_line` of a written ``comparison.csv`` (None: none, or written before the
+    reproduction column)."""
+    path = Path(comparison_csv)
+    if not path.is_file():
+        return None
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if "reproduction" not in frame.columns:
+        return None
+    fields = CellComparison.__dataclass_fields__
+    cells = [
+        CellComparison(**{k: (v if k in fields else None) for k, v in row.items() if k in fields})  # type: ignore[arg-type]
+        for row in frame.to_dict("records")
+    ]
+    return reproduction_line(cells)
 
 
 def _summary(cells: Sequence[CellComparison], claims: pd.DataFrame) -> str:
@@ -299,9 +484,17 @@ def write_comparison(
         summary = summary_md = _summary(cells, claims)
     differ = [c for c in cells if c.status == DISAGREE]
     head = ["table", "cell", "metric", "ours", "reference", "difference", "± (95%)"]
+    reproduced = reproduction_line(cells)
+    summary = f"{summary}\n{reproduced}"
     text = [
         f"# Comparison with the reference {reference}\n",
         f"{summary_md}.\n",
+        f"**The run as a reproduction check**: {reproduced}. A reference cell is shared when both "
+        "made it with the same settings (the same grid, or a grid-independent table: "
+        f"{', '.join(sorted(GRID_INDEPENDENT_TABLES))}), compared over the seeds both ran; it is "
+        "reproduced when every metric agrees within the 95% interval (exactly where deterministic). "
+        "The tables show each cell's key and seeds, not its budget, search draws or evaluation "
+        "settings: a cell of another grid is not counted (column reproduction says why).\n",
         "A cell agrees when the 95% interval of the difference, half-width sqrt(ci_ours^2 + ci_ref^2), "
         f"contains 0; cells with one seed on both sides must be equal to {EXACT_RTOL:g} (relative). "
         "Reference cells absent here (another grid's N_train, seeds or methods) are 'missing here'.\n",

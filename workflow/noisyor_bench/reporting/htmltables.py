@@ -30,6 +30,7 @@ VERDICT_CLASSES = {
     "reproduced": "ok",
     "not reproduced": "bad",
     "inconclusive": "unsure",
+    "inconclusive (budget)": "unsure",  # reporting.claims.verdict_label
     "not tested": "untested",
 }
 
@@ -396,6 +397,11 @@ def table_page(
     if "verdict" in frame.columns and len(frame.columns) > 2:  # the verdict next to the claim it judges
         cols = [c for c in frame.columns if c != "verdict"]
         frame = frame[cols[:1] + ["verdict"] + cols[1:]]
+    verdicts = frame["verdict"] if "verdict" in frame.columns else None  # counted as judged
+    if verdicts is not None and "budget" in frame.columns:  # shown as people read it
+        from noisyor_bench.reporting.claims import verdict_label
+
+        frame = frame.assign(verdict=[verdict_label(r) for r in frame.to_dict("records")])
     constants = constant_columns(frame)
     header, rows, kinds = display_frame(frame.drop(columns=list(constants)), digits)
     status = frame["status"].astype(str).tolist() if "status" in frame.columns else [""] * len(frame)
@@ -406,7 +412,7 @@ def table_page(
 
         from noisyor_bench.reporting.summary import counts_text
 
-        notes = [counts_text(Counter(frame["verdict"].fillna("no data").astype(str))) + "."]
+        notes = [counts_text(Counter(verdicts.fillna("no data").astype(str))) + "."]
     if constants:
         notes.append("In every row: " + ", ".join(f"{c} = {v}" for c, v in constants.items()) + ".")
     if metric_stems(frame.columns):

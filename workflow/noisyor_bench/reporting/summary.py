@@ -92,24 +92,27 @@ def claims_page(results_dir: str | Path, paper_id: str) -> Path:
 
 def read_answers(results_dir: str | Path) -> tuple[list[Any], Any]:
     """The answers per paper and the run (reporting.answer) of a results directory's
-    ``tables/claims.csv``, checked against its provenance record."""
-    from noisyor_bench.reporting.answer import answers, run_info
+    ``tables/claims.csv``, checked against its provenance record; the papers an earlier run
+    answered and the latest did not select, from their last run (answer.results_answers)."""
+    from noisyor_bench.reporting.answer import results_answers
 
     claims = Path(results_dir) / "tables" / "claims.csv"
     try:
-        items = answers(read_claims(claims))
+        return results_answers(results_dir, read_claims(claims))
     except DataError as err:
         raise DataError(f"{claims}: {err}") from None
-    return items, run_info(results_dir)
 
 
 def write_landing_answer(results_dir: str | Path, out: str | Path, paper_ids: Sequence[str]) -> Path:
     """The report landing page's answer block (reStructuredText, included by
-    docs/captions/workflow.rst): one line per paper linking its claims page; a line saying why
-    when the claims cannot be read, so the report still builds."""
+    docs/captions/workflow.rst): one line per paper linking its claims page, then the claims
+    whose sources disagree (reporting.evidence); a line saying why when the claims cannot be
+    read, so the report still builds."""
     from noisyor_bench.infra.io import write_text_atomic
-    from noisyor_bench.reporting.answer import answer_rst
+    from noisyor_bench.reporting.answer import answer_rst, answer_title
+    from noisyor_bench.reporting.evidence import disagreement_rst
 
+    items: list[Any] = []
     if not (Path(results_dir) / "tables" / "claims.csv").is_file():
         text = "No claims yet: the run has not built ``tables/claims.csv``."
     else:
@@ -117,17 +120,28 @@ def write_landing_answer(results_dir: str | Path, out: str | Path, paper_ids: Se
             items, run = read_answers(results_dir)
             names = {p: f"{p}_claims.html" for p in paper_ids}
             text = answer_rst(items, run, lambda p: names.get(p))
+            disagreements = disagreement_rst(read_claims(Path(results_dir) / "tables" / "claims.csv"))
+            text += f"\n\n{disagreements}" if disagreements else ""
         except (DataError, UserError) as err:
             text = f"The answer per paper could not be read: ``{err}``."
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, text + "\n")
+    title = answer_title(items)  # the landing page's title (``title.rst`` beside the answer)
+    write_text_atomic(Path(out).with_name(LANDING_TITLE), f"{title}\n{'=' * len(title)}\n")
     return Path(out)
+
+
+LANDING_TITLE = "title.rst"
+"""The report landing page's title (N of M claims reproduced per paper), written by
+:func:`write_landing_answer` beside its answer block; docs/captions/workflow.rst includes it."""
 
 
 def run_summary(results_dir: str | Path, report: str | None = None) -> str:
     """The lines printed when a run ends: one answer line per paper (reporting.answer: the same
-    words as the report's landing page and README), then where the tables and report are."""
+    words as the report's landing page and README), the claims whose sources disagree
+    (reporting.evidence), then where the tables and report are."""
     from noisyor_bench.reporting.answer import answer_lines
+    from noisyor_bench.reporting.evidence import disagreement_lines
 
     results = Path(results_dir)
     claims = results / "tables" / "claims.csv"
@@ -140,9 +154,15 @@ def run_summary(results_dir: str | Path, report: str | None = None) -> str:
             return str(page if page.is_file() else results / "tables" / "claims.md")
 
         lines += answer_lines(items, run, link)
+        lines += disagreement_lines(read_claims(claims))
         lines.append(f"Every claim: {results / 'tables' / 'claims.md'}")
     else:
         lines.append(f"Paper claims: no {claims} (the claims rule did not run)")
+    from noisyor_bench.reporting.compare import read_reproduction_line
+
+    reproduced = read_reproduction_line(results / "tables" / "comparison.csv")
+    if reproduced:
+        lines.append(f"Reproduction check: {reproduced} ({results / 'tables' / 'comparison.md'})")
     lines.append(f"Tables: {results / 'tables'}/*.html (one page per table), figures: {results / 'figures'}")
     if report:
         lines.append(
@@ -158,30 +178,65 @@ def _demote(markdown: str, levels: int = 3) -> str:
 
 def _claims_lines(claims: Path, columns: Sequence[str] = ("verdict", "statement")) -> list[str]:
     """The verdict counts, then per paper (an anchor README links to, a heading, its counts) one
-    table row per claim of a ``claims.csv`` (read once); claims of no registered paper last."""
+    table row per claim of a ``claims.csv`` (read once); claims of no registered paper last. A
+    headline table's ``source`` (reporting.evidence) follows the verdict."""
     from noisyor_bench.reporting.tables import markdown_table
 
     frame = read_claims(claims)
+    if "source" in frame.columns and "verdict" in columns and "source" not in columns:
+        frame["source"] = frame["source"].fillna("")
+        at = list(columns).index("verdict") + 1
+        columns = (*columns[:at], "source", *columns[at:])
     ids = frame["claim_id"].fillna("").astype(str) if "claim_id" in frame.columns else None
     owner = ids.map(_paper_of_or_none) if ids is not None else pd.Series(None, index=frame.index)
-    out = [f"**{counts_text(_counts(frame))}.**"]
+    out = [f"**{_papers_counts(frame[owner.notna()])}.**"]
     groups = [(p.id, _paper_label(p)) for p in registered_papers()] + [(None, "Other claims")]
     for paper_id, label in groups:
         mine = frame[owner.isna()] if paper_id is None else frame[owner == paper_id]
         if not len(mine):
             continue
         rows = [
-            [r.get("claim_id", ""), *(str(r.get(c, "")).replace("\n", " ") for c in columns)]
+            [r.get("claim_id", ""), *(_shown(r, c).replace("\n", " ") for c in columns)]
             for r in mine.to_dict("records")
         ]
         anchor = f'<a id="{claims_anchor(paper_id)}"></a>' if paper_id else ""
         out += [
             "",
-            f"{anchor}**{label}**: {counts_text(_counts(mine))}.",
+            f"{anchor}**{label}**: {_paper_counts(mine) if paper_id else counts_text(_counts(mine))}.",
             "",
             *markdown_table(["claim", *columns], rows).splitlines(),
         ]
     return out
+
+
+def _shown(row: Mapping[str, Any], column: str) -> str:
+    """A claims CSV cell as people read it: the verdict by :func:`~noisyor_bench.reporting.claims.verdict_label`."""
+    if column == "verdict":
+        from noisyor_bench.reporting.claims import verdict_label
+
+        return verdict_label(row)
+    return str(row.get(column, ""))
+
+
+def _paper_counts(frame: pd.DataFrame) -> str:
+    """One paper's rows: ``14 of 41 claims reproduced, ...`` and its calibration rows apart
+    (reporting.answer: the console's words)."""
+    from noisyor_bench.reporting.answer import answers, calibration_phrase, counts_phrase
+
+    (item,) = answers(frame)
+    calibration = calibration_phrase(item)
+    return counts_phrase(item) + (f"; {calibration} (not counted)" if calibration else "")
+
+
+def _papers_counts(frame: pd.DataFrame) -> str:
+    """The papers' claims together: ``The papers: 14 of 63 claims reproduced, ...`` (the studies
+    beyond the papers and calibration rows not counted)."""
+    from noisyor_bench.reporting.answer import PaperAnswer, answers, counts_phrase
+
+    total: Counter[str] = Counter()
+    for item in answers(frame):
+        total.update({} if item.beyond else item.counts)
+    return "The papers: " + counts_phrase(PaperAnswer("papers", "the papers", False, total))
 
 
 def _tables_lines(tables_dir: Path, tables: Sequence[str]) -> list[str]:
@@ -275,7 +330,7 @@ def verdicts_block(results_dir: str | Path, results_page: str = RESULTS_PAGE.as_
     """README's answer block: one line per paper (reporting.answer: the same words as the console's
     end summary and the report's landing page), which run it comes from, and a link per paper to
     its claims on the results page (``results_page``, relative to README)."""
-    from noisyor_bench.reporting.answer import answer_markdown, answers, run_info
+    from noisyor_bench.reporting.answer import answer_markdown
 
     folder = Path(results_dir)
     claims = folder / "tables" / "claims.csv"
@@ -285,13 +340,13 @@ def verdicts_block(results_dir: str | Path, results_page: str = RESULTS_PAGE.as_
     if "claim_id" not in frame.columns:
         raise DataError(f"{claims}: no 'claim_id' column (columns: {list(frame.columns)})")
     try:
-        items = answers(frame)
+        items, run = read_answers(folder)  # earlier runs' papers too, each labelled with its run
     except DataError as err:  # a claim id no registered paper claims
         raise DataError(f"{claims}: {err}") from None
     present = {a.paper_id for a in items}
     entries = sorted(registered_papers(), key=lambda p: p.beyond_the_papers)  # stable: registry order
     missing = [p.name for p in entries if p.id not in present]
-    block = answer_markdown(items, run_info(folder), lambda pid: f"{results_page}#{claims_anchor(pid)}")
+    block = answer_markdown(items, run, lambda pid: f"{results_page}#{claims_anchor(pid)}")
     return "\n".join(
         [
             f"Generated by `make readme-results` from `{claims.as_posix()}`; do not edit by hand. "

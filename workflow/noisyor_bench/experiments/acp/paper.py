@@ -19,11 +19,13 @@ PAPER = register(
         grid_sections=("acp",),
         # the ACP claim ids predate paper prefixes: they start with the paper artifact they check
         claim_prefixes=("fig", "suppfig", "table", "mechanism-"),
+        claims_tables=("tables/claims_synthetic.csv", "tables/claims_text.csv"),
         paper_numbers="reporting/acp/paper_numbers.yaml",
         run_kinds=("fig", "suppfig", "table", "classification-", "tsne-"),
         costs="noisyor_bench.experiments.acp.costs",
         docs="docs/bounds.md",
         references=("reference/paper-synpattern", "reference/paper-fig5-table4"),
+        judge="noisyor_bench.reporting.acp.judge:judge",
         labeller=None,  # the noisy-OR method registry's labels
         smoke_artifacts=(
             "tables/datasets.csv",

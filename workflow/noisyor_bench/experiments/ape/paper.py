@@ -11,6 +11,7 @@ PAPER = register(
         rules=("ape.smk", "ape_rules.smk"),
         grid_sections=("ape",),
         claim_prefixes=("ape-",),
+        claims_tables=("tables/claims_ape.csv",),
         paper_numbers="reporting/ape/paper_numbers.yaml",
         run_verifier="noisyor_bench.experiments.ape.verify",
         config_schema="experiments/ape/config_schema.yaml",
@@ -19,6 +20,7 @@ PAPER = register(
         costs="noisyor_bench.experiments.ape.costs",
         docs="docs/ape.md",
         references=("reference/paper-ape-toybars",),
+        judge="noisyor_bench.reporting.ape.judge:judge",
         labeller="noisyor_bench.reporting.ape.labels:ape_method_label",
         smoke_artifacts=(
             "tables/ape_table1.csv",

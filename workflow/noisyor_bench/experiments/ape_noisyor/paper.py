@@ -12,6 +12,7 @@ PAPER = register(
         rules=("ape_noisyor.smk", "ape_noisyor_rules.smk"),
         grid_sections=("ape_noisyor",),
         claim_prefixes=("ape-noisyor-",),
+        claims_tables=("tables/claims_ape_noisyor.csv",),
         paper_numbers=None,  # no paper: nothing published to compare with
         run_verifier="noisyor_bench.experiments.ape_noisyor.verify",
         config_schema="experiments/ape_noisyor/config_schema.yaml",
@@ -19,6 +20,7 @@ PAPER = register(
         run_kinds=("ape-noisyor",),
         costs="noisyor_bench.experiments.ape_noisyor.costs",
         docs="docs/ape_noisyor.md",
+        judge="noisyor_bench.reporting.ape_noisyor.judge:judge",
         labeller="noisyor_bench.reporting.ape_noisyor.labels:ape_noisyor_method_label",
         smoke_artifacts=(
             "tables/ape_noisyor.md",

@@ -8,6 +8,12 @@ time measured once, ``timing`` re-bases it on the fit's per-step times (Gibbs: p
 of sweeps; aviPAM: per epoch; :func:`noisyor_bench.infra.timing.per_step_timing`): its median
 and interquartile spread, so that a load spike during a long fit does not flip the speed claim.
 scikit-learn's fits record no per-pass times: measured once, no spread.
+
+The Gibbs chains and the aviPAM runs also keep their coherence curve's raw material
+(:class:`TopWordTrace`): each topic's top words at every trace point of a chain and every few
+epochs of an aviPAM run, saved in the run's ``topics.npz`` as ``trace_top_<component>`` and
+``trace_steps`` (the tables score them: ``reporting.avipam.tables.trace_npmi``).  Recording them
+reads the fit's state only (no random draw) and its time is taken out of the training time.
 """
 
 from __future__ import annotations
@@ -25,6 +31,57 @@ from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.timing import Timing, cumulative_timing, per_step_timing
+
+#: How a run's top words are ranked (aviPAM: ``inference.topics.avipam.TOP_WORD_RULES``; the
+#: probability ranking is the ablation): the rule of its final topics and of its trace
+AVIPAM_TOP_WORD_RULE = "weights"
+#: Epochs between an aviPAM run's top-word snapshots: the checkpoints its coherence plateaus were
+#: read off (benchmarks/avipam_coherence_epochs.py, ``--every``); a run shorter than
+#: ``COHERENCE_CHECK_EVERY ** 2`` epochs is snapshot more often (:func:`snapshot_every`)
+COHERENCE_CHECK_EVERY = 10
+TOP_N = 10  # top words per topic: the runs' topics, their coherence and the traces along the fit
+TRACE_TOP_PREFIX = "trace_top_"  # topics.npz: (points, K, top_n) int64 top-word ids per component
+TRACE_STEPS = "trace_steps"  # topics.npz: (points,) int64 sweep / epoch of each point
+
+
+@dataclass
+class TopWordTrace:
+    """Each component's top words along a fit: ``steps`` (sweeps of a Gibbs chain, epochs of an
+    aviPAM run) and, per component, one ``(K, top_n)`` array of word ids per step, ranked as the
+    run's final ``top_<component>`` (``experiments.avipam.runs``); ``seconds``: the time spent
+    recording them (taken out of the run's training time)."""
+
+    steps: list[int] = field(default_factory=list)
+    tops: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def record(self, step: int, rankings: Mapping[str, np.ndarray]) -> None:
+        """Keep the top words of every component at ``step``: ``rankings`` maps a component to
+        the ``(K, V)`` matrix its top words are ranked by (a topic-word matrix, aviPAM's weights)."""
+        from noisyor_bench.evaluation.coherence import top_word_ids
+
+        start = time.perf_counter()
+        self.steps.append(int(step))
+        for name, matrix in rankings.items():
+            self.tops.setdefault(name, []).append(top_word_ids(matrix, TOP_N))
+        self.seconds += time.perf_counter() - start
+
+    def arrays(self, before: int | None = None) -> dict[str, np.ndarray]:
+        """``topics.npz``'s :data:`TRACE_STEPS` and :data:`TRACE_TOP_PREFIX` arrays, the points
+        before step ``before`` only (``None``: all); empty without a point."""
+        keep = [i for i, s in enumerate(self.steps) if before is None or s < before]
+        if not keep:
+            return {}
+        out = {TRACE_STEPS: np.asarray([self.steps[i] for i in keep], dtype=np.int64)}
+        for name, tops in self.tops.items():
+            out[f"{TRACE_TOP_PREFIX}{name}"] = np.stack([tops[i] for i in keep]).astype(np.int64)
+        return out
+
+
+def snapshot_every(max_epochs: int) -> int:
+    """Epochs between an aviPAM run's top-word snapshots: :data:`COHERENCE_CHECK_EVERY`, or a
+    tenth of ``max_epochs`` (at least 1) for a shorter run, so that its curve has ~10 points."""
+    return max(1, min(COHERENCE_CHECK_EVERY, int(max_epochs) // COHERENCE_CHECK_EVERY))
 
 
 @dataclass
@@ -104,18 +161,23 @@ def _trace_every(g: Mapping[str, Any]) -> int:
 
 
 def _gibbs_topic_fit(
-    run: Callable[[int, FitBudget], Any], topic_word: Callable[[Any], np.ndarray], g: Mapping[str, Any]
+    run: Callable[[int, FitBudget, Any], Any], topic_word: Callable[[Any], np.ndarray], g: Mapping[str, Any]
 ) -> TopicFit:
-    """The one Gibbs path: time ``run(trace_interval, budget)`` (a tomotopy fit), keep its
-    sub-topic-word matrix ``topic_word(fit)``, its trace as the curve and the convergence rule
-    on that trace (the run's :func:`baseline_budget`, the one its ``stop_on_rule`` used).
+    """The one Gibbs path: time ``run(trace_interval, budget, snapshot)`` (a tomotopy fit), keep
+    its sub-topic-word matrix ``topic_word(fit)``, its trace as the curve, the convergence rule
+    on that trace (the run's :func:`baseline_budget`, the one its ``stop_on_rule`` used) and the
+    top words at every trace point (:class:`TopWordTrace`; the last one is the final state's).
 
     With ``stop_on_rule`` (the quick and smoke grids) the chain stops at the first trace point
     where the rule holds and ``iterations`` is a cap; metrics record the sweeps run
     (``gibbs_sweeps``) and whether the rule or the cap ended the chain (``gibbs_stop``)."""
     iterations = int(g["iterations"])
     budget = baseline_budget(iterations)
-    fit, seconds = _timed(lambda: run(_trace_every(g), budget))
+    trace = TopWordTrace()
+    fit, seconds = _timed(
+        lambda: run(_trace_every(g), budget, lambda sweep, matrix: trace.record(sweep, {"sub": matrix}))
+    )
+    seconds -= fit.snapshot_seconds  # recording the top words (trace.seconds within it) is not training
     # a chain stopped by its time limit ran out of budget as one stopped by the cap does
     stop_reason = "max_epochs" if fit.stop_reason == "time" else fit.stop_reason
     return TopicFit(
@@ -131,6 +193,7 @@ def _gibbs_topic_fit(
             "gibbs_cap": iterations,
             "gibbs_stop": {"plateau": "rule", "time": "time"}.get(fit.stop_reason, "cap"),
         },
+        arrays=trace.arrays(),
     )
 
 
@@ -155,7 +218,7 @@ def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
     g = settings["gibbs"]
     k = int(settings["sizes"]["sub"])
     return _gibbs_topic_fit(
-        lambda trace_interval, budget: gibbs.fit_lda_gibbs(
+        lambda trace_interval, budget, snapshot: gibbs.fit_lda_gibbs(
             counts,
             n_topics=k,
             alpha=float(g.get("lda_alpha", 50.0 / k)),
@@ -167,6 +230,7 @@ def fit_lda_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
             stop_on_rule=_stop_on_rule(g),
             budget=budget,
             max_seconds=_max_seconds(g),
+            snapshot=snapshot,
         ),
         lambda fit: fit.topic_word,
         g,
@@ -180,7 +244,7 @@ def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
     g = settings["gibbs"]
     sizes = settings["sizes"]
     return _gibbs_topic_fit(
-        lambda trace_interval, budget: pam_gibbs.fit_pam_gibbs(
+        lambda trace_interval, budget, snapshot: pam_gibbs.fit_pam_gibbs(
             counts,
             n_super=int(sizes["super"]),
             n_sub=int(sizes["sub"]),
@@ -191,6 +255,7 @@ def fit_pam_gibbs_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed:
             stop_on_rule=_stop_on_rule(g),
             budget=budget,
             max_seconds=_max_seconds(g),
+            snapshot=snapshot,
         ),
         lambda fit: fit.sub_topic_word,
         g,
@@ -338,7 +403,9 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
 
     No validation split: the corpora have only train and test, and the test documents are the
     internal NPMI reference, so the trainer monitors the training NELBO (early stopping and the
-    convergence rule on it)."""
+    convergence rule on it).  Every :func:`snapshot_every` epochs the trainer's hook keeps the top
+    words of every component by the final topics' rule (:data:`AVIPAM_TOP_WORD_RULE`); the last
+    epoch's point is left out, as the run's final topics (the restored best state) stand there."""
     import dataclasses
 
     from noisyor_bench.inference.topics import avipam
@@ -350,18 +417,31 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
     structure = make_structure(kind, sizes)
     config = avipam_config(settings)
     device = avipam_device(settings)
+    names = [f"molda-{k}" for k in sizes] if kind == "molda" else ["sub"]
+    trace = TopWordTrace()
+    every = snapshot_every(config.max_epochs)
+    blocks = np.cumsum(structure.topic_blocks)[:-1]
+
+    def snapshot(record: Any, net: Any) -> None:  # reads the weights only: no draw, no update
+        if record.epoch % every == 0:
+            ranking = avipam.topic_ranking(net, AVIPAM_TOP_WORD_RULE)
+            trace.record(record.epoch, dict(zip(names, np.split(ranking, blocks, axis=0), strict=True)))
+
     _warm_torch_optim()
     start = time.perf_counter()
     try:
-        result = avipam.fit_avipam(counts, None, structure, config, seed=seed, device=device)
+        result = avipam.fit_avipam(
+            counts, None, structure, config, seed=seed, device=device, epoch_hook=snapshot
+        )
     except NonFiniteLossError as err:
         if method != "avipam-lda":
             raise
-        return diverged_fit(structure, counts.shape[1], time.perf_counter() - start, str(err))
-    seconds = time.perf_counter() - start
-    names = [f"molda-{k}" for k in sizes] if kind == "molda" else ["sub"]
+        return diverged_fit(structure, counts.shape[1], time.perf_counter() - start - trace.seconds, str(err))
+    seconds = time.perf_counter() - start - trace.seconds  # recording the top words is not training
     topics = dict(zip(names, result.component_topic_words(), strict=True))
-    rankings = dict(zip(names, result.split_components(result.topic_ranking("weights")), strict=True))
+    rankings = dict(
+        zip(names, result.split_components(result.topic_ranking(AVIPAM_TOP_WORD_RULE)), strict=True)
+    )
     curve = [
         {"epoch": r.epoch, "train_nelbo": r.train_nelbo, "seconds": r.seconds, **r.extra}
         for r in result.history
@@ -369,12 +449,12 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
     extra: dict[str, Any] = {
         "structure": structure.describe(),
         "avi_config": dataclasses.asdict(config),
-        "top_word_rule": "weights",
+        "top_word_rule": AVIPAM_TOP_WORD_RULE,
         "time_limited": bool(result.time_limited),
         **collapse_record(result, counts, device, seed),
         **coherence_budget(settings, len(result.history)),
     }
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, np.ndarray] = trace.arrays(before=result.history[-1].epoch if result.history else None)
     if method == "avipam-lda":  # the collapse study: KL per latent dimension on the training documents
         x = avipam.as_count_tensor(counts, avipam.DTYPES[config.dtype], device)
         kl = avipam.kl_per_dimension(result.net, x, seed=seed)[-1]

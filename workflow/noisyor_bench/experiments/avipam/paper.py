@@ -11,6 +11,8 @@ PAPER = register(
         rules=("avipam.smk", "avipam_rules.smk"),
         grid_sections=("avipam",),
         claim_prefixes=("avipam-",),
+        calibration_prefixes=("avipam-calibration-",),
+        claims_tables=("tables/claims_avipam.csv",),
         paper_numbers="reporting/avipam/paper_numbers.yaml",
         run_verifier="noisyor_bench.experiments.avipam.verify",
         config_schema="experiments/avipam/config_schema.yaml",
@@ -19,6 +21,7 @@ PAPER = register(
         costs="noisyor_bench.experiments.avipam.costs",
         docs="docs/avipam.md",
         references=("reference/paper-avipam-table1",),
+        judge="noisyor_bench.reporting.avipam.judge:judge",
         labeller="noisyor_bench.reporting.avipam.labels:avipam_method_label",
         smoke_artifacts=(
             "tables/avipam_table1.md",

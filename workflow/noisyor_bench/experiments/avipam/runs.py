@@ -37,7 +37,7 @@ import numpy as np
 
 from noisyor_bench.data.corpora.bow import load_corpus
 from noisyor_bench.evaluation.coherence import top_word_ids
-from noisyor_bench.experiments.avipam.methods import TopicFit, fit
+from noisyor_bench.experiments.avipam.methods import TOP_N, TopicFit, fit
 from noisyor_bench.experiments.rundir import fresh_partial_dir, publish_run_dir, write_metrics
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import ConfigError
@@ -46,7 +46,6 @@ from noisyor_bench.infra.io import write_npz_atomic, write_text_atomic
 from noisyor_bench.infra.timing import single
 
 log = logging.getLogger(__name__)
-TOP_N = 10
 TOPICS_FILE = "topics.npz"
 #: ``top_beta_<component>``: top words by the probabilities where ``top_<component>`` ranks by
 #: another rule (aviPAM: the decoder weights; the beta ranking is an ablation)

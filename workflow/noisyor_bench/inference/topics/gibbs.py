@@ -22,13 +22,17 @@ so that the library's conventions are mapped once:
   ``stop_on_plateau``) with the window and tolerance of the run's ``budget`` (the one its
   convergence is then judged with; ``None``: :class:`FitBudget`'s); ``iterations`` is then a
   cap, and the fit records the sweeps it ran and why it stopped.
+* ``snapshot``: called at every trace point with the sweep and the posterior-mean topic-word
+  matrix of the chain's state there (:func:`topic_word_matrix`, the rule the final topics use),
+  e.g. to keep each topic's top words along the chain (the coherence curve).  It only reads the
+  chain's counts: no random draw, no change to the chain, and its time is not training time.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,9 +59,13 @@ class LdaGibbsFit:
     burn_in: int = 0
     sweeps: int = 0  # sweeps actually run (< iterations when the rule stopped the chain)
     stop_reason: str = "max_epochs"  # "plateau": stopped by the convergence rule (stop_on_rule)
+    snapshot_seconds: float = 0.0  # wall time of the snapshots (not training: train_timed)
 
 
 TracePoint = tuple[int, float, float]
+#: Called at every trace point of a chain with the sweep and the (K, V) posterior-mean
+#: topic-word matrix of the chain's state there (:func:`topic_word_matrix`)
+Snapshot = Callable[[int, np.ndarray], None]
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,7 @@ class ChainRun:
     trace: tuple[TracePoint, ...]  # (sweep, ll_per_word, seconds so far) after every chunk
     sweeps: int  # sweeps actually run (tomotopy's global_step)
     stop_reason: str  # "plateau" (the rule held) | "max_epochs" (ran every sweep) | "time" (max_seconds)
+    snapshot_seconds: float = 0.0  # wall time of the on_trace calls (not in ``seconds``)
 
 
 def rule_holds(trace: Sequence[TracePoint], budget: FitBudget) -> bool:
@@ -87,6 +96,7 @@ def train_timed(
     stop_on_rule: bool = False,
     budget: FitBudget | None = None,
     max_seconds: float | None = None,
+    on_trace: Callable[[int], None] | None = None,
 ) -> ChainRun:
     """Train ``model`` for at most ``iterations`` sweeps; with ``trace_interval > 0`` in chunks of
     ``trace_interval`` sweeps, recording ``(sweep, ll_per_word, training seconds)`` after each.
@@ -101,15 +111,20 @@ def train_timed(
     at which its training time reaches this (stop reason ``"time"``; a reference run's "longest
     chain that fits" on a shared machine).  Shared by every tomotopy baseline so that training
     time is measured one way: computing ``ll_per_word`` and checking the rule are not training time.
+    ``on_trace``: called with the sweep after each trace point is recorded (its time is
+    ``snapshot_seconds``, not training time); it must only read the model (a snapshot of its
+    topics), never train or draw from it.
     """
     import tomotopy as tp
 
     if stop_on_rule and trace_interval < 1:
         raise ConfigError("train_timed: stop_on_rule needs a trace (trace_interval >= 1)")
+    if on_trace is not None and trace_interval < 1:
+        raise ConfigError("train_timed: a snapshot needs a trace (trace_interval >= 1)")
     budget = budget or FitBudget()
     parallel = tp.ParallelScheme.NONE if workers == 1 else tp.ParallelScheme.DEFAULT
     trace: list[TracePoint] = []
-    seconds = 0.0
+    seconds = snapshot_seconds = 0.0
     done, stop_reason = 0, "max_epochs"
     chunk = trace_interval if trace_interval > 0 else iterations
     from noisyor_bench.infra.progress import Progress
@@ -124,13 +139,17 @@ def train_timed(
         ticker.update(done, f"log-likelihood per word {float(model.ll_per_word):.4f}")
         if trace_interval > 0:
             trace.append((int(model.global_step), float(model.ll_per_word), seconds))
+            if on_trace is not None:
+                t0 = time.perf_counter()
+                on_trace(int(model.global_step))
+                snapshot_seconds += time.perf_counter() - t0
             if stop_on_rule and done < iterations and rule_holds(trace, budget):
                 stop_reason = "plateau"
                 break
         if max_seconds is not None and done < iterations and seconds >= max_seconds:
             stop_reason = "time"
             break
-    return ChainRun(seconds, tuple(trace), int(model.global_step), stop_reason)
+    return ChainRun(seconds, tuple(trace), int(model.global_step), stop_reason, snapshot_seconds)
 
 
 def trace_records(trace: Sequence[TracePoint]) -> list[EpochRecord]:
@@ -183,6 +202,16 @@ def topic_word_matrix(model: Any, n_topics: int, vocab_size: int, eta: float) ->
     return topic_word
 
 
+def snapshot_hook(
+    model: Any, n_topics: int, vocab_size: int, eta: float, snapshot: Snapshot | None
+) -> Callable[[int], None] | None:
+    """:func:`train_timed`'s ``on_trace`` for a ``snapshot``: the sweep and the model's
+    topic-word matrix (:func:`topic_word_matrix`, read only); ``None`` without a snapshot."""
+    if snapshot is None:
+        return None
+    return lambda sweep: snapshot(sweep, topic_word_matrix(model, n_topics, vocab_size, eta))
+
+
 def fit_lda_gibbs(
     counts: sp.csr_matrix | np.ndarray,
     n_topics: int,
@@ -197,6 +226,7 @@ def fit_lda_gibbs(
     stop_on_rule: bool = False,
     budget: FitBudget | None = None,
     max_seconds: float | None = None,
+    snapshot: Snapshot | None = None,
 ) -> LdaGibbsFit:
     """Run ``iterations`` sweeps of tomotopy's collapsed Gibbs LDA on ``counts`` (D x V), or
     fewer with ``stop_on_rule`` (stop at the first trace point where the convergence rule
@@ -204,6 +234,8 @@ def fit_lda_gibbs(
 
     ``burn_in``: sweeps before the first hyperparameter re-estimation (tomotopy's
     ``burn_in``, Mallet's ``--optimize-burn-in``); only matters with ``optimize_interval > 0``.
+    ``snapshot``: called at every trace point with the sweep and the topic-word matrix there
+    (:data:`Snapshot`; needs ``trace_interval >= 1``); the chain is the same with or without it.
     """
     import tomotopy as tp  # imported here: a compiled library only the topic-model papers need
 
@@ -216,7 +248,10 @@ def fit_lda_gibbs(
     model.optim_interval = int(optimize_interval)
     model.burn_in = int(burn_in)
     n_docs, kept = add_documents(model, counts, "fit_lda_gibbs")  # empty ones: the prior's mean below
-    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule, budget, max_seconds)
+    on_trace = snapshot_hook(model, n_topics, vocab_size, eta, snapshot)
+    chain = train_timed(
+        model, iterations, workers, trace_interval, stop_on_rule, budget, max_seconds, on_trace
+    )
 
     topic_word = topic_word_matrix(model, n_topics, vocab_size, eta)
     doc_topic = np.full((n_docs, n_topics), 1.0 / n_topics)
@@ -234,4 +269,5 @@ def fit_lda_gibbs(
         burn_in=int(burn_in),
         sweeps=chain.sweeps,
         stop_reason=chain.stop_reason,
+        snapshot_seconds=chain.snapshot_seconds,
     )

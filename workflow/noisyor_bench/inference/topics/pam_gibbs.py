@@ -36,7 +36,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from noisyor_bench.inference.fitting import FitBudget
-from noisyor_bench.inference.topics.gibbs import add_documents, topic_word_matrix, train_timed
+from noisyor_bench.inference.topics.gibbs import (
+    Snapshot,
+    add_documents,
+    snapshot_hook,
+    topic_word_matrix,
+    train_timed,
+)
 from noisyor_bench.infra.errors import ConfigError
 
 #: Mallet PAM4L's defaults (alphaSum, beta, initial sub-alpha, optimizeInterval of its main)
@@ -64,6 +70,7 @@ class PamGibbsFit:
     eta: float
     sweeps: int = 0  # sweeps actually run (< iterations when the rule stopped the chain)
     stop_reason: str = "max_epochs"  # "plateau": stopped by the convergence rule (stop_on_rule)
+    snapshot_seconds: float = 0.0  # wall time of the snapshots (not training: gibbs.train_timed)
 
 
 def fit_pam_gibbs(
@@ -82,13 +89,16 @@ def fit_pam_gibbs(
     stop_on_rule: bool = False,
     budget: FitBudget | None = None,
     max_seconds: float | None = None,
+    snapshot: Snapshot | None = None,
 ) -> PamGibbsFit:
     """Run ``iterations`` sweeps of tomotopy's 4-PAM sampler on ``counts`` (D x V integers), or
     fewer with ``stop_on_rule`` (the convergence rule with ``budget``'s window and tolerance)
     or ``max_seconds`` (a training-time limit; :func:`noisyor_bench.inference.topics.gibbs.train_timed`).
 
     Defaults are Mallet PAM4L's (module docstring).  ``workers=1`` (``ParallelScheme.NONE``)
-    makes the chain a function of ``seed``.
+    makes the chain a function of ``seed``.  ``snapshot``: called at every trace point with the
+    sweep and the sub-topic-word matrix there (:data:`~noisyor_bench.inference.topics.gibbs.Snapshot`;
+    needs ``trace_interval >= 1``); the chain is the same with or without it.
     """
     import tomotopy as tp  # imported here: a compiled library only the topic-model papers need
 
@@ -111,7 +121,10 @@ def fit_pam_gibbs(
     model.optim_interval = int(optimize_interval)
     model.burn_in = int(burn_in)
     n_docs, kept = add_documents(model, counts, "fit_pam_gibbs")  # empty ones: the prior's mean below
-    chain = train_timed(model, iterations, workers, trace_interval, stop_on_rule, budget, max_seconds)
+    on_trace = snapshot_hook(model, n_sub, vocab_size, eta, snapshot)  # PA: topic k = sub-topic k
+    chain = train_timed(
+        model, iterations, workers, trace_interval, stop_on_rule, budget, max_seconds, on_trace
+    )
 
     sub_topic_word = topic_word_matrix(model, n_sub, vocab_size, eta)  # PA: topic k = sub-topic k
 
@@ -149,4 +162,5 @@ def fit_pam_gibbs(
         eta=float(eta),
         sweeps=chain.sweeps,
         stop_reason=chain.stop_reason,
+        snapshot_seconds=chain.snapshot_seconds,
     )

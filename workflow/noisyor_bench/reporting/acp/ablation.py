@@ -45,6 +45,7 @@ from noisyor_bench.evaluation.recovery import DEFAULT_THRESHOLD, match_patterns
 from noisyor_bench.experiments.rundir import load_posterior
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.reporting.claims import (
+    DF_RULE,
     INCONCLUSIVE,
     NOT_TESTED,
     QUALIFIER_RULE,
@@ -352,7 +353,7 @@ MECHANISM_RULE = (
     "without the path (without an established advantage (b) is inconclusive); each part is reproduced if its CI "
     "lies entirely on the claimed side of 0, not reproduced if entirely on the other, else inconclusive (also with "
     "one seed); the claim is reproduced only if both parts are, not reproduced if either is not; larger N_train "
-    "rows, theta distances and recovery are listed as evidence"
+    "rows, theta distances and recovery are listed as evidence; " + DF_RULE
 )
 
 

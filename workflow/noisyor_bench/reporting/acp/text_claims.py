@@ -26,6 +26,7 @@ import pandas as pd
 
 from noisyor_bench.reporting.acp.paper import paper_numbers
 from noisyor_bench.reporting.claims import (
+    DF_RULE,
     QUALIFIER_RULE,
     Claim,
     Interval,
@@ -49,7 +50,7 @@ classification accuracy": checked on every N_train > 1000 of the grid."""
 
 RULE_GREATER = (
     "reproduced if the 95% CI of the difference lies entirely above 0, not reproduced if entirely "
-    "below 0, else inconclusive (fewer than 2 paired values: inconclusive, n=1)" + QUALIFIER_RULE
+    "below 0, else inconclusive (fewer than 2 paired values: inconclusive, n=1); " + DF_RULE + QUALIFIER_RULE
 )
 SUPP_FIG3 = "Supplement Figure 3, Section 5.1 Document classification, supplement lines 77-89"
 SUPP_TSNE = "Supplement Figures 4-6, Section 5.1 Document classification, supplement line 91"

@@ -40,6 +40,7 @@ from noisyor_bench.reporting.ape.gaps import paper_gap
 from noisyor_bench.reporting.ape.labels import TABLE1_LABELS
 from noisyor_bench.reporting.ape.paper import claim_location, table1_row
 from noisyor_bench.reporting.claims import (
+    DF_RULE,
     INCONCLUSIVE,
     RULE_LESS,
     Claim,
@@ -76,7 +77,7 @@ WARM_LABELS = {"vi_lr": "at VI's own rate", "authors": "the authors' runnable wa
 RULE = (
     "paired 95% CI over seeds of the per-seed difference (ratios: of log10 times); reproduced if it "
     "lies entirely on the claimed side of the threshold, not reproduced if entirely on the other, else "
-    "inconclusive (one seed: no CI)"
+    "inconclusive (one seed: no CI); " + DF_RULE
 )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from noisyor_bench.reporting.claims import (
+    DF_RULE,
     RULE_LESS,
     Claim,
     Side,
@@ -32,7 +33,7 @@ NON_INFERIORITY = (
 RULE_NONINF = (
     f"CI of agreement(ACP) - agreement(APE model-aware) over seeds (paired): reproduced if its lower end is "
     f"above -{NON_INFERIORITY} (non-inferior by a margin of {NON_INFERIORITY} of the pairs), not reproduced if "
-    f"its upper end is below -{NON_INFERIORITY}, else inconclusive"
+    f"its upper end is below -{NON_INFERIORITY}, else inconclusive; {DF_RULE}"
 )
 
 

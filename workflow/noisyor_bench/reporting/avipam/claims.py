@@ -8,11 +8,20 @@ paper's protocol (``npmi_paper``: Lau's windows over the corpus's own text), the
 Wikipedia reference where a table lacks it. Claims on the NIPS tables say "SUBSTITUTE data" in
 their statement.
 
-Topic-quality claims call an aviPAM run converged when it trained at least
-the epochs at which coherence plateaus on the measured coherence-vs-epoch curve (the table's
-``n_coherence_converged``), not when its ELBO flattened; a Gibbs chain, when its likelihood
-trace met the project's rule (its topics are scored at that stop). Their ``protocol_deviation``
-lists the Gibbs sweeps below the paper's and aviPAM epochs below the coherence plateau.
+Topic-quality claims judge every run by the quantity they compare, its coherence: an aviPAM
+run is converged when it trained at least the epochs at which coherence plateaus on the
+measured coherence-vs-epoch curve (the table's ``n_coherence_converged``), not when its ELBO
+flattened; a Gibbs chain, when its own coherence trace (the top words it recorded at every
+traced sweep) plateaued by the same rule -- by its likelihood rule only in tables from runs
+without that trace. Their ``protocol_deviation`` lists the Gibbs sweeps below the paper's and
+aviPAM epochs below the coherence plateau; their ``unconverged`` qualifier names the runs of
+the comparisons that decide the verdict, not every run read.
+
+**Budget**: a comparison whose lower side is before its coherence plateau while its curve
+still rose, over the second half of the run, by more than the comparison's effect
+(``npmi_*_rise`` of the tables) could change with a longer run: it decides nothing, and a
+claim whose verdict that leaves undecided reads "inconclusive (budget)" (``Claim.budget``:
+which curve moved by how much, and the statistic at this budget).
 """
 
 from __future__ import annotations
@@ -27,12 +36,16 @@ import pandas as pd
 from noisyor_bench.reporting.avipam.calibration import calibration_claim
 from noisyor_bench.reporting.avipam.tables import paper_numbers
 from noisyor_bench.reporting.claims import (
+    _COLLECTING,
+    DF_RULE,
     INCONCLUSIVE,
     NOT_REPRODUCED,
     NOT_TESTED,
     QUALIFIER_RULE,
     REPRODUCED,
     Claim,
+    Evidence,
+    Interval,
     Side,
     combine,
     compare,
@@ -47,7 +60,11 @@ METRIC = "npmi_paper"  # the paper's protocol; FALLBACK_METRIC where a table lac
 FALLBACK_METRIC = "npmi_external"
 SPEEDUP = 10.0  # "an order of magnitude"
 EQUIVALENCE_MARGIN = 0.02  # NPMI: "equivalent" = the norm variant at most 0.02 below batch-norm
-RULE_ABOVE = "each difference's 95% CI (Welch over seeds) entirely above 0 = reproduced, entirely below = not reproduced"
+RULE_ABOVE = (
+    "each difference's 95% CI (Welch over seeds) entirely above 0 = reproduced, entirely below = not reproduced; "
+    "a difference whose lower side is before its coherence plateau and whose coherence curve still rose by "
+    "more than the difference decides nothing (inconclusive (budget)); " + DF_RULE
+)
 Tables = Mapping[str, pd.DataFrame]
 
 
@@ -111,9 +128,14 @@ def topic_quality(tables: Tables, name: str, methods: Sequence[str]) -> dict[str
         if str(r["method"]).endswith("gibbs") and not _missing(sweeps):
             if float(sweeps) < target:
                 deviation.append(f"{label} {float(sweeps):.0f} of {target:,} sweeps")
-            lagging = n - int(_count(r.get("n_converged"), n))
+            by_coherence = not _missing(r.get("n_coherence_converged"))
+            key = "n_coherence_converged" if by_coherence else "n_converged"
+            lagging = n - int(_count(r.get(key), n))
             if lagging > 0:
-                short.append(f"{label}: {lagging} of {n} chains' likelihood not plateaued")
+                what = (
+                    "before their coherence plateau" if by_coherence else "with the likelihood not plateaued"
+                )
+                short.append(f"{label}: {lagging} of {n} chains {what}")
         plateau = r.get("coherence_plateau_epoch")
         if str(r["method"]).startswith("avipam-") and not _missing(plateau):
             epochs = r.get("epochs_mean")
@@ -133,11 +155,16 @@ def _count(value: object, default: int) -> float:
     return default if _missing(value) else float(value)  # type: ignore[arg-type]
 
 
-def _with_quality(claim: Claim, tables: Tables, name: str, methods: Sequence[str]) -> Claim:
-    """``claim`` with :func:`topic_quality`'s qualifiers (never on a claim not tested)."""
+def _with_quality(
+    claim: Claim, tables: Tables, name: str, methods: Sequence[str], deviation_only: bool = False
+) -> Claim:
+    """``claim`` with :func:`topic_quality`'s qualifiers (never on a claim not tested);
+    ``deviation_only``: its ``protocol_deviation`` alone."""
     if claim.verdict == NOT_TESTED:
         return claim
     quals = topic_quality(tables, name, methods)
+    if deviation_only:
+        quals = {"protocol_deviation": quals.get("protocol_deviation", "")}
     return replace(claim, **{k: v for k, v in quals.items() if v and not getattr(claim, k)})
 
 
@@ -146,10 +173,71 @@ def _mean(side: Side) -> str:
 
 
 def _greater(tables: Tables, name: str, a: tuple[str, str], b: tuple[str, str]) -> tuple[str, str]:
+    verdict, text, _, _ = _greater_budgeted(tables, name, a, b)
+    return verdict, text
+
+
+def _greater_budgeted(
+    tables: Tables, name: str, a: tuple[str, str], b: tuple[str, str]
+) -> tuple[str, str, str, str]:
+    """(verdict, numbers, budget, the CI's verdict) of "a above b": a decisive verdict whose
+    lower side's coherence curve still moves by more than the difference (:func:`budget_note`)
+    becomes inconclusive, ``budget`` saying why and showing the statistic at this budget."""
     sa, sb = _side(tables, name, *a), _side(tables, name, *b)
     iv = compare(sa, sb, paired=False)
     label = f"{a[0]}{'' if a[1] == 'sub' else '/' + a[1]} - {b[0]}{'' if b[1] == 'sub' else '/' + b[1]}"
-    return verdict_above(iv), f"{label}: {iv.text(3)}"
+    verdict, text = verdict_above(iv), f"{label}: {iv.text(3)}"
+    if verdict not in (REPRODUCED, NOT_REPRODUCED):
+        return verdict, text, "", verdict
+    table = tables.get(f"avipam-{name}")
+    lower, upper = (b, a) if iv.estimate > 0 else (a, b)
+    note = budget_note(table, lower, iv)
+    if not note:
+        return verdict, text, "", verdict
+    sides = {a: _mean(sa), b: _mean(sb)}
+    shown = f"at this budget: {_label(table, lower)} {sides[lower]} vs {_label(table, upper)} {sides[upper]}"
+    return INCONCLUSIVE, f"{text} -- inconclusive (budget)", f"{note}; {shown}", verdict
+
+
+def _row(table: pd.DataFrame | None, method: str, component: str) -> Mapping[str, object] | None:
+    if table is None or "method" not in table.columns:
+        return None
+    rows = table[(table["method"] == method) & (table["component"] == component)]
+    if "status" in rows.columns:
+        rows = rows[rows["status"] == "measured"]
+    return None if rows.empty else rows.iloc[0].to_dict()
+
+
+def _label(table: pd.DataFrame | None, side: tuple[str, str]) -> str:
+    r = _row(table, *side)
+    return str(r["label"]) if r is not None and "label" in r else side[0]
+
+
+def budget_note(table: pd.DataFrame | None, side: tuple[str, str], iv: Interval) -> str:
+    """Why the comparison ``iv`` (its lower side ``side``) decides nothing at this budget: the
+    side's runs are before their coherence plateau (``n_coherence_converged`` below its seeds)
+    and its coherence curve rose over the second half of the run (``<metric>_rise``) by more
+    than the difference ``|iv.estimate|``; "" where the curve is flat, the runs are past their
+    plateau, or the table carries no curve."""
+    r = _row(table, *side)
+    if r is None:
+        return ""
+    rise = r.get(f"{metric_of(table)}_rise")
+    n = _count(r.get("n_seeds"), 1)
+    converged = r.get("n_coherence_converged")
+    if _missing(rise) or _missing(converged) or float(converged) >= n:
+        return ""
+    effect = abs(float(iv.estimate))
+    if not float(rise) > effect:  # type: ignore[arg-type]
+        return ""
+    unit = "sweep" if str(side[0]).endswith("gibbs") else "epoch"
+    start, end = r.get("rise_from_step"), r.get("rise_to_step")
+    span = "" if _missing(start) or _missing(end) else f" from {unit} {float(start):.0f} to {float(end):.0f}"  # type: ignore[arg-type]
+    return (
+        f"{_label(table, side)} coherence rose {float(rise):.3f}{span} (still rising: "  # type: ignore[arg-type]
+        f"{n - int(float(converged))} of {int(n)} runs before their coherence plateau), more than the "  # type: ignore[arg-type]
+        f"{effect:.3f} effect"
+    )
 
 
 def not_run_in_grid(tables: Tables, name: str, method: str) -> bool:
@@ -180,19 +268,53 @@ def _pairwise(
     note = [f"{m}: not run in this grid, its comparisons left out" for m in skipped]
     if not kept:
         return no_data_claim(claim_id, statement, location, RULE_ABOVE, "; ".join(note))
-    parts = [_greater(tables, name, a, b) for a, b in kept]
+    parts, evidence = [], []
+    for a, b in kept:  # each pair's rows apart: the claim rests on the pairs that decide it
+        ev = Evidence()
+        token = _COLLECTING.set(ev)
+        try:
+            parts.append(_greater_budgeted(tables, name, a, b))
+        finally:
+            _COLLECTING.reset(token)
+        evidence.append(ev)
     if any("no data" in p[1] for p in parts):
         missing = "; ".join(p[1] for p in parts if "no data" in p[1])
         return no_data_claim(claim_id, statement, location, RULE_ABOVE, missing)
+    verdict = combine(v for v, _, _, _ in parts)
+    deciding = deciding_parts([v for v, _, _, _ in parts], verdict)
+    outer = _COLLECTING.get()
+    for i in deciding:
+        if outer is not None:
+            outer.merge(evidence[i])
+    # "inconclusive (budget)": the budget rule, not the CIs, left the claim undecided
+    raw = combine(r for _, _, _, r in parts)
+    budgeted = verdict == INCONCLUSIVE and raw in (REPRODUCED, NOT_REPRODUCED)
+    budget = "; ".join(b for _, _, b, _ in parts if b) if budgeted else ""
     claim = Claim(
         claim_id,
         statement,
         location,
-        combine(v for v, _ in parts),
-        "; ".join([*(t for _, t in parts), *note]),
+        verdict,
+        "; ".join([*(t for _, t, _, _ in parts), *note]),
         RULE_ABOVE + QUALIFIER_RULE,
+        budget=budget,
     )
-    return _with_quality(claim, tables, name, sorted({m for pair in kept for m, _ in pair}))
+    claim = _with_quality(
+        claim, tables, name, sorted({m for pair in kept for m, _ in pair}), deviation_only=True
+    )
+    decided_by = sorted({m for i in deciding for m, _ in kept[i]})
+    return _with_quality(claim, tables, name, decided_by)
+
+
+def deciding_parts(verdicts: Sequence[str], combined: str) -> list[int]:
+    """The parts of a combined claim that decide its verdict (:func:`combine`): every part of a
+    reproduced claim, the parts not reproduced of one not reproduced, the undecided parts of an
+    inconclusive one."""
+    if combined == REPRODUCED:
+        return list(range(len(verdicts)))
+    if combined == NOT_REPRODUCED:
+        return [i for i, v in enumerate(verdicts) if v == NOT_REPRODUCED]
+    return [i for i, v in enumerate(verdicts) if v != REPRODUCED] or list(range(len(verdicts)))
 
 
 @qualified

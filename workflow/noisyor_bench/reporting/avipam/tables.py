@@ -142,6 +142,10 @@ def score_runs(
                 avi_fixed_epochs=_fixed_epochs(m.get("avi_config")),
                 time_limited=m.get("time_limited", m.get("gibbs_stop") == "time" or None),
             )
+            curves = trace_npmi(
+                m, arrays, comp, references.get((corpus, "paper")), references.get((corpus, "external"))
+            )
+            row.update(curves)
             variants = [(m["method"], f"top_{comp}")]
             if f"top_beta_{comp}" in arrays:
                 variants.append((m["method"] + BETA_RANKED, f"top_beta_{comp}"))
@@ -151,10 +155,75 @@ def score_runs(
                     table = references.get((corpus, ref))
                     out[f"npmi_{ref}"] = run_npmi(arrays[key], table)[0] if table is not None else math.nan
                 out["paper_topic_r"] = _logged_correlation(m, arrays[key], references.get((corpus, "paper")))
+                if method != m["method"]:  # the ablation's ranking has no trace
+                    out.update(dict.fromkeys(curves, math.nan))
                 rows.append(out)
     if not rows:
         raise DataError("avipam tables: no runs")
     return pd.DataFrame(rows)
+
+
+#: Gain in NPMI below which a coherence curve has plateaued (the grids' ``coherence_plateau``
+#: epochs were read off the measured curves with this tolerance:
+#: :func:`noisyor_bench.inference.topics.avipam.coherence_plateau`)
+PLATEAU_TOL = 0.01
+PLATEAU_MIN_AFTER = 3
+TRACE_TOP_PREFIX = "trace_top_"  # topics.npz: (points, K, 10) top-word ids at every traced step
+TRACE_STEPS = "trace_steps"  # topics.npz: the sweep / epoch of each traced point
+#: Per run, from its coherence trace: the NPMI rise over the second half of the run (the gain of
+#: the best later point over the point at half its steps), its steps, and (Gibbs chains) whether
+#: the curve plateaued
+TRACE_COLUMNS = ("npmi_paper_rise", "npmi_external_rise", "rise_from_step", "rise_to_step")
+
+
+def trace_npmi(
+    m: Mapping[str, Any], arrays: Mapping[str, np.ndarray], comp: str, paper: Any, external: Any
+) -> dict[str, Any]:
+    """A run's coherence curve, from the top words it recorded at every traced step
+    (``trace_top_<component>``, ``trace_steps``) and its final topics: the :data:`TRACE_COLUMNS`
+    and, for a Gibbs chain, ``coherence_converged`` (the curve plateaued by the rule the aviPAM
+    runs' ``coherence_plateau`` comes from: :data:`PLATEAU_TOL`, :data:`PLATEAU_MIN_AFTER`),
+    on the paper's protocol where its reference exists, else on the Wikipedia slice.  Empty for
+    a run without a trace (runs from before it)."""
+    key = f"{TRACE_TOP_PREFIX}{comp}"
+    if key not in arrays or TRACE_STEPS not in arrays or len(arrays[TRACE_STEPS]) == 0:
+        return {}
+    final_step = int(m.get("gibbs_sweeps") or m.get("epochs") or 0)
+    steps = [int(s) for s in np.asarray(arrays[TRACE_STEPS])]
+    tops = list(np.asarray(arrays[key]))
+    if final_step > steps[-1]:
+        steps.append(final_step)
+        tops.append(np.asarray(arrays[f"top_{comp}"]))
+    out: dict[str, Any] = dict.fromkeys(TRACE_COLUMNS, math.nan)
+    judged = None
+    for ref, table in (("external", external), ("paper", paper)):
+        if table is None:
+            continue
+        values = [run_npmi(t, table)[0] for t in tops]
+        rise, start, end = curve_rise(steps, values)
+        out.update({f"npmi_{ref}_rise": rise, "rise_from_step": start, "rise_to_step": end})
+        judged = (steps, values)  # the paper's protocol where it exists (the claims' metric)
+    if judged is not None and str(m["method"]).endswith("gibbs"):
+        out["coherence_converged"] = coherence_plateau(*judged) is not None
+    return out
+
+
+def coherence_plateau(steps: Sequence[int], values: Sequence[float]) -> int | None:
+    """The step at which a coherence curve plateaus (:data:`PLATEAU_TOL`), ``None`` if it does not."""
+    from noisyor_bench.inference.topics.avipam import coherence_plateau as plateau
+
+    return plateau(steps, values, PLATEAU_TOL, PLATEAU_MIN_AFTER)
+
+
+def curve_rise(steps: Sequence[int], values: Sequence[float]) -> tuple[float, float, float]:
+    """(rise, from step, to step) over a curve's second half: the best value after the first
+    point at or past half the last step, minus that point's value (NaN with fewer than two points there)."""
+    if len(steps) < 2:
+        return math.nan, math.nan, math.nan
+    half = next(i for i, s in enumerate(steps) if s >= steps[-1] / 2)
+    if half >= len(steps) - 1:
+        half = len(steps) - 2
+    return float(max(values[half + 1 :]) - values[half]), float(steps[half]), float(steps[-1])
 
 
 def _logged_correlation(m: Mapping[str, Any], top_ids: np.ndarray, table: Any) -> float:
@@ -226,6 +295,9 @@ def build_table(runs: pd.DataFrame, name: str, paper: Mapping[str, Any], grid: s
             base["coherence_plateau_epoch"] = float(max(plateau)) if len(plateau) else math.nan
             epochs = g["epochs"].dropna() if "epochs" in g else []
             base["epochs_mean"] = float(np.mean(epochs)) if len(epochs) else math.nan
+            for key in TRACE_COLUMNS:  # the seeds' mean; absent (runs without a trace): empty
+                values = g[key].dropna() if key in g else []
+                base[key] = float(np.mean(values)) if len(values) else math.nan
             for key in ("kl_collapsed", "coherence_converged", "avi_fixed_epochs", "time_limited"):
                 flags = g[key].dropna() if key in g else []
                 base[f"n_{key}"] = int(sum(bool(x) for x in flags)) if len(flags) else math.nan

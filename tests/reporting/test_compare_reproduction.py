@@ -1,0 +1,96 @@
+"""The run as a reproduction check: reference cells shared with the run (same settings, common
+seeds) and whether the run reproduces them (reporting.compare.reproduction_line)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from noisyor_bench.reporting.compare import (
+    NOT_REPRODUCED,
+    REPRODUCED,
+    compare_many,
+    read_reproduction_line,
+    reproduction_line,
+    write_comparison,
+)
+
+
+def _values(values: dict[int, float]) -> str:
+    return ";".join(f"{s}:{v!r}" for s, v in values.items())
+
+
+def _row(method: str, values: dict[int, float]) -> dict:
+    import numpy as np
+
+    x = np.array(list(values.values()))
+    ci = 0.0 if len(x) < 2 else float(2.776 * x.std(ddof=1) / np.sqrt(len(x)))
+    return {
+        "artifact": "fig3a",
+        "dataset": "syn-pattern",
+        "n_train": 20,
+        "method": method,
+        "seeds": ";".join(map(str, values)),
+        "nelbo_mean": float(x.mean()),
+        "nelbo_ci95": ci,
+        "nelbo_n": len(x),
+        "nelbo_values": _values(values),
+    }
+
+
+def _result_set(root: Path, grid: str, rows: list[dict], readme: bool) -> Path:
+    (root / "tables").mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(root / "tables" / "fig3a.csv", index=False)
+    if readme:  # a published reference names its grid in its README's command
+        (root / "README.md").write_text(f"| command | `snakemake --config grid={grid}` |\n")
+    else:  # a results directory records it
+        (root / ".noisyor-bench-results.json").write_text(json.dumps({"grid": grid}))
+    return root
+
+
+REFERENCE = {
+    "avi": {0: 17.1, 1: 17.3, 2: 16.9, 3: 17.0, 4: 17.2},
+    "svi": {0: 9.8},  # deterministic: one run
+}
+
+
+@pytest.mark.parametrize(
+    ("ours", "grid", "expected", "line"),
+    [
+        # the same seeds 0, 1 give the reference's per-seed numbers: reproduced over the common seeds
+        ({"avi": {0: 17.1, 1: 17.3}, "svi": {0: 9.8}}, "g", REPRODUCED, "reproduces 2 of 2"),
+        # 3 nats off on both seeds: outside the 95% interval of the difference over the common seeds
+        ({"avi": {0: 20.1, 1: 20.3}, "svi": {0: 9.8}}, "g", NOT_REPRODUCED, "reproduces 1 of 2"),
+        # a deterministic cell is reproduced exactly or not at all
+        ({"avi": {0: 17.1, 1: 17.3}, "svi": {0: 9.801}}, "g", None, "reproduces 1 of 2"),
+        # another grid: its budget and search are not in the tables, nothing is shared
+        ({"avi": {0: 17.1, 1: 17.3}, "svi": {0: 9.8}}, "other", "not shared", "reproduces 0 of 0"),
+        # no common seed
+        ({"avi": {7: 17.1, 8: 17.3}, "svi": {0: 9.8}}, "g", "not shared", "reproduces 1 of 1"),
+    ],
+)
+def test_shared_cells_reproduce_over_common_seeds(tmp_path, ours, grid, expected, line) -> None:
+    reference = _result_set(tmp_path / "ref", "g", [_row(m, v) for m, v in REFERENCE.items()], readme=True)
+    results = _result_set(tmp_path / "run", grid, [_row(m, v) for m, v in ours.items()], readme=False)
+    cells, claims = compare_many(results, [reference])
+    by_method = {c.key.split("method=")[1]: c.reproduction for c in cells}
+    if expected is not None:
+        assert by_method["avi"].startswith(expected), by_method
+    else:
+        assert by_method["svi"] == NOT_REPRODUCED and by_method["avi"] == REPRODUCED
+    assert f"this run {line} shared reference cells (ref: " in reproduction_line(cells)
+
+    csv, md = tmp_path / "comparison.csv", tmp_path / "comparison.md"
+    summary = write_comparison(cells, claims, csv, md, "ref")
+    assert reproduction_line(cells) in summary and reproduction_line(cells) in md.read_text()
+    assert read_reproduction_line(csv) == reproduction_line(cells)  # what run-summary prints
+
+
+def test_a_comparison_written_before_the_check_has_no_line(tmp_path) -> None:
+    path = tmp_path / "comparison.csv"
+    pd.DataFrame([{"table": "t", "key": "k", "status": "agree"}]).to_csv(path, index=False)
+    assert read_reproduction_line(path) is None
+    assert read_reproduction_line(tmp_path / "absent.csv") is None

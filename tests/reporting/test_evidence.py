@@ -1,0 +1,316 @@
+"""The evidence ladder (reporting.evidence, ``noisyor-bench claims-evidence``): the headline verdict
+of a claim is its strongest deciding source, every source's verdict beside it, disagreements with
+their reason; references are re-judged from their tables, never read for their stored verdicts."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import MIRROR, REPO, cli
+
+from noisyor_bench.experiments import papers
+from noisyor_bench.reporting import evidence as E
+from noisyor_bench.reporting.claims import Claim, read_claims, write_claims
+
+CLAIM = "fig3a-acp-beats-avi-n20"
+
+
+def claim(verdict: str, n: int | None = 5, claim_id: str = CLAIM, **qualifiers: str) -> Claim:
+    numbers = "not tested: no fig3a" if verdict == "not tested" else "ACP−AVI = -1.00"
+    if n is not None and verdict != "not tested":
+        numbers += f" [-1.50, -0.50] (paired, n={n}); ACP 10.00 (n={n})"
+    return Claim(claim_id, "ACP beats AVI", "Figure 3(a)", verdict, numbers, "the rule", **qualifiers)
+
+
+REF = E.reference_source("reference/paper-synpattern")
+REF2 = E.reference_source("reference/paper-fig5-table4")
+QUICK = E.run_source("quick")
+PAPER_RUN = E.run_source("paper")
+SMOKE = E.run_source("smoke")
+
+# (sources: (source, claim)), expected headline source, agreement, words of the reason
+CASES = {
+    "a stronger source overrides a weaker one": (
+        [(QUICK, claim("not reproduced", 2)), (REF, claim("reproduced", 5))],
+        REF,
+        E.CONFLICT,
+        ("vs this run (quick):", "seeds n=5 vs n=2", "paper protocol vs grid quick"),
+    ),
+    "a deciding weaker source wins over an undecided stronger one": (
+        [(QUICK, claim("reproduced", 2)), (REF, claim("inconclusive", 5, low_power="n>=9 would resolve it"))],
+        QUICK,
+        E.DIFFERS,
+        ("vs reference/paper-synpattern:", "seeds n=2 vs n=5", "low power: n>=9"),
+    ),
+    "at the same protocol more seeds win": (
+        [(PAPER_RUN, claim("not reproduced", 3)), (REF, claim("reproduced", 5))],
+        REF,
+        E.CONFLICT,
+        ("seeds n=5 vs n=3",),
+    ),
+    "at the same protocol and seeds a converged source wins": (
+        [(REF, claim("reproduced", 5, unconverged="2 of 10 runs")), (PAPER_RUN, claim("not reproduced", 5))],
+        PAPER_RUN,
+        E.CONFLICT,
+        ("reference/paper-synpattern unconverged: 2 of 10 runs",),
+    ),
+    "a budget-limited source does not decide": (
+        [
+            (REF, claim("inconclusive", 5, budget="coherence still rising by 0.04 > effect 0.008")),
+            (QUICK, claim("reproduced", 2)),
+        ],
+        QUICK,
+        E.DIFFERS,
+        ("reference/paper-synpattern budget: coherence still rising",),
+    ),
+    "a source that did not test never outranks one that did": (
+        [(REF, claim("not tested")), (SMOKE, claim("inconclusive", 1))],
+        SMOKE,
+        E.ONE_SOURCE,
+        (),
+    ),
+    "sources that agree": (
+        [(QUICK, claim("reproduced", 2)), (REF, claim("reproduced", 5)), (REF2, claim("not tested"))],
+        REF,
+        E.AGREE,
+        (),
+    ),
+    "no source tested it: this run's claim says what its grid lacks": (
+        [(REF, claim("not tested")), (QUICK, claim("not tested"))],
+        QUICK,
+        E.NONE,
+        (),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_headline_is_the_strongest_deciding_source(name: str) -> None:
+    sources, expected, agreement, reason_words = CASES[name]
+    (head,) = E.ladder([(source, [c]) for source, c in sources])
+    assert head.chosen.source == expected
+    assert head.agreement == agreement
+    for word in reason_words:
+        assert word in head.disagreement, head.disagreement
+    if agreement not in E.DISAGREEMENTS:
+        assert head.disagreement == ""
+    assert head.claim == dict(sources)[expected]  # the chosen source's own claim: numbers unchanged
+    assert len(head.judged) == len(sources)
+
+
+@pytest.mark.parametrize(
+    ("grid", "rank"),
+    [("paper", 3), ("paper-synpattern", 3), ("extended", 2), ("quick", 1), ("smoke", 0), ("my-grid", 1)],
+)
+def test_grid_ranks(grid: str, rank: int) -> None:
+    assert E.grid_rank(grid) == rank
+
+
+@pytest.mark.parametrize(
+    ("numbers", "n"),
+    [
+        ("d = -1 [-2, -0.5] (paired, n=5); A 1.0 (n=5)", 5),
+        ("d = -1 [-2, -0.5] (welch, n=5 vs 4)", 4),
+        ("d = -1 [-2, -0.5] (vs constant, n=5 vs 1)", 5),
+        ("d = -1 (no CI: n=1 vs constant)", 1),
+        ("d = -1 (no CI: n=2 vs 3); e = 2 [1, 3] (paired, n=5)", 2),
+        ("d = -2.0 (exact: two deterministic settings)", 0),
+        ("rank 3 (N_min=5)", 0),
+    ],
+)
+def test_seeds_of_a_claim(numbers: str, n: int) -> None:
+    assert E.claim_n(Claim(CLAIM, "s", "l", "inconclusive", numbers, "r")) == n
+
+
+def test_the_sources_column_lists_every_verdict_those_not_testing_last() -> None:
+    (head,) = E.ladder(
+        [(QUICK, [claim("reproduced", 2)]), (REF2, [claim("not tested")]), (REF, [claim("reproduced", 5)])]
+    )
+    assert head.sources_text() == (
+        "reference/paper-synpattern: reproduced (n=5); this run (quick): reproduced (n=2); "
+        "not tested: reference/paper-fig5-table4"
+    )
+
+
+def _reference(root: Path, stored_verdict: str) -> Path:
+    """A published reference folder whose stored claims.csv says ``stored_verdict``."""
+    folder = root / "reference" / "paper-synpattern"
+    (folder / "tables").mkdir(parents=True)
+    (folder / "tables" / "fig3a.csv").write_text("x\n1\n")
+    write_claims([claim(stored_verdict, 5)], folder / "tables" / "claims.csv")
+    return folder
+
+
+@pytest.fixture
+def fake_judge(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Path]]:
+    """The registered judge replaced: ACP's claims from a reference folder are re-judged as
+    "reproduced" at n=5 (the stored claims.csv says otherwise); every call is recorded."""
+    calls: list[tuple[str, Path]] = []
+
+    def judge(paper: str, tables_dir: str | Path) -> list[Claim]:
+        calls.append((paper, Path(tables_dir)))
+        if paper != "acp":
+            return []
+        return [claim("reproduced", 5), claim("not tested", claim_id="fig3a-acp-beats-avi-n100")]
+
+    monkeypatch.setattr(papers, "judge", judge)
+    return calls
+
+
+def _run_folder(root: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A smoke-like results folder: a stage claims table merged into tables/claims_run.csv."""
+    tables = root / "results" / "tables"
+    tables.mkdir(parents=True)
+    stage = tables / "claims_synthetic.csv"
+    write_claims(
+        [
+            claim("not reproduced", 2),
+            claim("inconclusive", 1, claim_id="fig3a-acp-beats-avi-n100"),
+            claim("inconclusive", 1, claim_id="ape-standard-fails-toybars"),
+        ],
+        stage,
+    )
+    code, _, err = cli(
+        [
+            "claims-merge",
+            "--claims",
+            stage,
+            "--out-csv",
+            tables / "claims_run.csv",
+            "--out-md",
+            tables / "claims_run.md",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    return root / "results"
+
+
+def _evidence(results: Path, reference: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tables = results / "tables"
+    code, _, err = cli(
+        [
+            "claims-evidence",
+            "--claims",
+            tables / "claims_run.csv",
+            "--grid",
+            "quick",
+            "--reference-tables",
+            *sorted((reference / "tables").glob("*.csv")),
+            "--papers",
+            "acp",
+            "ape",
+            "--out-csv",
+            tables / "claims.csv",
+            "--out-md",
+            tables / "claims.md",
+            "--out-sources-csv",
+            tables / "claims_sources.csv",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+
+
+def test_a_references_stored_verdict_is_ignored_for_its_rejudged_one(tmp_path, capsys, fake_judge) -> None:
+    reference = _reference(tmp_path, stored_verdict="not reproduced")
+    results = _run_folder(tmp_path, capsys)
+    _evidence(results, reference, capsys)
+    assert ("acp", reference / "tables") in fake_judge  # ACP registers paper-synpattern
+    assert all(paper == "acp" for paper, _ in fake_judge)  # APE registers no reference of that name
+    headline = {c.claim_id: c for c in read_claims(results / "tables" / "claims.csv")}
+    assert headline[CLAIM].verdict == "reproduced"  # the judge's, not the stored "not reproduced"
+    rows = list(csv.DictReader((results / "tables" / "claims_sources.csv").open(encoding="utf-8")))
+    mine = {r["source"]: r for r in rows if r["claim_id"] == CLAIM}
+    assert set(mine) == {"reference/paper-synpattern", "this run (quick)"}
+    assert mine["reference/paper-synpattern"]["verdict"] == "reproduced"
+    assert mine["reference/paper-synpattern"]["n"] == "5" and mine["this run (quick)"]["n"] == "2"
+    assert list(rows[0]) == list(E.SOURCE_COLUMNS)
+
+
+def test_the_headline_table_is_read_by_every_consumer(tmp_path, capsys, fake_judge) -> None:
+    from noisyor_bench.commands.explain import explain
+    from noisyor_bench.reporting import summary
+
+    reference = _reference(tmp_path, stored_verdict="reproduced")
+    results = _run_folder(tmp_path, capsys)
+    _evidence(results, reference, capsys)
+    tables = results / "tables"
+
+    claims = read_claims(tables / "claims.csv")  # the extra columns are ignored
+    assert [c.claim_id for c in claims] == [CLAIM, "fig3a-acp-beats-avi-n100", "ape-standard-fails-toybars"]
+    frame = pd.read_csv(tables / "claims.csv", dtype=str, keep_default_na=False).set_index("claim_id")
+    assert list(frame.columns[-4:]) == list(E.EVIDENCE_COLUMNS)
+    assert frame.loc[CLAIM, "source"] == "reference/paper-synpattern"
+    assert frame.loc[CLAIM, "agreement"] == E.CONFLICT
+    assert "seeds n=5 vs n=2" in frame.loc[CLAIM, "disagreement"]
+    assert (
+        frame.loc["fig3a-acp-beats-avi-n100", "source"] == "this run (quick)"
+    )  # the reference did not test it
+    assert frame.loc["ape-standard-fails-toybars", "agreement"] == E.ONE_SOURCE
+    assert "## Where each verdict comes from" in (tables / "claims.md").read_text(encoding="utf-8")
+
+    console = summary.run_summary(results)
+    assert "Sources disagree on 1 claim" in console
+    assert (
+        f"{CLAIM} [conflict]: reference/paper-synpattern: reproduced (n=5); this run (quick): not reproduced"
+        in console
+    )
+    assert "verdicts from reference/paper-synpattern 1, this run (quick) 1" in console
+
+    landing = summary.write_landing_answer(results, results / "claims" / "answer.rst", ["acp", "ape"])
+    assert "Sources disagree on 1 claim" in landing.read_text(encoding="utf-8")
+
+    page = results / "claims" / "acp_claims.html"
+    code, _, err = cli(
+        [
+            "claims-pages",
+            "--claims",
+            tables / "claims.csv",
+            "--results",
+            results,
+            "--papers",
+            "acp",
+            "--out-html",
+            page,
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    html = page.read_text(encoding="utf-8")
+    assert "from reference/paper-synpattern" in html and "Sources conflict:" in html
+
+    lines = "\n".join(explain(results, CLAIM))
+    assert "source      reference/paper-synpattern" in lines
+    assert "claims_synthetic.csv" in lines  # the stage table, through claims_run.csv
+    assert "also judged in this run (quick): not reproduced (n=2)" in lines
+
+
+def test_without_sources_nothing_is_listed() -> None:
+    frame = pd.DataFrame({"claim_id": [CLAIM], "verdict": ["reproduced"]})
+    assert E.disagreement_lines(frame) == []
+
+
+@pytest.mark.slow
+def test_the_smoke_dag_plans_the_evidence_step(tmp_path: Path) -> None:
+    snakemake = Path(sys.executable).with_name("snakemake")
+    proc = subprocess.run(
+        [str(snakemake), "-n", "--config", "grid=smoke", f"results_dir={tmp_path}"],
+        cwd=REPO,
+        env={**os.environ, "NOISYOR_RAW_DATA": str(MIRROR)} if MIRROR else None,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "rule claims_evidence:" in proc.stdout and "rule claims_merge:" in proc.stdout
+    assert f"--out-csv {tmp_path}/tables/claims_run.csv" in proc.stdout
+    assert (
+        "--reference-tables" in proc.stdout and "reference/paper-synpattern/tables/fig3a.csv" in proc.stdout
+    )

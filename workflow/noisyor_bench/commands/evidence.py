@@ -1,0 +1,79 @@
+"""CLI: ``claims-evidence`` -- the headline verdict per claim from every source that judged it
+(this run's claims and each published reference re-judged from its tables;
+:mod:`noisyor_bench.reporting.evidence`).  Shared by the papers: nothing here knows one of them."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from noisyor_bench.commands.arguments import add_table_outputs
+
+log = logging.getLogger(__name__)
+
+
+def cmd_claims_evidence(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from noisyor_bench.reporting.claims import read_claims
+    from noisyor_bench.reporting.evidence import (
+        DISAGREEMENTS,
+        evidence_ladder,
+        headline_counts,
+        reference_folders,
+        write_evidence,
+    )
+
+    run_claims = read_claims(args.claims)
+    paper_ids = args.papers or list(dict.fromkeys(c.paper for c in run_claims))
+    references = list(
+        dict.fromkeys([*map(Path, args.reference or ()), *reference_folders(args.reference_tables or ())])
+    )
+    headlines = evidence_ladder(run_claims, args.grid, references, paper_ids)
+    write_evidence(headlines, args.out_csv, args.out_md, args.out_sources_csv)
+    disagreeing = sum(h.agreement in DISAGREEMENTS for h in headlines)
+    counts = ", ".join(f"{label} {n}" for label, n in headline_counts(headlines).items())
+    log.info(
+        "%d claims from %d source(s) (headline from: %s); sources disagree on %d",
+        len(headlines),
+        1 + len(references),
+        counts,
+        disagreeing,
+    )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "claims-evidence",
+        help="the headline verdict per claim: the strongest source that decides it, among this run "
+        "and the published references re-judged from their tables; every source's verdict beside it",
+    )
+    p.add_argument("--claims", required=True, help="this run's merged claims (tables/claims_run.csv)")
+    p.add_argument(
+        "--grid", required=True, help="this run's grid (paper > extended > quick > smoke as evidence)"
+    )
+    p.add_argument(
+        "--reference",
+        nargs="*",
+        default=[],
+        help="published reference folders (each with tables/), re-judged by today's claim code",
+    )
+    p.add_argument(
+        "--reference-tables",
+        nargs="*",
+        default=[],
+        help="the table CSVs of published references (<folder>/tables/*.csv): their folders are "
+        "re-judged like --reference",
+    )
+    p.add_argument(
+        "--papers",
+        nargs="*",
+        default=[],
+        help="the selected papers, whose references are judged (default: the papers of --claims)",
+    )
+    add_table_outputs(p)
+    p.add_argument(
+        "--out-sources-csv", required=True, help="every source's verdict of every claim (long table)"
+    )
+    p.set_defaults(func=cmd_claims_evidence)

@@ -1,0 +1,461 @@
+"""The evidence ladder: one headline verdict per claim from every source that judged it.
+
+A claim is judged by several sources: this run (its grid's claims, ``tables/claims_run.csv``) and
+every published reference of the selected papers (``reference/<name>/tables``), each reference
+**re-judged from its tables by today's claim code** (:func:`judge_reference`, through the paper's
+registered judge, :func:`noisyor_bench.experiments.papers.judge`); a reference's stored
+``claims.csv`` is never read, so its verdicts cannot lag behind the rules.
+
+Sources are ranked (:meth:`Judged.strength`), strongest first, by
+
+1. the protocol (:func:`grid_rank`): a reference folder is the paper's protocol (rank 3; its
+   README says where it is reduced); this run ranks by its grid -- ``paper`` and any grid named
+   ``paper...`` 3, ``extended`` 2, ``quick`` 1, ``smoke`` 0, any other grid 1;
+2. the seeds behind the claim (:func:`claim_n`): the smallest ``n=`` its numbers print (a CI
+   ``(paired, n=5)``, a Welch ``n=5 vs 4``, a mean ``(n=3)``; the constant of ``vs constant`` is
+   no seed); 0 when its numbers name none;
+3. converged over unconverged: a claim without an ``unconverged`` qualifier and without a
+   ``budget`` reason first;
+4. at a tie, a published reference before this run, then by the source's name.
+
+The **headline** of a claim (:func:`headline`) is its strongest source that *decides*
+(reproduced / not reproduced); if none decides, its strongest source that tested it
+(inconclusive); else this run's claim (not tested: its numbers say what its grid lacks). A
+source that did not test a claim never outranks one that did. The headline row is the chosen source's claim (its verdict,
+numbers and qualifiers) with four columns beside it (:data:`EVIDENCE_COLUMNS`): ``source`` (e.g.
+``reference/paper-synpattern``, ``this run (quick)``), ``sources`` (every source's verdict,
+strongest first), ``agreement`` and ``disagreement``:
+
+* ``agreement``: ``conflict`` (two deciding sources with different verdicts), ``differs`` (a
+  deciding source beside an inconclusive one), ``agree`` (every source that tested it says the
+  same), ``one source`` (one source tested it) or ``none`` (no source tested it);
+* ``disagreement``: for a conflict or difference, the reason when known, the headline's source
+  against each source with another verdict: their seeds (``seeds n=5 vs n=2``), their protocols
+  (``paper protocol vs grid quick``), a source's ``budget`` / ``unconverged`` qualifier and, for an
+  inconclusive source, its ``low_power`` qualifier.
+
+Outputs (:func:`write_evidence`): ``tables/claims.csv`` + ``.md`` (the headline, read by every
+consumer of the claims: :func:`noisyor_bench.reporting.claims.read_claims` ignores the extra
+columns) and ``tables/claims_sources.csv`` (one row per claim and source, :data:`SOURCE_COLUMNS`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.io import write_text_atomic
+from noisyor_bench.reporting.claims import (
+    CLAIM_COLUMNS,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_TESTED,
+    REPRODUCED,
+    Claim,
+    verdict_label,
+    write_claims,
+)
+from noisyor_bench.reporting.tables import markdown_table
+
+log = logging.getLogger(__name__)
+
+DECIDING = (REPRODUCED, NOT_REPRODUCED)
+"""Verdicts that decide a claim."""
+
+REFERENCE = "reference"
+RUN = "run"
+"""The kinds of source: a published reference folder, or this run."""
+
+REFERENCE_RANK = 3
+"""A published reference runs the paper's protocol (its README says where it is reduced)."""
+
+GRID_RANKS = {"paper": 3, "extended": 2, "quick": 1, "smoke": 0}
+"""Protocol rank of this run by its grid; a grid named ``paper...`` ranks 3, any other 1."""
+
+EVIDENCE_COLUMNS = ("source", "sources", "agreement", "disagreement")
+"""Columns of the headline ``claims.csv`` beside the claim's own (:data:`CLAIM_COLUMNS`)."""
+
+SOURCE_COLUMNS = (
+    "claim_id",
+    "source",
+    "kind",
+    "grid",
+    "rank",
+    "verdict",
+    "numbers",
+    "margin",
+    "n",
+    "qualifiers",
+)
+"""Columns of ``tables/claims_sources.csv``: every source's verdict of every claim."""
+
+AGREE, CONFLICT, DIFFERS, ONE_SOURCE, NONE = "agree", "conflict", "differs", "one source", "none"
+DISAGREEMENTS = (CONFLICT, DIFFERS)
+"""``agreement`` values the console, the landing page and the claims pages list."""
+
+_QUALIFIER_CHARS = 60  # a qualifier quoted in a disagreement's reason is cut to this length
+
+
+def grid_rank(grid: str) -> int:
+    """The protocol rank of this run's grid (:data:`GRID_RANKS`)."""
+    if grid in GRID_RANKS:
+        return GRID_RANKS[grid]
+    return REFERENCE_RANK if grid.startswith("paper") else 1
+
+
+_N = re.compile(r"\(([^()]*?)\bn=(\d+)(?: vs (\d+|constant))?\)")
+
+
+def claim_n(claim: Claim) -> int:
+    """Seeds behind a claim: the smallest ``n=`` its numbers print (of ``n=5 vs 4`` the smaller
+    side; the constant of a comparison ``vs constant`` is no seed); 0 when they print none."""
+    counts = []
+    for match in _N.finditer(claim.numbers):
+        kind, first, second = match.groups()
+        sides = [int(first)]
+        if second and second != "constant" and "vs constant" not in kind:
+            sides.append(int(second))
+        counts.append(min(sides))
+    return min(counts, default=0)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where verdicts come from: this run, or a published reference folder."""
+
+    label: str  # "this run (quick)", "reference/paper-synpattern"
+    kind: str  # RUN | REFERENCE
+    grid: str  # this run's grid; a reference's folder name (the grid it ran)
+    rank: int
+
+    @property
+    def protocol(self) -> str:
+        """``paper protocol`` (a reference) or ``grid <name>`` (this run)."""
+        return "paper protocol" if self.kind == REFERENCE else f"grid {self.grid}"
+
+
+def run_source(grid: str) -> Source:
+    return Source(f"this run ({grid})", RUN, grid, grid_rank(grid))
+
+
+def reference_source(folder: str | Path) -> Source:
+    name = Path(folder).name
+    return Source(f"reference/{name}", REFERENCE, name, REFERENCE_RANK)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One source's claim."""
+
+    source: Source
+    claim: Claim
+
+    @property
+    def verdict(self) -> str:
+        return self.claim.verdict
+
+    @property
+    def n(self) -> int:
+        return claim_n(self.claim)
+
+    @property
+    def converged(self) -> bool:
+        return not self.claim.unconverged and not self.claim.budget
+
+    def verdict_text(self) -> str:
+        """The verdict as people read it: ``inconclusive (budget)`` where a budget held it back."""
+        return verdict_label(self.claim)
+
+    def strength(self) -> tuple[Any, ...]:
+        """Sort key, strongest first (module docstring): deciding, tested, protocol, seeds,
+        converged, a reference before this run, the source's name. Among sources that did not
+        test the claim this run comes first: its numbers say what its grid lacks."""
+        tested = 2 if self.verdict in DECIDING else 1 if self.verdict == INCONCLUSIVE else 0
+        if not tested:
+            return (0, self.source.kind != RUN, self.source.label)
+        return (
+            -tested,
+            -self.source.rank,
+            -self.n,
+            not self.converged,
+            self.source.kind != REFERENCE,
+            self.source.label,
+        )
+
+    def compact(self) -> str:
+        return f"{self.source.label}: {self.verdict_text()}" + (f" (n={self.n})" if self.n else "")
+
+    def qualifiers(self) -> str:
+        tags = self.claim.tags()
+        budget = f"[budget: {self.claim.budget}]" if self.claim.budget else ""
+        return " ".join(t for t in (tags, budget) if t)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A claim's headline: the chosen source's claim, every source (strongest first), agreement."""
+
+    chosen: Judged
+    judged: tuple[Judged, ...]
+    agreement: str
+    disagreement: str
+
+    @property
+    def claim(self) -> Claim:
+        return self.chosen.claim
+
+    def sources_text(self) -> str:
+        """Every source's verdict, strongest first; those that did not test it named last, together:
+        ``reference/paper-synpattern: reproduced (n=5); this run (quick): inconclusive (n=2);
+        not tested: reference/paper-fig5-table4``."""
+        tested = [j.compact() for j in self.judged if j.verdict != NOT_TESTED]
+        untested = [j.source.label for j in self.judged if j.verdict == NOT_TESTED]
+        return "; ".join([*tested, *([f"{NOT_TESTED}: {', '.join(untested)}"] if untested else [])])
+
+    def row(self) -> dict[str, str]:
+        """The headline ``claims.csv`` row: the chosen claim's columns, then :data:`EVIDENCE_COLUMNS`."""
+        return {
+            **asdict(self.claim),
+            "source": self.chosen.source.label,
+            "sources": self.sources_text(),
+            "agreement": self.agreement,
+            "disagreement": self.disagreement,
+        }
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _QUALIFIER_CHARS else text[: _QUALIFIER_CHARS - 3].rstrip() + "..."
+
+
+def _why(head: Judged, other: Judged) -> list[str]:
+    """What differs between the headline's source and another source with another verdict."""
+    why = []
+    if head.n and other.n and head.n != other.n:
+        why.append(f"seeds n={head.n} vs n={other.n}")
+    if head.source.protocol != other.source.protocol:
+        why.append(f"{head.source.protocol} vs {other.source.protocol}")
+    for j in (head, other):
+        if j.claim.budget:
+            why.append(f"{j.source.label} budget: {_cut(j.claim.budget)}")
+        if j.claim.unconverged:
+            why.append(f"{j.source.label} unconverged: {_cut(j.claim.unconverged)}")
+    if other.verdict == INCONCLUSIVE and other.claim.low_power:
+        why.append(f"{other.source.label} low power: {_cut(other.claim.low_power)}")
+    return why
+
+
+def headline(judged: Iterable[Judged]) -> Headline:
+    """The headline of one claim from its sources' claims (module docstring)."""
+    ranked = tuple(sorted(judged, key=Judged.strength))
+    if not ranked:
+        raise ValueError("a claim's headline needs at least one source")
+    head = ranked[0]
+    tested = [j for j in ranked if j.verdict != NOT_TESTED]
+    deciding = {j.verdict for j in tested if j.verdict in DECIDING}
+    if not tested:
+        agreement = NONE
+    elif len(tested) == 1:
+        agreement = ONE_SOURCE
+    elif len(deciding) > 1:
+        agreement = CONFLICT
+    elif deciding and any(j.verdict not in DECIDING for j in tested):
+        agreement = DIFFERS
+    else:
+        agreement = AGREE
+    reasons = []
+    if agreement in DISAGREEMENTS:
+        for other in tested[1:]:
+            if other.verdict != head.verdict:
+                why = _why(head, other)
+                reasons.append(f"vs {other.source.label}: " + (", ".join(why) if why else "reason unknown"))
+    return Headline(head, ranked, agreement, "; ".join(reasons))
+
+
+def ladder(sources: Sequence[tuple[Source, Sequence[Claim]]]) -> list[Headline]:
+    """The headline of every claim any source judged: claims in the order the sources list them
+    (this run's first when it comes first), each with every source that judged it."""
+    by_claim: dict[str, list[Judged]] = {}
+    for source, claims in sources:
+        seen = set()
+        for claim in claims:
+            if claim.claim_id in seen:
+                raise DataError(f"{source.label}: claim {claim.claim_id} judged twice")
+            seen.add(claim.claim_id)
+            by_claim.setdefault(claim.claim_id, []).append(Judged(source, claim))
+    return [headline(judged) for judged in by_claim.values()]
+
+
+Judge = Callable[[str, Path], Sequence[Claim]]
+"""``(paper id, tables folder) -> claims``: the paper's claim code run on a folder of tables."""
+
+
+def _registered_judge(paper_id: str, tables_dir: Path) -> Sequence[Claim]:
+    from noisyor_bench.experiments import papers
+
+    return papers.judge(paper_id, tables_dir)
+
+
+def _registers(paper_id: str, folder: Path) -> bool:
+    """Whether a paper registers a reference of the folder's name (``Paper.references``)."""
+    from noisyor_bench.experiments import papers
+
+    return any(Path(r).name == folder.name for r in papers.get(paper_id).references)
+
+
+def judge_reference(folder: str | Path, paper_ids: Sequence[str], judge: Judge | None = None) -> list[Claim]:
+    """A reference's claims, re-judged by today's claim code from its tables (never its stored
+    verdicts): every claim of the selected papers that register a reference of its name; a
+    folder none of them registers (given by hand) is judged for every selected paper, keeping
+    only the claims it tested."""
+    folder = Path(folder)
+    judge = judge or _registered_judge
+    own = [p for p in paper_ids if _registers(p, folder)]
+    claims: list[Claim] = []
+    for paper_id in own or paper_ids:
+        judged = list(judge(paper_id, folder / "tables"))
+        claims += [c for c in judged if own or c.verdict != NOT_TESTED]
+    return claims
+
+
+def reference_folders(tables: Iterable[str | Path]) -> list[Path]:
+    """The reference folders of a list of their table files (``<folder>/tables/<name>.csv``),
+    each once, in order of appearance."""
+    folders: dict[Path, None] = {}
+    for table in tables:
+        path = Path(table)
+        if path.parent.name != "tables":
+            raise DataError(f"{path}: a reference table lies in <reference>/tables/")
+        folders.setdefault(path.parent.parent, None)
+    return list(folders)
+
+
+def evidence_ladder(
+    run_claims: Sequence[Claim],
+    grid: str,
+    references: Sequence[str | Path],
+    paper_ids: Sequence[str],
+    judge: Judge | None = None,
+) -> list[Headline]:
+    """Every claim's headline from this run's claims (of grid ``grid``) and each reference
+    folder re-judged for the selected papers ``paper_ids``."""
+    sources: list[tuple[Source, Sequence[Claim]]] = [(run_source(grid), run_claims)]
+    for folder in references:
+        claims = judge_reference(folder, paper_ids, judge)
+        sources.append((reference_source(folder), [c for c in claims if c.paper in paper_ids]))
+    return ladder(sources)
+
+
+def source_rows(headlines: Sequence[Headline]) -> pd.DataFrame:
+    """``claims_sources.csv``: one row per claim and source, strongest source first."""
+    rows = [
+        {
+            "claim_id": j.claim.claim_id,
+            "source": j.source.label,
+            "kind": j.source.kind,
+            "grid": j.source.grid,
+            "rank": str(j.source.rank),
+            "verdict": j.verdict_text(),
+            "numbers": j.claim.numbers,
+            "margin": j.claim.margin,
+            "n": str(j.n) if j.n else "",
+            "qualifiers": j.qualifiers(),
+        }
+        for h in headlines
+        for j in h.judged
+    ]
+    return pd.DataFrame(rows, columns=list(SOURCE_COLUMNS))
+
+
+def disagreement_lines(frame: pd.DataFrame, indent: str = "  ") -> list[str]:
+    """The disagreements of a headline ``claims.csv`` (as a frame): a head line, then one line
+    per claim whose sources disagree (claim id, every source's verdict, the reason); [] when
+    the table has no ``agreement`` column or no disagreement."""
+    if "agreement" not in frame.columns:
+        return []
+    rows = frame[frame["agreement"].fillna("").astype(str).isin(DISAGREEMENTS)]
+    if rows.empty:
+        return []
+    conflicts = int((rows["agreement"] == CONFLICT).sum())
+    lines = [
+        f"Sources disagree on {len(rows)} claim{'s' if len(rows) != 1 else ''} ({conflicts} conflicting "
+        "verdicts; the headline is the strongest deciding source, tables/claims_sources.csv lists every one):"
+    ]
+    for r in rows.to_dict("records"):
+        reason = _text(r.get("disagreement"))
+        lines.append(
+            f"{indent}{_text(r.get('claim_id'))} [{_text(r.get('agreement'))}]: {_text(r.get('sources'))}"
+            + (f" -- {reason}" if reason else "")
+        )
+    return lines
+
+
+def disagreement_rst(frame: pd.DataFrame) -> str:
+    """:func:`disagreement_lines` for the report's landing page (reStructuredText: a paragraph,
+    then a bullet per claim); '' when the sources agree."""
+    from noisyor_bench.reporting.answer import _rst
+
+    lines = disagreement_lines(frame, indent="")
+    if not lines:
+        return ""
+    return "\n".join([_rst(lines[0]), "", *(f"- {_rst(line)}" for line in lines[1:])])
+
+
+def _text(value: object) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return str(value).strip()
+
+
+def evidence_markdown(headlines: Sequence[Headline]) -> str:
+    """The Markdown section that claims.md ends with: where each headline verdict comes from."""
+    rows = [
+        [h.claim.claim_id, h.chosen.verdict_text(), h.chosen.source.label, h.agreement, h.sources_text()]
+        for h in headlines
+    ]
+    frame = pd.DataFrame([h.row() for h in headlines], columns=[*CLAIM_COLUMNS, *EVIDENCE_COLUMNS])
+    disagreements = disagreement_lines(frame, indent="- ")
+    text = (
+        "## Where each verdict comes from\n\n"
+        "Each claim is judged by every source: this run and each published reference of its paper, "
+        "re-judged from its tables by today's claim code. The headline verdict is the strongest "
+        "source that decides (paper protocol before extended before quick, then more seeds, then "
+        "converged runs); if none decides, the strongest that tested the claim.\n\n"
+        + markdown_table(["id", "verdict", "source", "agreement", "every source"], rows)
+    )
+    if disagreements:
+        text += "\n\n" + disagreements[0] + "\n\n" + "\n".join(disagreements[1:])
+    return text + "\n"
+
+
+def write_evidence(
+    headlines: Sequence[Headline],
+    csv_path: str | Path,
+    md_path: str | Path | None,
+    sources_csv: str | Path,
+    title: str = "Claims of the papers and verdicts",
+) -> None:
+    """The headline ``claims.csv`` (+ its Markdown view, :func:`write_claims`'s, then the
+    sources section) and ``claims_sources.csv``."""
+    claims = [h.claim for h in headlines]
+    write_claims(claims, csv_path, md_path, title=title)
+    frame = pd.DataFrame([h.row() for h in headlines], columns=[*CLAIM_COLUMNS, *EVIDENCE_COLUMNS])
+    write_text_atomic(csv_path, frame.to_csv(index=False, lineterminator="\n"))
+    if md_path is not None:
+        text = Path(md_path).read_text(encoding="utf-8").rstrip("\n")
+        write_text_atomic(md_path, text + "\n\n" + evidence_markdown(headlines))
+    write_text_atomic(sources_csv, source_rows(headlines).to_csv(index=False, lineterminator="\n"))
+
+
+def headline_counts(headlines: Sequence[Headline]) -> Mapping[str, int]:
+    """How many headline verdicts each source gives (for the log)."""
+    out: dict[str, int] = {}
+    for h in headlines:
+        out[h.chosen.source.label] = out.get(h.chosen.source.label, 0) + 1
+    return out
