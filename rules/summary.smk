@@ -42,8 +42,12 @@ rule claims_evidence:
     params:
         grid=config["grid"],
         papers=" ".join(SELECTED),
+        # the folders, as the compare step passes them: a published table's own provenance names
+        # runs that were never published, so the tables are inputs (a new reference reruns this)
+        # but not arguments
+        reference=lambda w: " ".join(shlex.quote(str(d)) for d in REFERENCE_DIRS),
     shell:
-        "noisyor-bench claims-evidence --claims {input.run:q} --reference-tables {input.reference:q}"
+        "noisyor-bench claims-evidence --claims {input.run:q} --reference {params.reference}"
         " --grid {params.grid:q} --papers {params.papers} --out-csv {output.csv:q} --out-md {output.md:q}"
         " --out-sources-csv {output.sources:q} > {log:q} 2>&1"
 
