@@ -8,6 +8,8 @@ Test modules import the constants and helpers by name (``from conftest import RE
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,3 +85,15 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     finally:
         os.chdir(cwd)
     return root
+
+
+def smoke_dry_run(results_dir: Path, *config: str, print_shell: bool = False) -> str:
+    """``snakemake -n`` of the smoke grid into ``results_dir`` (extra ``--config`` items, e.g.
+    ``papers=[ape]``); Snakemake's plan as text, the shell commands too with ``print_shell``."""
+    snakemake = Path(sys.executable).with_name("snakemake")
+    argv = [str(snakemake), "-n", *(["-p"] if print_shell else [])]
+    argv += ["--config", "grid=smoke", *config, f"results_dir={results_dir}"]
+    env = {**os.environ, "NOISYOR_RAW_DATA": str(MIRROR)} if MIRROR else None
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout

@@ -4,12 +4,10 @@ and `papers` without avipam schedules none of it (dry runs; the DAG itself runs 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import MIRROR, REPO
+from conftest import smoke_dry_run
 
 AVIPAM_RULES = (
     "avipam_data",
@@ -22,17 +20,7 @@ AVIPAM_RULES = (
 
 
 def _dry_run(tmp_path: Path, papers: str) -> str:
-    snakemake = Path(sys.executable).with_name("snakemake")
-    proc = subprocess.run(
-        [str(snakemake), "-n", "--config", "grid=smoke", f"papers={papers}", f"results_dir={tmp_path}"],
-        cwd=REPO,
-        env={**os.environ, "NOISYOR_RAW_DATA": str(MIRROR)} if MIRROR else None,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout
+    return smoke_dry_run(tmp_path, f"papers={papers}")
 
 
 @pytest.mark.slow

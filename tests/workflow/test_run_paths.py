@@ -5,14 +5,11 @@ folders is told exactly the folders its rule declares (``--out-dir``)."""
 
 from __future__ import annotations
 
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import MIRROR, REPO
+from conftest import REPO, smoke_dry_run
 
 from noisyor_bench.experiments.ape.evaluate import eval_key
 from noisyor_bench.experiments.rundir import RUNS_DIR, RunKey
@@ -60,17 +57,7 @@ def _out_dirs(shell: str) -> list[str]:
 @pytest.fixture(scope="module")
 def smoke_jobs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Job]]:
     results = tmp_path_factory.mktemp("run-paths")
-    snakemake = Path(sys.executable).with_name("snakemake")
-    proc = subprocess.run(
-        [str(snakemake), "-n", "-p", "--config", "grid=smoke", f"results_dir={results}"],
-        cwd=REPO,
-        env={**os.environ, "NOISYOR_RAW_DATA": str(MIRROR)} if MIRROR else None,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return results, _jobs(proc.stdout)
+    return results, _jobs(smoke_dry_run(results, print_shell=True))
 
 
 def _run_folders(results: Path, files: list[str]) -> list[str]:
