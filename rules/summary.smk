@@ -95,6 +95,8 @@ rule compare:
     input:
         ours=sorted({t for t in result_targets() if t.startswith(R("tables/")) and t.endswith(".csv")}),
         reference=REFERENCE_TABLES,
+        # the references' verdicts, judged once by the evidence step
+        sources=R("tables/claims_sources.csv"),
     output:
         csv=R("tables/comparison.csv"),
         md=R("tables/comparison.md"),
@@ -109,4 +111,5 @@ rule compare:
         reference=lambda w: " ".join(shlex.quote(str(d)) for d in REFERENCE_DIRS),
     shell:
         "noisyor-bench compare --results {params.results:q} --reference {params.reference}"
+        " --sources {input.sources:q}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"

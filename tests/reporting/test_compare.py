@@ -230,3 +230,41 @@ def test_stored_reference_verdicts_are_ignored(tmp_path: Path) -> None:
     pd.DataFrame([{"claim_id": claim, "verdict": "reproduced"}]).to_csv(ours, index=False)
     row = compare_claims(ours, rejudged).set_index("claim_id").loc[claim]
     assert row["reference"] == "reproduced" and row["status"] == "same"
+
+
+def test_the_references_verdicts_come_from_the_evidence_steps_sources(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workflow judges each reference once (claims-evidence): compare reads that reference's
+    rows of claims_sources.csv and judges nothing itself; a budget-held verdict stays told apart."""
+    from noisyor_bench.reporting import compare as compare_module
+
+    def no_judging(tables: Path) -> pd.DataFrame:
+        raise AssertionError(f"{tables} judged again")
+
+    monkeypatch.setattr(compare_module, "rejudged_claims", no_judging)
+    reference = _results(tmp_path / "ref-a", [("fig5", "syn-random-1", 30, "acp", 12.0, 0.2, 5)], {})
+    ours = _results(
+        tmp_path / "ours",
+        [("fig5", "syn-random-1", 30, "acp", 12.1, 0.2, 5)],
+        {"fig5-a": "reproduced", "fig5-b": "inconclusive"},
+    )
+    sources = tmp_path / "claims_sources.csv"
+    pd.DataFrame(
+        [
+            {"claim_id": "fig5-a", "source": "this run (quick)", "verdict": "reproduced"},
+            {"claim_id": "fig5-a", "source": "reference/ref-a", "verdict": "not reproduced"},
+            {"claim_id": "fig5-b", "source": "reference/ref-a", "verdict": "inconclusive (budget)"},
+            {"claim_id": "fig5-a", "source": "reference/other", "verdict": "reproduced"},
+        ]
+    ).to_csv(sources, index=False)
+    args = ["compare", "--results", str(ours), "--reference", str(reference), "--sources", str(sources)]
+    assert main(args) == 0
+    claims = pd.read_csv(ours / "tables" / "comparison.csv")  # cells
+    assert len(claims) == 1
+    md = (ours / "tables" / "comparison.md").read_text()
+    assert "| fig5-a | reproduced | not reproduced | different |" in md
+    assert "| fig5-b | inconclusive | inconclusive (budget) | different |" in md
+    missing = tmp_path / "nothing.csv"
+    assert main([*args[:-1], str(missing)]) == 2  # a data error: named, no traceback
+    assert "claims sources table" in capsys.readouterr().err

@@ -94,3 +94,54 @@ def test_a_comparison_written_before_the_check_has_no_line(tmp_path) -> None:
     pd.DataFrame([{"table": "t", "key": "k", "status": "agree"}]).to_csv(path, index=False)
     assert read_reproduction_line(path) is None
     assert read_reproduction_line(tmp_path / "absent.csv") is None
+
+
+@pytest.mark.parametrize(
+    ("ours_settings", "expected", "line"),
+    [
+        # the same settings fingerprint in another grid: shared, and reproduced over seeds 0, 1
+        ("aaaa11112222", REPRODUCED, "reproduces 1 of 1"),
+        # another fingerprint (e.g. more search draws chose other hyperparameters): not shared
+        ("bbbb11112222", "not shared: settings bbbb11112222 vs aaaa11112222", "reproduces 0 of 0"),
+        # a table without fingerprints on our side: the grid rule (another grid: not shared)
+        ("", "not shared: grid quick vs extended", "reproduces 0 of 0"),
+    ],
+)
+def test_settings_fingerprints_decide_what_another_grid_shares(
+    tmp_path, ours_settings, expected, line
+) -> None:
+    """A quick run shares with an extended-grid reference the cells both made the same way: the
+    tables' settings fingerprints (reporting.collect.run_settings) decide, not the grids' names."""
+    ref_row = {**_row("avi", REFERENCE["avi"]), "settings": "aaaa11112222"}
+    our_row = {**_row("avi", {0: 17.1, 1: 17.3}), "settings": ours_settings}
+    reference = _result_set(tmp_path / "ref", "extended", [ref_row], readme=True)
+    results = _result_set(tmp_path / "run", "quick", [our_row], readme=False)
+    cells, _ = compare_many(results, [reference])
+    assert [c.reproduction for c in cells][0].startswith(expected)
+    assert f"this run {line} shared reference cells" in reproduction_line(cells)
+
+
+def test_a_runs_settings_fingerprint_ignores_its_seed_and_paths_not_its_budget() -> None:
+    from noisyor_bench.reporting.collect import run_settings
+
+    base = {
+        "seed": 0,
+        "mode": "learning",
+        "budget": {"max_epochs": 60},
+        "hparams_resolved": {"lr": 0.01},
+        "dataset_sha256": "ab",
+        "provenance": {"command": {"argv": ["x", "--evaluation", '{"samples":50}', "--out-dir", "/a/seed0"]}},
+    }
+    same = {
+        **base,
+        "seed": 3,
+        "provenance": {"command": {"argv": ["x", "--evaluation", '{"samples":50}', "--out-dir", "/b/seed3"]}},
+    }
+    assert run_settings(base) == run_settings(same)
+    for changed in (
+        {"budget": {"max_epochs": 100}},
+        {"hparams_resolved": {"lr": 0.02}},
+        {"dataset_sha256": "cd"},
+        {"provenance": {"command": {"argv": ["x", "--evaluation", '{"samples":10}']}}},
+    ):
+        assert run_settings({**base, **changed}) != run_settings(base), changed

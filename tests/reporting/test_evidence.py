@@ -110,6 +110,38 @@ def test_grid_ranks(grid: str, rank: int) -> None:
 
 
 @pytest.mark.parametrize(
+    ("command", "rank", "protocol"),
+    [
+        ("snakemake --cores 1 --config grid=extended 'papers=[acp]'", 2, "grid extended"),
+        ("snakemake --cores 1 --config grid=paper-synpattern", 3, "paper protocol"),
+        ("snakemake --cores 2 --config grid=quick", 1, "grid quick"),
+        ("a command that names no grid", 3, "paper protocol"),
+    ],
+)
+def test_a_reference_ranks_by_the_grid_its_readme_names(
+    tmp_path, command: str, rank: int, protocol: str
+) -> None:
+    folder = tmp_path / "ref-x"
+    folder.mkdir()
+    (folder / "README.md").write_text(f"| command | `{command}` |\n", encoding="utf-8")
+    source = E.reference_source(folder)
+    assert (source.rank, source.protocol, source.label) == (rank, protocol, "reference/ref-x")
+
+
+def test_a_paper_reference_outranks_an_extended_one_that_outranks_quick(tmp_path) -> None:
+    folder = tmp_path / "extended-ref"
+    folder.mkdir()
+    (folder / "README.md").write_text("command: snakemake --config grid=extended\n", encoding="utf-8")
+    extended = E.reference_source(folder)
+    head = E.headline(
+        [E.Judged(QUICK, claim("reproduced", 5)), E.Judged(extended, claim("not reproduced", 5))]
+    )
+    assert head.chosen.source == extended and "grid extended vs grid quick" in head.disagreement
+    head = E.headline([E.Judged(extended, claim("not reproduced", 5)), E.Judged(REF, claim("reproduced", 3))])
+    assert head.chosen.source == REF
+
+
+@pytest.mark.parametrize(
     ("numbers", "n"),
     [
         ("d = -1 [-2, -0.5] (paired, n=5); A 1.0 (n=5)", 5),
@@ -198,8 +230,8 @@ def _evidence(results: Path, reference: Path, capsys: pytest.CaptureFixture[str]
             tables / "claims_run.csv",
             "--grid",
             "quick",
-            "--reference-tables",
-            *sorted((reference / "tables").glob("*.csv")),
+            "--reference",
+            reference,
             "--papers",
             "acp",
             "ape",

@@ -13,7 +13,7 @@ log = logging.getLogger(__name__)
 def cmd_compare(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.compare import compare_many, write_comparison
 
-    cells, claims = compare_many(args.results, args.reference)
+    cells, claims = compare_many(args.results, args.reference, args.sources)
     out_dir = Path(args.results) / "tables"
     out_csv = Path(args.out_csv) if args.out_csv else out_dir / "comparison.csv"
     out_md = Path(args.out_md) if args.out_md else out_dir / "comparison.md"
@@ -65,6 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=["reference"],
         help="the reference results directories (default: reference); with several, each cell and "
         "claim row names its reference (column reference_set)",
+    )
+    p.add_argument(
+        "--sources",
+        help="the references' verdicts, re-judged once by the evidence step (its claims_sources.csv); "
+        "without it each reference is judged here from its tables",
     )
     p.add_argument("--out-csv", help="per cell and metric (default: <results>/tables/comparison.csv)")
     p.add_argument(

@@ -20,15 +20,12 @@ def cmd_claims_evidence(args: argparse.Namespace) -> int:
         DISAGREEMENTS,
         evidence_ladder,
         headline_counts,
-        reference_folders,
         write_evidence,
     )
 
     run_claims = read_claims(args.claims)
     paper_ids = args.papers or list(dict.fromkeys(c.paper for c in run_claims))
-    references = list(
-        dict.fromkeys([*map(Path, args.reference or ()), *reference_folders(args.reference_tables or ())])
-    )
+    references = list(dict.fromkeys(map(Path, args.reference or ())))
     headlines = evidence_ladder(run_claims, args.grid, references, paper_ids)
     write_evidence(headlines, args.out_csv, args.out_md, args.out_sources_csv)
     disagreeing = sum(h.agreement in DISAGREEMENTS for h in headlines)
@@ -58,13 +55,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="*",
         default=[],
         help="published reference folders (each with tables/), re-judged by today's claim code",
-    )
-    p.add_argument(
-        "--reference-tables",
-        nargs="*",
-        default=[],
-        help="the table CSVs of published references (<folder>/tables/*.csv): their folders are "
-        "re-judged like --reference",
     )
     p.add_argument(
         "--papers",

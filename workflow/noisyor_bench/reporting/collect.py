@@ -45,6 +45,20 @@ METRIC_KEYS: tuple[str, ...] = (
     "epochs",
 )
 RUN_KEYS: tuple[str, ...] = ("experiment", "dataset", "method", "n_train", "seed")
+SETTINGS_KEYS: tuple[str, ...] = (
+    "mode",
+    "dataset_sha256",
+    "n_latent",
+    "n_val",
+    "n_test",
+    "budget",
+    "hparams_resolved",
+    "n_samples",
+    "iw_samples",
+    "exact_max_k",
+)
+"""What makes a run's numbers besides its key and seed (:func:`run_settings`): the data, the
+model size, the training budget, the selected hyperparameters and the evaluation."""
 
 
 def metrics_path(path: str | Path) -> Path:
@@ -106,6 +120,7 @@ def read_metrics(path: str | Path) -> dict[str, Any]:
     for key in METRIC_KEYS:
         row.setdefault(key, float("nan"))
     _check_layout(path, row)
+    row["settings"] = run_settings(data)
     row["run_dir"] = str(path.parent)
     return row
 
@@ -121,6 +136,30 @@ def _check_layout(path: Path, row: Mapping[str, Any]) -> None:
     if wrong:
         detail = ", ".join(f"{k}: path says {a!r}, file says {b!r}" for k, (a, b) in wrong.items())
         raise DataError(f"{path}: run directory and metrics.json disagree ({detail})")
+
+
+def run_settings(data: Mapping[str, Any]) -> str:
+    """A 12-hex fingerprint of a run's settings (:data:`SETTINGS_KEYS`, and the evaluation
+    settings its command was given): two runs of the same cell made with equal fingerprints differ
+    only by their seed, whichever grid made them -- so a quick run and a reference of another grid
+    share the cells whose settings match (:mod:`noisyor_bench.reporting.compare`)."""
+    import hashlib
+
+    picked: dict[str, Any] = {k: data.get(k) for k in SETTINGS_KEYS}
+    argv = ((data.get("provenance") or {}).get("command") or {}).get("argv") or []
+    if isinstance(argv, list) and "--evaluation" in argv[:-1]:
+        picked["evaluation"] = argv[argv.index("--evaluation") + 1]
+    text = json.dumps(picked, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def cell_settings(runs: pd.DataFrame) -> str:
+    """The one settings fingerprint of a cell's runs; "" when the runs hold none or differ (then
+    the cell is not comparable by its settings)."""
+    if "settings" not in runs.columns:
+        return ""
+    values = set(runs["settings"].dropna().astype(str)) - {""}
+    return values.pop() if len(values) == 1 else ""
 
 
 def collect_runs(paths: Sequence[str | Path]) -> pd.DataFrame:

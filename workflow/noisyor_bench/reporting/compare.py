@@ -15,8 +15,11 @@ half-widths alone; the per-seed values of two different runs are not paired).
 * Tables with one row per seed (recovery, classification, Table 5, t-SNE) are first summarised
   over seeds the way every other table is (:func:`summarise_seeds`).
 
-Claims are compared by verdict (same / different per claim id): this run's own verdicts
-(``claims_run.csv``) against the reference's claims re-judged from its tables by today's code.
+Claims are compared by verdict (same / different per claim id, ``inconclusive (budget)`` told apart
+from ``inconclusive``): this run's own verdicts (``claims_run.csv``) against the reference's claims
+re-judged from its tables by today's code -- read from the evidence step's
+``claims_sources.csv`` when given (the workflow: each reference judged once per run), else
+judged here.
 
 **The run as a reproduction check** (:func:`reproduction_line`): a reference cell is *shared* with
 this run when both made it with the same settings and at least one common seed. The tables show a
@@ -26,6 +29,10 @@ are the grid's. So a cell is shared when both result sets ran the same grid (our
 directory's record; the reference's: the ``grid=`` of its README command), or when its table is
 grid-independent (:data:`GRID_INDEPENDENT_TABLES`). A shared cell is compared over the common
 seeds only, and *reproduced* when every metric agrees (95% intervals; exactly where deterministic).
+Where both tables carry a cell's ``settings`` fingerprint (the runs' data, model size, budget,
+selected hyperparameters and evaluation: :func:`noisyor_bench.reporting.collect.run_settings`),
+the fingerprints decide instead of the grids: a quick run shares with an extended-grid reference
+exactly the cells both made the same way.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ import pandas as pd
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.integrity import verify_recorded_file
 from noisyor_bench.infra.io import write_text_atomic
+from noisyor_bench.reporting.claims import verdict_label
 from noisyor_bench.reporting.statistics import mean_ci
 from noisyor_bench.reporting.tables import format_ci, markdown_table
 
@@ -157,6 +165,9 @@ def summarise_seeds(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, group in per_seed.groupby(keys, sort=False, dropna=False):
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        if "settings" in group.columns:
+            values = set(group["settings"].dropna().astype(str)) - {""}
+            row["settings"] = values.pop() if len(values) == 1 else ""
         for metric in metrics:
             values = pd.to_numeric(group[metric], errors="coerce").dropna().tolist()
             mean, _, n, ci = mean_ci(values)
@@ -196,10 +207,11 @@ def compare_tables(
                 else [math.nan] * 3
             )
             diff, half, status = compare_cell(*ra, *rb)
+            why_not = _row_unshared(our_row, ref_row, unshared) if our_row is not None else unshared
             if status == MISSING:
                 reproduction = ""
-            elif unshared is not None:
-                reproduction = f"not shared: {unshared}"
+            elif why_not is not None:
+                reproduction = f"not shared: {why_not}"
             else:
                 reproduction = _reproduction(name, key, metric, our_row, ref_row, common, status)
             out.append(
@@ -216,6 +228,22 @@ def compare_tables(
                 )
             )
     return out
+
+
+def _settings(row: pd.Series) -> str:
+    value = row.get("settings")
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _row_unshared(our_row: pd.Series, ref_row: pd.Series, unshared: str | None) -> str | None:
+    """None when a cell was made the same way in both sets: equal settings fingerprints where
+    both rows have one, else the table's grid rule (``unshared``)."""
+    mine, theirs = _settings(our_row), _settings(ref_row)
+    if mine and theirs:
+        return (
+            None if mine == theirs else f"settings {mine} vs {theirs} (budget, search or evaluation differ)"
+        )
+    return unshared
 
 
 def _seed_values(row: pd.Series | None, metric: str) -> dict[str, float] | None:
@@ -292,25 +320,43 @@ def _table_csvs(tables_dir: Path) -> dict[str, Path]:
 
 
 def compare_many(
-    ours_dir: str | Path, reference_dirs_: Sequence[str | Path]
+    ours_dir: str | Path, reference_dirs_: Sequence[str | Path], sources: str | Path | None = None
 ) -> tuple[list[CellComparison], pd.DataFrame]:
     """:func:`compare_results` against each reference in turn; every cell and claim row names its
-    reference (``reference_set``: the folder's name)."""
+    reference (``reference_set``: the folder's name). ``sources``: the evidence step's
+    ``claims_sources.csv``, whose rows of each reference are its re-judged verdicts."""
+    judged = read_sources(sources) if sources is not None else None
     cells: list[CellComparison] = []
     claims: list[pd.DataFrame] = []
     for ref in reference_dirs_:
         name = Path(ref).name
-        these, verdicts = compare_results(ours_dir, ref)
+        these, verdicts = compare_results(ours_dir, ref, judged)
         cells += [replace(c, reference_set=name) for c in these]
         claims.append(verdicts.assign(reference_set=name))
     frame = pd.concat(claims, ignore_index=True) if claims else pd.DataFrame()
     return cells, frame
 
 
+def read_sources(path: str | Path) -> pd.DataFrame:
+    """The evidence step's ``claims_sources.csv`` (claim_id, source, verdict, ...); DataError
+    naming the file when it is missing or lacks those columns."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no claims sources table (the claims-evidence step writes it)")
+    verify_recorded_file(path)
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = {"claim_id", "source", "verdict"} - set(frame.columns)
+    if missing:
+        raise DataError(f"{path}: not a claims sources table (no column(s) {sorted(missing)})")
+    return frame
+
+
 def compare_results(
-    ours_dir: str | Path, reference_dir: str | Path
+    ours_dir: str | Path, reference_dir: str | Path, sources: pd.DataFrame | None = None
 ) -> tuple[list[CellComparison], pd.DataFrame]:
-    """All cells of every table in ``<reference>/tables`` against ``<ours>/tables``, and the claims."""
+    """All cells of every table in ``<reference>/tables`` against ``<ours>/tables``, and the claims:
+    the reference's verdicts from ``sources`` (its rows ``reference/<folder>``) when they hold
+    any, else re-judged here by today's claim code."""
     ours_tables, ref_tables = Path(ours_dir) / "tables", Path(reference_dir) / "tables"
     for path in (ours_tables, ref_tables):
         if not path.is_dir():
@@ -325,11 +371,16 @@ def compare_results(
             continue
         cells += compare_tables(name, _read(ours[name]), reference, _unshared(name, *grids))
     run_claims = ours_tables / "claims_run.csv"  # this run's own verdicts (claims.csv: the headline)
-    rejudged = rejudged_claims(ref_tables)
+    judged = None
+    if sources is not None:
+        rows = sources[sources["source"] == f"reference/{Path(reference_dir).name}"]
+        judged = rows[["claim_id", "verdict"]].reset_index(drop=True) if len(rows) else None
+    if judged is None:
+        judged = rejudged_claims(ref_tables)
     # a folder holding no registered paper's claim tables cannot be re-judged: its stored verdicts
     return cells, compare_claims(
         run_claims if run_claims.exists() else ours_tables / "claims.csv",
-        rejudged if len(rejudged) else ref_tables / "claims.csv",
+        judged if len(judged) else ref_tables / "claims.csv",
     )
 
 
@@ -339,7 +390,7 @@ def rejudged_claims(tables_dir: Path) -> pd.DataFrame:
     reference stored: those were judged by the code of its day."""
     from noisyor_bench.experiments import papers
 
-    rows = [(c.claim_id, c.verdict) for p in papers.papers() for c in papers.judge(p, tables_dir)]
+    rows = [(c.claim_id, verdict_label(c)) for p in papers.papers() for c in papers.judge(p, tables_dir)]
     return pd.DataFrame(rows, columns=["claim_id", "verdict"])
 
 
@@ -393,9 +444,9 @@ def compare_claims(ours: Path, reference: Path | pd.DataFrame) -> pd.DataFrame:
         if ours.exists()
         else pd.DataFrame(columns=["claim_id", "verdict"])
     )
-    verdicts = dict(zip(mine["claim_id"], mine["verdict"]))
+    verdicts = {r["claim_id"]: verdict_label(r) for r in mine.to_dict("records")}
     rows = []
-    for claim_id, verdict in zip(ref["claim_id"], ref["verdict"]):
+    for claim_id, verdict in zip(ref["claim_id"], [verdict_label(r) for r in ref.to_dict("records")]):
         our = verdicts.get(claim_id)
         status = MISSING if our is None else ("same" if our == verdict else "different")
         rows.append([claim_id, our or "", verdict, status])

@@ -8,9 +8,10 @@ registered judge, :func:`noisyor_bench.experiments.papers.judge`); a reference's
 
 Sources are ranked (:meth:`Judged.strength`), strongest first, by
 
-1. the protocol (:func:`grid_rank`): a reference folder is the paper's protocol (rank 3; its
-   README says where it is reduced); this run ranks by its grid -- ``paper`` and any grid named
-   ``paper...`` 3, ``extended`` 2, ``quick`` 1, ``smoke`` 0, any other grid 1;
+1. the protocol (:func:`grid_rank`), of this run by its grid and of a reference folder by the
+   grid its README's command names (``grid=...``) -- ``paper`` and any grid named ``paper...`` 3
+   (the paper's protocol; the README says where it is reduced), ``extended`` 2, ``quick`` 1,
+   ``smoke`` 0, any other grid 1; a reference whose README names no grid ranks 3;
 2. the seeds behind the claim (:func:`claim_n`): the smallest ``n=`` its numbers print (a CI
    ``(paired, n=5)``, a Welch ``n=5 vs 4``, a mean ``(n=3)``; the constant of ``vs constant`` is
    no seed); 0 when its numbers name none;
@@ -74,7 +75,7 @@ RUN = "run"
 """The kinds of source: a published reference folder, or this run."""
 
 REFERENCE_RANK = 3
-"""A published reference runs the paper's protocol (its README says where it is reduced)."""
+"""A published reference whose README names no grid: taken as the paper's protocol."""
 
 GRID_RANKS = {"paper": 3, "extended": 2, "quick": 1, "smoke": 0}
 """Protocol rank of this run by its grid; a grid named ``paper...`` ranks 3, any other 1."""
@@ -132,13 +133,17 @@ class Source:
 
     label: str  # "this run (quick)", "reference/paper-synpattern"
     kind: str  # RUN | REFERENCE
-    grid: str  # this run's grid; a reference's folder name (the grid it ran)
+    grid: str  # the grid it ran (a reference: its README's grid=, else its folder name)
     rank: int
 
     @property
     def protocol(self) -> str:
-        """``paper protocol`` (a reference) or ``grid <name>`` (this run)."""
-        return "paper protocol" if self.kind == REFERENCE else f"grid {self.grid}"
+        """``paper protocol`` (a reference at rank 3) or ``grid <name>``."""
+        return (
+            "paper protocol"
+            if self.kind == REFERENCE and self.rank == REFERENCE_RANK
+            else f"grid {self.grid}"
+        )
 
 
 def run_source(grid: str) -> Source:
@@ -146,8 +151,13 @@ def run_source(grid: str) -> Source:
 
 
 def reference_source(folder: str | Path) -> Source:
+    """A published reference, ranked by the grid its README's command names (an extended-grid
+    reference is extended evidence, not the paper's protocol)."""
+    from noisyor_bench.reporting.compare import reference_grid
+
     name = Path(folder).name
-    return Source(f"reference/{name}", REFERENCE, name, REFERENCE_RANK)
+    grid = reference_grid(folder)
+    return Source(f"reference/{name}", REFERENCE, grid or name, grid_rank(grid) if grid else REFERENCE_RANK)
 
 
 @dataclass(frozen=True)
@@ -322,18 +332,6 @@ def judge_reference(folder: str | Path, paper_ids: Sequence[str], judge: Judge |
         judged = list(judge(paper_id, folder / "tables"))
         claims += [c for c in judged if own or c.verdict != NOT_TESTED]
     return claims
-
-
-def reference_folders(tables: Iterable[str | Path]) -> list[Path]:
-    """The reference folders of a list of their table files (``<folder>/tables/<name>.csv``),
-    each once, in order of appearance."""
-    folders: dict[Path, None] = {}
-    for table in tables:
-        path = Path(table)
-        if path.parent.name != "tables":
-            raise DataError(f"{path}: a reference table lies in <reference>/tables/")
-        folders.setdefault(path.parent.parent, None)
-    return list(folders)
 
 
 def evidence_ladder(

@@ -23,7 +23,7 @@ import pandas as pd
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.integrity import verify_recorded_file
 from noisyor_bench.infra.io import write_text_atomic
-from noisyor_bench.reporting.collect import convergence_counts, is_deterministic
+from noisyor_bench.reporting.collect import cell_settings, convergence_counts, is_deterministic
 from noisyor_bench.reporting.statistics import CI_LEVEL, mean_ci
 
 
@@ -73,6 +73,7 @@ def summarise(
     Columns: ``by``, ``n_seeds``, ``seeds``, ``n_runs``, ``n_converged``, ``max_last_window_nats``
     and ``max_projected_nats`` (the largest last-window improvement of the group's runs, and how
     far it could move in a doubled budget, nats per data point: :data:`WINDOW_COLUMNS`), ``deterministic``,
+    ``settings`` (the runs' one settings fingerprint, :func:`~noisyor_bench.reporting.collect.cell_settings`),
     then per metric ``<m>_mean, <m>_std, <m>_n, <m>_ci95, <m>_values``.  NaN metric values
     (null in metrics.json) are left out of that metric's statistics, so ``<m>_n`` may be
     smaller than ``n_seeds``.  A deterministic group (:func:`is_deterministic`) has ``<m>_n``
@@ -91,6 +92,7 @@ def summarise(
         row.update(convergence_counts(group))
         fixed = is_deterministic(group)
         row["deterministic"] = fixed
+        row["settings"] = cell_settings(group)
         for m in metrics:
             ok = group[m].notna()
             vals = group.loc[ok, m].astype(float).to_numpy()
@@ -100,9 +102,16 @@ def summarise(
             row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_n": n, f"{m}_ci95": ci})
             row[f"{m}_values"] = format_values(group.loc[ok, "seed"], vals)
         rows.append(row)
-    columns = [*by, "n_seeds", "seeds", "n_runs", "n_converged", *WINDOW_COLUMNS, "deterministic"] + [
-        f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")
-    ]
+    columns = [
+        *by,
+        "n_seeds",
+        "seeds",
+        "n_runs",
+        "n_converged",
+        *WINDOW_COLUMNS,
+        "deterministic",
+        "settings",
+    ] + [f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")]
     return pd.DataFrame(rows, columns=columns)
 
 

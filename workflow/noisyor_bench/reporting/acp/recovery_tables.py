@@ -94,6 +94,7 @@ def recovery_table(
                 "paper_statement": p.get("statement", ""),
                 "paper_source": p.get("source", ""),
                 "run_dir": r["run_dir"],
+                "settings": str(r.get("settings") or ""),
                 **convergence_counts(pd.DataFrame([r])),
                 "val_nelbo": _finite_or_nan(r.get("val_nelbo")),
                 "all_recovered": rec.n_recovered == rec.n_true,

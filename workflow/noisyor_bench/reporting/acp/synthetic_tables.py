@@ -107,6 +107,7 @@ def _with_stat_columns(frame: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFr
         "max_last_window_nats",
         "max_projected_nats",
         "deterministic",
+        "settings",
     ] + [f"{m}_{s}" for m in metrics for s in ("mean", "std", "n", "ci95", "values")]:
         if col not in frame.columns:
             frame[col] = np.nan
