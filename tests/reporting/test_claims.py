@@ -296,3 +296,59 @@ def test_low_power_names_the_n_that_resolves_the_observed_effect():
     assert C.verdict_below(w32) == INCONCLUSIVE
     named = int(C.low_power(w32).rsplit("n>=", 1)[1].split()[0])
     assert named >= 3
+
+
+@pytest.mark.parametrize(
+    ("projected", "verdict", "budget_words"),
+    [
+        # the curve of a deciding cell could still move by 2x the effect: not settled at this budget
+        (
+            1.0,
+            "inconclusive",
+            ("avi N_train=30 by 1", ">= the effect 0.5 nats", "at this budget: reproduced"),
+        ),
+        # it could move by less than the effect: the verdict stands (the unconverged qualifier may say it)
+        (0.2, "reproduced", ()),
+        # early-stopped runs (0) and runs with nothing recorded (NaN) never trigger it
+        (0.0, "reproduced", ()),
+        (float("nan"), "reproduced", ()),
+    ],
+)
+def test_the_budget_rule_holds_back_a_verdict_a_doubled_budget_could_move(
+    projected: float, verdict: str, budget_words: tuple[str, ...]
+) -> None:
+    """A NELBO comparison (effect 0.5 nats, CI [-0.7, -0.3] below 0) whose deciding cell stopped at
+    its epoch limit still improving: a doubled budget projected to move it by >= the effect makes
+    the verdict 'inconclusive (budget)' with the statistic at this budget; below the effect it stands."""
+    from noisyor_bench.reporting.claims import Evidence, Interval, RowEvidence, verdict_label, with_evidence
+
+    evidence = Evidence(
+        rows={("fig5", "r1"): RowEvidence(5, 4, None, "avi N_train=30", 0.05, projected, n_seeds=5)},
+        metrics={"nelbo"},
+    )
+    iv = Interval(-0.5, -0.7, -0.3, "paired", "5")
+    evidence.decisions.append((iv, (0.0,)))
+    evidence.verdicts.append((iv, (0.0,), "reproduced"))
+    claim = with_evidence(
+        Claim("fig5-acp-better-small-n-syn-random-1", "s", "l", "reproduced", "n", "r"), evidence
+    )
+    assert claim.verdict == verdict
+    for word in budget_words:
+        assert word in claim.budget
+    assert bool(claim.budget) == bool(budget_words)
+    assert verdict_label(claim) == ("inconclusive (budget)" if budget_words else "reproduced")
+    assert bool(claim.margin) == (not budget_words)  # a budget-held verdict has no margin
+
+
+def test_the_budget_rule_leaves_claims_on_other_metrics_alone() -> None:
+    """F1 / EM / recovery have no projected move in nats: a moving NELBO curve read beside them
+    does not hold their verdict back."""
+    from noisyor_bench.reporting.claims import Evidence, Interval, RowEvidence, with_evidence
+
+    evidence = Evidence(rows={("r",): RowEvidence(5, 4, None, "avi", 0.05, 9.0)}, metrics={"f1"})
+    iv = Interval(3.0, 1.0, 5.0, "paired", "5")
+    evidence.verdicts.append((iv, (0.0,), "reproduced"))
+    claim = with_evidence(
+        Claim("fig5-acp-better-small-n-syn-random-1", "s", "l", "reproduced", "n", "r"), evidence
+    )
+    assert claim.verdict == "reproduced" and not claim.budget

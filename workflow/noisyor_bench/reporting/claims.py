@@ -668,6 +668,45 @@ class Evidence:
         """:meth:`margin_of` for people, with its unit: ``"0.12 nats"`` ("" when there is none)."""
         return margin_text(self.margin_of(verdict), self.unit())
 
+    def effect_of(self, verdict: str) -> float:
+        """The effect behind a decisive ``verdict``: over the parts that gave it, the smallest
+        distance of a part's estimate to its nearest decision boundary (NaN when none)."""
+        out = float("nan")
+        for iv, bounds, part in self.verdicts:
+            if part != verdict or not bounds or math.isnan(iv.estimate):
+                continue
+            d = min(abs(iv.estimate - b) for b in bounds)
+            out = d if math.isnan(out) else min(out, d)
+        return out
+
+    def budget(self, verdict: str) -> str:
+        """The budget rule of a decisive ``verdict`` on NELBOs / NLLs: the cells read whose runs
+        stopped at their epoch limit still improving, by so much that a doubled budget could move
+        them (:func:`~noisyor_bench.reporting.collect.projected_nats`) by at least the effect
+        (:meth:`effect_of`) -- the comparison is not settled at this budget. The reason, with the
+        statistic at this budget; "" when no cell could move that far."""
+        effect = self.effect_of(verdict)
+        if (
+            verdict not in DECISIVE
+            or not self.metrics
+            or not self.metrics <= NATS_METRICS
+            or math.isnan(effect)
+        ):
+            return ""
+        movers = sorted(
+            (r for r in self.rows.values() if r.projected_nats > 0 and r.projected_nats >= effect),
+            key=lambda r: -r.projected_nats,
+        )
+        if not movers:
+            return ""
+        who = ", ".join(f"{r.label or 'a cell'} by {r.projected_nats:.2g}" for r in movers[:3])
+        more = f" and {len(movers) - 3} more" if len(movers) > 3 else ""
+        margin = margin_text(self.margin_of(verdict), self.unit())
+        return (
+            f"a doubled budget could move {who}{more} nats >= the effect {effect:.2g} nats; at this "
+            f"budget: {verdict}" + (f" (margin {margin})" if margin else "")
+        )
+
     def low_power(self) -> str:
         """The ``low_power`` qualifier of the CIs judged that straddle a boundary (:func:`low_power`);
         several: each, joined."""
@@ -823,11 +862,24 @@ def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
     """``claim`` with its evidence recorded and, where the claim function left them empty, the
     ``unconverged`` / ``weak_learning`` qualifiers from it (and ``low_power`` of an inconclusive
     claim from the CIs it judged), and the ``margin`` of a decisive verdict (:meth:`Evidence.margin_of`;
-    "" for any other verdict); the verdict is never changed. A claim function that adds its
+    "" for any other verdict). Qualifiers never change the verdict; the budget rule does
+    (:meth:`Evidence.budget`): a decisive verdict whose cells a doubled budget could move by its
+    effect becomes inconclusive, its ``budget`` naming them and the statistic at this budget
+    ("inconclusive (budget)", :func:`verdict_label`). A claim function that adds its
     own unconverged text to the rows' joins it with :func:`rows_unconverged`, so the rows' text
     is not lost. A claim not tested rests on no rows (rows read before a missing part decide nothing)."""
     if claim.verdict == NOT_TESTED:
         return replace(claim, evidence="")
+    budget = claim.budget or evidence.budget(claim.verdict)
+    if budget and claim.verdict in DECISIVE:
+        claim = replace(claim, verdict=INCONCLUSIVE, budget=budget, margin="")
+        return replace(
+            claim,
+            evidence=evidence.text(),
+            unconverged=claim.unconverged or evidence.unconverged(),
+            weak_learning=claim.weak_learning or evidence.weak_learning(),
+            bound_gap=claim.bound_gap or evidence.bound_gap(),
+        )
     return replace(
         claim,
         evidence=evidence.text(),
