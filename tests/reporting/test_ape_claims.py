@@ -4,9 +4,11 @@ orderings, ratios and agreement counts they are defined on (table-driven)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
 from noisyor_bench.reporting.ape.claims import ape_claims
 from noisyor_bench.reporting.ape.table1 import figure1_rows, reductions, seed_rows, table1, table1_markdown
@@ -23,7 +25,17 @@ PAPER_LIKE = {
 }
 
 
-def _eval(dataset: str, seed: int, values: dict, converged: dict | None = None, warm: float = 0.1) -> dict:
+def _eval(
+    dataset: str,
+    seed: int,
+    values: dict,
+    converged: dict | None = None,
+    warm: float = 0.1,
+    elbo: dict | None = None,
+    chain: dict | None = None,
+) -> dict:
+    """One evaluation record; ``elbo`` overrides a method's ELBO per word (default clean LL - 0.1),
+    ``chain`` is NUTS's chain record (step size, diagnostics)."""
     jitter = 0.01 * (seed - 1)  # a little seed-to-seed variation, the same for every method
     methods = {}
     for m, (ll_is, ll_paper, seconds, agree) in values.items():
@@ -31,7 +43,7 @@ def _eval(dataset: str, seed: int, values: dict, converged: dict | None = None, 
             "ll_is": ll_is + jitter,
             "ll_paper": ll_paper + jitter,
             "ll_paper_std": 0.01,
-            "elbo_per_word": ll_is - 0.1,
+            "elbo_per_word": (elbo or {}).get(m, ll_is - 0.1) + jitter,
             "elbo_pair": -170.0,
             "time_s": seconds * (1 + 0.05 * seed),
             "agree_vi": agree - (seed % 2),
@@ -42,6 +54,7 @@ def _eval(dataset: str, seed: int, values: dict, converged: dict | None = None, 
         }
     nuts = {
         "combinations": 30,
+        **({"chain": chain} if chain else {}),
         "methods": {
             "nuts": {
                 "ll_is": -4.1 + jitter,
@@ -104,7 +117,12 @@ def test_paper_like_results_reproduce_every_claim(tmp_path):
         ({"standard": (-4.3, -4.4, 0.01, 26)}, "ape-standard-fails-toybars", NOT_REPRODUCED),  # 0.1 < margin
         ({"vi": (-3.0, -3.1, 5.0, 45)}, "ape-close-to-vi-faster-toybars", NOT_REPRODUCED),  # gap 1.2 nats
         ({"vi": (-3.9, -4.0, 0.4, 45)}, "ape-close-to-vi-faster-toybars", NOT_REPRODUCED),  # 10x, not 100x
-        ({"standard": (-9.3, -9.4, 0.01, 44)}, "ape-agreement-toybars", NOT_REPRODUCED),
+        # APE 4 pairs below Standard in every seed: decided beyond the count's resolution floor
+        (
+            {"standard": (-9.3, -9.4, 0.01, 44), "ape-model-aware": (-4.2, -4.3, 0.04, 40)},
+            "ape-agreement-toybars",
+            NOT_REPRODUCED,
+        ),
     ],
 )
 def test_each_claim_follows_its_ordering(tmp_path, change, claim, verdict):
@@ -159,3 +177,53 @@ def test_reductions_name_every_cut():
         "300 Gibbs",
     ):
         assert expected in text
+
+
+def test_posterior_claims_follow_the_elbo_gap_not_clean_is(tmp_path):
+    # clean IS puts the model-aware APE 0.1 nats/word from VI, the ELBO 0.8: the KL difference decides
+    elbo = {"ape-model-aware": -4.9, "vi": -4.1, "ape-naive": -4.8, "standard": -5.0}
+    claims = _claims(tmp_path, [_eval("toybars", s, PAPER_LIKE, elbo=elbo) for s in range(3)])
+    close = claims["ape-close-to-vi-faster-toybars"]
+    assert close.verdict == NOT_REPRODUCED  # ELBO gap 0.8 > 0.5; clean IS 0.3 would reproduce
+    assert "ELBO/word" in close.numbers and "+0.8000" in close.numbers
+    assert "clean IS, an estimate of log p(x)" in close.numbers and "+0.3000" in close.numbers
+    assert claims["ape-model-aware-beats-naive-toybars"].verdict == NOT_REPRODUCED  # -4.9 < -4.8
+    assert claims["ape-standard-fails-toybars"].verdict == NOT_REPRODUCED  # 0.1 < the 0.5 margin
+    assert "posterior-quality measure" in claims["ape-standard-fails-toybars"].numbers
+
+
+def test_agreement_of_equal_counts_keeps_the_count_resolution(tmp_path):
+    # APE one pair below Standard in every seed: a zero-width CI would say "not reproduced"
+    values = {**PAPER_LIKE, "standard": (-9.3, -9.4, 0.01, 44)}
+    claims = _claims(tmp_path, [_eval("toybars", s, values) for s in range(3)])
+    agreement = claims["ape-agreement-toybars"]
+    half = stats.t.ppf(0.975, 2) * math.sqrt(2 / 12 / 3)  # rounding sd of a difference of counts
+    assert agreement.verdict == INCONCLUSIVE and half > 1.0
+    assert f"[{-1 - half:+.1f}, {-1 + half:+.1f}]" in agreement.numbers
+    assert "resolution" in agreement.numbers
+
+
+@pytest.mark.parametrize(
+    ("diagnostics", "flagged"),
+    [
+        (
+            {"rhat_max": 1.4, "ess_min": 5.8, "ess_median": 90.0},
+            ["R-hat > 1.1", "{0: 1.4}", "ESS < 10", "{0: 5.8}"],
+        ),
+        ({"rhat_max": 1.17, "ess_min": 40.0, "ess_median": 90.0}, ["R-hat > 1.1", "{0: 1.17}"]),
+        ({"rhat_max": 1.05, "ess_min": 40.0, "ess_median": 90.0}, []),
+    ],
+)
+def test_nuts_chain_that_has_not_mixed_is_flagged(tmp_path, diagnostics, flagged):
+    mixed = {"diagnostics": {"rhat_max": 1.01, "ess_min": 60.0, "ess_median": 90.0}}
+    evals = [
+        _eval("toybars", s, PAPER_LIKE, chain={"diagnostics": diagnostics} if s == 0 else mixed)
+        for s in range(3)
+    ]
+    nuts = _claims(tmp_path, evals)["ape-nuts-vs-vi-toybars"]
+    assert nuts.verdict == REPRODUCED  # the qualifier never changes the verdict
+    for text in flagged:
+        assert text in nuts.unconverged
+    if not flagged:
+        assert "not mixed" not in nuts.unconverged
+    assert "1: 1.01" not in nuts.unconverged  # mixed seeds are not named

@@ -29,6 +29,7 @@ def _runs(values: dict[str, dict[str, list[float]]], unconverged: tuple[str, ...
                     "run_dir": f"/runs/{method}/seed{seed}",
                     "base_method": method.split("-")[0],
                     "encoder_input": "",
+                    "agreement_pairs": 270,  # 6 problems x 45 candidate pairs: step 1/270
                     **{m: v[i] for m, v in metrics.items()},
                     "inference_seconds": 0.1,
                 }

@@ -352,3 +352,89 @@ def test_the_budget_rule_leaves_claims_on_other_metrics_alone() -> None:
         Claim("fig5-acp-better-small-n-syn-random-1", "s", "l", "reproduced", "n", "r"), evidence
     )
     assert claim.verdict == "reproduced" and not claim.budget
+
+
+# ------------------------------------------------------------------ low power against a constant
+def _resolving_n(sd: float, effect: float, n_now: int) -> int:
+    """The smallest n > n_now whose t CI (df n - 1, the observed sd) excludes the boundary: scipy's
+    quantiles, searched one n at a time."""
+    return next(
+        n for n in range(n_now + 1, 100_000) if stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) < effect
+    )
+
+
+@pytest.mark.parametrize(
+    ("sampled", "constant", "mirrored"),
+    [
+        ((10.0, 10.6), 10.0, False),  # 2 seeds: df 1, the case that read "n>=2" with 2 in hand
+        ((10.0, 10.6), 10.0, True),  # the constant on the left
+        ((9.8, 10.5, 10.2), 10.0, False),
+        ((9.7, 10.4, 10.1, 10.6, 9.9), 10.0, False),
+        ((9.7, 10.4, 10.1, 10.6, 9.9), 10.0, True),
+    ],
+    ids=["2-vs-constant", "constant-vs-2", "3-vs-constant", "5-vs-constant", "constant-vs-5"],
+)
+def test_low_power_against_a_constant_counts_the_sampled_side(sampled, constant, mirrored):
+    sample, fixed = C.Side(seeds(*sampled)), C.Side({0: constant}, deterministic=True)
+    iv = C.compare(fixed, sample) if mirrored else C.compare(sample, fixed)
+    assert iv.kind == "vs constant" and iv.low <= 0.0 <= iv.high  # straddles: low power applies
+    values = np.asarray(sampled)
+    sd, effect = float(values.std(ddof=1)), abs(float(values.mean()) - constant)
+    need = _resolving_n(sd, effect, len(sampled))
+    text = C.low_power(iv)
+    assert text.endswith(f"n>={need} seeds on the sampled side would resolve it"), text
+    assert need > len(sampled)
+    if len(sampled) == 2:
+        assert text.startswith(
+            "1 degree of freedom: n >= 3 seeds on the sampled side needed (t against a constant"
+        )
+    else:
+        assert "degree" not in text
+
+
+def test_sampled_n_counts_pairs_the_sampled_side_and_the_smaller_welch_side():
+    assert C.sampled_n(C.Interval(0.1, -1, 1, "paired", "4", 0.1, 3.0)) == 4
+    assert C.sampled_n(C.Interval(0.1, -1, 1, "vs constant", "5 vs 1", 0.1, 4.0)) == 5
+    assert C.sampled_n(C.Interval(0.1, -1, 1, "vs constant", "1 vs 3", 0.1, 2.0)) == 3
+    assert C.sampled_n(C.Interval(0.1, -1, 1, "welch", "3 vs 2", 0.1, 1.5)) == 2
+
+
+# ------------------------------------------------------------------ bound gap by mode
+def _gap_evidence(mode: str | None, gap: float) -> C.Evidence:
+    """Evidence of one NELBO claim with effect 0.1 nats read from one row whose NELBO - NLL is ``gap``."""
+    row = {
+        "artifact": "fig5",
+        "dataset": "d",
+        "method": "avi",
+        "n_train": 30,
+        "nll": 10.0,
+        "nll_rows_nelbo": 10.0 + gap,
+    }
+    if mode is not None:
+        row["mode"] = mode
+    evidence = C.Evidence()
+    evidence.note(pd.DataFrame([row]))
+    evidence.metrics.add("nelbo")
+    evidence.decisions.append((C.Interval(-0.1, -0.15, -0.05, "paired", "3", 0.01, 2.0), (0.0,)))
+    return evidence
+
+
+@pytest.mark.parametrize(
+    ("mode", "gap", "tagged"),
+    [
+        ("learning", 0.3, True),  # a learned model's slack above the effect
+        (None, 0.3, True),  # a table without a mode column: a learned model
+        ("learning", 0.05, False),  # slack below the effect
+        ("inference", 0.3, False),  # one true model on both sides: the gap is the compared quantity
+    ],
+)
+def test_bound_gap_only_where_a_learned_models_bound_and_likelihood_differ(mode, gap, tagged):
+    assert bool(_gap_evidence(mode, gap).bound_gap()) == tagged
+
+
+def test_note_mode_marks_rows_of_a_table_without_a_mode_column():
+    evidence = _gap_evidence(None, 0.3)
+    evidence.set_mode(C.INFERENCE_MODE)  # rows read before the mode was noted are marked too
+    assert evidence.bound_gap() == ""
+    with pytest.raises(ValueError, match="mode 'training' not in"):
+        C.note_mode("training")

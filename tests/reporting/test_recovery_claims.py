@@ -10,7 +10,7 @@ import math
 
 import pandas as pd
 import pytest
-from scipy.stats import binomtest
+from scipy.stats import binomtest, norm
 
 from noisyor_bench.reporting.acp.recovery_tables import paired_recovery
 from noisyor_bench.reporting.acp.synthetic_claims import (
@@ -126,8 +126,65 @@ def test_protocol_deviation_names_search_and_seeds() -> None:
     claim = claim_recovery_n200(_tables(ACP_LUCKY, AVI_MISSES, search=search))
     assert (
         claim.protocol_deviation
-        == "ACP: search 3/100 draws x 2 inits; AVI: search 1/100 draws (the defaults)"
+        == "search 3/100 draws x 2 inits (ACP); search 1/100 draws: the defaults (AVI)"
     )
     few = claim_recovery_n200(_tables(ACP_LUCKY[:2], AVI_MISSES[:2]))
-    assert "ACP: seeds 2/5" in few.protocol_deviation and "AVI: seeds 2/5" in few.protocol_deviation
+    assert "seeds 2/5 (ACP, AVI)" in few.protocol_deviation
+    # without the search table nothing says the cells ran their defaults
+    assert (
+        "search table missing (ACP, AVI)" in few.protocol_deviation
+        and "defaults" not in few.protocol_deviation
+    )
     assert few.verdict in (REPRODUCED, NOT_REPRODUCED)  # qualifiers never change the verdict
+
+
+def _wilson(k: int, n: int) -> tuple[float, float]:
+    """Wilson 95% interval of k successes in n, from its closed form (independent of the code)."""
+    z = norm.ppf(0.975)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@pytest.mark.parametrize(
+    ("acp", "avi", "acp_all", "avi_all"),
+    [
+        (ACP_LUCKY, AVI_MISSES, 1, 2),
+        (ACP_SELECTED_MISSES, AVI_ALL, 4, 2),
+        (ACP_LUCKY[:2], AVI_MISSES[:2], 0, 1),
+    ],
+    ids=["1-and-2-of-5", "4-and-2-of-5", "two-seeds"],
+)
+def test_a_verdict_of_one_selected_run_says_so_with_the_rate_over_seeds(acp, avi, acp_all, avi_all) -> None:
+    claim = claim_recovery_n200(_tables(acp, avi))
+    n = len(acp)
+    for label, k in (("ACP", acp_all), ("AVI", avi_all)):
+        low, high = _wilson(k, n)
+        expected = (
+            f"{label}: decided by one selected run of {n}; full recovery in {k} of {n} seeds "
+            f"[{100 * low:.0f}%, {100 * high:.0f}%]"
+        )
+        assert expected in claim.low_power, claim.low_power
+    assert claim.verdict in (REPRODUCED, NOT_REPRODUCED)  # the qualifier never changes the verdict
+
+
+def test_no_single_run_qualifier_when_no_run_is_selected() -> None:
+    claim = claim_recovery_n200(_tables(NO_VAL, AVI_MISSES))
+    assert "ACP:" not in claim.low_power and "AVI: decided by one selected run of 5" in claim.low_power
+
+
+@pytest.mark.parametrize("with_search", [False, True], ids=["no-search-table", "search-table"])
+def test_methods_the_paper_never_searched_carry_no_search_deviation(with_search) -> None:
+    lb = _rows("lb-cdi", 1000, [5, 7, 6, 4, 5], [12.0, 12.5, 11.9, 12.1, 12.2])
+    svi = _rows("svi", 1000, [4, 6, 5, 5, 5], [12.2, 12.1, 12.3, 12.4, 12.0])
+    search = pd.DataFrame(columns=["experiment", "dataset", "method", "n_train", "n_inits"])
+    claim = claim_recovery_nonamortized(_tables(lb, svi, search=search if with_search else None))
+    assert claim.verdict == REPRODUCED and claim.protocol_deviation == ""
+    # both methods' single-run parts, even though their rates read alike (0 of 5 each)
+    low, high = _wilson(0, 5)
+    for label in ("LB-CDI", "SVI"):
+        assert (
+            f"{label}: decided by one selected run of 5; full recovery in 0 of 5 seeds "
+            f"[{100 * low:.0f}%, {100 * high:.0f}%]" in claim.low_power
+        )

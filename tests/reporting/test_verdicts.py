@@ -387,7 +387,7 @@ def test_protocol_deviation_names_seeds_and_search_draws_against_the_papers() ->
     assert claim.verdict == REPRODUCED
     assert (
         claim.protocol_deviation
-        == "seeds 3/5 (ACP, AVI); N_train {30} of Fig. 5's {10, 30, 100, 300, 1000, 3000, 10000}"
+        == "seeds 3/5 (ACP, AVI); search table missing (ACP, AVI); N_train {30} of Fig. 5's {10, 30, 100, 300, 1000, 3000, 10000}"
     )
     search = pd.DataFrame(
         [
@@ -405,7 +405,7 @@ def test_protocol_deviation_names_seeds_and_search_draws_against_the_papers() ->
     )
     assert (
         SC.claim_fig5_acp_better_small_n(five, DATASET).protocol_deviation
-        == "N_train {30} of Fig. 5's {10, 30, 100, 300, 1000, 3000, 10000}"
+        == "search table missing (ACP, AVI); N_train {30} of Fig. 5's {10, 30, 100, 300, 1000, 3000, 10000}"
     )
 
 

@@ -39,9 +39,10 @@ intervals over seeds, never from point estimates alone:
 **Qualifiers** are strings beside the verdict ("" = none) that never change it:
 ``protocol_deviation`` (how the grid differs from the paper's protocol), ``unconverged`` (runs
 behind the claim that had not converged), ``weak_learning`` (learned models not better than the
-independent-Bernoulli baseline), ``bound_gap`` (NELBO - NLL larger than the claim's effect) and
-``low_power`` (the CI cannot resolve the claim's margin at this n: :func:`low_power` says the n
-that would).  A claim function decorated with :func:`qualified` collects the table rows it reads
+independent-Bernoulli baseline), ``bound_gap`` (a learned model's NELBO - NLL larger than the
+claim's effect; never on inference-mode rows, where both sides score one true model:
+:func:`note_mode`) and ``low_power`` (the CI cannot resolve the claim's margin at this n:
+:func:`low_power` says the n that would, counted on the sampled side against a constant).  A claim function decorated with :func:`qualified` collects the table rows it reads
 (:func:`table_side`, :func:`note_evidence`) and fills ``evidence`` and, unless the function set
 them itself, the ``unconverged`` / ``weak_learning`` qualifiers from those rows.  Tables without
 the convergence / baseline columns count as converged / not above the baseline.
@@ -415,15 +416,30 @@ def _df_text(df: float) -> str:
     return "1 degree" if df == 1.0 else f"{df:.2g} degrees"
 
 
+def sampled_n(iv: Interval) -> int | None:
+    """The seeds in hand that a larger n would add to: a paired t's pairs, the sampled side of a
+    t against a constant (the constant is one setting, never more seeds), a Welch t's smaller
+    side; ``None`` when ``iv.n`` names no count."""
+    sizes = [int(x) for x in iv.n.replace("vs", " ").split() if x.isdigit()]
+    if not sizes:
+        return None
+    return max(sizes) if iv.kind == "vs constant" else min(sizes)
+
+
+_SEEDS_NEEDED = {"welch": "seeds per side", "vs constant": "seeds on the sampled side"}
+"""What the n of :func:`df_note` / :func:`_straddle_power` counts, by the CI's kind (else: seeds)."""
+
+
 def df_note(iv: Interval) -> str:
     """The ``low_power`` text of a CI with too few degrees of freedom ("" otherwise):
-    ``"1 degree of freedom: n >= 3 seeds needed (paired t, n=2)"``."""
+    ``"1 degree of freedom: n >= 3 seeds needed (paired t, n=2)"``; against a constant the n
+    counts the sampled side's seeds (df = n - 1), in a Welch t each side's."""
     if not too_few_df(iv):
         return ""
     names = {"paired": "paired t", "welch": "Welch t", "vs constant": "t against a constant"}
     kind = names.get(iv.kind, iv.kind)
-    per_side = " per side" if iv.kind == "welch" else ""
-    return f"{_df_text(iv.df)} of freedom: n >= 3 seeds{per_side} needed ({kind}, n={iv.n})"
+    seeds = _SEEDS_NEEDED.get(iv.kind, "seeds")
+    return f"{_df_text(iv.df)} of freedom: n >= 3 {seeds} needed ({kind}, n={iv.n})"
 
 
 def _undecided(iv: Interval) -> str | None:
@@ -515,11 +531,23 @@ class RowEvidence:
     bound_gap: float = float("nan")
     cell: tuple[str, str, str, int | None] = ("", "", "", None)  # (artifact, dataset, method, n_train)
     n_seeds: int = 0  # seeds of the row (its n_seeds, else its values)
+    mode: str = ""  # "inference" (the true model fixed) or "learning"; "" = unknown (learned)
 
 
 WEAK_LEARNING_TOL = 0.01
 """nats per data point: a learned model is *weak* when its held-out NLL is not below the
 independent-Bernoulli baseline's (same rows) by more than this, at 95%."""
+
+
+INFERENCE_MODE = "inference"
+LEARNING_MODE = "learning"
+MODES = (INFERENCE_MODE, LEARNING_MODE)
+"""How a row's model came about: inference scores a fixed true model (only the posterior is
+fitted), learning a model fitted to the training rows (its NELBO a bound on its own NLL)."""
+
+
+def _text(value: Any) -> str:
+    return "" if is_missing(value) else str(value)
 
 
 def _float(value: Any) -> float:
@@ -597,6 +625,9 @@ class Evidence:
     """(CI, decision boundaries) of every CI the claim judged (verdict_below / _above / _within)."""
     verdicts: list[tuple[Interval, tuple[float, ...], str]] = field(default_factory=list)
     """The same, each with the verdict it gave (the parts that decide the claim: :meth:`margin_of`)."""
+    mode: str = ""
+    """The mode of the rows the claim reads where their table has no ``mode`` column
+    (:func:`note_mode`): "inference" scores a fixed true model, "learning" a learned one."""
 
     def note(self, table: pd.DataFrame, n_values: int = 1) -> None:
         """Record ``table``'s rows (one per cell or per run); a row read twice counts once.
@@ -626,7 +657,15 @@ class Evidence:
                     None if is_missing(r.get("n_train")) else int(r.get("n_train")),
                 ),
                 _count(r.get("n_seeds"), n_values),
+                _text(r.get("mode")) or self.mode,
             )
+
+    def set_mode(self, mode: str) -> None:
+        """The mode of the rows read (already, and from now on) whose table has no ``mode`` column."""
+        self.mode = mode
+        for key, row in self.rows.items():
+            if not row.mode:
+                self.rows[key] = replace(row, mode=mode)
 
     def merge(self, other: Evidence) -> None:
         self.rows.update(other.rows)
@@ -787,14 +826,20 @@ class Evidence:
 
     def bound_gap(self) -> str:
         """The ``bound_gap`` qualifier of a claim on NELBOs: where the tables have the NLL, the
-        cells whose NELBO - NLL exceeds the claim's smallest |effect| (the bound's slack could
-        decide the comparison)."""
+        learned-model cells whose NELBO - NLL exceeds the claim's smallest |effect| (the bound's
+        slack could decide the comparison). Inference-mode cells never carry it: both sides score
+        the same true model, so their likelihood is one number and the NELBO gap between them is
+        the compared quantity itself, not slack."""
         effects = [abs(iv.estimate) for iv, _ in self.decisions]
         if not effects or self.metrics != {"nelbo"}:
             return ""
         effect = min(effects)
         gaps = sorted(
-            ((r.label or "a cell", r.bound_gap) for r in self.rows.values() if r.bound_gap > effect),
+            (
+                (r.label or "a cell", r.bound_gap)
+                for r in self.rows.values()
+                if r.mode != INFERENCE_MODE and r.bound_gap > effect
+            ),
             key=lambda x: -x[1],
         )
         if not gaps:
@@ -809,6 +854,16 @@ class Evidence:
 _COLLECTING: ContextVar[Evidence | None] = ContextVar("claim_evidence", default=None)
 """The evidence of the claim being checked (set by :func:`qualified` for the duration of
 one claim function; ``None`` outside), so the table readers can note the rows they return."""
+
+
+def note_mode(mode: str) -> None:
+    """Tell the claim being checked (if any) the mode of the rows it reads whose table has no
+    ``mode`` column (:data:`INFERENCE_MODE` or :data:`LEARNING_MODE`)."""
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r} not in {MODES}")
+    evidence = _COLLECTING.get()
+    if evidence is not None:
+        evidence.set_mode(mode)
 
 
 def _note_metric(metric: str) -> None:
@@ -1074,10 +1129,11 @@ def _straddle_power(
 ) -> str:
     """The ``low_power`` text of a CI ``iv`` judged against ``bounds`` (default 0): "" unless the
     CI straddles one; then the CI's half-width, the
-    observed effect's distance to that boundary and the n (seeds per side) at which a t CI of
-    the same level, with the observed sd, would resolve it (the SE shrinks as sqrt(n_now / n);
-    df n - 1 paired or against a constant, 2n - 2 Welch; n_now = the smaller side's seeds, and the
-    n named is always above it). With one seed there is no sd: it says so."""
+    observed effect's distance to that boundary and the n at which a t CI of the same level,
+    with the observed sd, would resolve it (the SE shrinks as sqrt(n_now / n); df n - 1 paired or
+    against a constant, 2n - 2 Welch). n counts what :func:`sampled_n` counts in hand (pairs; the
+    sampled side against a constant; each side of a Welch t) and is always above n_now.
+    With one seed there is no sd: it says so."""
     bounds = bounds or (0.0,)
     if iv.kind == "none" or math.isnan(iv.estimate):
         return ""
@@ -1090,10 +1146,10 @@ def _straddle_power(
     half = (iv.high - iv.low) / 2.0
     u = f" {unit}" if unit else ""
     head = f"CI half-width {half:.2g}{u} > |effect| {effect:.2g}"
-    sizes = [int(x) for x in iv.n.replace("vs", " ").split() if x.isdigit()]
-    if math.isnan(iv.se) or not sizes or effect == 0.0:
+    n_now = sampled_n(iv)
+    if math.isnan(iv.se) or n_now is None or effect == 0.0:
         return head + "; no n resolves it" if effect == 0.0 else head
-    n_now = min(sizes)
+    seeds = f" {_SEEDS_NEEDED[iv.kind]}" if iv.kind == "vs constant" else ""
     sd_like = iv.se * math.sqrt(n_now)  # the SE at one seed per side
     z = stats.norm.ppf(0.5 + level / 2.0)
     # normal approximation first, then t; never the n of today's CI, which does not resolve it (with
@@ -1102,6 +1158,6 @@ def _straddle_power(
     while n <= n_max:
         df = 2 * n - 2 if iv.kind == "welch" else n - 1
         if stats.t.ppf(0.5 + level / 2.0, df) * sd_like / math.sqrt(n) < effect:
-            return f"{head}; n>={n} would resolve it"
+            return f"{head}; n>={n}{seeds} would resolve it"
         n += 1
-    return f"{head}; n>{n_max} would be needed"
+    return f"{head}; n>{n_max}{seeds} would be needed"

@@ -3,15 +3,20 @@
 Each claim is APE's question asked of noisy-OR, per family (every family must agree:
 :func:`~noisyor_bench.reporting.claims.combine`), with the 95% CI of a difference over seeds
 (paired: every encoder runs the same seeds; a per-datapoint baseline is a constant) and the
-``unconverged`` qualifier beside it when a row it rests on has unconverged runs.
+``unconverged`` qualifier beside it when a row it rests on has unconverged runs.  Agreement is a
+count over the problems' candidate pairs: its CI's sd is floored at the count's resolution
+(:mod:`noisyor_bench.reporting.ape.counts`), so equal counts in every seed never decide on a
+zero-width CI.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pandas as pd
 
+from noisyor_bench.reporting.ape.counts import FLOOR_RULE, floored
 from noisyor_bench.reporting.claims import (
     DF_RULE,
     RULE_LESS,
@@ -33,12 +38,22 @@ NON_INFERIORITY = (
 RULE_NONINF = (
     f"CI of agreement(ACP) - agreement(APE model-aware) over seeds (paired): reproduced if its lower end is "
     f"above -{NON_INFERIORITY} (non-inferior by a margin of {NON_INFERIORITY} of the pairs), not reproduced if "
-    f"its upper end is below -{NON_INFERIORITY}, else inconclusive; {DF_RULE}"
+    f"its upper end is below -{NON_INFERIORITY}, else inconclusive; {DF_RULE}; {FLOOR_RULE}"
 )
+COUNT_METRICS = ("agreement_exact", "agreement_svi")  # fractions of candidate pairs: discrete
 
 
 def _families(table: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(table["dataset"]))
+
+
+def count_step(table: pd.DataFrame, family: str) -> float:
+    """The lattice step of a family's agreement fractions, 1 / (problems x candidate pairs) from the
+    table's ``agreement_pairs`` (NaN for a table from before that column: resolution unknown)."""
+    if "agreement_pairs" not in table.columns:
+        return math.nan
+    pairs = pd.to_numeric(table.loc[table["dataset"] == family, "agreement_pairs"], errors="coerce").dropna()
+    return 1.0 / float(pairs.iloc[0]) if len(pairs) and float(pairs.iloc[0]) > 0 else math.nan
 
 
 def _contrast(
@@ -61,9 +76,13 @@ def _contrast(
         )
         if not sa or not sb:
             continue
-        iv = compare(sa, sb)
+        iv, note = compare(sa, sb), ""
+        if metric in COUNT_METRICS:
+            iv, note = floored(iv, count_step(table, family))
         verdicts.append(verdict(iv, bound))
-        numbers.append(f"{family}: {metric}({a}) - {metric}({b}) = {iv.text(3)}")
+        numbers.append(
+            f"{family}: {metric}({a}) - {metric}({b}) = {iv.text(3)}" + (f" ({note})" if note else "")
+        )
     if not verdicts:
         return no_data_claim(claim_id, statement, LOCATION, rule, f"{a} and {b} not both in the table")
     return Claim(claim_id, statement, LOCATION, combine(verdicts), "; ".join(numbers), rule)

@@ -6,6 +6,8 @@ problem file (the exact log-likelihoods):
 
 * ``agreement_exact``: mean over test problems of the fraction of the C(C-1)/2 candidate
   pairs ordered as the exact mean log-likelihood orders them (:func:`pairwise_agreement`);
+  ``agreement_pairs`` = problems x C(C-1)/2, so its values lie on a lattice of step
+  1 / ``agreement_pairs`` (the claims' count resolution);
 * ``agreement_svi``: the same against per-datapoint SVI's ranking (APE's own reference);
 * ``gap_exact``: mean ``log p(x) - ELBO`` in nats per (row, candidate);
 * ``gap_svi`` / ``gap_lbcdi``: mean ``ELBO_SVI - ELBO`` / ``ELBO_LB-CDI - ELBO`` (positive:
@@ -49,6 +51,12 @@ def mean_agreement(scores: np.ndarray, reference: np.ndarray) -> float:
     )
 
 
+def agreement_pairs(shape: Sequence[int]) -> int:
+    """Candidate pairs an agreement is counted over for scores of ``shape`` (P, C, N): P x C(C-1)/2."""
+    problems, candidates = int(shape[0]), int(shape[1])
+    return problems * candidates * (candidates - 1) // 2
+
+
 def run_rows(metrics_files: Sequence[str | Path], log_px: Mapping[str, np.ndarray]) -> pd.DataFrame:
     """One row per run with the metrics of the module docstring; ``log_px``: family -> (P, C, N)."""
     runs = []
@@ -75,6 +83,7 @@ def run_rows(metrics_files: Sequence[str | Path], log_px: Mapping[str, np.ndarra
                 },
                 "base_method": row.get("base_method", row["method"]),
                 "encoder_input": row.get("encoder_input", ""),
+                "agreement_pairs": agreement_pairs(elbo.shape),
                 "agreement_exact": mean_agreement(elbo, ref),
                 "agreement_svi": float("nan") if svi is None else mean_agreement(elbo, svi),
                 "gap_exact": float((ref - elbo).mean()),
@@ -92,7 +101,9 @@ def ape_noisyor_table(runs: pd.DataFrame) -> pd.DataFrame:
         raise DataError("ape-noisyor table: no runs")
     table = summarise(runs, ["dataset", "method"], METRICS)
     extra = (
-        runs.groupby(["dataset", "method"], sort=False)[["base_method", "encoder_input"]]
+        runs.groupby(["dataset", "method"], sort=False)[
+            [c for c in ("base_method", "encoder_input", "agreement_pairs") if c in runs.columns]
+        ]
         .first()
         .reset_index()
     )
@@ -148,4 +159,12 @@ def ape_noisyor_markdown(table: pd.DataFrame, caption: Mapping[str, Any]) -> str
     return "\n".join(lines)
 
 
-__all__ = ["ARTIFACT", "METRICS", "ape_noisyor_markdown", "ape_noisyor_table", "mean_agreement", "run_rows"]
+__all__ = [
+    "ARTIFACT",
+    "METRICS",
+    "agreement_pairs",
+    "ape_noisyor_markdown",
+    "ape_noisyor_table",
+    "mean_agreement",
+    "run_rows",
+]

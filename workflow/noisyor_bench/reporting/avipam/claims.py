@@ -17,6 +17,12 @@ without that trace. Their ``protocol_deviation`` lists the Gibbs sweeps below th
 aviPAM epochs below the coherence plateau; their ``unconverged`` qualifier names the runs of
 the comparisons that decide the verdict, not every run read.
 
+**Metric bias**: Table 1's calibration row scores AVITM's published topics, whose NPMI Lau's
+scripts logged, so their difference is the paper-protocol NPMI's offset from the authors' tool
+(:func:`~noisyor_bench.reporting.avipam.calibration.metric_bias`).  A Table 1 coherence claim
+decided by a margin (its CI's distance to the boundary) smaller than that offset carries it in its
+``protocol_deviation`` (:func:`within_metric_bias`); a grid without calibration rows says nothing.
+
 **Budget**: a comparison whose lower side is before its coherence plateau while its curve
 still rose, over the second half of the run, by more than the comparison's effect
 (``npmi_*_rise`` of the tables) could change with a longer run: it decides nothing, and a
@@ -26,6 +32,7 @@ which curve moved by how much, and the statistic at this budget).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -33,7 +40,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.reporting.avipam.calibration import calibration_claim
+from noisyor_bench.reporting.avipam.calibration import calibration_claim, metric_bias
 from noisyor_bench.reporting.avipam.tables import paper_numbers
 from noisyor_bench.reporting.claims import (
     _COLLECTING,
@@ -49,6 +56,7 @@ from noisyor_bench.reporting.claims import (
     Side,
     combine,
     compare,
+    join_qualifiers,
     no_data_claim,
     qualified,
     table_side,
@@ -145,6 +153,33 @@ def topic_quality(tables: Tables, name: str, methods: Sequence[str]) -> dict[str
                 deviation.append(f"{label} {shown} epochs (coherence plateaus at {float(plateau):.0f})")
                 short.append(f"{label}: {lagging} of {n} runs before the coherence plateau")
     return {"protocol_deviation": "; ".join(deviation), "unconverged": "; ".join(short)}
+
+
+def within_metric_bias(check: Callable[[Tables], Claim]) -> Callable[[Tables], Claim]:
+    """A Table 1 coherence claim (under :func:`qualified`, so its deciding CIs are collected) with
+    the metric's bias in its ``protocol_deviation`` when its decisive margin is smaller than the
+    bias's size (module docstring); unchanged without calibration rows or off the paper protocol."""
+
+    @functools.wraps(check)
+    def wrapper(tables: Tables) -> Claim:
+        claim = check(tables)
+        evidence = _COLLECTING.get()
+        table = tables.get("avipam-table1")
+        bias = metric_bias(table)
+        if evidence is None or bias is None or metric_of(table) != METRIC:
+            return claim
+        margin = (
+            evidence.margin_of(claim.verdict) if claim.verdict in (REPRODUCED, NOT_REPRODUCED) else math.nan
+        )
+        if not margin < abs(bias.mean):  # NaN (undecided) or outside the bias: nothing to say
+            return claim
+        note = (
+            f"margin {margin:.3f} NPMI within the metric's bias: {bias.text()}; the authors' scripts "
+            "could decide this comparison differently"
+        )
+        return replace(claim, protocol_deviation=join_qualifiers(claim.protocol_deviation, note))
+
+    return wrapper
 
 
 def _missing(value: object) -> bool:
@@ -318,6 +353,7 @@ def deciding_parts(verdicts: Sequence[str], combined: str) -> list[int]:
 
 
 @qualified
+@within_metric_bias
 def table1_order(tables: Tables) -> Claim:
     pairs = [
         (("avipam-pam4", "sub"), ("pam4-gibbs", "sub")),
@@ -340,6 +376,7 @@ def table1_order(tables: Tables) -> Claim:
 
 
 @qualified
+@within_metric_bias
 def pam_beats_lda(tables: Tables) -> Claim:
     pams = ["pam4-gibbs", "avipam-pam4", "avipam-pam5"]
     ldas = ["lda-gibbs", "lda-online", "lda-batch"]
@@ -356,6 +393,7 @@ def pam_beats_lda(tables: Tables) -> Claim:
 
 
 @qualified
+@within_metric_bias
 def ctm_below_pam(tables: Tables) -> Claim:
     pams = ("pam4-gibbs", "avipam-pam4", "avipam-pam5")
     pairs = [((p, "sub"), ("avipam-ctm", "sub")) for p in pams]
@@ -373,6 +411,7 @@ def ctm_below_pam(tables: Tables) -> Claim:
 
 
 @qualified
+@within_metric_bias
 def molda_components(tables: Tables) -> Claim:
     """The coarse component (fewer topics) is more coherent than the fine one (paired: one run)."""
     statement = (
@@ -545,12 +584,26 @@ def _collapse_side(table: pd.DataFrame, corpus: str, variant: str, lr: float, me
     return table_side(rows, metric) if not rows.empty else Side({})
 
 
+def _not_diverged(table: pd.DataFrame, corpus: str, variant: str, lr: float) -> tuple[Side, int, int]:
+    """The collapsed share of the runs that did not diverge, with (diverged, runs): a diverged run
+    (non-finite loss) records every dimension as collapsed, which is divergence, not collapse."""
+    share = _collapse_side(table, corpus, variant, lr, "collapsed_share")
+    diverged = _collapse_side(table, corpus, variant, lr, "diverged_share").values
+    kept = {s: v for s, v in share.values.items() if not diverged.get(s, 0.0) >= 0.5}
+    return Side(kept, share.deterministic), len(share.values) - len(kept), len(share.values)
+
+
+def _collapse_text(side: Side, diverged: int, runs: int) -> str:
+    return f"{_mean(side)} over {len(side.values)} run(s) ({diverged} of {runs} diverged, counted apart)"
+
+
 @qualified
 def batchnorm_prevents_collapse(tables: Tables) -> Claim:
     statement = "Batch-norm on the encoder outputs prevents component collapse at high learning rates (fewer collapsed dimensions than without normalisation)"
     rule = (
-        "at the highest learning rate of each corpus, 95% CI (Welch) of collapsed share (none - batchnorm) entirely above 0 = reproduced"
-        + QUALIFIER_RULE
+        "at the highest learning rate of each corpus, 95% CI (Welch) of collapsed share (none - batchnorm) over "
+        "the runs that did not diverge entirely above 0 = reproduced, entirely below = not reproduced; a diverged "
+        "run (non-finite loss) is counted apart, not as collapse; " + DF_RULE + QUALIFIER_RULE
     )
     table = tables.get("avipam-collapse")
     if table is None or table.empty:
@@ -560,15 +613,17 @@ def batchnorm_prevents_collapse(tables: Tables) -> Claim:
     parts = []
     for corpus, g in table.groupby("corpus"):
         lr = float(g["lr"].max())
-        none = _collapse_side(table, corpus, "none", lr, "collapsed_share")
-        bn = _collapse_side(table, corpus, "batchnorm", lr, "collapsed_share")
-        if not none or not bn:
+        (none, none_div, none_runs), (bn, bn_div, bn_runs) = (
+            _not_diverged(table, corpus, variant, lr) for variant in ("none", "batchnorm")
+        )
+        if not none_runs or not bn_runs:
             continue
         iv = compare(none, bn, paired=False)
         parts.append(
             (
                 verdict_above(iv),
-                f"{corpus} lr {lr:g}: none {_mean(none)} vs batchnorm {_mean(bn)}: {iv.text(3)}",
+                f"{corpus} lr {lr:g}: collapsed share none {_collapse_text(none, none_div, none_runs)} vs "
+                f"batchnorm {_collapse_text(bn, bn_div, bn_runs)}: {iv.text(3)}",
             )
         )
     if not parts:

@@ -80,7 +80,8 @@ def markdown(table: pd.DataFrame, grid: str) -> str:
         f"aviPAM collapse study (paper Sec. 4.1, Figs. 2-3; grid {grid}): a 3-PAM (LDA) under each "
         "encoder-output normalisation across Adam learning rates. Collapsed = latent dimensions whose mean "
         "KL(q || prior) on the training documents is below the threshold (0.01 nats); a run whose loss became "
-        "non-finite (diverged) counts every dimension as collapsed and has no NPMI. MNIST digits stand in "
+        "non-finite (diverged) counts every dimension as collapsed here and has no NPMI; the collapse claim "
+        "counts diverged runs apart and judges collapse on the others. MNIST digits stand in "
         "for Omniglot (no NPMI on pixels).\n\n"
     )
     header = [

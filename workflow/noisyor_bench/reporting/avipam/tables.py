@@ -38,6 +38,7 @@ from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import load_npz
 from noisyor_bench.reporting.avipam.calibration import TARGETS as CALIBRATION_TARGETS
 from noisyor_bench.reporting.avipam.calibration import TOLERANCE as CALIBRATION_TOLERANCE
+from noisyor_bench.reporting.avipam.calibration import metric_bias
 from noisyor_bench.reporting.avipam.labels import CORPUS_LABELS, METHOD_LABELS
 from noisyor_bench.reporting.tables import CI_NOTE, markdown_table, stat_cell, summarise
 
@@ -395,6 +396,12 @@ def caption(table: pd.DataFrame, name: str, paper: Mapping[str, Any], grid: str)
             "retrained with AVITM's settings; their 'paper' number is AVITM's (Srivastava & Sutton 2017), "
             f"reproduced when the paper-protocol NPMI is within {CALIBRATION_TOLERANCE} of it."
         )
+        bias = metric_bias(table)
+        if bias is not None:
+            lines.append(
+                f"METRIC BIAS: {bias.text()}; a coherence difference smaller than this may come from the "
+                "metric, and the claims decided by less say so."
+            )
     return " ".join(lines)
 
 
