@@ -268,3 +268,22 @@ def test_the_references_verdicts_come_from_the_evidence_steps_sources(
     missing = tmp_path / "nothing.csv"
     assert main([*args[:-1], str(missing)]) == 2  # a data error: named, no traceback
     assert "claims sources table" in capsys.readouterr().err
+
+
+def test_a_references_readme_shows_the_runs_own_verdicts_not_its_headline(tmp_path: Path) -> None:
+    """The headline (claims.md) also ranks the references the run was compared with; the README
+    of a new reference speaks for that run alone (claims_run.md)."""
+    import json
+
+    results = _results(
+        tmp_path / "run", [("fig5", "syn-random-1", 30, "acp", 12.0, 0.2, 5)], {"a": "reproduced"}
+    )
+    tables = results / "tables"
+    (tables / "claims.md").write_text("# Claims\n\nheadline: 1 reproduced (from reference/other).\n")
+    (tables / "claims_run.md").write_text("# Claims\n\nthis run: 1 inconclusive.\n")
+    env = {"code": {"commit": "abc123"}, "device": {"cpu_model": "TestCPU", "cpus_available": 2}}
+    (tables / "claims.csv.prov.json").write_text(json.dumps({"environment": env}))
+    out = tmp_path / "reference"
+    assert main(["publish-reference", "--results", str(results), "--out", str(out), "--command", "x"]) == 0
+    readme = (out / "README.md").read_text()
+    assert "this run: 1 inconclusive." in readme and "headline" not in readme

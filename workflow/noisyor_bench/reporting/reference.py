@@ -105,8 +105,12 @@ def readme(
     code = env.get("code") or {}
     device = env.get("device") or {}
     packages = env.get("packages") or {}
-    claims_md = results / "tables" / "claims.md"
-    claims = claims_md.read_text().split("\n", 1)[1].strip() if claims_md.exists() else "(no claims table)"
+    # the run's own verdicts (claims_run.md), not its headline: that one also ranks the references
+    # the run was compared with, and a reference's README speaks for the reference alone
+    claims_md = next(
+        (p for p in (results / "tables" / n for n in ("claims_run.md", "claims.md")) if p.exists()), None
+    )
+    claims = claims_md.read_text().split("\n", 1)[1].strip() if claims_md else "(no claims table)"
     lines: Sequence[str] = [
         "# Reference results",
         "",
