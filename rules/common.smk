@@ -401,7 +401,8 @@ def guard_every_rule():
 # every compute job's expected seconds and memory, scaled from measured runs (the quick grid's
 # config/job_seconds.csv, the paper-protocol run under reference/) by its cell's size. The
 # resources of each compute job come from `**compute_resources(name, stem)`, which gives `runtime`
-# (minutes, SAFETY x the estimate, x attempt on a retry), `mem_mb`, and `gpu` (>= 1 for a
+# (minutes, attempt x max(10 min, SAFETY x the estimate): a retry gets at least twice the limit), `mem_mb`
+# (attempt x 1.5 x the memory estimate), and `gpu` (>= 1 for a
 # CUDA-capable job under the gpu and slurm profiles). Every other rule is local (mark_local_rules(), called after the last
 # rules file, rules/report.smk), since it takes seconds.
 from noisyor_bench.experiments import costs as cost_model

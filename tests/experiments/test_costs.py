@@ -88,6 +88,51 @@ def test_limits_have_a_safety_factor_and_grow_with_attempts():
     assert costs.mem_mb(4000, attempt=2) == 2 * costs.mem_mb(4000) >= 2 * 6000
 
 
+@pytest.mark.parametrize(
+    ("seconds", "first", "retry"),
+    [
+        (1, 10, 20),  # the 10-min floor, then doubled: a retry after a time-out never gets 10 min again
+        (60, 10, 20),  # 2 x 1 min = 2 min < the floor
+        (299, 10, 20),  # 2 x 4.98 min = 9.97 min -> ceil 10
+        (301, 11, 22),  # 2 x 5.02 min = 10.03 min -> ceil 11
+        (3600, 120, 240),
+    ],
+)
+def test_runtime_limit_is_floored_before_the_attempt_multiplies_it(seconds, first, retry):
+    assert costs.runtime_minutes(seconds, attempt=1) == first
+    assert costs.runtime_minutes(seconds, attempt=2) == retry
+
+
+@pytest.mark.parametrize(
+    ("estimate", "first", "retry"), [(100, 3000, 6000), (2001, 3002, 6004), (4000, 6000, 12000)]
+)
+def test_memory_limit_is_rounded_before_the_attempt_multiplies_it(estimate, first, retry):
+    """1.5 x 2001 MB = 3001.5 -> 3002; the retry gets 2 x 3002, not ceil(3 x 2001) = 6003."""
+    assert costs.mem_mb(estimate, attempt=1) == first
+    assert costs.mem_mb(estimate, attempt=2) == retry
+
+
+@pytest.mark.parametrize("grid_name", ["smoke", "quick", "paper"])
+def test_every_compute_job_gets_at_least_twice_its_limits_on_a_retry(grid_name):
+    """Every compute job of the grid, as rules/common.smk plans them (the selected papers' estimates
+    from the config's measured tables; a job without one takes 3600 s and BASE_MEM_MB): the second
+    attempt's time and memory are at least twice the first's, and the first is at least SAFETY x the
+    estimate and the floor."""
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": grid_name})
+    selected = [p.id for p in papers.selected(cfg["papers"])]
+    estimates = costs.estimate_jobs(cfg, costs.load_references(REPO, cfg.get("job_seconds")), selected)
+    assert len(estimates) > 0
+    pairs = [(e.cpu_seconds, e.mem_mb) for e in estimates] + [(3600.0, costs.BASE_MEM_MB)]
+    short = []
+    for seconds, memory in pairs:
+        t1, t2 = costs.runtime_minutes(seconds, 1), costs.runtime_minutes(seconds, 2)
+        m1, m2 = costs.mem_mb(memory, 1), costs.mem_mb(memory, 2)
+        assert t1 >= max(10, 2 * seconds / 60) and m1 >= 1.5 * max(memory, 2000)
+        if t2 < 2 * t1 or m2 < 2 * m1:
+            short.append((seconds, memory, t1, t2, m1, m2))
+    assert short == []
+
+
 def test_list_schedule_is_longest_first():
     assert costs.list_schedule([5, 4, 3, 3, 3], 2) == 10  # LPT: 5+3 | 4+3+3 (the optimum, 9, is not LPT's)
     assert costs.list_schedule([10, 1, 1], 5) == 10

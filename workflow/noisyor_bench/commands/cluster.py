@@ -4,7 +4,11 @@ Why: a job killed at its wall-time limit after hours, a GPU job queued without a
 thousand second-long sbatch submissions are found only after submitting.  This command runs
 the Snakemake dry run a user would run (``snakemake -n --workflow-profile <profile> --config
 ...``), reads every job's resources from it and compares them with the cost model
-(:mod:`noisyor_bench.experiments.costs`).
+(:mod:`noisyor_bench.experiments.costs`).  Where the cluster is known (``sinfo``, or its captured
+output in ``--sinfo-file``), each job's limits are also compared with its partition's ``MaxTime``,
+GPUs and node memory (:mod:`noisyor_bench.infra.slurm_partitions`).  A CPU-only cluster
+(``--cpu-only``, or a cluster profile with the grid's ``gpus_per_job: 0``) runs the CUDA-capable
+jobs on CPU cores, so they need no GPU.
 """
 
 from __future__ import annotations
@@ -19,8 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from noisyor_bench.infra.slurm_partitions import SINFO_COMMAND, read_sinfo
+
 #: A job's wall-time limit must be at least this multiple of its estimate.
 MIN_LIMIT_FACTOR = 1.5
+#: The grid at the papers' scale: a rule whose jobs take under a minute even there should be local.
+FULL_SCALE_GRID = "paper"
 #: Submissions allowed beyond the training cells and search chunks.
 SUBMISSION_SLACK = 20
 _RULE = re.compile(r"^(?:local)?rule (\S+):$")
@@ -98,10 +106,25 @@ def _slowest(estimates: dict[tuple[str, str], Any], rule: str) -> Any:
     return max(same, key=lambda e: e.cpu_seconds) if same else None
 
 
+def requests_gpu(job: DryJob) -> bool:
+    """The job asks SLURM for a GPU: ``gpu`` >= 1 (``--gpus``) or a GPU ``gres`` (``--gres=gpu:1``)."""
+    gres = job.resources.get("gres", "")
+    return int(float(job.resources.get("gpu", "0") or 0)) >= 1 or bool(re.search(r"(^|,)\s*gpu\b", gres))
+
+
 def check(
-    jobs: list[DryJob], estimates: dict[tuple[str, str], Any], compute: set[str], gpus: bool
+    jobs: list[DryJob],
+    estimates: dict[tuple[str, str], Any],
+    compute: set[str],
+    gpus: bool,
+    cpu_only: bool = False,
+    full_scale: dict[str, float] | None = None,
 ) -> tuple[list[str], list[tuple[DryJob, Any]]]:
-    """Problems of the dry run's jobs, and the submitted jobs with their estimates."""
+    """Problems of the dry run's jobs, and the submitted jobs with their estimates.  ``gpus``: the
+    profile holds GPUs for CUDA-capable jobs; ``cpu_only``: the cluster has none, so a job asking
+    for one is a problem and a CUDA-capable job without one is not.  ``full_scale``: each rule's
+    longest job at the papers' scale; a rule is reported as short only when its jobs are short
+    there too (a small grid's jobs are short because the grid is small, not the rule)."""
     problems: list[str] = []
     submitted: list[tuple[DryJob, Any]] = []
     for job in jobs:
@@ -118,19 +141,111 @@ def check(
                 f"{job.rule} {job.bench[1]}: runtime limit {limit:.0f} min < {MIN_LIMIT_FACTOR}x its estimate "
                 f"({est.cpu_seconds / 60:.0f} min)"
             )
-        if gpus and est.cuda and int(float(job.resources.get("gpu", "0") or 0)) < 1:
+        if cpu_only and requests_gpu(job):
+            problems.append(f"{job.rule} {job.bench[1]}: requests a GPU on a CPU-only cluster (--cpu-only)")
+        elif gpus and not cpu_only and est.cuda and not requests_gpu(job):
             problems.append(f"{job.rule} {job.bench[1]}: CUDA-capable but requests no GPU")
     from noisyor_bench.experiments.costs import SHORT_SECONDS
 
     longest: dict[str, float] = {}
     for _job, est in submitted:
-        longest[est.rule] = max(longest.get(est.rule, 0.0), est.cpu_seconds)
+        longest[est.rule] = max(
+            longest.get(est.rule, 0.0), est.cpu_seconds, (full_scale or {}).get(est.rule, 0.0)
+        )
     for rule, seconds in sorted(longest.items()):
         if seconds < SHORT_SECONDS:
             problems.append(
                 f"rule {rule}: every job takes < {SHORT_SECONDS:.0f} s but is submitted as its own cluster job"
             )
     return problems, submitted
+
+
+def _hours(minutes: float) -> str:
+    return f"{minutes / 60:.1f} h"
+
+
+def check_partitions(submitted: list[DryJob], partitions: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Problems and notes of the submitted jobs against their partitions (``slurm_partition``,
+    else the default one): a time limit above ``MaxTime`` (SLURM leaves the job PENDING with
+    PartitionTimeLimit), a GPU job where no node has a GPU, more memory than any node has.  Notes:
+    jobs whose retry (twice the limits) would exceed the partition."""
+    problems: list[str] = []
+    retry_time: list[str] = []
+    retry_mem: list[str] = []
+    default = next((p for p in partitions.values() if p.default), None)
+    for job in submitted:
+        name = f"{job.rule} {job.bench[1] if job.bench else ''}"
+        wanted = job.resources.get("slurm_partition", "").strip().strip("'\"")
+        part = partitions.get(wanted) if wanted else default
+        if part is None:
+            problems.append(
+                f"{name}: partition {wanted!r} is not in sinfo"
+                if wanted
+                else f"{name}: names no partition (slurm_partition) and sinfo shows no default partition"
+            )
+            continue
+        limit = float(job.resources.get("runtime", "0") or 0)
+        if part.max_minutes is not None and limit > part.max_minutes:
+            problems.append(
+                f"{name}: runtime limit {_hours(limit)} > partition {part.name} MaxTime "
+                f"{_hours(part.max_minutes)} (SLURM leaves it PENDING (PartitionTimeLimit))"
+            )
+        elif part.max_minutes is not None and 2 * limit > part.max_minutes:
+            retry_time.append(name)
+        gpu = requests_gpu(job)
+        if gpu and not part.has_gpus:
+            problems.append(f"{name}: requests a GPU but partition {part.name} has no GPU nodes (GRES)")
+            continue
+        mem = float(job.resources.get("mem_mb", "0") or 0)
+        largest = part.largest_memory(gpu)
+        if mem > largest:
+            problems.append(
+                f"{name}: mem_mb {mem:.0f} > the largest {'GPU ' if gpu else ''}node of partition "
+                f"{part.name} ({largest} MB)"
+            )
+        elif 2 * mem > largest:
+            retry_mem.append(name)
+    notes = [
+        f"{len(names)} job(s) whose retry ({what} doubled) would exceed their partition, so a retry "
+        f"after a {kill} would not run: {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
+        for names, what, kill in (
+            (retry_time, "time limit", "TIMEOUT"),
+            (retry_mem, "memory", "memory kill"),
+        )
+        if names
+    ]
+    return problems, notes
+
+
+def _grid_gpus_per_job(cfg: dict[str, Any]) -> int:
+    """The active grid's ``gpus_per_job`` (0 when the grid does not set it)."""
+    return int((cfg.get("grids", {}).get(cfg.get("grid"), {}) or {}).get("gpus_per_job", 0) or 0)
+
+
+def _longest_per_rule(
+    costs: Any, cfg: dict[str, Any], references: Any, selected: list[str]
+) -> dict[str, float]:
+    """Each compute rule's longest estimate in :data:`FULL_SCALE_GRID` ({} without that grid)."""
+    if FULL_SCALE_GRID not in cfg.get("grids", {}):
+        return {}
+    longest: dict[str, float] = {}
+    for est in costs.estimate_jobs(costs.grid_config(cfg, FULL_SCALE_GRID), references, selected):
+        longest[est.rule] = max(longest.get(est.rule, 0.0), est.cpu_seconds)
+    return longest
+
+
+def _gpu_mode(cpu_only: bool, profile: Path, cfg: dict[str, Any]) -> str:
+    """``cpu-only`` (--cpu-only: no job may ask a GPU), ``grid-cpu`` (a cluster profile and the
+    grid's gpus_per_job 0: CUDA-capable jobs need no GPU, one asked by ``gres`` is allowed) or
+    ``gpu`` (CUDA-capable jobs must hold one where the profile provides GPUs)."""
+    import yaml
+
+    if cpu_only:
+        return "cpu-only"
+    data = yaml.safe_load((profile / "config.yaml").read_text(encoding="utf-8")) or {}
+    cluster = data.get("executor") not in (None, "local", "dryrun")
+    counted = bool((data.get("resources") or {}).get("gpu"))
+    return "grid-cpu" if cluster and not counted and _grid_gpus_per_job(cfg) == 0 else "gpu"
 
 
 def cmd_check_cluster(args: argparse.Namespace) -> int:
@@ -150,9 +265,20 @@ def cmd_check_cluster(args: argparse.Namespace) -> int:
     estimates = costs.estimate_jobs(cfg, references, selected)
     with tempfile.TemporaryDirectory(prefix="noisyor-check-cluster-") as tmp:
         jobs = parse_dry_run(_dry_run(root, profile, items, tmp), tmp)
+    mode = _gpu_mode(args.cpu_only, profile, cfg)
     problems, submitted = check(
-        jobs, costs.by_job(estimates), costs.compute_rules(), _profile_counts_gpus(profile)
+        jobs,
+        costs.by_job(estimates),
+        costs.compute_rules(),
+        mode == "gpu" and _profile_counts_gpus(profile),
+        cpu_only=mode == "cpu-only",
+        full_scale=_longest_per_rule(costs, cfg, references, selected),
     )
+    partitions, source = read_sinfo(args.sinfo_file)
+    notes: list[str] = []
+    if partitions is not None:
+        part_problems, notes = check_partitions([job for job, _ in submitted], partitions)
+        problems += part_problems
     bound = sum(e.cell for e in estimates) + SUBMISSION_SLACK
     if len(submitted) > bound:
         problems.append(
@@ -162,6 +288,23 @@ def cmd_check_cluster(args: argparse.Namespace) -> int:
         f"check-cluster: {len(jobs)} jobs, {len(submitted)} cluster submissions (bound {bound}), "
         f"{len(jobs) - len(submitted)} local"
     )
+    if mode != "gpu":
+        cuda = sum(1 for job, est in submitted if est.cuda and not requests_gpu(job))
+        why = "--cpu-only" if mode == "cpu-only" else "the grid's gpus_per_job is 0"
+        print(f"CPU-only mode ({why}): {cuda} CUDA-capable jobs run on CPU cores")
+    print(
+        source
+        if partitions is None
+        else f"partitions ({source}): "
+        + ", ".join(
+            f"{p.name}{'*' if p.default else ''} (MaxTime "
+            f"{'unlimited' if p.max_minutes is None else _hours(p.max_minutes)}, "
+            f"{'GPUs' if p.has_gpus else 'no GPUs'}, {p.largest_memory()} MB)"
+            for p in partitions.values()
+        )
+    )
+    for note in notes:
+        print(f"note: {note}")
     short = Counter(est.rule for _, est in submitted if est.cpu_seconds < SHORT_SECONDS)
     if short:  # a warning: chunk sizes are the grid's choice (search.max_job_hours, draws_per_job)
         hint = (
@@ -198,7 +341,8 @@ def cmd_check_cluster(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "check-cluster",
-        help="pre-submission check: runtime limits >= 1.5x the cost model, GPUs for CUDA jobs, no short cluster jobs",
+        help="pre-submission check: runtime limits >= 1.5x the cost model, GPUs for CUDA jobs, no short "
+        "cluster jobs, limits within the partitions' MaxTime, GPUs and memory (sinfo)",
     )
     p.add_argument("--profile", required=True, help="the workflow profile, e.g. profiles/slurm")
     p.add_argument("--config", nargs="*", default=[], help="snakemake --config items, e.g. grid=paper")
@@ -206,4 +350,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--snakefile", default="Snakefile", help="the workflow's Snakefile (its folder is the root)"
     )
     p.add_argument("--max-problems", type=int, default=30, help="problems listed (default 30)")
+    p.add_argument(
+        "--cpu-only",
+        action="store_true",
+        help="the cluster has no GPUs: CUDA-capable jobs run on CPU, a job asking a GPU is a problem "
+        "(automatic under a cluster profile when the grid's gpus_per_job is 0)",
+    )
+    p.add_argument(
+        "--sinfo-file",
+        default=None,
+        help="captured output of `" + " ".join(SINFO_COMMAND) + "` to check the jobs against "
+        "(default: run sinfo where it is installed)",
+    )
     p.set_defaults(func=cmd_check_cluster)

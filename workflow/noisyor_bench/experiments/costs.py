@@ -368,14 +368,23 @@ def by_job(estimates: Iterable[Estimate]) -> dict[tuple[str, str], Estimate]:
     return {(e.rule, e.job): e for e in estimates}
 
 
+def _attempt(attempt: int) -> int:
+    """A retry's attempt number (1 for the first submission); anything below 1 is a first attempt."""
+    return max(int(attempt), 1)
+
+
 def runtime_minutes(seconds: float, attempt: int = 1) -> int:
-    """Wall-time limit in minutes: SAFETY x the estimate, x attempt on a retry, >= MIN_RUNTIME_MIN."""
-    return max(MIN_RUNTIME_MIN, math.ceil(SAFETY * max(int(attempt), 1) * seconds / 60.0))
+    """Wall-time limit in minutes: attempt x max(MIN_RUNTIME_MIN, SAFETY x the estimate).
+
+    The floor applies to the first attempt's limit before the attempt multiplies it, so a retry
+    after a time-out always gets at least twice the limit that ran out (a floored short job too)."""
+    return _attempt(attempt) * max(MIN_RUNTIME_MIN, math.ceil(SAFETY * seconds / 60.0))
 
 
 def mem_mb(estimate_mb: int, attempt: int = 1) -> int:
-    """Memory limit in MB: the estimate x 1.5, x attempt on a retry (an out-of-memory kill)."""
-    return int(math.ceil(1.5 * max(int(attempt), 1) * max(estimate_mb, BASE_MEM_MB)))
+    """Memory limit in MB: attempt x 1.5 x the estimate (at least BASE_MEM_MB); rounded up before
+    the attempt multiplies it, so a retry after an out-of-memory kill gets at least twice as much."""
+    return _attempt(attempt) * int(math.ceil(1.5 * max(estimate_mb, BASE_MEM_MB)))
 
 
 def list_schedule(seconds: Sequence[float], slots: int) -> float:

@@ -19,7 +19,7 @@ estimate, with the paper-style gaps:
 * ``ape-agreement-<d>``: agreement with VI, model-aware APE minus Standard > 0 pairs, judged
   only when VI's reference agrees with itself across seeds on >= 40 of 45 pairs
   (:mod:`noisyor_bench.reporting.ape.agreement`), else inconclusive, "reference noise: ceiling k/45";
-  the CI's sd is floored at the count's resolution (:mod:`noisyor_bench.reporting.ape.counts`);
+  the CI's sd is floored at the count's resolution (:mod:`noisyor_bench.reporting.count_floor`);
 * ``ape-warm-start-<d>``: log10 of the time VI from random initialisation needs to reach its own
   final quality over the time the APE-warm-started VI needs (APE forward pass included) > 0;
 * ``ape-nuts-vs-vi-<d>``: on NUTS's combinations, NUTS's paper-style log-likelihood below VI's
@@ -46,7 +46,6 @@ from dataclasses import replace
 import pandas as pd
 
 from noisyor_bench.reporting.ape.agreement import ceiling_judgement, table_pairs, table_reduction
-from noisyor_bench.reporting.ape.counts import FLOOR_RULE, floored
 from noisyor_bench.reporting.ape.gaps import paper_gap
 from noisyor_bench.reporting.ape.labels import TABLE1_LABELS
 from noisyor_bench.reporting.ape.paper import claim_location, table1_row
@@ -67,6 +66,7 @@ from noisyor_bench.reporting.claims import (
     verdict_above,
     verdict_below,
 )
+from noisyor_bench.reporting.count_floor import FLOOR_RULE, floored
 from noisyor_bench.reporting.tables import parse_values
 from noisyor_bench.reporting.timing_claims import (
     SPREAD_RULE,

@@ -5,7 +5,7 @@ Each claim is APE's question asked of noisy-OR, per family (every family must ag
 (paired: every encoder runs the same seeds; a per-datapoint baseline is a constant) and the
 ``unconverged`` qualifier beside it when a row it rests on has unconverged runs.  Agreement is a
 count over the problems' candidate pairs: its CI's sd is floored at the count's resolution
-(:mod:`noisyor_bench.reporting.ape.counts`), so equal counts in every seed never decide on a
+(:mod:`noisyor_bench.reporting.count_floor`), so equal counts in every seed never decide on a
 zero-width CI.
 """
 
@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from noisyor_bench.reporting.ape.counts import FLOOR_RULE, floored
 from noisyor_bench.reporting.claims import (
     DF_RULE,
     RULE_LESS,
@@ -30,6 +29,7 @@ from noisyor_bench.reporting.claims import (
     verdict_above,
     verdict_below,
 )
+from noisyor_bench.reporting.count_floor import FLOOR_RULE, floored
 
 LOCATION = "beyond the paper: APE on noisy-OR, tables/ape_noisyor.md"
 NON_INFERIORITY = (

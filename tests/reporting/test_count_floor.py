@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from noisyor_bench.reporting.ape.counts import floored
 from noisyor_bench.reporting.ape_noisyor.claims import acp_ranks_as_ape
 from noisyor_bench.reporting.ape_noisyor.table import agreement_pairs
 from noisyor_bench.reporting.claims import (
@@ -20,6 +19,7 @@ from noisyor_bench.reporting.claims import (
     compare,
     verdict_above,
 )
+from noisyor_bench.reporting.count_floor import floored
 
 STEP = 1 / 270  # 6 problems x 45 candidate pairs
 
