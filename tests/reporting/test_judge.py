@@ -26,6 +26,7 @@ from noisyor_bench.reporting.claims import NOT_TESTED, REPRODUCED, read_claims
 REFERENCES = {  # reference folder -> its grid (config/config.yaml) and the papers it holds
     "paper-synpattern": ("paper-synpattern", ("acp",)),
     "paper-fig5-table4": ("paper-fig5-table4", ("acp",)),
+    "extended-acp": ("extended", ("acp",)),
     "paper-ape-toybars": ("paper-ape-toybars", ("ape",)),
     "paper-avipam-table1": ("paper-avipam-table1", ("avipam",)),
 }
@@ -96,9 +97,15 @@ def assert_same_claims(judged: list, expected: list[dict], folder: Path) -> None
     the grid does not run) is "not tested" and names the folder."""
     by_id = {c.claim_id: asdict(c) for c in judged}
     assert [c["claim_id"] for c in expected] == [i for i in by_id if i in {c["claim_id"] for c in expected}]
-    for claim in expected:
-        assert by_id[claim["claim_id"]] == claim
     label = f"{folder.parent.name}/{folder.name}"
+    for claim in expected:
+        got = by_id[claim["claim_id"]]
+        if claim["verdict"] == NOT_TESTED and got["verdict"] == NOT_TESTED and got != claim:
+            # the grid's reason for an experiment it does not run is the grid's, not in the tables:
+            # the judge names the folder that lacks the experiment's table instead
+            assert label in got["numbers"], got
+            continue
+        assert got == claim
     extra = [c for c in judged if c.claim_id not in {e["claim_id"] for e in expected}]
     assert all(c.verdict == NOT_TESTED and label in c.numbers for c in extra), [asdict(c) for c in extra]
 

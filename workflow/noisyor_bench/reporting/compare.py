@@ -541,11 +541,11 @@ def write_comparison(
         f"# Comparison with the reference {reference}\n",
         f"{summary_md}.\n",
         f"**The run as a reproduction check**: {reproduced}. A reference cell is shared when both "
-        "made it with the same settings (the same grid, or a grid-independent table: "
-        f"{', '.join(sorted(GRID_INDEPENDENT_TABLES))}), compared over the seeds both ran; it is "
-        "reproduced when every metric agrees within the 95% interval (exactly where deterministic). "
-        "The tables show each cell's key and seeds, not its budget, search draws or evaluation "
-        "settings: a cell of another grid is not counted (column reproduction says why).\n",
+        "made it with the same settings -- equal settings fingerprints (data, model size, budget, "
+        "selected hyperparameters, evaluation) where both tables carry them, else the same grid or a "
+        f"grid-independent table ({', '.join(sorted(GRID_INDEPENDENT_TABLES))}) -- and is compared "
+        "over the seeds both ran; it is reproduced when every metric agrees within the 95% interval "
+        "(exactly where deterministic). Column reproduction says why a cell is not shared.\n",
         "A cell agrees when the 95% interval of the difference, half-width sqrt(ci_ours^2 + ci_ref^2), "
         f"contains 0; cells with one seed on both sides must be equal to {EXACT_RTOL:g} (relative). "
         "Reference cells absent here (another grid's N_train, seeds or methods) are 'missing here'.\n",
