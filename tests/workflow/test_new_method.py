@@ -75,6 +75,7 @@ search = pd.DataFrame(
 claim = SC.claim_acp_lowest_table4({"table4": table4, "search": search})
 print(claim.verdict)
 print(claim.protocol_deviation)
+print(claim.numbers)
 """
 
 
@@ -130,8 +131,9 @@ def test_the_cost_model_floors_its_epochs(newcomer) -> None:
 
 
 def test_its_claims_name_the_search_deviation(newcomer) -> None:
-    verdict, deviation = run_python(newcomer, CLAIM).splitlines()
-    assert verdict == "reproduced"
+    verdict, deviation, numbers = run_python(newcomer, CLAIM).splitlines()
+    # ACP lowest at N_train = 1,000 only: 1 of the paper's 11 comparisons, so not yet decided
+    assert verdict == "inconclusive" and numbers.startswith("1 of 11 comparisons tested")
     assert "seeds 3/5 (ACP, ACP-X, AVI)" in deviation
     assert "search 10/100 draws x 2 inits (ACP, ACP-X, AVI)" in deviation
 
