@@ -926,23 +926,18 @@ def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
     if claim.verdict == NOT_TESTED:
         return replace(claim, evidence="")
     budget = claim.budget or evidence.budget(claim.verdict)
-    if budget and claim.verdict in DECISIVE:
-        claim = replace(claim, verdict=INCONCLUSIVE, budget=budget, margin="")
-        return replace(
-            claim,
-            evidence=evidence.text(),
-            unconverged=claim.unconverged or evidence.unconverged(),
-            weak_learning=claim.weak_learning or evidence.weak_learning(),
-            bound_gap=claim.bound_gap or evidence.bound_gap(),
-        )
+    held = bool(budget) and claim.verdict in DECISIVE  # the budget rule holds a decisive verdict back
+    verdict = INCONCLUSIVE if held else claim.verdict
     return replace(
         claim,
+        verdict=verdict,
+        budget=budget if held else claim.budget,
         evidence=evidence.text(),
         unconverged=claim.unconverged or evidence.unconverged(),
         weak_learning=claim.weak_learning or evidence.weak_learning(),
         bound_gap=claim.bound_gap or evidence.bound_gap(),
         low_power=claim.low_power or (evidence.low_power() if claim.verdict == INCONCLUSIVE else ""),
-        margin=(claim.margin or evidence.margin_text(claim.verdict)) if claim.verdict in DECISIVE else "",
+        margin=(claim.margin or evidence.margin_text(claim.verdict)) if verdict in DECISIVE else "",
     )
 
 
