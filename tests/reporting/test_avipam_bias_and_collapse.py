@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from avipam_rows import small_run_row
 from scipy import stats
 
 from noisyor_bench.reporting.avipam import claims as avc
@@ -89,26 +90,7 @@ def test_coherence_claim_within_the_bias_is_qualified(gap, calibration, qualifie
 def test_table1_caption_shows_the_bias_only_with_calibration_rows():
     runs = pd.DataFrame(
         [
-            {
-                "experiment": "avipam-small",
-                "table_experiment": "small",
-                "corpus": "20news",
-                "method": method,
-                "component": "sub",
-                "n_topics": 50,
-                "seed": seed,
-                "npmi_paper": value,
-                "npmi_external": value,
-                "npmi_internal": value / 2,
-                "train_minutes": 1.0,
-                "train_seconds": 60.0,
-                "threads": 1,
-                "converged": True,
-                "gibbs_iterations": None,
-                "avi_max_epochs": None,
-                "epochs": 10,
-                "run_dir": f"r/{method}/{seed}",
-            }
+            small_run_row(method, seed, npmi_paper=value, npmi_external=value, npmi_internal=value / 2)
             for method, values in (
                 ("avitm-published", PUBLISHED),
                 ("avipam-pam4", {0: 0.2, 1: 0.21, 2: 0.22}),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from avipam_rows import small_run_row
 
 from noisyor_bench.experiments.ape.evaluate import encode_timed
 from noisyor_bench.infra.timing import (
@@ -194,28 +195,16 @@ def _avipam_tables(
     for method, (med, low, high) in (("pam4-gibbs", gibbs), ("avipam-pam4", avi)):
         for seed, d in enumerate((-0.002, 0.0, 0.002)):
             rows.append(
-                {
-                    "experiment": "avipam-small",
-                    "table_experiment": "small",
-                    "corpus": "20news",
-                    "method": method,
-                    "component": "sub",
-                    "n_topics": 50,
-                    "seed": seed,
-                    "npmi_external": 0.2,
-                    "npmi_internal": 0.1,
-                    "train_minutes": med * (1 + d),
-                    "train_minutes_median": med * (1 + d),
-                    "train_minutes_low": low * (1 + d),
-                    "train_minutes_high": high * (1 + d),
-                    "train_seconds": 60.0,
-                    "threads": 1,
-                    "converged": True,
-                    "gibbs_iterations": 10000 if method == "pam4-gibbs" else None,
-                    "avi_max_epochs": None if method == "pam4-gibbs" else 40,
-                    "epochs": 10,
-                    "run_dir": f"r/{method}/{seed}",
-                }
+                small_run_row(
+                    method,
+                    seed,
+                    train_minutes=med * (1 + d),
+                    train_minutes_median=med * (1 + d),
+                    train_minutes_low=low * (1 + d),
+                    train_minutes_high=high * (1 + d),
+                    gibbs_iterations=10000 if method == "pam4-gibbs" else None,
+                    avi_max_epochs=None if method == "pam4-gibbs" else 40,
+                )
             )
     t = avt.build_table(pd.DataFrame(rows), "table1", avt.paper_numbers(), "test")
     assert {"train_minutes_low_values", "train_minutes_high_values"} <= set(t.columns)

@@ -3,34 +3,20 @@ profile with a too-short limit or a GPU removed fails (one dry run each, cached 
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clustercheck import run_check_cluster
 from conftest import REPO
 
 from noisyor_bench.commands.cluster import parse_dry_run
 
 
 def check_cluster(profile: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env.setdefault("NOISYOR_RAW_DATA", str(REPO.parent / "shared" / "data"))
-    cmd = [
-        sys.executable,
-        "-m",
-        "noisyor_bench",
-        "check-cluster",
-        "--profile",
-        str(profile),
-        "--config",
-        "grid=paper",
-    ]
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    return run_check_cluster(profile, "--config", "grid=paper")
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,12 @@ smoke and quick grids pass on a cluster without GPUs."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clustercheck import run_check_cluster
 from conftest import REPO
 
 from noisyor_bench.commands.cluster import DryJob, check, check_partitions
@@ -175,19 +174,10 @@ def test_a_rule_short_only_in_a_small_grid_is_not_reported():
 
 
 def check_cluster(grid: str, sinfo: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env.setdefault("NOISYOR_RAW_DATA", str(REPO.parent / "shared" / "data"))
-    cmd = [
-        sys.executable,
-        "-m",
-        "noisyor_bench",
-        "check-cluster",
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-    ]
-    cmd += ["--config", f"grid={grid}", "--sinfo-file", str(sinfo), "--max-problems", "1000", *extra]
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    slurm = REPO / "profiles" / "slurm"
+    return run_check_cluster(
+        slurm, "--config", f"grid={grid}", "--sinfo-file", str(sinfo), "--max-problems", "1000", *extra
+    )
 
 
 @pytest.mark.parametrize("grid", ["smoke", "quick"])

@@ -1,0 +1,19 @@
+"""Run ``noisyor-bench check-cluster`` as a user would: a subprocess in the repository root,
+with this interpreter's scripts first on PATH and the raw-data mirror beside the checkout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+
+def run_check_cluster(profile: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("NOISYOR_RAW_DATA", str(REPO.parent / "shared" / "data"))
+    cmd = [sys.executable, "-m", "noisyor_bench", "check-cluster", "--profile", str(profile), *args]
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
