@@ -125,6 +125,12 @@ def baseline_files(experiment):
     return [R(f"baselines/{ds}.json") for ds in exp["datasets"]] if exp else []
 
 
+def calibration_datasets():
+    """Synthetic datasets of the grid's experiments (those with NELBO tables): the calibration panel's."""
+    names = {ds for exp in grid.experiments(config).values() for ds in exp.get("datasets", [])}
+    return sorted(ds for ds in names if ds in config["datasets"])
+
+
 def baseline_n_train(dataset):
     """N_train values a dataset's baselines need: its synthetic cells, or the Table 5 grid (NeurIPS titles)."""
     if dataset in config["datasets"]:
@@ -212,6 +218,8 @@ def acp_targets():
         targets.append(R("figures/fig5.png"))
     if "table4" in exps:
         targets.append(R("tables/table4.md"))
+    if calibration_datasets():
+        targets.append(R("tables/acp_calibration.md"))
     targets += [R("tables/ablation_acp_sg.md") for _ in ablation_tables()]
     if searched_files("best.json"):  # the searches' draws and selections (rule search_table)
         targets += [R("tables/search_draws.csv"), R("tables/search_draws.md")]
@@ -365,6 +373,12 @@ table_view(
 )
 table_view(R("tables/fig5.csv"), "fig5", REPORT_GENERATIVE, "Fig. 5 (numbers, table)")
 table_view(R("tables/table4.csv"), "table4", REPORT_GENERATIVE, "Table 4: NELBO, SYN-RANDOM D=500 K=100")
+table_view(
+    R("tables/acp_calibration.csv"),
+    "acp_calibration",
+    REPORT_INFERENCE,
+    "Calibration: what each generator allows the paper's rows (table)",
+)
 table_view(R("tables/table5.csv"), "table5", REPORT_TEXT, "Table 5: top words and PMI", REPORT_TOPICS)
 table_view(
     R("tables/classification.csv"),

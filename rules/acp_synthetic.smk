@@ -62,6 +62,31 @@ rule table_fig3a:
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
+rule calibration:
+    # The calibration panel of every synthetic dataset of the grid's experiments (truth, best
+    # mean-field NELBO, near-exact and MAP F1/EM, independent entropy) and the paper's rows
+    # flagged against it, with the degradation curve; docs/baselines.md, "Calibration".
+    input:
+        datasets=[R(f"data/{ds}.npz") for ds in calibration_datasets()],
+        baselines=[R(f"baselines/{ds}.json") for ds in calibration_datasets()],
+    output:
+        csv=R("tables/acp_calibration.csv"),
+        md=R("tables/acp_calibration.md"),
+        rows=R("tables/acp_calibration_rows.csv"),
+        curve=R("tables/acp_calibration_curve.csv"),
+    log:
+        log_path("calibration", "all"),
+    benchmark:
+        benchmark_path("calibration", "all")
+    conda:
+        CONDA_ENV
+    threads: 1
+    shell:
+        "noisyor-bench acp-calibration --datasets {input.datasets:q} --baselines {input.baselines:q} --threads {threads}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} --out-rows-csv {output.rows:q}"
+        " --out-curve-csv {output.curve:q} > {log:q} 2>&1"
+
+
 rule figure_fig3a_sensitivity:
     input:
         runs=sensitivity_runs(),

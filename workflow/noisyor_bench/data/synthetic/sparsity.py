@@ -11,12 +11,17 @@ import numpy as np
 
 
 def expected_sparsity(theta: np.ndarray, theta0: np.ndarray, mu: np.ndarray) -> float:
-    """Exact expected fraction of zeros in x (the paper's Sparsity / 100).
+    """Exact expected fraction of zeros in x (the paper's Sparsity / 100): the mean over i of
+    :func:`pixel_off_probabilities`."""
+    return float(pixel_off_probabilities(theta, theta0, mu).mean())
+
+
+def pixel_off_probabilities(theta: np.ndarray, theta0: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """Exact marginal ``p(x_i = 0)`` of every pixel, shape (D,).
 
     ``p(x_i = 0) = E_z[exp(-theta_i0 - sum_k theta_ik z_k)]`` (eq. 5) factorises over the
-    independent ``z_k``: ``exp(-theta_i0) prod_k (1 - mu_k + mu_k exp(-theta_ik))``; the mean
-    over i is the expected fraction.  Summed in log space (``log1p(mu_k expm1(-theta_ik))``)
-    so K in the hundreds loses no precision.
+    independent ``z_k``: ``exp(-theta_i0) prod_k (1 - mu_k + mu_k exp(-theta_ik))``.  Summed in
+    log space (``log1p(mu_k expm1(-theta_ik))``) so K in the hundreds loses no precision.
     """
     theta = np.asarray(theta, dtype=np.float64)
     theta0 = np.asarray(theta0, dtype=np.float64)
@@ -26,4 +31,4 @@ def expected_sparsity(theta: np.ndarray, theta0: np.ndarray, mu: np.ndarray) -> 
             f"shapes theta {theta.shape}, theta0 {theta0.shape}, mu {mu.shape} do not fit (D,K),(D,),(K,)"
         )
     log_p0 = -theta0 + np.log1p(mu * np.expm1(-theta)).sum(axis=1)
-    return float(np.exp(log_p0).mean())
+    return np.exp(log_p0)

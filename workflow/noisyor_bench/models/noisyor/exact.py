@@ -58,6 +58,21 @@ def _log_joint_chunk(model: NoisyOR, x: torch.Tensor, states: torch.Tensor) -> t
     return ll_pos + ll_neg + model.log_prior(states).unsqueeze(0)
 
 
+@torch.no_grad()
+def log_joint_table(
+    model: NoisyOR, x: torch.Tensor, max_k: int = MAX_EXACT_K
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every latent state (2^K, K) and ``log p(x_n, z_s)`` for each row and state (N, 2^K), float64.
+
+    One table serves every quantity of a small model (posterior, its mode, the ELBO of any
+    factorised ``q`` and its gradient) without re-enumerating; memory is ``N * 2^K`` numbers."""
+    check_enumerable(model.K, max_k)
+    model = model.to(dtype=torch.float64)
+    x = x.to(torch.float64)
+    states = latent_states(model.K, 0, 2**model.K, torch.float64, x.device)
+    return states, _log_joint_chunk(model, x, states)
+
+
 @dataclass
 class ExactPosterior:
     """Exact quantities for a batch of observations: ``log p(x)`` (N,) and marginals (N, K)."""
