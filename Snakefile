@@ -58,12 +58,27 @@ guard_every_rule()
 onsuccess:
     import time
     from noisyor_bench.reporting.answer import write_run_record
+    from noisyor_bench.infra.resultsdir import record_rebuilt
     from noisyor_bench.reporting.summary import run_summary
 
+    settings = workflow.dag_settings
+    if set(settings.targets) <= {"all"} and not (
+        settings.target_jobs or settings.until or settings.omit_from or settings.allowed_rules
+    ):
+        # every target of this config is built: the results are now the config's (its hash in
+        # <results>/.noisyor-bench-results.json; a failed or partial run keeps the older hash)
+        record_rebuilt(RESULTS, config, _code_commit())
     try:
         start = workflow.start_time.timestamp()
         write_run_record(
-            RESULTS, start, time.time(), len(workflow.dag), config["grid"], SELECTED, _code_commit()
+            RESULTS,
+            start,
+            time.time(),
+            len(workflow.dag),
+            config["grid"],
+            SELECTED,
+            _code_commit(),
+            dirty=_code_dirty(),
         )
         print(run_summary(RESULTS, report="results/report.zip"), flush=True)
     except Exception as err:  # a summary must never turn a finished run into a failure

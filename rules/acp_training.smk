@@ -17,6 +17,46 @@ SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config))
 # (cell, draw or final, seed) inside the CLI (noisyor_bench.inference.seeding.run_init_key).
 
 
+# Staleness by content: a finished run (or search draw) whose metrics.json records another
+# dataset sha256 or budget than the current ones reruns, whatever the mtimes and whether or not
+# Snakemake's metadata of it is at hand (noisyor_bench.experiments.acp.stale_runs). The check is
+# an input function adding no file: when the job is planned, its stale outputs join the files
+# Snakemake forces (as --forcerun does), so the job and everything after it rerun; a line says why.
+_STALE_SAID = set()
+
+
+def stale_check(records, dataset, budget, forced, fit_only=False):
+    """Input function: force ``forced(wildcards)`` (one of the job's outputs) when any record of
+    ``records(wildcards)`` was made from another content of ``dataset(wildcards)`` or another
+    ``budget(wildcards)``; adds no input."""
+    from noisyor_bench.experiments.acp.stale_runs import stale_runs
+
+    def check(wildcards):
+        if workflow.dag is None or not workflow.is_main_process:
+            return []
+        stale = stale_runs(records(wildcards), dataset(wildcards), budget(wildcards), fit_only)
+        if stale:
+            output = forced(wildcards)
+            workflow.dag.forcefiles.add(output)
+            if output not in _STALE_SAID:
+                _STALE_SAID.add(output)
+                path, reasons = next(iter(stale.items()))
+                print(
+                    f"noisyor-bench: {len(stale)} finished run(s) of {output} made from another "
+                    f"{' and '.join(r.split(' ')[0] for r in reasons)} ({path}: {'; '.join(reasons)}): rerun",
+                    file=sys.stderr,
+                )
+        return []
+
+    return check
+
+
+def _chunk_draw_records(w):
+    """metrics.json of every finished draw of a search chunk (its folder: the table without .csv)."""
+    work = Path(R(f"search/{w.experiment}/{w.dataset}/{w.method}/n{w.n}/chunks/{w.chunk}"))
+    return sorted(str(p) for p in work.glob("draw*/metrics.json"))
+
+
 # A cell's search runs as chunk jobs (acp_costs.search_chunks): `search.draws_per_job` draws
 # each, or, with `search.max_job_hours`, as many nearly equal chunks as the cost model's estimate
 # of the whole search needs to keep each under that bound (a small cell: one chunk; unset: one),
@@ -26,6 +66,13 @@ SYNTHETIC_EXPERIMENTS = "|".join(re.escape(e) for e in grid.experiments(config))
 rule search_chunk:
     input:
         dataset=R("data/{dataset}.npz"),
+        stale=stale_check(
+            _chunk_draw_records,
+            lambda w: R(f"data/{w.dataset}.npz"),
+            lambda w: grid.budget(config, cell_of(w)),
+            lambda w: R(f"search/{w.experiment}/{w.dataset}/{w.method}/n{w.n}/chunks/{w.chunk}.csv"),
+            fit_only=True,
+        ),
     output:
         table=R("search/{experiment}/{dataset}/{method}/n{n}/chunks/{chunk}.csv"),
     log:
@@ -118,6 +165,16 @@ for _group in grid.seed_groups(config):
         input:
             dataset=R("data/{dataset}.npz"),
             best=search_result,
+            stale=stale_check(
+                lambda w, seeds=_group.seeds: run_files(
+                    w.experiment, w.dataset, w.method, w.n, files=("metrics.json",), seeds=seeds
+                ),
+                lambda w: R(f"data/{w.dataset}.npz"),
+                lambda w: grid.budget(config, cell_of(w)),
+                lambda w, seeds=_group.seeds: RUN(
+                    w.experiment, w.dataset, w.method, w.n, seed=seeds[0], file="metrics.json"
+                ),
+            ),
         output:
             run_files("{experiment}", "{dataset}", "{method}", "{n}", seeds=_group.seeds),
         log:
@@ -168,6 +225,12 @@ rule train_cell_seed:
     input:
         dataset=lambda w: R(f"data/{per_seed_cell(w).dataset}.npz"),
         best=per_seed_search_result,
+        stale=stale_check(
+            lambda w: [RUN(w.cell, seed=w.seed, file="metrics.json")],
+            lambda w: R(f"data/{per_seed_cell(w).dataset}.npz"),
+            lambda w: grid.budget(config, per_seed_cell(w)),
+            lambda w: RUN(w.cell, seed=w.seed, file="metrics.json"),
+        ),
     output:
         [RUN("{cell}", seed="{seed}", file=f) for f in RUN_FILES],
     log:
@@ -239,6 +302,12 @@ rule train_cell_corpus:
     input:
         dataset=R("data/{dataset}.npz"),
         hparams=R("hparams/text/{dataset}.json"),
+        stale=stale_check(
+            lambda w: text_run_files(w.experiment, w.dataset, w.method, w.n, files=("metrics.json",)),
+            lambda w: R(f"data/{w.dataset}.npz"),
+            lambda w: corpus_grid.budget(config),
+            lambda w: text_run_files(w.experiment, w.dataset, w.method, w.n, files=("metrics.json",))[0],
+        ),
     output:
         text_run_files("{experiment}", "{dataset}", "{method}", "{n}"),
     log:

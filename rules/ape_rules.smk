@@ -123,8 +123,11 @@ rule ape_evaluate:
     input:
         data=R("data/ape-{ds}.npz"),
         encoders=lambda w: [f"{d}/metrics.json" for d in ape_encoder_dirs(w.ds, int(w.seed)).values()],
+        encoder_weights=lambda w: [f"{d}/encoder.pt" for d in ape_encoder_dirs(w.ds, int(w.seed)).values()],
         vi=ape_vi_run("{ds}", "{seed}", "metrics.json"),
+        vi_files=[ape_vi_run("{ds}", "{seed}", "posterior.npz"), ape_vi_run("{ds}", "{seed}", "curve.csv")],
         nuts=lambda w: ape_nuts_files(w.ds, int(w.seed)),
+        nuts_samples=lambda w: [str(Path(f).parent / "samples.npz") for f in ape_nuts_files(w.ds, int(w.seed))],
     output:
         metrics=ape_eval_run("{ds}", "{seed}", "metrics.json"),
         scores=ape_eval_run("{ds}", "{seed}", "scores.npz"),
@@ -179,6 +182,7 @@ rule ape_table1:
 rule ape_figures:
     input:
         evals=lambda w: ape_eval_files(w.ds),
+        scores=lambda w: [str(Path(f).parent / "scores.npz") for f in ape_eval_files(w.ds)],
         vi=lambda w: [ape_vi_run(w.ds, s, "curve.csv") for s in APE_SEEDS],
     output:
         left=paper_report(

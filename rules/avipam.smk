@@ -31,7 +31,7 @@ def avipam_table_runs():
 
 
 def avipam_collapse_runs():
-    return avipam_run_files(avipam_cells.collapse_cells(AVIPAM), ("metrics.json", "topics.npz"))
+    return avipam_run_files(avipam_cells.collapse_cells(AVIPAM), ("metrics.json", "topics.npz", "curve.csv"))
 
 
 def avipam_npmi_inputs(corpora):

@@ -18,6 +18,7 @@ from noisyor_bench.experiments.rundir import cell_path, run_path
 from noisyor_bench.infra import shellargs
 from noisyor_bench.infra.constants import NAME_PATTERN
 from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.infra.provenance import CHECKOUT_ENV
 from snakemake.exceptions import WorkflowError
 
 _RAW_CONFIG = config
@@ -48,6 +49,10 @@ if RAW_DATA_DIR is not None:
     RAW_DATA_DIR = Path(os.path.abspath(RAW_DATA_DIR))
     os.environ[RAW_DATA_ENV] = str(RAW_DATA_DIR)
     workflow.register_envvars(RAW_DATA_ENV)  # also passed to the jobs of remote executors
+# Every job refuses to run a noisyor_bench package imported from another checkout than this one
+# (e.g. a .venv linked to another checkout): its records would name this checkout's commit.
+os.environ[CHECKOUT_ENV] = str(Path(workflow.basedir).resolve())
+workflow.register_envvars(CHECKOUT_ENV)
 
 
 def R(path):
@@ -333,9 +338,9 @@ def measured_priority(rule_name, stem):
 # workflow starts executing jobs (onstart: not in dry runs, lint, or the per-job processes of
 # cluster executors), held until this Snakemake process ends.
 onstart:
-    from noisyor_bench.infra.io import lock_results_dir
+    from noisyor_bench.infra.results_lock import take_for_invocation
 
-    lock_results_dir(RESULTS)  # held by noisyor_bench.infra.io until this process ends
+    take_for_invocation(RESULTS)  # held by noisyor_bench.infra.io until this process ends
 
 
 # The results directory is checked when an invocation that executes jobs plans its first job,
@@ -351,9 +356,10 @@ _GUARD = {"done": False}
 
 
 def _guard_results_dir():
+    from noisyor_bench.infra.clock import refuse_future_files
     from noisyor_bench.infra.errors import UserError
-    from noisyor_bench.infra.io import lock_results_dir
     from noisyor_bench.infra.resultsdir import check_identity, write_identity
+    from noisyor_bench.infra.results_lock import locked_line, take_for_invocation
 
     if workflow.executor_plugin is None:  # --dag, --summary, --list-untracked ...: nothing runs
         return
@@ -361,16 +367,50 @@ def _guard_results_dir():
     if not workflow.is_main_process:
         return
     try:
+        refuse_future_files([RESULTS, *REFERENCE_DIRS])  # before Snakemake judges by mtimes
         for warning in check_identity(RESULTS, config):
             print(f"noisyor-bench: warning: {warning}", file=sys.stderr, flush=True)
         if not workflow.dryrun:
-            lock_results_dir(RESULTS)  # held by noisyor_bench.infra.io until this process ends
+            take_for_invocation(RESULTS)  # held by noisyor_bench.infra.io until this process ends
+            print(locked_line(RESULTS), file=sys.stderr, flush=True)  # the console's log starts here
             write_identity(RESULTS, config, _code_commit())
     except UserError as err:
         # Snakemake would wrap an exception of an input function in its own report with a
         # traceback; the refusal is the user's to act on, so it is said alone and ends the run.
         print(f"Error: {err}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
+    except OSError as err:  # a read-only or unwritable results directory: one line, not a traceback
+        print(f"Error: {_unwritable_results(err)}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+def _unwritable_results(err):
+    """The line for an OS error on the results directory itself (the lock, its record)."""
+    import errno as _errno
+
+    code = _errno.errorcode.get(err.errno or 0, "")
+    where = f" ({err.filename})" if err.filename else ""
+    return (
+        f"results_dir {RESULTS} cannot be written: {err.strerror or err}{f' ({code})' if code else ''}"
+        f"{where}; make it writable, or choose another results_dir (--config results_dir=...)"
+    )
+
+
+def _lock_for_report():
+    """`snakemake --report` reads every result without executing (so without the guard): it takes
+    the results lock too, so no report is built from a directory another invocation is writing."""
+    from noisyor_bench.infra.errors import UserError
+    from noisyor_bench.infra.results_lock import take_for_invocation
+
+    if workflow.is_main_process and any(a == "--report" or a.startswith("--report=") for a in sys.argv[1:]):
+        try:
+            take_for_invocation(RESULTS)
+        except UserError as err:
+            print(f"Error: {err}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
+
+
+_lock_for_report()
 
 
 def _code_commit():
@@ -378,6 +418,14 @@ def _code_commit():
     from noisyor_bench.infra.provenance import git_state
 
     return git_state(workflow.basedir, "Snakefile").get("commit")
+
+
+def _code_dirty():
+    """Whether the checkout has uncommitted changes (None outside a git checkout): the run record
+    and the answer say so beside the commit."""
+    from noisyor_bench.infra.provenance import git_state
+
+    return git_state(workflow.basedir, "Snakefile").get("dirty")
 
 
 def results_dir_guard(wildcards):
@@ -391,9 +439,43 @@ def results_dir_guard(wildcards):
 
 def guard_every_rule():
     """Attach the guard's input function to every defined rule, once all are defined; then
-    whichever targets an invocation asks for, its first planned job runs the guard."""
+    whichever targets an invocation asks for, its first planned job runs the guard. Also keeps
+    every rule's finished outputs until its job replaces them (keep_outputs_until_replaced)."""
     for rule_object in workflow.rules:
         rule_object.set_input(results_dir_guard)
+    keep_outputs_until_replaced()
+
+
+# Finished results are kept until their replacement exists. Snakemake removes a job's outputs
+# when the job starts, unless they are flagged update(): then it leaves them in place, keeps a
+# copy under .snakemake/ and puts it back if the job fails. Every command writes its outputs by
+# rename (run folders from <run>.partial, tables and data through noisyor_bench.infra.io's atomic
+# writers), so a rerun that fails or is killed leaves the finished files byte-identical. Left out:
+# the raw-input rules, whose stamp or download is a check that must be redone when it fails.
+OUTPUTS_REMOVED_AT_START = ("fetch_raw", "verify_raw")
+
+
+def keep_outputs_until_replaced():
+    from snakemake.io import flag
+
+    for rule_object in workflow.rules:
+        if rule_object.name not in OUTPUTS_REMOVED_AT_START:
+            for output_file in rule_object.output:
+                flag(output_file, "update")
+
+
+# A job that failed after Snakemake put its update() outputs back is recorded by Snakemake as
+# finished (its metadata then holds the new params and inputs, and the restored copies are newer
+# than every input), so the next invocation would take the old results as current. Its outputs
+# are marked incomplete instead: the next invocation reruns the job (profiles: rerun-incomplete).
+# A job stopped with Snakemake itself (Ctrl-C, a killed Snakemake) is never postprocessed and
+# stays marked incomplete anyway.
+onerror:
+    from snakemake.io import is_flagged
+
+    for _failed in getattr(workflow.scheduler, "failed", ()):
+        if any(is_flagged(f, "update") for f in _failed.output):
+            workflow.persistence.started(_failed)
 
 
 # ---------------------------------------------------------------------------------------

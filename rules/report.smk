@@ -124,7 +124,17 @@ rule software_html:
 
 # Benchmark files are not declared outputs, so no input can name them: the rule takes every
 # other artifact as input (it runs when all jobs have written their benchmark file, and again
-# whenever one of them reran) and reads the benchmark directory.
+# whenever one of them reran) and reads the benchmark files of the jobs upstream of it in this
+# run's DAG, each once: the directory also keeps the files of jobs no longer in the workflow.
+def dag_benchmarks(wildcards):
+    """``--jobs <files>`` (noisyor_bench.reporting.runtime.upstream_benchmarks); empty (every
+    file counts) where Snakemake has no DAG."""
+    from noisyor_bench.reporting.runtime import upstream_benchmarks
+
+    files = upstream_benchmarks(workflow.dag, "runtime_table")
+    return f"--jobs {list_param(files)}" if files else ""
+
+
 rule runtime_table:
     input:
         all_targets(),
@@ -141,8 +151,9 @@ rule runtime_table:
         CONDA_ENV
     params:
         benchmarks=R("benchmarks"),
+        jobs=dag_benchmarks,
     shell:
-        "noisyor-bench runtime-table --benchmarks {params.benchmarks:q} --out-csv {output.csv:q} --out-md {output.md:q}"
+        "noisyor-bench runtime-table --benchmarks {params.benchmarks:q} {params.jobs} --out-csv {output.csv:q} --out-md {output.md:q}"
         " --out-jobs-csv {output.jobs:q} --out-png {output.png:q} > {log:q} 2>&1"
 
 

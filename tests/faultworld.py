@@ -243,6 +243,14 @@ def run_case(
         case.after()
 
 
+def _as_spelled(target: str, workdir: Path) -> str:
+    """A target file as the workflow spells its outputs: results_dir is normalised relative to the
+    working directory when inside it (``noisyor_bench.experiments.config.normalise_results_dir``),
+    and Snakemake matches targets by their spelling."""
+    inside = os.path.relpath(target, workdir) if os.path.isabs(target) else None
+    return inside if inside is not None and not inside.startswith("..") else target
+
+
 def smoke_snakemake(
     workdir: Path, results: Path | str, mirror: Path | None, *targets: str, config: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
@@ -266,7 +274,7 @@ def smoke_snakemake(
         *settings,
         *[t for t in targets if t.startswith("-")],
         "--",
-        *[t for t in targets if not t.startswith("-")],
+        *[_as_spelled(t, workdir) for t in targets if not t.startswith("-")],
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=workdir)

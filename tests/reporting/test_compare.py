@@ -65,13 +65,14 @@ def test_compare_command_on_a_toy_pair(
     out = capsys.readouterr().out
     assert "1 cells agree" in out and "1 differ, 1 missing" in out
     assert "claims: 1 same verdict, 1 different, 1 missing" in out
-    table = pd.read_csv(ours / "tables" / "comparison.csv")
+    # a hand run writes beside the workflow's tables/comparison.*, named by the reference
+    table = pd.read_csv(ours / "comparisons" / f"{reference.name}.csv")
     assert table.set_index("key")["status"].to_dict() == {
         "artifact=fig5, dataset=syn-random-1, n_train=30, method=acp": AGREE,
         "artifact=fig5, dataset=syn-random-1, n_train=30, method=avi": DISAGREE,
         "artifact=fig5, dataset=syn-random-1, n_train=1000, method=acp": MISSING,
     }
-    md = (ours / "tables" / "comparison.md").read_text()
+    md = (ours / "comparisons" / f"{reference.name}.md").read_text()
     assert "method=avi" in md.split("## Cells that differ")[1].split("## Claims")[0]
     assert (
         main(["compare", "--results", str(ours), "--reference", str(reference), "--fail-on-difference"]) == 1
@@ -189,7 +190,11 @@ def test_several_references_name_their_cells_and_claims(
         ],
         {"fig5-a": "reproduced", "fig5-b": "inconclusive"},
     )
-    assert main(["compare", "--results", str(ours), "--reference", str(one), str(two)]) == 0
+    workflow_outputs = ["--out-csv", str(ours / "tables" / "comparison.csv")]  # as rule compare
+    workflow_outputs += ["--out-md", str(ours / "tables" / "comparison.md")]
+    assert (
+        main(["compare", "--results", str(ours), "--reference", str(one), str(two), *workflow_outputs]) == 0
+    )
     out = capsys.readouterr().out
     assert "ref-a: 1 cells agree" in out and "claims: 1 same verdict" in out
     assert "ref-b: 0 cells agree with the reference within their 95% intervals, 1 differ" in out
@@ -259,7 +264,13 @@ def test_the_references_verdicts_come_from_the_evidence_steps_sources(
         ]
     ).to_csv(sources, index=False)
     args = ["compare", "--results", str(ours), "--reference", str(reference), "--sources", str(sources)]
-    assert main(args) == 0
+    outputs = [
+        "--out-csv",
+        str(ours / "tables" / "comparison.csv"),
+        "--out-md",
+        str(ours / "tables" / "comparison.md"),
+    ]
+    assert main([*args, *outputs]) == 0  # the workflow's outputs, as rule compare names them
     claims = pd.read_csv(ours / "tables" / "comparison.csv")  # cells
     assert len(claims) == 1
     md = (ours / "tables" / "comparison.md").read_text()

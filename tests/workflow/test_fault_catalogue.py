@@ -341,7 +341,7 @@ CASES = [
             ["acp-figure-fig3b", "--runs", str(RUN), "--out-png", "f.png", "--out-csv", "f.csv"],
         )[1],
         2,
-        ("curve.csv", "missing"),
+        ("curve.csv", "changed or replaced after its run wrote it"),
     ),
     Case(
         "claims-table-not-csv",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from noisyor_bench.commands import catalogue
 from noisyor_bench.experiments import papers
 from noisyor_bench.infra import provenance
-from noisyor_bench.infra.errors import WRITE_ERRNOS, LastWord, UserError
+from noisyor_bench.infra.errors import WRITE_ERRNOS, LastWord, UserError, out_of_memory_message
 from noisyor_bench.infra.version import __version__
 
 log = logging.getLogger("noisyor_bench")
@@ -213,10 +213,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as err:  # Ctrl-C; resumable work raises errors.Interrupted saying how
         _final(last_word, f"noisyor-bench {args.command}: {err or 'interrupted'}")
         return 130
-    except OSError as err:
-        # The environment, not the code: an unreadable input, a read-only or full output
-        # location (EACCES, EROFS, ENOSPC).  Name the path and the operating system's reason.
-        if err.filename is None and err.errno not in WRITE_ERRNOS:
+    except (MemoryError, SystemError, ImportError, OSError) as err:
+        # The environment, not the code: no memory left (ulimit -v), an unreadable input, a
+        # read-only or full output location (EACCES, EROFS, ENOSPC).  Name the limit, or the path
+        # and the operating system's reason.
+        no_memory = out_of_memory_message(err)
+        if no_memory is not None:
+            _final(last_word, f"noisyor-bench {args.command}: error: {no_memory}")
+            return 2
+        if not isinstance(err, OSError) or (err.filename is None and err.errno not in WRITE_ERRNOS):
             raise
         _final(last_word, f"noisyor-bench {args.command}: error: {os_error_message(err)}")
         return 2

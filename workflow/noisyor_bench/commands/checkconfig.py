@@ -16,18 +16,37 @@ import yaml
 from noisyor_bench.infra.errors import ConfigError
 
 
-def _override(text: str) -> tuple[str, object]:
-    """``KEY=VALUE`` as ``snakemake --config`` takes it (VALUE parsed as YAML)."""
+def _override(text: str) -> dict[str, object]:
+    """``KEY=VALUE`` as ``snakemake --config`` takes it (VALUE parsed as YAML); a dotted KEY
+    (``grids.smoke.acp.seeds=[3]``) sets one nested key, which ``--config`` spells as a mapping
+    (``'grids={smoke: {acp: {seeds: [3]}}}'``)."""
     key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise ConfigError(f"--set: expected KEY=VALUE, got {text!r}")
-    return key, yaml.safe_load(value)
+    parts = key.split(".")
+    if not sep or not all(parts):
+        raise ConfigError(f"--set: expected KEY=VALUE or A.B.C=VALUE, got {text!r}")
+    try:
+        nested: object = yaml.safe_load(value)
+    except yaml.YAMLError as err:
+        raise ConfigError(
+            f"--set {key}: the value {value!r} is not valid YAML ({err.__class__.__name__})"
+        ) from None
+    for part in reversed(parts):
+        nested = {part: nested}
+    return nested  # type: ignore[return-value]
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from noisyor_bench.experiments.config import NEUTRAL_GRID_KEYS, config_warnings, load_config
+    from noisyor_bench.experiments.config import (
+        NEUTRAL_GRID_KEYS,
+        config_warnings,
+        load_config,
+        merge_overrides,
+    )
 
-    cfg = load_config(args.config, dict(_override(item) for item in args.set or []))
+    overrides: dict[str, object] = {}
+    for item in args.set or []:
+        merge_overrides(overrides, _override(item))
+    cfg = load_config(args.config, overrides)
     for warning in config_warnings(cfg):
         print(f"warning: {warning}", file=sys.stderr)
     sections = [key for key in cfg["grids"][cfg["grid"]] if key not in NEUTRAL_GRID_KEYS]
@@ -66,7 +85,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "config", nargs="?", default="config/config.yaml", help="config file (default %(default)s)"
     )
     p.add_argument(
-        "--set", action="append", metavar="KEY=VALUE", help="top-level override, as snakemake --config"
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override, as snakemake --config; a dotted KEY sets one nested key (grids.smoke.acp.seeds=[3])",
     )
     p.add_argument(
         "--explain",

@@ -11,18 +11,35 @@ log = logging.getLogger(__name__)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from noisyor_bench.infra.results_lock import hold_unless_inherited
     from noisyor_bench.reporting.compare import compare_many, write_comparison
 
+    hold_unless_inherited(args.results)  # one writer per results directory, until this command ends
     cells, claims = compare_many(args.results, args.reference, args.sources)
-    out_dir = Path(args.results) / "tables"
-    out_csv = Path(args.out_csv) if args.out_csv else out_dir / "comparison.csv"
-    out_md = Path(args.out_md) if args.out_md else out_dir / "comparison.md"
+    default_csv, default_md = hand_run_outputs(args.results, args.reference)
+    out_csv = Path(args.out_csv) if args.out_csv else default_csv
+    out_md = Path(args.out_md) if args.out_md else default_md
     summary = write_comparison(cells, claims, out_csv, out_md, ", ".join(map(str, args.reference)))
     print(summary)
     print(f"details: {out_md}")
     if args.fail_on_difference and any(c.status == "differ" for c in cells):
         return 1
     return 0
+
+
+def hand_run_outputs(results: str | Path, references: list[str]) -> tuple[Path, Path]:
+    """Where a hand-run comparison goes without ``--out-csv``/``--out-md``:
+    ``<results>/comparisons/<reference folder names>.{csv,md}``.
+
+    Not ``<results>/tables/comparison.*``: that is the workflow's own output (rule ``compare``,
+    which names its paths), compared against the configured references and read by the report;
+    a hand run against another reference would replace it without a word, and the workflow
+    would take it for its own.  Not under ``tables/`` at all, where every CSV counts as a result
+    table of the run (and is published with it).  Named by the references, so comparisons with
+    different references sit side by side."""
+    names = "+".join(dict.fromkeys(Path(r).resolve().name or "root" for r in references)) or "reference"
+    folder = Path(results) / "comparisons"
+    return folder / f"{names}.csv", folder / f"{names}.md"
 
 
 def cmd_publish_reference(args: argparse.Namespace) -> int:
@@ -71,9 +88,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the references' verdicts, re-judged once by the evidence step (its claims_sources.csv); "
         "without it each reference is judged here from its tables",
     )
-    p.add_argument("--out-csv", help="per cell and metric (default: <results>/tables/comparison.csv)")
     p.add_argument(
-        "--out-md", help="the cells that differ and the claims (default: <results>/tables/comparison.md)"
+        "--out-csv",
+        help="per cell and metric (default: <results>/comparisons/<reference names>.csv; the "
+        "workflow's own comparison, <results>/tables/comparison.csv, is left alone)",
+    )
+    p.add_argument(
+        "--out-md",
+        help="the cells that differ and the claims (default: <results>/comparisons/<reference names>.md)",
     )
     p.add_argument(
         "--fail-on-difference", action="store_true", help="exit 1 when any cell differs (for CI pipelines)"

@@ -57,13 +57,18 @@ def cmd_claims_pages(args: argparse.Namespace) -> int:
 
 
 def cmd_console(args: argparse.Namespace) -> int:
-    from noisyor_bench.infra.io import open_log
-    from noisyor_bench.reporting.console import Console, follow, rule_papers
+    from noisyor_bench.reporting.console import Console, LockedLog, follow, rule_papers
 
     print(f"Snakemake's full log: {args.log} (this console shows one line per finished job)", flush=True)
     console = Console(rule_papers(args.repo), lambda text: print(text, flush=True))
-    with open_log(args.log) as log:
+    log = LockedLog(args.log)
+    try:
         follow(sys.stdin, log, console)
+    finally:
+        unlogged = log.close()
+    if unlogged:  # refused, or nothing to do: its words here, the log untouched
+        print(f"(not added to {args.log}: this invocation did not take the results lock)", flush=True)
+        print("".join(unlogged[-40:]), end="", flush=True)
     return 0
 
 

@@ -15,14 +15,16 @@ log = logging.getLogger(__name__)
 
 def cmd_runtime_table(args: argparse.Namespace) -> int:
     from noisyor_bench.infra.errors import ConfigError
-    from noisyor_bench.reporting.runtime import collect, markdown, per_rule, plot
+    from noisyor_bench.reporting.runtime import collect, markdown, missing_benchmarks, per_rule, plot
     from noisyor_bench.reporting.tables import write_table
 
     if args.top < 1:
         raise ConfigError(f"--top must be >= 1, got {args.top}")
-    jobs = collect(args.benchmarks)
+    jobs = collect(args.benchmarks, args.jobs)
     rules = per_rule(jobs)
-    write_table(rules, args.out_csv, markdown(rules, jobs, args.top), args.out_md)
+    missing = missing_benchmarks(args.jobs) if args.jobs is not None else 0
+    text = markdown(rules, jobs, args.top, listed=args.jobs is not None, missing=missing)
+    write_table(rules, args.out_csv, text, args.out_md)
     if args.out_jobs_csv:
         write_table(jobs, args.out_jobs_csv)
     if args.out_png:
@@ -107,6 +109,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="per-rule runtime (jobs, total/mean/max s, slowest job) from Snakemake benchmark TSVs",
     )
     p.add_argument("--benchmarks", required=True, help="directory <results>/benchmarks (<rule>/<job>.tsv)")
+    p.add_argument(
+        "--jobs",
+        nargs="+",
+        help="only these benchmark files (the current workflow's jobs; @FILE: one a line); default: "
+        "every file under --benchmarks, stale ones of earlier layouts included",
+    )
     p.add_argument("--out-csv", required=True, help="per-rule totals")
     p.add_argument("--out-md", required=True, help="per-rule totals and the slowest jobs")
     p.add_argument("--out-jobs-csv", help="every job, slowest first (the base of compute extrapolations)")

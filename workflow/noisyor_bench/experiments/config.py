@@ -175,13 +175,99 @@ def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
         cfg["overwrite_grid"] = str(cfg["overwrite_grid"]).lower() == "true"
     validator_cls = jsonschema.validators.validator_for(schema())
     validator = validator_cls(schema())
+    _coerce_scalar_strings(cfg, validator)
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
         lines = "\n  ".join(_describe(e) for e in errors)
         raise ConfigError(f"invalid configuration:\n  {lines}")
     _check_cross_references(cfg)
     check_results_dir(cfg["results_dir"])
+    cfg["results_dir"] = normalise_results_dir(cfg["results_dir"])
+    check_reference_dir(cfg)
     return cfg
+
+
+_SCALAR_PARSERS: dict[str, Any] = {
+    "integer": int,
+    "number": lambda text: int(text) if text.strip().lstrip("+-").isdigit() else float(text),
+    "boolean": lambda text: {"true": True, "false": False}[text.strip().lower()],
+}
+
+
+def _coerce_scalar_strings(cfg: dict[str, Any], validator: Any) -> None:
+    """Numbers and booleans given as text where the schema wants them, converted in place.
+
+    ``snakemake --config 'grids={smoke: {acp: {seeds: [3]}}}'`` reads nested values with YAML's
+    base loader, so every nested scalar arrives as a string (``'3'``); the user meant the number.
+    Only a value the schema refuses for its type, and whose text parses as that type, changes."""
+    for _ in range(100):  # each pass fixes every value it can reach; a fixed value may reveal more
+        changed = False
+        for error in _leaf_errors(validator.iter_errors(cfg)):
+            if error.validator != "type" or not isinstance(error.instance, str):
+                continue
+            wanted = (
+                error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+            )
+            value = _parse_scalar(error.instance, wanted)
+            if value is not None and _set_at(cfg, list(error.absolute_path), error.instance, value):
+                changed = True
+        if not changed:
+            return
+
+
+def _leaf_errors(errors: Any) -> Any:
+    for error in errors:
+        yield error
+        yield from _leaf_errors(error.context or [])
+
+
+def _parse_scalar(text: str, wanted: list[str]) -> Any:
+    for kind in wanted:
+        parse = _SCALAR_PARSERS.get(kind)
+        try:
+            value = parse(text) if parse is not None else None
+        except (KeyError, ValueError):
+            continue
+        return value
+    return None
+
+
+def _set_at(node: Any, path: list[Any], old: str, value: Any) -> bool:
+    for key in path[:-1]:
+        node = node[key]
+    if not path or node[path[-1]] != old:
+        return False
+    node[path[-1]] = value
+    return True
+
+
+def check_reference_dir(cfg: dict[str, Any]) -> None:
+    """A ``reference_dir`` path must be a folder with ``tables/``: a misspelt one would otherwise
+    drop the comparison with the references without a word.  (``--config reference_dir=null``
+    arrives as the text ``'null'``: it means no comparison.)"""
+    setting = cfg.get("reference_dir")
+    if isinstance(setting, str) and setting.strip().lower() in ("null", "none", "~", ""):
+        cfg["reference_dir"] = None
+        return
+    if setting is None or setting == papers.REGISTERED_REFERENCES:
+        return
+    folder = Path(setting).expanduser()
+    if not folder.is_absolute():
+        folder = _repository_root() / folder
+    if not (folder / "tables").is_dir():
+        what = "has no tables/ folder" if folder.is_dir() else "does not exist"
+        raise ConfigError(
+            f"reference_dir: {setting!r} {what} ({folder}); set a folder that holds a published "
+            f"reference's tables/ (relative to the repository root), '{papers.REGISTERED_REFERENCES}' "
+            "for the selected papers' own references, or null for no comparison"
+        )
+
+
+def _repository_root() -> Path:
+    """The folder relative ``reference_dir`` paths start from: the checkout this package runs
+    from (the Snakefile's folder), else the working directory."""
+    checkout = Path(__file__).resolve().parents[3]
+    return checkout if (checkout / "Snakefile").is_file() else Path.cwd()
 
 
 def _migrate_grid_layouts(cfg: dict[str, Any]) -> None:
@@ -268,6 +354,21 @@ def check_results_dir(value: str) -> None:
         raise ConfigError(f"{where} is an existing file, not a directory; choose another results_dir")
 
 
+def normalise_results_dir(value: str) -> str:
+    """One spelling per results directory: ``results``, ``results/``, ``./results`` and its
+    absolute path all become ``results`` (relative to the working directory when inside it).
+
+    Snakemake keys what it records of each job (params, input set, code) by the output's path
+    as spelled: another spelling of the same folder finds no record, so a changed setting would
+    rerun nothing, and the spellings would plan different jobs."""
+    path = os.path.normpath(os.path.expanduser(value))
+    if os.path.isabs(path):
+        inside = os.path.relpath(path, os.getcwd())
+        if inside != os.pardir and not inside.startswith(os.pardir + os.sep):
+            return inside
+    return path
+
+
 def _check_cross_references(cfg: Mapping[str, Any]) -> None:
     """The checks the schema cannot express: the grid exists, and each paper's own checks."""
     grids = cfg["grids"]
@@ -280,12 +381,22 @@ def _check_cross_references(cfg: Mapping[str, Any]) -> None:
 
 
 def load_config(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Load, apply top-level ``overrides`` (as ``snakemake --config`` does), validate."""
+    """Load, apply ``overrides`` (as ``snakemake --config`` does: a mapping is merged into the
+    file's, key by key; any other value replaces), validate."""
     cfg = load_yaml(path)
     if not isinstance(cfg, dict):
         raise ConfigError(f"config file {path} must hold a mapping at the top level")
-    cfg.update(overrides or {})
+    merge_overrides(cfg, overrides or {})
     return validate_config(cfg)
+
+
+def merge_overrides(cfg: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+    """``overrides`` merged into ``cfg`` in place, mappings key by key (Snakemake's update_config)."""
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(cfg.get(key), dict):
+            merge_overrides(cfg[key], value)
+        else:
+            cfg[key] = value
 
 
 def raw_data_dir(cfg: Mapping[str, Any]) -> Path | None:

@@ -27,7 +27,7 @@ import numpy as np
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import EpochRecord
 from noisyor_bench.infra.errors import DataError
-from noisyor_bench.infra.integrity import read_run_record, seal_record
+from noisyor_bench.infra.integrity import read_run_record, seal_record, verified_run_file
 from noisyor_bench.infra.io import load_npz, lock_run_partial, release_run_partial, write_json_atomic
 
 METRICS_FILE = "metrics.json"
@@ -213,8 +213,9 @@ def publish_run_dir(work: str | Path, out_dir: str | Path, drop: Iterable[str] =
 
 def load_posterior(run_dir: str | Path, need: Sequence[str] = ("theta",)) -> dict[str, np.ndarray]:
     """The run's ``posterior_test.npz`` (``q``, ``theta``, ``theta0``, ``mu``) with the arrays
-    ``need`` present: the one reader of a run's posterior (DataError naming the file otherwise)."""
-    path = Path(run_dir) / POSTERIOR_FILE
+    ``need`` present: the one reader of a run's posterior (DataError naming the file otherwise),
+    checked first against the sha256 its run recorded (:func:`verified_run_file`)."""
+    path = verified_run_file(Path(run_dir) / POSTERIOR_FILE)
     try:
         arrays = load_npz(path)
     except FileNotFoundError:

@@ -87,3 +87,47 @@ def _allocate(fh: IO[bytes], size: int) -> None:
         fh.write(b"\0" * size)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+_NO_MEMORY_WORDS = ("failed to map segment", "cannot allocate memory", "out of memory", "bad_alloc")
+
+
+def out_of_memory_message(err: BaseException) -> str | None:
+    """One line for an exception that means the process ran out of memory, else None.
+
+    Under a virtual-memory limit (``ulimit -v``) the failure takes many forms: ``MemoryError``,
+    a ``SystemError`` from a C extension that could not allocate, an ``ImportError`` of a shared
+    library that could not be mapped (``failed to map segment``), an ``OSError`` ENOMEM.  Each is
+    the environment's limit, not a bug, so the CLI prints this line instead of a traceback.
+    """
+    text = str(err)
+    if isinstance(err, OSError) and not isinstance(err, ImportError):
+        matched = err.errno == errno.ENOMEM
+    else:
+        matched = isinstance(err, (MemoryError, SystemError)) or (
+            isinstance(err, ImportError) and any(w in text.lower() for w in _NO_MEMORY_WORDS)
+        )
+    if not matched:
+        return None
+    detail = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    if len(detail) > 160:
+        detail = detail[:157] + "..."
+    limit = address_space_limit()
+    where = (
+        f"under the virtual-memory limit of {limit // 2**20} MiB (ulimit -v {limit // 1024}); "
+        "raise it (ulimit -v unlimited)"
+        if limit is not None
+        else "free memory"
+    )
+    return f"out of memory ({detail}) {where} or run fewer jobs at once (--cores N), then run the same command again"
+
+
+def address_space_limit() -> int | None:
+    """This process's address-space limit in bytes (``ulimit -v``), or None when unlimited."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft

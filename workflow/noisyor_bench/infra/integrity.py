@@ -158,6 +158,60 @@ def verify_recorded_file(path: str | os.PathLike[str]) -> str:
     return "ok"
 
 
+RUN_RECORD = "metrics.json"
+
+
+def _run_file_hint(path: Path) -> str:
+    return (
+        f"delete the run directory {path.parent} and rerun the step that makes it "
+        f"(e.g. `snakemake --cores 1 {path}`), so that the run is made again"
+    )
+
+
+def verified_run_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` (a file of a run directory: a posterior, an encoder, topics, scores, a curve),
+    checked against the sha256 its run recorded in ``<run dir>/metrics.json``
+    (``provenance.outputs``) before it is loaded; returns it.
+
+    A file changed, truncated or replaced after its run wrote it (a valid posterior of another
+    run copied in too: its hash is that run's) is a DataError naming the file and how to recover,
+    as is a record that hashes the run's files but not this one.  A run without a record, or a
+    record written before runs hashed their files (no ``outputs``), is accepted: the loaders'
+    own checks of the arrays still apply.  The record's own self-hash is left to its readers
+    (:func:`read_run_record`: every table refuses an edited record), so that ``verify`` can still
+    report what an edited record states."""
+    import json
+
+    from noisyor_bench.infra.errors import DataError
+
+    p = Path(path)
+    record_path = p.parent / RUN_RECORD
+    if not p.is_file() or not record_path.is_file():
+        return p  # the loader names a missing file; a run without its record is not a run's
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DataError(f"{record_path}: not valid JSON ({err}); {_run_file_hint(p)}") from None
+    prov = record.get("provenance") if isinstance(record, Mapping) else None
+    outputs = prov.get("outputs") if isinstance(prov, Mapping) else None
+    if not outputs:
+        return p
+    entry = next(
+        (e for e in outputs if isinstance(e, Mapping) and (e.get("relpath") or e.get("path")) == p.name),
+        None,
+    )
+    if entry is None or not entry.get("sha256"):
+        raise DataError(
+            f"{p}: not a file its run recorded (no sha256 for it in {record_path}); {_run_file_hint(p)}"
+        )
+    if sha256_file_memo(p) != entry["sha256"]:
+        raise DataError(
+            f"{p}: changed or replaced after its run wrote it (its sha256 differs from the one "
+            f"recorded in {record_path}); {_run_file_hint(p)}"
+        )
+    return p
+
+
 # Plausibility of the metrics a run record states: key -> (rule, bounds).  ``nonneg``: a
 # -log probability of discrete (binary / count) data, or a bound on one, is >= 0; ``interval``:
 # a value in [low, high]; ``at_most``: a count never above its total (another key).

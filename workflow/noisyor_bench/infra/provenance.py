@@ -46,6 +46,11 @@ SCHEMA = 1
 SIDECAR_SUFFIX = ".prov.json"
 #: Code version of an installed copy without its git checkout: ``<commit>`` or ``<commit>+dirty``.
 CODE_VERSION_ENV = "NOISYOR_CODE_VERSION"
+#: The checkout whose workflow runs the jobs (set by the Snakefile): the package a job imports
+#: must be that checkout's own, or its records would name code that did not run.
+CHECKOUT_ENV = "NOISYOR_CHECKOUT"
+#: A commit named by ``$NOISYOR_CODE_VERSION``: hexadecimal, abbreviated to 7 digits at least.
+_COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 GIT_TIMEOUT = 5.0
 MAX_LISTED_CHANGES = 50
 #: Directory inputs above these sizes are recorded without a digest.
@@ -170,13 +175,62 @@ def _code_version_from_env(value: str) -> dict[str, Any]:
     }
 
 
+def _declared_agrees(declared: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
+    """Whether a ``$NOISYOR_CODE_VERSION`` value names the checkout's own commit and state."""
+    commit = str(declared.get("commit") or "")
+    return (
+        bool(_COMMIT.fullmatch(commit))
+        and str(state.get("commit") or "").lower().startswith(commit.lower())
+        and bool(declared.get("dirty")) == bool(state.get("dirty"))
+    )
+
+
 @functools.lru_cache(maxsize=1)
 def code_version() -> dict[str, Any]:
-    """The code's version: ``$NOISYOR_CODE_VERSION`` if set, else the package's git checkout."""
+    """The code's version: the package's git checkout, else ``$NOISYOR_CODE_VERSION`` (an
+    installed copy without its checkout).  Inside a checkout the variable cannot overrule git:
+    the record keeps git's answer, the value under ``declared`` and whether it agrees (the CLI
+    refuses a disagreeing one before it runs anything, :func:`check_code_source`)."""
+    state = git_state(PACKAGE_DIR, tracked_file=PACKAGE_DIR / "__init__.py")
     value = os.environ.get(CODE_VERSION_ENV)
-    if value:
-        return _code_version_from_env(value)
-    return git_state(PACKAGE_DIR, tracked_file=PACKAGE_DIR / "__init__.py")
+    if not value:
+        return state
+    declared = _code_version_from_env(value)
+    if state["source"] != "git":
+        return declared
+    return {**state, "declared": value, "declared_agrees": _declared_agrees(declared, state)}
+
+
+def package_checkout() -> Path:
+    """The folder the imported package's ``workflow/noisyor_bench`` lives in (its checkout, for
+    an editable install; somewhere in site-packages for an installed copy)."""
+    return PACKAGE_DIR.parents[1]
+
+
+def check_code_source() -> None:
+    """Refuse (UserError) to run code whose records would name other code: a package imported
+    from another checkout than the workflow's (``$NOISYOR_CHECKOUT``, set by the Snakefile: e.g.
+    a ``.venv`` linked to another checkout), or a ``$NOISYOR_CODE_VERSION`` that disagrees with
+    the git checkout the package runs from.  Called by the CLI before a command runs."""
+    from noisyor_bench.infra.errors import UserError
+
+    checkout = os.environ.get(CHECKOUT_ENV)
+    if checkout and Path(checkout).resolve() != package_checkout().resolve():
+        raise UserError(
+            f"the noisyor_bench package this command runs is {PACKAGE_DIR}, not the one of the "
+            f"workflow's checkout {checkout} (${CHECKOUT_ENV}): its records would name code that did "
+            f"not run; install that checkout's package into the environment the jobs use "
+            f"(`python -m pip install --no-deps -e {checkout}`; a .venv linked to another checkout: "
+            "remove the link, then `make setup`) and run again"
+        )
+    code = code_version()
+    if code.get("declared") is not None and not code.get("declared_agrees"):
+        state = "with uncommitted changes" if code.get("dirty") else "clean"
+        raise UserError(
+            f"${CODE_VERSION_ENV}={code['declared']} disagrees with the git checkout the code runs "
+            f"from ({code.get('repository')}: commit {code.get('commit')}, {state}); unset "
+            f"${CODE_VERSION_ENV} (it is for an installed copy without its checkout)"
+        )
 
 
 def code_version_label() -> str:
@@ -409,8 +463,10 @@ _CURRENT: CommandContext | None = None
 
 @contextlib.contextmanager
 def command_context(argv: Iterable[str], name: str | None = None) -> Iterator[CommandContext]:
-    """Make the running CLI command visible to the records made while it runs."""
+    """Make the running CLI command visible to the records made while it runs, once
+    :func:`check_code_source` has accepted the code that runs it (UserError otherwise)."""
     global _CURRENT
+    check_code_source()
     previous, _CURRENT = _CURRENT, CommandContext(list(argv), name)
     try:
         yield _CURRENT

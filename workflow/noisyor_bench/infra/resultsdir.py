@@ -73,21 +73,28 @@ def check_identity(results_dir: str | os.PathLike[str], cfg: Mapping[str, Any]) 
     return warnings
 
 
-def write_identity(results_dir: str | os.PathLike[str], cfg: Mapping[str, Any], commit: str | None) -> None:
+def write_identity(
+    results_dir: str | os.PathLike[str], cfg: Mapping[str, Any], commit: str | None, rebuilt: bool = False
+) -> None:
     """Record (or update) the grid, papers and config hash of ``results_dir`` (a real run).
 
     Papers accumulate (a later run may add papers); ``created`` stays from the first run; a grid
-    replaced with ``overwrite_grid`` is listed in ``replaced_grids``."""
+    replaced with ``overwrite_grid`` is listed in ``replaced_grids``.  The config hash says which
+    config the results were made under, so it changes only with ``rebuilt`` (the run finished
+    every target of the new config, :func:`record_rebuilt`); a run that starts, fails or builds
+    a subset keeps the old one (and the warning of :func:`check_identity`).  A new directory, or
+    one whose grid is replaced, takes the current hash at once: nothing older is in it."""
     previous = read_identity(results_dir) or {}
     now = {"commit": commit, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     replaced = list(previous.get("replaced_grids", []))
     if previous and previous["grid"] != cfg["grid"]:
         replaced.append(previous["grid"])
     papers = list(dict.fromkeys([*(previous.get("papers") or []), *cfg["papers"]]))
+    same_grid = bool(previous) and previous["grid"] == cfg["grid"]
     record = {
         "grid": cfg["grid"],
         "papers": papers,
-        "config_hash": config_hash(cfg),
+        "config_hash": previous.get("config_hash") if same_grid and not rebuilt else config_hash(cfg),
         "created": previous.get("created", now),
         "updated": now,
         "replaced_grids": replaced,
@@ -96,3 +103,9 @@ def write_identity(results_dir: str | os.PathLike[str], cfg: Mapping[str, Any], 
         k: v for k, v in previous.items() if k != "updated"
     }:
         write_json_atomic(Path(results_dir) / IDENTITY_FILE, record)
+
+
+def record_rebuilt(results_dir: str | os.PathLike[str], cfg: Mapping[str, Any], commit: str | None) -> None:
+    """A run built every target of ``cfg`` into ``results_dir``: its results are now the config's
+    (the record's config hash becomes the current one)."""
+    write_identity(results_dir, cfg, commit, rebuilt=True)

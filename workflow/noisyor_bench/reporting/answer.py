@@ -64,6 +64,7 @@ class RunInfo:
     grid: str | None = None
     papers: tuple[str, ...] = ()
     commit: str | None = None
+    dirty: bool = False  # the checkout had uncommitted changes: the commit alone does not say the code
     config_hash: str | None = None
     wall_seconds: float | None = None
     finished: str | None = None
@@ -207,6 +208,7 @@ def run_info(results_dir: str | Path) -> RunInfo:
         grid=own.get("grid") or last.get("grid"),
         papers=ids,
         commit=last.get("commit") or (own.get("updated") or {}).get("commit"),
+        dirty=bool(last.get("dirty")) if last.get("commit") else False,
         config_hash=own.get("config_hash"),
         wall_seconds=float(wall) if isinstance(wall, (int, float)) else None,
         finished=last.get("end"),
@@ -224,6 +226,7 @@ def _record_run(record: Mapping[str, Any], job_seconds: Mapping[str, float]) -> 
         grid=str(record["grid"]) if record.get("grid") else None,
         papers=tuple(str(p) for p in record.get("papers") or ()),
         commit=str(commit) if commit else None,
+        dirty=bool(record.get("dirty")),
         wall_seconds=float(wall) if isinstance(wall, (int, float)) else None,
         finished=record.get("end"),
         jobs=record.get("jobs") if isinstance(record.get("jobs"), int) else None,
@@ -260,9 +263,10 @@ def write_run_record(
     grid: str,
     paper_ids: Sequence[str],
     commit: str | None = None,
+    dirty: bool | None = None,
 ) -> Path:
     """Record an invocation that executed jobs (:data:`RUN_RECORD`): its wall time, jobs, grid,
-    papers and commit, and under :data:`PAPER_RUNS` the same record for each of its papers, the
+    papers, commit and whether the checkout had uncommitted changes (``dirty``), and under :data:`PAPER_RUNS` the same record for each of its papers, the
     other papers' records kept from their last run."""
     from datetime import UTC, datetime
 
@@ -284,6 +288,7 @@ def write_run_record(
         "grid": grid,
         "papers": list(paper_ids),
         "commit": commit,
+        "dirty": dirty,
     }
     runs = {**earlier, **{p: record for p in paper_ids}}
     record = {**record, PAPER_RUNS: dict(sorted(runs.items()))}
@@ -369,6 +374,16 @@ def calibration_phrase(answer: PaperAnswer) -> str:
     return f"calibration: {within} of {total} within tolerance{others}"
 
 
+DIRTY_LABEL = "with uncommitted changes"
+"""Said after a commit whose checkout had uncommitted changes: the commit alone does not name
+the code that ran (the console's answer, the README block, docs/results.md and the report)."""
+
+
+def commit_phrase(run: RunInfo) -> str:
+    """``commit 772a63da76b2``, or ``commit 772a63da76b2 with uncommitted changes``."""
+    return f"commit {str(run.commit)[:12]}" + (f" {DIRTY_LABEL}" if run.dirty else "")
+
+
 def run_label(run: RunInfo) -> str:
     """Which run an answer came from: ``run of 2026-11-26T10:18:10+00:00 (grid quick, papers acp
     avipam, commit 772a63da76b2)``."""
@@ -378,7 +393,7 @@ def run_label(run: RunInfo) -> str:
     if run.papers:
         bits.append(f"papers {' '.join(run.papers)}")
     if run.commit:
-        bits.append(f"commit {run.commit[:12]}")
+        bits.append(commit_phrase(run))
     when = f" of {run.finished}" if run.finished else ""
     return f"from the run{when} ({', '.join(bits)})"
 
@@ -386,7 +401,8 @@ def run_label(run: RunInfo) -> str:
 def _labelled(items: Sequence[PaperAnswer]) -> bool:
     """Whether the answers come from more than one run (then each names the run it came from)."""
     runs = {
-        None if a.run is None else (a.run.finished, a.run.papers, a.run.grid, a.run.commit) for a in items
+        None if a.run is None else (a.run.finished, a.run.papers, a.run.grid, a.run.commit, a.run.dirty)
+        for a in items
     }
     return len(runs) > 1
 
@@ -437,9 +453,9 @@ def run_line(run: RunInfo) -> str:
     if run.papers:
         bits.append(f"papers {' '.join(run.papers)}")
     if run.commit:
-        bits.append(f"commit {run.commit[:12]}")
-    if run.claims_commit and run.claims_commit != run.commit:
-        dirty = " with uncommitted changes" if run.claims_dirty else ""
+        bits.append(commit_phrase(run))
+    if run.claims_commit and (run.claims_commit != run.commit or (run.claims_dirty and not run.dirty)):
+        dirty = f" {DIRTY_LABEL}" if run.claims_dirty else ""
         bits.append(f"claims judged at commit {run.claims_commit[:12]}{dirty}")
     if run.wall_seconds is not None:
         jobs = f", {run.jobs} jobs" if run.jobs is not None else ""

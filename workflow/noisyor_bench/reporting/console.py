@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from noisyor_bench.infra.progress import duration
+from noisyor_bench.infra.results_lock import LOCKED_LINE
 
 SHARED = "shared"
 """The label of rules no paper owns (raw data, claims merge, report pages, runtime)."""
@@ -35,6 +36,32 @@ _STATS_ROW = re.compile(r"^(\w+)\s+(\d+)$")
 _ERROR = re.compile(
     r"^(Error in rule \w+:|RuleException|WorkflowError|MissingOutputException|Exiting because)"
 )
+# A shell that lost its command to a signal exits 128 + the signal's number (137: SIGKILL).
+_KILLED = re.compile(r"exit status (1[3-5]\d)\b|died with <Signals\.(SIG\w+): (\d+)>")
+
+
+def killed_line(text: str) -> str | None:
+    """One line saying what a failed job's exit status means when a signal killed it, else None."""
+    import signal
+
+    found = _KILLED.search(text)
+    if found is None:
+        return None
+    number = int(found.group(3)) if found.group(3) else int(found.group(1)) - 128
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return None
+    if number == signal.SIGKILL:
+        why = (
+            "out of memory? (the kernel's OOM killer: dmesg | grep -i oom); run fewer jobs at once "
+            "(--cores N) and the same command again"
+        )
+    elif number == signal.SIGABRT:
+        why = "aborted, e.g. a failed memory allocation (bad_alloc): see the log below"
+    else:
+        why = "stopped from outside (kill, a time limit)"
+    return f"    killed (signal {number}, {name}): {why}"
 
 
 def rule_papers(repo: str | Path) -> dict[str, str]:
@@ -103,6 +130,9 @@ class Console:
         text = text.rstrip("\n")
         if self.in_error:  # an error block runs to the next blank line: shown in full
             self.out(text)
+            killed = killed_line(text)
+            if killed is not None:
+                self.out(killed)
             log = _LOG.match(text)
             if log:
                 self.error_log = log.group(1).split(" (")[0].strip()
@@ -188,9 +218,41 @@ class Console:
         )
 
 
-def follow(lines: Iterable[str], log: TextIO, console: Console) -> None:
+class LockedLog:
+    """The log file of one Snakemake invocation, opened only once that invocation holds the
+    results lock (its guard prints :data:`~noisyor_bench.infra.results_lock.LOCKED_LINE`), and
+    then appended to: a second invocation, refused because another one writes the results
+    directory, never reopens (so never truncates) the log the first one is writing. The lines
+    before the lock are kept in memory and written first; an invocation that never takes the
+    lock (refused, or nothing to do) writes no log and returns its lines from :meth:`close`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.pending: list[str] = []
+        self.file: TextIO | None = None
+
+    def write(self, text: str) -> None:
+        if self.file is None:
+            self.pending.append(text)
+            if text.startswith(LOCKED_LINE):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 -- open while the run goes on
+                self.file.writelines(self.pending)
+                self.pending = []
+        else:
+            self.file.write(text)
+        if self.file is not None:
+            self.file.flush()
+
+    def close(self) -> list[str]:
+        """Close the log; the lines never written to it (the lock was never taken)."""
+        if self.file is not None:
+            self.file.close()
+        return self.pending
+
+
+def follow(lines: Iterable[str], log: LockedLog, console: Console) -> None:
     """Write every line to ``log`` and feed it to ``console``."""
     for text in lines:
         log.write(text)
-        log.flush()
         console.line(text)

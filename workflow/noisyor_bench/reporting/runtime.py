@@ -12,6 +12,7 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -67,17 +68,30 @@ def read_benchmark(path: Path, root: Path) -> JobTime:
     )
 
 
-def collect(root: str | Path) -> pd.DataFrame:
-    """Every ``<root>/<rule>/**/*.tsv`` as one row, slowest first."""
+def collect(root: str | Path, only: list[str | Path] | None = None) -> pd.DataFrame:
+    """Every ``<root>/<rule>/**/*.tsv`` as one row, slowest first; with ``only``, just those
+    files (the benchmark files of the jobs of the current run), each once.
+
+    The directory also holds the files of jobs no longer in the workflow (an earlier chunk
+    layout of a search, cells of an earlier config); counted, they inflate the totals the
+    compute estimates are extrapolated from.  A listed file that does not exist (a job whose
+    outputs were made elsewhere) is left out and counted in :func:`missing_benchmarks`."""
     root = Path(root)
     if not root.is_dir():
         raise DataError(
             f"benchmark directory {root} not found; it is written by the workflow's rules "
             "(results/benchmarks/<rule>/...): run snakemake first"
         )
-    files = sorted(p for p in root.rglob("*.tsv") if len(p.relative_to(root).parts) >= 2)
+    if only is None:
+        files = sorted(p for p in root.rglob("*.tsv") if len(p.relative_to(root).parts) >= 2)
+    else:
+        files = sorted({Path(p) for p in only if Path(p).is_file()})
+        outside = [p for p in files if not p.resolve().is_relative_to(root.resolve())]
+        if outside:
+            raise DataError(f"{outside[0]}: a benchmark file outside {root}; list files under it")
     if not files:
         raise DataError(f"no benchmark files (<rule>/<job>.tsv) under {root}: run snakemake first")
+    files = [p if only is None else root / p.resolve().relative_to(root.resolve()) for p in files]
     jobs = pd.DataFrame([vars(read_benchmark(p, root)) for p in files], columns=list(JOB_COLUMNS))
     return jobs.sort_values(
         ["s", "rule", "job"], ascending=[False, True, True], kind="mergesort"
@@ -114,16 +128,42 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def markdown(rules: pd.DataFrame, jobs: pd.DataFrame, top: int = 10) -> str:
-    """Per-rule totals, the ``top`` slowest jobs, and the sum over jobs (serial compute)."""
+def upstream_benchmarks(dag: Any, rule_name: str) -> list[str]:
+    """The benchmark files of the jobs a ``rule_name`` job depends on, directly or not, in a
+    Snakemake DAG (``workflow.dag``: complete when a job's params are evaluated), each once;
+    empty when there is no DAG or no such job.  These are the jobs of the current workflow."""
+    jobs = [job for job in (dag.jobs if dag is not None else ()) if job.rule.name == rule_name]
+    if not jobs:
+        return []
+    upstream = dag.bfs(dag.dependencies, *jobs)
+    return sorted({str(job.benchmark) for job in upstream if job.benchmark})
+
+
+def missing_benchmarks(only: list[str | Path]) -> int:
+    """How many listed benchmark files do not exist (each file once)."""
+    return sum(not Path(p).is_file() for p in dict.fromkeys(map(str, only)))
+
+
+def markdown(
+    rules: pd.DataFrame, jobs: pd.DataFrame, top: int = 10, listed: bool = False, missing: int = 0
+) -> str:
+    """Per-rule totals, the ``top`` slowest jobs, and the sum over jobs (serial compute).
+    ``listed``: the jobs are the current workflow's (:func:`collect` with ``only``)."""
     from noisyor_bench.reporting.tables import markdown_table
 
     total = float(jobs["s"].sum())
+    scope = (
+        "each job of the current workflow counts once (earlier invocations' jobs of the same path "
+        "are replaced by their rerun; files of jobs no longer in the workflow are left out)"
+        + (f"; {missing} of its jobs have no benchmark file and are not counted" if missing else "")
+        if listed
+        else "every benchmark file present counts, including jobs of earlier invocations"
+    )
     lines = [
         "# Runtime per rule (Snakemake `benchmark:` files)\n",
         f"{len(jobs)} jobs, {total:.0f} s = {_hms(total)} of wall time summed over jobs (the compute on one "
         "core; the run's wall time is shorter when jobs ran side by side). Times are each job's wall "
-        "time; every benchmark file present counts, including jobs of earlier invocations.\n",
+        f"time; {scope}.\n",
         markdown_table(
             ["rule", "jobs", "total s", "mean s", "max s", "slowest job", "max RSS MB"],
             [

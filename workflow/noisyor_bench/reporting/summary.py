@@ -267,10 +267,14 @@ def _block(
 
 
 def results_block(results_dir: str | Path, tables: tuple[str, ...] = README_TABLES) -> str:
-    """The results page's results block from a results directory (claims, then the main tables)."""
+    """The results page's results block from a results directory (claims, then the main tables);
+    a run from a checkout with uncommitted changes says so beside its commit."""
+    from noisyor_bench.reporting.answer import commit_phrase, run_info
+
+    run = run_info(results_dir)
     return _block(
         results_dir,
-        "the latest run's outputs",
+        "the latest run's outputs" + (f", {commit_phrase(run)}" if run.commit and run.dirty else ""),
         "run the workflow first (make reproduce), or pass --results",
         tables,
         ("verdict", "statement"),

@@ -100,17 +100,19 @@ def _check_cell(args: argparse.Namespace, seeds: list[int], flag: str) -> None:
     check_run_labels(args)
 
 
-def _completed_draw(draw_dir: Path, hparams: dict[str, Any], init_key: str) -> dict[str, Any] | None:
-    """Metrics of a draw finished by an earlier (interrupted) invocation of the same run
-    (same hyperparameters and initialisation key)."""
+def _finished_draw(spec: Any, key: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+    """Metrics of a draw an earlier invocation finished under the settings ``key`` (the draw's
+    :func:`~noisyor_bench.experiments.acp.settings_key.result_key`), else None with the settings
+    that changed (empty when the draw has not finished)."""
+    from noisyor_bench.experiments.acp.settings_key import changed_fields, recorded_result_key
     from noisyor_bench.infra.io import read_json
 
-    path = draw_dir / "metrics.json"
+    path = spec.out_dir / "metrics.json"
     if not path.exists():
-        return None
+        return None, []
     metrics = read_json(path)
-    same = metrics.get("hparams") == hparams and metrics.get("init_key") == init_key
-    return metrics if same else None
+    changed = changed_fields(recorded_result_key(metrics), key)
+    return (None, changed) if changed else (metrics, [])
 
 
 def draw_dir_name(index: int, init: int) -> str:
@@ -123,7 +125,8 @@ def _draw_rows(
     args: argparse.Namespace, draws: list[Any], indices: range, work: Path
 ) -> list[dict[str, Any]]:
     """Run draws ``indices`` of ``draws``, each on ``--inits-per-draw`` initialisations, in
-    ``work/draw<i>[-init<j>]/`` (skipping those an earlier invocation finished); their search.csv
+    ``work/draw<i>[-init<j>]/`` (skipping those an earlier invocation finished under the same
+    settings: a draw of another dataset content, budget, evaluation... is recomputed); their search.csv
     rows: ``val_nelbo`` is the draw's score (:func:`~noisyor_bench.experiments.acp.search.draw_score`,
     the mean over its initialisations, infinite if one diverged), ``val_nelbo_inits`` the list."""
     from noisyor_bench.experiments.acp.runs import batch_groups, execute_run, execute_runs_batched
@@ -144,11 +147,18 @@ def _draw_rows(
         for index in indices
         for init in inits
     }
-    done = {
-        key: metrics
-        for key, spec in specs.items()
-        if (metrics := _completed_draw(spec.out_dir, spec.hparams, spec.init_key)) is not None
-    }
+    settings = _draw_settings(args, specs)
+    done: dict[tuple[int, int], dict[str, Any]] = {}
+    changed: dict[int, list[str]] = {}
+    for key, spec in specs.items():
+        metrics, moved = _finished_draw(spec, settings[key])
+        if metrics is not None:
+            done[key] = metrics
+        elif moved:
+            changed.setdefault(key[0], []).extend(moved)
+    if changed:
+        fields = ", ".join(dict.fromkeys(f for moved in changed.values() for f in moved))
+        log.warning("%d draws recomputed: settings changed (%s)", len(changed), fields)
     failed: dict[tuple[int, int], NonFiniteLossError] = {}
     pending = [key for key in specs if key not in done]
     if args.batch_draws:
@@ -173,7 +183,7 @@ def _draw_rows(
         values, epochs, seconds, reasons = [], [], [], []
         for init in inits:
             spec = specs[(index, init)]
-            metrics = done.get((index, init)) or _completed_draw(spec.out_dir, spec.hparams, spec.init_key)
+            metrics = done.get((index, init)) or _finished_draw(spec, settings[(index, init)])[0]
             if (index, init) in failed:
                 # A diverging draw is a result of the search: recorded with an
                 # infinite validation NELBO and the reason; its .partial directory is kept.
@@ -211,6 +221,17 @@ def _draw_rows(
             values,
         )
     return rows
+
+
+def _draw_settings(args: argparse.Namespace, specs: dict[Any, Any]) -> dict[Any, dict[str, Any]]:
+    """Each draw's result key: a finished draw is reused only when it was made under it."""
+    from noisyor_bench.experiments.acp.settings_key import result_key
+    from noisyor_bench.infra.device import resolve_device
+    from noisyor_bench.infra.hashing import sha256_file_memo
+
+    sha = sha256_file_memo(args.dataset)
+    device_type = resolve_device(args.device).type
+    return {key: result_key(spec, sha, device_type) for key, spec in specs.items()}
 
 
 def _write_selection(rows: list[dict[str, Any]], hparams: list[Any], out: Path, record: Any) -> int:

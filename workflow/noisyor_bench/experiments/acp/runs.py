@@ -51,6 +51,7 @@ from noisyor_bench.evaluation.heldout import (
     nelbo,
 )
 from noisyor_bench.evaluation.run_metrics import evaluate_posterior
+from noisyor_bench.experiments.acp.settings_key import resume_key
 from noisyor_bench.experiments.rundir import (
     CHECKPOINT_FILE,
     CURVE_FILE,
@@ -67,7 +68,7 @@ from noisyor_bench.experiments.rundir import (
     write_metrics,
 )
 from noisyor_bench.inference.convergence import Convergence, assess, rejudge_absolute
-from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
+from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget
 from noisyor_bench.inference.noisyor import registry as methods_pkg
 from noisyor_bench.inference.noisyor.base import InferenceMethod
 from noisyor_bench.inference.noisyor.registry import NON_AMORTIZED
@@ -334,18 +335,7 @@ def _identity(
 
 def _resume_key(spec: RunSpec, sha: str, device: torch.device) -> dict[str, Any]:
     """What a checkpoint in the partial directory must agree on to be resumed."""
-    return {
-        "dataset_sha256": sha,
-        "method": spec.method,
-        "mode": spec.mode,
-        "n_train": int(spec.n_train),
-        "seed": int(spec.seed),
-        "init_key": spec.init_key,
-        "hparams": dict(spec.hparams),
-        "budget": fit_budget_fields(spec.budget),
-        "n_latent": spec.n_latent,
-        "device_type": device.type,
-    }
+    return resume_key(spec, sha, device.type)
 
 
 def _prepare_partial(spec: RunSpec, key: dict[str, Any]) -> Path:

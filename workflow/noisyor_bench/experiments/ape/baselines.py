@@ -37,6 +37,7 @@ from noisyor_bench.experiments.rundir import (
 )
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra import provenance
+from noisyor_bench.infra.integrity import verified_run_file
 from noisyor_bench.infra.io import load_npz, write_npz_atomic, write_text_atomic
 from noisyor_bench.infra.timing import Timing, cumulative_timing
 
@@ -285,7 +286,7 @@ def run_nuts(
     index = nuts_index(every, nuts)
     combos = select_combinations(every, index)
     n = combos.x.shape[0]
-    q = load_npz(Path(vi_dir) / "posterior.npz")
+    q = load_npz(verified_run_file(Path(vi_dir) / "posterior.npz"))
     mu, log_sigma = (torch.as_tensor(q[k][index], dtype=torch.float32) for k in ("mu", "log_sigma"))
     gen = torch.Generator().manual_seed(stream_seed(seed, "ape-nuts-init"))
     init = warm_start_from_q(mu, log_sigma, gen)

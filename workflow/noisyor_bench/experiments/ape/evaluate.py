@@ -61,6 +61,7 @@ from noisyor_bench.experiments.rundir import RunKey, read_metrics_record, write_
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.integrity import verified_run_file
 from noisyor_bench.infra.io import load_npz, write_npz_atomic, write_text_atomic
 from noisyor_bench.infra.timing import Timing, single, time_repeated
 from noisyor_bench.infra.timing import from_dict as timing_from_dict
@@ -232,12 +233,12 @@ def evaluate_seed(
             combos.x.shape[0],
             seconds.median,
         )
-    vi_q = load_npz(Path(vi_dir) / "posterior.npz")
+    vi_q = load_npz(verified_run_file(Path(vi_dir) / "posterior.npz"))
     vi_meta = read_run(vi_dir)
     posts["vi"] = (torch.as_tensor(vi_q["mu"]).double(), torch.as_tensor(vi_q["log_sigma"]).double())
     times["vi"] = timing_from_dict(vi_meta.get("timing"), float(vi_meta["seconds"]))
     converged["vi"] = vi_meta.get("converged")
-    vi_curve = pd.read_csv(Path(vi_dir) / "curve.csv")
+    vi_curve = pd.read_csv(verified_run_file(Path(vi_dir) / "curve.csv"))
 
     warm_curve, warm_vi = None, None
     extra_warm: dict[str, Any] = {}
@@ -313,7 +314,7 @@ def evaluate_seed(
     for m, q in posts.items():
         arrays_out[f"recon_{m}"] = reconstructions(combos, recon_index, *q, seed)
     if nuts_dir is not None:
-        h = torch.as_tensor(load_npz(Path(nuts_dir) / "samples.npz")["h"]).double()
+        h = torch.as_tensor(load_npz(verified_run_file(Path(nuts_dir) / "samples.npz"))["h"]).double()
         from noisyor_bench.models.topics.logistic_normal import word_probabilities
 
         idx = torch.as_tensor(recon_index)
@@ -398,7 +399,7 @@ def _score_nuts(
     from noisyor_bench.models.topics.paper_metric import paper_metric_terms
 
     meta = read_run(nuts_dir)
-    stored = load_npz(Path(nuts_dir) / "samples.npz")
+    stored = load_npz(verified_run_file(Path(nuts_dir) / "samples.npz"))
     h = torch.as_tensor(stored["h"]).double()
     n = int(h.shape[1])
     if meta.get("combinations") != n:

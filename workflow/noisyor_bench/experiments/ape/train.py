@@ -211,12 +211,14 @@ def train_run(
 
 
 def load_encoder(run_dir: str | Path) -> Any:
-    """The trained encoder of a run directory (eval mode, float64 for evaluation)."""
+    """The trained encoder of a run directory (eval mode, float64 for evaluation): its record's
+    self-hash and the weights' recorded sha256 checked before anything is loaded."""
     from noisyor_bench.inference.topics.ape_encoders import build_encoder
-    from noisyor_bench.infra.io import read_json
+    from noisyor_bench.infra.integrity import read_verified_json, verified_run_file
 
     run = Path(run_dir)
-    meta = read_json(run / "metrics.json")
+    meta = read_verified_json(run / "metrics.json", "not found (did the encoder's training finish?)")
+    weights = verified_run_file(run / ENCODER_FILE)
     encoder = build_encoder(meta["encoder_kind"], meta["vocab_size"], meta["n_topics"])
-    encoder.load_state_dict(torch.load(run / ENCODER_FILE, map_location="cpu", weights_only=True))
+    encoder.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
     return encoder.double().eval()

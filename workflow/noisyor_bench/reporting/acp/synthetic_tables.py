@@ -19,6 +19,7 @@ import pandas as pd
 
 from noisyor_bench.inference.noisyor.registry import METHOD_NAMES
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.integrity import verified_run_file
 from noisyor_bench.reporting.acp.baselines import (
     BASELINE_STATUS,
     BELOW_NOTE,
@@ -465,7 +466,7 @@ def collect_curves(
     runs = collect_runs(run_dirs)
     frames = []
     for r in runs.to_dict("records"):
-        path = Path(r["run_dir"]) / "curve.csv"
+        path = verified_run_file(Path(r["run_dir"]) / "curve.csv")
         try:
             curve = pd.read_csv(path)
         except FileNotFoundError:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from noisyor_bench.experiments.rundir import read_metrics_record
+from noisyor_bench.infra.integrity import verified_run_file
 from noisyor_bench.infra.io import load_npz
 from noisyor_bench.reporting.ape.labels import METHOD_LABELS
 from noisyor_bench.reporting.plots import figure_style, save_figure
@@ -58,7 +59,7 @@ def figure1_left(
             label = i == 0
             vi_dir = vi_by_seed.get(seed)
             if vi_dir is not None:
-                curve = pd.read_csv(vi_dir / "curve.csv").dropna(subset=["eval_elbo"])
+                curve = pd.read_csv(verified_run_file(vi_dir / "curve.csv")).dropna(subset=["eval_elbo"])
                 curve = curve[curve["seconds"] > 0]
                 ax.plot(
                     curve["seconds"] * 1000,
@@ -142,7 +143,7 @@ def figure1_right(eval_files: Sequence[str | Path], dataset: str, png: str, pdf:
 
     gaps: dict[str, list[float]] = {m: [] for m in ENCODERS}
     for d in _eval_dirs(eval_files, dataset):
-        scores = load_npz(d / "scores.npz")
+        scores = load_npz(verified_run_file(d / "scores.npz"))
         vi = scores["elbo_model_vi"]
         for m in ENCODERS:
             if f"elbo_model_{m}" in scores:
@@ -181,7 +182,7 @@ def _image(ax: plt.Axes, vector: np.ndarray, title: str | None = None) -> None:
 
 def figure2(dataset_file: str | Path, eval_dir: str | Path, png: str, pdf: str | None) -> None:
     data = load_npz(dataset_file)
-    scores = load_npz(Path(eval_dir) / "scores.npz")
+    scores = load_npz(verified_run_file(Path(eval_dir) / "scores.npz"))
     true_topics, example = data["true_topics"], data["train_theta_example"]
     docs = scores["recon_documents"]
     rows = [("Original document", docs / np.maximum(docs.sum(1, keepdims=True), 1))]

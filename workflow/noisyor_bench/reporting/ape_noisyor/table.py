@@ -28,6 +28,7 @@ import pandas as pd
 
 from noisyor_bench.evaluation.ranking import pairwise_agreement
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.integrity import verified_run_file
 from noisyor_bench.infra.io import load_npz
 from noisyor_bench.reporting.ape_noisyor.labels import NOISYOR_LABELS
 from noisyor_bench.reporting.collect import read_metrics
@@ -62,7 +63,7 @@ def run_rows(metrics_files: Sequence[str | Path], log_px: Mapping[str, np.ndarra
     runs = []
     for path in metrics_files:
         row = read_metrics(path)
-        elbo = load_npz(Path(row["run_dir"]) / "scores.npz")["elbo"]
+        elbo = load_npz(verified_run_file(Path(row["run_dir"]) / "scores.npz"))["elbo"]
         family = row["dataset"]
         if family not in log_px:
             raise DataError(f"{path}: no problem file for family {family!r}")

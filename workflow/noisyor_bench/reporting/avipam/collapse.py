@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from noisyor_bench.experiments.rundir import read_metrics_record
+from noisyor_bench.infra.integrity import verified_run_file
 from noisyor_bench.infra.io import load_npz
 from noisyor_bench.reporting.avipam.labels import CORPUS_LABELS, VARIANT_LABELS, split_collapse_method
 from noisyor_bench.reporting.avipam.tables import run_npmi
@@ -42,7 +43,7 @@ def collect(metrics_paths: Sequence[str | Path], references: Mapping[tuple[str, 
     rows = []
     for path in metrics_paths:
         m = read_metrics_record(path)
-        arrays = load_npz(Path(path).parent / "topics.npz")
+        arrays = load_npz(verified_run_file(Path(path).parent / "topics.npz"))
         variant, lr = split_collapse_method(m["method"])
         row = {
             "corpus": m["dataset"],
@@ -158,9 +159,11 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
                 if bool(top["diverged"]):  # no KL to draw: a flat line at 0 would read as "collapsed, finite"
                     ax_k.plot([], [], color=colour, label=f"{label}: diverged, no KL")
                 else:
-                    kl = np.sort(np.nan_to_num(load_npz(Path(top["run_dir"]) / "topics.npz")["kl_per_dim"]))[
-                        ::-1
-                    ]
+                    kl = np.sort(
+                        np.nan_to_num(
+                            load_npz(verified_run_file(Path(top["run_dir"]) / "topics.npz"))["kl_per_dim"]
+                        )
+                    )[::-1]
                     ax_k.plot(np.arange(1, kl.size + 1), kl, color=colour, label=label)
                 curve = _curve(Path(top["run_dir"]))
                 if curve is not None and "train_kl" in curve.columns:  # Fig. 3: KL over training
@@ -191,7 +194,7 @@ def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
 
 
 def _curve(run_dir: Path) -> pd.DataFrame | None:
-    path = run_dir / "curve.csv"
+    path = verified_run_file(run_dir / "curve.csv")
     if not path.is_file() or path.stat().st_size == 0:
         return None
     return pd.read_csv(path)
@@ -226,7 +229,7 @@ def plot_topic_images(
     )
     for i, (variant, lr) in enumerate((v, lr) for v in fig_rows for lr in lrs):
         g = sub[(sub["variant"] == variant) & (sub["lr"] == lr)].sort_values("seed")
-        topics = load_npz(Path(g.iloc[0]["run_dir"]) / "topics.npz")["topics_sub"]
+        topics = load_npz(verified_run_file(Path(g.iloc[0]["run_dir"]) / "topics.npz"))["topics_sub"]
         picks = np.random.default_rng(0).choice(
             topics.shape[0], size=min(n_topics, topics.shape[0]), replace=False
         )

@@ -35,6 +35,7 @@ from noisyor_bench.evaluation.coherence import REFERENCES
 from noisyor_bench.experiments import papers
 from noisyor_bench.experiments.rundir import read_metrics_record
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.integrity import verified_run_file
 from noisyor_bench.infra.io import load_npz
 from noisyor_bench.reporting.avipam.calibration import TARGETS as CALIBRATION_TARGETS
 from noisyor_bench.reporting.avipam.calibration import TOLERANCE as CALIBRATION_TOLERANCE
@@ -106,7 +107,7 @@ def score_runs(
     for path in metrics_paths:
         m = read_metrics_record(path)
         run_dir = Path(path).parent
-        arrays = load_npz(run_dir / "topics.npz")
+        arrays = load_npz(verified_run_file(run_dir / "topics.npz"))
         corpus = m["dataset"]
         for comp in m["components"]:
             row = {
