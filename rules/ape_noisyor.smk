@@ -9,19 +9,26 @@ def ape_noisyor_families():
     return list(APE_NOISYOR.get("families", {})) if paper_selected("ape_noisyor") else []
 
 
-def ape_noisyor_run(family, method, seed):
-    """A run's metrics.json (any argument may be a {wildcard}); N = the training problems."""
+def ape_noisyor_run(family, method, seed, file="metrics.json"):
+    """A run's file, metrics.json by default (any argument may be a {wildcard}); N = the training
+    problems."""
     n = APE_NOISYOR.get("problems", {}).get("train", 0)
-    return RUN("ape-noisyor", family, method, n, seed=seed, file="metrics.json")
+    return RUN("ape-noisyor", family, method, n, seed=seed, file=file)
 
 
-def ape_noisyor_run_files():
-    """metrics.json of every encoder seed and every per-datapoint baseline (seed 0: deterministic)."""
+def ape_noisyor_run_outputs(family, method, seeds):
+    """What each run writes and the report reads: its record and its scores (the exact ELBO of
+    every test row under every candidate)."""
+    return [ape_noisyor_run(family, method, s, f) for s in seeds for f in ("metrics.json", "scores.npz")]
+
+
+def ape_noisyor_run_files(file="metrics.json"):
+    """``file`` of every encoder seed and every per-datapoint baseline (seed 0: deterministic)."""
     files = []
     for family in ape_noisyor_families():
         for encoder in APE_NOISYOR["encoders"]:
-            files += [ape_noisyor_run(family, encoder, s) for s in APE_NOISYOR["seeds"]]
-        files += [ape_noisyor_run(family, b, 0) for b in APE_NOISYOR.get("baselines", [])]
+            files += [ape_noisyor_run(family, encoder, s, file) for s in APE_NOISYOR["seeds"]]
+        files += [ape_noisyor_run(family, b, 0, file) for b in APE_NOISYOR.get("baselines", [])]
     return files
 
 

@@ -25,7 +25,7 @@ rule ape_noisyor_train:
     input:
         problems=R("data/ape-noisyor-{family}.npz"),
     output:
-        [ape_noisyor_run("{family}", "{encoder}", s) for s in APE_NOISYOR.get("seeds", [])],
+        ape_noisyor_run_outputs("{family}", "{encoder}", APE_NOISYOR.get("seeds", [])),
     log:
         log_path("ape_noisyor_train", "{family}-{encoder}"),
     benchmark:
@@ -48,7 +48,7 @@ rule ape_noisyor_baseline:
     input:
         problems=R("data/ape-noisyor-{family}.npz"),
     output:
-        ape_noisyor_run("{family}", "{baseline}", 0),
+        ape_noisyor_run_outputs("{family}", "{baseline}", [0]),
     log:
         log_path("ape_noisyor_baseline", "{family}-{baseline}"),
     benchmark:
@@ -71,6 +71,7 @@ rule ape_noisyor_report:
     input:
         problems=[R(f"data/ape-noisyor-{f}.npz") for f in ape_noisyor_families()],
         runs=ape_noisyor_run_files(),
+        scores=ape_noisyor_run_files("scores.npz"),
     output:
         csv=R("tables/ape_noisyor.csv"),
         md=R("tables/ape_noisyor.md"),
