@@ -78,7 +78,7 @@ reproduce: setup
 	if [ "$(CONSOLE)" = full ]; then \
 		$(SNAKEMAKE) --config grid=$(GRID) $(PAPERS_CONFIG); \
 	else \
-		$(SNAKEMAKE) --config grid=$(GRID) $(PAPERS_CONFIG) 2>&1 | $(BIN)/noisyor-bench console --log $(SMK_LOG); \
+		$(SNAKEMAKE) --config grid=$(GRID) $(PAPERS_CONFIG) 2>&1 | $(BIN)/noisyor-bench console --log $(SMK_LOG) --grid $(GRID); \
 	fi; \
 	echo "reproduce ($(GRID) grid): total wall time $$(( $$(date +%s) - start )) s"
 	@$(MAKE) --no-print-directory report GRID=$(GRID) PROFILE=  # PROFILE= : the deprecation note once

@@ -57,13 +57,30 @@ def cmd_claims_pages(args: argparse.Namespace) -> int:
 
 
 def cmd_console(args: argparse.Namespace) -> int:
-    from noisyor_bench.reporting.console import Console, LockedLog, follow, rule_papers
+    from noisyor_bench.reporting.console import (
+        Console,
+        LockedLog,
+        follow,
+        rule_papers,
+        stdin_lines,
+    )
+    from noisyor_bench.reporting.work_plan import load_work_plan
 
     print(f"Snakemake's full log: {args.log} (this console shows one line per finished job)", flush=True)
-    console = Console(rule_papers(args.repo), lambda text: print(text, flush=True))
+    plan = None
+    if args.grid:
+        factor = args.speed_factor
+        if factor is None:  # this machine against the measuring CPU, as estimate-time scales
+            from noisyor_bench.experiments import calibration
+            from noisyor_bench.reporting.summary import load_estimates
+
+            table = Path(args.repo) / "config" / "runtime_estimates.yaml"
+            factor = calibration.speed(load_estimates(table)).factor if table.is_file() else 1.0
+        plan = load_work_plan(args.grid, args.repo, factor)
+    console = Console(rule_papers(args.repo), lambda text: print(text, flush=True), plan=plan)
     log = LockedLog(args.log)
     try:
-        follow(sys.stdin, log, console)
+        follow(stdin_lines(sys.stdin, console), log, console)
     finally:
         unlogged = log.close()
     if unlogged:  # refused, or nothing to do: its words here, the log untouched
@@ -167,6 +184,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--log", required=True, help="file for Snakemake's full output")
     p.add_argument("--repo", default=".", help="repository root (its rules/ name each rule's paper)")
+    p.add_argument(
+        "--grid",
+        help="the grid Snakemake runs: the ETA from the cost model's estimate of each job "
+        "(default: none, the ETA from the time per finished job)",
+    )
+    p.add_argument(
+        "--speed-factor",
+        type=float,
+        help="this machine's seconds per measuring-CPU second (default: the calibration estimate-time "
+        "runs, against config/runtime_estimates.yaml)",
+    )
     p.set_defaults(func=cmd_console)
 
     p = sub.add_parser(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,14 +37,19 @@ def _workload() -> float:
     return total + count
 
 
-def benchmark_seconds(repeats: int = REPEATS) -> float:
+def benchmark_seconds(
+    repeats: int = REPEATS,
+    timer: Callable[[], float] = time.process_time,
+    workload: Callable[[], object] = _workload,
+) -> float:
     """The fastest of ``repeats`` runs of the benchmark, in CPU seconds of this process (the
-    speed of a core, not how busy the machine is)."""
+    speed of a core, not how busy the machine is).  ``timer`` and ``workload`` are injectable:
+    a test replaces them to play a machine of known speed."""
     best = float("inf")
     for _ in range(max(int(repeats), 1)):
-        start = time.process_time()  # CPU time: other processes' load does not count
-        _workload()
-        best = min(best, time.process_time() - start)
+        start = timer()  # CPU time by default: other processes' load does not count
+        workload()
+        best = min(best, timer() - start)
     return best
 
 
@@ -59,7 +64,18 @@ class Machine:
 @functools.cache
 def this_machine() -> Machine:
     """This machine, benchmarked once per process."""
-    return Machine(cpu_model(), benchmark_seconds())
+    return measure()
+
+
+def measure(
+    timer: Callable[[], float] = time.process_time,
+    workload: Callable[[], object] = _workload,
+    cpu: str | None = None,
+    repeats: int = REPEATS,
+) -> Machine:
+    """This machine (``cpu``: its CPU model, default :func:`cpu_model`) benchmarked now with
+    ``timer`` and ``workload`` (injectable, as in :func:`benchmark_seconds`)."""
+    return Machine(cpu or cpu_model(), benchmark_seconds(repeats, timer, workload))
 
 
 @dataclass(frozen=True)
@@ -113,4 +129,4 @@ def speed(table: Mapping[str, Any], here: Machine | None = None) -> Speed:
     return Speed(here or this_machine(), recorded(table))
 
 
-__all__ = ["REPEATS", "Machine", "Speed", "benchmark_seconds", "recorded", "speed", "this_machine"]
+__all__ = ["REPEATS", "Machine", "Speed", "benchmark_seconds", "measure", "recorded", "speed", "this_machine"]
