@@ -127,7 +127,9 @@ rule ape_evaluate:
         vi=ape_vi_run("{ds}", "{seed}", "metrics.json"),
         vi_files=[ape_vi_run("{ds}", "{seed}", "posterior.npz"), ape_vi_run("{ds}", "{seed}", "curve.csv")],
         nuts=lambda w: ape_nuts_files(w.ds, int(w.seed)),
-        nuts_samples=lambda w: [str(Path(f).parent / "samples.npz") for f in ape_nuts_files(w.ds, int(w.seed))],
+        nuts_samples=lambda w: [
+            str(Path(f).parent / "samples.npz") for f in ape_nuts_files(w.ds, int(w.seed))
+        ],
     output:
         metrics=ape_eval_run("{ds}", "{seed}", "metrics.json"),
         scores=ape_eval_run("{ds}", "{seed}", "scores.npz"),
