@@ -163,7 +163,8 @@ rule ape_evaluate:
 
 rule ape_table1:
     input:
-        ape_eval_files(),
+        evals=ape_eval_files(),
+        data=[R(f"data/ape-{ds}.npz") for ds in ape_datasets()],
     output:
         csv=R("tables/ape_table1.csv"),
         md=R("tables/ape_table1.md"),
@@ -177,7 +178,8 @@ rule ape_table1:
     params:
         settings=lambda w: json_param(APE),
     shell:
-        "noisyor-bench ape-table1 --evals {input:q} --settings {params.settings} --out-csv {output.csv:q}"
+        "noisyor-bench ape-table1 --evals {input.evals:q} --datasets {input.data:q} --settings {params.settings}"
+        " --out-csv {output.csv:q}"
         " --out-md {output.md:q} --out-figure1-csv {output.figure1:q} > {log:q} 2>&1"
 
 

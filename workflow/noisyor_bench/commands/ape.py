@@ -153,16 +153,26 @@ def cmd_ape_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_ape_table1(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.ape.gaps import document_set_rows
+    from noisyor_bench.reporting.ape.offset import load_terms
     from noisyor_bench.reporting.ape.table1 import figure1_rows, seed_rows, table1, table1_markdown
     from noisyor_bench.reporting.tables import write_table
 
     settings = _section(args)
-    frame = table1(seed_rows(args.evals), document_set_rows(args.evals))
+    documents = {_dataset_of(path): load_terms(path) for path in args.datasets or []}
+    frame = table1(seed_rows(args.evals), document_set_rows(args.evals), documents)
     write_table(frame, args.out_csv, table1_markdown(frame, settings), args.out_md)
     fig1 = figure1_rows(args.evals)
     write_table(fig1, args.out_figure1_csv)
     log.info("APE Table 1: %d rows -> %s", len(frame), args.out_md)
     return 0
+
+
+def _dataset_of(path: str) -> str:
+    """``mdreviews`` of ``results/data/ape-mdreviews.npz``."""
+    stem = Path(path).stem
+    if not stem.startswith("ape-") or stem[4:] not in DATASETS:
+        raise ConfigError(f"{path}: not an APE dataset file (expected data/ape-<{'|'.join(DATASETS)}>.npz)")
+    return stem[4:]
 
 
 def cmd_ape_figures(args: argparse.Namespace) -> int:
@@ -255,6 +265,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--settings", required=True, help="JSON (or @file): grids.<grid>.ape (for the caption's reductions)"
+    )
+    p.add_argument(
+        "--datasets",
+        nargs="*",
+        default=[],
+        help="results/data/ape-<dataset>.npz files: the caption's offset to the paper's values among random document sets",
     )
     add_table_outputs(p)
     p.add_argument("--out-figure1-csv", required=True, help="output file: Figure 1's times per seed (CSV)")

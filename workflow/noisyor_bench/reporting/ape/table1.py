@@ -35,6 +35,14 @@ from noisyor_bench.reporting.ape.gaps import (
     paper_gap,
 )
 from noisyor_bench.reporting.ape.labels import TABLE1_LABELS
+from noisyor_bench.reporting.ape.offset import (
+    DATASET_OFFSET_COLUMNS,
+    OFFSET_COLUMNS,
+    OFFSET_METHODS,
+    DocumentTerms,
+    dataset_offsets,
+    offset_caption,
+)
 from noisyor_bench.reporting.ape.paper import paper_numbers, table1_row
 from noisyor_bench.reporting.tables import CI_NOTE, format_ci, markdown_table, summarise
 
@@ -123,10 +131,18 @@ def _metrics(m: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def table1(rows: pd.DataFrame, docsets: pd.DataFrame | None = None) -> pd.DataFrame:
+def table1(
+    rows: pd.DataFrame,
+    docsets: pd.DataFrame | None = None,
+    documents: Mapping[str, DocumentTerms] | None = None,
+) -> pd.DataFrame:
     """Summaries over seeds per (dataset, method) with the paper's numbers beside them; with
     ``docsets`` (:func:`~noisyor_bench.reporting.ape.gaps.document_set_rows`) the per-dataset
-    :data:`~noisyor_bench.reporting.ape.gaps.DOCSET_COLUMNS`."""
+    :data:`~noisyor_bench.reporting.ape.gaps.DOCSET_COLUMNS`; with ``documents`` (per dataset
+    its :func:`~noisyor_bench.reporting.ape.offset.load_terms`) the offset to the paper's values
+    and where the document constant it needs sits among random document sets
+    (:data:`~noisyor_bench.reporting.ape.offset.OFFSET_COLUMNS`, per dataset
+    :data:`~noisyor_bench.reporting.ape.offset.DATASET_OFFSET_COLUMNS`)."""
     rank = {m: i for i, m in enumerate(METHODS)}
     frame = summarise(rows, ["dataset", "method"], METRICS)
     extra = rows.groupby(["dataset", "method"], sort=False).agg(
@@ -146,11 +162,35 @@ def table1(rows: pd.DataFrame, docsets: pd.DataFrame | None = None) -> pd.DataFr
     summaries = {d: document_set_summary(docsets, d) for d in dict.fromkeys(frame["dataset"])}
     for column in DOCSET_COLUMNS:
         frame[column] = [summaries[d][column] for d in frame["dataset"]]
+    add_offsets(frame, documents or {})
     frame.insert(0, "artifact", ARTIFACT)
     frame["_order"] = [
         (d != "toybars", rank.get(m, len(rank))) for d, m in zip(frame["dataset"], frame["method"])
     ]
     return frame.sort_values("_order").drop(columns="_order").reset_index(drop=True)
+
+
+def add_offsets(frame: pd.DataFrame, documents: Mapping[str, DocumentTerms]) -> None:
+    """Fill the offset columns in place (NaN for a dataset without its documents)."""
+    for column in (*OFFSET_COLUMNS, *DATASET_OFFSET_COLUMNS):
+        frame[column] = math.nan
+    for dataset, terms in documents.items():
+        here = frame["dataset"] == dataset
+        block = frame[here & frame["method"].isin(OFFSET_METHODS)]
+        if block.empty:
+            continue
+        slope = frame.loc[here, "docsets_slope"].iloc[0] if "docsets_slope" in frame else math.nan
+        summary, methods = dataset_offsets(
+            terms,
+            dict(zip(block["method"], block["ll_paper_mean"].astype(float))),
+            dict(zip(block["method"], block["paper_ll"].astype(float))),
+            float(slope),
+        )
+        for column, value in summary.items():
+            frame.loc[here, column] = value
+        for method, values in methods.items():
+            for column, value in values.items():
+                frame.loc[here & (frame["method"] == method), column] = value
 
 
 def reductions(settings: Mapping[str, Any]) -> list[str]:
@@ -327,8 +367,19 @@ def table1_markdown(frame: pd.DataFrame, settings: Mapping[str, Any]) -> str:
             )
         lines += [f"## {DATASET_LABELS.get(dataset, dataset)}", "", markdown_table(header, rows)]
         caption = document_caption(block.iloc[0].to_dict(), dataset)
+        offsets = offset_caption(
+            block.iloc[0].to_dict(),
+            {
+                r["method"]: r
+                for r in block.to_dict("records")
+                if r["method"] in OFFSET_METHODS and not _missing(r.get("paper_offset"))
+            },
+            TABLE1_LABELS,
+        )
         if caption:
             lines += ["", f"Absolute paper-style values: {caption}.", ""]
+        if offsets:
+            lines += ([] if caption else [""]) + [f"Documents alone: {offsets}.", ""]
     lines += [
         CI_NOTE,
         "**Compare methods by their gap to VI.** Gap = the method minus VI on the same combinations, "

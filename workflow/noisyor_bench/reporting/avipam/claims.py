@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from noisyor_bench.reporting.avipam.calibration import calibration_claim, metric_bias
+from noisyor_bench.reporting.avipam.collapse import KL_COLLAPSE_NATS
 from noisyor_bench.reporting.avipam.tables import paper_numbers
 from noisyor_bench.reporting.claims import (
     _COLLECTING,
@@ -61,6 +62,7 @@ from noisyor_bench.reporting.claims import (
     qualified,
     table_side,
     verdict_above,
+    verdict_below,
 )
 from noisyor_bench.reporting.timing_claims import SPREAD_RULE, log_ratio_spread, spread_verdict, timed_side
 
@@ -597,13 +599,47 @@ def _collapse_text(side: Side, diverged: int, runs: int) -> str:
     return f"{_mean(side)} over {len(side.values)} run(s) ({diverged} of {runs} diverged, counted apart)"
 
 
+def _kl_side(table: pd.DataFrame, corpus: str, variant: str, lr: float) -> Side:
+    """The KL total (nats per document) of the runs that did not diverge (a diverged run has none)."""
+    if "kl_total_values" not in table.columns:
+        return Side({})
+    side = _collapse_side(table, corpus, variant, lr, "kl_total")
+    diverged = _collapse_side(table, corpus, variant, lr, "diverged_share").values
+    kept = {s: v for s, v in side.values.items() if math.isfinite(v) and not diverged.get(s, 0.0) >= 0.5}
+    return Side(kept, side.deterministic)
+
+
+def kl_total_criterion(none: Side, bn: Side, level: float = KL_COLLAPSE_NATS) -> tuple[str, str]:
+    """The KL-total criterion of the collapse claim, in nats per document: without normalisation
+    the posterior collapses as a whole (the 95% CI of the runs' mean KL total entirely below
+    ``level``) and with batch-norm it does not (entirely above): both = reproduced; either CI on
+    the wrong side (no collapse without normalisation to prevent, or batch-norm collapsed too) =
+    not reproduced; else inconclusive; no KL total on a side = not tested. Returns (verdict, text)."""
+    if not none or not bn:
+        return NOT_TESTED, "KL total: not tested (no KL total of a run that did not diverge on both sides)"
+    constant = Side({0: level}, deterministic=True)
+    none_iv, bn_iv = compare(none, constant), compare(bn, constant)
+    verdict = combine((verdict_below(none_iv, 0.0), verdict_above(bn_iv, 0.0)))
+    return verdict, (
+        f"KL total (nats per document) none {_mean(none)} over {len(none.values)} run(s), minus {level:g}: "
+        f"{none_iv.text(2)}; batchnorm {_mean(bn)} over {len(bn.values)} run(s), minus {level:g}: "
+        f"{bn_iv.text(2)}"
+    )
+
+
 @qualified
 def batchnorm_prevents_collapse(tables: Tables) -> Claim:
     statement = "Batch-norm on the encoder outputs prevents component collapse at high learning rates (fewer collapsed dimensions than without normalisation)"
     rule = (
-        "at the highest learning rate of each corpus, 95% CI (Welch) of collapsed share (none - batchnorm) over "
-        "the runs that did not diverge entirely above 0 = reproduced, entirely below = not reproduced; a diverged "
-        "run (non-finite loss) is counted apart, not as collapse; " + DF_RULE + QUALIFIER_RULE
+        "at the highest learning rate of each corpus, on the runs that did not diverge (a diverged run, "
+        "non-finite loss, is counted apart, not as collapse), two criteria: (1) per-dimension count: 95% CI "
+        "(Welch) of collapsed share (none - batchnorm) entirely above 0 = reproduced, entirely below = not "
+        f"reproduced; (2) KL total in nats per document: the 95% CI of the mean KL total without normalisation "
+        f"entirely below {KL_COLLAPSE_NATS:g} (collapsed as a whole) and with batch-norm entirely above it = "
+        "reproduced, either on the wrong side = not reproduced; a criterion without data reads not tested and "
+        "the other decides; with both, reproduced only if both are, not reproduced if either is; "
+        + DF_RULE
+        + QUALIFIER_RULE
     )
     table = tables.get("avipam-collapse")
     if table is None or table.empty:
@@ -619,11 +655,16 @@ def batchnorm_prevents_collapse(tables: Tables) -> Claim:
         if not none_runs or not bn_runs:
             continue
         iv = compare(none, bn, paired=False)
+        count = verdict_above(iv)
+        kl, kl_text = kl_total_criterion(
+            _kl_side(table, corpus, "none", lr), _kl_side(table, corpus, "batchnorm", lr)
+        )
+        tested = [v for v in (count, kl) if v != NOT_TESTED]
         parts.append(
             (
-                verdict_above(iv),
-                f"{corpus} lr {lr:g}: collapsed share none {_collapse_text(none, none_div, none_runs)} vs "
-                f"batchnorm {_collapse_text(bn, bn_div, bn_runs)}: {iv.text(3)}",
+                combine(tested) if tested else NOT_TESTED,
+                f"{corpus} lr {lr:g}: (1) collapsed share none {_collapse_text(none, none_div, none_runs)} vs "
+                f"batchnorm {_collapse_text(bn, bn_div, bn_runs)}: {iv.text(3)} -> {count}; (2) {kl_text} -> {kl}",
             )
         )
     if not parts:

@@ -3,8 +3,11 @@
 A 3-PAM (LDA) trained by aviPAM with each encoder-output normalisation (``batchnorm``: BN with
 gain; ``norm``: gain * x / ||x||, no centring, no shift; ``none``) across learning rates. Per run:
 KL per latent dimension on the training documents (``topics.npz`` ``kl_per_dim``), the number of
-collapsed dimensions (mean KL below the threshold, metrics.json ``n_collapsed``), the summed KL,
-and NPMI of the topics on the text corpora. Table: mean ± 95% CI over seeds per (corpus,
+collapsed dimensions (mean KL below the threshold, metrics.json ``n_collapsed``), the summed KL
+(``kl_total``: the KL of all dimensions, mean over the training documents, nats per document),
+whether that total is below the whole-run collapse level (``kl_collapsed_share``: 1 when under
+:data:`KL_COLLAPSE_NATS` nats per document, the posterior then barely leaving the prior; NaN for a
+diverged run, which has no KL), and NPMI of the topics on the text corpora. Table: mean ± 95% CI over seeds per (corpus,
 variant, learning rate). Figures: collapsed dimensions and NPMI against the learning rate per
 variant, the sorted KL per dimension at each learning rate (Fig. 3's quantity at the end of
 training), and topics as 28x28 images on the MNIST stand-in (Fig. 2, Omniglot in the paper).
@@ -27,12 +30,17 @@ from noisyor_bench.reporting.avipam.labels import CORPUS_LABELS, VARIANT_LABELS,
 from noisyor_bench.reporting.avipam.tables import run_npmi
 from noisyor_bench.reporting.tables import CI_NOTE, markdown_table, stat_cell, summarise
 
+#: The whole-run collapse level, nats per document: the run writer's
+#: ``inference.topics.avipam.KL_COLLAPSE_NATS`` (recorded per run as ``kl_collapse_nats``), kept here
+#: so that judging tables does not import the training code.
+KL_COLLAPSE_NATS = 10.0
 VARIANT_COLOURS = {"batchnorm": "#1f77b4", "norm": "#2ca02c", "none": "#d62728"}
 METRICS = (
     "n_collapsed",
     "collapsed_share",
     "diverged_share",
     "kl_total",
+    "kl_collapsed_share",
     "npmi_external",
     "npmi_internal",
     "train_minutes",
@@ -55,6 +63,9 @@ def collect(metrics_paths: Sequence[str | Path], references: Mapping[tuple[str, 
             "collapsed_share": float(m["n_collapsed"]) / max(int(m["latent_dims"]), 1),
             "diverged_share": float(bool(m.get("diverged", False))),
             "kl_total": math.nan if m["kl_total"] is None else float(m["kl_total"]),
+            "kl_collapsed_share": kl_collapsed_share(
+                m["kl_total"], float(m.get("kl_collapse_nats") or KL_COLLAPSE_NATS)
+            ),
             "diverged": bool(m.get("diverged", False)),
             "train_minutes": float(m["train_minutes"]),
             "converged": m.get("converged"),
@@ -68,7 +79,17 @@ def collect(metrics_paths: Sequence[str | Path], references: Mapping[tuple[str, 
     return pd.DataFrame(rows)
 
 
+def kl_collapsed_share(kl_total: float | None, level: float = KL_COLLAPSE_NATS) -> float:
+    """1.0 when a run's KL total (nats per document) is below ``level``, 0.0 when not, NaN when it
+    has none (a diverged run: its KL is not finite)."""
+    if kl_total is None or not math.isfinite(float(kl_total)):
+        return math.nan
+    return float(float(kl_total) < level)
+
+
 def build_table(runs: pd.DataFrame) -> pd.DataFrame:
+    if "kl_collapsed_share" not in runs.columns:  # a runs frame without it: from the KL total
+        runs = runs.assign(kl_collapsed_share=[kl_collapsed_share(v) for v in runs["kl_total"]])
     table = summarise(runs, ["corpus", "variant", "lr"], list(METRICS))
     table.insert(0, "artifact", "avipam-collapse")
     order = {v: i for i, v in enumerate(VARIANT_LABELS)}
@@ -81,8 +102,11 @@ def markdown(table: pd.DataFrame, grid: str) -> str:
         f"aviPAM collapse study (paper Sec. 4.1, Figs. 2-3; grid {grid}): a 3-PAM (LDA) under each "
         "encoder-output normalisation across Adam learning rates. Collapsed = latent dimensions whose mean "
         "KL(q || prior) on the training documents is below the threshold (0.01 nats); a run whose loss became "
-        "non-finite (diverged) counts every dimension as collapsed here and has no NPMI; the collapse claim "
-        "counts diverged runs apart and judges collapse on the others. MNIST digits stand in "
+        "non-finite (diverged) counts every dimension as collapsed here and has no NPMI or KL; the collapse "
+        "claim counts diverged runs apart and judges collapse on the others. KL total = the KL of all "
+        "latent dimensions, mean over the training documents (nats per document); 'KL total below "
+        f"{KL_COLLAPSE_NATS:g}' = the runs (of those that did not diverge) whose posterior collapsed as a "
+        f"whole, KL total under {KL_COLLAPSE_NATS:g} nats per document. MNIST digits stand in "
         "for Omniglot (no NPMI on pixels).\n\n"
     )
     header = [
@@ -91,7 +115,8 @@ def markdown(table: pd.DataFrame, grid: str) -> str:
         "learning rate",
         "collapsed dims",
         "diverged runs",
-        "KL total (nats)",
+        "KL total (nats per document)",
+        f"KL total below {KL_COLLAPSE_NATS:g}",
         "NPMI external",
         "NPMI internal",
     ]
@@ -103,12 +128,22 @@ def markdown(table: pd.DataFrame, grid: str) -> str:
             stat_cell(r, "n_collapsed", 1),
             f"{int(round(r['diverged_share_mean'] * r['n_seeds']))}/{int(r['n_seeds'])}",
             stat_cell(r, "kl_total", 2),
+            _kl_collapsed_cell(r),
             stat_cell(r, "npmi_external", 3),
             stat_cell(r, "npmi_internal", 3),
         ]
         for _, r in table.iterrows()
     ]
     return head + markdown_table(header, body) + "\n" + CI_NOTE
+
+
+def _kl_collapsed_cell(r: Mapping[str, Any]) -> str:
+    """``"k/n"``: runs whose KL total is below the collapse level, of the runs with a KL total
+    (empty in a table from before the column, or where no run has one)."""
+    n = r.get("kl_collapsed_share_n")
+    if n is None or (isinstance(n, float) and math.isnan(n)) or int(n) == 0:
+        return ""
+    return f"{int(round(float(r['kl_collapsed_share_mean']) * int(n)))}/{int(n)}"
 
 
 def plot_study(runs: pd.DataFrame, png: str | Path) -> None:
