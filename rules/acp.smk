@@ -399,3 +399,43 @@ table_view(
 table_view(
     R("tables/ablation_acp_sg.csv"), "ablation", REPORT_ABLATION, "ACP vs ACP-SG, paired by seed (table)"
 )
+
+
+# Staleness by content: a finished run (or search draw) whose metrics.json records another
+# dataset sha256 or budget than the current ones reruns, whatever the mtimes and whether or not
+# Snakemake's metadata of it is at hand (noisyor_bench.experiments.acp.stale_runs). The check is
+# an input function adding no file: when the job is planned, its stale outputs join the files
+# Snakemake forces (as --forcerun does), so the job and everything after it rerun; a line says why.
+_STALE_SAID = set()
+
+
+def stale_check(records, dataset, budget, forced, fit_only=False):
+    """Input function: force ``forced(wildcards)`` (one of the job's outputs) when any record of
+    ``records(wildcards)`` was made from another content of ``dataset(wildcards)`` or another
+    ``budget(wildcards)``; adds no input."""
+    from noisyor_bench.experiments.acp.stale_runs import stale_runs
+
+    def check(wildcards):
+        if workflow.dag is None or not workflow.is_main_process:
+            return []
+        stale = stale_runs(records(wildcards), dataset(wildcards), budget(wildcards), fit_only)
+        if stale:
+            output = forced(wildcards)
+            workflow.dag.forcefiles.add(output)
+            if output not in _STALE_SAID:
+                _STALE_SAID.add(output)
+                path, reasons = next(iter(stale.items()))
+                print(
+                    f"noisyor-bench: {len(stale)} finished run(s) of {output} made from another "
+                    f"{' and '.join(r.split(' ')[0] for r in reasons)} ({path}: {'; '.join(reasons)}): rerun",
+                    file=sys.stderr,
+                )
+        return []
+
+    return check
+
+
+def _chunk_draw_records(w):
+    """metrics.json of every finished draw of a search chunk (its folder: the table without .csv)."""
+    work = Path(R(f"search/{w.experiment}/{w.dataset}/{w.method}/n{w.n}/chunks/{w.chunk}"))
+    return sorted(str(p) for p in work.glob("draw*/metrics.json"))

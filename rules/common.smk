@@ -541,3 +541,14 @@ def mark_local_rules():
         if name not in compute:
             local.append(r.name)
     workflow.localrules(*local)
+
+
+# The runtime table's benchmark files: those of the jobs upstream of it in this run's DAG, each once
+# (the benchmark directory also keeps the files of jobs no longer in the workflow).
+def dag_benchmarks(wildcards):
+    """``--jobs <files>`` (noisyor_bench.reporting.runtime.upstream_benchmarks); empty (every
+    file counts) where Snakemake has no DAG."""
+    from noisyor_bench.reporting.runtime import upstream_benchmarks
+
+    files = upstream_benchmarks(workflow.dag, "runtime_table")
+    return f"--jobs {list_param(files)}" if files else ""

@@ -126,15 +126,6 @@ rule software_html:
 # other artifact as input (it runs when all jobs have written their benchmark file, and again
 # whenever one of them reran) and reads the benchmark files of the jobs upstream of it in this
 # run's DAG, each once: the directory also keeps the files of jobs no longer in the workflow.
-def dag_benchmarks(wildcards):
-    """``--jobs <files>`` (noisyor_bench.reporting.runtime.upstream_benchmarks); empty (every
-    file counts) where Snakemake has no DAG."""
-    from noisyor_bench.reporting.runtime import upstream_benchmarks
-
-    files = upstream_benchmarks(workflow.dag, "runtime_table")
-    return f"--jobs {list_param(files)}" if files else ""
-
-
 rule runtime_table:
     input:
         all_targets(),
