@@ -12,6 +12,10 @@ from conftest import REPO
 
 
 def run_check_cluster(profile: Path, *args: str) -> subprocess.CompletedProcess:
+    """The machine's own sinfo (a SLURM another test brought up, or a half-installed one) is not
+    consulted unless the test gives captured output (--sinfo-file)."""
+    if "--sinfo-file" not in args:
+        args = (*args, "--no-sinfo")
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("NOISYOR_RAW_DATA", str(REPO.parent / "shared" / "data"))

@@ -118,6 +118,17 @@ DURATION = re.compile(
 )
 
 
+def unroot(text: str, root: Path) -> str:
+    """``text`` with the results directory ``root`` replaced by ``<R>``: its absolute and resolved
+    paths, and, given relative (as a run's ``results_dir`` may be), that path where it starts a
+    path (``results-slurm/data/...``, not inside another word)."""
+    for name in sorted({str(root.absolute()), str(root.resolve())}, key=len, reverse=True):
+        text = text.replace(name, "<R>")
+    if not root.is_absolute():
+        text = re.sub(rf"(?<![\w./-]){re.escape(str(root))}(?=/)", "<R>", text)
+    return text
+
+
 def sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
@@ -208,8 +219,7 @@ class Comparer:
         if sha(pa) == sha(pb):
             return True
         try:
-            ta = pa.read_text().replace(str(self.a), "<R>")
-            tb = pb.read_text().replace(str(self.b), "<R>")
+            ta, tb = unroot(pa.read_text(), self.a), unroot(pb.read_text(), self.b)
         except UnicodeDecodeError:
             ta = tb = None
         if ta is not None:

@@ -136,7 +136,7 @@ def test_dataset_seeds_replace_the_experiment_seeds_for_one_dataset(cfg):
         validate_config(bad)
 
 
-@pytest.mark.parametrize("seeds", [[], [1, 1], [-1], ["0"], 3])
+@pytest.mark.parametrize("seeds", [[], [1, 1], [-1], ["zero"], 3])  # "0" is read as 0
 def test_experiment_seeds_are_validated(cfg, seeds):
     raw = copy.deepcopy(cfg)
     raw["grids"]["t"]["acp"]["experiments"]["e"]["seeds"] = seeds

@@ -18,13 +18,13 @@ jobscripts and markers (under .snakemake/) stay out of the working tree.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from checkout_copy import checkout_env
 
 pytestmark = pytest.mark.slow
 
@@ -57,8 +57,7 @@ def cluster_run(tmp_path_factory):
     submit.write_text(SUBMIT)
     log = base / "submissions.log"
     results = base / "results"
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env = checkout_env(work)  # the copy's package: a job refuses another checkout's
     env["NOISYOR_RAW_DATA"] = str(MIRROR)
     cmd = [
         str(Path(sys.executable).parent / "snakemake"),

@@ -274,7 +274,10 @@ def cmd_check_cluster(args: argparse.Namespace) -> int:
         cpu_only=mode == "cpu-only",
         full_scale=_longest_per_rule(costs, cfg, references, selected),
     )
-    partitions, source = read_sinfo(args.sinfo_file)
+    if args.no_sinfo:
+        partitions, source = None, "--no-sinfo: partition limits (MaxTime, GPUs, memory) not checked"
+    else:
+        partitions, source = read_sinfo(args.sinfo_file)
     notes: list[str] = []
     if partitions is not None:
         part_problems, notes = check_partitions([job for job, _ in submitted], partitions)
@@ -361,5 +364,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="captured output of `" + " ".join(SINFO_COMMAND) + "` to check the jobs against "
         "(default: run sinfo where it is installed)",
+    )
+    p.add_argument(
+        "--no-sinfo",
+        action="store_true",
+        help="check the profile's limits only, without asking the machine's sinfo (a login node of "
+        "another cluster, or a test that must not depend on the machine)",
     )
     p.set_defaults(func=cmd_check_cluster)

@@ -132,7 +132,11 @@ def read_sinfo(path: str | None) -> tuple[dict[str, Partition] | None, str]:
     proc = subprocess.run(SINFO_COMMAND, capture_output=True, text=True, check=False, timeout=60)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
-        raise DataError(f"{' '.join(SINFO_COMMAND)} failed (exit {proc.returncode}): {tail[0]}")
+        raise DataError(
+            f"{' '.join(SINFO_COMMAND)} failed (exit {proc.returncode}): {tail[0]}; run check-cluster "
+            "where sinfo reaches the cluster, give its captured output (--sinfo-file), or check the "
+            "profile's limits alone (--no-sinfo)"
+        )
     return parse_sinfo(proc.stdout), "sinfo"
 
 
