@@ -103,7 +103,16 @@ def test_headline_is_the_strongest_deciding_source(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("grid", "rank"),
-    [("paper", 3), ("paper-synpattern", 3), ("extended", 2), ("quick", 1), ("smoke", 0), ("my-grid", 1)],
+    [
+        ("paper", 3),
+        ("paper-synpattern", 3),
+        ("extended", 2),
+        ("extended-fig5", 2),
+        ("extendedx", 1),
+        ("quick", 1),
+        ("smoke", 0),
+        ("my-grid", 1),
+    ],
 )
 def test_grid_ranks(grid: str, rank: int) -> None:
     assert E.grid_rank(grid) == rank

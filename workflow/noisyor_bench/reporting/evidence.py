@@ -10,8 +10,9 @@ Sources are ranked (:meth:`Judged.strength`), strongest first, by
 
 1. the protocol (:func:`grid_rank`), of this run by its grid and of a reference folder by the
    grid its README's command names (``grid=...``) -- ``paper`` and any grid named ``paper...`` 3
-   (the paper's protocol; the README says where it is reduced), ``extended`` 2, ``quick`` 1,
-   ``smoke`` 0, any other grid 1; a reference whose README names no grid ranks 3;
+   (the paper's protocol; the README says where it is reduced), ``extended`` and any grid named
+   ``extended-...`` 2, ``quick`` 1, ``smoke`` 0, any other grid 1; a reference whose README names
+   no grid ranks 3;
 2. the seeds behind the claim (:func:`claim_n`): the smallest ``n=`` its numbers print (a CI
    ``(paired, n=5)``, a Welch ``n=5 vs 4``, a mean ``(n=3)``; the constant of ``vs constant`` is
    no seed); 0 when its numbers name none;
@@ -78,7 +79,8 @@ REFERENCE_RANK = 3
 """A published reference whose README names no grid: taken as the paper's protocol."""
 
 GRID_RANKS = {"paper": 3, "extended": 2, "quick": 1, "smoke": 0}
-"""Protocol rank of this run by its grid; a grid named ``paper...`` ranks 3, any other 1."""
+"""Protocol rank of this run by its grid; a grid named ``paper...`` ranks 3, ``extended-...`` 2,
+any other 1."""
 
 EVIDENCE_COLUMNS = ("source", "sources", "agreement", "disagreement")
 """Columns of the headline ``claims.csv`` beside the claim's own (:data:`CLAIM_COLUMNS`)."""
@@ -108,7 +110,9 @@ def grid_rank(grid: str) -> int:
     """The protocol rank of this run's grid (:data:`GRID_RANKS`)."""
     if grid in GRID_RANKS:
         return GRID_RANKS[grid]
-    return REFERENCE_RANK if grid.startswith("paper") else 1
+    if grid.startswith("paper"):
+        return REFERENCE_RANK
+    return GRID_RANKS["extended"] if grid.startswith("extended-") else 1
 
 
 _N = re.compile(r"\(([^()]*?)\bn=(\d+)(?: vs (\d+|constant))?\)")
