@@ -176,3 +176,24 @@ def test_training_over_max_job_hours_splits_by_seed(paper_cfg):
     assert {e.job for e in est if "/seed" not in e.job} == set(whole) - {c.path for c in split}
     acp = costs.estimate_jobs(paper_cfg, REFERENCES, ["acp"])
     assert max(e.cpu_seconds for e in acp) <= hours * 3600
+
+
+def test_an_avipam_corpus_setting_overrides_the_epochs_the_cost_model_charges(paper_cfg):
+    """A corpus's `corpus_settings` override `avi` in a run (NIPS trains to its own plateau), so
+    the cost model charges the corpus's epochs, not the grid-wide `avi.max_epochs`."""
+    from noisyor_bench.experiments.avipam import cells as avipam_cells
+    from noisyor_bench.experiments.avipam import costs as avipam_costs
+
+    quick = costs.grid_config(paper_cfg, "quick")
+    sec = copy.deepcopy(avipam_cells.section(quick))
+    cell = next(
+        c
+        for c in avipam_cells.table_cells(sec, "small")
+        if c.corpus == "nips" and c.method == "avipam-pam4"
+    )
+    sec["corpus_settings"]["nips"]["max_epochs"] = 30
+    thirty = avipam_costs._work(sec, cell)
+    sec["corpus_settings"]["nips"]["max_epochs"] = 90
+    assert avipam_costs._work(sec, cell) == pytest.approx(3 * thirty)
+    del sec["corpus_settings"]["nips"]["max_epochs"]  # the grid-wide epochs again
+    assert avipam_costs._work(sec, cell) == pytest.approx(thirty * sec["avi"]["max_epochs"] / 30)

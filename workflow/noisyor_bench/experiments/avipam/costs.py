@@ -70,7 +70,7 @@ def _work(sec: Mapping[str, Any], cell: avipam_cells.RunCell) -> float:
     if method in AVITM_EPOCHS:  # calibration rows: AVITM's fixed epochs
         epochs = int((settings.get("prodlda") or {}).get("epochs", AVITM_EPOCHS[method]))
         return float(epochs) * topics * docs
-    avi = settings["avi"]
+    avi = {**settings["avi"], **settings["corpus"]}  # a corpus's settings override `avi`, as in a run
     epochs = _length(int(avi.get("max_epochs", 1)), bool(avi.get("stop_on_plateau")), "amortized")
     return float(epochs) * topics * docs
 
