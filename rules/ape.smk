@@ -14,6 +14,14 @@ def ape_datasets():
     return list(APE.get("datasets") or {}) if paper_selected("ape") else []
 
 
+def ape_step_settings(ds, step, method=None):
+    """The part of ``ds``'s settings one step reads (its ``--settings``, hence its params): a
+    changed key reruns the steps that read it only (noisyor_bench.experiments.ape.steps)."""
+    from noisyor_bench.experiments.ape.steps import step_settings
+
+    return step_settings(APE["datasets"][ds], step, method)
+
+
 def ape_raw_inputs(ds):
     return raw_inputs("mdreviews-valid", "mdreviews-test", "mdreviews-vocab") if ds == "mdreviews" else []
 

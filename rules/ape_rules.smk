@@ -27,7 +27,7 @@ rule ape_data:
     conda:
         CONDA_ENV
     params:
-        settings=lambda w: json_param(APE["datasets"][w.ds]),
+        settings=lambda w: json_param(ape_step_settings(w.ds, "ape-data")),
         cache=lambda w: CACHE_DIR,
     shell:
         "noisyor-bench ape-data --dataset {wildcards.ds} --settings {params.settings}"
@@ -55,7 +55,7 @@ rule ape_train:
     resources:
         **compute_resources("ape_train", "{ds}_{method}_n{n}_seed{seed}"),
     params:
-        settings=lambda w: json_param(APE["datasets"][w.ds]),
+        settings=lambda w: json_param(ape_step_settings(w.ds, "ape-train", w.method)),
         device=APE.get("device", "cpu"),
         out=lambda w, output: str(Path(output.metrics).parent),
     shell:
@@ -84,7 +84,7 @@ rule ape_vi:
     resources:
         **compute_resources("ape_vi", "{ds}_seed{seed}"),
     params:
-        settings=lambda w: json_param(APE["datasets"][w.ds]),
+        settings=lambda w: json_param(ape_step_settings(w.ds, "ape-vi")),
         out=lambda w, output: str(Path(output.metrics).parent),
     shell:
         "noisyor-bench ape-vi --dataset {wildcards.ds} --dataset-file {input:q} --seed {wildcards.seed}"
@@ -111,7 +111,7 @@ rule ape_nuts:
     resources:
         **compute_resources("ape_nuts", "{ds}_seed{seed}"),
     params:
-        settings=lambda w: json_param(APE["datasets"][w.ds]),
+        settings=lambda w: json_param(ape_step_settings(w.ds, "ape-nuts")),
         vi=lambda w, input: str(Path(input.vi).parent),
         out=lambda w, output: str(Path(output.metrics).parent),
     shell:
@@ -146,7 +146,7 @@ rule ape_evaluate:
     resources:
         **compute_resources("ape_evaluate", "{ds}_seed{seed}"),
     params:
-        settings=lambda w: json_param(APE["datasets"][w.ds]),
+        settings=lambda w: json_param(ape_step_settings(w.ds, "ape-evaluate")),
         encoders=lambda w: " ".join(
             shlex.quote(f"{m}={d}") for m, d in ape_encoder_dirs(w.ds, int(w.seed)).items()
         ),

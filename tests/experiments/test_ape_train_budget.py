@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from noisyor_bench.experiments.ape.train import training_config, training_section
+from noisyor_bench.experiments.ape.steps import training_section
+from noisyor_bench.experiments.ape.train import training_config
 
 TRAINING = {"max_steps": 6000, "eval_every": 100, "window": 5, "rel_tol": 0.002}
 NAIVE = {"max_steps": 1500, "eval_every": 100, "window": 5, "rel_tol": 0.002}
@@ -29,3 +30,38 @@ def test_step_cap_below_the_epochs_and_patience_are_passed_on():
     assert config.patience == 7 and config.convergence_window == 5 and config.convergence_rel_tol == 0.002
     config, _, steps = training_config({"epochs": 2, "eval_every": 100}, 500, 1)
     assert steps == 10 and config.patience is None and config.eval_every == 10
+
+
+def test_each_step_is_given_exactly_the_settings_it_reads() -> None:
+    """A rule's params are its step's part of the dataset's settings: NUTS's seeds reach NUTS
+    and the evaluation, never the dataset or an encoder (whose jobs would rerun on the change)."""
+    import copy
+
+    from conftest import REPO
+
+    from noisyor_bench.experiments.ape.steps import step_settings
+    from noisyor_bench.experiments.config import load_config
+
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "quick"})
+    section = cfg["grids"]["quick"]["ape"]["datasets"]["mdreviews"]
+    changed = copy.deepcopy(section)
+    changed["nuts"]["seeds"] = [7]
+    steps = [
+        ("ape-data", None),
+        ("ape-train", "standard"),
+        ("ape-train", "ape-model-aware"),
+        ("ape-vi", None),
+    ]
+    for step, method in steps:
+        assert step_settings(changed, step, method) == step_settings(section, step, method), step
+    for step in ("ape-nuts", "ape-evaluate"):
+        assert step_settings(changed, step) != step_settings(section, step), step
+    # each encoder its own budget: the Standard encoder's does not reach the model-aware one
+    changed["standard_training"]["max_steps"] += 1
+    assert step_settings(changed, "ape-train", "ape-model-aware") == step_settings(
+        section, "ape-train", "ape-model-aware"
+    )
+    assert step_settings(changed, "ape-train", "standard") != step_settings(section, "ape-train", "standard")
+    assert step_settings(section, "ape-data")["evaluation"] == {
+        "documents": section["evaluation"]["documents"]
+    }

@@ -26,10 +26,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from noisyor_bench.experiments.ape.steps import training_section
 from noisyor_bench.experiments.costs import BASE_MEM_MB, Job
 
 COMPUTE_RULES = ("ape_train", "ape_vi", "ape_nuts", "ape_evaluate")
-BUDGET_KEYS = {"standard": "standard_training", "ape-naive": "naive_training"}
 #: Documents of the datasets without a configured count: product reviews, the authors' validation
 #: and test splits (docs/papers.md). Steps are capped by ``max_steps`` in the quick grid, so the
 #: count decides how far the paper grid's steps are from the measured ones.
@@ -62,8 +62,7 @@ def _section(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 def train_steps(name: str, ds: Mapping[str, Any], method: str) -> int:
     """Optimiser steps of one encoder's training (as experiments/ape/train.py counts them)."""
-    key = BUDGET_KEYS.get(method)
-    section = ds[key] if key and ds.get(key) else ds["training"]
+    section = training_section(ds, method)
     docs = int((ds.get("data") or {}).get("documents", DOCUMENTS.get(name, DEFAULT_DOCUMENTS)))
     models = 1 if method == "standard" else int(ds["theta_pool"]["size"])
     steps = max(

@@ -22,6 +22,7 @@ import torch
 
 from noisyor_bench.data.synthetic.theta_pool import ThetaPool
 from noisyor_bench.experiments.ape import pairs
+from noisyor_bench.experiments.ape.steps import training_section
 from noisyor_bench.experiments.rundir import RunKey, fresh_partial_dir, publish_run_dir, write_metrics
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.inference.training import write_checkpoint
@@ -44,16 +45,6 @@ def n_models(method: str, pool_size: int) -> int:
 
 def train_dir(results: str | Path, dataset: str, method: str, pool_size: int, seed: int) -> Path:
     return RunKey(EXPERIMENT, dataset, method, n_models(method, pool_size), seed).directory(results)
-
-
-BUDGET_KEYS = {"standard": "standard_training", "ape-naive": "naive_training"}
-
-
-def training_section(section: Mapping[str, Any], method: str) -> Mapping[str, Any]:
-    """The budget of ``method``'s encoder: its own section (``standard_training``,
-    ``naive_training``) when the grid has one, else the APE encoders' ``training``."""
-    key = BUDGET_KEYS.get(method)
-    return section[key] if key and section.get(key) else section["training"]
 
 
 def training_config(section: Mapping[str, Any], n_documents: int, models: int) -> tuple[Any, int, int]:
