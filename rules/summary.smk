@@ -23,8 +23,10 @@ rule claims_merge:
 # The headline verdict per claim (tables/claims.csv, read by every page and the console): the
 # strongest source that decides it, among this run's claims and every published reference of the
 # selected papers (config key reference_dir), each reference re-judged from its tables by today's
-# claim code; every source's verdict in tables/claims_sources.csv. The references' tables are
-# inputs, so a new reference rejudges; their folders are those of the tables.
+# claim code; every source's verdict in tables/claims_sources.csv; the speed claims' wall-clock
+# times (they differ between runs of one commit, so claims.csv leaves them out) in
+# tables/claims_timing.csv. The references' tables are inputs, so a new reference rejudges;
+# their folders are those of the tables.
 rule claims_evidence:
     input:
         run=R("tables/claims_run.csv"),
@@ -33,6 +35,7 @@ rule claims_evidence:
         csv=R("tables/claims.csv"),
         md=R("tables/claims.md"),
         sources=R("tables/claims_sources.csv"),
+        timing=R("tables/claims_timing.csv"),
     log:
         log_path("claims_evidence", "claims"),
     benchmark:
@@ -49,7 +52,7 @@ rule claims_evidence:
     shell:
         "noisyor-bench claims-evidence --claims {input.run:q} --reference {params.reference}"
         " --grid {params.grid:q} --papers {params.papers} --out-csv {output.csv:q} --out-md {output.md:q}"
-        " --out-sources-csv {output.sources:q} > {log:q} 2>&1"
+        " --out-sources-csv {output.sources:q} --out-timing {output.timing:q} > {log:q} 2>&1"
 
 
 # Convergence: did each run converge (metrics.json `converged`, `convergence`), per

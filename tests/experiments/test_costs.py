@@ -187,9 +187,7 @@ def test_an_avipam_corpus_setting_overrides_the_epochs_the_cost_model_charges(pa
     quick = costs.grid_config(paper_cfg, "quick")
     sec = copy.deepcopy(avipam_cells.section(quick))
     cell = next(
-        c
-        for c in avipam_cells.table_cells(sec, "small")
-        if c.corpus == "nips" and c.method == "avipam-pam4"
+        c for c in avipam_cells.table_cells(sec, "small") if c.corpus == "nips" and c.method == "avipam-pam4"
     )
     sec["corpus_settings"]["nips"]["max_epochs"] = 30
     thirty = avipam_costs._work(sec, cell)

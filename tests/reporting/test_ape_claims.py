@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,10 @@ def _eval(
     warm: float = 0.1,
     elbo: dict | None = None,
     chain: dict | None = None,
+    time_scale: float = 1.0,
 ) -> dict:
     """One evaluation record; ``elbo`` overrides a method's ELBO per word (default clean LL - 0.1),
-    ``chain`` is NUTS's chain record (step size, diagnostics)."""
+    ``chain`` is NUTS's chain record (step size, diagnostics); every time is x ``time_scale``."""
     jitter = 0.01 * (seed - 1)  # a little seed-to-seed variation, the same for every method
     methods = {}
     for m, (ll_is, ll_paper, seconds, agree) in values.items():
@@ -45,7 +47,7 @@ def _eval(
             "ll_paper_std": 0.01,
             "elbo_per_word": (elbo or {}).get(m, ll_is - 0.1) + jitter,
             "elbo_pair": -170.0,
-            "time_s": seconds * (1 + 0.05 * seed),
+            "time_s": seconds * (1 + 0.05 * seed) * time_scale,
             "agree_vi": agree - (seed % 2),
             "agree_is": agree - 1,
             "pairs": 45,
@@ -60,17 +62,17 @@ def _eval(
                 "ll_is": -4.1 + jitter,
                 "ll_paper": -4.1 + jitter,
                 "elbo_per_word": -4.2,
-                "time_s": 2000.0 + seed,
+                "time_s": (2000.0 + seed) * time_scale,
             },
             "vi": {"ll_is": -3.9 + jitter, "ll_paper": -3.9 + jitter, "elbo_per_word": -4.0, "time_s": None},
         },
     }
     figure1 = {
-        "ape_time": 0.02,
+        "ape_time": 0.02 * time_scale,
         "ape_elbo": -170.0,
-        "vi_time_to_quality": 1.0 + 0.1 * seed,
-        "warm_time_to_quality": warm + 0.01 * seed,
-        "vi_time_to_ape_elbo": 0.4,
+        "vi_time_to_quality": (1.0 + 0.1 * seed) * time_scale,
+        "warm_time_to_quality": (warm + 0.01 * seed) * time_scale,
+        "vi_time_to_ape_elbo": 0.4 * time_scale,
     }
     return {
         "experiment": "ape-eval",
@@ -108,6 +110,38 @@ def test_paper_like_results_reproduce_every_claim(tmp_path):
         "ape-nuts-vs-vi-toybars": REPRODUCED,
     }
     assert "43" in claims["ape-agreement-toybars"].numbers  # the paper's count is shown beside ours
+
+
+TIMED = ("ape-close-to-vi-faster-toybars", "ape-warm-start-toybars", "ape-nuts-vs-vi-toybars")
+
+
+@pytest.mark.parametrize("warm", [0.1, 5.0])  # warm start sooner (reproduced), later (not reproduced)
+def test_times_three_times_longer_leave_the_numbers_and_move_the_timing(tmp_path, warm):
+    # two runs of one commit differ in their wall-clock times only: every column of claims.csv
+    # (numbers, margin, qualifiers) stays the same, the timing moves
+    base = _claims(tmp_path / "base", [_eval("toybars", s, PAPER_LIKE, warm=warm) for s in range(3)])
+    slow = _claims(
+        tmp_path / "slow", [_eval("toybars", s, PAPER_LIKE, warm=warm, time_scale=3.0) for s in range(3)]
+    )
+    for cid, claim in base.items():
+        assert replace(slow[cid], timing=claim.timing) == claim, cid
+        assert (slow[cid].timing != claim.timing) == (cid in TIMED), cid
+        assert bool(claim.timing) == (cid in TIMED), cid
+    for cid in TIMED:
+        assert "figures in timing" in base[cid].numbers and "(n=3) s" in base[cid].timing
+    warm_start = base["ape-warm-start-toybars"]
+    assert "{0: 1, 1: 1.1, 2: 1.2}" in warm_start.timing  # seconds per seed: timing, not numbers
+    assert "{0: 3, 1: 3.3, 2: 3.6}" in slow["ape-warm-start-toybars"].timing
+    assert "reached by random init in every seed" in warm_start.numbers and "{0:" not in warm_start.numbers
+
+
+def test_seeds_that_never_reach_the_target_stay_in_the_numbers(tmp_path):
+    evals = [_eval("toybars", s, PAPER_LIKE) for s in range(3)]
+    evals[1]["figure1"]["warm_time_to_quality"] = None  # the warm start of seed 1 never got there
+    claim = _claims(tmp_path, evals)["ape-warm-start-toybars"]
+    assert claim.verdict == NOT_REPRODUCED
+    assert "warm start at the paper's rate in seed(s) [0, 2], never in [1]" in claim.numbers
+    assert "1: never" in claim.timing
 
 
 @pytest.mark.parametrize(

@@ -147,3 +147,38 @@ def test_verdict_label_and_claims_markdown(tmp_path) -> None:
 def test_curve_rise(values: list[float], expected: tuple[float, float, float]) -> None:
     rise, start, end = curve_rise([20, 60, 100, 140, 163], values)
     assert rise == pytest.approx(expected[0]) and (start, end) == expected[1:]
+
+
+def _molda(rise_10: float, rise_50: float, converged: float = 0.0) -> dict[str, pd.DataFrame]:
+    """MoLDA's two components of the same 3 runs: 10 topics 0.035 below 50 (quick's numbers),
+    their coherence curves rising by ``rise_10`` / ``rise_50`` over the second half."""
+    extra = dict(n_coherence_converged=converged, rise_from_step=18.0, rise_to_step=34.0, epochs_mean=34.0)
+    rows = [
+        {
+            **_row("avipam-molda", "aviPAM MoLDA", [0.095, 0.094, 0.096], npmi_paper_rise=rise_10, **extra),
+            "component": "molda-10",
+        },
+        {
+            **_row("avipam-molda", "aviPAM MoLDA", [0.130, 0.129, 0.131], npmi_paper_rise=rise_50, **extra),
+            "component": "molda-50",
+        },
+    ]
+    return {"avipam-table1": pd.DataFrame(rows)}
+
+
+def test_molda_is_judged_by_the_movement_of_its_difference_not_of_either_curve() -> None:
+    # both components rose 0.06 (more than the 0.035 difference) but together: the difference
+    # moved 0.003, so the verdict stands, and the numbers show the movement
+    together = avipam_claims.molda_components(_molda(0.060, 0.057))
+    assert together.verdict == NOT_REPRODUCED and together.budget == ""
+    assert "the difference moved +0.003 from epoch 18 to 34" in together.numbers
+    # the 10-topic component catching up by twice the difference: undecided at this budget
+    apart = avipam_claims.molda_components(_molda(0.080, 0.010))
+    assert apart.verdict == INCONCLUSIVE and verdict_label(apart) == BUDGET_LABEL
+    assert (
+        "moved +0.070 from epoch 18 to 34" in apart.budget
+        and "more than the 0.035 difference" in apart.budget
+    )
+    # past the plateau (every run): the same movement leaves the verdict
+    past = avipam_claims.molda_components(_molda(0.080, 0.010, converged=3.0))
+    assert past.verdict == NOT_REPRODUCED and past.budget == ""

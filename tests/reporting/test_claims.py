@@ -97,6 +97,31 @@ def test_write_read_claims_roundtrip(tmp_path):
         C.write_claims(items + items[:1], tmp_path / "dup.csv")
 
 
+def test_timing_round_trips_and_an_older_csv_without_it_reads_empty(tmp_path):
+    timed = Claim(
+        "ape-close-to-vi-faster-toybars",
+        "s",
+        "Table 1",
+        REPRODUCED,
+        "speed: time VI / time APE judged above 100x (figures in timing)",
+        "r",
+        timing="time VI 5.25 (n=3) s, APE 0.042 (n=3) s; log10 ratio +2.10 [+2.05, +2.15] = 125x",
+    )
+    assert C.CLAIM_COLUMNS[-1] == "timing" and "timing" not in C.QUALIFIERS
+    assert not timed.qualifiers() and not timed.tags()  # times are no qualifier
+    items = [timed, Claim("fig3a-1", "s", "Fig. 3a", REPRODUCED, "x = 1", "rule")]
+    C.write_claims(items, tmp_path / "claims.csv", tmp_path / "claims.md")
+    assert C.read_claims(tmp_path / "claims.csv") == items
+    md = (tmp_path / "claims.md").read_text()
+    assert "(figures in timing); timing: time VI 5.25 (n=3) s" in md  # after the numbers, for people
+    # a claims CSV written before the column: every claim without times
+    frame = pd.read_csv(tmp_path / "claims.csv", dtype=str, keep_default_na=False).drop(columns="timing")
+    frame.to_csv(tmp_path / "old.csv", index=False)
+    back = C.read_claims(tmp_path / "old.csv")
+    assert [c.timing for c in back] == ["", ""] and back[1] == items[1]
+    assert back[0] == Claim(**{**timed.__dict__, "timing": ""})
+
+
 def test_claim_rejects_unknown_verdict():
     with pytest.raises(ValueError, match="verdict"):
         Claim("fig3a-x", "s", "l", "maybe", "n", "r")

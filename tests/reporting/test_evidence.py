@@ -201,7 +201,7 @@ def fake_judge(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Path]]:
     return calls
 
 
-def _run_folder(root: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+def _run_folder(root: Path, capsys: pytest.CaptureFixture[str], extra: list[Claim] | None = None) -> Path:
     """A smoke-like results folder: a stage claims table merged into tables/claims_run.csv."""
     tables = root / "results" / "tables"
     tables.mkdir(parents=True)
@@ -211,6 +211,7 @@ def _run_folder(root: Path, capsys: pytest.CaptureFixture[str]) -> Path:
             claim("not reproduced", 2),
             claim("inconclusive", 1, claim_id="fig3a-acp-beats-avi-n100"),
             claim("inconclusive", 1, claim_id="ape-standard-fails-toybars"),
+            *(extra or []),
         ],
         stage,
     )
@@ -330,6 +331,78 @@ def test_the_headline_table_is_read_by_every_consumer(tmp_path, capsys, fake_jud
     assert "also judged in this run (quick): not reproduced (n=2)" in lines
 
 
+TIMED = "ape-close-to-vi-faster-toybars"
+TIMES = "time VI 5.25 (n=3) s, APE 0.042 (n=3) s; log10(time VI / time APE) +2.10 = 125x"
+
+
+def timed_claim(timing: str = TIMES) -> Claim:
+    numbers = (
+        "gap 0.3 [0.2, 0.4] (paired, n=3); speed: time VI / time APE judged above 100x (figures in timing)"
+    )
+    return Claim(TIMED, "APE is 100x faster", "Table 1", "reproduced", numbers, "the rule", timing=timing)
+
+
+def test_write_evidence_keeps_the_times_out_of_claims_csv(tmp_path) -> None:
+    headlines = E.ladder(
+        [(QUICK, [claim("reproduced", 2), timed_claim()]), (REF, [timed_claim("time VI 9 s, APE 0.07 s")])]
+    )
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    E.write_evidence(headlines, tables / "claims.csv", tables / "claims.md", tables / "claims_sources.csv")
+    frame = pd.read_csv(tables / "claims.csv", dtype=str, keep_default_na=False)
+    assert list(frame.columns) == [*E.HEADLINE_CLAIM_COLUMNS, *E.EVIDENCE_COLUMNS]
+    assert "timing" not in frame.columns
+    assert not any("s, APE" in v for v in frame.to_numpy().ravel())  # no time in any column
+    sources = pd.read_csv(tables / "claims_sources.csv", dtype=str, keep_default_na=False)
+    assert (
+        list(sources.columns) == list(E.SOURCE_COLUMNS) and not sources["numbers"].str.contains(" s, ").any()
+    )
+    # beside it: one row per headline claim with times, from the headline's source
+    timing = pd.read_csv(tables / "claims_timing.csv", dtype=str, keep_default_na=False)
+    assert list(timing.columns) == list(E.TIMING_COLUMNS)
+    assert timing.to_dict("records") == [
+        {"claim_id": TIMED, "source": "reference/paper-synpattern", "timing": "time VI 9 s, APE 0.07 s"}
+    ]
+    md = (tables / "claims.md").read_text(encoding="utf-8")
+    assert "(figures in timing); timing: time VI 9 s, APE 0.07 s" in md
+    # two runs whose times differ write the same claims.csv; only claims_timing.csv differs
+    other = E.ladder([(QUICK, [claim("reproduced", 2), timed_claim()]), (REF, [timed_claim("time VI 30 s")])])
+    E.write_evidence(
+        other, tmp_path / "b.csv", None, tmp_path / "b_sources.csv", timing_csv=tmp_path / "t.csv"
+    )
+    assert (tmp_path / "b.csv").read_bytes() == (tables / "claims.csv").read_bytes()
+    assert (tmp_path / "b_sources.csv").read_bytes() == (tables / "claims_sources.csv").read_bytes()
+    assert "time VI 30 s" in (tmp_path / "t.csv").read_text(encoding="utf-8")
+    assert not (tmp_path / "b_timing.csv").exists()  # timing_csv given: written there only
+    # no claim with times: the table is there, with its header only
+    E.write_evidence(
+        E.ladder([(QUICK, [claim("reproduced", 2)])]), tmp_path / "c.csv", None, tmp_path / "cs.csv"
+    )
+    assert (tmp_path / "c_timing.csv").read_text(encoding="utf-8") == "claim_id,source,timing\n"
+
+
+def test_the_times_reach_people_beside_the_headline_table(tmp_path, capsys, fake_judge) -> None:
+    from noisyor_bench.commands.explain import explain
+    from noisyor_bench.reporting import summary
+
+    reference = _reference(tmp_path, stored_verdict="reproduced")
+    results = _run_folder(tmp_path, capsys, extra=[timed_claim()])
+    _evidence(results, reference, capsys)  # no --out-timing: claims_timing.csv beside --out-csv
+    tables = results / "tables"
+    assert "timing" not in (tables / "claims.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert (tables / "claims_timing.csv.prov.json").is_file()  # recorded like every output
+    assert summary.read_claims(tables / "claims.csv").set_index("claim_id").loc[TIMED, "timing"] == TIMES
+    lines = explain(results, TIMED)
+    assert any(line.startswith("timing      time VI 5.25 (n=3) s") for line in lines), lines
+    assert not any("qualifier" in line and "timing" in line for line in lines)
+    assert not any(line.startswith("timing") for line in explain(results, CLAIM))
+    page = results / "claims" / "ape_claims.html"
+    args = ["claims-pages", "--claims", tables / "claims.csv", "--results", results]
+    code, _, err = cli([*args, "--papers", "ape", "--out-html", page], capsys)
+    assert code == 0, err
+    assert "figures in timing); timing: time VI 5.25 (n=3) s" in page.read_text(encoding="utf-8")
+
+
 def test_without_sources_nothing_is_listed() -> None:
     frame = pd.DataFrame({"claim_id": [CLAIM], "verdict": ["reproduced"]})
     assert E.disagreement_lines(frame) == []
@@ -340,5 +413,6 @@ def test_the_smoke_dag_plans_the_evidence_step(tmp_path: Path) -> None:
     plan = smoke_dry_run(tmp_path, print_shell=True)
     assert "rule claims_evidence:" in plan and "rule claims_merge:" in plan
     assert f"--out-csv {tmp_path}/tables/claims_run.csv" in plan
+    assert f"--out-timing {tmp_path}/tables/claims_timing.csv" in plan  # the times beside claims.csv
     # the reference folders as arguments (their tables are the step's inputs)
     assert "--reference reference/paper-synpattern" in plan

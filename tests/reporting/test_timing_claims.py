@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -28,7 +29,7 @@ from noisyor_bench.reporting.avipam import claims as avc
 from noisyor_bench.reporting.avipam import tables as avt
 from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from noisyor_bench.reporting.tables import read_table, write_table
-from noisyor_bench.reporting.timing_claims import SPREAD_NOTE, log_ratio_spread, spread_verdict
+from noisyor_bench.reporting.timing_claims import SPREAD_NOTE, TIMING_MARGIN, log_ratio_spread, spread_verdict
 
 
 def _fake_clock(durations: list[float]) -> Iterator[float]:
@@ -175,15 +176,44 @@ def _ape_claim(tmp_path: Path, ape: tuple[float, float, float], vi: tuple[float,
 )
 def test_ape_speed_claim_is_judged_on_the_timing_spread(tmp_path, ape, vi, verdict, note) -> None:
     claim = _ape_claim(tmp_path, ape, vi)
-    assert claim.verdict == verdict, claim.numbers
-    assert (SPREAD_NOTE in claim.numbers) == note
-    assert SPREAD_NOTE in claim.rule and "spread" in claim.numbers
+    assert claim.verdict == verdict, claim.timing
+    assert (SPREAD_NOTE in claim.timing) == note
+    assert SPREAD_NOTE in claim.rule and "spread" in claim.timing
+    # the numbers say how the time part was judged, never a time
+    judged = {REPRODUCED: "judged above 100x", NOT_REPRODUCED: "judged below 100x"}.get(
+        verdict, "not decided"
+    )
+    assert f"speed: time VI / time APE {judged}" in claim.numbers and "figures in timing" in claim.numbers
+    assert SPREAD_NOTE not in claim.numbers and "spread [" not in claim.numbers
+
+
+def _scaled(times: tuple[float, float, float], factor: float) -> tuple[float, float, float]:
+    return (times[0] * factor, times[1] * factor, times[2] * factor)
+
+
+@pytest.mark.parametrize(
+    ("ape", "vi"),
+    [
+        ((0.005, 0.0045, 0.006), (1.0, 0.95, 1.05)),  # reproduced
+        ((0.005, 0.0045, 0.024), (1.0, 0.95, 1.05)),  # inconclusive: the spread crosses 100x
+        ((0.05, 0.045, 0.06), (1.0, 0.95, 1.05)),  # not reproduced
+    ],
+)
+def test_ape_speed_claim_numbers_do_not_move_with_the_times(tmp_path, ape, vi) -> None:
+    # a machine 3x slower (every time x3), or a VI 3x slower (the ratio x3, the same verdict):
+    # claims.csv's columns stay the same, only the timing moves
+    base = _ape_claim(tmp_path / "base", ape, vi)
+    for scaled_ape, scaled_vi in ((_scaled(ape, 3.0), _scaled(vi, 3.0)), (ape, _scaled(vi, 1.5))):
+        other = _ape_claim(tmp_path / f"x{scaled_vi[0]}", scaled_ape, scaled_vi)
+        assert other.verdict == base.verdict
+        assert replace(other, timing=base.timing) == base  # numbers, margin, low power, ...
+        assert other.timing != base.timing and " s, " in other.timing
 
 
 def test_log_ratio_spread_takes_the_unfavourable_ends(tmp_path) -> None:
     claim = _ape_claim(tmp_path, (0.005, 0.0045, 0.024), (1.0, 0.95, 1.05))
     assert (
-        "39.6x..233x" in claim.numbers
+        "39.6x..233x" in claim.timing
     )  # VI low / APE high .. VI high / APE low (every seed x the same factor)
 
 
@@ -221,8 +251,28 @@ def _avipam_tables(
 )
 def test_avipam_speedup_is_judged_on_the_timing_spread(gibbs, avi, verdict, note) -> None:
     claim = avc.speedup(_avipam_tables(gibbs, avi))
-    assert claim.verdict == verdict, claim.numbers
-    assert (SPREAD_NOTE in claim.numbers) == note and SPREAD_NOTE in claim.rule
+    assert claim.verdict == verdict, claim.timing
+    assert (SPREAD_NOTE in claim.timing) == note and SPREAD_NOTE in claim.rule
+    assert SPREAD_NOTE not in claim.numbers and " min" not in claim.numbers
+
+
+@pytest.mark.parametrize(
+    ("gibbs", "avi"),
+    [
+        ((50.0, 45.0, 55.0), (1.0, 0.9, 1.1)),  # reproduced
+        ((50.0, 45.0, 55.0), (1.0, 0.9, 6.0)),  # inconclusive: the spread crosses 10x
+        ((3.0, 2.9, 3.1), (1.0, 0.9, 1.1)),  # not reproduced
+    ],
+)
+def test_avipam_speedup_numbers_do_not_move_with_the_times(gibbs, avi) -> None:
+    base = avc.speedup(_avipam_tables(gibbs, avi), hardware="cpu A")
+    slower = avc.speedup(_avipam_tables(_scaled(gibbs, 3.0), _scaled(avi, 3.0)), hardware="cpu B")
+    assert slower.verdict == base.verdict
+    assert replace(slower, timing=base.timing) == base  # numbers, margin, qualifiers
+    assert slower.timing != base.timing and "hardware: cpu B" in slower.timing
+    assert "cpu" not in slower.numbers and " min" not in slower.numbers
+    if base.verdict in (REPRODUCED, NOT_REPRODUCED):  # its margin is measured time: in timing
+        assert base.margin == TIMING_MARGIN and "; margin " in base.timing
 
 
 def test_tables_without_spread_columns_fall_back_to_the_measured_time() -> None:

@@ -20,6 +20,7 @@ def cmd_claims_evidence(args: argparse.Namespace) -> int:
         DISAGREEMENTS,
         evidence_ladder,
         headline_counts,
+        timing_path,
         write_evidence,
     )
 
@@ -27,7 +28,9 @@ def cmd_claims_evidence(args: argparse.Namespace) -> int:
     paper_ids = args.papers or list(dict.fromkeys(c.paper for c in run_claims))
     references = list(dict.fromkeys(map(Path, args.reference or ())))
     headlines = evidence_ladder(run_claims, args.grid, references, paper_ids)
-    write_evidence(headlines, args.out_csv, args.out_md, args.out_sources_csv)
+    # set before writing, so the timing table's provenance is recorded like the others' (out_*)
+    args.out_timing = args.out_timing or str(timing_path(args.out_csv))
+    write_evidence(headlines, args.out_csv, args.out_md, args.out_sources_csv, timing_csv=args.out_timing)
     disagreeing = sum(h.agreement in DISAGREEMENTS for h in headlines)
     counts = ", ".join(f"{label} {n}" for label, n in headline_counts(headlines).items())
     log.info(
@@ -65,5 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_table_outputs(p)
     p.add_argument(
         "--out-sources-csv", required=True, help="every source's verdict of every claim (long table)"
+    )
+    p.add_argument(
+        "--out-timing",
+        default=None,
+        help="the headline claims' wall-clock times, kept out of --out-csv because they differ between "
+        "runs (default: claims_timing.csv beside --out-csv, named after it)",
     )
     p.set_defaults(func=cmd_claims_evidence)

@@ -6,7 +6,9 @@ and the run folders behind the tables its id names (``fig3a-...`` -> ``fig3a.csv
 of the stage when its id names none).  A headline table names the claim's source and every
 source's verdict (reporting.evidence); the other sources are listed with their verdicts, re-judged
 by today's claim code (``claims_sources.csv``), or, for a folder without that table, the paper's
-published references with their stored verdicts.  Nothing is recomputed: it reads CSV and JSON only.
+published references with their stored verdicts. A speed claim's wall-clock times, which the
+headline table leaves out, come from ``claims_timing.csv`` beside it (a ``timing`` line).
+Nothing is recomputed: it reads CSV and JSON only.
 """
 
 from __future__ import annotations
@@ -87,8 +89,18 @@ BASE_COLUMNS = (
     "sources",
     "agreement",
     "disagreement",
+    "timing",
 )
 """The columns of a claims table that are no qualifier (``statistical_verdict``: older tables)."""
+
+
+def claim_timing(merged: Path, claim_id: str, row: dict[str, str]) -> str:
+    """A claim's wall-clock times: its row's ``timing`` (a stage table), else its row of the
+    headline table's ``claims_timing.csv`` beside it (reporting.evidence); "" when none."""
+    if row.get("timing"):
+        return row["timing"]
+    timing = read_rows(merged.with_name(f"{merged.stem}_timing.csv")).get(claim_id) or {}
+    return timing.get("timing") or ""
 
 
 def read_rows(path: Path) -> dict[str, dict[str, str]]:
@@ -114,9 +126,9 @@ def _claim_ids(path: Path) -> set[str]:
     return set(read_rows(path))
 
 
-MERGED_TABLES = ("claims_run.csv", "claims_sources.csv")
-"""Claims tables of a results folder that no stage wrote: this run's merged claims and every
-source's verdict (reporting.evidence)."""
+MERGED_TABLES = ("claims_run.csv", "claims_sources.csv", "claims_timing.csv")
+"""Claims tables of a results folder that no stage wrote: this run's merged claims, every
+source's verdict and the headline claims' wall-clock times (reporting.evidence)."""
 
 
 def stage_table(tables: Path, claim_id: str, merged: Path | None = None) -> Path | None:
@@ -276,6 +288,9 @@ def explain(results: Path, claim_id: str, all_runs: bool = False) -> list[str]:
     for label, key in (("statistic", "statistic"), ("ours", "ours"), ("paper's", "paper")):
         for part in numbers[key]:
             lines += _wrapped(label, part)
+    timing = claim_timing(merged, claim_id, claim)
+    if timing:  # wall-clock times: they differ between runs, so claims.csv leaves them out
+        lines += _wrapped("timing", timing)
     extra = (*BASE_COLUMNS, "statistical_verdict")
     qualifiers = {k: v for k, v in claim.items() if k not in extra and v}
     if not qualifiers:

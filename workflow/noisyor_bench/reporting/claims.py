@@ -26,6 +26,10 @@ intervals over seeds, never from point estimates alone:
 * The claims CSV is a function of the tables alone: rows in the claim functions' fixed order,
   no timestamps, texts from sorted or insertion-ordered collections (never a set's order),
   floats formatted by Python (the same digits on every machine).
+* Wall-clock times are not a function of the tables' statistics alone: they differ between
+  runs of one commit. A speed claim keeps them -- the times, their ratios with CIs and
+  spreads, the timed parts' margins, the hardware -- in :attr:`Claim.timing`, and its
+  ``numbers`` say only the outcome as judged (:mod:`noisyor_bench.reporting.timing_claims`).
 * Claims made of several comparisons are reproduced only if all parts are, not reproduced if
   any part is, not tested if no part was, inconclusive otherwise (:func:`combine`).
 * A claim whose condition the grid never ran is **not tested** (:func:`no_data_claim`: numbers
@@ -128,6 +132,8 @@ class Claim:
     budget: str = ""  # why a verdict the statistics would decide reads "inconclusive (budget)": the
     # deciding runs stopped before the compared quantity's plateau (the curve still moving by more
     # than the effect), with the reduced-budget statistic
+    timing: str = ""  # wall-clock measurements behind a speed claim (machine- and load-dependent,
+    # differ between runs of one commit): kept out of ``numbers`` so that numbers are deterministic
 
     def __post_init__(self) -> None:
         if not self.paper:
@@ -245,7 +251,7 @@ def write_claims(
                 _budget_tag(c),
                 c.statement,
                 c.location,
-                c.numbers,
+                numbers_cell(c),
                 c.evidence,
                 c.rule,
             ]
@@ -275,6 +281,18 @@ def write_claims(
         "would resolve the claim's margin.\n\n" + "\n\n".join(sections)
     )
     write_text_atomic(md_path, text)
+
+
+def numbers_cell(claim: Claim | Mapping[str, Any]) -> str:
+    """A claim's numbers for people, its ``timing`` (if any) after them: ``"<numbers>; timing: <timing>"``
+    (a claims CSV row also works; Markdown and HTML views only, never a CSV)."""
+    if isinstance(claim, Claim):
+        numbers, timing = claim.numbers, claim.timing
+    else:
+        numbers, timing = claim.get("numbers"), claim.get("timing")
+    numbers = "" if not isinstance(numbers, str) else numbers
+    timing = timing.strip() if isinstance(timing, str) else ""
+    return f"{numbers}; timing: {timing}" if timing else numbers
 
 
 def _verdict_cell(claim: Claim) -> str:

@@ -29,7 +29,7 @@ from noisyor_bench.reporting.answer import (
     ordered_counts,
     run_line,
 )
-from noisyor_bench.reporting.claims import verdict_label
+from noisyor_bench.reporting.claims import numbers_cell, verdict_label
 from noisyor_bench.reporting.evidence import CONFLICT, DISAGREEMENTS
 from noisyor_bench.reporting.htmltables import VERDICT_CLASSES, page
 
@@ -99,9 +99,15 @@ def _row(row: dict[str, object]) -> str:
         f"{html.escape(_text(row.get('statement')))}</td>"
         f'<td class="text {VERDICT_CLASSES.get(verdict, "")}"{why}>{html.escape(shown)}{_source(row)}</td>'
         f'<td class="text">{_tags(row)}</td>'
-        f'<td class="text">{html.escape(_text(row.get("numbers")))}{_sources(row)}{toggle}</td>'
+        f'<td class="text">{html.escape(_numbers(row))}{_sources(row)}{toggle}</td>'
         "</tr>"
     )
+
+
+def _numbers(row: dict[str, object]) -> str:
+    """The numbers, a speed claim's wall-clock times after them (``timing``: read from
+    ``claims_timing.csv`` beside a headline table, reporting.summary.read_claims)."""
+    return numbers_cell({"numbers": _text(row.get("numbers")), "timing": _text(row.get("timing"))})
 
 
 def _source(row: dict[str, object]) -> str:

@@ -38,7 +38,11 @@ strongest first), ``agreement`` and ``disagreement``:
 
 Outputs (:func:`write_evidence`): ``tables/claims.csv`` + ``.md`` (the headline, read by every
 consumer of the claims: :func:`noisyor_bench.reporting.claims.read_claims` ignores the extra
-columns) and ``tables/claims_sources.csv`` (one row per claim and source, :data:`SOURCE_COLUMNS`).
+columns), ``tables/claims_sources.csv`` (one row per claim and source, :data:`SOURCE_COLUMNS`)
+and ``tables/claims_timing.csv`` (:data:`TIMING_COLUMNS`: the headline claims' wall-clock
+measurements, :attr:`~noisyor_bench.reporting.claims.Claim.timing`). The two CSVs of verdicts
+are the same in every run of one commit; the times differ between runs (machine, load), so
+they are kept out of ``claims.csv`` and shown after the numbers in ``claims.md``.
 """
 
 from __future__ import annotations
@@ -84,6 +88,13 @@ any other 1."""
 
 EVIDENCE_COLUMNS = ("source", "sources", "agreement", "disagreement")
 """Columns of the headline ``claims.csv`` beside the claim's own (:data:`CLAIM_COLUMNS`)."""
+
+TIMING_COLUMN = "timing"
+"""The claim column the headline ``claims.csv`` leaves out: wall-clock times, in ``claims_timing.csv``."""
+HEADLINE_CLAIM_COLUMNS = tuple(c for c in CLAIM_COLUMNS if c != TIMING_COLUMN)
+"""The claim's columns of the headline ``claims.csv``: every one but :data:`TIMING_COLUMN`."""
+TIMING_COLUMNS = ("claim_id", "source", TIMING_COLUMN)
+"""Columns of ``tables/claims_timing.csv``: one row per headline claim with wall-clock times."""
 
 SOURCE_COLUMNS = (
     "claim_id",
@@ -436,23 +447,43 @@ def evidence_markdown(headlines: Sequence[Headline]) -> str:
     return text + "\n"
 
 
+def timing_path(csv_path: str | Path) -> Path:
+    """Where the wall-clock times of a headline ``claims.csv`` go: ``claims_timing.csv`` beside it."""
+    path = Path(csv_path)
+    return path.with_name(f"{path.stem}_timing.csv")
+
+
+def timing_rows(headlines: Sequence[Headline]) -> pd.DataFrame:
+    """``claims_timing.csv``: per headline claim with wall-clock times, its source and the times."""
+    rows = [
+        {"claim_id": h.claim.claim_id, "source": h.chosen.source.label, TIMING_COLUMN: h.claim.timing}
+        for h in headlines
+        if h.claim.timing.strip()
+    ]
+    return pd.DataFrame(rows, columns=list(TIMING_COLUMNS))
+
+
 def write_evidence(
     headlines: Sequence[Headline],
     csv_path: str | Path,
     md_path: str | Path | None,
     sources_csv: str | Path,
     title: str = "Claims of the papers and verdicts",
+    timing_csv: str | Path | None = None,
 ) -> None:
-    """The headline ``claims.csv`` (+ its Markdown view, :func:`write_claims`'s, then the
-    sources section) and ``claims_sources.csv``."""
+    """The headline ``claims.csv`` without the claims' ``timing`` (+ its Markdown view,
+    :func:`write_claims`'s with the timing after the numbers, then the sources section),
+    ``claims_sources.csv`` and ``claims_timing.csv`` (``timing_csv``, default :func:`timing_path`)."""
     claims = [h.claim for h in headlines]
     write_claims(claims, csv_path, md_path, title=title)
-    frame = pd.DataFrame([h.row() for h in headlines], columns=[*CLAIM_COLUMNS, *EVIDENCE_COLUMNS])
+    frame = pd.DataFrame([h.row() for h in headlines], columns=[*HEADLINE_CLAIM_COLUMNS, *EVIDENCE_COLUMNS])
     write_text_atomic(csv_path, frame.to_csv(index=False, lineterminator="\n"))
     if md_path is not None:
         text = Path(md_path).read_text(encoding="utf-8").rstrip("\n")
         write_text_atomic(md_path, text + "\n\n" + evidence_markdown(headlines))
     write_text_atomic(sources_csv, source_rows(headlines).to_csv(index=False, lineterminator="\n"))
+    timing = timing_path(csv_path) if timing_csv is None else Path(timing_csv)
+    write_text_atomic(timing, timing_rows(headlines).to_csv(index=False, lineterminator="\n"))
 
 
 def headline_counts(headlines: Sequence[Headline]) -> Mapping[str, int]:

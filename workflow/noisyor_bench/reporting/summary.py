@@ -51,7 +51,9 @@ BEYOND = "beyond the papers"
 
 def read_claims(claims_csv: str | Path) -> pd.DataFrame:
     """``claims.csv`` as a frame; an unreadable file, one edited since it was made (its sha256
-    against its ``.prov.json``) or one without verdicts is a DataError."""
+    against its ``.prov.json``) or one without verdicts is a DataError. A headline table's
+    wall-clock times (``claims_timing.csv`` beside it, reporting.evidence) come back as its
+    ``timing`` column, for the pages that show them after the numbers."""
     path = Path(claims_csv)
     verify_recorded_file(path)
     try:
@@ -66,6 +68,25 @@ def read_claims(claims_csv: str | Path) -> pd.DataFrame:
         old = frame.get("statistical_verdict", pd.Series("", index=frame.index))
         numbers = frame.get("numbers", pd.Series("", index=frame.index))
         frame["verdict"] = [current_verdict(*r) for r in zip(frame["verdict"], old, numbers)]
+    return _with_timing(frame, path)
+
+
+def _with_timing(frame: pd.DataFrame, claims_csv: Path) -> pd.DataFrame:
+    """``frame`` with a ``timing`` column from the ``claims_timing.csv`` beside a headline
+    ``claims.csv`` (claims without times: ""); unchanged when it has one or no such file exists."""
+    timing_csv = claims_csv.with_name(f"{claims_csv.stem}_timing.csv")
+    if "timing" in frame.columns or "claim_id" not in frame.columns or not timing_csv.is_file():
+        return frame
+    verify_recorded_file(timing_csv)
+    try:
+        times = pd.read_csv(timing_csv, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise DataError(f"{timing_csv}: cannot read the claims' timing table ({err})") from None
+    if not {"claim_id", "timing"} <= set(times.columns):
+        raise DataError(f"{timing_csv}: no 'claim_id' / 'timing' column (columns: {list(times.columns)})")
+    by_claim = dict(zip(times["claim_id"], times["timing"]))
+    frame = frame.copy()
+    frame["timing"] = [by_claim.get(str(c), "") for c in frame["claim_id"]]
     return frame
 
 
@@ -215,6 +236,11 @@ def _shown(row: Mapping[str, Any], column: str) -> str:
         from noisyor_bench.reporting.claims import verdict_label
 
         return verdict_label(row)
+    timing = row.get("timing")
+    if column == "numbers" and isinstance(timing, str) and timing.strip():
+        from noisyor_bench.reporting.claims import numbers_cell  # the wall-clock times after them
+
+        return numbers_cell({"numbers": str(row.get("numbers", "")), "timing": timing})
     return str(row.get(column, ""))
 
 

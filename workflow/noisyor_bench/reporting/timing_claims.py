@@ -15,6 +15,16 @@ two steps:
 
 Tables written before the spread existed (no ``<m>_median`` column) fall back to ``<m>`` with
 no spread, i.e. to the CI alone.
+
+Times differ between runs of one commit (machine, load), so a speed claim keeps every figure
+measured in time in :attr:`~noisyor_bench.reporting.claims.Claim.timing`, never in its
+``numbers`` (which must be the same in every run of one commit, ``tables/claims.csv``): the
+times, their ratios with CI and spread, the spread note, and the timed part's margin and
+low-power text (:func:`judge_speed` judges the timed CI apart from the claim's evidence, so
+neither reaches the claim's ``margin`` / ``low_power`` columns). ``numbers`` say the timed
+part's outcome as judged (:meth:`SpeedPart.outcome`: "judged above 100x", "judged below 100x",
+"not decided", with the seeds behind it), so they change only when the verdict does. A decisive
+claim that only timed parts decide has the margin :data:`TIMING_MARGIN`.
 """
 
 from __future__ import annotations
@@ -26,15 +36,34 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Side, table_side
+from noisyor_bench.reporting.claims import (
+    _COLLECTING,
+    DECISIVE,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Evidence,
+    Interval,
+    Side,
+    low_power,
+    margin_text,
+    table_side,
+    verdict_above,
+)
 
 SPREAD_NOTE = "timing spread crosses the threshold"
 SPREAD_RULE = (
     "times: per-seed medians of repeated timings (encoders: >= 5 forward passes) or per-step times "
     "(VI, Gibbs, aviPAM), CI over seeds of their log ratio; decided only when the spread interval (mean over "
     "seeds of the log ratio, each time at its min/max or interquartile end) lies on the same side too, else "
-    f"inconclusive ('{SPREAD_NOTE}')"
+    f"inconclusive ('{SPREAD_NOTE}'); the times, their ratios and the timed parts' margins are in the "
+    "claim's timing (they differ between runs), its numbers say how the timed part was judged"
 )
+FIGURES = "figures in timing"
+"""Where the numbers of a speed claim point for its times."""
+TIMING_MARGIN = "in timing"
+"""The ``margin`` of a decisive claim that only its timed parts decide: their distance to the
+threshold is measured time, so it is in the claim's ``timing``."""
 
 
 @dataclass(frozen=True)
@@ -101,3 +130,83 @@ def spread_text(spread: tuple[float, float], digits: int = 2, base: float = 10.0
     if math.isnan(low) or math.isnan(high):
         return "spread n/a"
     return f"spread [{low:+.{digits}f}, {high:+.{digits}f}] = {base**low:.3g}x..{base**high:.3g}x"
+
+
+@dataclass(frozen=True)
+class SpeedPart:
+    """A timed comparison "log ratio > bound" as judged (:func:`judge_speed`): the verdict of its
+    CI and spread, and what rests on the times (the note, margin and low-power text)."""
+
+    verdict: str
+    note: str  # SPREAD_NOTE where the spread undid the CI's verdict, else ""
+    interval: Interval
+    spread: tuple[float, float]
+    margin: str  # a decisive part: its CI's distance to the bound (in ``scale`` units), else ""
+    low_power: str  # an undecided part: what would resolve its CI, else ""
+
+    def outcome(self, ratio: str, threshold: str, seeds: bool = True) -> str:
+        """The part as judged, for a claim's ``numbers`` -- the same in every run that gives the
+        same verdict: ``"speed: time VI / time APE judged above 100x (CI and timing spread above
+        it; figures in timing; paired, n=3)"``; with ``seeds`` the seeds behind the CI as the
+        statistics print them (what :func:`noisyor_bench.reporting.evidence.claim_n` ranks by)."""
+        if self.verdict == REPRODUCED:
+            judged, why = f"judged above {threshold}", "CI and timing spread above it"
+        elif self.verdict == NOT_REPRODUCED:
+            judged, why = f"judged below {threshold}", "CI and timing spread below it"
+        else:
+            judged, why = f"not decided against {threshold}", ""
+        inside = "; ".join(t for t in (why, FIGURES, seeds_text(self.interval) if seeds else "") if t)
+        return f"speed: {ratio} {judged} ({inside})"
+
+    def tail(self) -> str:
+        """What follows the part's figures in ``timing``: the spread note, margin, low power."""
+        return (
+            (f" -- {self.note}" if self.note else "")
+            + (f"; margin {self.margin}" if self.margin else "")
+            + (f"; low power: {self.low_power}" if self.low_power else "")
+        )
+
+
+def seeds_text(iv: Interval) -> str:
+    """The seeds behind a CI as :meth:`Interval.text` prints them, without its figures:
+    ``"paired, n=3"``, ``"welch, n=3 vs 2"``, ``"no CI: n=1"``; "" without an estimate."""
+    if math.isnan(iv.estimate):
+        return ""
+    if math.isnan(iv.low):
+        return f"no CI: n={iv.n}"
+    if iv.kind == "constants":
+        return "exact: two deterministic settings"
+    return f"{iv.kind}, n={iv.n}"
+
+
+def judge_speed(iv: Interval, spread: tuple[float, float], bound: float, scale: str = "log10") -> SpeedPart:
+    """A timed CI judged against ``bound`` ("log ratio > bound", :func:`verdict_above`) and its
+    spread (:func:`spread_verdict`) -- apart from the claim's evidence: its distance to the bound
+    and what would resolve it are measured time, so they go to :attr:`SpeedPart.margin` /
+    :attr:`SpeedPart.low_power` (the claim's ``timing``), not to the claim's ``margin`` and
+    ``low_power`` columns. ``scale`` names the log of the ratio (the margin's unit)."""
+    apart = Evidence()
+    token = _COLLECTING.set(apart)
+    try:
+        ci_verdict = verdict_above(iv, bound)
+    finally:
+        _COLLECTING.reset(token)
+    verdict, note = spread_verdict(ci_verdict, spread, bound)
+    margin = margin_text(apart.margin_of(verdict)) if verdict in DECISIVE else ""
+    return SpeedPart(
+        verdict,
+        note,
+        iv,
+        spread,
+        f"{margin} ({scale})" if margin else "",
+        low_power(iv, bound, unit="") if verdict == INCONCLUSIVE else "",
+    )
+
+
+def timed_margin(verdict: str, timed: list[str], untimed: list[str]) -> str:
+    """The ``margin`` a speed claim sets itself: :data:`TIMING_MARGIN` when its decisive
+    ``verdict`` comes from timed parts alone (``timed``: their verdicts; ``untimed``: the
+    others'), else "" (the claim's evidence gives the untimed parts' margin)."""
+    if verdict in DECISIVE and verdict in timed and verdict not in untimed:
+        return TIMING_MARGIN
+    return ""

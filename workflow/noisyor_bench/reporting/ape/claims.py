@@ -30,7 +30,10 @@ estimate, with the paper-style gaps:
 The three claims on times (faster, warm start, NUTS slower) are judged on the per-seed robust
 times and decided only when the timings' spread agrees with the CI
 (:mod:`noisyor_bench.reporting.timing_claims`): a ratio whose spread crosses its threshold is
-inconclusive, "timing spread crosses the threshold".
+inconclusive, "timing spread crosses the threshold". Their times (seconds, ratios with CIs and
+spreads, per-seed seconds to quality) are in the claim's ``timing``; its ``numbers`` keep what
+does not depend on the machine (ELBO gaps, clean-IS differences, chain diagnostics, which seeds
+never reached the target, the paper's values) and how the timed part was judged.
 
 Each claim is qualified (:func:`noisyor_bench.reporting.claims.qualified`): when the rows
 it reads include unconverged training or VI runs the claim carries the ``unconverged``
@@ -71,9 +74,10 @@ from noisyor_bench.reporting.tables import parse_values
 from noisyor_bench.reporting.timing_claims import (
     SPREAD_RULE,
     TimedSide,
+    judge_speed,
     log_ratio_spread,
     spread_text,
-    spread_verdict,
+    timed_margin,
     timed_side,
 )
 
@@ -116,10 +120,19 @@ def _log10(v: float) -> float:
     return math.log10(v) if v > 0 else float("nan")
 
 
-def _claim(claim_id: str, statement: str, key: str, verdict: str, numbers: str) -> Claim:
+def _claim(
+    claim_id: str, statement: str, key: str, verdict: str, numbers: str, timing: str = "", margin: str = ""
+) -> Claim:
     rule = RULE + ("; " + SPREAD_RULE if claim_id.startswith(TIMED_CLAIMS) else "")
     return Claim(
-        claim_id, statement, claim_location(key), verdict, numbers, rule + "; " + RULE_LESS.split("; ")[-1]
+        claim_id,
+        statement,
+        claim_location(key),
+        verdict,
+        numbers,
+        rule + "; " + RULE_LESS.split("; ")[-1],
+        margin=margin,
+        timing=timing,
     )
 
 
@@ -230,17 +243,22 @@ def close_to_vi_faster(table: pd.DataFrame, dataset: str) -> Claim:
         )
     gap = compare(vi, aware)
     speed = compare(_map(t_vi.median, _log10), _map(t_ape.median, _log10))
-    spread = log_ratio_spread(t_vi, t_ape)
-    fast, note = spread_verdict(verdict_above(speed, SPEEDUP_LOG10), spread, SPEEDUP_LOG10)
-    verdict = combine([verdict_below(gap, GAP), fast])
+    fast = judge_speed(speed, log_ratio_spread(t_vi, t_ape), SPEEDUP_LOG10)
+    close = verdict_below(gap, GAP)
+    verdict = combine([close, fast.verdict])
     ratio = 10**speed.estimate if math.isfinite(speed.estimate) else float("nan")
     numbers = (
         f"gap VI - APE (ELBO/word) {gap.text(4)} ({WHY_ELBO}); {_estimates(table, dataset, 'vi', 'ape-model-aware')}; "
-        f"log10(time VI / time APE) {speed.text(2)} = {ratio:.0f}x, "
-        f"{spread_text(spread)}{_note(note)} (paper: gap {_gap_paper(dataset)} paper-style, {_ratio_paper(dataset)}x); "
+        f"{fast.outcome('time VI / time APE', '100x')} "
+        f"(paper: gap {_gap_paper(dataset)} paper-style, {_ratio_paper(dataset)}x); "
         + _gap_text(table, dataset, "ape-model-aware")
     )
-    return _claim(cid, statement, key, verdict, numbers)
+    timing = (
+        f"time VI {format_side(t_vi.median, 3)} s, APE {format_side(t_ape.median, 4)} s (per-seed medians); "
+        f"log10(time VI / time APE) {speed.text(2)} = {ratio:.0f}x, {spread_text(fast.spread)}{fast.tail()}"
+    )
+    margin = timed_margin(verdict, [fast.verdict], [close])
+    return _claim(cid, statement, key, verdict, numbers, timing, margin)
 
 
 def _timed(table: pd.DataFrame, dataset: str, method: str) -> TimedSide:
@@ -330,8 +348,8 @@ def warm_start(table: pd.DataFrame, figure1: pd.DataFrame, dataset: str) -> Clai
         TimedSide(*(Side({s: v[s] for s in finite}) for v in (cold, cold_lo, cold_hi))),
         TimedSide(*(Side({s: v[s] for s in finite}) for v in (warm, warm_lo, warm_hi))),
     )
-    sooner, note = spread_verdict(verdict_above(iv), spread, 0.0)
-    verdict = sooner if not never_warm else combine([sooner, "not reproduced"])
+    sooner = judge_speed(iv, spread, 0.0)
+    verdict = sooner.verdict if not never_warm else combine([sooner.verdict, "not reproduced"])
     rows = figure1[figure1["dataset"] == dataset]
     to_ape = {
         int(r.seed): float(r.vi_time_to_ape_elbo)
@@ -339,16 +357,28 @@ def warm_start(table: pd.DataFrame, figure1: pd.DataFrame, dataset: str) -> Clai
         if not pd.isna(r.vi_time_to_ape_elbo)
     }
     ape_t = {int(r.seed): float(r.ape_time) for r in rows.itertuples() if not pd.isna(r.ape_time)}
+    paper_rate = f"warm start at the paper's rate{_rate(rows, 'warm_lr')}"
+    variants = [_warm_variant(rows, v, WARM_LABELS[v]) for v in ("vi_lr", "authors")]
+    variants = [v for v in variants if v is not None]
+    runs = [("random init", cold), (paper_rate, warm), *variants]
     numbers = (
-        f"VI from random init needs {format_side(to_ape, 3)} s to reach APE's ELBO, APE {format_side(ape_t, 4)} s "
-        f"(paper: > 0.4 s vs < 0.02 s); seconds to VI's final quality (within 0.1%), per seed, random init "
-        f"{_times(cold)} vs warm start at the paper's rate{_rate(rows, 'warm_lr')} {_times(warm)}"
-        f"{_warm_variants_text(rows, 'vi_lr', WARM_LABELS['vi_lr'])}"
-        f"{_warm_variants_text(rows, 'authors', WARM_LABELS['authors'])}; "
-        f"verdict at the paper's rate: log10 ratio {iv.text(2)}, {spread_text(spread)}{_note(note)}"
-        + (f"; warm start at the paper's rate never reached it in seed(s) {never_warm}" if never_warm else "")
+        "VI's final quality (within 0.1%) reached by "
+        + "; ".join(f"{label} {_reached(times)}" for label, times in runs)
+        + "; "
+        + sooner.outcome("time random init / warm start at the paper's rate", "1x")
+        + "; paper: VI from random init > 0.4 s to reach APE's ELBO vs APE < 0.02 s"
     )
-    return _claim(cid, statement, key, verdict if finite or never_warm else INCONCLUSIVE, numbers)
+    timing = (
+        f"VI from random init needs {format_side(to_ape, 3)} s to reach APE's ELBO, APE {format_side(ape_t, 4)} s; "
+        "seconds to VI's final quality (within 0.1%), per seed, random init "
+        f"{_times(cold)} vs {paper_rate} {_times(warm)}"
+        + "".join(f", {label} {_times(times)}" for label, times in variants)
+        + f"; verdict at the paper's rate: log10 ratio {iv.text(2)}, {spread_text(spread)}{sooner.tail()}"
+    )
+    margin = timed_margin(verdict, [sooner.verdict], ["not reproduced"] if never_warm else [])
+    return _claim(
+        cid, statement, key, verdict if finite or never_warm else INCONCLUSIVE, numbers, timing, margin
+    )
 
 
 def _times(per_seed: dict[int, float]) -> str:
@@ -365,16 +395,29 @@ def _rate(rows: pd.DataFrame, column: str) -> str:
     return f" (lr {float(rows[column].dropna().iloc[0]):g})"
 
 
-def _warm_variants_text(rows: pd.DataFrame, variant: str, label: str) -> str:
-    """The warm start at VI's own rate and the authors' runnable lr 0.1 x 600 steps,
-    per seed (``warm_<variant>_*`` of the Figure 1 table); empty when not run."""
+def _warm_variant(rows: pd.DataFrame, variant: str, label: str) -> tuple[str, dict[int, float]] | None:
+    """The warm start at VI's own rate or the authors' runnable lr 0.1 x 600 steps: its label
+    (rate, steps) and its seconds to VI's quality per seed (``warm_<variant>_*`` of the Figure 1
+    table); None when not run."""
     column, lr = f"warm_{variant}_time_to_quality", f"warm_{variant}_lr"
     if column not in rows.columns or lr not in rows.columns or rows[lr].dropna().empty:
-        return ""
+        return None
     times = {int(r["seed"]): _none_inf(r[column]) for _, r in rows.iterrows()}
     steps = rows.get(f"warm_{variant}_steps", pd.Series(dtype=float)).dropna()
     how = f" x {int(steps.max())} steps" if variant == "authors" and not steps.empty else ""
-    return f", {label}{_rate(rows, lr)}{how} {_times(times)}"
+    return f"{label}{_rate(rows, lr)}{how}", times
+
+
+def _reached(per_seed: dict[int, float]) -> str:
+    """Whether each seed's run reached the target (not how soon: that is measured time):
+    ``"in every seed"``, ``"in seed(s) [0, 2], never in [1]"``, ``"in no seed"``."""
+    if not per_seed:
+        return "n/a"
+    reached = sorted(s for s, v in per_seed.items() if math.isfinite(v))
+    never = sorted(s for s, v in per_seed.items() if not math.isfinite(v))
+    if not never:
+        return "in every seed"
+    return f"in seed(s) {reached}, never in {never}" if reached else "in no seed"
 
 
 @qualified
@@ -391,18 +434,25 @@ def nuts_vs_vi(table: pd.DataFrame, dataset: str) -> Claim:
     diff = compare(gap, Side({s: 0.0 for s in gap.values}))
     clean = _side(table, dataset, "nuts", "gap_is")
     speed = compare(_map(t_nuts.median, _log10), _map(t_vi.median, _log10))
-    spread = log_ratio_spread(t_nuts, t_vi)
-    slower, note = spread_verdict(verdict_above(speed), spread, 0.0)
-    verdict = combine([verdict_below(diff), slower])
+    slower = judge_speed(speed, log_ratio_spread(t_nuts, t_vi), 0.0)
+    below = verdict_below(diff)
+    verdict = combine([below, slower.verdict])
     chain = _nuts_chain(table, dataset)
     numbers = (
         f"NUTS - VI on NUTS's combinations ({chain['where']}): paper-style {format_side(gap.values, 3)}, "
         f"mean {diff.text(3)}; {IS_LABEL}: {format_side(clean.values, 3)} (paper: "
         f"{paper_gap(dataset, 'nuts'):+.2f} paper-style); {chain['text']}; "
-        f"log10(time per combination NUTS / VI) {speed.text(2)}, {spread_text(spread)}{_note(note)} "
+        f"{slower.outcome('time per combination NUTS / VI', '1x')} "
         f"(paper: {table1_row(dataset, 'nuts').get('time_s')} s vs {table1_row(dataset, 'vi').get('time_s')} s)"
     )
-    claim = _claim(cid, statement, key, verdict, numbers)
+    timing = (
+        f"time per combination NUTS {format_side(t_nuts.median, 3)} s, VI {format_side(t_vi.median, 4)} s "
+        f"(per-seed medians); log10(time per combination NUTS / VI) {speed.text(2)}, "
+        f"{spread_text(slower.spread)}{slower.tail()}"
+    )
+    claim = _claim(
+        cid, statement, key, verdict, numbers, timing, timed_margin(verdict, [slower.verdict], [below])
+    )
     unconverged = join_qualifiers(rows_unconverged(), chain["stuck"], chain["unmixed"])
     return replace(claim, unconverged=unconverged, protocol_deviation=chain["deviation"])
 

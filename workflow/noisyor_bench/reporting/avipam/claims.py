@@ -28,6 +28,10 @@ still rose, over the second half of the run, by more than the comparison's effec
 (``npmi_*_rise`` of the tables) could change with a longer run: it decides nothing, and a
 claim whose verdict that leaves undecided reads "inconclusive (budget)" (``Claim.budget``:
 which curve moved by how much, and the statistic at this budget).
+
+**Speed-up**: the minutes, their ratio with its CI and spread, the margin and the hardware are
+the claim's ``timing`` (:mod:`noisyor_bench.reporting.timing_claims`); its ``numbers`` say, per
+table, the Gibbs iterations and how the ratio was judged -- the same in every run of one commit.
 """
 
 from __future__ import annotations
@@ -64,7 +68,14 @@ from noisyor_bench.reporting.claims import (
     verdict_above,
     verdict_below,
 )
-from noisyor_bench.reporting.timing_claims import SPREAD_RULE, log_ratio_spread, spread_verdict, timed_side
+from noisyor_bench.reporting.timing_claims import (
+    SPREAD_RULE,
+    SpeedPart,
+    judge_speed,
+    log_ratio_spread,
+    timed_margin,
+    timed_side,
+)
 
 METRIC = "npmi_paper"  # the paper's protocol; FALLBACK_METRIC where a table lacks it
 FALLBACK_METRIC = "npmi_external"
@@ -442,22 +453,67 @@ def molda_components(tables: Tables) -> Claim:
         _side({"avipam-table1": table}, "table1", "avipam-molda", comps[-1]),
     )
     iv = compare(small, large, paired=True)
+    verdict, numbers = verdict_above(iv), f"{comps[0]} - {comps[-1]} (paired by run): {iv.text(3)}"
+    moved, budget = _component_difference_moved(table, comps[0], comps[-1], iv)
+    if moved:
+        numbers += f"; {moved}"
+    if budget and verdict in (REPRODUCED, NOT_REPRODUCED):
+        verdict, numbers = INCONCLUSIVE, f"{numbers} -- inconclusive (budget)"
+    else:
+        budget = ""
     claim = Claim(
         "avipam-molda-components",
         statement,
         "Section 3, Table 1",
-        verdict_above(iv),
-        f"{comps[0]} - {comps[-1]} (paired by run): {iv.text(3)}",
-        "paired 95% CI of the difference entirely above 0 = reproduced" + QUALIFIER_RULE,
+        verdict,
+        numbers,
+        "paired 95% CI of the difference entirely above 0 = reproduced; the compared quantity is the "
+        "difference of the two components of the same runs: where those runs are before their coherence "
+        "plateau and the difference moved, over the second half of the run, by more than itself, it "
+        "decides nothing (inconclusive (budget))" + QUALIFIER_RULE,
+        budget=budget,
     )
     return _with_quality(claim, {"avipam-table1": table}, "table1", ["avipam-molda"])
 
 
-def _speed_ratio(tables: Tables, name: str, scaled: bool = True) -> tuple[str, str, str] | None:
-    """(verdict, numbers, protocol deviation) of aviPAM 4-PAM's speed-up over 4-PAM Gibbs on
-    one table: ``scaled`` -- the chain's minutes scaled to the paper's iteration count (time
-    linear in sweeps); otherwise its minutes as measured at its stop (where the convergence
-    rule held, or at its cap / time limit: the ``unconverged`` qualifier says which)."""
+def _component_difference_moved(table: pd.DataFrame, small: str, large: str, iv: Interval) -> tuple[str, str]:
+    """(how far the difference ``small - large`` moved over the second half of the MoLDA runs,
+    the budget reason where that is more than the difference and the runs are before their
+    coherence plateau). Both components come from the same runs, so the difference moved by
+    the difference of their rises -- the quantity the claim compares, not either curve alone."""
+    rows = [_row(table, "avipam-molda", c) for c in (small, large)]
+    if any(r is None for r in rows):
+        return "", ""
+    metric = metric_of(table)
+    rises = [r.get(f"{metric}_rise") for r in rows]  # type: ignore[union-attr]
+    if any(_missing(x) for x in rises):
+        return "", ""
+    moved = float(rises[0]) - float(rises[1])  # type: ignore[arg-type]
+    r = rows[0]
+    start, end = r.get("rise_from_step"), r.get("rise_to_step")  # type: ignore[union-attr]
+    span = "" if _missing(start) or _missing(end) else f" from epoch {float(start):.0f} to {float(end):.0f}"  # type: ignore[arg-type]
+    text = (
+        f"the difference moved {moved:+.3f}{span} ({small} rose {float(rises[0]):.3f}, "  # type: ignore[arg-type]
+        f"{large} {float(rises[1]):.3f})"  # type: ignore[arg-type]
+    )
+    n = _count(r.get("n_seeds"), 1)  # type: ignore[union-attr]
+    converged = r.get("n_coherence_converged")  # type: ignore[union-attr]
+    before = not _missing(converged) and float(converged) < n  # type: ignore[arg-type]
+    effect = abs(float(iv.estimate))
+    if not before or not abs(moved) > effect:
+        return text, ""
+    return text, (
+        f"MoLDA {small} - {large} moved {moved:+.3f}{span} ({n - int(float(converged))} of {int(n)} runs "  # type: ignore[arg-type]
+        f"before their coherence plateau), more than the {effect:.3f} difference; at this budget: {iv.text(3)}"
+    )
+
+
+def _speed_ratio(tables: Tables, name: str, scaled: bool = True) -> tuple[SpeedPart, str, str, str] | None:
+    """(the part as judged, numbers, timing, protocol deviation) of aviPAM 4-PAM's speed-up over
+    4-PAM Gibbs on one table: ``scaled`` -- the chain's minutes scaled to the paper's iteration
+    count (time linear in sweeps); otherwise its minutes as measured at its stop (where the
+    convergence rule held, or at its cap / time limit: the ``unconverged`` qualifier says which).
+    The minutes, their ratio and spread are the ``timing``; the numbers say how it was judged."""
     table = tables.get(f"avipam-{name}")
     if table is None:
         return None
@@ -474,7 +530,7 @@ def _speed_ratio(tables: Tables, name: str, scaled: bool = True) -> tuple[str, s
     log_a = Side({s: math.log(v) for s, v in avi.values.items()})
     iv = compare(log_g, log_a, paired=False)
     spread = log_ratio_spread(gibbs_t.map(lambda v: v * scale), avi_t, math.log)
-    verdict, note = spread_verdict(verdict_above(iv, math.log(SPEEDUP)), spread, math.log(SPEEDUP))
+    part = judge_speed(iv, spread, math.log(SPEEDUP), scale="ln")
     shown = int(iters) if not math.isnan(iters) else "?"
     how = (
         f" (x{scale:g} -> the paper's {int(target)} iterations, time linear in iterations)"
@@ -483,19 +539,23 @@ def _speed_ratio(tables: Tables, name: str, scaled: bool = True) -> tuple[str, s
     )
     avi_row = table[(table["method"] == "avipam-pam4") & (table["component"] == "sub")].iloc[0]
     epochs = avi_row.get("epochs_mean", math.nan)
-    text = (
-        f"{name}: 4-PAM Gibbs {_mean(gibbs)} min at {shown} iterations{how}, aviPAM 4-PAM "
-        f"{_mean(avi)} min (medians of the per-step times); ratio {math.exp(iv.estimate):.1f}"
+    # no seed count: these numbers never printed one, so the evidence ladder ranks them as before
+    numbers = f"{name}: 4-PAM Gibbs at {shown} iterations{how}; " + part.outcome(
+        "time 4-PAM Gibbs / aviPAM 4-PAM", f"{SPEEDUP:g}x", seeds=False
+    )
+    timing = (
+        f"{name}: 4-PAM Gibbs {_mean(gibbs)} min, aviPAM 4-PAM {_mean(avi)} min (medians of the "
+        f"per-step times); ratio {math.exp(iv.estimate):.1f}"
         + ("" if math.isnan(iv.low) else f" [{math.exp(iv.low):.1f}, {math.exp(iv.high):.1f}]")
         + f", timing spread {math.exp(spread[0]):.3g}x..{math.exp(spread[1]):.3g}x"
-        + (f" -- {note}" if note else "")
+        + part.tail()
     )
     deviation = []
     if scaled and scale != 1.0:
         deviation.append(f"{name}: Gibbs minutes scaled from {shown} sweeps")
     if not _missing(epochs):
         deviation.append(f"{name}: aviPAM {float(epochs):.0f} epochs on one CPU thread (paper: GPU)")
-    return verdict, text, "; ".join(deviation)
+    return part, numbers, timing, "; ".join(deviation)
 
 
 def speedup_statement() -> str:
@@ -526,16 +586,20 @@ def _speedup_claim(tables: Tables, hardware: str, scaled: bool) -> Claim:
     ]
     if not parts:
         return no_data_claim(claim_id, statement, SPEEDUP_LOCATION, rule, "4-PAM timings")
-    numbers = "; ".join(t for _, t, _ in parts) + (f"; hardware: {hardware}" if hardware else "")
-    deviation = "; ".join(d for _, _, d in parts if d)
+    numbers = "; ".join(n for _, n, _, _ in parts)
+    timing = "; ".join(t for _, _, t, _ in parts) + (f"; hardware: {hardware}" if hardware else "")
+    deviation = "; ".join(d for _, _, _, d in parts if d)
+    verdict = combine(p.verdict for p, _, _, _ in parts)
     return Claim(
         claim_id,
         statement,
         SPEEDUP_LOCATION,
-        combine(v for v, _, _ in parts),
+        verdict,
         numbers,
         rule,
         protocol_deviation=deviation,
+        margin=timed_margin(verdict, [p.verdict for p, _, _, _ in parts], []),
+        timing=timing,
     )
 
 
