@@ -165,6 +165,7 @@ rule ape_table1:
     input:
         evals=ape_eval_files(),
         data=[R(f"data/ape-{ds}.npz") for ds in ape_datasets()],
+        train=ape_run_files("ape-train"),
     output:
         csv=R("tables/ape_table1.csv"),
         md=R("tables/ape_table1.md"),
@@ -178,7 +179,8 @@ rule ape_table1:
     params:
         settings=lambda w: json_param(APE),
     shell:
-        "noisyor-bench ape-table1 --evals {input.evals:q} --datasets {input.data:q} --settings {params.settings}"
+        "noisyor-bench ape-table1 --evals {input.evals:q} --datasets {input.data:q} --train-runs {input.train:q}"
+        " --settings {params.settings}"
         " --out-csv {output.csv:q}"
         " --out-md {output.md:q} --out-figure1-csv {output.figure1:q} > {log:q} 2>&1"
 

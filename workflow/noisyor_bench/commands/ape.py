@@ -154,12 +154,19 @@ def cmd_ape_evaluate(args: argparse.Namespace) -> int:
 def cmd_ape_table1(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.ape.gaps import document_set_rows
     from noisyor_bench.reporting.ape.offset import load_terms
-    from noisyor_bench.reporting.ape.table1 import figure1_rows, seed_rows, table1, table1_markdown
+    from noisyor_bench.reporting.ape.table1 import (
+        encoder_windows,
+        figure1_rows,
+        seed_rows,
+        table1,
+        table1_markdown,
+    )
     from noisyor_bench.reporting.tables import write_table
 
     settings = _section(args)
     documents = {_dataset_of(path): load_terms(path) for path in args.datasets or []}
-    frame = table1(seed_rows(args.evals), document_set_rows(args.evals), documents)
+    windows = encoder_windows(args.train_runs or [], documents)
+    frame = table1(seed_rows(args.evals), document_set_rows(args.evals), documents, windows)
     write_table(frame, args.out_csv, table1_markdown(frame, settings), args.out_md)
     fig1 = figure1_rows(args.evals)
     write_table(fig1, args.out_figure1_csv)
@@ -271,6 +278,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="*",
         default=[],
         help="results/data/ape-<dataset>.npz files: the caption's offset to the paper's values among random document sets",
+    )
+    p.add_argument(
+        "--train-runs",
+        nargs="*",
+        default=[],
+        help="runs/ape-train/.../metrics.json of the encoders: how far their training was still moving "
+        "(nats per word, the claims' budget rule; needs --datasets)",
     )
     add_table_outputs(p)
     p.add_argument("--out-figure1-csv", required=True, help="output file: Figure 1's times per seed (CSV)")

@@ -620,6 +620,14 @@ def _upper_over_seeds(values: Any, mean: float) -> float:
 
 
 NATS_METRICS = frozenset({"nelbo", "nll", "exact_nll", "exact_nelbo", "iw_nll", "val_nelbo"})
+PER_WORD_METRICS = frozenset({"elbo_per_word", "ll_is", "ll_paper", "gap_paper", "gap_is"})
+"""Likelihood-type metrics in nats per word (APE): the budget rule weighs them against the
+encoders' training curves in the same units (``reporting.ape.table1.encoder_windows``)."""
+
+
+def _timing_metric(name: str) -> bool:
+    """A wall-clock metric (``time_s``, ``train_minutes`` and their spreads): no training budget moves it."""
+    return name.startswith(("time_s", "train_minutes"))
 """Metrics in nats per data point: a claim reading only these is judged against the runs'
 projected improvement (the ``unconverged`` qualifier, :meth:`Evidence.unconverged`)."""
 
@@ -737,18 +745,22 @@ class Evidence:
         return out
 
     def budget(self, verdict: str) -> str:
-        """The budget rule of a decisive ``verdict`` on NELBOs / NLLs: the cells read whose runs
+        """The budget rule of a decisive ``verdict`` on NELBOs / NLLs (nats) or APE's per-word
+        likelihoods (nats/word, :data:`PER_WORD_METRICS`): the cells read whose runs
         stopped at their epoch limit still improving, by so much that a doubled budget could move
         them (:func:`~noisyor_bench.reporting.collect.projected_nats`) by at least the effect
         (:meth:`effect_of`) -- the comparison is not settled at this budget. The reason, with the
         statistic at this budget; "" when no cell could move that far."""
         effect = self.effect_of(verdict)
-        if (
-            verdict not in DECISIVE
-            or not self.metrics
-            or not self.metrics <= NATS_METRICS
-            or math.isnan(effect)
-        ):
+        likelihoods = {m for m in self.metrics if not _timing_metric(m)}
+        unit = (
+            "nats"
+            if likelihoods and likelihoods <= NATS_METRICS
+            else "nats/word"
+            if likelihoods and likelihoods <= PER_WORD_METRICS
+            else ""
+        )
+        if verdict not in DECISIVE or not unit or math.isnan(effect):
             return ""
         movers = sorted(
             (r for r in self.rows.values() if r.projected_nats > 0 and r.projected_nats >= effect),
@@ -760,7 +772,7 @@ class Evidence:
         more = f" and {len(movers) - 3} more" if len(movers) > 3 else ""
         margin = margin_text(self.margin_of(verdict), self.unit())
         return (
-            f"a doubled budget could move {who}{more} nats >= the effect {effect:.2g} nats; at this "
+            f"a doubled budget could move {who}{more} {unit} >= the effect {effect:.2g} {unit}; at this "
             f"budget: {verdict}" + (f" (margin {margin})" if margin else "")
         )
 

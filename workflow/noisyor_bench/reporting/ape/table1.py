@@ -131,10 +131,43 @@ def _metrics(m: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def encoder_windows(train_runs: Sequence[str | Path], documents: Mapping[str, DocumentTerms]) -> pd.DataFrame:
+    """Per (dataset, encoder): how far its training runs were still moving, in nats per word --
+    ``max_last_window_nats`` (the largest last-window improvement of validation NELBO) and
+    ``max_projected_nats`` (how far a doubled budget could move it,
+    :func:`~noisyor_bench.reporting.collect.projected_nats`), each per validation document
+    divided by the dataset's mean tokens per document: the units of ``elbo_per_word``, so the
+    claims' budget rule (:meth:`~noisyor_bench.reporting.claims.Evidence.budget`) can weigh them
+    against an effect in nats per word. A dataset without its document terms is left out."""
+    from noisyor_bench.reporting.collect import collect_runs, convergence_counts
+
+    columns = ["dataset", "method", "max_last_window_nats", "max_projected_nats"]
+    if not train_runs:
+        return pd.DataFrame(columns=columns)
+    runs = collect_runs(train_runs)
+    out = []
+    for (dataset, method), group in runs.groupby(["dataset", "method"], sort=True):
+        terms = documents.get(str(dataset))
+        if terms is None or not len(terms.tokens):
+            continue
+        words = float(terms.tokens.mean())
+        counts = convergence_counts(group)
+        out.append(
+            {
+                "dataset": dataset,
+                "method": method,
+                "max_last_window_nats": counts["max_last_window_nats"] / words,
+                "max_projected_nats": counts["max_projected_nats"] / words,
+            }
+        )
+    return pd.DataFrame(out, columns=columns)
+
+
 def table1(
     rows: pd.DataFrame,
     docsets: pd.DataFrame | None = None,
     documents: Mapping[str, DocumentTerms] | None = None,
+    windows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Summaries over seeds per (dataset, method) with the paper's numbers beside them; with
     ``docsets`` (:func:`~noisyor_bench.reporting.ape.gaps.document_set_rows`) the per-dataset
@@ -142,13 +175,22 @@ def table1(
     its :func:`~noisyor_bench.reporting.ape.offset.load_terms`) the offset to the paper's values
     and where the document constant it needs sits among random document sets
     (:data:`~noisyor_bench.reporting.ape.offset.OFFSET_COLUMNS`, per dataset
-    :data:`~noisyor_bench.reporting.ape.offset.DATASET_OFFSET_COLUMNS`)."""
+    :data:`~noisyor_bench.reporting.ape.offset.DATASET_OFFSET_COLUMNS`); with ``windows``
+    (:func:`encoder_windows`) the encoders' ``max_last_window_nats`` / ``max_projected_nats``
+    in nats per word."""
     rank = {m: i for i, m in enumerate(METHODS)}
     frame = summarise(rows, ["dataset", "method"], METRICS)
     extra = rows.groupby(["dataset", "method"], sort=False).agg(
         pairs=("pairs", "max"), combinations=("combinations", "max")
     )
     frame = frame.join(extra, on=["dataset", "method"])
+    if windows is not None and not windows.empty:  # the encoders' training curves, per word
+        moving = windows.set_index(["dataset", "method"])
+        for column in ("max_last_window_nats", "max_projected_nats"):
+            frame[column] = [
+                moving[column].get((d, m), value)
+                for d, m, value in zip(frame["dataset"], frame["method"], frame[column])
+            ]
     for key, column in (
         ("ll", "paper_ll"),
         ("ll_pm", "paper_ll_pm"),
