@@ -628,6 +628,8 @@ encoders' training curves in the same units (``reporting.ape.table1.encoder_wind
 def _timing_metric(name: str) -> bool:
     """A wall-clock metric (``time_s``, ``train_minutes`` and their spreads): no training budget moves it."""
     return name.startswith(("time_s", "train_minutes"))
+
+
 """Metrics in nats per data point: a claim reading only these is judged against the runs'
 projected improvement (the ``unconverged`` qualifier, :meth:`Evidence.unconverged`)."""
 
