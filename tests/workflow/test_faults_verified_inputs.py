@@ -116,6 +116,38 @@ def ape_evaluate_after(damage: str) -> list[str]:
     return ape_argv("ape-evaluate", EVAL_RUN, "--vi-dir", str(VI_RUN), "--encoder", f"standard={ENCODER_RUN}")
 
 
+AWARE_RUN = Path("results/runs/ape-train/toybars/ape-model-aware/n4/seed0")
+
+
+def ape_figures_after_warm_curve_edit() -> list[str]:
+    """A toy-bars evaluation with the model-aware encoder (so VI warm-starts from it and the run
+    writes vi_warm_curve.csv), then one row of that curve edited; Figure 1's argv."""
+    settings = ["--settings", ape_settings(), "--out", str(APE_DATA)]
+    assert main(["ape-data", "--dataset", "toybars", *settings]) == 0
+    assert main(ape_argv("ape-train", AWARE_RUN, "--method", "ape-model-aware")) == 0
+    assert main(ape_argv("ape-vi", VI_RUN)) == 0
+    evaluate = ape_argv(
+        "ape-evaluate", EVAL_RUN, "--vi-dir", str(VI_RUN), "--encoder", f"ape-model-aware={AWARE_RUN}"
+    )
+    assert main(evaluate) == 0
+    curve = EVAL_RUN / "vi_warm_curve.csv"
+    lines = curve.read_text().splitlines()
+    curve.write_text("\n".join([*lines, lines[-1]]) + "\n")  # a duplicated last row: still a valid CSV
+    return [
+        "ape-figures",
+        "--dataset",
+        "toybars",
+        "--evals",
+        str(EVAL_RUN / "metrics.json"),
+        "--vi-dirs",
+        str(VI_RUN),
+        "--out-left-png",
+        "left.png",
+        "--out-right-png",
+        "right.png",
+    ]
+
+
 CASES = [
     Case(
         "posterior-of-another-method-refused-by-ablation-table",
@@ -147,6 +179,13 @@ APE_CASES = [
         2,
         (str(ENCODER_RUN / "encoder.pt"), CHANGED, str(ENCODER_RUN / "metrics.json"), FIX),
         after=lambda: _absent(str(EVAL_RUN)),
+    ),
+    Case(
+        "warm-start-curve-edited-refused-by-ape-figures",
+        lambda t, m: ape_figures_after_warm_curve_edit(),
+        2,
+        (str(EVAL_RUN / "vi_warm_curve.csv"), CHANGED, str(EVAL_RUN / "metrics.json"), FIX),
+        after=lambda: _absent("left.png", "right.png"),
     ),
 ]
 

@@ -70,7 +70,9 @@ def figure1_left(
                 )
             warm = d / "vi_warm_curve.csv"
             if warm.is_file() and fig1.get("ape_time") is not None:
-                curve = pd.read_csv(warm).dropna(subset=["eval_elbo"])
+                # written by the evaluation job whose metrics.json is this rule's input: checked
+                # against the sha256 that record holds, as every run file a table reads
+                curve = pd.read_csv(verified_run_file(warm)).dropna(subset=["eval_elbo"])
                 ax.plot(
                     (curve["seconds"] + fig1["ape_time"]) * 1000,
                     curve["eval_elbo"],
@@ -83,7 +85,7 @@ def figure1_left(
                     path = d / f"vi_warm_{variant}_curve.csv"
                     if not path.is_file():
                         continue
-                    extra = pd.read_csv(path).dropna(subset=["eval_elbo"])
+                    extra = pd.read_csv(verified_run_file(path)).dropna(subset=["eval_elbo"])
                     lr = fig1.get(f"warm_{variant}_lr")
                     ax.plot(
                         (extra["seconds"] + fig1["ape_time"]) * 1000,
