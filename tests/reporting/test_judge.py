@@ -27,6 +27,7 @@ REFERENCES = {  # reference folder -> its grid (config/config.yaml) and the pape
     "paper-synpattern": ("paper-synpattern", ("acp",)),
     "paper-fig5-table4": ("paper-fig5-table4", ("acp",)),
     "extended-acp": ("extended", ("acp",)),
+    "extended-fig5": ("extended-fig5", ("acp",)),
     "paper-ape-toybars": ("paper-ape-toybars", ("ape",)),
     "paper-avipam-table1": ("paper-avipam-table1", ("avipam",)),
 }

@@ -24,7 +24,12 @@ PAPER = register(
         run_kinds=("fig", "suppfig", "table", "classification-", "tsne-"),
         costs="noisyor_bench.experiments.acp.costs",
         docs="docs/bounds.md",
-        references=("reference/paper-synpattern", "reference/paper-fig5-table4", "reference/extended-acp"),
+        references=(
+            "reference/paper-synpattern",
+            "reference/paper-fig5-table4",
+            "reference/extended-acp",
+            "reference/extended-fig5",
+        ),
         judge="noisyor_bench.reporting.acp.judge:judge",
         labeller=None,  # the noisy-OR method registry's labels
         smoke_artifacts=(
