@@ -153,8 +153,19 @@ def test_publish_reference_copies_tables_figures_and_sidecars(tmp_path: Path) ->
     assert "2.0 min (120 s)" in readme  # wall time
     assert "jobs | 2; summed job wall time 1.5 min (90 s); summed CPU time 1.3 min (80 s)" in readme
     assert "1 claims: 1 reproduced." in readme
+    assert f"--reference {out.as_posix()}`" in readme  # outside a git checkout: as given
     # the reference compares equal to the run it was built from
     assert main(["compare", "--results", str(results), "--reference", str(out)]) == 0
+
+
+def test_a_reference_inside_a_checkout_is_named_relative_to_it(tmp_path: Path) -> None:
+    """The README's compare command names the folder as a reader of the repository types it,
+    never the publishing machine's absolute path."""
+    from noisyor_bench.reporting.reference import shown_path
+
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    assert shown_path(tmp_path / "repo" / "reference" / "new-ref") == "reference/new-ref"
+    assert shown_path(tmp_path / "elsewhere" / "ref") == (tmp_path / "elsewhere" / "ref").as_posix()
 
 
 def test_a_run_is_compared_with_each_selected_papers_own_references(tmp_path: Path) -> None:

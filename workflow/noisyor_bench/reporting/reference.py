@@ -93,6 +93,16 @@ def _fmt_minutes(seconds: float | None) -> str:
     return "not recorded" if seconds is None else f"{seconds / 60:.1f} min ({seconds:.0f} s)"
 
 
+def shown_path(out: Path) -> str:
+    """``out`` as a reader of the repository types it: relative to the git checkout that holds it
+    (``reference/<name>``), else as given -- never the publishing machine's absolute path."""
+    resolved = Path(out).resolve()
+    for parent in resolved.parents:
+        if (parent / ".git").exists():
+            return resolved.relative_to(parent).as_posix()
+    return Path(out).as_posix()
+
+
 def readme(
     env: dict[str, Any],
     command: str,
@@ -115,7 +125,7 @@ def readme(
         "# Reference results",
         "",
         "Outputs of one finished run of this workflow, committed so that a user can compare their own",
-        f"run against it (`noisyor-bench compare --results results --reference {out.as_posix()}`) without",
+        f"run against it (`noisyor-bench compare --results results --reference {shown_path(out)}`) without",
         "running it. Every table and figure has its provenance record beside it (`<file>.prov.json`:",
         "the command, its inputs with sha256, the code commit, the machine).",
         "",
