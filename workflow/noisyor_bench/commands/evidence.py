@@ -15,12 +15,12 @@ log = logging.getLogger(__name__)
 def cmd_claims_evidence(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from noisyor_bench.reporting.claim_tables import timing_path
     from noisyor_bench.reporting.claims import read_claims
     from noisyor_bench.reporting.evidence import (
         DISAGREEMENTS,
         evidence_ladder,
         headline_counts,
-        timing_path,
         write_evidence,
     )
 

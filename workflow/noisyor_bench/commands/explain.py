@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from noisyor_bench.infra.errors import UserError
+from noisyor_bench.reporting.claim_tables import timing_path
 
 WIDTH = 100
 MAX_CELLS = 20
@@ -99,7 +100,7 @@ def claim_timing(merged: Path, claim_id: str, row: dict[str, str]) -> str:
     headline table's ``claims_timing.csv`` beside it (reporting.evidence); "" when none."""
     if row.get("timing"):
         return row["timing"]
-    timing = read_rows(merged.with_name(f"{merged.stem}_timing.csv")).get(claim_id) or {}
+    timing = read_rows(timing_path(merged)).get(claim_id) or {}
     return timing.get("timing") or ""
 
 

@@ -58,6 +58,7 @@ import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
+from noisyor_bench.reporting.claim_tables import timing_path
 from noisyor_bench.reporting.claims import (
     CLAIM_COLUMNS,
     INCONCLUSIVE,
@@ -445,12 +446,6 @@ def evidence_markdown(headlines: Sequence[Headline]) -> str:
     if disagreements:
         text += "\n\n" + disagreements[0] + "\n\n" + "\n".join(disagreements[1:])
     return text + "\n"
-
-
-def timing_path(csv_path: str | Path) -> Path:
-    """Where the wall-clock times of a headline ``claims.csv`` go: ``claims_timing.csv`` beside it."""
-    path = Path(csv_path)
-    return path.with_name(f"{path.stem}_timing.csv")
 
 
 def timing_rows(headlines: Sequence[Headline]) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from noisyor_bench.experiments.papers import paper_of_claim as paper_of
 from noisyor_bench.experiments.papers import papers as registered_papers
 from noisyor_bench.infra.errors import DataError, UserError
 from noisyor_bench.infra.integrity import verify_recorded_file
+from noisyor_bench.reporting.claim_tables import timing_path
 
 BEGIN = "<!-- results -->"
 END = "<!-- /results -->"
@@ -74,7 +75,7 @@ def read_claims(claims_csv: str | Path) -> pd.DataFrame:
 def _with_timing(frame: pd.DataFrame, claims_csv: Path) -> pd.DataFrame:
     """``frame`` with a ``timing`` column from the ``claims_timing.csv`` beside a headline
     ``claims.csv`` (claims without times: ""); unchanged when it has one or no such file exists."""
-    timing_csv = claims_csv.with_name(f"{claims_csv.stem}_timing.csv")
+    timing_csv = timing_path(claims_csv)
     if "timing" in frame.columns or "claim_id" not in frame.columns or not timing_csv.is_file():
         return frame
     verify_recorded_file(timing_csv)
