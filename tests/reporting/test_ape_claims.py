@@ -293,11 +293,12 @@ def _train_run(root: Path, dataset: str, method: str, seed: int, last_window: fl
 
 
 def test_an_encoder_still_moving_by_more_than_the_effect_decides_nothing(tmp_path):
-    """The Standard encoder fails by 5.1 nats/word, 4.6 beyond the claim's 0.5 bar: with the
-    model-aware encoder's training curve nearly flat the verdict stands; with it still moving by
-    more than that effect in a doubled budget (per word: nats per document / mean tokens per
-    document), the claim reads inconclusive (budget), saying by how much and what it read at
-    this budget."""
+    """The Standard encoder fails by 5.1 nats/word, 4.6 beyond the claim's 0.5 bar: with its
+    training curve nearly flat the verdict stands; with it still moving by more than that effect
+    in a doubled budget (per word: nats per document / mean tokens per document), toward the bar,
+    the claim reads inconclusive (budget), saying by how much and what it read at this budget. The
+    model-aware encoder moving as much only widens the failure: the verdict stands, the move named
+    beside it."""
     import numpy as np
 
     from noisyor_bench.reporting.ape.offset import DocumentTerms
@@ -312,9 +313,9 @@ def test_an_encoder_still_moving_by_more_than_the_effect_decides_nothing(tmp_pat
         path.write_text(json.dumps(e))
         files.append(path)
 
-    def judged(last_window: float) -> dict:
+    def judged(last_window: float, encoder: str = "standard") -> dict:
         train = [
-            _train_run(tmp_path / f"w{last_window}", "toybars", "ape-model-aware", s, last_window)
+            _train_run(tmp_path / f"w{last_window}{encoder}", "toybars", encoder, s, last_window)
             for s in range(3)
         ]
         windows = encoder_windows(train, terms)
@@ -332,3 +333,6 @@ def test_an_encoder_still_moving_by_more_than_the_effect_decides_nothing(tmp_pat
     assert moving.verdict == INCONCLUSIVE and verdict_label(moving) == BUDGET_LABEL
     assert "a doubled budget could move" in moving.budget and "nats/word" in moving.budget
     assert "at this budget: reproduced" in moving.budget
+    widening = judged(15.0, "ape-model-aware")["ape-standard-fails-toybars"]
+    assert widening.verdict == REPRODUCED and widening.budget == ""
+    assert "away from the decision boundary" in widening.unconverged

@@ -365,6 +365,77 @@ def test_the_budget_rule_holds_back_a_verdict_a_doubled_budget_could_move(
     assert bool(claim.margin) == (not budget_words)  # a budget-held verdict has no margin
 
 
+def _two_cells(metric: str, values: dict[str, list[float]], projected: dict[str, float]) -> pd.DataFrame:
+    """A table of two cells (methods ``a`` and ``b``), per-seed ``metric`` values and how far a
+    doubled budget could move each cell's runs (``max_projected_nats``)."""
+    return pd.DataFrame(
+        [
+            {
+                "artifact": "t",
+                "method": m,
+                "n_seeds": len(v),
+                "n_runs": len(v),
+                "n_converged": len(v) - 1,
+                f"{metric}_values": ";".join(f"{s}:{x}" for s, x in enumerate(v)),
+                "max_last_window_nats": 0.05,
+                "max_projected_nats": projected[m],
+            }
+            for m, v in values.items()
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("metric", "a", "b", "bound", "mover", "expected"),
+    [
+        # NELBO (lower is better): a - b = -0.5 < 0 reproduced. a improving lowers a: the difference
+        # falls, away from 0 -> the verdict stands; b improving lowers b: the difference rises, toward 0
+        ("nelbo", [10.0, 10.1, 9.9], [10.5, 10.6, 10.4], 0.0, "a", "reproduced"),
+        ("nelbo", [10.0, 10.1, 9.9], [10.5, 10.6, 10.4], 0.0, "b", "inconclusive"),
+        # not reproduced (a - b = +0.5 > 0): a improving pulls the difference down, toward 0
+        ("nelbo", [10.5, 10.6, 10.4], [10.0, 10.1, 9.9], 0.0, "a", "inconclusive"),
+        ("nelbo", [10.5, 10.6, 10.4], [10.0, 10.1, 9.9], 0.0, "b", "not reproduced"),
+        # APE's "Standard fails" on ELBO per word (higher is better): Standard - APE = -0.41 against
+        # the claim's < -0.5, not reproduced; Standard still improving only widens the gap to -0.5
+        ("elbo_per_word", [-5.20, -5.21, -5.20], [-4.80, -4.79, -4.80], -0.5, "a", "not reproduced"),
+        ("elbo_per_word", [-5.20, -5.21, -5.20], [-4.80, -4.79, -4.80], -0.5, "b", "inconclusive"),
+    ],
+)
+def test_the_budget_rule_holds_back_only_moves_towards_the_boundary(
+    metric: str, a: list[float], b: list[float], bound: float, mover: str, expected: str
+) -> None:
+    """The direction of the budget rule, through table_side and compare: a cell still improving
+    changes its side's value in its metric's direction (a NELBO falls, an ELBO per word rises); only
+    a move that brings the deciding difference toward its boundary holds the verdict back. The
+    other direction is named beside the verdict (the unconverged qualifier), not held."""
+
+    @C.qualified
+    def claim(table: pd.DataFrame) -> Claim:
+        iv = C.compare(C.table_side(table, metric, method="a"), C.table_side(table, metric, method="b"))
+        return Claim("fig5-c", "s", "l", C.verdict_below(iv, bound), "n", "r")
+
+    table = _two_cells(metric, {"a": a, "b": b}, {m: (2.0 if m == mover else 0.0) for m in ("a", "b")})
+    judged = claim(table)
+    assert judged.verdict == expected
+    held = expected == "inconclusive"
+    assert bool(judged.budget) == held and (f"{mover} by 2" in judged.budget) == held
+    assert ("away from the decision boundary" in judged.unconverged) == (not held)
+
+
+def test_the_budget_rule_without_the_sides_rows_counts_every_move() -> None:
+    """A statistic not built from table sides (no rows on its interval) keeps the rule without a
+    direction: any cell read that could move by the effect holds the verdict back."""
+
+    @C.qualified
+    def claim(table: pd.DataFrame) -> Claim:
+        a, b = C.table_side(table, "nelbo", method="a"), C.table_side(table, "nelbo", method="b")
+        iv = C.difference_ci(a.values, b.values)  # no sides' rows on it
+        return Claim("fig5-c", "s", "l", C.verdict_below(iv), "n", "r")
+
+    table = _two_cells("nelbo", {"a": [10.0, 10.1, 9.9], "b": [10.5, 10.6, 10.4]}, {"a": 2.0, "b": 0.0})
+    assert claim(table).verdict == "inconclusive"
+
+
 def test_the_budget_rule_leaves_claims_on_other_metrics_alone() -> None:
     """F1 / EM / recovery have no projected move in nats: a moving NELBO curve read beside them
     does not hold their verdict back."""

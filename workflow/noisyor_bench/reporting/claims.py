@@ -355,6 +355,10 @@ class Interval:
     n: str  # e.g. "5" (paired) or "5 vs 4"
     se: float = float("nan")  # standard error of the estimate (NaN: none), for :func:`low_power`
     df: float = float("nan")  # degrees of freedom of the t quantile behind the CI
+    # the table rows behind the two sides of ``estimate = plus - minus`` (:attr:`Side.rows`), for
+    # the direction of the budget rule (:meth:`Evidence.budget`); () where the sides came from no table
+    plus: tuple[tuple[Any, int], ...] = field(default=(), compare=False)
+    minus: tuple[tuple[Any, int], ...] = field(default=(), compare=False)
 
     def text(self, digits: int = 2) -> str:
         if math.isnan(self.estimate):
@@ -634,6 +638,17 @@ def _timing_metric(name: str) -> bool:
 projected improvement (the ``unconverged`` qualifier, :meth:`Evidence.unconverged`)."""
 
 
+def row_key(label: Any, r: Mapping[str, Any], columns: Iterable[str]) -> tuple[str, Any]:
+    """The key of a table row in :attr:`Evidence.rows`: (artifact, run folder or row label)."""
+    run = r.get("run_dir") if "run_dir" in columns else None
+    return (str(r.get("artifact", "")), run if isinstance(run, str) else label)
+
+
+IMPROVES = {**{m: -1 for m in NATS_METRICS}, **{m: 1 for m in PER_WORD_METRICS}}
+"""The sign of a likelihood metric's change as its runs train longer: a NELBO / NLL falls (-1),
+APE's per-word likelihoods and their gaps to VI rise (+1). The budget rule's direction."""
+
+
 def _row_label(r: Mapping[str, Any]) -> str:
     parts = []
     for key, fmt in (("method", "{}"), ("n_train", "N_train={}"), ("dataset", "{}")):
@@ -661,8 +676,7 @@ class Evidence:
         """Record ``table``'s rows (one per cell or per run); a row read twice counts once.
         ``n_values``: runs per row when the table has neither ``n_runs`` nor ``n_seeds``."""
         for label, r in table.iterrows():
-            run = r.get("run_dir") if "run_dir" in table.columns else None
-            key = (str(r.get("artifact", "")), run if isinstance(run, str) else label)
+            key = row_key(label, r, table.columns)
             n_runs = _count(r.get("n_runs"), _count(r.get("n_seeds"), n_values))
             n_conv = _count(r.get("n_converged"), n_runs)
             above = None if is_missing(r.get("below_baseline")) else cell_flag(r.get("below_baseline"))
@@ -746,28 +760,61 @@ class Evidence:
             out = d if math.isnan(out) else min(out, d)
         return out
 
+    def _budget_movers(self, verdict: str, effect: float) -> tuple[list[RowEvidence], list[RowEvidence]]:
+        """The cells a doubled budget could move by at least ``effect``, split into (toward, away):
+        toward the deciding parts' boundaries (their move could flip the verdict) and away from
+        them (a longer budget only strengthens it). A cell moves its side's value in its metric's
+        :data:`IMPROVES` direction; a side's move changes ``plus - minus`` by that sign (minus:
+        the opposite). Without the sides' rows on every deciding part (a statistic not built by
+        :func:`compare` from :func:`table_side`), every such cell counts as toward."""
+        movers = {
+            key: r for key, r in self.rows.items() if r.projected_nats > 0 and r.projected_nats >= effect
+        }
+        parts = [
+            (iv, bounds)
+            for iv, bounds, part in self.verdicts
+            if part == verdict and bounds and not math.isnan(iv.estimate)
+        ]
+        if not parts or any(not (iv.plus or iv.minus) for iv, _ in parts):
+            return list(movers.values()), []
+        toward: list[RowEvidence] = []
+        away: list[RowEvidence] = []
+        for key, r in movers.items():
+            directions = set()  # the sign of the difference's move, per part the cell is a side of
+            crossing = False
+            for iv, bounds in parts:
+                flips = {1 if b > iv.estimate else -1 for b in bounds if b != iv.estimate}
+                for rows, side_sign in ((iv.plus, 1), (iv.minus, -1)):
+                    for row, improves in rows:
+                        if row == key:
+                            move = side_sign * improves
+                            directions.add(move)
+                            crossing |= move == 0 or move in flips
+            if crossing:
+                toward.append(r)
+            elif directions:
+                away.append(r)
+        return toward, away
+
+    def _budget_unit(self) -> str:
+        likelihoods = {m for m in self.metrics if not _timing_metric(m)}
+        if likelihoods and likelihoods <= NATS_METRICS:
+            return "nats"
+        return "nats/word" if likelihoods and likelihoods <= PER_WORD_METRICS else ""
+
     def budget(self, verdict: str) -> str:
         """The budget rule of a decisive ``verdict`` on NELBOs / NLLs (nats) or APE's per-word
         likelihoods (nats/word, :data:`PER_WORD_METRICS`): the cells read whose runs
         stopped at their epoch limit still improving, by so much that a doubled budget could move
         them (:func:`~noisyor_bench.reporting.collect.projected_nats`) by at least the effect
-        (:meth:`effect_of`) -- the comparison is not settled at this budget. The reason, with the
-        statistic at this budget; "" when no cell could move that far."""
+        (:meth:`effect_of`) towards the decision boundary (:meth:`_budget_movers`) -- the
+        comparison is not settled at this budget. The reason, with the statistic at this budget;
+        "" when no cell could move that far that way."""
         effect = self.effect_of(verdict)
-        likelihoods = {m for m in self.metrics if not _timing_metric(m)}
-        unit = (
-            "nats"
-            if likelihoods and likelihoods <= NATS_METRICS
-            else "nats/word"
-            if likelihoods and likelihoods <= PER_WORD_METRICS
-            else ""
-        )
+        unit = self._budget_unit()
         if verdict not in DECISIVE or not unit or math.isnan(effect):
             return ""
-        movers = sorted(
-            (r for r in self.rows.values() if r.projected_nats > 0 and r.projected_nats >= effect),
-            key=lambda r: -r.projected_nats,
-        )
+        movers = sorted(self._budget_movers(verdict, effect)[0], key=lambda r: -r.projected_nats)
         if not movers:
             return ""
         who = ", ".join(f"{r.label or 'a cell'} by {r.projected_nats:.2g}" for r in movers[:3])
@@ -776,6 +823,24 @@ class Evidence:
         return (
             f"a doubled budget could move {who}{more} {unit} >= the effect {effect:.2g} {unit}; at this "
             f"budget: {verdict}" + (f" (margin {margin})" if margin else "")
+        )
+
+    def budget_away(self, verdict: str) -> str:
+        """The cells of a decisive ``verdict`` that a doubled budget could move by at least the
+        effect, but only away from the decision boundary (:meth:`_budget_movers`): they do not
+        hold the verdict back; this names them beside it ("" when none)."""
+        effect = self.effect_of(verdict)
+        unit = self._budget_unit()
+        if verdict not in DECISIVE or not unit or math.isnan(effect):
+            return ""
+        away = sorted(self._budget_movers(verdict, effect)[1], key=lambda r: -r.projected_nats)
+        if not away:
+            return ""
+        who = ", ".join(f"{r.label or 'a cell'} by {r.projected_nats:.2g}" for r in away[:3])
+        more = f" and {len(away) - 3} more" if len(away) > 3 else ""
+        return (
+            f"a doubled budget could move {who}{more} {unit}, away from the decision boundary "
+            "(a longer budget would widen the effect, not flip it)"
         )
 
     def low_power(self) -> str:
@@ -965,7 +1030,9 @@ def with_evidence(claim: Claim, evidence: Evidence) -> Claim:
         verdict=verdict,
         budget=budget if held else claim.budget,
         evidence=evidence.text(),
-        unconverged=claim.unconverged or evidence.unconverged(),
+        unconverged=join_qualifiers(
+            claim.unconverged or evidence.unconverged(), "" if held else evidence.budget_away(claim.verdict)
+        ),
         weak_learning=claim.weak_learning or evidence.weak_learning(),
         bound_gap=claim.bound_gap or evidence.bound_gap(),
         low_power=claim.low_power or (evidence.low_power() if claim.verdict == INCONCLUSIVE else ""),
@@ -1021,6 +1088,9 @@ class Side:
 
     values: dict[int, float]
     deterministic: bool = False
+    # the table row behind the values, as ((Evidence.rows key, IMPROVES sign of its metric),)
+    # (:func:`table_side`); () for a side computed otherwise
+    rows: tuple[tuple[Any, int], ...] = field(default=(), compare=False)
 
     @property
     def constant(self) -> float:
@@ -1042,7 +1112,12 @@ def _against_constant(values: Mapping[int, float], constant: float, level: float
 
 
 def compare(a: Side, b: Side, paired: bool | None = None, level: float = CI_LEVEL) -> Interval:
-    """CI of ``mean(a) - mean(b)``; a deterministic side is a constant (module docstring)."""
+    """CI of ``mean(a) - mean(b)``; a deterministic side is a constant (module docstring). The
+    interval carries the sides' table rows (:attr:`Interval.plus` / :attr:`Interval.minus`)."""
+    return replace(_compare(a, b, paired, level), plus=a.rows, minus=b.rows)
+
+
+def _compare(a: Side, b: Side, paired: bool | None, level: float) -> Interval:
     if not a or not b:
         return Interval(
             float("nan"), float("nan"), float("nan"), "none", f"{len(a.values)} vs {len(b.values)}"
@@ -1102,7 +1177,8 @@ def table_side(table: pd.DataFrame | None, metric: str, **where: Any) -> Side:
         and not is_missing(rows["deterministic"].iloc[0])
         and cell_flag(rows["deterministic"].iloc[0])
     )
-    return Side(values, fixed)
+    key = row_key(rows.index[0], rows.iloc[0], rows.columns)
+    return Side(values, fixed, ((key, IMPROVES.get(metric, 0)),))
 
 
 def table_values(table: pd.DataFrame | None, metric: str, **where: Any) -> dict[int, float]:
