@@ -336,3 +336,4 @@ def test_an_encoder_still_moving_by_more_than_the_effect_decides_nothing(tmp_pat
     widening = judged(15.0, "ape-model-aware")["ape-standard-fails-toybars"]
     assert widening.verdict == REPRODUCED and widening.budget == ""
     assert "away from the decision boundary" in widening.unconverged
+    assert widening.margin.endswith(" nats/word")  # the margin in the claim's units

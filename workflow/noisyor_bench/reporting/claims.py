@@ -729,8 +729,11 @@ class Evidence:
         return out
 
     def unit(self) -> str:
-        """ "nats" when every side read is a NELBO / NLL (:data:`NATS_METRICS`), else ""."""
-        return "nats" if self.metrics and self.metrics <= NATS_METRICS else ""
+        """ "nats" when every side read is a NELBO / NLL (:data:`NATS_METRICS`), "nats/word" when
+        every one is an APE per-word likelihood (:data:`PER_WORD_METRICS`), else ""."""
+        if self.metrics and self.metrics <= NATS_METRICS:
+            return "nats"
+        return "nats/word" if self.metrics and self.metrics <= PER_WORD_METRICS else ""
 
     def margin_of(self, verdict: str) -> float:
         """How far a decisive ``verdict`` is from the decision boundary, in the claim's units: over
