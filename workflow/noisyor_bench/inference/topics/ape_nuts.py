@@ -171,6 +171,17 @@ def run_nuts(
     )
 
 
+def capped_ess(ess: torch.Tensor, draws: int) -> torch.Tensor:
+    """Effective sample sizes capped at ``draws * log10(draws)``, as Stan caps them. An
+    antithetic coordinate (lag-1 autocorrelation near -1) has an integrated autocorrelation time
+    near or below 0, for which ``pyro.ops.stats.effective_sample_size`` returns a huge or a
+    *negative* ESS; such a coordinate is super-efficient, not stuck, so it reads the cap."""
+    cap = draws * math.log10(max(draws, 2))
+    return torch.where(
+        torch.isnan(ess), ess, torch.where((ess < 0) | (ess > cap), torch.full_like(ess, cap), ess)
+    )
+
+
 def chain_diagnostics(
     samples: torch.Tensor, reference_sd: torch.Tensor | None = None
 ) -> dict[str, float | bool]:
@@ -178,7 +189,7 @@ def chain_diagnostics(
     docstring); ``reference_sd`` (B, K) the scale the spread is compared with (VI's sigma)."""
     s = samples.double()
     chain = s.unsqueeze(0)  # (chains=1, S, B, K)
-    ess = effective_sample_size(chain, chain_dim=0, sample_dim=1)
+    ess = capped_ess(effective_sample_size(chain, chain_dim=0, sample_dim=1), s.shape[0])
     rhat = split_gelman_rubin(chain, chain_dim=0, sample_dim=1)
     moved = (s[1:] != s[:-1]).flatten(1).any(1).double().mean() if s.shape[0] > 1 else torch.tensor(0.0)
     out: dict[str, float | bool] = {
