@@ -128,3 +128,20 @@ def test_gain_ablation_is_4pam_with_the_gain_and_the_reference_grid_runs_fixed_e
     pam = cells.cell_settings(ref, cells.RunCell("small", "20news", "pam4-gibbs", 0))
     assert (lda["gibbs"]["iterations"], pam["gibbs"]["iterations"]) == (6000, 1200)
     assert not lda["gibbs"].get("max_minutes") and not pam["gibbs"].get("max_minutes")
+
+
+def test_the_nips_reference_grid_runs_tables_3_and_4_at_fixed_sweeps_and_epochs() -> None:
+    """paper-avipam-nips: Table 3 at the paper's 10,000 sweeps, Table 4 at the paper's sizes with
+    half its 3,000 sweeps and burn-in in proportion, aviPAM at 100 NIPS epochs (batch 50), no time
+    limits and no stopping rule (its numbers do not depend on the machine's load)."""
+    ref = _section("paper-avipam-nips")
+    assert {(c.experiment, c.corpus) for c in cells.all_cells(ref)} == {("small", "nips"), ("large", "nips")}
+    small = cells.cell_settings(ref, cells.RunCell("small", "nips", "pam4-gibbs", 0))
+    large = cells.cell_settings(ref, cells.RunCell("large", "nips", "pam4-gibbs", 0))
+    assert small["gibbs"]["iterations"] == 10000 and not small["gibbs"].get("stop_on_rule")
+    assert (large["gibbs"]["iterations"], large["gibbs"]["burn_in"]) == (1500, 1000)
+    assert large["sizes"] == cells.PAPER_SIZES["large"] and small["sizes"] == cells.PAPER_SIZES["small"]
+    assert not small["gibbs"].get("max_minutes") and not large["gibbs"].get("max_minutes")
+    avi = cells.cell_settings(ref, cells.RunCell("large", "nips", "avipam-pam4", 0))
+    assert avi["corpus"] == {"batch_size": 50, "max_epochs": 100, "patience": 100}
+    assert avi["avi"]["stop_on_plateau"] is False
