@@ -30,6 +30,7 @@ REFERENCES = {  # reference folder -> its grid (config/config.yaml) and the pape
     "extended-fig5": ("extended-fig5", ("acp",)),
     "paper-ape-toybars": ("paper-ape-toybars", ("ape",)),
     "paper-avipam-table1": ("paper-avipam-table1", ("avipam",)),
+    "paper-avipam-nips": ("paper-avipam-nips", ("avipam",)),
 }
 
 SMOKE_TABLES = os.environ.get("NOISYOR_SMOKE_TABLES", "")
