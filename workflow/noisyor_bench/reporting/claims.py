@@ -649,6 +649,14 @@ IMPROVES = {**{m: -1 for m in NATS_METRICS}, **{m: 1 for m in PER_WORD_METRICS}}
 APE's per-word likelihoods and their gaps to VI rise (+1). The budget rule's direction."""
 
 
+def _name_movers(rows: Iterable[RowEvidence]) -> str:
+    """The cells a doubled budget could move, largest move first: ``"avi N_train=30 by 0.31, acp
+    N_train=30 by 0.2 and 2 more"`` (three named); "" for none."""
+    ranked = sorted(rows, key=lambda r: -r.projected_nats)
+    who = ", ".join(f"{r.label or 'a cell'} by {r.projected_nats:.2g}" for r in ranked[:3])
+    return who + (f" and {len(ranked) - 3} more" if len(ranked) > 3 else "")
+
+
 def _row_label(r: Mapping[str, Any]) -> str:
     parts = []
     for key, fmt in (("method", "{}"), ("n_train", "N_train={}"), ("dataset", "{}")):
@@ -805,6 +813,17 @@ class Evidence:
             return "nats"
         return "nats/word" if likelihoods and likelihoods <= PER_WORD_METRICS else ""
 
+    def _named_movers(self, verdict: str, toward: bool) -> tuple[str, float, str]:
+        """(the cells :meth:`_budget_movers` puts toward / away from the boundary, named by
+        :func:`_name_movers`; the effect; the unit) of a decisive ``verdict``; ("", NaN, "") when
+        none or the rule does not apply (an undecided verdict, a metric without a training curve)."""
+        effect = self.effect_of(verdict)
+        unit = self._budget_unit()
+        if verdict not in DECISIVE or not unit or math.isnan(effect):
+            return "", float("nan"), ""
+        moving = self._budget_movers(verdict, effect)[0 if toward else 1]
+        return _name_movers(moving), effect, unit
+
     def budget(self, verdict: str) -> str:
         """The budget rule of a decisive ``verdict`` on NELBOs / NLLs (nats) or APE's per-word
         likelihoods (nats/word, :data:`PER_WORD_METRICS`): the cells read whose runs
@@ -813,18 +832,12 @@ class Evidence:
         (:meth:`effect_of`) towards the decision boundary (:meth:`_budget_movers`) -- the
         comparison is not settled at this budget. The reason, with the statistic at this budget;
         "" when no cell could move that far that way."""
-        effect = self.effect_of(verdict)
-        unit = self._budget_unit()
-        if verdict not in DECISIVE or not unit or math.isnan(effect):
+        who, effect, unit = self._named_movers(verdict, toward=True)
+        if not who:
             return ""
-        movers = sorted(self._budget_movers(verdict, effect)[0], key=lambda r: -r.projected_nats)
-        if not movers:
-            return ""
-        who = ", ".join(f"{r.label or 'a cell'} by {r.projected_nats:.2g}" for r in movers[:3])
-        more = f" and {len(movers) - 3} more" if len(movers) > 3 else ""
         margin = margin_text(self.margin_of(verdict), self.unit())
         return (
-            f"a doubled budget could move {who}{more} {unit} >= the effect {effect:.2g} {unit}; at this "
+            f"a doubled budget could move {who} {unit} >= the effect {effect:.2g} {unit}; at this "
             f"budget: {verdict}" + (f" (margin {margin})" if margin else "")
         )
 
@@ -832,17 +845,11 @@ class Evidence:
         """The cells of a decisive ``verdict`` that a doubled budget could move by at least the
         effect, but only away from the decision boundary (:meth:`_budget_movers`): they do not
         hold the verdict back; this names them beside it ("" when none)."""
-        effect = self.effect_of(verdict)
-        unit = self._budget_unit()
-        if verdict not in DECISIVE or not unit or math.isnan(effect):
+        who, _, unit = self._named_movers(verdict, toward=False)
+        if not who:
             return ""
-        away = sorted(self._budget_movers(verdict, effect)[1], key=lambda r: -r.projected_nats)
-        if not away:
-            return ""
-        who = ", ".join(f"{r.label or 'a cell'} by {r.projected_nats:.2g}" for r in away[:3])
-        more = f" and {len(away) - 3} more" if len(away) > 3 else ""
         return (
-            f"a doubled budget could move {who}{more} {unit}, away from the decision boundary "
+            f"a doubled budget could move {who} {unit}, away from the decision boundary "
             "(a longer budget would widen the effect, not flip it)"
         )
 
@@ -895,19 +902,14 @@ class Evidence:
             )
         margin = self.margin()
         if self.metrics and self.metrics <= NATS_METRICS and not math.isnan(margin):
-            movers = sorted(
-                (
-                    r
-                    for r in self.rows.values()
-                    if r.projected_nats > 0 and r.projected_nats >= margin  # NaN compares False
-                ),
-                key=lambda r: -r.projected_nats,
-            )
+            movers = [
+                r
+                for r in self.rows.values()
+                if r.projected_nats > 0 and r.projected_nats >= margin  # NaN compares False
+            ]
             if movers:
-                who = ", ".join(f"{r.label or 'a cell'} by {r.projected_nats:.2g}" for r in movers[:3])
-                more = f" and {len(movers) - 3} more" if len(movers) > 3 else ""
                 parts.append(
-                    f"a doubled budget could move {who}{more} nats >= the claim's margin {margin:.2g}"
+                    f"a doubled budget could move {_name_movers(movers)} nats >= the claim's margin {margin:.2g}"
                 )
         return "; ".join(parts)
 
