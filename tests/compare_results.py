@@ -139,8 +139,9 @@ def is_time(name: str) -> bool:
     return (
         name in TIME_KEYS
         or "seconds" in name
-        or base in ("time_s", "train_minutes", "timing")  # timing: a time's median and spread
-        or base.startswith(("time_s_", "train_minutes_"))  # ..._median, _low, _high
+        or base
+        in ("time_s", "train_minutes", "train_cpu_minutes", "timing", "cpu_timing")  # timing: median, spread
+        or base.startswith(("time_s_", "train_minutes_", "train_cpu_minutes_"))  # ..._median, _low, _high
         or base.endswith(("_time", "time_to_quality"))
         or "time_to_quality_" in base
     )

@@ -78,6 +78,8 @@ def test_a_file_on_one_side_only_fails_the_comparison(tmp_path, local):
         ("time_s_median_std", True),
         ("vi_time_to_ape_elbo", True),
         ("train_minutes", True),
+        ("train_cpu_minutes_median_values", True),
+        ("cpu_timing", True),
         ("elapsed", True),
         ("started_at", True),
         ("finished", True),

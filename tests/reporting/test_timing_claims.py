@@ -219,11 +219,25 @@ def test_log_ratio_spread_takes_the_unfavourable_ends(tmp_path) -> None:
 
 # ------------------------------------------------------------------------------ aviPAM speed-up
 def _avipam_tables(
-    gibbs: tuple[float, float, float], avi: tuple[float, float, float]
+    gibbs: tuple[float, float, float],
+    avi: tuple[float, float, float],
+    cpu: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None,
+    threads: int = 1,
 ) -> dict[str, pd.DataFrame]:
+    """Table 1 with 3 seeds of (median, low, high) wall minutes per method; ``cpu``: the CPU
+    minutes of (Gibbs, aviPAM) too; ``threads``: aviPAM's torch threads."""
     rows = []
-    for method, (med, low, high) in (("pam4-gibbs", gibbs), ("avipam-pam4", avi)):
+    for i, (method, (med, low, high)) in enumerate((("pam4-gibbs", gibbs), ("avipam-pam4", avi))):
         for seed, d in enumerate((-0.002, 0.0, 0.002)):
+            own = {}
+            if cpu is not None:
+                c_med, c_low, c_high = cpu[i]
+                own = {
+                    "train_cpu_minutes": c_med * (1 + d),
+                    "train_cpu_minutes_median": c_med * (1 + d),
+                    "train_cpu_minutes_low": c_low * (1 + d),
+                    "train_cpu_minutes_high": c_high * (1 + d),
+                }
             rows.append(
                 small_run_row(
                     method,
@@ -234,6 +248,8 @@ def _avipam_tables(
                     train_minutes_high=high * (1 + d),
                     gibbs_iterations=10000 if method == "pam4-gibbs" else None,
                     avi_max_epochs=None if method == "pam4-gibbs" else 40,
+                    threads=1 if method == "pam4-gibbs" else threads,
+                    **own,
                 )
             )
     t = avt.build_table(pd.DataFrame(rows), "table1", avt.paper_numbers(), "test")
@@ -273,6 +289,30 @@ def test_avipam_speedup_numbers_do_not_move_with_the_times(gibbs, avi) -> None:
     assert "cpu" not in slower.numbers and " min" not in slower.numbers
     if base.verdict in (REPRODUCED, NOT_REPRODUCED):  # its margin is measured time: in timing
         assert base.margin == TIMING_MARGIN and "; margin " in base.timing
+
+
+# a loaded machine: the wall clock says 3x (each run shared its core), the CPU clock 40x
+LOADED_WALL = ((30.0, 28.0, 33.0), (10.0, 9.0, 11.0))
+IDLE_CPU = ((40.0, 39.0, 41.0), (1.0, 0.98, 1.02))
+
+
+def test_avipam_speedup_is_judged_on_cpu_time_when_both_sides_ran_one_thread() -> None:
+    on_cpu = avc.speedup(_avipam_tables(*LOADED_WALL, cpu=IDLE_CPU))
+    on_wall = avc.speedup(_avipam_tables(*LOADED_WALL))
+    assert on_cpu.verdict == REPRODUCED and "CPU time 4-PAM Gibbs / aviPAM 4-PAM" in on_cpu.numbers
+    assert "per-step CPU times, one thread" in on_cpu.timing and "ratio 40.0" in on_cpu.timing
+    assert on_wall.verdict == NOT_REPRODUCED and "CPU time" not in on_wall.numbers
+    assert "per-step wall times" in on_wall.timing and "ratio 3.0" in on_wall.timing
+    assert "CPU time where both ran one thread" in on_cpu.rule == on_wall.rule
+
+
+def test_avipam_speedup_uses_wall_time_for_several_threads_or_a_seed_without_cpu_time() -> None:
+    threaded = avc.speedup(_avipam_tables(*LOADED_WALL, cpu=IDLE_CPU, threads=4))
+    assert threaded.verdict == NOT_REPRODUCED and "CPU time" not in threaded.numbers
+    t = _avipam_tables(*LOADED_WALL, cpu=IDLE_CPU)["avipam-table1"]
+    row = t.index[t["method"] == "avipam-pam4"][0]
+    t.loc[row, "train_cpu_minutes_median_values"] = "0:1.0;1:1.0"  # seed 2 has no CPU time
+    assert "CPU time" not in avc.speedup({"avipam-table1": t}).numbers
 
 
 def test_tables_without_spread_columns_fall_back_to_the_measured_time() -> None:

@@ -256,14 +256,16 @@ def convergence_keys(verdict: Convergence) -> dict[str, Any]:
 
 
 def curve_csv(records: list[EpochRecord]) -> str:
-    """``curve.csv`` of epoch records: ``epoch, train_nelbo, val_nelbo, seconds`` then the sorted
-    union of ``extra`` keys."""
+    """``curve.csv`` of epoch records: ``epoch, train_nelbo, val_nelbo, seconds``, then
+    ``cpu_seconds`` where a record has it, then the sorted union of ``extra`` keys."""
     extras = sorted({k for r in records for k in r.extra})
+    cpu = ["cpu_seconds"] if any(r.cpu_seconds is not None for r in records) else []
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*CURVE_COLUMNS, *extras])
+    writer.writerow([*CURVE_COLUMNS, *cpu, *extras])
     for r in records:
-        row = [r.epoch, r.train_nelbo, r.val_nelbo, r.seconds, *(r.extra.get(k) for k in extras)]
+        own = [r.cpu_seconds] if cpu else []
+        row = [r.epoch, r.train_nelbo, r.val_nelbo, r.seconds, *own, *(r.extra.get(k) for k in extras)]
         writer.writerow(["" if v is None else repr(float(v)) if isinstance(v, float) else v for v in row])
     return buf.getvalue()
 

@@ -104,10 +104,16 @@ def budget_from_mapping(values: dict, where: str = "budget") -> FitBudget:
 
 @dataclass
 class EpochRecord:
-    """One row of the training curve (``curve.csv``); ``extra`` holds method-specific columns."""
+    """One row of the training curve (``curve.csv``); ``extra`` holds method-specific columns.
+
+    ``seconds`` is the epoch's wall time; ``cpu_seconds`` the CPU time the process spent on it
+    (``time.process_time``: every thread; ``None`` where a loop does not measure it).  A
+    one-thread run's CPU time is the wall time it would take on an idle core, so a speed claim
+    judged on it does not move with the machine's load (:mod:`noisyor_bench.infra.timing`)."""
 
     epoch: int
     train_nelbo: float
     val_nelbo: float | None
     seconds: float
     extra: dict[str, float] = field(default_factory=dict)
+    cpu_seconds: float | None = None

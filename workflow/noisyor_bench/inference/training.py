@@ -216,7 +216,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ one epoch
     def _run_epoch(self) -> EpochRecord:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         epoch = self.state.epoch + 1
         self.module.train()
         total = 0.0
@@ -237,8 +237,10 @@ class Trainer:
             self.state.last_val = val
         self.state.epoch = epoch
         extra = {k: float(v) for k, v in (self.extra_fn(self.state.step) if self.extra_fn else {}).items()}
-        seconds = time.perf_counter() - start
-        return EpochRecord(epoch=epoch, train_nelbo=train, val_nelbo=val, seconds=seconds, extra=extra)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        return EpochRecord(
+            epoch=epoch, train_nelbo=train, val_nelbo=val, seconds=seconds, extra=extra, cpu_seconds=cpu
+        )
 
     def _step(self, batch_idx: torch.Tensor, epoch: int) -> float:
         losses = self.loss_fn(batch_idx, self.state.step)

@@ -132,6 +132,17 @@ def per_step_timing(durations: Sequence[float], units: Sequence[float], measured
     )
 
 
+def epoch_cpu_timing(history: Sequence[Any]) -> Timing | None:
+    """:func:`per_step_timing` of a training curve's per-epoch CPU seconds (records with a
+    ``cpu_seconds``, :class:`~noisyor_bench.inference.fitting.EpochRecord`), their sum as the
+    measured total; ``None`` when an epoch lacks it (a fit resumed from a checkpoint written
+    before CPU time was recorded) or there is no epoch."""
+    cpu = [getattr(r, "cpu_seconds", None) for r in history]
+    if not cpu or any(c is None for c in cpu):
+        return None
+    return per_step_timing(cpu, [1.0] * len(cpu), float(sum(cpu)))
+
+
 def cumulative_timing(steps: Sequence[float], seconds: Sequence[float], measured: float) -> Timing:
     """:func:`per_step_timing` of a curve of cumulative ``seconds`` at cumulative ``steps``
     (a VI curve, a Gibbs trace), from 0 steps at 0 s."""

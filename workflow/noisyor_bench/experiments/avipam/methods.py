@@ -7,6 +7,8 @@ those calls and measure the training wall time the same way for every method
 time measured once, ``timing`` re-bases it on the fit's per-step times (Gibbs: per trace chunk
 of sweeps; aviPAM: per epoch; :func:`noisyor_bench.infra.timing.per_step_timing`): its median
 and interquartile spread, so that a load spike during a long fit does not flip the speed claim.
+``cpu_timing`` is the same from the process's CPU time per step: on one thread, the time the fit
+takes on an idle core, whatever else the machine runs (the speed claims prefer it).
 scikit-learn's fits record no per-pass times: measured once, no spread.
 
 The Gibbs chains and the aviPAM runs also keep their coherence curve's raw material
@@ -30,7 +32,7 @@ import scipy.sparse as sp
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import FitBudget
 from noisyor_bench.infra.errors import ConfigError
-from noisyor_bench.infra.timing import Timing, cumulative_timing, per_step_timing
+from noisyor_bench.infra.timing import Timing, cumulative_timing, epoch_cpu_timing, per_step_timing
 
 #: How a run's top words are ranked (aviPAM: ``inference.topics.avipam.TOP_WORD_RULES``; the
 #: probability ranking is the ablation): the rule of its final topics and of its trace
@@ -95,6 +97,8 @@ class TopicFit:
     extra_metrics: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)  # saved in topics.npz (e.g. kl_per_dim)
     timing: Timing | None = None  # train_seconds re-based on the per-step times (None: measured once)
+    # the same from the process's CPU time per step (None: not measured, e.g. a resumed fit)
+    cpu_timing: Timing | None = None
     # component -> (K, V) scores whose row order is the top-word order, where it is not the
     # topic matrix's (aviPAM: the decoder weights, inference.topics.avipam.TOP_WORD_RULES)
     rankings: dict[str, np.ndarray] = field(default_factory=dict)
@@ -184,6 +188,11 @@ def _gibbs_topic_fit(
         topics={"sub": topic_word(fit)},
         train_seconds=seconds,
         timing=cumulative_timing([t[0] for t in fit.trace], [t[2] for t in fit.trace], seconds),
+        cpu_timing=(
+            cumulative_timing([t[0] for t in fit.trace], fit.cpu_trace, fit.cpu_seconds)
+            if fit.cpu_seconds is not None and len(fit.cpu_trace) == len(fit.trace)
+            else None
+        ),
         curve=_trace_curve(fit.trace),
         convergence=trace_convergence(fit.trace, iterations, stop_reason, budget),
         extra_metrics={
@@ -472,6 +481,7 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
         topics=topics,
         train_seconds=seconds,
         timing=per_step_timing([r.seconds for r in result.history], [1.0] * len(result.history), seconds),
+        cpu_timing=epoch_cpu_timing(result.history),
         curve=curve,
         convergence=_convergence_dict(result.convergence),
         extra_metrics=extra,
@@ -546,6 +556,7 @@ def fit_prodlda_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: i
         topics={"sub": result.topic_word},
         train_seconds=seconds,
         timing=per_step_timing([r.seconds for r in history], [1.0] * len(history), seconds),
+        cpu_timing=epoch_cpu_timing(history),
         curve=[
             {"epoch": r.epoch, "train_nelbo": r.train_nelbo, "seconds": r.seconds, **r.extra} for r in history
         ],

@@ -6,7 +6,9 @@ The directory holds
   collapse>``, ``dataset`` = the corpus, ``method``, ``n_train`` = the training-document limit, 0 =
   all, ``seed``), the settings, ``train_seconds``
   and ``train_minutes`` (wall time of the fit call alone, :mod:`.methods`), its robust centre and
-  spread ``train_minutes_median`` / ``_low`` / ``_high`` and ``timing`` (:mod:`.methods`), ``threads``,
+  spread ``train_minutes_median`` / ``_low`` / ``_high`` and ``timing`` (:mod:`.methods`), the same
+  from the process's CPU time (``train_cpu_minutes``, its ``_median`` / ``_low`` / ``_high``,
+  ``cpu_timing``; absent where the fit records none: scikit-learn, published topics), ``threads``,
   ``converged`` and ``convergence`` (:mod:`noisyor_bench.inference.convergence`; ``null`` where a
   fit has no training curve to judge), method-specific metrics (e.g. the collapse study's KL per
   latent dimension) and ``provenance`` (the corpus, the settings, the sha256 of ``topics.npz`` and
@@ -43,7 +45,7 @@ from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.hashing import sha256_file
 from noisyor_bench.infra.io import write_npz_atomic, write_text_atomic
-from noisyor_bench.infra.timing import single
+from noisyor_bench.infra.timing import Timing, single
 
 log = logging.getLogger(__name__)
 TOPICS_FILE = "topics.npz"
@@ -76,6 +78,19 @@ def _train_limit(limit: Any, available: int, corpus_path: str | Path) -> int:
             f"use at most {available}, or null for all of them"
         )
     return limit
+
+
+def cpu_columns(cpu: Timing | None) -> dict[str, Any]:
+    """``train_cpu_minutes`` (the process's CPU time of training, measured once), its robust
+    centre and spread ``train_cpu_minutes_median`` / ``_low`` / ``_high`` and ``cpu_timing``
+    (:mod:`.methods`); none of them where the fit recorded no CPU time."""
+    if cpu is None:
+        return {}
+    return {
+        "train_cpu_minutes": round(cpu.measured / 60.0, 5),
+        **{k: round(v, 5) for k, v in cpu.columns("train_cpu_minutes", 1 / 60.0).items()},
+        "cpu_timing": cpu.as_dict(),
+    }
 
 
 def execute(
@@ -144,6 +159,7 @@ def execute(
         "train_minutes": round(float(result.train_seconds) / 60.0, 5),
         **{k: round(v, 5) for k, v in timing.columns("train_minutes", 1 / 60.0).items()},
         "timing": timing.as_dict(),
+        **cpu_columns(result.cpu_timing),
         "threads": int(threads),
         "converged": None if conv is None else conv.get("converged"),
         "convergence": conv,

@@ -60,6 +60,8 @@ class LdaGibbsFit:
     sweeps: int = 0  # sweeps actually run (< iterations when the rule stopped the chain)
     stop_reason: str = "max_epochs"  # "plateau": stopped by the convergence rule (stop_on_rule)
     snapshot_seconds: float = 0.0  # wall time of the snapshots (not training: train_timed)
+    cpu_seconds: float | None = None  # process CPU time of training only (ChainRun.cpu_seconds)
+    cpu_trace: tuple[float, ...] = ()  # CPU seconds so far at every trace point
 
 
 TracePoint = tuple[int, float, float]
@@ -77,6 +79,8 @@ class ChainRun:
     sweeps: int  # sweeps actually run (tomotopy's global_step)
     stop_reason: str  # "plateau" (the rule held) | "max_epochs" (ran every sweep) | "time" (max_seconds)
     snapshot_seconds: float = 0.0  # wall time of the on_trace calls (not in ``seconds``)
+    cpu_seconds: float | None = None  # process CPU time of model.train alone (every thread)
+    cpu_trace: tuple[float, ...] = ()  # CPU seconds of model.train so far, at every trace point
 
 
 def rule_holds(trace: Sequence[TracePoint], budget: FitBudget) -> bool:
@@ -124,7 +128,8 @@ def train_timed(
     budget = budget or FitBudget()
     parallel = tp.ParallelScheme.NONE if workers == 1 else tp.ParallelScheme.DEFAULT
     trace: list[TracePoint] = []
-    seconds = snapshot_seconds = 0.0
+    seconds = snapshot_seconds = cpu_seconds = 0.0
+    cpu_trace: list[float] = []
     done, stop_reason = 0, "max_epochs"
     chunk = trace_interval if trace_interval > 0 else iterations
     from noisyor_bench.infra.progress import Progress
@@ -132,13 +137,15 @@ def train_timed(
     ticker = Progress(f"Gibbs chain ({type(model).__name__})", iterations, unit="sweeps")
     while done < iterations:
         n = min(chunk, iterations - done)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         model.train(n, workers=workers, parallel=parallel)
         seconds += time.perf_counter() - t0
+        cpu_seconds += time.process_time() - c0
         done += n
         ticker.update(done, f"log-likelihood per word {float(model.ll_per_word):.4f}")
         if trace_interval > 0:
             trace.append((int(model.global_step), float(model.ll_per_word), seconds))
+            cpu_trace.append(cpu_seconds)
             if on_trace is not None:
                 t0 = time.perf_counter()
                 on_trace(int(model.global_step))
@@ -149,7 +156,15 @@ def train_timed(
         if max_seconds is not None and done < iterations and seconds >= max_seconds:
             stop_reason = "time"
             break
-    return ChainRun(seconds, tuple(trace), int(model.global_step), stop_reason, snapshot_seconds)
+    return ChainRun(
+        seconds,
+        tuple(trace),
+        int(model.global_step),
+        stop_reason,
+        snapshot_seconds,
+        cpu_seconds,
+        tuple(cpu_trace),
+    )
 
 
 def trace_records(trace: Sequence[TracePoint]) -> list[EpochRecord]:
@@ -270,4 +285,6 @@ def fit_lda_gibbs(
         sweeps=chain.sweeps,
         stop_reason=chain.stop_reason,
         snapshot_seconds=chain.snapshot_seconds,
+        cpu_seconds=chain.cpu_seconds,
+        cpu_trace=chain.cpu_trace,
     )

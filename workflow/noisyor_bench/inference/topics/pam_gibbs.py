@@ -71,6 +71,8 @@ class PamGibbsFit:
     sweeps: int = 0  # sweeps actually run (< iterations when the rule stopped the chain)
     stop_reason: str = "max_epochs"  # "plateau": stopped by the convergence rule (stop_on_rule)
     snapshot_seconds: float = 0.0  # wall time of the snapshots (not training: gibbs.train_timed)
+    cpu_seconds: float | None = None  # process CPU time of training only (ChainRun.cpu_seconds)
+    cpu_trace: tuple[float, ...] = ()  # CPU seconds so far at every trace point
 
 
 def fit_pam_gibbs(
@@ -163,4 +165,6 @@ def fit_pam_gibbs(
         sweeps=chain.sweeps,
         stop_reason=chain.stop_reason,
         snapshot_seconds=chain.snapshot_seconds,
+        cpu_seconds=chain.cpu_seconds,
+        cpu_trace=chain.cpu_trace,
     )

@@ -224,7 +224,7 @@ def fit_prodlda(
     start = time.perf_counter()
     try:
         for epoch in range(1, config.epochs + 1):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             total = kl_total = 0.0
             for _ in range(per_epoch):
                 idx = torch.as_tensor(batches.integers(0, n_docs, size=config.batch_size), device=device)
@@ -241,7 +241,12 @@ def fit_prodlda(
                 total += value
                 kl_total += float(kl.detach())
             record = EpochRecord(
-                epoch, total / per_epoch, None, time.perf_counter() - t0, {"kl_per_doc": kl_total / per_epoch}
+                epoch,
+                total / per_epoch,
+                None,
+                time.perf_counter() - t0,
+                {"kl_per_doc": kl_total / per_epoch},
+                cpu_seconds=time.process_time() - c0,
             )
             history.append(record)
             progress(record)
