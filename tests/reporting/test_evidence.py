@@ -101,6 +101,61 @@ def test_headline_is_the_strongest_deciding_source(name: str) -> None:
     assert len(head.judged) == len(sources)
 
 
+def _at(verdict: str, estimate: str, n: int = 3) -> Claim:
+    """A Table 3 claim whose numbers print one comparison: ``estimate`` = "+0.088 [+0.058, +0.117]"."""
+    numbers = f"avipam-pam4 - pam4-gibbs: {estimate} (welch, n={n} vs {n}); avipam-pam5: not run"
+    return Claim("avipam-table3-nips", "aviPAM beats Gibbs", "Table 3", verdict, numbers, "the rule")
+
+
+@pytest.mark.parametrize(
+    ("reference", "overruled"),
+    [
+        ("+0.017 [-0.009, +0.042]", True),  # the paper's protocol moves the estimate out of quick's CI
+        ("+0.080 [-0.010, +0.170]", False),  # the same estimate, measured less precisely
+        ("+0.050 [-0.010, +0.058]", False),  # CIs that touch are not disjoint
+    ],
+)
+def test_a_stronger_protocol_with_a_disjoint_ci_overrules_a_deciding_weaker_source(
+    reference, overruled
+) -> None:
+    quick = _at("reproduced", "+0.088 [+0.058, +0.117]")
+    ref = _at("inconclusive", reference)
+    (head,) = E.ladder([(QUICK, [quick]), (REF, [ref])])
+    assert head.agreement == E.DIFFERS
+    if overruled:
+        assert head.chosen.source == REF and head.claim == ref and head.claim.verdict == "inconclusive"
+        assert head.disagreement.startswith(
+            "overruled: this run (quick) decides reproduced on avipam-pam4 - pam4-gibbs: +0.088 [+0.058, +0.117], "
+            "reference/paper-synpattern (paper protocol) estimates +0.017 [-0.009, +0.042]: disjoint 95% CIs"
+        ), head.disagreement
+        assert "vs this run (quick): paper protocol vs grid quick" in head.disagreement
+    else:
+        assert head.chosen.source == QUICK and "overruled" not in head.disagreement
+
+
+def test_only_a_stronger_protocol_that_does_not_decide_overrules() -> None:
+    quick = _at("reproduced", "+0.088 [+0.058, +0.117]")
+    # another quick-grid source (same protocol) with a disjoint CI: ranked, not overruling
+    (same,) = E.ladder(
+        [(QUICK, [quick]), (E.run_source("my-grid"), [_at("inconclusive", "+0.01 [-0.02, +0.04]")])]
+    )
+    assert "overruled" not in same.disagreement
+    # a deciding stronger source is the headline anyway, by rank
+    (decides,) = E.ladder([(QUICK, [quick]), (REF, [_at("not reproduced", "+0.01 [+0.005, +0.02]")])])
+    assert decides.chosen.source == REF and "overruled" not in decides.disagreement
+
+
+def test_estimates_are_read_with_their_labels() -> None:
+    numbers = (
+        "difference +11.3 [+5.1, +17.6] (paired, n=3); N=1000 ACP−AVI = -1.13 [-1.57, -0.69] (paired, n=5)"
+    )
+    assert E.estimates(numbers) == {
+        ("difference", 0): (11.3, 5.1, 17.6),
+        ("N=1000 ACP−AVI =", 0): (-1.13, -1.57, -0.69),
+    }
+    assert E.estimates("no interval here (n=3)") == {}
+
+
 @pytest.mark.parametrize(
     ("grid", "rank"),
     [

@@ -82,9 +82,10 @@ def comparable(run: Path) -> dict[str, Any]:
 
 
 def curve_without_seconds(run: Path) -> list[list[str]]:
+    """The curve without its times (wall ``seconds``, ``cpu_seconds``): what a rerun must repeat."""
     rows = [line.split(",") for line in (run / "curve.csv").read_text().splitlines()]
-    drop = rows[0].index("seconds")
-    return [row[:drop] + row[drop + 1 :] for row in rows]
+    drop = {i for i, name in enumerate(rows[0]) if name in ("seconds", "cpu_seconds")}
+    return [[v for i, v in enumerate(row) if i not in drop] for row in rows]
 
 
 # ---------------------------------------------------------------------------------- divergence

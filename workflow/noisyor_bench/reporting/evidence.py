@@ -23,7 +23,14 @@ Sources are ranked (:meth:`Judged.strength`), strongest first, by
 The **headline** of a claim (:func:`headline`) is its strongest source that *decides*
 (reproduced / not reproduced); if none decides, its strongest source that tested it
 (inconclusive); else this run's claim (not tested: its numbers say what its grid lacks). A
-source that did not test a claim never outranks one that did. The headline row is the chosen source's claim (its verdict,
+source that did not test a claim never outranks one that did. A deciding source is
+**overruled** (:func:`overruling`) by a source of a stronger protocol that tested the claim
+without deciding it when the two print the same comparison (the same label before an estimate
+and its 95% CI, e.g. ``avipam-pam4 - pam4-gibbs: +0.088 [+0.058, +0.117]``) with disjoint
+CIs: the reduced run's estimate does not survive the stronger protocol (a longer budget, the
+paper's sizes), so its verdict cannot stand for the claim; the stronger source's inconclusive
+claim is the headline and the disagreement says why. Where the CIs overlap, the stronger
+source only measured less precisely and the deciding one stands. The headline row is the chosen source's claim (its verdict,
 numbers and qualifiers) with four columns beside it (:data:`EVIDENCE_COLUMNS`): ``source`` (e.g.
 ``reference/paper-synpattern``, ``this run (quick)``), ``sources`` (every source's verdict,
 strongest first), ``agreement`` and ``disagreement``:
@@ -277,6 +284,56 @@ def _why(head: Judged, other: Judged) -> list[str]:
     return why
 
 
+_ESTIMATE = re.compile(
+    r"(?P<est>[+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*\[(?P<lo>[+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?),\s*"
+    r"(?P<hi>[+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\]"
+)
+
+
+def estimates(numbers: str) -> dict[tuple[str, int], tuple[float, float, float]]:
+    """Every ``<label> <estimate> [<low>, <high>]`` a claim's numbers print, keyed by (the text
+    before the estimate in its ``;``-separated part, its occurrence): ``{("avipam-pam4 -
+    pam4-gibbs:", 0): (0.088, 0.058, 0.117)}``. Two sources of one claim, judged by one code,
+    print the same labels for the same comparison."""
+    out: dict[tuple[str, int], tuple[float, float, float]] = {}
+    for part in numbers.split(";"):
+        seen: dict[str, int] = {}
+        for match in _ESTIMATE.finditer(part):
+            label = " ".join(part[: match.start()].split())
+            if not label:
+                continue
+            k = seen[label] = seen.get(label, -1) + 1
+            out[(label, k)] = (float(match["est"]), float(match["lo"]), float(match["hi"]))
+    return out
+
+
+def _interval(est: tuple[float, float, float]) -> str:
+    return f"{est[0]:+g} [{est[1]:+g}, {est[2]:+g}]"
+
+
+def overruling(head: Judged, tested: Sequence[Judged]) -> tuple[Judged, str] | None:
+    """The source that overrules a deciding ``head`` (module docstring) and why: the strongest
+    source of a stronger protocol that tested the claim without deciding it and prints one of
+    ``head``'s comparisons with a 95% CI disjoint from ``head``'s; ``None`` if there is none."""
+    if head.verdict not in DECIDING:
+        return None
+    ours = estimates(head.claim.numbers)
+    for other in tested:
+        if other.source.rank <= head.source.rank or other.verdict in DECIDING:
+            continue
+        theirs = estimates(other.claim.numbers)
+        for key in ours.keys() & theirs.keys():
+            a, b = ours[key], theirs[key]
+            if a[2] < b[1] or b[2] < a[1]:
+                return other, (
+                    f"overruled: {head.source.label} decides {head.verdict_text()} on {key[0]} "
+                    f"{_interval(a)}, {other.source.label} ({other.source.protocol}) estimates "
+                    f"{_interval(b)}: disjoint 95% CIs, the reduced run's estimate does not hold "
+                    "at the stronger protocol"
+                )
+    return None
+
+
 def headline(judged: Iterable[Judged]) -> Headline:
     """The headline of one claim from its sources' claims (module docstring)."""
     ranked = tuple(sorted(judged, key=Judged.strength))
@@ -284,6 +341,9 @@ def headline(judged: Iterable[Judged]) -> Headline:
         raise ValueError("a claim's headline needs at least one source")
     head = ranked[0]
     tested = [j for j in ranked if j.verdict != NOT_TESTED]
+    overruled = overruling(head, tested)
+    if overruled is not None:
+        head = overruled[0]
     deciding = {j.verdict for j in tested if j.verdict in DECIDING}
     if not tested:
         agreement = NONE
@@ -295,10 +355,10 @@ def headline(judged: Iterable[Judged]) -> Headline:
         agreement = DIFFERS
     else:
         agreement = AGREE
-    reasons = []
+    reasons = [overruled[1]] if overruled is not None else []
     if agreement in DISAGREEMENTS:
-        for other in tested[1:]:
-            if other.verdict != head.verdict:
+        for other in tested:
+            if other is not head and other.verdict != head.verdict:
                 why = _why(head, other)
                 reasons.append(f"vs {other.source.label}: " + (", ".join(why) if why else "reason unknown"))
     return Headline(head, ranked, agreement, "; ".join(reasons))
