@@ -226,6 +226,24 @@ def test_posterior_claims_follow_the_elbo_gap_not_clean_is(tmp_path):
     assert "posterior-quality measure" in claims["ape-standard-fails-toybars"].numbers
 
 
+@pytest.mark.parametrize(("shift", "state"), [(0.03, "not converged"), (0.004, "converged"), (None, "")])
+def test_the_clean_is_prints_how_far_halving_its_draws_moves_it(tmp_path, shift, state):
+    evals = [_eval("toybars", s, PAPER_LIKE) for s in range(3)]
+    if shift is not None:  # half the draws: lower by ``shift`` for VI in seed 1, by a tenth of it elsewhere
+        for e in evals:
+            for m, rec in e["methods"].items():
+                rec["ll_is_half"] = rec["ll_is"] - (shift if (m, e["seed"]) == ("vi", 1) else shift / 10)
+    close = _claims(tmp_path, evals)["ape-close-to-vi-faster-toybars"]
+    if not state:  # runs from before the check: no claim on it
+        assert "halving" not in close.numbers
+        return
+    assert (
+        f"halving its draws moves it by up to VI (non-amortized) {shift:.4f}, APE encoder (model-aware arch.) {shift / 10:.4f} nats/word"
+        in (close.numbers)
+    ), close.numbers
+    assert close.numbers.count(f": {state} (< 0.01 needed)") == 1
+
+
 def test_agreement_of_equal_counts_keeps_the_count_resolution(tmp_path):
     # APE one pair below Standard in every seed: a zero-width CI would say "not reproduced"
     values = {**PAPER_LIKE, "standard": (-9.3, -9.4, 0.01, 44)}

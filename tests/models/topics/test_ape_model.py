@@ -21,6 +21,7 @@ from noisyor_bench.models.topics.logistic_normal import (
     paper_per_word_predictive,
     paper_prior,
     per_word_log_likelihood,
+    per_word_log_likelihood_halves,
     sample_q,
 )
 
@@ -216,3 +217,30 @@ def test_sparse_documents_give_the_same_likelihood_and_gradient():
     dense = torch.xlogy(x, torch.einsum("sbk,bkv->sbv", torch.softmax(h2, -1), theta)).sum()
     (grad_ref,) = torch.autograd.grad(dense, h2)
     torch.testing.assert_close(grad, grad_ref)
+
+
+def test_the_halving_check_reuses_the_estimates_draws_and_its_first_half():
+    x, theta, mu, log_sigma = _problem()
+    prior = ape_prior(3)
+    full, _ = per_word_log_likelihood(x, theta, mu, log_sigma, prior, 400, torch.Generator().manual_seed(4))
+    same, half, per_pair = per_word_log_likelihood_halves(
+        x, theta, mu, log_sigma, prior, 400, torch.Generator().manual_seed(4)
+    )
+    assert same == full  # the same draws: the recorded clean IS does not change
+    # the half estimate, by hand: the first 200 of the same 400 draws of q
+    h = sample_q(mu, log_sigma, 400, torch.Generator().manual_seed(4))[:200]
+    q = Normal(mu, log_sigma.exp())
+    weights = torch.stack(
+        [
+            _ll_reference(x, h[s], theta)
+            + Normal(prior.mean, prior.variance.sqrt()).log_prob(h[s]).sum(-1)
+            - q.log_prob(h[s]).sum(-1)
+            - multinomial_log_coefficient(x)
+            for s in range(200)
+        ]
+    )
+    by_hand = float((torch.logsumexp(weights, 0) - math.log(200)).sum() / x.sum())
+    assert half == pytest.approx(by_hand, abs=1e-9)
+    assert per_pair.shape == (4,)
+    with pytest.raises(ValueError, match="n_samples=1"):
+        per_word_log_likelihood_halves(x, theta, mu, log_sigma, prior, 1)

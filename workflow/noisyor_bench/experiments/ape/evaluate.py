@@ -8,7 +8,8 @@ five fields; the run scores every method and trains nothing):
   posterior predictive: prior term and multinomial coefficient included, their evaluation
   prior whose variance is the Laplace variance squared, mean over ``paper_repeats``; and
   ``ll_paper_std``), ``ll_is`` (clean: importance-sampled log p(x | theta) per token with q as
-  proposal, the model's prior, no coefficient), ``elbo_per_word`` and ``elbo_pair`` (the ELBO,
+  proposal, the model's prior, no coefficient; ``ll_is_half`` the same from the first half of its
+  draws, the estimate's convergence check), ``elbo_per_word`` and ``elbo_pair`` (the ELBO,
   clean prior, with coefficient: the authors' ranking quantity), ``time_s`` (inference time
   on the combinations: encoders one forward pass in float32, the median of
   max(``timing_repeats``, 5); VI its optimisation time; VI-warm the encoder's time plus its own),
@@ -109,7 +110,7 @@ def score_q(
         ape_prior,
         elbo,
         paper_prior,
-        per_word_log_likelihood,
+        per_word_log_likelihood_halves,
         sample_q,
     )
     from noisyor_bench.models.topics.paper_metric import paper_metric_terms
@@ -130,7 +131,7 @@ def score_q(
             int(ev.get("elbo_samples", 100)),
             _generator(seed, "ape-eval-elbo"),
         )
-        ll_is, is_pair = per_word_log_likelihood(
+        ll_is, ll_is_half, is_pair = per_word_log_likelihood_halves(
             x, theta, mu, log_sigma, clean, int(ev.get("is_samples", 1000)), _generator(seed, "ape-eval-is")
         )
         pool = sample_q(
@@ -150,6 +151,7 @@ def score_q(
         "elbo_pair_values": elbo_pair,
         "is_pair_values": is_pair,
         "ll_is": float(ll_is),
+        "ll_is_half": float(ll_is_half),  # the same from half the draws: the convergence check
         "ll_paper": float(paper.mean()),
         "ll_paper_std": float(paper.std()) if paper.numel() > 1 else 0.0,
         **_paper_terms(terms),

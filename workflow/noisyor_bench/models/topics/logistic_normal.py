@@ -245,6 +245,30 @@ def per_word_log_likelihood(
     return float(per_pair.sum() / x.sum()), per_pair
 
 
+def per_word_log_likelihood_halves(
+    x: torch.Tensor,
+    theta: torch.Tensor,
+    mu: torch.Tensor,
+    log_sigma: torch.Tensor,
+    prior: GaussianPrior,
+    n_samples: int = 1000,
+    generator: torch.Generator | None = None,
+) -> tuple[float, float, torch.Tensor]:
+    """:func:`per_word_log_likelihood` (the same draws, the same value) and the same estimate
+    from the first half of its draws: (per word, per word from n_samples // 2 draws, per pair).
+    An importance-sampled estimate is biased low and rises with the draws; how far halving
+    them moves it says whether ``n_samples`` is enough (the convergence check of the clean IS)."""
+    if n_samples < 2:
+        raise ValueError(f"per_word_log_likelihood_halves: n_samples={n_samples} must be >= 2")
+    with torch.no_grad():
+        w = importance_log_weights(x, theta, mu, log_sigma, prior, n_samples, generator, False)
+    half = n_samples // 2
+    per_pair = torch.logsumexp(w, 0) - math.log(n_samples)
+    per_pair_half = torch.logsumexp(w[:half], 0) - math.log(half)
+    tokens = x.sum()
+    return float(per_pair.sum() / tokens), float(per_pair_half.sum() / tokens), per_pair
+
+
 def paper_log_predictive_density(
     x: torch.Tensor, theta: torch.Tensor, h_samples: torch.Tensor, prior: GaussianPrior
 ) -> torch.Tensor:
@@ -316,6 +340,7 @@ __all__ = [
     "paper_per_word_predictive",
     "paper_prior",
     "per_word_log_likelihood",
+    "per_word_log_likelihood_halves",
     "posterior_mean_reconstruction",
     "sample_q",
     "word_probabilities",

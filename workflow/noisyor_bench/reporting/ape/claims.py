@@ -169,10 +169,37 @@ def _values(table: pd.DataFrame, dataset: str, method: str, metric: str) -> dict
     return parse_values(rows[column].iloc[0])
 
 
+IS_CONVERGED = 0.01
+"""nats per word: a clean IS that halving its draws moves by less than this counts as converged."""
+
+
 def _estimates(table: pd.DataFrame, dataset: str, a: str, b: str) -> str:
-    """The clean-IS difference ``a - b`` (labelled as the estimate it is) for a claim's numbers."""
+    """The clean-IS difference ``a - b`` (labelled as the estimate it is) for a claim's numbers,
+    with its convergence check (:func:`_halving`)."""
     clean = compare(_side(table, dataset, a, "ll_is"), _side(table, dataset, b, "ll_is"))
-    return f"{IS_LABEL}: difference {clean.text(4)}"
+    check = _halving(table, dataset, a, b)
+    return f"{IS_LABEL}: difference {clean.text(4)}" + (f" ({check})" if check else "")
+
+
+def _halving(table: pd.DataFrame, dataset: str, *methods: str) -> str:
+    """How far halving the draws moves each method's clean IS (the largest shift over seeds, in
+    nats per word) and whether that is below :data:`IS_CONVERGED`: an estimate still moving by
+    more is not converged, and a difference of two such estimates is partly their draws' bias.
+    "" for tables without the half-draw estimate (runs from before it)."""
+    shifts = {}
+    for m in methods:
+        full, half = _values(table, dataset, m, "ll_is"), _values(table, dataset, m, "ll_is_half")
+        moved = [
+            abs(full[s] - half[s]) for s in full.keys() & half.keys() if math.isfinite(full[s] - half[s])
+        ]
+        if moved:
+            shifts[m] = max(moved)
+    if not shifts:
+        return ""
+    worst = max(shifts.values())
+    each = ", ".join(f"{TABLE1_LABELS.get(m, m)} {v:.4f}" for m, v in shifts.items())
+    state = "converged" if worst < IS_CONVERGED else "not converged"
+    return f"halving its draws moves it by up to {each} nats/word: {state} (< {IS_CONVERGED:g} needed)"
 
 
 def _mean(side: Side) -> str:

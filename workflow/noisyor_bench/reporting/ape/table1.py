@@ -53,6 +53,7 @@ TIME_SPREAD = ("time_s_median", "time_s_low", "time_s_high")  # per run: median 
 METRICS = (
     "ll_paper",
     "ll_is",
+    "ll_is_half",  # the clean IS from half its draws (its convergence check; empty in older runs)
     "elbo_per_word",
     "time_s",
     *TIME_SPREAD,
