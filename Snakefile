@@ -67,7 +67,7 @@ onsuccess:
     ):
         # every target of this config is built: the results are now the config's (its hash in
         # <results>/.noisyor-bench-results.json; a failed or partial run keeps the older hash)
-        record_rebuilt(RESULTS, config, _code_commit())
+        record_rebuilt(RESULTS, config, _code_commit(), workdir=os.getcwd())
     try:
         start = workflow.start_time.timestamp()
         write_run_record(

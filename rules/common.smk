@@ -355,6 +355,19 @@ onstart:
 _GUARD = {"done": False}
 
 
+def _aggregating_rules():
+    """The rules that gather other jobs' outputs into tables, figures and claims: those without
+    wildcards (one job each), less `all` and the HTML views (rebuilt after their table anyway).
+    What a changed config may have to rebuild where Snakemake holds no record (check_identity)."""
+    return tuple(
+        sorted(
+            r.name
+            for r in workflow.rules
+            if not r.has_wildcards() and r.name != "all" and not r.name.startswith("table_html")
+        )
+    )
+
+
 def _guard_results_dir():
     from noisyor_bench.infra.clock import refuse_future_files
     from noisyor_bench.infra.errors import UserError
@@ -368,12 +381,12 @@ def _guard_results_dir():
         return
     try:
         refuse_future_files([RESULTS, *REFERENCE_DIRS])  # before Snakemake judges by mtimes
-        for warning in check_identity(RESULTS, config):
+        for warning in check_identity(RESULTS, config, os.getcwd(), _aggregating_rules()):
             print(f"noisyor-bench: warning: {warning}", file=sys.stderr, flush=True)
         if not workflow.dryrun:
             take_for_invocation(RESULTS)  # held by noisyor_bench.infra.io until this process ends
             print(locked_line(RESULTS), file=sys.stderr, flush=True)  # the console's log starts here
-            write_identity(RESULTS, config, _code_commit())
+            write_identity(RESULTS, config, _code_commit(), workdir=os.getcwd())
     except UserError as err:
         # Snakemake would wrap an exception of an input function in its own report with a
         # traceback; the refusal is the user's to act on, so it is said alone and ends the run.

@@ -136,6 +136,31 @@ def test_config_hash_recorded_only_when_rebuilt(tmp_path: Path) -> None:
     assert check_identity(tmp_path, new) == []
 
 
+def test_a_changed_config_on_results_made_elsewhere_names_the_rules_to_rerun(tmp_path: Path) -> None:
+    """Snakemake's records of how files were made live in the working directory that ran them:
+    results last run from another one (a copy, a worktree) get a warning naming --forcerun."""
+    from noisyor_bench.experiments.config import load_config
+    from noisyor_bench.infra.resultsdir import check_identity, read_identity, write_identity
+
+    old = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
+    new = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
+    new["grids"]["smoke"]["acp"]["budget"]["max_epochs"] = 3
+    made_in, here = tmp_path / "checkout-a", tmp_path / "checkout-b"
+    made_in.mkdir(), here.mkdir()
+    results = tmp_path / "results"
+    results.mkdir()
+    write_identity(results, old, "c0", workdir=made_in)
+    assert read_identity(results)["workdir"] == str(made_in.resolve())
+    (elsewhere,) = check_identity(results, new, here, ("avipam_tables", "claims_avipam"))
+    assert f"last run from another working directory ({made_in.resolve()})" in elsewhere
+    assert "--forcerun avipam_tables claims_avipam" in elsewhere
+    (same,) = check_identity(results, new, made_in, ("avipam_tables",))
+    assert "forcerun" not in same and "triggers rerun what the change touches" in same
+    assert check_identity(results, old, here, ("avipam_tables",)) == []  # an unchanged config: nothing to say
+    write_identity(results, old, "c1")  # a run that does not say where keeps the recorded directory
+    assert read_identity(results)["workdir"] == str(made_in.resolve())
+
+
 # ---------------------------------------------------------------------------------- Snakemake
 def _fig5_cells(results: Path) -> tuple[dict, list]:
     from noisyor_bench.experiments.acp import grid

@@ -51,9 +51,20 @@ def read_identity(results_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     return record
 
 
-def check_identity(results_dir: str | os.PathLike[str], cfg: Mapping[str, Any]) -> list[str]:
+def check_identity(
+    results_dir: str | os.PathLike[str],
+    cfg: Mapping[str, Any],
+    workdir: str | os.PathLike[str] | None = None,
+    aggregators: tuple[str, ...] = (),
+) -> list[str]:
     """Refuse ``cfg`` for ``results_dir`` when the directory belongs to another grid (ConfigError
-    naming both grids and the ways out); return warning lines (a changed config)."""
+    naming both grids and the ways out); return warning lines (a changed config).
+
+    Snakemake sees what a config change touches from its own records of how each file was made,
+    kept in the working directory that ran it (``.snakemake/``). Results last run from another
+    working directory ``workdir`` (a copy, a worktree) have no record here: a table whose inputs
+    the change added would be kept as it is, so the warning then names the rules to rerun
+    (``aggregators``: the rules that gather other jobs' outputs) with ``--forcerun``."""
     record = read_identity(results_dir)
     if record is None:
         return []
@@ -65,16 +76,30 @@ def check_identity(results_dir: str | os.PathLike[str], cfg: Mapping[str, Any]) 
         )
     warnings = []
     if record["grid"] == cfg["grid"] and record.get("config_hash") != config_hash(cfg):
-        warnings.append(
+        changed = (
             f"results_dir {results_dir}: the config of grid {cfg['grid']!r} changed since its results "
-            f"were made (config hash {record.get('config_hash')} -> {config_hash(cfg)}); "
-            "Snakemake's params trigger reruns what the change touches"
+            f"were made (config hash {record.get('config_hash')} -> {config_hash(cfg)})"
         )
+        made_in = record.get("workdir")
+        if workdir is not None and made_in and Path(made_in) != Path(workdir).resolve():
+            rerun = f" --forcerun {' '.join(aggregators)}" if aggregators else " --forcerun <the table rules>"
+            warnings.append(
+                f"{changed}, and they were last run from another working directory ({made_in}): "
+                "Snakemake here has no record of how they were made, so it cannot see which of them the "
+                "change touches and keeps every table whose files exist. Add"
+                f"{rerun} to rebuild the tables and claims from the runs the config now names"
+            )
+        else:
+            warnings.append(f"{changed}; Snakemake's params and input triggers rerun what the change touches")
     return warnings
 
 
 def write_identity(
-    results_dir: str | os.PathLike[str], cfg: Mapping[str, Any], commit: str | None, rebuilt: bool = False
+    results_dir: str | os.PathLike[str],
+    cfg: Mapping[str, Any],
+    commit: str | None,
+    rebuilt: bool = False,
+    workdir: str | os.PathLike[str] | None = None,
 ) -> None:
     """Record (or update) the grid, papers and config hash of ``results_dir`` (a real run).
 
@@ -83,7 +108,9 @@ def write_identity(
     config the results were made under, so it changes only with ``rebuilt`` (the run finished
     every target of the new config, :func:`record_rebuilt`); a run that starts, fails or builds
     a subset keeps the old one (and the warning of :func:`check_identity`).  A new directory, or
-    one whose grid is replaced, takes the current hash at once: nothing older is in it."""
+    one whose grid is replaced, takes the current hash at once: nothing older is in it.
+    ``workdir``: the working directory of the run (whose ``.snakemake/`` records the files),
+    kept as ``workdir``; ``None`` keeps the recorded one."""
     previous = read_identity(results_dir) or {}
     now = {"commit": commit, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     replaced = list(previous.get("replaced_grids", []))
@@ -99,13 +126,21 @@ def write_identity(
         "updated": now,
         "replaced_grids": replaced,
     }
+    where = str(Path(workdir).resolve()) if workdir is not None else previous.get("workdir")
+    if where:
+        record["workdir"] = where
     if {k: v for k, v in record.items() if k != "updated"} != {
         k: v for k, v in previous.items() if k != "updated"
     }:
         write_json_atomic(Path(results_dir) / IDENTITY_FILE, record)
 
 
-def record_rebuilt(results_dir: str | os.PathLike[str], cfg: Mapping[str, Any], commit: str | None) -> None:
+def record_rebuilt(
+    results_dir: str | os.PathLike[str],
+    cfg: Mapping[str, Any],
+    commit: str | None,
+    workdir: str | os.PathLike[str] | None = None,
+) -> None:
     """A run built every target of ``cfg`` into ``results_dir``: its results are now the config's
     (the record's config hash becomes the current one)."""
-    write_identity(results_dir, cfg, commit, rebuilt=True)
+    write_identity(results_dir, cfg, commit, rebuilt=True, workdir=workdir)
