@@ -4,6 +4,7 @@ start runs at the paper's rate, VI's own rate and the authors' lr 0.1 x 600 step
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from noisyor_bench.experiments.ape.baselines import nuts_index, select_combinations
@@ -51,3 +52,27 @@ def test_warm_start_variants():
         {"vi": {"lr": 0.0005, "warm_lr": 0.0005, "warm_authors": {"lr": 0.1, "steps": 0}}}
     )
     assert same == {}  # VI's rate is the paper's, and the authors' row is switched off
+
+
+def test_chain_halves_score_each_half_of_the_samples_apart():
+    """NUTS's convergence check: the paper-style value of the first and of the second half of the
+    chain's samples, each the metric of that half alone (a chain that jumps halfway shows it)."""
+    from noisyor_bench.experiments.ape.evaluate import _generator, chain_halves
+    from noisyor_bench.experiments.ape.pairs import EvalCombinations
+    from noisyor_bench.models.topics.logistic_normal import paper_prior
+    from noisyor_bench.models.topics.paper_metric import paper_metric_terms
+
+    gen = torch.Generator().manual_seed(0)
+    theta = torch.distributions.Dirichlet(torch.full((8,), 0.5, dtype=torch.float64)).sample((3, 2))
+    x = torch.randint(1, 4, (3, 8), generator=gen).double()
+    combos = EvalCombinations(x, theta, np.arange(3), np.zeros(3, dtype=int))
+    jump = torch.tensor([3.0, -3.0]).expand(10, 3, 2)  # the chain jumps at sample 10 to topic 1
+    h = torch.cat([torch.zeros(10, 3, 2), jump]).double()
+    ev = {"paper_draws": 4, "paper_repeats": 3}
+    first, second = chain_halves(combos, h, ev, seed=1)
+    by_hand = paper_metric_terms(
+        x, theta, h[:10], paper_prior(2), 4, 3, _generator(1, "ape-eval-paper-halves")
+    )
+    assert first == pytest.approx(float(by_hand["total"].mean()), abs=1e-12)
+    assert abs(second - first) > 0.01  # the halves see two different states
+    assert chain_halves(combos, h[:1], ev, seed=1) is None

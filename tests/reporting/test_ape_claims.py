@@ -244,6 +244,22 @@ def test_the_clean_is_prints_how_far_halving_its_draws_moves_it(tmp_path, shift,
     assert close.numbers.count(f": {state} (< 0.01 needed)") == 1
 
 
+@pytest.mark.parametrize(("shift", "held"), [(0.3, True), (-0.3, True), (0.05, False), (None, False)])
+def test_a_nuts_chain_whose_halves_differ_by_more_than_the_effect_decides_nothing(tmp_path, shift, held):
+    evals = [_eval("toybars", s, PAPER_LIKE) for s in range(3)]
+    if shift is not None:  # NUTS's paper-style value from each half of its samples; seed 1 moves by ``shift``
+        for e in evals:
+            moved = shift if e["seed"] == 1 else shift / 10
+            e["nuts_subset"]["ll_paper_halves"] = [-4.1, -4.1 + moved]
+    nuts = _claims(tmp_path, evals)["ape-nuts-vs-vi-toybars"]
+    if not held:
+        assert nuts.verdict == REPRODUCED and nuts.budget == ""  # NUTS 0.2 below VI in every seed
+        return
+    assert nuts.verdict == INCONCLUSIVE and nuts.margin == ""
+    assert f"by {{1: {shift:+.3f}}} nats/word, more than the 0.200 difference" in nuts.budget, nuts.budget
+    assert "at this budget: NUTS - VI -0.200 [" in nuts.budget
+
+
 def test_agreement_of_equal_counts_keeps_the_count_resolution(tmp_path):
     # APE one pair below Standard in every seed: a zero-width CI would say "not reproduced"
     values = {**PAPER_LIKE, "standard": (-9.3, -9.4, 0.01, 44)}

@@ -23,7 +23,8 @@ five fields; the run scores every method and trains nothing):
   ``agree_vi_eval`` (the former measure: ``evaluation.elbo_samples`` draws on the evaluation
   combinations, below its own noise) and ``converged``; ``ranking`` the reference's record
   (``vi_totals``, every method's ``totals`` and ``agree``, the Monte Carlo ``mc_ceiling``,
-  ``vi_is_totals``: the seeds' VI-vs-VI ceilings are computed from them in Table 1); ``nuts_subset`` the same for NUTS and VI on NUTS's combinations;
+  ``vi_is_totals``: the seeds' VI-vs-VI ceilings are computed from them in Table 1); ``nuts_subset`` the same for NUTS and VI on NUTS's combinations
+  (and ``ll_paper_halves``: NUTS's paper-style value from the first and the second half of its samples);
   ``figure1`` the times to quality;
 * ``scores.npz`` -- per method ``elbo_model_<m>`` / ``is_model_<m>`` (models,) totals,
   ``rank_model_<m>`` (models,) its ranking totals and ``rank_reference_vi`` VI's reference
@@ -439,6 +440,7 @@ def _score_nuts(
         float(paper.std()) if paper.numel() > 1 else 0.0,
     )
     nuts_scores.update(_paper_terms(terms))
+    out["ll_paper_halves"] = chain_halves(sub, h, ev, seed)
     idx = torch.as_tensor(index)
     vi_scores = score_q(sub, vi_q[0][idx], vi_q[1][idx], section, seed)
     _ = ape_prior  # the clean prior is score_q's
@@ -449,6 +451,36 @@ def _score_nuts(
             out["methods"][m].update(single(seconds).columns("time_s"))
     arrays_out["is_pair_nuts_subset"] = nuts_scores["is_pair_values"].numpy()
     return out
+
+
+def chain_halves(
+    sub: EvalCombinations, h: torch.Tensor, ev: Mapping[str, Any], seed: int
+) -> list[float] | None:
+    """NUTS's paper-style log-likelihood per word from the first and from the second half of its
+    samples (in chain order), [first, second]: how far the estimate still moves along the chain,
+    the convergence check of the quantity the NUTS claim compares (a chain whose halves differ by
+    more than the claim's effect cannot decide it). ``None`` with fewer than 2 samples."""
+    from noisyor_bench.models.topics.logistic_normal import paper_prior
+    from noisyor_bench.models.topics.paper_metric import paper_metric_terms
+
+    half = int(h.shape[0]) // 2
+    if half < 1:
+        return None
+    gen = _generator(seed, "ape-eval-paper-halves")
+    values = []
+    with torch.no_grad():
+        for part in (h[:half], h[half : 2 * half]):
+            terms = paper_metric_terms(
+                sub.x.double(),
+                sub.theta.double(),
+                part,
+                paper_prior(sub.theta.shape[1]),
+                int(ev.get("paper_draws", 10)),
+                int(ev.get("paper_repeats", 10)),
+                gen,
+            )
+            values.append(float(terms["total"].mean()))
+    return values
 
 
 def warm_variant_configs(section: Mapping[str, Any]) -> dict[str, Any]:

@@ -53,10 +53,12 @@ from noisyor_bench.reporting.ape.gaps import paper_gap
 from noisyor_bench.reporting.ape.labels import TABLE1_LABELS
 from noisyor_bench.reporting.ape.paper import claim_location, table1_row
 from noisyor_bench.reporting.claims import (
+    DECISIVE,
     DF_RULE,
     INCONCLUSIVE,
     RULE_LESS,
     Claim,
+    Interval,
     Side,
     combine,
     compare,
@@ -481,7 +483,26 @@ def nuts_vs_vi(table: pd.DataFrame, dataset: str) -> Claim:
         cid, statement, key, verdict, numbers, timing, timed_margin(verdict, [slower.verdict], [below])
     )
     unconverged = join_qualifiers(rows_unconverged(), chain["stuck"], chain["unmixed"])
-    return replace(claim, unconverged=unconverged, protocol_deviation=chain["deviation"])
+    # a decisive verdict the likelihood part decides is held back where the chains still move
+    budget = _chain_budget(table, dataset, diff) if verdict in DECISIVE and below in DECISIVE else ""
+    return replace(claim, unconverged=unconverged, protocol_deviation=chain["deviation"], budget=budget)
+
+
+def _chain_budget(table: pd.DataFrame, dataset: str, diff: Interval) -> str:
+    """The ``budget`` of a NUTS comparison its chains cannot decide: where NUTS's paper-style
+    value moves between the first and the second half of its samples by more than the compared
+    difference in some seed, a longer chain could move the difference past it (the curve rule of
+    the other claims, on the quantity this claim compares); "" otherwise or without the halves."""
+    shifts = _values(table, dataset, "nuts", "nuts_half_shift")
+    moved = {s: v for s, v in sorted(shifts.items()) if math.isfinite(v) and abs(v) > abs(diff.estimate)}
+    if not moved:
+        return ""
+    cells = ", ".join(f"{s}: {v:+.3f}" for s, v in moved.items())
+    return (
+        f"NUTS's paper-style LL moved between the first and the second half of its samples by "
+        f"{{{cells}}} nats/word, more than the {abs(diff.estimate):.3f} difference; at this budget: "
+        f"NUTS - VI {diff.text(3)}"
+    )
 
 
 def _nuts_chain(table: pd.DataFrame, dataset: str) -> dict[str, str]:

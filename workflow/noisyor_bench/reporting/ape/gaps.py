@@ -54,6 +54,7 @@ NUTS_CHAIN_COLUMNS = (
     "nuts_moved_fraction",
     "nuts_sd_ratio",
     "nuts_stuck",
+    "nuts_half_shift",  # paper-style LL/word, second half of the samples - first half
 )
 
 
@@ -67,6 +68,9 @@ def nuts_chain_columns(subset: Mapping[str, Any]) -> dict[str, float]:
     def num(v: Any) -> float:
         return math.nan if v is None else float(v)
 
+    halves = subset.get("ll_paper_halves") or [None, None]
+    shift = math.nan if None in halves else float(halves[1]) - float(halves[0])
+
     return {
         "nuts_documents": num(subset.get("documents")),
         "nuts_step_size": num(chain.get("step_size")),
@@ -78,6 +82,7 @@ def nuts_chain_columns(subset: Mapping[str, Any]) -> dict[str, float]:
         "nuts_moved_fraction": num(diag.get("moved_fraction")),
         "nuts_sd_ratio": num(diag.get("sd_ratio_median")),
         "nuts_stuck": num(diag.get("stuck")),
+        "nuts_half_shift": shift,
     }
 
 
