@@ -303,16 +303,24 @@ def test_avipam_speedup_is_judged_on_cpu_time_when_both_sides_ran_one_thread() -
     assert "per-step CPU times, one thread" in on_cpu.timing and "ratio 40.0" in on_cpu.timing
     assert on_wall.verdict == NOT_REPRODUCED and "CPU time" not in on_wall.numbers
     assert "per-step wall times" in on_wall.timing and "ratio 3.0" in on_wall.timing
-    assert "CPU time where both ran one thread" in on_cpu.rule == on_wall.rule
+    assert "CPU time where the run recorded it on one thread" in on_cpu.rule == on_wall.rule
 
 
-def test_avipam_speedup_uses_wall_time_for_several_threads_or_a_seed_without_cpu_time() -> None:
+def test_avipam_speedup_uses_wall_time_for_several_threads_and_per_seed_where_cpu_time_is_missing() -> None:
+    # aviPAM on 4 threads: its CPU time is not its wall time, so its wall time counts (Gibbs: one thread)
     threaded = avc.speedup(_avipam_tables(*LOADED_WALL, cpu=IDLE_CPU, threads=4))
     assert threaded.verdict == NOT_REPRODUCED and "CPU time" not in threaded.numbers
+    assert "CPU where recorded (4-PAM Gibbs seeds [0, 1, 2]), else wall); ratio 4.0" in threaded.timing
     t = _avipam_tables(*LOADED_WALL, cpu=IDLE_CPU)["avipam-table1"]
     row = t.index[t["method"] == "avipam-pam4"][0]
-    t.loc[row, "train_cpu_minutes_median_values"] = "0:1.0;1:1.0"  # seed 2 has no CPU time
-    assert "CPU time" not in avc.speedup({"avipam-table1": t}).numbers
+    for part in ("median", "low", "high"):  # seed 2 of aviPAM has no CPU time (a run from before it)
+        t.loc[row, f"train_cpu_minutes_{part}_values"] = "0:1.0;1:1.0;2:nan"
+    mixed = avc.speedup({"avipam-table1": t})
+    assert "time (CPU where recorded: 4-PAM Gibbs seeds [0, 1, 2], aviPAM 4-PAM seeds [0, 1]; else wall)" in (
+        mixed.numbers
+    ), mixed.numbers
+    # Gibbs 40 min (CPU) in every seed; aviPAM 1, 1 (CPU) and 10 (wall): mean log ratio ln(40) - ln(10)/3
+    assert "ratio 18.6" in mixed.timing, mixed.timing
 
 
 def test_tables_without_spread_columns_fall_back_to_the_measured_time() -> None:
