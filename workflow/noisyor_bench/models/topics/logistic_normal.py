@@ -210,6 +210,11 @@ def importance_log_weights(
     return log_likelihood(x, h, theta, include_coefficient) + log_prior(h, prior) - log_q(h, mu, log_sigma)
 
 
+def is_estimate(w: torch.Tensor) -> torch.Tensor:
+    """The importance-sampled log marginal from log-weights ``w`` (S, B): logsumexp_s w_s - log S."""
+    return torch.logsumexp(w, 0) - math.log(w.shape[0])
+
+
 def log_marginal_is(
     x: torch.Tensor,
     theta: torch.Tensor,
@@ -225,7 +230,7 @@ def log_marginal_is(
     consistent as S grows)."""
     with torch.no_grad():
         w = importance_log_weights(x, theta, mu, log_sigma, prior, n_samples, generator, include_coefficient)
-    return torch.logsumexp(w, 0) - math.log(n_samples)
+    return is_estimate(w)
 
 
 def per_word_log_likelihood(
@@ -262,9 +267,7 @@ def per_word_log_likelihood_halves(
         raise ValueError(f"per_word_log_likelihood_halves: n_samples={n_samples} must be >= 2")
     with torch.no_grad():
         w = importance_log_weights(x, theta, mu, log_sigma, prior, n_samples, generator, False)
-    half = n_samples // 2
-    per_pair = torch.logsumexp(w, 0) - math.log(n_samples)
-    per_pair_half = torch.logsumexp(w[:half], 0) - math.log(half)
+    per_pair, per_pair_half = is_estimate(w), is_estimate(w[: n_samples // 2])
     tokens = x.sum()
     return float(per_pair.sum() / tokens), float(per_pair_half.sum() / tokens), per_pair
 
