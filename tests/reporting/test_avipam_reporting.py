@@ -179,6 +179,26 @@ def test_speedup_scales_reduced_gibbs_to_the_paper_iterations() -> None:
     assert avc.speedup(_tables(runs)).verdict == REPRODUCED
 
 
+def test_speedup_charges_avipam_the_epochs_to_its_coherence_plateau() -> None:
+    """An aviPAM run stopped at 20 epochs whose coherence plateaus at 200 is charged 10x its
+    minutes: 25 min of Gibbs (0.5 min x 50) against 10 min is 2.5x, not the 25x as run."""
+    runs = _runs(
+        {("pam4-gibbs", "sub"): 0.2, ("avipam-pam4", "sub"): 0.24},
+        minutes={"pam4-gibbs": 0.5, "avipam-pam4": 1.0},
+    )
+    runs.loc[runs["method"] == "pam4-gibbs", "gibbs_iterations"] = 200
+    runs.loc[runs["method"] == "avipam-pam4", "epochs"] = 20
+    assert avc.speedup(_tables(runs)).verdict == REPRODUCED  # no plateau known: as run, 25x
+    runs.loc[runs["method"] == "avipam-pam4", "coherence_plateau_epoch"] = 200
+    claim = avc.speedup(_tables(runs))
+    assert claim.verdict == NOT_REPRODUCED
+    assert "x10 -> its coherence plateau at 200 epochs" in claim.numbers
+    assert "aviPAM minutes scaled from 20 epochs to its coherence plateau" in claim.protocol_deviation
+    assert "ratio 2.5 " in claim.timing
+    runs.loc[runs["method"] == "avipam-pam4", "epochs"] = 200  # at its plateau: nothing scaled
+    assert "coherence plateau" not in avc.speedup(_tables(runs)).numbers
+
+
 def test_missing_tables_give_no_data() -> None:
     for check in avc.CHECKS:
         claim = check({}) if check is not avc.speedup else check({}, "")

@@ -4,6 +4,7 @@ timings with their spread, and speed claims decided only when the spread agrees 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -27,9 +28,16 @@ from noisyor_bench.reporting.ape.claims import ape_claims
 from noisyor_bench.reporting.ape.table1 import figure1_rows, seed_rows, table1
 from noisyor_bench.reporting.avipam import claims as avc
 from noisyor_bench.reporting.avipam import tables as avt
-from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from noisyor_bench.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Interval
 from noisyor_bench.reporting.tables import read_table, write_table
-from noisyor_bench.reporting.timing_claims import SPREAD_NOTE, TIMING_MARGIN, log_ratio_spread, spread_verdict
+from noisyor_bench.reporting.timing_claims import (
+    SPREAD_NOTE,
+    TIMING_MARGIN,
+    TOLERANCE_NOTE,
+    judge_speed,
+    log_ratio_spread,
+    spread_verdict,
+)
 
 
 def _fake_clock(durations: list[float]) -> Iterator[float]:
@@ -120,6 +128,33 @@ def test_timings_add_rebase_and_round_trip() -> None:
 )
 def test_spread_verdict(ci_verdict: str, spread: tuple[float, float], expected: tuple[str, str]) -> None:
     assert spread_verdict(ci_verdict, spread, 2.0) == expected
+
+
+# ----------------------------------------------------------------------- the timing tolerance
+def _ln_ci(estimate: float, low: float, high: float) -> Interval:
+    """A Welch CI of a log ratio, given as ratios (9.9x -> ln 9.9)."""
+    return Interval(math.log(estimate), math.log(low), math.log(high), "welch", "3 vs 3", df=4.0)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "expected", "note"),
+    [
+        ((8.3, 7.0, 9.9), INCONCLUSIVE, TOLERANCE_NOTE),  # below 10x, but its upper end within x1.5
+        ((8.3, 6.4, 10.7), INCONCLUSIVE, ""),  # the same claim in another run: the CI crosses 10x
+        ((5.0, 4.0, 6.5), NOT_REPRODUCED, ""),  # upper end below 10x / 1.5
+        ((46.1, 31.3, 67.8), REPRODUCED, ""),
+        ((20.0, 14.0, 28.0), INCONCLUSIVE, TOLERANCE_NOTE),  # lower end within x1.5 above 10x
+    ],
+)
+def test_a_timed_verdict_needs_its_ci_to_clear_the_threshold_by_the_tolerance(
+    ratio: tuple[float, float, float], expected: str, note: str
+) -> None:
+    iv = _ln_ci(*ratio)
+    part = judge_speed(iv, (iv.low, iv.high), math.log(10.0), scale="ln")
+    assert (part.verdict, part.note) == (expected, note)
+    # the same ratios on a log10 scale judge alike: the tolerance is a factor, not a log unit
+    iv10 = Interval(*(v / math.log(10.0) for v in (iv.estimate, iv.low, iv.high)), "welch", "3 vs 3", df=4.0)
+    assert judge_speed(iv10, (iv10.low, iv10.high), 1.0, scale="log10").verdict == expected
 
 
 # ------------------------------------------------------------------- APE: ape-close-to-vi-faster
