@@ -79,6 +79,8 @@ def _results(tmp_path: Path) -> Path:
             "rule": ["train_cell", "train_cell", "search_chunk", "ape_train", "avipam_run", "claims_merge"],
             "job": ["a", "b", "c", "d", "e", "f"],
             "s": [300.0, 240.0, 60.0, 90.0, 45.0, 1000.0],
+            # CPU time where measured (a job that waited for a core: wall 240 s, CPU 60 s)
+            "cpu_time_s": [300.0, 60.0, None, 90.0, 45.0, 1000.0],
         }
     ).to_csv(results / "tables" / "runtime_jobs.csv", index=False)
     return results
@@ -93,11 +95,12 @@ def test_answer_counts_each_paper_apart_and_the_study_after(tmp_path: Path):
     assert acp.counts == Counter({"reproduced": 12, "not reproduced": 6, "inconclusive": 6, "not tested": 6})
     assert acp.qualifiers == Counter({"protocol_deviation": 10, "unconverged": 8})  # i % 3, i % 4 of 0..29
     # compute per paper: its cost model's compute rules only (claims_merge is nobody's)
-    assert run.job_seconds == {"acp": 600.0, "ape": 90.0, "avipam": 45.0, "ape_noisyor": 0.0}
+    # job b counts its 60 s of CPU, not its 240 s of wall; job c, without a CPU time, its wall
+    assert run.job_seconds == {"acp": 420.0, "ape": 90.0, "avipam": 45.0, "ape_noisyor": 0.0}
     line = answer.answer_line(acp, run, "results/claims/acp_claims.html")
     assert line == (
         "ACP: 12 of 30 claims reproduced, 6 not reproduced, 6 inconclusive, 6 not tested "
-        "(grid quick, 10 min of jobs) -> results/claims/acp_claims.html"
+        "(grid quick, 7 min of job CPU time) -> results/claims/acp_claims.html"
     )
     lines = answer.answer_lines(items, run)
     assert [x.split(":")[0] for x in lines[:3]] == ["ACP", "APE", "aviPAM"]
@@ -119,6 +122,20 @@ def test_claims_rejudged_later_name_the_commit_that_judged_them(tmp_path: Path):
     prov["environment"]["code"] = {"commit": "0123456789abcdef0123", "dirty": False}
     (results / "tables" / "claims.csv.prov.json").write_text(json.dumps(prov))
     assert "claims judged" not in answer.run_line(answer.run_info(results))
+
+
+def test_a_run_continued_by_later_code_names_the_commit_that_made_its_results(tmp_path: Path):
+    """Results made by one commit and partly re-run by another: the run line names both."""
+    results = _results(tmp_path)
+    record = json.loads((results / ".noisyor-bench-results.json").read_text())
+    assert "results first made" not in answer.run_line(answer.run_info(results))  # no "created" yet
+    record["created"] = {"commit": "aaaabbbbccccdddd"}
+    (results / ".noisyor-bench-results.json").write_text(json.dumps(record))
+    line = answer.run_line(answer.run_info(results))
+    assert "commit 0123456789ab; results first made at commit aaaabbbbcccc" in line
+    record["created"] = {"commit": "0123456789abcdef0123"}  # the same commit: said once
+    (results / ".noisyor-bench-results.json").write_text(json.dumps(record))
+    assert "first made" not in answer.run_line(answer.run_info(results))
 
 
 def test_an_older_verdict_is_counted_not_dropped():

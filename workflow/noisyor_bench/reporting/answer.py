@@ -9,7 +9,7 @@ the last invocation, compute per paper from the benchmark files); the renderers
 (:func:`answer_lines`, :func:`answer_markdown`, :func:`answer_rst`) write the same line in each
 medium:
 
-    ACP: 20 of 43 claims reproduced, 5 not reproduced, 10 inconclusive, 8 not tested (grid quick, 14 min of jobs) -> <link>
+    ACP: 20 of 43 claims reproduced, 5 not reproduced, 10 inconclusive, 8 not tested (grid quick, 14 min of job CPU time) -> <link>
 
 A run may select some papers only (``papers=[ape]``): :func:`results_answers` keeps the other
 papers' answers from their last run (their stage claims CSVs, :attr:`Paper.claims_tables`),
@@ -72,6 +72,7 @@ class RunInfo:
     job_seconds: Mapping[str, float] = field(default_factory=dict)
     claims_commit: str | None = None  # the code that judged the claims (claims.csv's provenance)
     claims_dirty: bool = False
+    created_commit: str | None = None  # the code of the invocation that created the results directory
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,10 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 def job_seconds_per_paper(runtime_jobs_csv: Path, paper_ids: Sequence[str]) -> dict[str, float]:
     """Seconds of compute per paper: its compute rules' jobs (each paper's cost model lists
-    them, experiments.costs.compute_rules) summed over ``tables/runtime_jobs.csv``."""
+    them, experiments.costs.compute_rules) summed over ``tables/runtime_jobs.csv`` -- each job's
+    CPU time (``cpu_time_s``) where Snakemake measured it, else its wall time (``s``): the wall
+    time of a job waiting for a core on a loaded machine counts the wait, its CPU time does not,
+    so the figure is the grid's cost, not the machine's load."""
     from noisyor_bench.experiments.costs import compute_rules
 
     if not runtime_jobs_csv.is_file():
@@ -184,11 +188,15 @@ def job_seconds_per_paper(runtime_jobs_csv: Path, paper_ids: Sequence[str]) -> d
         raise DataError(f"{runtime_jobs_csv}: cannot read the job times ({err})") from None
     if not {"rule", "s"} <= set(jobs.columns):
         raise DataError(f"{runtime_jobs_csv}: needs columns 'rule' and 's' (has {list(jobs.columns)})")
+    seconds = pd.to_numeric(jobs["s"], errors="coerce")
+    if "cpu_time_s" in jobs.columns:
+        cpu = pd.to_numeric(jobs["cpu_time_s"], errors="coerce")
+        seconds = cpu.where(cpu > 0, seconds)
     out = {}
     for pid in paper_ids:
         rules = compute_rules([pid])
         if rules:
-            out[pid] = float(jobs.loc[jobs["rule"].isin(rules), "s"].sum())
+            out[pid] = float(seconds[jobs["rule"].isin(rules)].sum())
     return out
 
 
@@ -216,6 +224,7 @@ def run_info(results_dir: str | Path) -> RunInfo:
         job_seconds=job_seconds_per_paper(results / "tables" / "runtime_jobs.csv", ids or papers.ids()),
         claims_commit=claims_code.get("commit"),
         claims_dirty=bool(claims_code.get("dirty")),
+        created_commit=(own.get("created") or {}).get("commit"),
     )
 
 
@@ -417,7 +426,7 @@ def _context(answer: PaperAnswer, run: RunInfo) -> str:
     bits = [f"grid {run.grid}" if run.grid else "grid unknown"]
     seconds = run.job_seconds.get(answer.paper_id)
     if seconds:
-        bits.append(f"{human_duration(seconds)} of jobs")
+        bits.append(f"{human_duration(seconds)} of job CPU time")
     if answer.sources:
         bits.append("verdicts from " + ", ".join(f"{label} {n}" for label, n in answer.sources.items()))
     return f"({', '.join(bits)})"
@@ -454,6 +463,9 @@ def run_line(run: RunInfo) -> str:
         bits.append(f"papers {' '.join(run.papers)}")
     if run.commit:
         bits.append(commit_phrase(run))
+    if run.created_commit and run.commit and run.created_commit[:12] != str(run.commit)[:12]:
+        # later invocations re-ran only some jobs: the rest are the first run's
+        bits.append(f"results first made at commit {run.created_commit[:12]}")
     if run.claims_commit and (run.claims_commit != run.commit or (run.claims_dirty and not run.dirty)):
         dirty = f" {DIRTY_LABEL}" if run.claims_dirty else ""
         bits.append(f"claims judged at commit {run.claims_commit[:12]}{dirty}")
