@@ -139,9 +139,10 @@ def is_time(name: str) -> bool:
     return (
         name in TIME_KEYS
         or "seconds" in name
-        or base
-        in ("time_s", "train_minutes", "train_cpu_minutes", "timing", "cpu_timing")  # timing: median, spread
-        or base.startswith(("time_s_", "train_minutes_", "train_cpu_minutes_"))  # ..._median, _low, _high
+        or base in ("time_s", "time_cpu_s", "train_minutes", "train_cpu_minutes", "timing", "cpu_timing")
+        or base.startswith(
+            ("time_s_", "time_cpu_s_", "train_minutes_", "train_cpu_minutes_")
+        )  # _median, _low
         or base.endswith(("_time", "time_to_quality"))
         or "time_to_quality_" in base
     )

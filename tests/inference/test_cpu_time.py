@@ -13,7 +13,7 @@ from noisyor_bench.experiments.rundir import curve_csv
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.topics.pam_gibbs import fit_pam_gibbs
 from noisyor_bench.inference.training import Trainer
-from noisyor_bench.infra.timing import epoch_cpu_timing
+from noisyor_bench.infra.timing import epoch_cpu_timing, time_repeated_clocks
 
 PAUSE = 0.02  # seconds off the CPU per training step
 
@@ -64,3 +64,33 @@ def test_a_gibbs_chain_records_its_cpu_time_at_every_trace_point() -> None:
     assert len(fit.cpu_trace) == len(fit.trace) == 8
     assert list(fit.cpu_trace) == sorted(fit.cpu_trace) and fit.cpu_trace[0] > 0.0
     assert fit.cpu_trace[-1] == fit.cpu_seconds
+
+
+def test_repeated_timings_read_every_call_on_every_clock() -> None:
+    ticks = {"wall": iter([0.0, 1.0, 1.0, 3.0, 3.0, 4.0, 4.0, 9.0, 9.0, 10.0]), "cpu": iter(range(0, 20, 2))}
+    calls: list[int] = []
+    out, (wall, cpu) = time_repeated_clocks(
+        lambda: calls.append(1) or len(calls), 5, (lambda: next(ticks["wall"]), lambda: next(ticks["cpu"]))
+    )
+    assert out == 5 and len(calls) == 5  # one loop: each call timed on both clocks
+    assert (wall.median, wall.low, wall.high, wall.n) == (1.0, 1.0, 5.0, 5)
+    assert (cpu.median, cpu.low, cpu.high) == (2.0, 2.0, 2.0)
+
+
+def test_ape_vi_records_its_cpu_time_per_step_and_in_total() -> None:
+    from noisyor_bench.experiments.ape.baselines import _cpu_timing
+    from noisyor_bench.inference.topics.ape_vi import ViConfig, fit_vi
+    from noisyor_bench.models.topics.logistic_normal import ape_prior
+
+    gen = torch.Generator().manual_seed(0)
+    theta = torch.distributions.Dirichlet(torch.full((8,), 0.5)).sample((3, 2))
+    x = torch.randint(0, 4, (3, 8), generator=gen).float()
+    result = fit_vi(
+        x, theta, ape_prior(2, dtype=torch.float32), ViConfig(max_steps=30, stop_rule=False), seed=0
+    )
+    cpu = [row["cpu_seconds"] for row in result.curve]
+    assert cpu == sorted(cpu) and cpu[-1] == result.cpu_seconds > 0.0
+    timing = _cpu_timing([result, result])  # two groups side by side: their CPU times add
+    assert timing is not None and timing.measured == 2 * result.cpu_seconds
+    result.curve[-1].pop("cpu_seconds")  # a curve without the column (a run from before it)
+    assert _cpu_timing([result]) is None

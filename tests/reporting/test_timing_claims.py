@@ -84,8 +84,11 @@ def test_encode_timed_really_repeats_the_forward_pass() -> None:
         theta = torch.ones(4, 2, 3)
 
     enc = Encoder()
-    mu, log_sigma, timing = encode_timed(enc, Combos(), repeats=1)  # type: ignore[arg-type]
-    assert enc.calls == MIN_REPEATS and timing.n == MIN_REPEATS
+    mu, log_sigma, timing, cpu = encode_timed(enc, Combos(), repeats=1)  # type: ignore[arg-type]
+    assert (
+        enc.calls == MIN_REPEATS and timing.n == MIN_REPEATS and cpu.n == MIN_REPEATS
+    )  # one loop, two clocks
+    assert 0.0 <= cpu.low <= cpu.median <= cpu.high
     assert mu.dtype == torch.float64 and mu.shape == (4, 2)
 
 

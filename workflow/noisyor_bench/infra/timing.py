@@ -92,14 +92,29 @@ def time_repeated(
 ) -> tuple[T, Timing]:
     """Run ``fn`` max(``repeats``, :data:`MIN_REPEATS`) times; (its last result, the median and
     min..max wall time of one call).  ``clock`` is injectable for tests."""
-    times: list[float] = []
+    out, (timing,) = time_repeated_clocks(fn, repeats, (clock,))
+    return out, timing
+
+
+def time_repeated_clocks(
+    fn: Callable[[], T],
+    repeats: int = MIN_REPEATS,
+    clocks: Sequence[Callable[[], float]] = (time.perf_counter, time.process_time),
+) -> tuple[T, tuple[Timing, ...]]:
+    """:func:`time_repeated` on several clocks at once (default: wall, then the process's CPU
+    time), every call read on each: (the last result, one repeated :class:`Timing` per clock)."""
+    times: list[list[float]] = [[] for _ in clocks]
     out: T
     for _ in range(max(int(repeats), MIN_REPEATS)):
-        tick = clock()
+        ticks = [clock() for clock in clocks]
         out = fn()
-        times.append(clock() - tick)
-    med = float(statistics.median(times))
-    return out, Timing(med, float(min(times)), float(max(times)), med, len(times), "repeated")
+        for spent, clock, tick in zip(times, clocks, ticks):
+            spent.append(clock() - tick)
+    timings = []
+    for spent in times:
+        med = float(statistics.median(spent))
+        timings.append(Timing(med, float(min(spent)), float(max(spent)), med, len(spent), "repeated"))
+    return out, tuple(timings)
 
 
 def _quantile(values: Sequence[float], q: float) -> float:

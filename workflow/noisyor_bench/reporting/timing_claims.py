@@ -108,6 +108,65 @@ def timed_side(table: pd.DataFrame | None, metric: str, **where: object) -> Time
     return TimedSide(median, low, high)
 
 
+def clocked_side(
+    table: pd.DataFrame | None, wall: str, cpu: str, **where: object
+) -> tuple[TimedSide, set[int]]:
+    """The per-seed times a speed claim compares, and the seeds measured on the CPU clock: per
+    seed, the process's CPU time (``cpu``'s median and spread) where the run recorded it on one
+    thread (the table's per-seed ``threads``, or its row's) -- the wall time on an idle core,
+    which another job on the machine does not move -- else its wall time (``wall``: runs from
+    before CPU time was recorded, e.g. a reference's first seeds; runs on several threads)."""
+    wall_t = timed_side(table, wall, **where)
+    if not wall_t or table is None:
+        return wall_t, set()
+    threads = table_side(table, "threads", **where).values or {
+        s: _row_value(table, "threads", where) for s in wall_t.median.values
+    }
+    parts = {part: table_side(table, f"{cpu}_{part}", **where).values for part in ("median", "low", "high")}
+    seeds = {
+        s
+        for s in wall_t.median.values
+        if threads.get(s) == 1
+        and all(math.isfinite(parts[p].get(s, math.nan)) and parts[p][s] > 0 for p in parts)
+    }
+
+    def pick(side: Side, part: str) -> Side:
+        return Side(
+            {s: parts[part][s] if s in seeds else v for s, v in side.values.items()},
+            side.deterministic,
+            side.rows,
+        )
+
+    return TimedSide(pick(wall_t.median, "median"), pick(wall_t.low, "low"), pick(wall_t.high, "high")), seeds
+
+
+def _row_value(table: pd.DataFrame, column: str, where: dict[str, object]) -> float:
+    """``column`` of the first row matching ``where`` (NaN when absent)."""
+    if column not in table.columns or any(k not in table.columns for k in where):
+        return math.nan
+    mask = np.ones(len(table), dtype=bool)
+    for k, v in where.items():
+        mask &= (table[k] == v).to_numpy()
+    rows = table[mask]
+    value = rows[column].iloc[0] if len(rows) else math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def clock_label(sides: dict[str, tuple[set[int], set[int]]]) -> tuple[str, str]:
+    """(how the numbers name the compared time, how the timing names the per-step times) from
+    each side's (CPU-clock seeds, all seeds): "CPU time" where every seed of both sides is on
+    the CPU clock, "time" (wall) where none is, else which seeds are on which clock."""
+    if all(cpu == every for cpu, every in sides.values()):
+        return "CPU time", "CPU times, one thread"
+    if not any(cpu for cpu, _ in sides.values()):
+        return "time", "wall times"
+    where = ", ".join(f"{name} seeds {sorted(cpu)}" for name, (cpu, _) in sides.items() if cpu)
+    return f"time (CPU where recorded: {where}; else wall)", f"times: CPU where recorded ({where}), else wall"
+
+
 def _mean_log(side: Side, log: Callable[[float], float]) -> float:
     vals = [log(v) for v in side.values.values() if v > 0 and math.isfinite(v)]
     return float(np.mean(vals)) if vals else float("nan")

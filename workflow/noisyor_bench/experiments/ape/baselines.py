@@ -4,11 +4,12 @@ NUTS warm-started from VI (appendix A.2), one run directory per (dataset, seed).
 * ``results/runs/ape-vi/<dataset>/vi/n0/seed<s>/``: ``posterior.npz`` (``mu``, ``log_sigma``
   (P, K) of every combination), ``curve.csv`` (step, seconds, elbo per pair[, eval_elbo]),
   ``metrics.json`` (time, ``timing``: the time re-based on the per-step times, with its spread
-  (:func:`noisyor_bench.infra.timing.cumulative_timing`), steps, the A.2 stopping rule's verdict
-  as ``converged``);
+  (:func:`noisyor_bench.infra.timing.cumulative_timing`), ``cpu_seconds`` / ``cpu_timing`` the
+  same on the process's CPU time (``curve.csv`` column ``cpu_seconds``), ``threads``, steps, the
+  A.2 stopping rule's verdict as ``converged``);
 * ``results/runs/ape-nuts/<dataset>/nuts/n0/seed<s>/``: ``samples.npz`` (``h`` (S, P', K) on
   the P' combinations ``index`` (:func:`nuts_index`: distinct documents), ``init``),
-  ``metrics.json`` (time, P', their documents, step size, acceptance, divergences and
+  ``metrics.json`` (time, ``cpu_seconds``, ``threads``, P', their documents, step size, acceptance, divergences and
   ``diagnostics``: ESS, split R-hat, movement, spread against VI's sigma, ``stuck``).
 
 VI and NUTS run in float32 (their times are Table 1's); the metrics are computed in float64
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,11 +81,23 @@ class GroupedVi:
     curve: list[dict[str, float]]
     convergence: Any
     timing: Timing | None = None  # seconds re-based on the per-step times (infra.timing)
+    cpu_timing: Timing | None = None  # the same on the process's CPU time (None: not recorded)
 
 
-def _step_timing(r: Any) -> Timing:
-    """One fit_vi run's time re-based on its per-step times (its curve: cumulative seconds per step)."""
-    return cumulative_timing([row["step"] for row in r.curve], [row["seconds"] for row in r.curve], r.seconds)
+def _step_timing(r: Any, clock: str = "seconds") -> Timing:
+    """One fit_vi run's time re-based on its per-step times (its curve: cumulative seconds per
+    step); ``clock="cpu_seconds"``: its CPU time the same way."""
+    total = r.seconds if clock == "seconds" else r.cpu_seconds
+    return cumulative_timing([row["step"] for row in r.curve], [row[clock] for row in r.curve], total)
+
+
+def _cpu_timing(results: Sequence[Any]) -> Timing | None:
+    """The CPU-time :class:`Timing` of fit_vi runs side by side (summed), ``None`` unless every
+    run recorded its CPU time per step."""
+    if not results or not all(math.isfinite(r.cpu_seconds) and "cpu_seconds" in r.curve[-1] for r in results):
+        return None
+    timings = [_step_timing(r, "cpu_seconds") for r in results]
+    return sum(timings[1:], timings[0])
 
 
 def fit_vi_grouped(
@@ -117,6 +130,7 @@ def fit_vi_grouped(
             r.curve,
             r.convergence,
             _step_timing(r),
+            _cpu_timing([r]),
         )
     mu = torch.empty(combos.x.shape[0], combos.theta.shape[1], dtype=combos.x.dtype)
     log_sigma = torch.empty_like(mu)
@@ -148,9 +162,13 @@ def fit_vi_grouped(
     lockstep = []
     for step in steps:
         row: dict[str, float] = {"step": step, "seconds": 0.0, "elbo": 0.0, "eval_elbo": 0.0}
+        if all("cpu_seconds" in c for c in curves):
+            row["cpu_seconds"] = 0.0
         for c, w in zip(curves, weights):
             upto = c[c["step"] <= step].iloc[-1]
             row["seconds"] += float(upto["seconds"])
+            if "cpu_seconds" in row:
+                row["cpu_seconds"] += float(upto["cpu_seconds"])
             row["elbo"] += w * float(upto["elbo"]) if np.isfinite(upto["elbo"]) else np.nan
             evals = (
                 c[(c["step"] <= step)]["eval_elbo"].dropna() if "eval_elbo" in c else pd.Series(dtype=float)
@@ -168,6 +186,7 @@ def fit_vi_grouped(
         lockstep,
         worst.convergence,
         sum((_step_timing(r) for r, _ in results[1:]), _step_timing(results[0][0])),
+        _cpu_timing([r for r, _ in results]),
     )
 
 
@@ -214,6 +233,9 @@ def run_vi(
         "steps": int(result.steps),
         "seconds": float(result.seconds),
         "timing": result.timing.as_dict() if result.timing else None,
+        "cpu_seconds": result.cpu_timing.measured if result.cpu_timing else None,
+        "cpu_timing": result.cpu_timing.as_dict() if result.cpu_timing else None,
+        "threads": torch.get_num_threads(),
         "stop_reason": result.stop_reason,
         "epochs": int(result.steps),
         "converged": bool(result.converged),
@@ -322,6 +344,8 @@ def run_nuts(
         "documents": int(np.unique(combos.doc_index).size),
         "combination_index": [int(i) for i in index],
         "seconds": float(result.seconds),
+        "cpu_seconds": float(result.cpu_seconds) if math.isfinite(result.cpu_seconds) else None,
+        "threads": torch.get_num_threads(),
         "step_size": float(result.step_size),
         "acceptance": float(result.acceptance) if math.isfinite(result.acceptance) else None,
         "divergences": int(result.divergences),

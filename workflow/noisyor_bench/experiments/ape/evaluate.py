@@ -16,6 +16,8 @@ five fields; the run scores every method and trains nothing):
   ``time_s_median`` / ``time_s_low`` / ``time_s_high`` and ``timing`` (the time's robust centre
   and spread, :mod:`noisyor_bench.infra.timing`: encoders min..max of the repeated passes; VI
   its time re-based on the median and interquartile step times; NUTS measured once: no spread),
+  the same on the process's CPU time where recorded (``time_cpu_s`` with ``_median`` / ``_low`` /
+  ``_high``, ``cpu_timing``, and the ``threads`` it ran on: encoders, VI and NUTS; not VI-warm),
   ``agree_vi`` / ``agree_is`` of ``pairs`` (the test models ordered by the method's total
   ELBO as by VI's ranking reference (:mod:`.ranking`: ``ranking.elbo_draws`` draws per
   (document, model) over the ranking documents; null for VI-warm when those are not the
@@ -65,7 +67,7 @@ from noisyor_bench.infra import provenance
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.integrity import verified_run_file
 from noisyor_bench.infra.io import load_npz, write_npz_atomic, write_text_atomic
-from noisyor_bench.infra.timing import Timing, single, time_repeated
+from noisyor_bench.infra.timing import Timing, single, time_repeated_clocks
 from noisyor_bench.infra.timing import from_dict as timing_from_dict
 
 log = logging.getLogger(__name__)
@@ -187,19 +189,34 @@ def reconstructions(
         return word_probabilities(h, combos.theta[idx].double()).mean(0).numpy()
 
 
+def _cpu_columns(timing: Timing | None, threads: Any) -> dict[str, Any]:
+    """A method's CPU time as its record keeps it: ``time_cpu_s`` (measured),
+    ``time_cpu_s_median`` / ``_low`` / ``_high``, ``cpu_timing`` and the ``threads`` it ran on
+    (a CPU time on one thread is the wall time on an idle core); {} where none was recorded."""
+    if timing is None:
+        return {}
+    return {
+        "time_cpu_s": timing.measured,
+        **timing.columns("time_cpu_s"),
+        "cpu_timing": timing.as_dict(),
+        "threads": None if threads is None else int(threads),
+    }
+
+
 def encode_timed(
     encoder: Any, combos: EvalCombinations, repeats: int
-) -> tuple[torch.Tensor, torch.Tensor, Timing]:
-    """(mu, log_sigma) of every combination and the wall time of one float32 forward pass:
-    median and min..max of max(``repeats``, :data:`~noisyor_bench.infra.timing.MIN_REPEATS`)
-    passes (milliseconds each: repeating is cheap, and one pass slowed by load moves nothing)."""
+) -> tuple[torch.Tensor, torch.Tensor, Timing, Timing]:
+    """(mu, log_sigma) of every combination, the wall time and the process's CPU time of one
+    float32 forward pass: median and min..max of max(``repeats``,
+    :data:`~noisyor_bench.infra.timing.MIN_REPEATS`) passes, each read on both clocks
+    (milliseconds each: repeating is cheap, and one pass slowed by load moves nothing)."""
     enc32 = encoder.float().eval()
     x, theta = combos.x.float(), combos.theta.float()
     with torch.no_grad():
-        (mu, log_sigma), timing = time_repeated(
+        (mu, log_sigma), (wall, cpu) = time_repeated_clocks(
             lambda: enc32(x, theta if enc32.kind != "standard" else None), repeats
         )
-    return mu.double(), log_sigma.double(), timing
+    return mu.double(), log_sigma.double(), wall, cpu
 
 
 def evaluate_seed(
@@ -221,11 +238,13 @@ def evaluate_seed(
     ev = dict(section.get("evaluation") or {})
     repeats = int(ev.get("timing_repeats", 3))
     posts: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    threads = torch.get_num_threads()  # this job's: the encoders' passes and the warm VI run here
     times: dict[str, Timing] = {}
+    cpu_times: dict[str, Timing | None] = {}  # the process's CPU time where recorded
     converged: dict[str, bool | None] = {}
     for method, run in encoder_runs.items():
         encoder = load_encoder(run)
-        mu, log_sigma, seconds = encode_timed(encoder, combos, repeats)
+        mu, log_sigma, seconds, cpu_times[method] = encode_timed(encoder, combos, repeats)
         posts[method], times[method] = (mu, log_sigma), seconds
         converged[method] = read_run(run).get("converged")
         log.info(
@@ -240,6 +259,7 @@ def evaluate_seed(
     vi_meta = read_run(vi_dir)
     posts["vi"] = (torch.as_tensor(vi_q["mu"]).double(), torch.as_tensor(vi_q["log_sigma"]).double())
     times["vi"] = timing_from_dict(vi_meta.get("timing"), float(vi_meta["seconds"]))
+    cpu_times["vi"] = timing_from_dict(vi_meta["cpu_timing"], math.nan) if vi_meta.get("cpu_timing") else None
     converged["vi"] = vi_meta.get("converged")
     vi_curve = pd.read_csv(verified_run_file(Path(vi_dir) / "curve.csv"))
 
@@ -292,6 +312,7 @@ def evaluate_seed(
             "time_s": times[m].measured,
             **times[m].columns("time_s"),
             "timing": times[m].as_dict(),
+            **_cpu_columns(cpu_times.get(m), vi_meta.get("threads") if m == "vi" else threads),
             "agree_vi": ranked["agree"] if ranked else None,
             "agree_vi_eval": agree_vi.agree,
             "agree_is": agree_is.agree,
@@ -449,6 +470,8 @@ def _score_nuts(
         out["methods"][m]["time_s"] = seconds
         if seconds is not None:  # NUTS records no per-step times: measured once, no spread
             out["methods"][m].update(single(seconds).columns("time_s"))
+    if meta.get("cpu_seconds") is not None:
+        out["methods"]["nuts"].update(_cpu_columns(single(float(meta["cpu_seconds"])), meta.get("threads")))
     arrays_out["is_pair_nuts_subset"] = nuts_scores["is_pair_values"].numpy()
     return out
 

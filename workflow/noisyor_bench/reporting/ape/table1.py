@@ -50,6 +50,8 @@ ARTIFACT = "ape-table1"
 METHODS = ("standard", "ape-naive", "ape-model-aware", "vi", "vi-warm", "nuts", "vi-nuts-subset")
 DATASET_LABELS = {"toybars": "Synthetic data (toy bars, K = 20)", "mdreviews": "Product reviews (K = 30)"}
 TIME_SPREAD = ("time_s_median", "time_s_low", "time_s_high")  # per run: median and spread of time_s
+# the same on the process's CPU time, and the threads it ran on (empty in runs before it was recorded)
+CPU_TIME = ("time_cpu_s", "time_cpu_s_median", "time_cpu_s_low", "time_cpu_s_high", "threads")
 METRICS = (
     "ll_paper",
     "ll_is",
@@ -57,6 +59,7 @@ METRICS = (
     "elbo_per_word",
     "time_s",
     *TIME_SPREAD,
+    *CPU_TIME,
     "agree_vi",
     "agree_is",
     *CEILING_COLUMNS,

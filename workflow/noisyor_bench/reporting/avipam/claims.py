@@ -68,15 +68,15 @@ from noisyor_bench.reporting.claims import (
     verdict_above,
     verdict_below,
 )
-from noisyor_bench.reporting.tables import parse_values
 from noisyor_bench.reporting.timing_claims import (
     SPREAD_RULE,
     SpeedPart,
     TimedSide,
+    clock_label,
+    clocked_side,
     judge_speed,
     log_ratio_spread,
     timed_margin,
-    timed_side,
 )
 
 METRIC = "npmi_paper"  # the paper's protocol; FALLBACK_METRIC where a table lacks it
@@ -523,7 +523,7 @@ def _speed_ratio(tables: Tables, name: str, scaled: bool = True) -> tuple[SpeedP
     avi_t, avi_cpu = _clocked(table, "avipam-pam4")
     if not gibbs_t or not avi_t:
         return None
-    clock, basis = _clock_label(
+    clock, basis = clock_label(
         {
             "4-PAM Gibbs": (gibbs_cpu, set(gibbs_t.median.values)),
             "aviPAM 4-PAM": (avi_cpu, set(avi_t.median.values)),
@@ -587,49 +587,10 @@ def _to_plateau(avi_row: pd.Series) -> tuple[float, str]:
 
 
 def _clocked(table: pd.DataFrame, method: str) -> tuple[TimedSide, set[int]]:
-    """``method``'s per-seed training minutes for the speed-up (median and spread) and the seeds
-    measured on the CPU clock: per seed, the process's CPU time where the run recorded it on one
-    thread (tomotopy runs one worker; aviPAM ``threads``) -- the wall time on an idle core, which
-    another job on the machine does not move -- else its wall time (runs from before CPU time
-    was recorded, e.g. a reference's first seeds; runs on several threads)."""
-    wall = timed_side(table, "train_minutes", method=method, component="sub")
-    rows = table[(table["method"] == method) & (table["component"] == "sub")]
-    if not wall or rows.empty:
-        return wall, set()
-    row = rows.iloc[0]
-    threads = row.get("threads", math.nan)
-    if _missing(threads) or int(float(threads)) != 1:
-        return wall, set()
-    cpu = {
-        part: parse_values(row.get(f"train_cpu_minutes_{part}_values", ""))
-        for part in ("median", "low", "high")
-    }
-    seeds = {
-        s
-        for s in wall.median.values
-        if all(math.isfinite(cpu[p].get(s, math.nan)) and cpu[p][s] > 0 for p in cpu)
-    }
-
-    def pick(side: Side, part: str) -> Side:
-        return Side(
-            {s: cpu[part][s] if s in seeds else v for s, v in side.values.items()},
-            side.deterministic,
-            side.rows,
-        )
-
-    return TimedSide(pick(wall.median, "median"), pick(wall.low, "low"), pick(wall.high, "high")), seeds
-
-
-def _clock_label(sides: Mapping[str, tuple[set[int], set[int]]]) -> tuple[str, str]:
-    """(how the numbers name the compared time, how the timing names the per-step times) from
-    each side's (CPU-clock seeds, all seeds): "CPU time" where every seed of both sides is on
-    the CPU clock, "time" (wall) where none is, else which seeds are on which clock."""
-    if all(cpu == every for cpu, every in sides.values()):
-        return "CPU time", "CPU times, one thread"
-    if not any(cpu for cpu, _ in sides.values()):
-        return "time", "wall times"
-    where = ", ".join(f"{name} seeds {sorted(cpu)}" for name, (cpu, _) in sides.items() if cpu)
-    return f"time (CPU where recorded: {where}; else wall)", f"times: CPU where recorded ({where}), else wall"
+    """``method``'s per-seed training minutes for the speed-up and the seeds on the CPU clock
+    (:func:`~noisyor_bench.reporting.timing_claims.clocked_side`: tomotopy runs one worker,
+    aviPAM ``threads``)."""
+    return clocked_side(table, "train_minutes", "train_cpu_minutes", method=method, component="sub")
 
 
 def speedup_statement() -> str:
