@@ -31,7 +31,8 @@ from noisyor_bench.reporting.timing_claims import TIMING_TOLERANCE
 TIMED_TABLES = ("avipam_table1", "avipam_table2", "avipam_table3", "avipam_table4", "ape_table1")
 CLAIM_TABLES = ("claims_avipam", "claims_ape", "claims_ape_noisyor")
 PART = re.compile(r"^(table\d): ")
-RATIO = re.compile(r"ratio ([\d.]+) \[([\d.]+), ([\d.]+)\]")
+NUMBER = r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)"
+RATIO = re.compile(rf"ratio {NUMBER} \[{NUMBER}, {NUMBER}\]")
 LOG10 = re.compile(r"log10\([^)]*\) ([+-][\d.]+) \[([+-][\d.]+), ([+-][\d.]+)\]")
 TIMED = ("minutes", "seconds", "time")
 KEYS = ("method", "component", "dataset", "corpus", "experiment")

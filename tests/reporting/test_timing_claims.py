@@ -338,9 +338,9 @@ def test_avipam_speedup_is_judged_on_cpu_time_when_both_sides_ran_one_thread() -
     on_cpu = avc.speedup(_avipam_tables(*LOADED_WALL, cpu=IDLE_CPU))
     on_wall = avc.speedup(_avipam_tables(*LOADED_WALL))
     assert on_cpu.verdict == REPRODUCED and "CPU time 4-PAM Gibbs / aviPAM 4-PAM" in on_cpu.numbers
-    assert "per-step CPU times, one thread" in on_cpu.timing and "ratio 40.0" in on_cpu.timing
+    assert "per-step CPU times, one thread" in on_cpu.timing and "ratio 40 [" in on_cpu.timing
     assert on_wall.verdict == NOT_REPRODUCED and "CPU time" not in on_wall.numbers
-    assert "per-step wall times" in on_wall.timing and "ratio 3.0" in on_wall.timing
+    assert "per-step wall times" in on_wall.timing and "ratio 3 [" in on_wall.timing
     assert "CPU time where the run recorded it on one thread" in on_cpu.rule == on_wall.rule
 
 
@@ -348,7 +348,7 @@ def test_avipam_speedup_uses_wall_time_for_several_threads_and_per_seed_where_cp
     # aviPAM on 4 threads: its CPU time is not its wall time, so its wall time counts (Gibbs: one thread)
     threaded = avc.speedup(_avipam_tables(*LOADED_WALL, cpu=IDLE_CPU, threads=4))
     assert threaded.verdict == NOT_REPRODUCED and "CPU time" not in threaded.numbers
-    assert "CPU where recorded (4-PAM Gibbs seeds [0, 1, 2]), else wall); ratio 4.0" in threaded.timing
+    assert "CPU where recorded (4-PAM Gibbs seeds [0, 1, 2]), else wall); ratio 4 [" in threaded.timing
     t = _avipam_tables(*LOADED_WALL, cpu=IDLE_CPU)["avipam-table1"]
     row = t.index[t["method"] == "avipam-pam4"][0]
     for part in ("median", "low", "high"):  # seed 2 of aviPAM has no CPU time (a run from before it)

@@ -554,8 +554,8 @@ def _speed_ratio(tables: Tables, name: str, scaled: bool = True) -> tuple[SpeedP
     )
     timing = (
         f"{name}: 4-PAM Gibbs {_mean(gibbs)} min, aviPAM 4-PAM {_mean(avi)} min (medians of the "
-        f"per-step {basis}); ratio {math.exp(iv.estimate):.1f}"
-        + ("" if math.isnan(iv.low) else f" [{math.exp(iv.low):.1f}, {math.exp(iv.high):.1f}]")
+        f"per-step {basis}); ratio {math.exp(iv.estimate):.3g}"
+        + ("" if math.isnan(iv.low) else f" [{math.exp(iv.low):.3g}, {math.exp(iv.high):.3g}]")
         + f", timing spread {math.exp(spread[0]):.3g}x..{math.exp(spread[1]):.3g}x"
         + part.tail()
     )
