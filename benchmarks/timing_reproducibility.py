@@ -70,6 +70,42 @@ def seed_moves(first: Path, second: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+CLOCK_PAIRS = (("time_s", "time_cpu_s"), ("train_minutes", "train_cpu_minutes"))
+
+
+def cpu_over_wall(results: Path) -> pd.DataFrame:
+    """Per (table, method): each run's CPU time over its wall time (medians per seed), where both
+    are recorded -- 1 on an idle core for a one-thread run, below 1 where the run waited for a
+    core, above 1 where it used several threads."""
+    rows = []
+    for name in TIMED_TABLES:
+        path = results / "tables" / f"{name}.csv"
+        if not path.exists():
+            continue
+        table = pd.read_csv(path)
+        for wall, cpu in CLOCK_PAIRS:
+            wc, cc = f"{wall}_median_values", f"{cpu}_median_values"
+            if wc not in table.columns or cc not in table.columns:
+                continue
+            for _, r in table.iterrows():
+                w, c = parse_values(r[wc]), parse_values(r[cc])
+                ratios = [c[s] / w[s] for s in sorted(set(w) & set(c)) if w[s] > 0 and math.isfinite(c[s])]
+                if ratios:
+                    label = " ".join(
+                        str(r[k]) for k in ("dataset", "method", "component") if k in table.columns
+                    )
+                    rows.append(
+                        {
+                            "table": name,
+                            "row": label,
+                            "runs": len(ratios),
+                            "min": min(ratios),
+                            "max": max(ratios),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
 def claim_ratios(results: Path) -> dict[tuple[str, str], tuple[float, float, float]]:
     """(claim, part) -> (ratio, CI low, CI high) as factors, as each speed claim's ``timing``
     printed them: aviPAM's "table1: ...; ratio 46.1 [31.3, 67.8]" and APE's
@@ -137,6 +173,19 @@ def report(first: Path, second: Path) -> str:
         lines.append(
             f"| {key[0]} | {key[1]} | {ea:g} [{la:g}, {ha:g}] | {eb:g} [{lb:g}, {hb:g}] | x{moved:.2f} |"
         )
+    for label, results in (("first", first), ("second", second)):
+        ratios = cpu_over_wall(results)
+        lines += [
+            "",
+            f"## CPU time / wall time per run, {label} run (1 on an idle core for a one-thread run)",
+            "",
+            "| table | row | runs | min | max |",
+            "|---|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {r.table} | {r.row} | {r.runs} | {r['min']:.2f} | {r['max']:.2f} |"
+            for _, r in ratios.iterrows()
+        ]
     lines += [
         "",
         f"Largest movement of a CI edge between the two runs: x{worst:.2f}; the timing tolerance is "

@@ -36,12 +36,14 @@ def _results(root: Path, gibbs: str, t1: str, t3: str, ci: str) -> Path:
                 "component": "sub",
                 "corpus": "20news",
                 "train_cpu_minutes_median_values": gibbs,
+                "train_minutes_median_values": "0:1.0;1:1.2",
             },
             {
                 "method": "avipam-pam4",
                 "component": "sub",
                 "corpus": "20news",
                 "train_cpu_minutes_median_values": "0:1.0",
+                "train_minutes_median_values": "0:2.0",
             },
         ]
     ).to_csv(root / "tables" / "avipam_table1.csv", index=False)
@@ -63,7 +65,9 @@ def test_it_reports_per_seed_moves_and_each_claims_ci_in_both_formats(tmp_path: 
         tmp_path / "b", "0:0.5;1:0.9", "40.0 [32.0, 49.0]", "8.3 [6.4, 10.7]", "+2.00 [+1.50, +3.00]"
     )
     moves = bench.seed_moves(a, b)
-    assert sorted(moves["ln_moved"].round(4)) == [0.0, 0.0, 0.4055]  # seed 1 of Gibbs: 0.6 -> 0.9
+    cpu = moves[moves["column"] == "train_cpu_minutes"]
+    assert sorted(cpu["ln_moved"].round(4)) == [0.0, 0.0, 0.4055]  # seed 1 of Gibbs: 0.6 -> 0.9
+    assert (moves[moves["column"] == "train_minutes"]["ln_moved"] == 0.0).all()
     ratios = bench.claim_ratios(a)
     assert ratios[("avipam-speedup", "table3")] == (8.3, 7.0, 9.9)
     assert ratios[("ape-close-to-vi-faster-toybars", "")] == pytest.approx((100.0, 10.0, 1000.0))
@@ -71,6 +75,9 @@ def test_it_reports_per_seed_moves_and_each_claims_ci_in_both_formats(tmp_path: 
     assert "| avipam-speedup | table1 | 46.1 [31.3, 67.8] | 40 [32, 49] | x1.38 |" in text
     assert "Largest movement of a CI edge between the two runs: x3.16" in text  # APE's lower edge 10 -> 31.6
     assert "AMD EPYC, one thread per run" in text
+    ratios = bench.cpu_over_wall(a).set_index("row")  # CPU / wall per run: 0.5, 0.5 and 0.5
+    assert ratios.loc["pam4-gibbs sub", "max"] == 0.5 and ratios.loc["avipam-pam4 sub", "min"] == 0.5
+    assert "| avipam_table1 | avipam-pam4 sub | 1 | 0.50 | 0.50 |" in text
 
 
 def test_a_folder_without_tables_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
