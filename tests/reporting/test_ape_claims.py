@@ -119,6 +119,11 @@ def test_paper_like_results_reproduce_every_claim(tmp_path):
         "ape-nuts-vs-vi-toybars": REPRODUCED,
     }
     assert "43" in claims["ape-agreement-toybars"].numbers  # the paper's count is shown beside ours
+    # agreement against chance: 42.7 of 45 (43, 42, 43) against the 22.5 a random order expects
+    assert (
+        "APE minus chance (a random order of the models: 22.5/45) +20.2 ["
+        in claims["ape-agreement-toybars"].numbers
+    )
 
 
 TIMED = ("ape-close-to-vi-faster-toybars", "ape-warm-start-toybars", "ape-nuts-vs-vi-toybars")

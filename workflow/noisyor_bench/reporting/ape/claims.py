@@ -338,14 +338,25 @@ def agreement(table: pd.DataFrame, dataset: str) -> Claim:
     )
     # judged only when VI's reference agrees with itself (across seeds) on >= 40/45 pairs
     ceilings = _side(table, dataset, "vi", "agree_vi_ceiling").values
-    judged, ceiling = ceiling_judgement(ceilings, table_pairs(table, dataset))
+    pairs = table_pairs(table, dataset)
+    judged, ceiling = ceiling_judgement(ceilings, pairs)
     numbers = (
         f"pairs agreeing with VI: APE {format_side(aware.values, 1)} vs Standard {format_side(std.values, 1)}; difference "
-        f"{iv.text(1)}{_note(floor_note)} (paper: {paper_a}/45 vs {paper_s}/45); {ceiling}"
+        f"{iv.text(1)}{_note(floor_note)} (paper: {paper_a}/45 vs {paper_s}/45); {ceiling}; "
+        + _above_chance(aware, pairs)
     )
     claim = _claim(cid, statement, key, verdict_above(iv) if judged else INCONCLUSIVE, numbers)
     claim = replace(claim, rule=claim.rule + "; " + FLOOR_RULE)
     return replace(claim, protocol_deviation=table_reduction(table, dataset))
+
+
+def _above_chance(aware: Side, pairs: int) -> str:
+    """APE's agreement against chance: a random order of the models agrees with VI's on half the
+    pairs in expectation, so an agreement near it says APE's ranking carries no information,
+    whatever the reference's noise (descriptive: the claim compares APE with Standard)."""
+    chance = pairs / 2.0
+    iv, _ = floored(compare(aware, Side({s: chance for s in aware.values})), 1.0)
+    return f"APE minus chance (a random order of the models: {chance:g}/{pairs}) {iv.text(1)}"
 
 
 def warm_start_sides(
