@@ -55,9 +55,9 @@ TIMING_TOLERANCE = 1.5
 """A timed verdict needs its CI and spread to clear the threshold by this factor. The CI of one
 claim moves between two runs of one commit on one machine (load, caches, clock), so an edge
 nearer the threshold than its run-to-run movement flips the verdict from one run to the next:
-benchmarks/results/timing_reproducibility.md measures that movement on two quick runs (CPU-clocked
-edges move less than this factor; wall-clocked ones more, and those claims sit far from their
-thresholds)."""
+benchmarks/results/timing_reproducibility.md measures that movement on two quick runs: the
+edges of the claim nearest its threshold (aviPAM's speed-up, on the CPU clock) moved by less than
+this factor; the edges that moved more belong to ratios orders of magnitude from theirs."""
 TOLERANCE_NOTE = f"within x{TIMING_TOLERANCE:g} of the threshold (timing tolerance)"
 SPREAD_NOTE = "timing spread crosses the threshold"
 SPREAD_RULE = (
