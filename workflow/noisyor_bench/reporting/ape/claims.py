@@ -20,6 +20,7 @@ estimate, with the paper-style gaps:
   only when VI's reference agrees with itself across seeds on >= 40 of 45 pairs
   (:mod:`noisyor_bench.reporting.ape.agreement`), else inconclusive, "reference noise: ceiling k/45";
   the CI's sd is floored at the count's resolution (:mod:`noisyor_bench.reporting.count_floor`);
+  the numbers print APE's agreement minus chance (half the pairs: a random order) beside it;
 * ``ape-warm-start-<d>``: log10 of the time VI from random initialisation needs to reach its own
   final quality over the time the APE-warm-started VI needs (APE forward pass included) > 0;
 * ``ape-nuts-vs-vi-<d>``: on NUTS's combinations, NUTS's paper-style log-likelihood below VI's
