@@ -14,6 +14,7 @@ PAPER = register(
         claim_prefixes=("ape-noisyor-",),
         claims_tables=("tables/claims_ape_noisyor.csv",),
         paper_numbers=None,  # no paper: nothing published to compare with
+        references=("reference/extended-ape-noisyor",),
         run_verifier="noisyor_bench.experiments.ape_noisyor.verify",
         config_schema="experiments/ape_noisyor/config_schema.yaml",
         config_checks="noisyor_bench.experiments.ape_noisyor.configcheck",
