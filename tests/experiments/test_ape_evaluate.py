@@ -26,10 +26,16 @@ def test_time_to_reach_uses_the_first_crossing_of_the_fixed_noise_elbo():
 
 
 def test_figure1_times():
-    vi = pd.DataFrame({"seconds": [0.0, 1.0, 2.0, 4.0], "eval_elbo": [-200.0, -120.0, -101.0, -100.0]})
-    warm = pd.DataFrame({"seconds": [0.0, 0.5], "eval_elbo": [-110.0, -100.05]})
+    vi = pd.DataFrame(
+        {"seconds": [0.0, 1.0, 2.0, 3.0, 4.0], "eval_elbo": [-200.0, -120.0, -101.5, -99.5, -100.0]}
+    )
+    warm = pd.DataFrame({"seconds": [0.0, 0.5], "eval_elbo": [-110.0, -100.95]})
     out = _figure1({"ape-model-aware": {"time_s": 0.01, "elbo_pair": -110.0}}, vi, warm)
-    assert out["vi_final_elbo"] == -100.0 and math.isclose(out["quality_target"], -100.1)
-    assert out["vi_time_to_quality"] == 4.0
+    # 99% of the improvement from -200 to the final -100: -200 + 99 = -101
+    assert out["vi_final_elbo"] == -100.0 and math.isclose(out["quality_target"], -101.0)
+    assert (
+        out["vi_initial_elbo"] == -200.0 and out["vi_best_elbo"] == -99.5 and out["quality_fraction"] == 0.99
+    )
+    assert out["vi_time_to_quality"] == 3.0  # -101.5 at 2 s is short of it
     assert math.isclose(out["warm_time_to_quality"], 0.51)
     assert out["vi_time_to_ape_elbo"] == 2.0

@@ -76,7 +76,12 @@ EXPERIMENT = "ape-eval"
 METHOD = "all"  # the run's method field: it scores every method of its seed
 N_TRAIN = 0  # the run's n field: it trains nothing
 WARM_FROM = "ape-model-aware"  # the encoder whose output warm-starts VI (Figure 1 left)
-QUALITY_REL_TOL = 1e-3  # "VI's quality": within 0.1 % of random-init VI's final ELBO
+# "VI's quality": 99% of the improvement random-init VI made from its first ELBO to its final one.
+# A target VI itself reaches: on the quick grid every seed's VI reaches every other seed's target
+# (12 of 12 ordered pairs, toy bars and reviews), where the former "within 0.1% of the final ELBO"
+# (0.1 nats on toy bars) was reached in 7 of 12 -- tighter than VI's own seed-to-seed spread of
+# 0.46 nats. The claim re-checks this on every run (reporting.ape.claims.vi_reaches_vi).
+QUALITY_FRACTION = 0.99
 RECONSTRUCTION_COLUMNS = 10
 RECONSTRUCTION_SAMPLES = 100
 MIN_LOG_SIGMA = math.log(1e-3)  # floor of the NUTS samples' moment-matched proposal scale
@@ -610,12 +615,15 @@ def _figure1(
     the times to quality also re-based on the runs' per-step times (``_median``/``_low``/``_high``,
     :meth:`~noisyor_bench.infra.timing.Timing.rebase`)."""
     column = "eval_elbo" if "eval_elbo" in vi_curve.columns else "elbo"
-    final = float(vi_curve[column].dropna().iloc[-1])
-    target = final - QUALITY_REL_TOL * abs(final)
+    elbos = vi_curve[column].dropna()
+    initial, final = float(elbos.iloc[0]), float(elbos.iloc[-1])
+    target = initial + QUALITY_FRACTION * (final - initial)
     out: dict[str, Any] = {
+        "vi_initial_elbo": initial,
         "vi_final_elbo": final,
+        "vi_best_elbo": float(elbos.max()),
         "quality_target": target,
-        "quality_rel_tol": QUALITY_REL_TOL,
+        "quality_fraction": QUALITY_FRACTION,
     }
     out["vi_time_to_quality"] = time_to_reach(vi_curve, target)
     if WARM_FROM in methods:

@@ -21,8 +21,10 @@ estimate, with the paper-style gaps:
   (:mod:`noisyor_bench.reporting.ape.agreement`), else inconclusive, "reference noise: ceiling k/45";
   the CI's sd is floored at the count's resolution (:mod:`noisyor_bench.reporting.count_floor`);
   the numbers print APE's agreement minus chance (half the pairs: a random order) beside it;
-* ``ape-warm-start-<d>``: log10 of the time VI from random initialisation needs to reach its own
-  final quality over the time the APE-warm-started VI needs (APE forward pass included) > 0;
+* ``ape-warm-start-<d>``: log10 of the time VI from random initialisation needs to reach its
+  quality (99% of its improvement from its first ELBO) over the time the APE-warm-started VI needs
+  (APE forward pass included) > 0; decided only where VI itself reaches that target across seeds
+  (:func:`vi_reaches_vi`, in >= 95% of ordered seed pairs);
 * ``ape-nuts-vs-vi-<d>``: on NUTS's combinations, NUTS's paper-style log-likelihood below VI's
   (the appendix: "slightly lower ... due to its wider posteriors") and NUTS slower (log10 ratio > 0);
   a chain whose max split R-hat exceeds :data:`RHAT_MAX` or whose min ESS is below :data:`ESS_MIN`
@@ -101,6 +103,14 @@ SPEEDUP_LOG10 = 2.0  # 100x
 # the claims on times, judged with the timings' spread (reporting.timing_claims)
 TIMED_CLAIMS = ("ape-close-to-vi-faster-", "ape-warm-start-", "ape-nuts-vs-vi-")
 DATASETS = ("toybars", "mdreviews")
+# the share of ordered seed pairs (a, b) in which VI from random init (seed b) reaches seed a's
+# quality target: below it, the target is tighter than VI's own reproducibility and cannot time
+# a warm start
+VI_REACHES_VI = 0.95
+TARGET_RULE = (
+    "VI's quality is 99% of random-init VI's improvement from its first ELBO to its final one; decided "
+    f"only where another seed's VI reaches each seed's target in >= {VI_REACHES_VI:.0%} of ordered seed pairs"
+)
 # the warm starts beside the paper's rate (experiments.ape.evaluate.warm_variant_configs)
 WARM_LABELS = {"vi_lr": "at VI's own rate", "authors": "the authors' runnable warm start"}
 RULE = (
@@ -392,6 +402,7 @@ def warm_start(table: pd.DataFrame, figure1: pd.DataFrame, dataset: str) -> Clai
     _side(table, dataset, "vi", "time_s")  # the VI rows: their convergence is evidence
     _side(table, dataset, "vi-warm", "time_s")
     cold, warm = warm_start_sides(figure1, dataset)
+    reached, pairs = vi_reaches_vi(figure1, dataset)
     finite = {s for s in cold if math.isfinite(cold[s]) and math.isfinite(warm.get(s, math.inf))}
     never_warm = [s for s in warm if not math.isfinite(warm[s])]
     log_ratio = Side({s: math.log10(max(cold[s], 1e-9) / max(warm[s], 1e-9)) for s in finite})
@@ -403,7 +414,9 @@ def warm_start(table: pd.DataFrame, figure1: pd.DataFrame, dataset: str) -> Clai
     )
     sooner = judge_speed(iv, spread, 0.0)
     verdict = sooner.verdict if not never_warm else combine([sooner.verdict, "not reproduced"])
+    target_ok = pairs > 0 and reached >= VI_REACHES_VI * pairs
     rows = figure1[figure1["dataset"] == dataset]
+    quality = _quality_label(rows)
     to_ape = {
         int(r.seed): float(r.vi_time_to_ape_elbo)
         for r in rows.itertuples()
@@ -415,23 +428,67 @@ def warm_start(table: pd.DataFrame, figure1: pd.DataFrame, dataset: str) -> Clai
     variants = [v for v in variants if v is not None]
     runs = [("random init", cold), (paper_rate, warm), *variants]
     numbers = (
-        "VI's final quality (within 0.1%) reached by "
+        f"VI's quality ({quality}) reached by "
         + "; ".join(f"{label} {_reached(times)}" for label, times in runs)
-        + "; "
+        + f"; {_target_check(reached, pairs)}; "
         + sooner.outcome("time random init / warm start at the paper's rate", "1x")
         + "; paper: VI from random init > 0.4 s to reach APE's ELBO vs APE < 0.02 s"
     )
     timing = (
         f"VI from random init needs {format_side(to_ape, 3)} s to reach APE's ELBO, APE {format_side(ape_t, 4)} s; "
-        "seconds to VI's final quality (within 0.1%), per seed, random init "
+        f"seconds to VI's quality ({quality}), per seed, random init "
         f"{_times(cold)} vs {paper_rate} {_times(warm)}"
         + "".join(f", {label} {_times(times)}" for label, times in variants)
         + f"; verdict at the paper's rate: log10 ratio {iv.text(2)}, {spread_text(spread)}{sooner.tail()}"
     )
     margin = timed_margin(verdict, [sooner.verdict], ["not reproduced"] if never_warm else [])
-    return _claim(
-        cid, statement, key, verdict if finite or never_warm else INCONCLUSIVE, numbers, timing, margin
+    decided = (finite or never_warm) and target_ok
+    claim = _claim(
+        cid, statement, key, verdict if decided else INCONCLUSIVE, numbers, timing, margin if decided else ""
     )
+    return replace(claim, rule=claim.rule + "; " + TARGET_RULE)
+
+
+def vi_reaches_vi(figure1: pd.DataFrame, dataset: str) -> tuple[int, int]:
+    """(ordered seed pairs (a, b) in which seed b's random-init VI reaches seed a's quality target,
+    pairs): every seed scores the same test combinations, so VI's seeds repeat one problem and a
+    target that VI itself misses in another seed times noise, not the warm start. A run's best ELBO
+    (``vi_best_elbo``; older tables: its final one) against the others' ``quality_target``."""
+    rows = figure1[figure1["dataset"] == dataset]
+    best_col = (
+        "vi_best_elbo"
+        if "vi_best_elbo" in rows.columns and rows["vi_best_elbo"].notna().all()
+        else "vi_final_elbo"
+    )
+    target = {
+        int(r["seed"]): float(r["quality_target"])
+        for _, r in rows.iterrows()
+        if not pd.isna(r["quality_target"])
+    }
+    best = {int(r["seed"]): float(r[best_col]) for _, r in rows.iterrows() if not pd.isna(r[best_col])}
+    pairs = [(a, b) for a in target for b in best if a != b]
+    return sum(best[b] >= target[a] for a, b in pairs), len(pairs)
+
+
+def _target_check(reached: int, pairs: int) -> str:
+    """How the quality target fares against VI itself, for the claim's numbers."""
+    if pairs == 0:
+        return "target not checked against VI's own reproducibility (one seed): not decided"
+    text = f"VI from random init reaches another seed's target in {reached} of {pairs} ordered seed pairs"
+    if reached < VI_REACHES_VI * pairs:
+        return (
+            text
+            + f" (< {VI_REACHES_VI:.0%}: the target is tighter than VI's own reproducibility, not decided)"
+        )
+    return text
+
+
+def _quality_label(rows: pd.DataFrame) -> str:
+    """The quality target as the run made it: a fraction of VI's improvement from its random
+    initialisation, or (runs before it) within 0.1% of VI's final ELBO."""
+    if "quality_fraction" in rows.columns and rows["quality_fraction"].notna().any():
+        return f"{float(rows['quality_fraction'].dropna().iloc[0]):.0%} of VI's improvement from its random initialisation"
+    return "within 0.1% of VI's final ELBO"
 
 
 def _times(per_seed: dict[int, float]) -> str:
