@@ -121,6 +121,7 @@ def test_paper_like_results_reproduce_every_claim(tmp_path):
         "ape-standard-fails-toybars": REPRODUCED,
         "ape-close-to-vi-faster-toybars": REPRODUCED,
         "ape-agreement-toybars": REPRODUCED,
+        "ape-agreement-level-toybars": REPRODUCED,
         "ape-warm-start-toybars": REPRODUCED,
         "ape-nuts-vs-vi-toybars": REPRODUCED,
     }
@@ -162,6 +163,35 @@ def test_seeds_that_never_reach_the_target_stay_in_the_numbers(tmp_path):
     assert claim.verdict == NOT_REPRODUCED
     assert "warm start at the paper's rate in seed(s) [0, 2], never in [1]" in claim.numbers
     assert "1: never" in claim.timing
+
+
+@pytest.mark.parametrize(
+    ("agree", "verdict", "text"),
+    [
+        (43, REPRODUCED, "(40) +2.7 [+1.2, +4.1]"),  # 43, 42, 43: above the paper's 43 less 3 pairs
+        (38, NOT_REPRODUCED, "(40) -2.3 [-3.8, -0.9]"),  # 38, 37, 38: below it in every seed
+        (41, INCONCLUSIVE, "(40) +0.7 [-0.8, +2.1]"),
+    ],
+)
+def test_agreement_level_is_judged_against_the_papers_count_less_the_margin(tmp_path, agree, verdict, text):
+    """The count per seed is agree - (seed % 2); the paired t CI over 3 seeds, hand-computed:
+    sd 0.577, t(0.975, 2) 4.303 -> half-width 1.43."""
+    values = {**PAPER_LIKE, "ape-model-aware": (-4.2, -4.3, 0.04, agree)}
+    claim = _claims(tmp_path, [_eval("toybars", s, values) for s in range(3)])["ape-agreement-level-toybars"]
+    assert claim.verdict == verdict
+    assert "paper: 43/45" in claim.numbers and text in claim.numbers
+
+
+def test_agreement_level_needs_a_reference_that_reaches_it(tmp_path):
+    """VI's rankings in the three seeds disagree (orders reversed and shuffled): the ceiling is far
+    below 40 of 45, so APE's count against the paper's level decides nothing."""
+    evals = [_eval("toybars", s, PAPER_LIKE) for s in range(3)]
+    orders = [list(range(10)), list(range(9, -1, -1)), [5, 0, 9, 2, 7, 1, 8, 3, 6, 4]]
+    for e, order in zip(evals, orders, strict=True):
+        e["ranking"]["vi_totals"] = order
+    claim = _claims(tmp_path, evals)["ape-agreement-level-toybars"]
+    assert claim.verdict == INCONCLUSIVE
+    assert "VI's reference cannot agree with itself at this level" in claim.numbers
 
 
 def test_a_warm_start_target_vi_itself_misses_decides_nothing(tmp_path):
