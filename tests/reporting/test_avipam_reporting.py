@@ -359,20 +359,50 @@ def test_topic_quality_claims_judge_avipam_on_the_coherence_plateau_and_state_de
     assert claim.verdict == REPRODUCED and "Wikipedia" in claim.protocol_deviation
 
 
-def test_speedup_has_a_row_at_measured_convergence_and_one_at_the_papers_sweeps() -> None:
+def _curved_runs(avi_minutes: float) -> pd.DataFrame:
+    """4-PAM Gibbs (0.5 min, 200 sweeps) and aviPAM 4-PAM (``avi_minutes``, 10 epochs) with
+    coherence curves: the lowest best point of every run is Gibbs seed 2's 0.19, which Gibbs
+    seeds 0-1 first reach at sweep 200 (100% of their sweeps), seed 2 at 200 too, and aviPAM at
+    epoch 4 (40%)."""
     runs = _runs(
         {("pam4-gibbs", "sub"): 0.2, ("avipam-pam4", "sub"): 0.24},
-        minutes={"pam4-gibbs": 0.5, "avipam-pam4": 1.0},
+        minutes={"pam4-gibbs": 0.5, "avipam-pam4": avi_minutes},
     )
-    runs.loc[runs["method"] == "pam4-gibbs", "gibbs_iterations"] = 200
-    tables = _tables(runs)
-    scaled, measured = avc.speedup(tables), avc.speedup_converged(tables)
-    assert scaled.claim_id == "avipam-speedup" and measured.claim_id == "avipam-speedup-converged"
-    assert scaled.verdict == REPRODUCED  # 0.5 min x 50 = 25 min vs 1 min
-    assert measured.verdict == NOT_REPRODUCED  # 0.5 min vs 1 min as run
+    gibbs = runs["method"] == "pam4-gibbs"
+    runs.loc[gibbs, "gibbs_iterations"] = 200
+    runs.loc[gibbs, "npmi_curve"] = "50:0.1;100:0.18;200:0.2"
+    runs.loc[gibbs & (runs["seed"] == 2), "npmi_curve"] = "50:0.1;100:0.18;200:0.19"
+    runs.loc[~gibbs, "npmi_curve"] = "2:0.12;4:0.21;10:0.24"
+    return runs
+
+
+def test_speedup_has_a_row_at_equal_coherence_and_one_at_the_papers_sweeps() -> None:
+    tables = _tables(_curved_runs(avi_minutes=1.0))
+    row = tables["avipam-table1"].set_index("method").loc["avipam-pam4"]
+    assert row["equal_coherence_npmi"] == pytest.approx(0.19)
+    assert row["equal_coherence_fraction_values"] == "0:0.4;1:0.4;2:0.4"
+    scaled, equal = avc.speedup(tables), avc.speedup_converged(tables)
+    assert scaled.claim_id == "avipam-speedup" and equal.claim_id == "avipam-speedup-converged"
+    assert scaled.verdict == REPRODUCED  # 0.5 min x 10000 / 200 = 25 min vs 1 min
+    # to NPMI 0.19: Gibbs 0.5 min x 100% vs aviPAM 1 min x 40%: 1.25x, below 10x
+    assert equal.verdict == NOT_REPRODUCED
+    assert "NPMI 0.190" in equal.numbers and "aviPAM at 40%, 40%, 40% of its epochs" in equal.numbers
+    assert "ratio 1.25 [" in equal.timing
     assert "scaled from 200 sweeps" in scaled.protocol_deviation
-    assert "scaled" not in measured.protocol_deviation
+    assert "scaled" not in equal.protocol_deviation
     assert [c.claim_id for c in avc.check_all(tables)].count("avipam-speedup-converged") == 1
+    # aviPAM 50x faster a step: 0.5 min vs 0.008 min to the same coherence, 62.5x
+    assert avc.speedup_converged(_tables(_curved_runs(avi_minutes=0.02))).verdict == REPRODUCED
+
+
+def test_speedup_at_equal_coherence_needs_both_curves() -> None:
+    """Tables from before the curves (the references' older tables): nothing to judge."""
+    runs = _curved_runs(avi_minutes=1.0)
+    runs.loc[runs["method"] == "avipam-pam4", "npmi_curve"] = ""
+    claim = avc.speedup_converged(_tables(runs))
+    assert claim.verdict == NOT_TESTED
+    no_column = _curved_runs(avi_minutes=1.0).drop(columns=["npmi_curve"])
+    assert avc.speedup_converged(_tables(no_column)).verdict == NOT_TESTED
 
 
 def test_beta_ranked_ablation_rows_and_the_gain_ablation_are_labelled_and_ordered() -> None:

@@ -251,3 +251,15 @@ def test_runs_save_the_trace_and_the_tables_fill_the_rise_columns(tmp_path: Path
         assert math.isfinite(rows.loc[method, "npmi_paper_rise"])
         assert rows.loc[method, "rise_to_step"] == last
         assert rows.loc[method, "rise_from_step"] == last / 2
+        # the curve itself, every traced step and the final one, on the paper's protocol
+        steps, values = tables.parse_curve(rows.loc[method, "npmi_curve"])
+        assert steps == ([3, 6, 9, 12] if "gibbs" in method else [1, 2, 3, 4, 5, 6])
+        assert values[-1] == pytest.approx(rows.loc[method, "npmi_paper"])
+    # every run of 4-PAM Gibbs and aviPAM 4-PAM reaches the lower of their best points
+    table = tables.build_table(
+        scored.assign(table_experiment="small", corpus="20news"), "table1", tables.paper_numbers()
+    )
+    pair = table.set_index("method").loc[["pam4-gibbs", "avipam-pam4"]]
+    target = min(max(tables.parse_curve(rows.loc[m, "npmi_curve"])[1]) for m in ("pam4-gibbs", "avipam-pam4"))
+    assert (pair["equal_coherence_npmi"] == target).all()
+    assert ((pair["equal_coherence_fraction_mean"] > 0) & (pair["equal_coherence_fraction_mean"] <= 1)).all()

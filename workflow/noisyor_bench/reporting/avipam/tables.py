@@ -63,6 +63,7 @@ METRICS = (
     *CPU_TIME,
     "kl_per_doc",
     "paper_topic_r",
+    "equal_coherence_fraction",
 )
 #: Method id suffix of the top-word ablation rows: an aviPAM run's topics ranked by the
 #: probabilities beta (``top_beta_<component>``) instead of the decoder weights
@@ -187,6 +188,9 @@ TRACE_STEPS = "trace_steps"  # topics.npz: the sweep / epoch of each traced poin
 #: the best later point over the point at half its steps), its steps, and (Gibbs chains) whether
 #: the curve plateaued
 TRACE_COLUMNS = ("npmi_paper_rise", "npmi_external_rise", "rise_from_step", "rise_to_step")
+#: Per run, its coherence curve on the judged reference (the paper's protocol, else the
+#: Wikipedia slice): ``"step:npmi;..."`` at every traced step and its final one
+TRACE_CURVE = "npmi_curve"
 
 
 def trace_npmi(
@@ -208,6 +212,7 @@ def trace_npmi(
         steps.append(final_step)
         tops.append(np.asarray(arrays[f"top_{comp}"]))
     out: dict[str, Any] = dict.fromkeys(TRACE_COLUMNS, math.nan)
+    out[TRACE_CURVE] = ""
     judged = None
     for ref, table in (("external", external), ("paper", paper)):
         if table is None:
@@ -216,9 +221,46 @@ def trace_npmi(
         rise, start, end = curve_rise(steps, values)
         out.update({f"npmi_{ref}_rise": rise, "rise_from_step": start, "rise_to_step": end})
         judged = (steps, values)  # the paper's protocol where it exists (the claims' metric)
+    if judged is not None:
+        out[TRACE_CURVE] = ";".join(f"{step}:{value!r}" for step, value in zip(*judged, strict=True))
     if judged is not None and str(m["method"]).endswith("gibbs"):
         out["coherence_converged"] = coherence_plateau(*judged) is not None
     return out
+
+
+def parse_curve(text: Any) -> tuple[list[int], list[float]]:
+    """(steps, NPMI) of a :data:`TRACE_CURVE` cell; empty for a run without a trace."""
+    if not isinstance(text, str) or not text:
+        return [], []
+    points = [p.split(":") for p in text.split(";")]
+    return [int(a) for a, _ in points], [float(b) for _, b in points]
+
+
+SPEED_PAIR = (("pam4-gibbs", "sub"), ("avipam-pam4", "sub"))
+"""The speed-up claims' rows: 4-PAM collapsed Gibbs against aviPAM 4-PAM."""
+
+
+def with_equal_coherence(sel: pd.DataFrame) -> pd.DataFrame:
+    """``sel`` (one table's runs) with ``equal_coherence_npmi``, the coherence every run of
+    :data:`SPEED_PAIR` reaches on its curve (the lowest of the runs' best traced NPMI), and per run
+    ``equal_coherence_fraction``: the share of its sweeps / epochs done when its curve first
+    reached it. Times to equal coherence are that share of each run's minutes (time linear in
+    steps), so the speed-up compares the two methods at one topic quality, whichever budget each
+    was given. Empty (NaN) without a curve on both sides."""
+    sel = sel.assign(equal_coherence_fraction=math.nan, equal_coherence_npmi=math.nan)
+    if TRACE_CURVE not in sel.columns:
+        return sel
+    mask = [(m, c) in SPEED_PAIR for m, c in zip(sel["method"], sel["component"], strict=True)]
+    pair = sel.loc[np.asarray(mask, dtype=bool)]
+    curves = {i: parse_curve(t) for i, t in pair[TRACE_CURVE].items()}
+    if set(pair["method"]) != {m for m, _ in SPEED_PAIR} or any(not steps for steps, _ in curves.values()):
+        return sel
+    target = min(max(values) for _, values in curves.values())
+    for i, (steps, values) in curves.items():
+        first = next(step for step, value in zip(steps, values, strict=True) if value >= target)
+        sel.loc[i, "equal_coherence_fraction"] = first / steps[-1]
+        sel.loc[i, "equal_coherence_npmi"] = target
+    return sel
 
 
 def coherence_plateau(steps: Sequence[int], values: Sequence[float]) -> int | None:
@@ -272,8 +314,10 @@ def with_time_spread(runs: pd.DataFrame) -> pd.DataFrame:
 def build_table(runs: pd.DataFrame, name: str, paper: Mapping[str, Any], grid: str = "") -> pd.DataFrame:
     """Summary rows of one paper table (``name`` in :data:`TABLES`); missing rows marked not run."""
     spec = paper[name]
-    sel = with_time_spread(
-        runs[(runs["corpus"] == spec["corpus"]) & (runs["table_experiment"] == spec["experiment"])]
+    sel = with_equal_coherence(
+        with_time_spread(
+            runs[(runs["corpus"] == spec["corpus"]) & (runs["table_experiment"] == spec["experiment"])]
+        )
     )
     # metrics a runs table from before them lacks (the paper protocol, the KL term): empty
     sel = sel.assign(**{c: math.nan for c in METRICS if c not in sel.columns})
@@ -308,6 +352,8 @@ def build_table(runs: pd.DataFrame, name: str, paper: Mapping[str, Any], grid: s
             base["coherence_plateau_epoch"] = float(max(plateau)) if len(plateau) else math.nan
             epochs = g["epochs"].dropna() if "epochs" in g else []
             base["epochs_mean"] = float(np.mean(epochs)) if len(epochs) else math.nan
+            targets = g["equal_coherence_npmi"].dropna() if "equal_coherence_npmi" in g else []
+            base["equal_coherence_npmi"] = float(targets.iloc[0]) if len(targets) else math.nan
             for key in TRACE_COLUMNS:  # the seeds' mean; absent (runs without a trace): empty
                 values = g[key].dropna() if key in g else []
                 base[key] = float(np.mean(values)) if len(values) else math.nan
