@@ -46,6 +46,7 @@ import pandas as pd
 
 from noisyor_bench.reporting.avipam.calibration import calibration_claim, metric_bias
 from noisyor_bench.reporting.avipam.collapse import KL_COLLAPSE_NATS
+from noisyor_bench.reporting.avipam.labels import CORPUS_LABELS
 from noisyor_bench.reporting.avipam.tables import paper_numbers
 from noisyor_bench.reporting.claims import (
     _COLLECTING,
@@ -553,8 +554,9 @@ def _speed_ratio(tables: Tables, name: str, scaled: bool = True) -> tuple[SpeedP
         f" (x{scale:g} -> the paper's {int(target)} iterations, time linear in iterations)" if scaled else ""
     )
     # no seed count: these numbers never printed one, so the evidence ladder ranks them as before
-    numbers = f"{name}: 4-PAM Gibbs at {shown} iterations{how}{to_plateau}; " + part.outcome(
-        f"{clock} 4-PAM Gibbs / aviPAM 4-PAM", f"{SPEEDUP:g}x", seeds=False
+    numbers = (
+        f"{name} ({_size_label(row)}): 4-PAM Gibbs at {shown} iterations{how}{to_plateau}; "
+        + part.outcome(f"{clock} 4-PAM Gibbs / aviPAM 4-PAM", f"{SPEEDUP:g}x", seeds=False)
     )
     timing = (
         f"{name}: 4-PAM Gibbs {_mean(gibbs)} min, aviPAM 4-PAM {_mean(avi)} min (medians of the "
@@ -573,6 +575,20 @@ def _speed_ratio(tables: Tables, name: str, scaled: bool = True) -> tuple[SpeedP
     if not _missing(epochs):
         deviation.append(f"{name}: aviPAM {float(epochs):.0f} epochs on one CPU thread (paper: GPU)")
     return part, numbers, timing, "; ".join(deviation)
+
+
+def _size_label(row: pd.Series) -> str:
+    """The corpus and 4-PAM sizes a timing was measured at: ``"20 Newsgroups, 2 super- x 50
+    sub-topics"`` (the paper's sizes of the table's experiment, which the grids run)."""
+    from noisyor_bench.experiments.avipam.cells import PAPER_SIZES
+
+    sizes = PAPER_SIZES.get(str(row.get("experiment")), {})
+    corpus = CORPUS_LABELS.get(str(row.get("corpus")), str(row.get("corpus")))
+    return (
+        f"{corpus}, {sizes.get('super', '?')} super- x {sizes.get('sub', '?')} sub-topics"
+        if sizes
+        else corpus
+    )
 
 
 def _to_equal_coherence(
