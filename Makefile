@@ -36,7 +36,7 @@ comma := ,
 PAPERS_CONFIG := $(if $(strip $(PAPERS)),'papers=[$(subst $(eval) ,$(comma),$(strip $(subst $(comma), ,$(PAPERS))))]')
 SNAKEMAKE := $(BIN)/snakemake --workflow-profile profiles/$(SMK_PROFILE) $(if $(CORES),--cores $(CORES))
 
-.PHONY: setup reproduce test lint format dryrun report bench bench-batched lock clean readme-results architecture
+.PHONY: setup reproduce test lint format dryrun report bench bench-throughput bench-batched lock clean readme-results architecture
 
 # pip's own output (notices about the machine's pip configuration, e.g. an extra index without a
 # package) goes to $(VENV)/install.log, not the console; a failing install prints
@@ -143,8 +143,19 @@ readme-results: setup
 	$(BIN)/noisyor-bench readme-results --results results --readme README.md --results-page docs/results.md \
 		$(if $(wildcard reference/paper-synpattern/tables/claims.csv),--reference reference/paper-synpattern)
 
-# Throughput of the project's trainers against a dense reference; see benchmarks/README.md.
+# Floor benchmark: every heavy unit of the product (noisy-OR step, Fig. 5 cell epoch, aviPAM 4-PAM
+# epoch, APE step and evaluation, 4-PAM Gibbs sweep) beside a minimal implementation of the same
+# mathematics, timed side by side in one process; prints the ratios and rewrites the generated
+# block of docs/performance.md (~7 min on 2 cores). BENCH_DATA: where the datasets are (a finished
+# run's results/data); BENCH_ARGS: e.g. --quick (~2 min). See benchmarks/README.md.
+BENCH_DATA ?= results/data
+BENCH_ARGS ?=
 bench: setup
+	$(BIN)/python benchmarks/floor.py --data-dir $(BENCH_DATA) --write-doc docs/performance.md $(BENCH_ARGS)
+
+# Throughput of the project's trainers against a dense reference (examples per second, peak
+# memory, the sparse kernels' FLOP rates); see benchmarks/README.md.
+bench-throughput: setup
 	$(BIN)/python benchmarks/bench.py
 
 # Runs per hour: one run per process against R runs batched in one; datasets are built

@@ -36,13 +36,13 @@ SPARSE_MAX_DENSITY = 0.25
 """Use the active-entry positive term when at most this fraction of a batch's entries is 1.
 
 Above ~25-30% density one dense product is as fast (syn-random-2/3, half of whose entries
-are ones; measured with ``make bench``).
+are ones; measured with ``make bench-throughput``).
 """
 
 LINEAR_MAX_DENSITY = 0.25
 """Compute the terms linear in ``x`` (encoder input layer, ``x @ theta``, ACP's eq. 11) from the
 active entries below this density.  With the CSR kernels the sparse product beats the dense
-one on every benchmark dataset up to this density (``make bench``; 1.6x at 10% density)."""
+one on every benchmark dataset up to this density (``make bench-throughput``; 1.6x at 10% density)."""
 
 
 @dataclass(frozen=True)
