@@ -159,7 +159,7 @@ def test_exact_only_rows_are_the_rows_an_exact_path_scores() -> None:
     p = x.sum(1)
     # the forward pass fits 4 * 2^12 numbers: 2^p * p * K <= 16384 at K = 10 <=> p <= 7 (8: 20480)
     np.testing.assert_array_equal(rows, np.flatnonzero(p <= 7))
-    assert f"the {rows.size} of 300 test rows with <= 7 positives" in label
+    assert label == f"all {rows.size} exactly computable of 300 test rows (<= 7 positives)"
     model = random_model(10, 30, 2, density=0.3)
     result = estimate_log_px(model, x[rows], LikelihoodConfig(enumerate_k=0, exact_elements=2**12))
     assert "ais" not in set(result.path)

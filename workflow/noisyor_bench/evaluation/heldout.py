@@ -389,17 +389,25 @@ def heldout_nll(
 
     ``per_row_nelbo`` (the NELBO of every test row) adds ``nll_rows_nelbo``: the NELBO's mean over
     the rows the NLL scored, so that NELBO - NLL is a bound's gap on the same rows (``nelbo``
-    averages every test row, ``nll_test`` perhaps a subset: their difference is not a gap)."""
+    averages every test row, ``nll_test`` perhaps a subset: their difference is not a gap).
+
+    ``nll_per_row`` is each scored row's ``-log p(x)`` in the order of the rows (``null`` where
+    infinite) and ``nll_rows_digest`` the fingerprint of those rows
+    (:func:`~noisyor_bench.evaluation.noisyor_likelihood.rows_digest`): the tables pair them row by
+    row with the independent baseline's per-row NLL on the same rows, for the ``weak_learning``
+    qualifier's CI over rows and seeds (:mod:`noisyor_bench.reporting.claims`)."""
     import time
 
-    from noisyor_bench.evaluation.noisyor_likelihood import LikelihoodConfig, score, scored_rows
+    from noisyor_bench.evaluation.noisyor_likelihood import LikelihoodConfig, rows_digest, score, scored_rows
 
     config = LikelihoodConfig.from_mapping(dict(nll))
     t0 = time.perf_counter()
     x_np = x.numpy()
     rows, label = scored_rows(x_np, model.K, config)  # chosen once: the NLL's and the NELBO's rows
-    _, record = score(model, x_np, config, seed=seed, rows=rows)
+    result, record = score(model, x_np, config, seed=seed, rows=rows)
     record["nll_rows_label"] = label
+    record["nll_rows_digest"] = rows_digest(rows)
+    record["nll_per_row"] = [float(-v) if math.isfinite(v) else None for v in result.log_px.tolist()]
     record["nll_config"] = dict(nll)
     record["nll_seconds"] = time.perf_counter() - t0
     record["nll_rows_nelbo"] = None

@@ -360,7 +360,9 @@ def scored_rows(x: np.ndarray, k: int, config: LikelihoodConfig) -> tuple[np.nda
                 :0
             ], f"not scored: only {pool.size} of {n} test rows allow an exact path (< {config.min_rows})"
         if pool.size <= config.max_rows:
-            return pool, f"the {pool.size} of {n} {what}"
+            if pool.size == n:
+                return pool, "all test rows"
+            return pool, f"all {pool.size} exactly computable of {n} test rows (<= {p_max} positives)"
     elif n <= config.max_rows or float(row_costs(x, k, config).sum()) <= config.row_budget:
         return pool, "all test rows"
     rng = np.random.default_rng(np.random.SeedSequence(ROW_SUBSET_SEED))
@@ -370,6 +372,16 @@ def scored_rows(x: np.ndarray, k: int, config: LikelihoodConfig) -> tuple[np.nda
         rows,
         f"fixed seeded subset of {config.max_rows} of {of} (seed {ROW_SUBSET_SEED})",
     )
+
+
+def rows_digest(rows: Any) -> str:
+    """A short fingerprint of a set of row indices (sha256 of the sorted int64 indices, 16 hex
+    digits): what a run's per-row ``-log p(x)`` and the baseline's per-row NLL must share before
+    they are paired row by row."""
+    import hashlib
+
+    idx = np.sort(np.asarray(rows, dtype=np.int64).ravel())
+    return hashlib.sha256(idx.tobytes()).hexdigest()[:16]
 
 
 def estimate_log_px(
@@ -553,6 +565,7 @@ __all__ = [
     "estimate_log_px",
     "quickscore_rows",
     "row_costs",
+    "rows_digest",
     "score",
     "scored_rows",
 ]

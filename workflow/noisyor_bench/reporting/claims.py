@@ -43,7 +43,8 @@ intervals over seeds, never from point estimates alone:
 **Qualifiers** are strings beside the verdict ("" = none) that never change it:
 ``protocol_deviation`` (how the grid differs from the paper's protocol), ``unconverged`` (runs
 behind the claim that had not converged), ``weak_learning`` (learned models not better than the
-independent-Bernoulli baseline), ``bound_gap`` (a learned model's NELBO - NLL larger than the
+independent-Bernoulli baseline: held-out -log p(x) paired per test row, CI over rows and seeds,
+:func:`_weak`), ``bound_gap`` (a learned model's NELBO - NLL larger than the
 claim's effect; never on inference-mode rows, where both sides score one true model:
 :func:`note_mode`) and ``low_power`` (the CI cannot resolve the claim's margin at this n:
 :func:`low_power` says the n that would, counted on the sampled side against a constant).  A claim function decorated with :func:`qualified` collects the table rows it reads
@@ -558,7 +559,8 @@ class RowEvidence:
 
 WEAK_LEARNING_TOL = 0.01
 """nats per data point: a learned model is *weak* when its held-out NLL is not below the
-independent-Bernoulli baseline's (same rows) by more than this, at 95%."""
+independent-Bernoulli baseline's (same rows, paired per row) by more than this, at 95% over rows
+and seeds (:func:`_weak`)."""
 
 
 INFERENCE_MODE = "inference"
@@ -583,20 +585,47 @@ def _float(value: Any) -> float:
 def _weak(r: Mapping[str, Any], label: str) -> tuple[str, bool]:
     """(why the row's model is weak, whether judged on the bound) -- ("", False) when it is not.
 
-    With the held-out NLL (``nll``, per seed ``nll_values``) and the baseline on the same rows
-    (``baseline_nll``): weak when the 95% upper end of NLL - baseline over the seeds (Student t; the
-    rows are shared, so their sampling error is common to both sides and cancels, as in every claim's
-    CI over seeds on the fixed test set) is >= -WEAK_LEARNING_TOL; with one seed, the difference
-    itself.  Without it, the table's NELBO flag (``below_baseline``: mean NELBO > ``baseline_nelbo``).
+    The rule, in order of the evidence the table holds:
+
+    1. **Paired per row** (``nll_diff``, ``nll_diff_se``, ``nll_diff_df``: tables from runs that
+       record their per-row ``-log p(x)``, :func:`noisyor_bench.reporting.acp.baselines.paired_nll_difference`):
+       the learned model's ``-log p(x)`` minus the independent baseline's on each scored row,
+       averaged over the seeds within the row and then over the rows. Weak when the 95% upper end
+       of that mean is >= -WEAK_LEARNING_TOL. The CI is over rows *and* seeds
+       (:func:`noisyor_bench.reporting.statistics.row_seed_mean`): the question is whether the
+       cell's models beat independent pixels on data from the generating distribution, of which
+       the scored rows are a sample (a fixed subset of the test split, or the split itself), and
+       the seeds a sample of training runs. The per-row difference varies across rows by 0.2-0.5
+       nats, so on 100 rows its standard error (0.014-0.025 nats) exceeds the tolerance: a CI over
+       seeds alone on a fixed subset hides it, and can put the sign wrong. The text names the rows
+       (``nll_diff_rows_label``: every exactly computable row where the runs score them all, or
+       the sampled subset).
+    2. **Old tables** (``nll`` with per-seed ``nll_values`` and ``baseline_nll`` on the same rows,
+       no per-row values): the 95% upper end of NLL - baseline over the seeds (Student t; with
+       one seed, the difference itself), the rows' sampling error not counted -- labelled so, with
+       the number of rows it rests on (``nll_rows``).
+    3. Without an NLL, the table's NELBO flag (``below_baseline``: mean NELBO >
+       ``baseline_nelbo``), marked as judged on the bound.
+
     Where the table carries the paper's number (``paper_nelbo``), whether the paper is above the
     baseline too."""
+    diff = _float(r.get("nll_diff"))
     nll, base = _float(r.get("nll")), _float(r.get("baseline_nll"))
-    if not (math.isnan(nll) or math.isnan(base)):
+    if not math.isnan(diff):
+        text = _weak_paired(r, label, diff)
+        if not text:
+            return "", False
+        bound = False
+    elif not (math.isnan(nll) or math.isnan(base)):
         upper = _upper_over_seeds(r.get("nll_values"), nll) - base
         if upper < -WEAK_LEARNING_TOL:
             return "", False
+        rows = _float(r.get("nll_rows"))
+        rows_text = "rows not recorded" if math.isnan(rows) else f"the same {int(rows)} rows"
         text, bound = (
-            f"{label}: NLL {nll:.3f} vs independent {base:.3f} (same rows; 95% upper end of the difference over seeds {upper:+.3f})",
+            f"{label}: NLL {nll:.3f} vs independent {base:.3f} ({rows_text}; 95% upper end of the "
+            f"difference over seeds {upper:+.3f}; a table without per-row values: CI over seeds only, "
+            "the rows' sampling error not counted)",
             False,
         )
     elif not is_missing(r.get("below_baseline")) and cell_flag(r.get("below_baseline")):
@@ -611,6 +640,30 @@ def _weak(r: Mapping[str, Any], label: str) -> tuple[str, bool]:
         side = "above it too" if paper > indep else "below it"
         text += f"; the paper's {paper:g} is {side}"
     return text, bound
+
+
+def _weak_paired(r: Mapping[str, Any], label: str, diff: float) -> str:
+    """Rule 1 of :func:`_weak`: "" when the 95% upper end of the paired per-row difference is
+    below -WEAK_LEARNING_TOL, else ``"acp N_train=1000 syn-random-1: +0.006 nats worse than
+    independent (<rows>; paired per row, 5 seeds; 95% CI [+0.001, +0.011])"``."""
+    from noisyor_bench.reporting.statistics import RowSeedMean
+
+    se, df = _float(r.get("nll_diff_se")), _float(r.get("nll_diff_df"))
+    low, high = RowSeedMean(diff, se, df, 0, 0).interval(CI_LEVEL)
+    if high < -WEAK_LEARNING_TOL:
+        return ""
+    n_rows = _float(r.get("nll_diff_rows"))
+    rows = _text(r.get("nll_diff_rows_label")) or (
+        f"{int(n_rows)} rows" if not math.isnan(n_rows) else "rows not recorded"
+    )
+    seeds = len(parse_values(r.get("nll_diff_values")))
+    if diff >= 0:
+        side = f"{diff:+.3f} nats worse than independent"
+    else:
+        side = f"{diff:+.3f} nats vs independent, better but not by {WEAK_LEARNING_TOL:g} at 95%"
+    ci = "no CI" if low == high else f"95% CI [{low:+.3f}, {high:+.3f}]"
+    who = f"{seeds} seed{'s' if seeds != 1 else ''}" if seeds else "seeds not recorded"
+    return f"{label}: {side} ({rows}; paired per row, {who}; {ci})"
 
 
 def _upper_over_seeds(values: Any, mean: float) -> float:
@@ -915,8 +968,8 @@ class Evidence:
 
     def weak_learning(self) -> str:
         """The ``weak_learning`` qualifier: per cell read, a learned model not better than the
-        independent-Bernoulli baseline (:func:`_weak`: by its NLL where the table has it, else
-        by its NELBO, marked "NELBO (bound) only")."""
+        independent-Bernoulli baseline (:func:`_weak`: by its NLL paired per row where the table
+        has it, by its NLL over seeds in older tables, else by its NELBO, marked "NELBO (bound) only")."""
         weak = sorted({r.weak for r in self.rows.values() if r.weak})
         if not weak:
             return ""

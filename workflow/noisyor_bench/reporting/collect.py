@@ -61,6 +61,20 @@ SETTINGS_KEYS: tuple[str, ...] = (
 model size, the training budget, the selected hyperparameters and the evaluation."""
 
 
+PER_ROW_KEYS: tuple[str, ...] = ("nll_per_row",)
+"""Per-row lists of a run record kept in its frame row (as float arrays; ``null`` = +inf): the
+learned model's ``-log p(x)`` of each scored test row, paired with the baseline's by the tables."""
+
+
+def per_row_values(path: Path, key: str, values: list[Any]) -> np.ndarray:
+    """A record's per-row list as float64 (``null`` -> +inf: a row the model gives probability 0);
+    DataError naming the file when an entry is not a number."""
+    bad = [v for v in values if v is not None and (isinstance(v, bool) or not isinstance(v, _NUMBER))]
+    if bad:
+        raise DataError(f"{path}: {key!r} must hold numbers or null, found {bad[0]!r}")
+    return np.array([np.inf if v is None else float(v) for v in values], dtype=np.float64)
+
+
 def metrics_path(path: str | Path) -> Path:
     """``metrics.json`` of a run: the path itself, or ``<run dir>/metrics.json``."""
     p = Path(path)
@@ -111,6 +125,8 @@ def read_metrics(path: str | Path) -> dict[str, Any]:
                     if v is None or isinstance(v, (str, bool, *_NUMBER))
                 }
             )
+        elif key in PER_ROW_KEYS and isinstance(value, list):
+            row[key] = per_row_values(path, key, value)
         elif key in METRIC_KEYS:
             if value is not None and (isinstance(value, bool) or not isinstance(value, _NUMBER)):
                 raise DataError(f"{path}: metric {key!r} must be a number or null, found {value!r}")

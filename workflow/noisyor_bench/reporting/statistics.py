@@ -1,5 +1,6 @@
 """Statistics over seeds: the Student-t interval of a mean, the Wilson interval of a rate and the
-exact McNemar test of paired successes.
+exact McNemar test of paired successes; the mean of paired per-row differences over test rows
+and seeds (:func:`row_seed_mean`).
 
 The CI of a mean is ``t_{0.975, n-1} * s / sqrt(n)`` with the sample standard deviation ``s``
 (ddof=1); a single seed has no CI.  Differences between methods (paired or Welch) are in
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -82,3 +84,61 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     if a + b == 0:
         return 1.0
     return float(min(1.0, 2.0 * stats.binom.cdf(min(a, b), a + b, 0.5)))
+
+
+@dataclass(frozen=True)
+class RowSeedMean:
+    """The mean of a (seeds x rows) matrix of paired per-row differences and its standard error
+    over rows and seeds (:func:`row_seed_mean`): ``df`` is the Welch-Satterthwaite degrees of
+    freedom of the t quantile, ``rows`` / ``seeds`` the matrix's shape."""
+
+    mean: float
+    se: float
+    df: float
+    rows: int
+    seeds: int
+
+    def interval(self, level: float = CI_LEVEL) -> tuple[float, float]:
+        """``mean -+ t_{(1+level)/2, df} * se``; ``(mean, mean)`` without a standard error."""
+        if not (math.isfinite(self.se) and math.isfinite(self.df) and self.df > 0):
+            return self.mean, self.mean
+        half = float(stats.t.ppf(0.5 + level / 2.0, self.df)) * self.se
+        return self.mean - half, self.mean + half
+
+
+def row_seed_mean(diffs: np.ndarray) -> RowSeedMean:
+    """Mean and standard error of paired per-row differences ``diffs`` (S seeds x R rows):
+    ``d[s, r]`` = the seed-s model's quantity on test row r minus the reference's on the same row.
+
+    The unit: a test row is one draw from the data distribution and a seed one draw of a training
+    run, and a claim about a cell is about both populations. Pairing per row removes what the
+    two sides share on a row (how hard the row is: the between-row spread of the NLL, tens of times
+    the difference, which a comparison of two separate means would keep). Averaging the seeds
+    within a row first makes the rows the independent units (the seeds of one row share that row,
+    so their S values are not S independent rows): the row term ``s^2(mean over seeds of d[:, r]) /
+    R`` carries the rows' sampling error -- a fixed subset of the test rows, or the test split
+    itself as a sample of the distribution. A seed's offset common to every row cancels from that
+    spread, so the seed term ``s^2(mean over rows of d[s, :]) / S`` adds the run-to-run variation
+    of the all-row mean. ``se^2`` is their sum; it counts the seed-by-row interaction once in each
+    term, so it is conservative by ``var(interaction) / (R S)``, negligible at R = 1,000. ``df``:
+    Welch-Satterthwaite of the two terms. One seed: the row term only (df R - 1); one row: the
+    seed term only; one of each: NaN (no interval).
+    """
+    d = np.asarray(diffs, dtype=np.float64)
+    if d.ndim != 2 or d.size == 0:
+        raise ValueError(f"diffs must be a non-empty (seeds, rows) matrix, got shape {d.shape}")
+    s, r = d.shape
+    mean = float(d.mean())
+    if not np.isfinite(d).all():
+        return RowSeedMean(mean, float("nan"), float("nan"), r, s)
+    terms = []
+    if r > 1:
+        terms.append((float(d.mean(axis=0).var(ddof=1)) / r, r - 1))
+    if s > 1:
+        terms.append((float(d.mean(axis=1).var(ddof=1)) / s, s - 1))
+    if not terms:
+        return RowSeedMean(mean, float("nan"), float("nan"), r, s)
+    var = sum(v for v, _ in terms)
+    denom = sum(v * v / n for v, n in terms)
+    df = var * var / denom if denom > 0 else float(sum(n for _, n in terms))
+    return RowSeedMean(mean, math.sqrt(var), float(df), r, s)

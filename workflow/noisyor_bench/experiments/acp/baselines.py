@@ -86,7 +86,9 @@ def independent_baselines(
 ) -> list[dict[str, Any]]:
     """One record per N_train: the independent-Bernoulli NLL on the whole test split and, with
     ``run_rows``, on the rows the runs' ``nll_test`` is scored on (``nll_rows_nll``, ``nll_rows_se``:
-    the baseline beside a learned model's likelihood, on the same rows)."""
+    the baseline beside a learned model's likelihood, on the same rows; ``nll_rows_values``: its
+    NLL on each of those rows, in their order, which the tables pair row by row with each run's
+    ``nll_per_row`` for the ``weak_learning`` qualifier)."""
     from noisyor_bench.data.loading import training_rows
 
     out = []
@@ -107,6 +109,7 @@ def independent_baselines(
                 nll_rows=int(sub.size),
                 nll_rows_nll=float(sub.mean()) if sub.size else None,
                 nll_rows_se=_sem(sub),
+                nll_rows_values=[float(v) for v in sub.tolist()],
             )
         out.append(row)
     return out
@@ -285,14 +288,22 @@ def baselines_record(
     """The ``results/baselines/<dataset>.json`` content (without its provenance sidecar).
 
     ``run_nll``: the runs' likelihood config (``evaluation.nll``); the baseline is then also
-    scored on the rows of the runs' ``nll_test`` (synthetic data only)."""
+    scored on the rows of the runs' ``nll_test`` (synthetic data only), per row too, with the
+    rows' fingerprint (``nll_rows_digest``) that a run's per-row NLL must share to be paired."""
     from noisyor_bench.data.loading import has_truth
 
     indep: dict[str, Any] = {"smoothing": SMOOTHING, "pseudo_count": PSEUDO_COUNT}
     rows = None
     if run_nll is not None and has_truth(data):
+        from noisyor_bench.evaluation.noisyor_likelihood import rows_digest
+
         rows, label = run_nll_rows(data, run_nll)
-        indep.update(nll_rows=int(rows.size), nll_rows_label=label, nll_config=dict(run_nll))
+        indep.update(
+            nll_rows=int(rows.size),
+            nll_rows_label=label,
+            nll_rows_digest=rows_digest(rows),
+            nll_config=dict(run_nll),
+        )
     indep["rows"] = independent_baselines(data, n_train_values, path, rows)
     return {
         "dataset": name,

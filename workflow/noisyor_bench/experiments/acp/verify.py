@@ -52,6 +52,11 @@ def recompute(check: RunCheck) -> Recomputed:
     dataset = Path(check.dataset_arg) if check.dataset_arg else locate_dataset(check.path, check.recorded)
     recorded, recomputed = recompute_metrics(check.path, dataset)
     rows = compare(recorded, recomputed, RECOMPUTED_METRICS, check.rtol)
+    rows += [
+        compare_newer(k, recorded, recomputed, check.rtol)
+        for k in ("nll_rows_digest", "nll_per_row")
+        if recorded.get(k) is not None or recomputed.get(k) is not None
+    ]
     permutation = (recorded.get("latent_permutation"), recomputed.get("latent_permutation"))
     rows.append(("latent_permutation", *permutation, permutation[0] == permutation[1]))
     return Recomputed(
@@ -79,6 +84,24 @@ def compare(
         (k, recorded.get(k), recomputed.get(k), _close(recorded.get(k), recomputed.get(k), rtol))
         for k in keys
     ]
+
+
+def compare_newer(
+    key: str, recorded: Mapping[str, Any], recomputed: Mapping[str, Any], rtol: float
+) -> tuple[str, Any, Any, bool]:
+    """``(key, recorded, recomputed, ok)`` for a key runs record since the per-row NLL
+    (``nll_rows_digest``, ``nll_per_row``): a run recorded before it has nothing to compare (ok);
+    a list is compared value by value (:func:`_close`) and shown as ``"<n> values"``."""
+    a, b = recorded.get(key), recomputed.get(key)
+    if not isinstance(a, list) and not isinstance(b, list):
+        return (key, a, b, a is None or _close(a, b, rtol))
+    show_a = f"{len(a)} values" if isinstance(a, list) else a
+    show_b = f"{len(b)} values" if isinstance(b, list) else b
+    if a is None:
+        return (key, None, show_b, True)
+    ok = isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+    ok = ok and all(_close(x, y, rtol) for x, y in zip(a, b))
+    return (key, show_a, show_b, ok)
 
 
 def recompute_metrics(run: Path, dataset: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -89,6 +89,98 @@ def baseline_nll_rows(
     return nan
 
 
+PAIRED_NLL_COLUMNS: tuple[str, ...] = (
+    "nll_diff",
+    "nll_diff_se",
+    "nll_diff_df",
+    "nll_diff_rows",
+    "nll_diff_rows_label",
+    "nll_diff_values",
+)
+"""The learned model minus the independent baseline, paired per test row (:func:`add_paired_nll_columns`)."""
+
+
+def baseline_row_values(
+    baselines: Mapping[str, Mapping[str, Any]], dataset: str, n_train: int
+) -> tuple[str, np.ndarray] | None:
+    """``(rows' fingerprint, per-row NLL)`` of the independent Bernoulli fitted on ``n_train`` rows,
+    on the rows of the runs' ``nll_test`` (baselines files since the per-row NLL); None otherwise."""
+    record = baselines.get(dataset)
+    if not record:
+        return None
+    indep = record["independent_bernoulli"]
+    digest = indep.get("nll_rows_digest")
+    for row in indep["rows"]:
+        if int(row["n_train"]) == int(n_train) and digest and row.get("nll_rows_values") is not None:
+            return str(digest), np.asarray(row["nll_rows_values"], dtype=np.float64)
+    return None
+
+
+def paired_nll_difference(
+    runs: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], dataset: str, n_train: int
+) -> dict[str, Any] | None:
+    """The cell's (``runs``: its runs) learned ``-log p(x)`` minus the independent baseline's, paired
+    per test row and averaged over rows and seeds, with its standard error over rows and seeds
+    (:func:`noisyor_bench.reporting.statistics.row_seed_mean`, where the unit is argued): the
+    :data:`PAIRED_NLL_COLUMNS` of the cell.  None unless every run scored the likelihood with
+    per-row values (``nll_per_row``) on the rows the baseline's per-row NLL is on (same
+    ``nll_rows_digest``): a cell of older runs keeps the unpaired columns only."""
+    from noisyor_bench.reporting.statistics import row_seed_mean
+
+    if runs.empty or "nll_per_row" not in runs.columns or "nll_rows_digest" not in runs.columns:
+        return None
+    base = baseline_row_values(baselines, dataset, n_train)
+    if base is None:
+        return None
+    digest, base_values = base
+    per_row = list(runs["nll_per_row"])
+    if any(not isinstance(v, np.ndarray) or v.shape != base_values.shape for v in per_row):
+        return None
+    if set(runs["nll_rows_digest"]) != {digest} or base_values.size == 0:
+        return None
+    diffs = np.stack(per_row) - base_values[None, :]
+    stat = row_seed_mean(diffs)
+    labels = sorted({str(v) for v in runs.get("nll_rows_label", pd.Series(dtype=str)).dropna()})
+    return {
+        "nll_diff": stat.mean,
+        "nll_diff_se": stat.se,
+        "nll_diff_df": stat.df,
+        "nll_diff_rows": stat.rows,
+        "nll_diff_rows_label": "; ".join(labels),
+        "nll_diff_values": ";".join(
+            f"{int(seed)}:{float(v)!r}" for seed, v in zip(runs["seed"], diffs.mean(axis=1))
+        ),
+    }
+
+
+def add_paired_nll_columns(
+    table: pd.DataFrame, runs: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]]
+) -> pd.DataFrame:
+    """:data:`PAIRED_NLL_COLUMNS` on every measured row of ``table`` (one per dataset, N_train,
+    method) from its runs (:func:`paired_nll_difference`); NaN / "" where a cell has none."""
+    table = table.copy()
+    groups = {
+        (str(d), int(n), str(m)): g
+        for (d, n, m), g in runs.groupby(["dataset", "n_train", "method"], sort=False)
+    }
+    values: dict[str, list[Any]] = {c: [] for c in PAIRED_NLL_COLUMNS}
+    for r in table.to_dict("records"):
+        g = groups.get((str(r.get("dataset")), int(r["n_train"]), str(r.get("method"))))
+        measured = r.get("status", "measured") == "measured"
+        paired = (
+            paired_nll_difference(g, baselines, r["dataset"], int(r["n_train"]))
+            if measured and g is not None
+            else None
+        )
+        for c in PAIRED_NLL_COLUMNS:
+            values[c].append(
+                (paired or {}).get(c, "" if c in ("nll_diff_rows_label", "nll_diff_values") else np.nan)
+            )
+    for c in PAIRED_NLL_COLUMNS:
+        table[c] = values[c]
+    return table
+
+
 def add_baseline_columns(table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """``baseline_nelbo`` and ``below_baseline`` (mean NELBO > baseline) on every learning-mode row,
     and ``baseline_nll`` / ``baseline_nll_se`` / ``baseline_nll_rows``: the baseline on the rows of
@@ -240,13 +332,21 @@ def subset_label(label: str, n_scored: Any, n_test: Any) -> str:
 
 
 def with_baselines(
-    table: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]], artifact: str, learning: bool = True
+    table: pd.DataFrame,
+    baselines: Mapping[str, Mapping[str, Any]],
+    artifact: str,
+    learning: bool = True,
+    runs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """``table`` with baseline columns (learning mode) and the reference rows of each of its datasets appended."""
+    """``table`` with baseline columns (learning mode; with its ``runs``, also the per-row paired
+    difference to the baseline, :func:`add_paired_nll_columns`) and the reference rows of each of
+    its datasets appended."""
     if not baselines:
         return table
     if learning:
         table = add_baseline_columns(table, baselines)
+        if runs is not None:
+            table = add_paired_nll_columns(table, runs, baselines)
     extra = []
     for dataset in dict.fromkeys(table["dataset"]):
         ns = sorted({int(n) for n in table.loc[table["dataset"] == dataset, "n_train"] if int(n) > 0})

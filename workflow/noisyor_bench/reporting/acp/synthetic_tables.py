@@ -205,6 +205,7 @@ def nll_markdown(table: pd.DataFrame, digits: int = 2) -> str:
                 base,
                 "" if pd.isna(r.get("nll_rows")) else int(r["nll_rows"]),
                 r.get("nll_estimator", ""),
+                paired_cell(r),
             ]
         )
     if not body:
@@ -214,7 +215,10 @@ def nll_markdown(table: pd.DataFrame, digits: int = 2) -> str:
         "The learned model's likelihood, not a bound: exact (Quickscore / forward pass / enumeration) or AIS "
         "(evaluation/noisyor_likelihood.py, docs/baselines.md), on the rows named in `nll_rows` -- the same "
         "rows for every method and for the independent Bernoulli beside it (fitted on the same N_train rows). "
-        "NELBO is on all test rows. SE: standard error of one run's mean over the scored rows.\n\n"
+        "NELBO is on all test rows. SE: standard error of one run's mean over the scored rows. "
+        "Model − indep.: the learned −log p(x) minus the independent Bernoulli's, paired per row, mean over "
+        "rows and seeds with its 95% CI over rows and seeds (statistics.row_seed_mean; the weak-learning "
+        "qualifier's statistic).\n\n"
         + markdown_table(
             [
                 "dataset",
@@ -226,10 +230,28 @@ def nll_markdown(table: pd.DataFrame, digits: int = 2) -> str:
                 "indep. Bernoulli, same rows",
                 "rows",
                 "estimator",
+                "model − indep., per row (95% CI)",
             ],
             body,
         )
     )
+
+
+def paired_cell(r: Mapping[str, Any], digits: int = 3) -> str:
+    """``+0.006 [+0.001, +0.011]``: a row's paired per-row difference to the independent baseline
+    (``nll_diff``) with its 95% CI over rows and seeds; "" where the table has none."""
+    from noisyor_bench.reporting.statistics import RowSeedMean
+
+    diff = pd.to_numeric(pd.Series([r.get("nll_diff")]), errors="coerce").iloc[0]
+    if pd.isna(diff):
+        return ""
+    se, df = (
+        pd.to_numeric(pd.Series([r.get(k)]), errors="coerce").iloc[0] for k in ("nll_diff_se", "nll_diff_df")
+    )
+    low, high = RowSeedMean(float(diff), float(se), float(df), 0, 0).interval()
+    if low == high:
+        return f"{diff:+.{digits}f}"
+    return f"{diff:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
 
 def fig3a_markdown(table: pd.DataFrame, digits: int = 2) -> str:
@@ -368,7 +390,9 @@ def table4_table(
             if m is not None:
                 row.update({k: v for k, v in m.items() if k not in ("n_train", "method")})
             rows.append(row)
-    return with_baselines(_with_stat_columns(pd.DataFrame(rows), ["nelbo", "nll"]), baselines or {}, "table4")
+    return with_baselines(
+        _with_stat_columns(pd.DataFrame(rows), ["nelbo", "nll"]), baselines or {}, "table4", runs=runs
+    )
 
 
 def table4_markdown(table: pd.DataFrame, digits: int = 2) -> str:
@@ -419,7 +443,7 @@ def fig5_table(runs: pd.DataFrame, baselines: Mapping[str, Mapping[str, Any]] | 
     summary.insert(0, "artifact", "fig5")
     summary.insert(4, "method_label", summary["method"].map(method_label))
     order = summary.assign(_r=summary["method"].map(method_rank)).sort_values(["dataset", "n_train", "_r"])
-    return with_baselines(order.drop(columns="_r").reset_index(drop=True), baselines or {}, "fig5")
+    return with_baselines(order.drop(columns="_r").reset_index(drop=True), baselines or {}, "fig5", runs=runs)
 
 
 def fig5_markdown(table: pd.DataFrame, digits: int = 2) -> str:
