@@ -145,3 +145,24 @@ def test_the_nips_reference_grid_runs_tables_3_and_4_at_fixed_sweeps_and_epochs(
     avi = cells.cell_settings(ref, cells.RunCell("large", "nips", "avipam-pam4", 0))
     assert avi["corpus"] == {"batch_size": 50, "max_epochs": 100, "patience": 100}
     assert avi["avi"]["stop_on_plateau"] is False
+
+
+def test_the_table2_timing_grid_times_a_few_steps_at_the_papers_large_sizes() -> None:
+    """paper-avipam-table2-timing: 4-PAM Gibbs and aviPAM 4-PAM on 20 Newsgroups at Table 2's
+    sizes, a few sweeps (burn-in in the paper's 2,000-of-3,000 proportion) and epochs, marked as a
+    timing cell; the table's avi override wins over the grid's, the other keys stay."""
+    ref = _section("paper-avipam-table2-timing")
+    assert {(c.experiment, c.corpus, c.method) for c in cells.all_cells(ref)} == {
+        ("large", "20news", "pam4-gibbs"),
+        ("large", "20news", "avipam-pam4"),
+    }
+    gibbs = cells.cell_settings(ref, cells.RunCell("large", "20news", "pam4-gibbs", 0))
+    avi = cells.cell_settings(ref, cells.RunCell("large", "20news", "avipam-pam4", 0))
+    assert gibbs["sizes"] == cells.PAPER_SIZES["large"] == avi["sizes"]
+    assert gibbs["timing_only"] is True and avi["timing_only"] is True
+    assert 3 * gibbs["gibbs"]["burn_in"] == 2 * gibbs["gibbs"]["iterations"]
+    assert (avi["avi"]["max_epochs"], avi["avi"]["patience"], avi["avi"]["batch_size"]) == (5, 5, 200)
+    assert avi["coherence_plateau_epoch"] == 200
+    # the other grids' tables are not timing cells
+    quick = cells.cell_settings(_section("quick"), cells.RunCell("small", "20news", "avipam-pam4", 0))
+    assert "timing_only" not in quick and quick["avi"]["max_epochs"] == 34

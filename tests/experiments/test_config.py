@@ -31,7 +31,7 @@ def test_shipped_config_is_valid(cfg):
         (lambda c: c.update(bogus=1), "'bogus' was unexpected"),
         (
             lambda c: c.update(grid="fast"),
-            "allowed values: ['extended', 'extended-fig5', 'paper', 'paper-ape-toybars', 'paper-avipam-nips', 'paper-avipam-table1', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
+            "allowed values: ['extended', 'extended-fig5', 'paper', 'paper-ape-toybars', 'paper-avipam-nips', 'paper-avipam-table1', 'paper-avipam-table2-timing', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
         ),
         (lambda c: c["datasets"]["syn-pattern"].update(mu=1.5), "datasets.syn-pattern.mu"),
         (lambda c: c["datasets"]["syn-random-1"].update(D="fifty"), "datasets.syn-random-1.D"),
@@ -180,7 +180,7 @@ METHODS = "['avi', 'acp', 'svi', 'lb-cdi', 'ub-cdi', 'acp-sg']"
         (
             lambda c: c.update(grid="fast"),
             "grid: 'fast'",
-            "allowed values: ['extended', 'extended-fig5', 'paper', 'paper-ape-toybars', 'paper-avipam-nips', 'paper-avipam-table1', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
+            "allowed values: ['extended', 'extended-fig5', 'paper', 'paper-ape-toybars', 'paper-avipam-nips', 'paper-avipam-table1', 'paper-avipam-table2-timing', 'paper-fig5-table4', 'paper-synpattern', 'quick', 'smoke']",
         ),
         (
             lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"].update(mode="learn"),

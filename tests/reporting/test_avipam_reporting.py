@@ -416,3 +416,17 @@ def test_beta_ranked_ablation_rows_and_the_gain_ablation_are_labelled_and_ordere
         "aviPAM 4-PAM, top words by β (ablation)",
         "aviPAM 4-PAM, BN with gain (ablation)",
     ]
+
+
+def test_a_timing_cell_is_timed_but_not_judged_at_equal_coherence() -> None:
+    """Runs of a timing cell (a few steps at the paper's sizes) have curves, but their few points
+    say nothing about topic quality: no equal-coherence target, and the caption says why."""
+    runs = _curved_runs(avi_minutes=1.0).assign(timing_only=True)
+    tables = _tables(runs)
+    table = tables["avipam-table1"]
+    assert table["equal_coherence_npmi"].isna().all()
+    assert avc.speedup_converged(tables).verdict == NOT_TESTED
+    assert avc.speedup(tables).verdict == REPRODUCED  # the timing itself still counts
+    assert "TIMING CELL" in avt.caption(
+        avt.build_table(runs, "table1", avt.paper_numbers(), "t"), "table1", avt.paper_numbers(), "t"
+    )
