@@ -166,3 +166,20 @@ def test_the_table2_timing_grid_times_a_few_steps_at_the_papers_large_sizes() ->
     # the other grids' tables are not timing cells
     quick = cells.cell_settings(_section("quick"), cells.RunCell("small", "20news", "avipam-pam4", 0))
     assert "timing_only" not in quick and quick["avi"]["max_epochs"] == 34
+
+
+@pytest.mark.parametrize(
+    ("method", "device", "expected"),
+    [
+        ("avipam-pam4", "cpu", "cpu"),
+        ("avipam-pam4", "cuda", "cuda"),
+        ("avipam-pam4", "cuda:1", "cuda"),
+        ("pam4-gibbs", "cuda", "cpu"),  # tomotopy's chains run on the CPU whatever the grid says
+        ("lda-online", "auto", "cpu"),
+    ],
+)
+def test_a_gpu_run_is_timed_on_its_wall_clock(method: str, device: str, expected: str) -> None:
+    """Where a run computes decides its speed clock: a GPU run records no process CPU time."""
+    from noisyor_bench.experiments.avipam.runs import compute_device
+
+    assert compute_device({"method": method, "device": device}) == expected

@@ -93,6 +93,23 @@ def cpu_columns(cpu: Timing | None) -> dict[str, Any]:
     }
 
 
+def compute_device(settings: Mapping[str, Any]) -> str:
+    """Where the run computes: ``"cuda"`` for a CUDA-capable method given a GPU (``device``
+    ``cuda[:N]``, or ``auto`` with one present), else ``"cpu"``. A GPU run's process CPU time is
+    not its compute (the work is the device's), so it records no CPU time and the speed claims
+    read its wall time."""
+    from noisyor_bench.experiments.avipam.costs import is_cuda_method
+
+    name = str(settings.get("device", "cpu"))
+    if not is_cuda_method(str(settings.get("method", ""))) or name == "cpu":
+        return "cpu"
+    if name == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda"
+
+
 def execute(
     corpus_path: str | Path,
     cell: Mapping[str, Any],
@@ -159,7 +176,8 @@ def execute(
         "train_minutes": round(float(result.train_seconds) / 60.0, 5),
         **{k: round(v, 5) for k, v in timing.columns("train_minutes", 1 / 60.0).items()},
         "timing": timing.as_dict(),
-        **cpu_columns(result.cpu_timing),
+        "compute_device": compute_device(settings),
+        **cpu_columns(result.cpu_timing if compute_device(settings) == "cpu" else None),
         "threads": int(threads),
         "converged": None if conv is None else conv.get("converged"),
         "convergence": conv,
