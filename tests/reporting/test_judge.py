@@ -31,6 +31,7 @@ REFERENCES = {  # reference folder -> its grid (config/config.yaml) and the pape
     "paper-ape-toybars": ("paper-ape-toybars", ("ape",)),
     "paper-avipam-table1": ("paper-avipam-table1", ("avipam",)),
     "paper-avipam-nips": ("paper-avipam-nips", ("avipam",)),
+    "paper-avipam-table2-timing": ("paper-avipam-table2-timing", ("avipam",)),
 }
 
 SMOKE_TABLES = os.environ.get("NOISYOR_SMOKE_TABLES", "")

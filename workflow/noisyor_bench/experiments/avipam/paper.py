@@ -20,7 +20,11 @@ PAPER = register(
         run_kinds=("avipam-",),
         costs="noisyor_bench.experiments.avipam.costs",
         docs="docs/avipam.md",
-        references=("reference/paper-avipam-table1", "reference/paper-avipam-nips"),
+        references=(
+            "reference/paper-avipam-table1",
+            "reference/paper-avipam-nips",
+            "reference/paper-avipam-table2-timing",
+        ),
         judge="noisyor_bench.reporting.avipam.judge:judge",
         labeller="noisyor_bench.reporting.avipam.labels:avipam_method_label",
         smoke_artifacts=(
