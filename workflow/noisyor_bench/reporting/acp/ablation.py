@@ -398,13 +398,22 @@ def _model_distance(row: Mapping[str, Any]) -> str:
     return text
 
 
+MECHANISM_CLAIM = "mechanism-gradient-through-q"
+"""The mechanism claim's id without an ablation table; with one, one id per cell (:func:`mechanism_claim_id`)."""
+
+
+def mechanism_claim_id(experiment: str, dataset: str) -> str:
+    """The mechanism claim's id of one (experiment, dataset) of the ablation table."""
+    return f"{MECHANISM_CLAIM}-{experiment}-{dataset}"
+
+
 def mechanism_claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
     """One claim per (experiment, dataset) of the ablation table: does ACP's advantage need theta's path through q?"""
     t = tables.get(ARTIFACT)
     if t is None or t.empty:
         return [
             Claim(
-                "mechanism-gradient-through-q",
+                MECHANISM_CLAIM,
                 PAPER_STATEMENT,
                 PAPER_LOCATION,
                 NOT_TESTED,
@@ -430,7 +439,7 @@ def mechanism_claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
         claims.append(
             with_evidence(
                 Claim(
-                    f"mechanism-gradient-through-q-{experiment}-{dataset}",
+                    mechanism_claim_id(experiment, dataset),
                     PAPER_STATEMENT
                     + f"; checked as: without theta's path through q (ACP-SG) ACP loses most of its "
                     f"advantage ({experiment}, {dataset}, N_train={int(small['n_train'])})",
@@ -445,4 +454,11 @@ def mechanism_claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
     return claims
 
 
-__all__ = ["ThetaDistance", "ablation_markdown", "ablation_table", "mechanism_claims"]
+__all__ = [
+    "MECHANISM_CLAIM",
+    "ThetaDistance",
+    "ablation_markdown",
+    "ablation_table",
+    "mechanism_claim_id",
+    "mechanism_claims",
+]
