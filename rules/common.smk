@@ -341,6 +341,22 @@ onstart:
     from noisyor_bench.infra.results_lock import take_for_invocation
 
     take_for_invocation(RESULTS)  # held by noisyor_bench.infra.io until this process ends
+    if workflow.executor_plugin is not None and workflow.executor_plugin.name == "slurm":
+        _guard_slurm_runs(log)
+
+
+# A SLURM driver refuses to start while jobs of an earlier driver of this results directory (one
+# killed, whose jobs run on) are still queued or running: it would submit them again. Then it
+# records its own run ID for the next run's check (noisyor_bench.infra.slurm_runs).
+def _guard_slurm_runs(log):
+    from noisyor_bench.infra.slurm_runs import guard
+
+    error, warning = guard(RESULTS, log)
+    if warning:
+        print(f"noisyor-bench: warning: {warning}", file=sys.stderr, flush=True)
+    if error:
+        print(f"Error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(1)
 
 
 # The results directory is checked when an invocation that executes jobs plans its first job,
