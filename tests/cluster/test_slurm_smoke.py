@@ -28,7 +28,7 @@ and a 5 s first status check instead of the plugin's 40 s.
 
 Skipped, with the reason, where the daemons cannot be started: not root, no ``apt-get`` for the
 missing packages, packages not installable, a SLURM of the machine's own; also with
-``NOISYOR_SLURM_TEST=0``. It takes about 7 minutes on 2 cores, package installation included (the
+``NOISYOR_SLURM_TEST=0``. It takes about 8 minutes on 2 cores, package installation included (the
 time-out test's job runs down its limit while the check-cluster and cancelled-job tests run).
 """
 
