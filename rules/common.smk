@@ -341,6 +341,22 @@ onstart:
     from noisyor_bench.infra.results_lock import take_for_invocation
 
     take_for_invocation(RESULTS)  # held by noisyor_bench.infra.io until this process ends
+    if workflow.executor_plugin is not None and workflow.executor_plugin.name == "slurm":
+        _guard_slurm_runs(log)
+
+
+# A SLURM driver refuses to start while jobs of an earlier driver of this results directory (one
+# killed, whose jobs run on) are still queued or running: it would submit them again. Then it
+# records its own run ID for the next run's check (noisyor_bench.infra.slurm_runs).
+def _guard_slurm_runs(log):
+    from noisyor_bench.infra.slurm_runs import guard
+
+    error, warning = guard(RESULTS, log)
+    if warning:
+        print(f"noisyor-bench: warning: {warning}", file=sys.stderr, flush=True)
+    if error:
+        print(f"Error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(1)
 
 
 # The results directory is checked when an invocation that executes jobs plans its first job,
@@ -496,12 +512,19 @@ onerror:
 # every compute job's expected seconds and memory, scaled from measured runs (the quick grid's
 # config/job_seconds.csv, the paper-protocol run under reference/) by its cell's size. The
 # resources of each compute job come from `**compute_resources(name, stem)`, which gives `runtime`
-# (minutes, attempt x max(10 min, SAFETY x the estimate): a retry gets at least twice the limit), `mem_mb`
+# (minutes, attempt x max(10 min, SAFETY x the estimate): a retry gets at least twice the limit; the
+# 10 min lower only in tests, NOISYOR_TEST_RUNTIME_FLOOR_MIN, with a warning on every run), `mem_mb`
 # (attempt x 1.5 x the memory estimate), and `gpu` (>= 1 for a
 # CUDA-capable job under the gpu and slurm profiles). Every other rule is local (mark_local_rules(), called after the last
 # rules file, rules/report.smk), since it takes seconds.
 from noisyor_bench.experiments import costs as cost_model
 
+try:  # the wall-time floor: 10 min, lower only in tests (NOISYOR_TEST_RUNTIME_FLOOR_MIN)
+    RUNTIME_FLOOR = cost_model.runtime_floor()
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
+if cost_model.runtime_floor_message(RUNTIME_FLOOR) and workflow.is_main_process:
+    print(f"noisyor-bench: warning: {cost_model.runtime_floor_message(RUNTIME_FLOOR)}", file=sys.stderr)
 COST_REFERENCES = cost_model.load_references(workflow.basedir, config.get("job_seconds"))
 JOB_COSTS = cost_model.by_job(cost_model.estimate_jobs(config, COST_REFERENCES, SELECTED))
 RULE_SLOWEST = {}  # the slowest estimate of each rule, for jobs the cost model does not list
@@ -531,7 +554,7 @@ def compute_resources(rule_name, stem):
 
     def runtime(wildcards, attempt):
         est = _job_estimate(rule_name, stem, wildcards)
-        return cost_model.runtime_minutes(est.cpu_seconds if est else 3600.0, attempt)
+        return cost_model.runtime_minutes(est.cpu_seconds if est else 3600.0, attempt, RUNTIME_FLOOR)
 
     def mem(wildcards, attempt):
         est = _job_estimate(rule_name, stem, wildcards)

@@ -7,7 +7,7 @@ Every file both hold is compared byte for byte; a file that differs counts as eq
 differs only by what two executions legitimately do: the results directory's own path, wall
 times (keys and columns named ``*seconds``, ``*_time``, ``time_s``, ``*time_to_quality``,
 ``train_minutes``, their ``_median``/``_low``/``_high`` and ``timing``, and their table statistics; ``.npz`` arrays named ``seconds``), provenance
-records and sidecars, and ``torch.save``'s random serialization id (``.pt`` files compare their
+records and sidecars (the results directory's grid record and SLURM run record), and ``torch.save``'s random serialization id (``.pt`` files compare their
 tensors).  A claims table compares its verdicts and ids; ``numbers`` that differ are listed
 (a claim on wall time quotes the times). Logs, Snakemake
 benchmarks, ``params/`` (argument files named by a hash of paths), HTML views (they embed the
@@ -53,6 +53,7 @@ SKIP_NAMES = {
     "software.html",
     ".noisyor-bench.lock",
     ".noisyor-bench-results.json",  # the directory's grid record: times and commit
+    ".noisyor-bench-slurm-runs",  # the SLURM driver's run ID (noisyor_bench.infra.slurm_runs)
     "runtime.png",
     "runtime.pdf",
     "runtime.csv",

@@ -9,7 +9,8 @@
 #
 # As root: installs the Debian packages slurmctld, slurmd, slurm-client and munge if a binary
 # is missing (apt-get), writes slurm.conf for one node named localhost with this machine's CPUs
-# and memory (slurmd -C) into DIR, and starts munged, slurmd and slurmctld from DIR: its own
+# and memory (slurmd -C; partitions debug, the default, without a time limit and day with a MaxTime
+# of 24 h) into DIR, and starts munged, slurmd and slurmctld from DIR: its own
 # munge key and socket, non-default ports, state, spool, logs (DIR/log) and the pids it started
 # (DIR/pids, read by slurm-down.sh). Apart from the packages nothing under /etc is read or
 # written, so a munge already on the machine is left alone. Commands find the cluster through
@@ -130,6 +131,10 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc=$dir/jobcomp.log
 MinJobAge=3600
+# A job past its time limit is killed at once (no grace minutes) and 5 s after SIGTERM (default
+# 30 s): SLURM checks the limits every 30 s, so a 1-minute job times out within about 95 s.
+OverTimeLimit=0
+KillWait=5
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -138,6 +143,8 @@ SlurmctldTimeout=30
 SlurmdTimeout=60
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+# The same node under a 24-hour MaxTime, as many clusters' partitions have (check-cluster's test).
+PartitionName=day Nodes=localhost Default=NO MaxTime=1-00:00:00 State=UP
 EOF
 
 # The pids of the daemons started here, one "name pid" a line, for slurm-down.sh.
@@ -186,5 +193,5 @@ wait_for 30 "slurmctld answers no ping" bash -c "scontrol ping | grep -q 'is UP'
 start slurmd slurmd -D -N localhost -f "$SLURM_CONF"
 wait_for 60 "the node is not idle in sinfo" bash -c "[ \"\$(sinfo -h -n localhost -o %t)\" = idle ]"
 
-echo "SLURM is up: node localhost ($cpus CPUs, $mem MB), partition debug; pids in $dir/pids"
+echo "SLURM is up: node localhost ($cpus CPUs, $mem MB), partitions debug (default) and day (24 h); pids in $dir/pids"
 echo "export SLURM_CONF=$SLURM_CONF"

@@ -4,6 +4,7 @@ searches, limits with a safety factor and retries, list scheduling."""
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 from conftest import REPO
@@ -12,6 +13,7 @@ from noisyor_bench.experiments import costs, papers
 from noisyor_bench.experiments.acp import costs as acp_costs
 from noisyor_bench.experiments.acp import grid
 from noisyor_bench.experiments.config import load_config
+from noisyor_bench.infra.errors import ConfigError
 
 REFERENCES = costs.load_references(REPO)
 QUICK = next(r for r in REFERENCES if r.grid == costs.REFERENCE_GRID)
@@ -101,6 +103,22 @@ def test_limits_have_a_safety_factor_and_grow_with_attempts():
 def test_runtime_limit_is_floored_before_the_attempt_multiplies_it(seconds, first, retry):
     assert costs.runtime_minutes(seconds, attempt=1) == first
     assert costs.runtime_minutes(seconds, attempt=2) == retry
+
+
+def test_a_test_may_lower_the_runtime_floor_and_only_lower_it():
+    """NOISYOR_TEST_RUNTIME_FLOOR_MIN (the real-SLURM test's 1-minute job): a whole number of
+    minutes below the 10-minute floor, else a ConfigError naming the variable; a lowered floor
+    still doubles on the retry, and is announced."""
+    env = costs.RUNTIME_FLOOR_ENV
+    assert costs.runtime_floor({}) == costs.runtime_floor({env: " "}) == costs.MIN_RUNTIME_MIN
+    assert costs.runtime_floor({env: "1"}) == 1 and costs.runtime_floor({env: "9"}) == 9
+    for bad in ("0", "10", "60", "-1", "1.5", "one"):
+        with pytest.raises(ConfigError, match=f"{env}='{re.escape(bad)}'.*from 1 to 9"):
+            costs.runtime_floor({env: bad})
+    assert costs.runtime_minutes(1, 1, floor=1) == 1 and costs.runtime_minutes(1, 2, floor=1) == 2
+    assert costs.runtime_minutes(3600, 1, floor=1) == costs.runtime_minutes(3600) == 120
+    assert costs.runtime_floor_message(costs.MIN_RUNTIME_MIN) is None
+    assert costs.runtime_floor_message(1).startswith(f"{env}=1: every compute job's wall-time floor is 1 min")
 
 
 @pytest.mark.parametrize(

@@ -93,3 +93,19 @@ def test_check_reports_each_kind_of_problem():
     assert len(problems) == 3
     problems, _ = check(jobs[1:2], estimates, {"train_cell"}, gpus=False)  # the default profile
     assert problems == []
+
+
+def test_a_runtime_floor_lowered_for_tests_fails_the_check():
+    """NOISYOR_TEST_RUNTIME_FLOOR_MIN (the real-SLURM test's 1-minute job) is never fit for a real
+    submission: check-cluster names it as a problem; an invalid value is refused outright."""
+    from noisyor_bench.experiments.costs import RUNTIME_FLOOR_ENV
+
+    slurm = REPO / "profiles" / "slurm"
+    proc = run_check_cluster(slurm, "--config", "grid=smoke", env={RUNTIME_FLOOR_ENV: "1"})
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "check-cluster: FAILED, 1 problem(s):" in proc.stdout
+    assert (
+        f"  {RUNTIME_FLOOR_ENV}=1: every compute job's wall-time floor is 1 min instead of 10" in proc.stdout
+    )
+    bad = run_check_cluster(slurm, "--config", "grid=smoke", env={RUNTIME_FLOOR_ENV: "0"})
+    assert bad.returncode != 0 and f"{RUNTIME_FLOOR_ENV}='0'" in bad.stderr, bad.stderr[-2000:]

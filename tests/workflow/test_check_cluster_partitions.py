@@ -132,6 +132,8 @@ def test_each_job_is_checked_against_its_partition():
     # a retry doubles the limit: 2 x 1440 and 2 x 800 min exceed main's 1440, so only a note
     assert len(notes) == 1 and notes[0].startswith("2 job(s)") and "TIMEOUT" in notes[0]
     assert "ape_train at" in notes[0] and "ape_train retry" in notes[0]
+    _, notes = check_partitions(jobs, parts, max_names=1)  # check-cluster's --max-problems
+    assert notes[0].endswith(": ape_train at ... and 1 more")
 
 
 def test_without_a_default_partition_a_job_must_name_one():

@@ -164,11 +164,13 @@ def _hours(minutes: float) -> str:
     return f"{minutes / 60:.1f} h"
 
 
-def check_partitions(submitted: list[DryJob], partitions: dict[str, Any]) -> tuple[list[str], list[str]]:
+def check_partitions(
+    submitted: list[DryJob], partitions: dict[str, Any], max_names: int = 3
+) -> tuple[list[str], list[str]]:
     """Problems and notes of the submitted jobs against their partitions (``slurm_partition``,
     else the default one): a time limit above ``MaxTime`` (SLURM leaves the job PENDING with
     PartitionTimeLimit), a GPU job where no node has a GPU, more memory than any node has.  Notes:
-    jobs whose retry (twice the limits) would exceed the partition."""
+    jobs whose retry (twice the limits) would exceed the partition, up to ``max_names`` named."""
     problems: list[str] = []
     retry_time: list[str] = []
     retry_mem: list[str] = []
@@ -207,7 +209,8 @@ def check_partitions(submitted: list[DryJob], partitions: dict[str, Any]) -> tup
             retry_mem.append(name)
     notes = [
         f"{len(names)} job(s) whose retry ({what} doubled) would exceed their partition, so a retry "
-        f"after a {kill} would not run: {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
+        f"after a {kill} would not run: {', '.join(names[:max_names])}"
+        f"{f' ... and {len(names) - max_names} more' if len(names) > max_names else ''}"
         for names, what, kill in (
             (retry_time, "time limit", "TIMEOUT"),
             (retry_mem, "memory", "memory kill"),
@@ -259,6 +262,8 @@ def cmd_check_cluster(args: argparse.Namespace) -> int:
     if not (profile / "config.yaml").is_file():
         raise ConfigError(f"--profile {args.profile}: no config.yaml in it")
     items = [i for i in args.config if not i.startswith("results_dir=")]
+    # A floor lowered for tests (NOISYOR_TEST_RUNTIME_FLOOR_MIN) is never fit for submitting.
+    floor = costs.runtime_floor_message(costs.runtime_floor())
     cfg = load_config(root / "config" / "config.yaml", _overrides(items))
     selected = [p.id for p in papers.selected(cfg["papers"])]
     references = costs.load_references(root, cfg.get("job_seconds"))
@@ -274,13 +279,17 @@ def cmd_check_cluster(args: argparse.Namespace) -> int:
         cpu_only=mode == "cpu-only",
         full_scale=_longest_per_rule(costs, cfg, references, selected),
     )
+    if floor:
+        problems.insert(0, floor)
     if args.no_sinfo:
         partitions, source = None, "--no-sinfo: partition limits (MaxTime, GPUs, memory) not checked"
     else:
         partitions, source = read_sinfo(args.sinfo_file)
     notes: list[str] = []
     if partitions is not None:
-        part_problems, notes = check_partitions([job for job, _ in submitted], partitions)
+        part_problems, notes = check_partitions(
+            [job for job, _ in submitted], partitions, max_names=args.max_problems
+        )
         problems += part_problems
     bound = sum(e.cell for e in estimates) + SUBMISSION_SLACK
     if len(submitted) > bound:
@@ -352,7 +361,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--snakefile", default="Snakefile", help="the workflow's Snakefile (its folder is the root)"
     )
-    p.add_argument("--max-problems", type=int, default=30, help="problems listed (default 30)")
+    p.add_argument(
+        "--max-problems",
+        type=int,
+        default=30,
+        help="problems of each kind listed, and jobs named in each note (default 30)",
+    )
     p.add_argument(
         "--cpu-only",
         action="store_true",

@@ -36,6 +36,7 @@ import functools
 import heapq
 import importlib
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,10 @@ REFERENCE_GRID = "quick"
 SAFETY = 2.0
 #: Minimum wall-time limit of a compute job, minutes (start-up, a slow shared file system).
 MIN_RUNTIME_MIN = 10
+#: Environment variable that lowers :data:`MIN_RUNTIME_MIN`, for tests only (the real-SLURM test
+#: makes a job time out within a minute): a whole number of minutes below the floor.  The workflow
+#: warns on every run where it is set and ``check-cluster`` fails (:func:`runtime_floor`).
+RUNTIME_FLOOR_ENV = "NOISYOR_TEST_RUNTIME_FLOOR_MIN"
 #: Memory of a compute job without a larger estimate, MB.
 BASE_MEM_MB = 2000
 #: A submitted job whose estimate is below this many seconds should not be its own cluster job.
@@ -373,12 +378,40 @@ def _attempt(attempt: int) -> int:
     return max(int(attempt), 1)
 
 
-def runtime_minutes(seconds: float, attempt: int = 1) -> int:
-    """Wall-time limit in minutes: attempt x max(MIN_RUNTIME_MIN, SAFETY x the estimate).
+def runtime_minutes(seconds: float, attempt: int = 1, floor: int = MIN_RUNTIME_MIN) -> int:
+    """Wall-time limit in minutes: attempt x max(floor, SAFETY x the estimate).
 
     The floor applies to the first attempt's limit before the attempt multiplies it, so a retry
     after a time-out always gets at least twice the limit that ran out (a floored short job too)."""
-    return _attempt(attempt) * max(MIN_RUNTIME_MIN, math.ceil(SAFETY * seconds / 60.0))
+    return _attempt(attempt) * max(floor, math.ceil(SAFETY * seconds / 60.0))
+
+
+def runtime_floor(environ: Mapping[str, str] | None = None) -> int:
+    """The wall-time floor of compute jobs in minutes: :data:`MIN_RUNTIME_MIN`, or the lower one
+    of :data:`RUNTIME_FLOOR_ENV` (tests only).  ConfigError for anything but a whole number of
+    minutes from 1 to ``MIN_RUNTIME_MIN - 1``."""
+    from noisyor_bench.infra.errors import ConfigError
+
+    value = (os.environ if environ is None else environ).get(RUNTIME_FLOOR_ENV, "").strip()
+    if not value:
+        return MIN_RUNTIME_MIN
+    if not value.isdigit() or not 1 <= int(value) < MIN_RUNTIME_MIN:
+        raise ConfigError(
+            f"{RUNTIME_FLOOR_ENV}={value!r}: this test setting lowers the {MIN_RUNTIME_MIN}-minute "
+            f"wall-time floor of compute jobs; expected a whole number of minutes from 1 to "
+            f"{MIN_RUNTIME_MIN - 1}, or unset it"
+        )
+    return int(value)
+
+
+def runtime_floor_message(floor: int) -> str | None:
+    """What a lowered floor means for a run (None at :data:`MIN_RUNTIME_MIN`)."""
+    if floor == MIN_RUNTIME_MIN:
+        return None
+    return (
+        f"{RUNTIME_FLOOR_ENV}={floor}: every compute job's wall-time floor is {floor} min instead of "
+        f"{MIN_RUNTIME_MIN} (a test setting: a short job may be killed at its limit); unset it for real runs"
+    )
 
 
 def mem_mb(estimate_mb: int, attempt: int = 1) -> int:
@@ -518,6 +551,8 @@ __all__ = [
     "mem_mb",
     "on_this_machine",
     "paper_jobs",
+    "runtime_floor",
+    "runtime_floor_message",
     "runtime_minutes",
     "summary_rows",
     "wall_seconds",
