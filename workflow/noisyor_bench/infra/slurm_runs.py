@@ -26,6 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from noisyor_bench.infra.io import write_text_atomic
+
 #: The record of the SLURM runs of a results directory, inside it.
 RECORD_FILE = ".noisyor-bench-slurm-runs"
 #: The line the SLURM executor plugin logs at the start of a run.
@@ -115,12 +117,12 @@ def record(results_dir: str | os.PathLike[str], run_id: str, keep: bool = False)
     path = Path(results_dir) / RECORD_FILE
     earlier = path.read_text(encoding="utf-8").splitlines(keepends=True)[1:] if keep and path.exists() else []
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
-    path.write_text(
+    write_text_atomic(
+        path,
         "# SLURM run ID, pid, host, start, working directory of the Snakemake drivers writing this "
         "directory (noisyor_bench.infra.slurm_runs)\n"
         + "".join(earlier)
         + f"{run_id}\t{os.getpid()}\t{socket.gethostname()}\t{stamp}\t{os.getcwd()}\n",
-        encoding="utf-8",
     )
 
 
