@@ -158,6 +158,7 @@ def execute(
     write_text_atomic(work / "curve.csv", curve_csv(result.curve) if result.curve else "")
     conv = result.convergence
     timing = result.timing or single(result.train_seconds)
+    device = compute_device(settings)
     metrics = {
         "experiment": f"avipam-{cell['experiment']}",
         "dataset": cell["corpus"],
@@ -176,8 +177,8 @@ def execute(
         "train_minutes": round(float(result.train_seconds) / 60.0, 5),
         **{k: round(v, 5) for k, v in timing.columns("train_minutes", 1 / 60.0).items()},
         "timing": timing.as_dict(),
-        "compute_device": compute_device(settings),
-        **cpu_columns(result.cpu_timing if compute_device(settings) == "cpu" else None),
+        "compute_device": device,
+        **cpu_columns(result.cpu_timing if device == "cpu" else None),
         "threads": int(threads),
         "converged": None if conv is None else conv.get("converged"),
         "convergence": conv,
