@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from noisyor_bench.reporting.compare import (
+    NOT_COMPARED,
     NOT_REPRODUCED,
     REPRODUCED,
     compare_many,
@@ -145,3 +146,136 @@ def test_a_runs_settings_fingerprint_ignores_its_seed_and_paths_not_its_budget()
         {"provenance": {"command": {"argv": ["x", "--evaluation", '{"samples":10}']}}},
     ):
         assert run_settings({**base, **changed}) != run_settings(base), changed
+
+
+def _nll_row(values: dict[int, float], nll: dict[int, float], rows: int, digest: str | None) -> dict:
+    x = list(nll.values())
+    row = {
+        **_row("acp", values),
+        "settings": "aaaa11112222",
+        "nll_mean": sum(x) / len(x),
+        "nll_ci95": 0.05,
+        "nll_n": len(x),
+        "nll_values": _values(nll),
+        "nll_rows": rows,
+    }
+    if digest is not None:
+        row["nll_rows_digest"] = digest
+    return row
+
+
+@pytest.mark.parametrize(
+    ("ours_rows", "ours_digest", "ref_digest", "nll_expected"),
+    [
+        # all 999 exactly computable rows against a reference's 100-row subset: other rows
+        (999, "d999", None, "not compared: different NLL rows (999 vs 100)"),
+        (999, "d999", "d100", "not compared: different NLL rows (999 vs 100)"),
+        # as many rows, but other ones (the digests differ): still not compared
+        (100, "dOTHER", "d100", "not compared: different NLL rows (100 vs 100)"),
+        # the same rows: the NLL is compared like any metric
+        (100, "d100", "d100", REPRODUCED),
+        (100, None, None, REPRODUCED),
+    ],
+)
+def test_nll_metrics_are_compared_only_on_the_same_rows(
+    tmp_path, ours_rows, ours_digest, ref_digest, nll_expected
+) -> None:
+    """Cells whose settings fingerprints match (the NLL row cap is not part of them) compare their
+    training metrics whatever rows scored the NLL; the NLL itself only on the same rows."""
+    # on other rows the NLL reads 0.4 nats above the reference's: compared, it would not reproduce
+    shift = 0.4 if nll_expected.startswith("not compared") else 0.0
+    ref = _nll_row(REFERENCE["avi"], {s: 11.0 + 0.01 * s for s in range(5)}, 100, ref_digest)
+    ours = _nll_row(
+        {0: 17.1, 1: 17.3}, {s: 11.0 + 0.01 * s + shift for s in range(2)}, ours_rows, ours_digest
+    )
+    reference = _result_set(tmp_path / "ref", "extended", [ref], readme=True)
+    results = _result_set(tmp_path / "run", "quick", [ours], readme=False)
+    cells, claims = compare_many(results, [reference])
+    by_metric = {c.metric: c for c in cells}
+    assert by_metric["nelbo"].reproduction == REPRODUCED
+    assert by_metric["nll"].reproduction == nll_expected
+    assert (by_metric["nll"].status == NOT_COMPARED) == nll_expected.startswith("not compared")
+    # the cell counts as shared and reproduced on what it compares
+    assert "this run reproduces 1 of 1 shared reference cells" in reproduction_line(cells)
+    summary = write_comparison(cells, claims, tmp_path / "c.csv", tmp_path / "c.md", "ref")
+    assert ("1 not compared (other NLL rows)" in summary) == nll_expected.startswith("not compared")
+
+
+def _record(evaluation: dict, **changed) -> dict:
+    base = {
+        "seed": 0,
+        "mode": "learning",
+        "budget": {"max_epochs": 60},
+        "hparams_resolved": {"lr": 0.01},
+        "dataset_sha256": "ab",
+        "provenance": {
+            "command": {
+                "argv": ["x", "--evaluation", json.dumps(evaluation, sort_keys=True, separators=(",", ":"))]
+            }
+        },
+    }
+    return {**base, **changed}
+
+
+QUICK_EVALUATION = {
+    "samples": 50,
+    "iw_samples": 0,
+    "exact_max_k": 12,
+    "nll": {"use_ais": False, "max_rows": 100, "min_rows": 30, "exact_elements": 131072},
+}
+
+
+def test_the_nll_row_cap_is_not_in_the_settings_fingerprint() -> None:
+    """Runs differing only in the NLL row cap share their fingerprint -- the one the old rule gave
+    the 100-row cap, which the published references recorded -- while any training or other
+    evaluation setting still changes it."""
+    import hashlib
+
+    from noisyor_bench.reporting.collect import run_settings
+
+    every_row = {**QUICK_EVALUATION, "nll": {**QUICK_EVALUATION["nll"], "max_rows": 100000}}
+    subset = run_settings(_record(QUICK_EVALUATION))
+    assert run_settings(_record(every_row)) == subset
+    # the old rule hashed the evaluation argument as given: a 100-row run's fingerprint is unchanged
+    record = _record(QUICK_EVALUATION)
+    picked = {k: record.get(k) for k in collect_settings_keys()}
+    picked["evaluation"] = record["provenance"]["command"]["argv"][2]
+    old = hashlib.sha256(json.dumps(picked, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    assert subset == old
+    for changed in (
+        {"budget": {"max_epochs": 100}},
+        {"hparams_resolved": {"lr": 0.02}},
+        {"dataset_sha256": "cd"},
+        {"mode": "inference"},
+    ):
+        assert run_settings(_record(every_row, **changed)) != subset, changed
+    other_eval = [
+        {**QUICK_EVALUATION, "samples": 100},
+        {**QUICK_EVALUATION, "nll": {**QUICK_EVALUATION["nll"], "use_ais": True}},
+    ]
+    for evaluation in other_eval:
+        assert run_settings(_record(evaluation)) != subset, evaluation
+
+
+def collect_settings_keys() -> tuple[str, ...]:
+    from noisyor_bench.reporting.collect import SETTINGS_KEYS
+
+    return SETTINGS_KEYS
+
+
+def test_cells_differing_in_a_training_setting_are_not_shared(tmp_path) -> None:
+    """Another budget gives another fingerprint: neither NELBO nor NLL is a reproduction check."""
+    from noisyor_bench.reporting.collect import run_settings
+
+    every_row = {**QUICK_EVALUATION, "nll": {**QUICK_EVALUATION["nll"], "max_rows": 100000}}
+    ref = {**_nll_row(REFERENCE["avi"], {0: 11.0, 1: 11.0}, 100, None)}
+    ref["settings"] = run_settings(_record(QUICK_EVALUATION))
+    ours = _nll_row({0: 17.1, 1: 17.3}, {0: 11.0, 1: 11.0}, 999, "d999")
+    ours["settings"] = run_settings(_record(every_row, budget={"max_epochs": 100}))
+    reference = _result_set(tmp_path / "ref", "extended", [ref], readme=True)
+    results = _result_set(tmp_path / "run", "quick", [ours], readme=False)
+    cells, _ = compare_many(results, [reference])
+    by_metric = {c.metric: c.reproduction for c in cells}
+    assert by_metric["nelbo"].startswith("not shared: settings")
+    assert by_metric["nll"].startswith("not shared: settings")
+    assert "this run reproduces 0 of 0 shared reference cells" in reproduction_line(cells)

@@ -120,3 +120,18 @@ def test_table4_has_the_nll_columns_without_any_likelihood() -> None:
     table = table4_table(runs, paper={"table4": {"rows": [], "source": {"item": "T4", "section": "4"}}})
     assert {"nll", "nll_mean", "nll_ci95", "nll_values", "nll_se", "nll_rows"} <= set(table.columns)
     assert table["nll"].isna().all()
+
+
+def test_a_cell_names_its_nll_rows_fingerprint_only_when_every_seed_shares_it() -> None:
+    """``nll_rows_digest``: what a comparison with a reference checks before comparing the NLL."""
+    runs = _runs()
+    runs["nll_rows_digest"] = [
+        "aaaa" if (m, n) == ("avi", 30) else ("bbbb" if s == 0 else "cccc")
+        for m, n, s in zip(runs["method"], runs["n_train"], runs["seed"])
+    ]
+    runs.loc[runs["nll_test"].isna(), "nll_rows_digest"] = None
+    cells = fig5_table(runs, BASELINES)
+    cells = cells[cells["status"] == "measured"].set_index(["method", "n_train"])
+    assert cells.loc[("avi", 30), "nll_rows_digest"] == "aaaa"
+    assert cells.loc[("acp", 30), "nll_rows_digest"] == ""  # the seeds scored other rows
+    assert cells.loc[("acp", 300), "nll_rows_digest"] == ""  # no likelihood at all

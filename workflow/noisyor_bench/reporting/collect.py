@@ -156,7 +156,7 @@ def _check_layout(path: Path, row: Mapping[str, Any]) -> None:
 
 def run_settings(data: Mapping[str, Any]) -> str:
     """A 12-hex fingerprint of a run's settings (:data:`SETTINGS_KEYS`, and the evaluation
-    settings its command was given): two runs of the same cell made with equal fingerprints differ
+    settings its command was given, but for the NLL row cap, :data:`NLL_ROWS_PLACEHOLDER`): two runs of the same cell made with equal fingerprints differ
     only by their seed, whichever grid made them -- so a quick run and a reference of another grid
     share the cells whose settings match (:mod:`noisyor_bench.reporting.compare`)."""
     import hashlib
@@ -164,9 +164,34 @@ def run_settings(data: Mapping[str, Any]) -> str:
     picked: dict[str, Any] = {k: data.get(k) for k in SETTINGS_KEYS}
     argv = ((data.get("provenance") or {}).get("command") or {}).get("argv") or []
     if isinstance(argv, list) and "--evaluation" in argv[:-1]:
-        picked["evaluation"] = argv[argv.index("--evaluation") + 1]
+        picked["evaluation"] = _fingerprinted_evaluation(argv[argv.index("--evaluation") + 1])
     text = json.dumps(picked, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+NLL_ROWS_PLACEHOLDER = 100
+"""The NLL row cap (``evaluation.nll.max_rows``) as every settings fingerprint reads it, whatever
+the run's own cap: which test rows score the likelihood is an evaluation choice no training
+metric depends on (the NLL columns are compared only on equal rows instead,
+:mod:`noisyor_bench.reporting.compare`). 100 is the cap every fingerprint recorded before this
+rule was made with, so those of the published references stay valid."""
+
+
+def _fingerprinted_evaluation(text: Any) -> Any:
+    """The ``--evaluation`` argument as :func:`run_settings` reads it: the NLL row cap set to
+    :data:`NLL_ROWS_PLACEHOLDER`, re-serialised as the workflow writes it (compact, sorted keys);
+    anything else (an ``@file`` argument, no ``nll`` mapping) unchanged."""
+    if not isinstance(text, str):
+        return text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    nll = value.get("nll") if isinstance(value, dict) else None
+    if not isinstance(nll, dict) or nll.get("max_rows") == NLL_ROWS_PLACEHOLDER:
+        return text
+    value = {**value, "nll": {**nll, "max_rows": NLL_ROWS_PLACEHOLDER}}
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def cell_settings(runs: pd.DataFrame) -> str:

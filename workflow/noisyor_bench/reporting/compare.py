@@ -32,7 +32,11 @@ seeds only, and *reproduced* when every metric agrees (95% intervals; exactly wh
 Where both tables carry a cell's ``settings`` fingerprint (the runs' data, model size, budget,
 selected hyperparameters and evaluation: :func:`noisyor_bench.reporting.collect.run_settings`),
 the fingerprints decide instead of the grids: a quick run shares with an extended-grid reference
-exactly the cells both made the same way.
+exactly the cells both made the same way. The test rows that score the learned models' held-out
+``-log p(x)`` are no part of the fingerprint (an evaluation choice, not a training setting): a
+row-scored metric (:data:`ROW_SCORED_METRICS`) is compared only where both cells scored the same
+rows (``nll_rows_digest``, else ``nll_rows``), else it reads ``not compared: different NLL rows``
+while the cell's training metrics are still compared.
 """
 
 from __future__ import annotations
@@ -86,6 +90,13 @@ PER_SEED_METRICS = (
 summarised here over seeds as ``<m>_mean, <m>_ci95, <m>_n`` before the comparison."""
 
 AGREE, DISAGREE, MISSING = "agree", "differ", "missing"
+NOT_COMPARED = "not compared"
+
+ROW_SCORED_METRICS = frozenset({"nll"})
+"""Metrics scored on a chosen set of test rows (the learned models' held-out ``-log p(x)``,
+``nll_rows`` / ``nll_rows_digest``): compared only where both cells scored the same rows. The
+rows are left out of the settings fingerprint (:data:`noisyor_bench.reporting.collect.NLL_ROWS_PLACEHOLDER`),
+so two cells differing only in them still compare their training metrics."""
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
 
 GRID_INDEPENDENT_TABLES = frozenset({"datasets"})
@@ -110,9 +121,11 @@ class CellComparison:
     reference: str
     difference: float
     half_width: float
-    status: str  # agree | differ | missing
+    status: str  # agree | differ | missing | not compared (a row-scored metric on other rows)
     reference_set: str = ""  # the reference folder's name (several references: compare_many)
-    reproduction: str = ""  # reproduced | not reproduced (over the common seeds) | not shared: why
+    reproduction: str = (
+        ""  # reproduced | not reproduced (over the common seeds) | not shared / not compared: why
+    )
 
 
 def _num(value: object) -> float:
@@ -207,11 +220,16 @@ def compare_tables(
                 else [math.nan] * 3
             )
             diff, half, status = compare_cell(*ra, *rb)
+            other_rows = _other_rows(our_row, ref_row) if metric in ROW_SCORED_METRICS else None
+            if other_rows is not None and status != MISSING:
+                status = NOT_COMPARED  # values on other rows: neither agree nor differ
             why_not = _row_unshared(our_row, ref_row, unshared) if our_row is not None else unshared
             if status == MISSING:
                 reproduction = ""
             elif why_not is not None:
                 reproduction = f"not shared: {why_not}"
+            elif other_rows is not None:
+                reproduction = f"{NOT_COMPARED}: {other_rows}"
             else:
                 reproduction = _reproduction(name, key, metric, our_row, ref_row, common, status)
             out.append(
@@ -244,6 +262,26 @@ def _row_unshared(our_row: pd.Series, ref_row: pd.Series, unshared: str | None) 
             None if mine == theirs else f"settings {mine} vs {theirs} (budget, search or evaluation differ)"
         )
     return unshared
+
+
+def _rows_count(row: pd.Series) -> str:
+    n = _num(row.get("nll_rows"))
+    return "?" if math.isnan(n) else str(int(n))
+
+
+def _other_rows(our_row: pd.Series | None, ref_row: pd.Series) -> str | None:
+    """Why a row-scored metric (:data:`ROW_SCORED_METRICS`) is not compared: "different NLL rows
+    (999 vs 100)" when the cells' rows fingerprints (``nll_rows_digest``) differ, or, where one
+    table lacks them, their row counts (``nll_rows``); None when the rows are equal or unknown."""
+    if our_row is None:
+        return None
+    digests = [r.get("nll_rows_digest") for r in (our_row, ref_row)]
+    counts = [_rows_count(r) for r in (our_row, ref_row)]
+    if all(isinstance(d, str) and d.strip() for d in digests):
+        differ = digests[0].strip() != digests[1].strip()
+    else:
+        differ = "?" not in counts and counts[0] != counts[1]
+    return f"different NLL rows ({counts[0]} vs {counts[1]})" if differ else None
 
 
 def _seed_values(row: pd.Series | None, metric: str) -> dict[str, float] | None:
@@ -498,11 +536,12 @@ def read_reproduction_line(comparison_csv: str | Path) -> str | None:
 
 def _summary(cells: Sequence[CellComparison], claims: pd.DataFrame) -> str:
     """One line: cells agreeing / differing / missing here, and claims with the same verdict."""
-    counts = {s: sum(c.status == s for c in cells) for s in (AGREE, DISAGREE, MISSING)}
+    counts = {s: sum(c.status == s for c in cells) for s in (AGREE, DISAGREE, MISSING, NOT_COMPARED)}
     claim_counts = claims["status"].value_counts().to_dict() if len(claims) else {}
+    other_rows = f", {counts[NOT_COMPARED]} not compared (other NLL rows)" if counts[NOT_COMPARED] else ""
     return (
         f"{counts[AGREE]} cells agree with the reference within their 95% intervals, {counts[DISAGREE]} differ, "
-        f"{counts[MISSING]} missing here; claims: {claim_counts.get('same', 0)} same verdict, "
+        f"{counts[MISSING]} missing here{other_rows}; claims: {claim_counts.get('same', 0)} same verdict, "
         f"{claim_counts.get('different', 0)} different, {claim_counts.get('missing', 0)} missing"
     )
 
@@ -545,7 +584,10 @@ def write_comparison(
         "selected hyperparameters, evaluation) where both tables carry them, else the same grid or a "
         f"grid-independent table ({', '.join(sorted(GRID_INDEPENDENT_TABLES))}) -- and is compared "
         "over the seeds both ran; it is reproduced when every metric agrees within the 95% interval "
-        "(exactly where deterministic). Column reproduction says why a cell is not shared.\n",
+        "(exactly where deterministic). Column reproduction says why a cell is not shared. The "
+        "learned models' held-out -log p(x) (nll) is compared only where both cells scored the same "
+        "test rows; the rows are not part of the fingerprint, so a cell scored on other rows still "
+        "compares its training metrics and reads 'not compared: different NLL rows' on nll.\n",
         "A cell agrees when the 95% interval of the difference, half-width sqrt(ci_ours^2 + ci_ref^2), "
         f"contains 0; cells with one seed on both sides must be equal to {EXACT_RTOL:g} (relative). "
         "Reference cells absent here (another grid's N_train, seeds or methods) are 'missing here'.\n",

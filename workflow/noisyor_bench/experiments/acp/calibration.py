@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from noisyor_bench.evaluation.noisyor_likelihood import doubling_check_text, upper_bound_label
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES, MAX_EXACT_K
 from noisyor_bench.infra.errors import ConfigError, DataError
 
@@ -129,8 +130,10 @@ def baselines_truth(baselines: Mapping[str, Any] | None) -> dict[str, Any]:
     if not nll or nll.get("nll_test") is None:
         return {"truth_nll": None, "truth_se": None, "truth_estimator": "not computed (no baselines record)"}
     estimator = f"{nll['nll_estimator']}, {nll.get('nll_rows_label', '')}".rstrip(", ")
-    if nll.get("nll_ais_converged") is False:
-        estimator += " (AIS not converged: an upper bound in expectation)"
+    if upper_bound_label(nll):
+        estimator += f", {upper_bound_label(nll)}"
+    if doubling_check_text(nll):
+        estimator += f"; {doubling_check_text(nll)}"
     return {
         "truth_nll": float(nll["nll_test"]),
         "truth_se": nll.get("nll_test_se"),

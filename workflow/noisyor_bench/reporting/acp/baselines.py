@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from noisyor_bench.evaluation.noisyor_likelihood import doubling_check_text, upper_bound_label
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.reporting.collect import read_json_record
 from noisyor_bench.reporting.methods import method_label
@@ -249,6 +250,8 @@ def baseline_rows(
         rows.append(row("true-nll", 0, nll["nll_test"], nll.get("nll_rows"), true_nll_note(nll)))
         rows[-1]["method_label"] = f"{BASELINE_LABELS['true-nll'][:-1]}, {nll.get('nll_estimator')})"
         rows[-1]["method_label"] = subset_label(rows[-1]["method_label"], nll.get("nll_rows"), n_test)
+        if upper_bound_label(nll):
+            rows[-1]["method_label"] += f", {upper_bound_label(nll)}"
         rows[-1].update(
             nll_se=nll.get("nll_test_se"),
             nll_estimator=nll.get("nll_estimator"),
@@ -305,12 +308,10 @@ def true_nll_note(nll: Mapping[str, Any]) -> str:
     paths = ", ".join(f"{k} {v}" for k, v in (nll.get("nll_paths") or {}).items() if v)
     ais = ""
     if nll.get("nll_ais_rows"):
-        conv = nll.get("nll_ais_converged")
+        bound = upper_bound_label(nll)
         ais = (
-            f"; AIS {nll.get('nll_ais_steps')} temperatures x {nll.get('nll_ais_chains')} chains, MC SE "
-            f"{float(nll.get('nll_test_mc_se') or 0):.3f}, doubled schedule changes log p by "
-            f"{float(nll.get('nll_ais_check_delta') or 0):+.3f}/row ({'converged' if conv else 'NOT converged'}; "
-            "AIS over-estimates -log p(x): conservative)"
+            f"; {doubling_check_text(nll)}, MC SE {float(nll.get('nll_test_mc_se') or 0):.3f} "
+            f"({bound or 'converged'}; AIS over-estimates -log p(x) until converged: conservative)"
         )
     base = "; ".join(
         f"independent Bernoulli (N_train={int(c['n_train'])}) {float(c['baseline_nll']):.2f}"

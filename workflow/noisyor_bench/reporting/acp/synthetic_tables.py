@@ -119,6 +119,7 @@ NLL_COLUMNS: tuple[str, ...] = (
     "nll",
     "nll_se",
     "nll_rows",
+    "nll_rows_digest",
     "nll_estimator",
     "nll_converged",
     "nll_rows_nelbo",
@@ -136,7 +137,9 @@ def with_nll(runs: pd.DataFrame) -> pd.DataFrame:
 def add_nll_columns(summary: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """Per cell: ``nll`` (mean over seeds of ``nll_test``), ``nll_se`` (root mean square of the
     runs' ``nll_test_se``: the standard error of one run's mean over the scored rows, which every
-    seed shares), ``nll_rows`` (rows scored), ``nll_estimator`` and ``nll_converged`` (False when an
+    seed shares), ``nll_rows`` (rows scored) and ``nll_rows_digest`` (which: the fingerprint every
+    seed shares, else ""; a comparison with another result set reads the NLL only on equal rows),
+    ``nll_estimator`` and ``nll_converged`` (False when an
     AIS schedule failed its doubled-schedule check), ``nll_rows_nelbo`` (mean over seeds of the
     NELBO on the rows the NLL scored: ``nll_rows_nelbo - nll`` is the bound's gap on the same rows;
     NaN for runs from before it was recorded).  ``nll_values`` / ``nll_ci95`` (over seeds)
@@ -152,7 +155,7 @@ def add_nll_columns(summary: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]
         ok = g[g["nll"].notna()] if g is not None else pd.DataFrame()
         if ok.empty:
             for c in NLL_COLUMNS:
-                extra[c].append(np.nan if c != "nll_estimator" else "")
+                extra[c].append("" if c in ("nll_estimator", "nll_rows_digest") else np.nan)
             continue
         se = pd.to_numeric(ok.get("nll_test_se", pd.Series(np.nan, index=ok.index)), errors="coerce")
         conv = ok["nll_ais_converged"] if "nll_ais_converged" in ok else pd.Series(None, index=ok.index)
@@ -162,6 +165,8 @@ def add_nll_columns(summary: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]
         )
         rows = sorted({int(v) for v in ok.get("nll_rows", pd.Series(dtype=float)).dropna()})
         extra["nll_rows"].append(rows[0] if len(rows) == 1 else np.nan)
+        digests = {str(v) for v in ok.get("nll_rows_digest", pd.Series(dtype=str)).dropna()} - {""}
+        extra["nll_rows_digest"].append(digests.pop() if len(digests) == 1 else "")
         extra["nll_estimator"].append(
             ";".join(sorted({str(v) for v in ok.get("nll_estimator", pd.Series(dtype=str)).dropna()}))
         )
