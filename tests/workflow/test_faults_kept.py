@@ -112,6 +112,38 @@ def test_rerun_killed_after_its_first_checkpoint_keeps_the_finished_run(tmp_path
 
 
 @pytest.mark.slow
+def test_consumer_failing_on_a_damaged_input_keeps_its_finished_table(tmp_path: Path) -> None:
+    """A table job whose input is damaged (here every dataset's sidecar lacks what
+    acp-dataset-table reads) fails; the finished table it would have replaced is byte-identical
+    afterwards, and the next invocation plans the job again (before, Snakemake had deleted the
+    finished recovery, ablation and aviPAM tables when their jobs started)."""
+    from test_fault_catalogue import _fake_dataset
+
+    results = tmp_path / "results"
+    for name in ("syn-pattern", "multi-mnist", "syn-random-1", "syn-random-7"):  # the smoke grid's
+        _fake_dataset(results, name)
+    tables = results / "tables"
+    tables.mkdir()
+    finished = {
+        tables / "datasets.csv": b"name,n_train\nsyn-pattern,100\n",
+        tables / "datasets.md": b"| x |\n",
+    }
+    earlier = time.time() - 3600
+    for path, content in finished.items():
+        path.write_bytes(content)
+        os.utime(path, (earlier, earlier))  # older than the datasets: the job is planned
+    target = "results/tables/datasets.csv"
+    done = smoke_snakemake(tmp_path, "results", None, "--allowed-rules=dataset_table", "--retries=0", target)
+    assert done.returncode == 1, (done.stdout + done.stderr)[-3000:]
+    log = (results / "logs" / "dataset_table" / "all.log").read_text()
+    assert "is corrupt (not an acp-make-dataset sidecar)" in log, log
+    for path, content in finished.items():
+        assert path.read_bytes() == content, f"finished output lost or changed: {path}"
+    again = smoke_snakemake(tmp_path, "results", None, "--allowed-rules=dataset_table", "--dry-run", target)
+    assert again.returncode == 0 and "Nothing to be done" not in again.stdout + again.stderr
+
+
+@pytest.mark.slow
 def test_results_dated_ahead_of_the_clock_are_refused_before_anything_is_deleted(tmp_path: Path) -> None:
     """A results directory whose files are dated a day ahead (a copy from a machine with a wrong
     clock): refused when the DAG is built, naming the newest such file and how to reset the
