@@ -117,6 +117,22 @@ def test_results_dir_spellings_are_one(tmp_path: Path, monkeypatch: pytest.Monke
     assert outside["results_dir"] == "/tmp/elsewhere"
 
 
+@pytest.mark.slow
+def test_results_dir_spellings_plan_the_same_jobs(tmp_path: Path) -> None:
+    """The four spellings plan the same jobs with the same output paths: Snakemake finds its record
+    of a job (params, inputs, code) by the output path as spelled, so another spelling of the same
+    folder used to plan none of the jobs a changed setting reruns."""
+
+    def planned(spelling: str) -> list[str]:
+        done = smoke_snakemake(tmp_path, spelling, None, "--dry-run", config=("papers=[acp]",))
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        return sorted(line.strip() for line in done.stdout.splitlines() if line.strip().startswith("output:"))
+
+    jobs = {s: planned(s) for s in ("results", "results/", "./results", str(tmp_path / "results"))}
+    assert len(jobs["results"]) > 50 and all(line.startswith("output: results/") for line in jobs["results"])
+    assert all(found == jobs["results"] for found in jobs.values()), {s: len(j) for s, j in jobs.items()}
+
+
 def test_config_hash_recorded_only_when_rebuilt(tmp_path: Path) -> None:
     """A run under a changed config records its grid at once but keeps the results' config hash
     until it has rebuilt every target (the warning of a changed config stays until then)."""
