@@ -26,12 +26,18 @@ from noisyor_bench.cli import main
 from noisyor_bench.infra.io import load_npz, write_json_atomic, write_npz_atomic
 
 DRAWS = '[{}, {"lr_global": 0.01}]'
-SETTINGS = {"budget": '{"max_epochs": 2}', "factor": "1"}
+SETTINGS = {"budget": '{"max_epochs": 2}', "factor": "1", "evaluation": '{"samples": 10, "iw_samples": 0}'}
 
 
-def _search(out: str, budget: str = SETTINGS["budget"], factor: str = SETTINGS["factor"]) -> list[str]:
+def _search(
+    out: str,
+    budget: str = SETTINGS["budget"],
+    factor: str = SETTINGS["factor"],
+    evaluation: str = SETTINGS["evaluation"],
+) -> list[str]:
     argv = cell_argv("acp-search", "--seed", "0", "--draws", DRAWS, "--inits-per-draw", "1")
     argv[argv.index(SETTINGS["budget"])] = budget
+    argv[argv.index(SETTINGS["evaluation"])] = evaluation
     return [*argv, "--latents-factor", factor, "--draws-range", "0:2", "--out-chunk", f"{out}/chunks/0.csv"]
 
 
@@ -67,6 +73,7 @@ def _rebuilt_dataset() -> None:
         ("budget 2 -> 3 epochs", {"budget": '{"max_epochs": 3}'}, "budget"),
         ("dataset rebuilt with another seed", {}, "dataset content"),
         ("latents_factor 1 -> 2", {"factor": "2"}, "latents"),
+        ("evaluation samples 10 -> 12", {"evaluation": '{"samples": 12, "iw_samples": 0}'}, "evaluation"),
     ],
 )
 def test_search_draws_reused_only_under_their_settings(
