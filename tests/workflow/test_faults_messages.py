@@ -297,3 +297,31 @@ def test_unwritable_results_dir_is_one_line(tmp_path):
         f"Error: results_dir {results} cannot be written: Operation not permitted (EPERM) ({results}); "
         "make it writable, or choose another results_dir (--config results_dir=...)"
     ], proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_read_only_results_dir_with_nothing_to_do_is_one_line(tmp_path):
+    """A finished results directory mounted read-only: a run with nothing to do stops with the same
+    one line (the results lock cannot be taken there), not a PermissionError traceback; every
+    file is kept."""
+    from diskfull import read_only_view
+    from test_fault_catalogue import _fake_dataset
+
+    source = tmp_path / "finished"
+    for name in ("syn-pattern", "multi-mnist", "syn-random-1", "syn-random-7"):
+        _fake_dataset(source, name)
+    (source / "tables").mkdir()
+    (source / "tables" / "datasets.csv").write_text("finished\n")  # newer than its inputs
+    kept = {p.relative_to(source): p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    (tmp_path / "work").mkdir()
+    with read_only_view(source, tmp_path / "results") as results:
+        target = f"{results}/tables/datasets.csv"
+        proc = smoke_snakemake(tmp_path / "work", results, None, "--allowed-rules=dataset_table", target)
+        assert {p.relative_to(results): p.read_bytes() for p in results.rglob("*") if p.is_file()} == kept
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("Error:")]
+    assert lines == [
+        f"Error: results_dir {results} cannot be written: Read-only file system (EROFS) "
+        f"({results}/.noisyor-bench.lock); make it writable, or choose another results_dir "
+        "(--config results_dir=...)"
+    ], proc.stderr[-2000:]
