@@ -124,6 +124,30 @@ def test_results_dir_spellings_are_one(tmp_path: Path, monkeypatch: pytest.Monke
     assert outside["results_dir"] == "/tmp/elsewhere"
 
 
+def test_finished_runs_of_another_budget_or_dataset_are_found(tmp_path: Path) -> None:
+    """What the workflow checks when it plans a training job: a run recording the grid's budget and
+    today's dataset content is current; another budget (2 -> 3 epochs) or a rebuilt dataset makes it
+    stale, with the reason (the rule then forces the job, as the Snakemake case below shows)."""
+    from noisyor_bench.experiments.acp.stale_runs import stale_runs
+    from noisyor_bench.inference.fitting import budget_from_mapping
+    from noisyor_bench.infra.hashing import sha256_file
+
+    npz = write_toy_dataset(tmp_path / "toy.npz")
+    budget = {"max_epochs": 2, "batch_size": 128}
+    record = {"dataset_sha256": sha256_file(npz), "budget": asdict(budget_from_mapping(budget))}
+    run = tmp_path / "run" / "metrics.json"
+    run.parent.mkdir()
+    write_json_atomic(run, record)
+    assert stale_runs([run], npz, budget) == {}
+    assert stale_runs([run], npz, {**budget, "max_epochs": 3}) == {str(run): ["budget max_epochs 2 -> 3"]}
+    old = record["dataset_sha256"][:12]
+    arrays = load_npz(npz)
+    arrays["x_train"] = arrays["x_train"][::-1].copy()
+    write_npz_atomic(npz, **arrays)
+    (reason,) = stale_runs([run], npz, budget)[str(run)]
+    assert reason == f"dataset content {old} -> {sha256_file(npz)[:12]}"
+
+
 @pytest.mark.slow
 def test_results_dir_spellings_plan_the_same_jobs(tmp_path: Path) -> None:
     """The four spellings plan the same jobs with the same output paths: Snakemake finds its record
