@@ -26,7 +26,9 @@ rule claims_merge:
 # claim code; every source's verdict in tables/claims_sources.csv; the speed claims' wall-clock
 # times (they differ between runs of one commit, so claims.csv leaves them out) in
 # tables/claims_timing.csv. The references' tables are inputs, so a new reference rejudges;
-# their folders are those of the tables.
+# their folders are those of the tables. A run of some papers keeps the other papers' rows of the
+# three tables from their last run (--keep-other-papers: the outputs are update(), in place while
+# the job runs; reporting.kept_claims), so every paper's answer stays.
 rule claims_evidence:
     input:
         run=R("tables/claims_run.csv"),
@@ -51,7 +53,7 @@ rule claims_evidence:
         reference=lambda w: " ".join(shlex.quote(str(d)) for d in REFERENCE_DIRS),
     shell:
         "noisyor-bench claims-evidence --claims {input.run:q} --reference {params.reference}"
-        " --grid {params.grid:q} --papers {params.papers} --out-csv {output.csv:q} --out-md {output.md:q}"
+        " --grid {params.grid:q} --papers {params.papers} --keep-other-papers --out-csv {output.csv:q} --out-md {output.md:q}"
         " --out-sources-csv {output.sources:q} --out-timing {output.timing:q} > {log:q} 2>&1"
 
 

@@ -36,6 +36,26 @@ def small_tmpfs(where: Path, size: str = "1m") -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+@contextlib.contextmanager
+def read_only_view(source: Path, where: Path) -> Iterator[Path]:
+    """``source`` bind-mounted read-only on ``where`` for the block (root, whom file modes do not
+    stop, cannot write there either); skipped where mounting is refused."""
+    where.mkdir(parents=True, exist_ok=True)
+    try:
+        bind = subprocess.run(["mount", "--bind", str(source), str(where)], capture_output=True, text=True)
+    except OSError as err:  # no mount command
+        pytest.skip(f"cannot bind-mount here: {err}")
+    if bind.returncode != 0:
+        pytest.skip(f"cannot bind-mount here (needs root): {bind.stderr.strip() or bind.returncode}")
+    try:
+        ro = subprocess.run(["mount", "-o", "remount,ro,bind", str(where)], capture_output=True, text=True)
+        if ro.returncode != 0:
+            pytest.skip(f"cannot make a bind mount read-only here: {ro.stderr.strip() or ro.returncode}")
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
 def free_bytes(directory: Path) -> int:
     st = os.statvfs(directory)
     return st.f_bfree * st.f_frsize

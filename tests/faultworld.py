@@ -277,4 +277,5 @@ def smoke_snakemake(
         *[_as_spelled(t, workdir) for t in targets if not t.startswith("-")],
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # the jobs' noisyor-bench
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=workdir)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,11 +68,36 @@ def _checkpoint_written(partial: Path) -> bool:
     )
 
 
+def _stop_rerun_after_first_checkpoint(tmp_path: Path, cmd: list[str], signum: int) -> int:
+    """Run ``cmd`` (a Snakemake rerun of RUN) and send ``signum`` to it and its job once the job
+    has written its first checkpoint; the exit status."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # the job's noisyor-bench
+    partial = tmp_path / "results" / f"{RUN}.partial"
+    shutil.rmtree(partial, ignore_errors=True)  # an earlier attempt's checkpoint is no sign
+    with open(tmp_path / "rerun.log", "w") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 300
+            while not _checkpoint_written(partial):
+                assert proc.poll() is None, (tmp_path / "rerun.log").read_text()[-3000:]
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            os.killpg(proc.pid, signum)  # Snakemake and its job
+        finally:
+            proc.wait(timeout=120)
+    return proc.returncode
+
+
 @pytest.mark.slow
 def test_rerun_killed_after_its_first_checkpoint_keeps_the_finished_run(tmp_path: Path) -> None:
-    """A forced rerun (longer budget) of a finished run, stopped with Ctrl-C after its first
-    checkpoint: the finished run's files are byte-identical, and the next invocation plans the
-    run again (an interrupted replacement is no result)."""
+    """A forced rerun (longer budget) of a finished run, stopped after its first checkpoint by
+    Ctrl-C, then by SIGKILL (Snakemake and its job killed: nothing restores anything): the finished
+    run's files are byte-identical each time, and the next invocation plans the run again (an
+    interrupted replacement is no result). Before, Snakemake removed them when the job started."""
     results = tmp_path / "results"
     _toy_dataset(results)
     target = f"results/{RUN}/metrics.json"
@@ -87,28 +113,49 @@ def test_rerun_killed_after_its_first_checkpoint_keeps_the_finished_run(tmp_path
         "--configfile", str(longer), "--cores", "1",
         "--config", "results_dir=results", "grid=smoke", "--force", "--", target,
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
-    with open(tmp_path / "rerun.log", "w") as log:
-        proc = subprocess.Popen(
-            cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 300
-            while not _checkpoint_written(results / f"{RUN}.partial"):
-                assert proc.poll() is None, (tmp_path / "rerun.log").read_text()[-3000:]
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
-            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: Snakemake and its job
-        finally:
-            proc.wait(timeout=120)
-    assert proc.returncode != 0
-    for name, content in finished.items():
-        path = results / RUN / name
-        assert path.is_file() and path.read_bytes() == content, f"finished output lost or changed: {path}"
-    again = smoke_snakemake(tmp_path, "results", None, "--dry-run", target)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "Nothing to be done" not in again.stdout + again.stderr
+    for signum in (signal.SIGINT, signal.SIGKILL):
+        code = _stop_rerun_after_first_checkpoint(tmp_path, cmd, signum)
+        assert code != 0, signum
+        for name, content in finished.items():
+            path = results / RUN / name
+            assert path.is_file() and path.read_bytes() == content, (
+                f"{signum!r}: finished output lost: {path}"
+            )
+        again = smoke_snakemake(tmp_path, "results", None, "--dry-run", target)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert "Nothing to be done" not in again.stdout + again.stderr, signum
+
+
+@pytest.mark.slow
+def test_consumer_failing_on_a_damaged_input_keeps_its_finished_table(tmp_path: Path) -> None:
+    """A table job whose input is damaged (here every dataset's sidecar lacks what
+    acp-dataset-table reads) fails; the finished table it would have replaced is byte-identical
+    afterwards, and the next invocation plans the job again (before, Snakemake had deleted the
+    finished recovery, ablation and aviPAM tables when their jobs started)."""
+    from test_fault_catalogue import _fake_dataset
+
+    results = tmp_path / "results"
+    for name in ("syn-pattern", "multi-mnist", "syn-random-1", "syn-random-7"):  # the smoke grid's
+        _fake_dataset(results, name)
+    tables = results / "tables"
+    tables.mkdir()
+    finished = {
+        tables / "datasets.csv": b"name,n_train\nsyn-pattern,100\n",
+        tables / "datasets.md": b"| x |\n",
+    }
+    earlier = time.time() - 3600
+    for path, content in finished.items():
+        path.write_bytes(content)
+        os.utime(path, (earlier, earlier))  # older than the datasets: the job is planned
+    target = "results/tables/datasets.csv"
+    done = smoke_snakemake(tmp_path, "results", None, "--allowed-rules=dataset_table", "--retries=0", target)
+    assert done.returncode == 1, (done.stdout + done.stderr)[-3000:]
+    log = (results / "logs" / "dataset_table" / "all.log").read_text()
+    assert "is corrupt (not an acp-make-dataset sidecar)" in log, log
+    for path, content in finished.items():
+        assert path.read_bytes() == content, f"finished output lost or changed: {path}"
+    again = smoke_snakemake(tmp_path, "results", None, "--allowed-rules=dataset_table", "--dry-run", target)
+    assert again.returncode == 0 and "Nothing to be done" not in again.stdout + again.stderr
 
 
 @pytest.mark.slow

@@ -54,6 +54,18 @@ def _out_of_memory(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> Non
     monkeypatch.setattr(errors, "address_space_limit", lambda: 650000 * 1024)
 
 
+def _out_of_memory_at_import(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    """Importing the command's modules fails, as torch's import does under ``ulimit -v 400000``."""
+    import noisyor_bench.commands.catalogue as catalogue
+    import noisyor_bench.infra.errors as errors
+
+    def fail(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(catalogue, "register_modules", fail)
+    monkeypatch.setattr(errors, "address_space_limit", lambda: 400000 * 1024)
+
+
 def _benchmarks() -> list[str]:
     """Benchmark files of two current jobs and a stale one of an earlier layout; the argv of
     runtime-table listing the current ones (one of them twice)."""
@@ -156,6 +168,18 @@ CASES = [
         keep=FINISHED,
     ),
     Case(
+        "out-of-memory-importing-the-command-system-error",
+        lambda t, m: (
+            _out_of_memory_at_import(
+                m, SystemError("<built-in function> returned NULL without setting an exception")
+            ),
+            train_argv(),
+        )[1],
+        2,
+        ("noisyor-bench acp-train: error: out of memory (SystemError", "ulimit -v 400000"),
+        keep=FINISHED,
+    ),
+    Case(
         "rerun-memory-error",
         lambda t, m: (_out_of_memory(m, MemoryError()), train_argv())[1],
         2,
@@ -199,6 +223,29 @@ def test_local_profiles_retry_a_failed_job_once():
     """A job killed by the OOM killer gets a second attempt on this machine (and a GPU machine)."""
     for name in ("default", "gpu"):
         assert yaml.safe_load((REPO / "profiles" / name / "config.yaml").read_text())["retries"] == 1
+
+
+def test_real_virtual_memory_limit_is_one_line(tmp_path):
+    """Under a real ``ulimit -v`` too small for torch, a training command fails while it imports
+    its modules (before, outside the CLI's handler: a traceback) with one out-of-memory line."""
+    import resource
+
+    from toydata import write_toy_dataset
+
+    write_toy_dataset(tmp_path / "data" / "toy.npz")
+    limit = 400 * 2**20  # python, numpy and scipy fit; torch's libraries do not
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env = {"PYTHONPATH": str(REPO / "workflow"), "PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "noisyor_bench", *train_argv()]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, preexec_fn=limited
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    (line,) = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert line.startswith("noisyor-bench acp-train: error: out of memory (") and "(ulimit -v 409600)" in line
 
 
 # ---------------------------------------------------------------------------------- Snakemake
@@ -249,4 +296,32 @@ def test_unwritable_results_dir_is_one_line(tmp_path):
     assert lines == [
         f"Error: results_dir {results} cannot be written: Operation not permitted (EPERM) ({results}); "
         "make it writable, or choose another results_dir (--config results_dir=...)"
+    ], proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_read_only_results_dir_with_nothing_to_do_is_one_line(tmp_path):
+    """A finished results directory mounted read-only: a run with nothing to do stops with the same
+    one line (the results lock cannot be taken there), not a PermissionError traceback; every
+    file is kept."""
+    from diskfull import read_only_view
+    from test_fault_catalogue import _fake_dataset
+
+    source = tmp_path / "finished"
+    for name in ("syn-pattern", "multi-mnist", "syn-random-1", "syn-random-7"):
+        _fake_dataset(source, name)
+    (source / "tables").mkdir()
+    (source / "tables" / "datasets.csv").write_text("finished\n")  # newer than its inputs
+    kept = {p.relative_to(source): p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    (tmp_path / "work").mkdir()
+    with read_only_view(source, tmp_path / "results") as results:
+        target = f"{results}/tables/datasets.csv"
+        proc = smoke_snakemake(tmp_path / "work", results, None, "--allowed-rules=dataset_table", target)
+        assert {p.relative_to(results): p.read_bytes() for p in results.rglob("*") if p.is_file()} == kept
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("Error:")]
+    assert lines == [
+        f"Error: results_dir {results} cannot be written: Read-only file system (EROFS) "
+        f"({results}/.noisyor-bench.lock); make it writable, or choose another results_dir "
+        "(--config results_dir=...)"
     ], proc.stderr[-2000:]

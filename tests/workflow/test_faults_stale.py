@@ -26,12 +26,18 @@ from noisyor_bench.cli import main
 from noisyor_bench.infra.io import load_npz, write_json_atomic, write_npz_atomic
 
 DRAWS = '[{}, {"lr_global": 0.01}]'
-SETTINGS = {"budget": '{"max_epochs": 2}', "factor": "1"}
+SETTINGS = {"budget": '{"max_epochs": 2}', "factor": "1", "evaluation": '{"samples": 10, "iw_samples": 0}'}
 
 
-def _search(out: str, budget: str = SETTINGS["budget"], factor: str = SETTINGS["factor"]) -> list[str]:
+def _search(
+    out: str,
+    budget: str = SETTINGS["budget"],
+    factor: str = SETTINGS["factor"],
+    evaluation: str = SETTINGS["evaluation"],
+) -> list[str]:
     argv = cell_argv("acp-search", "--seed", "0", "--draws", DRAWS, "--inits-per-draw", "1")
     argv[argv.index(SETTINGS["budget"])] = budget
+    argv[argv.index(SETTINGS["evaluation"])] = evaluation
     return [*argv, "--latents-factor", factor, "--draws-range", "0:2", "--out-chunk", f"{out}/chunks/0.csv"]
 
 
@@ -67,6 +73,7 @@ def _rebuilt_dataset() -> None:
         ("budget 2 -> 3 epochs", {"budget": '{"max_epochs": 3}'}, "budget"),
         ("dataset rebuilt with another seed", {}, "dataset content"),
         ("latents_factor 1 -> 2", {"factor": "2"}, "latents"),
+        ("evaluation samples 10 -> 12", {"evaluation": '{"samples": 12, "iw_samples": 0}'}, "evaluation"),
     ],
 )
 def test_search_draws_reused_only_under_their_settings(
@@ -115,6 +122,46 @@ def test_results_dir_spellings_are_one(tmp_path: Path, monkeypatch: pytest.Monke
     assert set(spelled.values()) == {"results"}, spelled
     outside = load_config(REPO / "config" / "config.yaml", {"results_dir": "/tmp/x/../elsewhere/"})
     assert outside["results_dir"] == "/tmp/elsewhere"
+
+
+def test_finished_runs_of_another_budget_or_dataset_are_found(tmp_path: Path) -> None:
+    """What the workflow checks when it plans a training job: a run recording the grid's budget and
+    today's dataset content is current; another budget (2 -> 3 epochs) or a rebuilt dataset makes it
+    stale, with the reason (the rule then forces the job, as the Snakemake case below shows)."""
+    from noisyor_bench.experiments.acp.stale_runs import stale_runs
+    from noisyor_bench.inference.fitting import budget_from_mapping
+    from noisyor_bench.infra.hashing import sha256_file
+
+    npz = write_toy_dataset(tmp_path / "toy.npz")
+    budget = {"max_epochs": 2, "batch_size": 128}
+    record = {"dataset_sha256": sha256_file(npz), "budget": asdict(budget_from_mapping(budget))}
+    run = tmp_path / "run" / "metrics.json"
+    run.parent.mkdir()
+    write_json_atomic(run, record)
+    assert stale_runs([run], npz, budget) == {}
+    assert stale_runs([run], npz, {**budget, "max_epochs": 3}) == {str(run): ["budget max_epochs 2 -> 3"]}
+    old = record["dataset_sha256"][:12]
+    arrays = load_npz(npz)
+    arrays["x_train"] = arrays["x_train"][::-1].copy()
+    write_npz_atomic(npz, **arrays)
+    (reason,) = stale_runs([run], npz, budget)[str(run)]
+    assert reason == f"dataset content {old} -> {sha256_file(npz)[:12]}"
+
+
+@pytest.mark.slow
+def test_results_dir_spellings_plan_the_same_jobs(tmp_path: Path) -> None:
+    """The four spellings plan the same jobs with the same output paths: Snakemake finds its record
+    of a job (params, inputs, code) by the output path as spelled, so another spelling of the same
+    folder used to plan none of the jobs a changed setting reruns."""
+
+    def planned(spelling: str) -> list[str]:
+        done = smoke_snakemake(tmp_path, spelling, None, "--dry-run", config=("papers=[acp]",))
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        return sorted(line.strip() for line in done.stdout.splitlines() if line.strip().startswith("output:"))
+
+    jobs = {s: planned(s) for s in ("results", "results/", "./results", str(tmp_path / "results"))}
+    assert len(jobs["results"]) > 50 and all(line.startswith("output: results/") for line in jobs["results"])
+    assert all(found == jobs["results"] for found in jobs.values()), {s: len(j) for s, j in jobs.items()}
 
 
 def test_config_hash_recorded_only_when_rebuilt(tmp_path: Path) -> None:

@@ -210,3 +210,46 @@ def test_ape_fault(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     run_case(case, template, tmp_path, monkeypatch, capsys)
+
+
+# ---------------------------------------------------------------------------------- declared inputs
+def _planned_jobs(text: str) -> list[dict[str, str]]:
+    """A dry run's job blocks: ``rule``, ``input`` and ``output`` of each."""
+    jobs = []
+    for block in text.split("\n\n"):
+        lines = [line.strip() for line in block.splitlines()]
+        head = next((line for line in lines if line.startswith("rule ") and line.endswith(":")), None)
+        if head is None:
+            continue
+        job = {"rule": head[5:-1]}
+        job.update(line.split(": ", 1) for line in lines if line.startswith(("input: ", "output: ")))
+        jobs.append(job)
+    return jobs
+
+
+@pytest.mark.slow
+def test_every_file_ape_evaluate_reads_is_its_input(tmp_path: Path) -> None:
+    """The APE smoke DAG: ape_evaluate's inputs name each encoder's encoder.pt, the VI run's
+    posterior.npz and curve.csv and the NUTS run's samples.npz (before, a new encoder.pt reran
+    nothing), ape_figures' the evaluation's scores.npz; and every output of every job but the raw
+    inputs' checks is kept until its replacement exists (update)."""
+    from faultworld import smoke_snakemake
+
+    done = smoke_snakemake(tmp_path, "results", None, "--dry-run", config=("papers=[ape]",))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    jobs = _planned_jobs(done.stdout)
+    (evaluate,) = [j for j in jobs if j["rule"] == "ape_evaluate"]
+    inputs = evaluate["input"].split(", ")
+    trained = [i for i in inputs if "/ape-train/" in i and i.endswith("/metrics.json")]
+    assert len(trained) == 3 and all(i.replace("metrics.json", "encoder.pt") in inputs for i in trained), (
+        inputs
+    )
+    for name in ("ape-vi/toybars/vi/n0/seed0/posterior.npz", "ape-vi/toybars/vi/n0/seed0/curve.csv"):
+        assert f"results/runs/{name}" in inputs, inputs
+    assert any(i.endswith("/samples.npz") for i in inputs), inputs
+    (figures,) = [j for j in jobs if j["rule"] == "ape_figures"]
+    assert "results/runs/ape-eval/toybars/all/n0/seed0/scores.npz" in figures["input"].split(", ")
+    kept = [j for j in jobs if j["rule"] not in ("fetch_raw", "verify_raw", "all") and "output" in j]
+    assert len(kept) > 20, [j["rule"] for j in jobs]
+    for job in kept:
+        assert all(o.endswith(" (update)") for o in job["output"].split(", ")), job

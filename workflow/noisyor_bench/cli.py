@@ -190,7 +190,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; a successful one that wrote ``--out-*`` files gets their provenance
     sidecars (``<output>.prov.json``, :func:`noisyor_bench.infra.provenance.write_sidecars`)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command_word(arguments))
+    try:  # a command's modules (numpy, torch) are imported here: the first allocation to fail
+        parser = build_parser(_command_word(arguments))
+    except (MemoryError, SystemError, ImportError, OSError) as err:
+        no_memory = out_of_memory_message(err)
+        if no_memory is None:
+            raise
+        prog = " ".join(w for w in ("noisyor-bench", _command_word(arguments)) if w)
+        print(f"{prog}: error: {no_memory}", file=sys.stderr)
+        return 2
     args = parser.parse_args(arguments)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

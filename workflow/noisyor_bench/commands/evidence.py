@@ -23,6 +23,7 @@ def cmd_claims_evidence(args: argparse.Namespace) -> int:
         headline_counts,
         write_evidence,
     )
+    from noisyor_bench.reporting.kept_claims import read_kept
 
     run_claims = read_claims(args.claims)
     paper_ids = args.papers or list(dict.fromkeys(c.paper for c in run_claims))
@@ -30,7 +31,15 @@ def cmd_claims_evidence(args: argparse.Namespace) -> int:
     headlines = evidence_ladder(run_claims, args.grid, references, paper_ids)
     # set before writing, so the timing table's provenance is recorded like the others' (out_*)
     args.out_timing = args.out_timing or str(timing_path(args.out_csv))
-    write_evidence(headlines, args.out_csv, args.out_md, args.out_sources_csv, timing_csv=args.out_timing)
+    kept = None
+    if args.keep_other_papers:
+        kept = read_kept(args.out_csv, args.out_sources_csv, args.out_timing, paper_ids)
+        if kept is not None:
+            others = sorted({c.paper for c in kept.claims})
+            log.info("kept %d earlier claims of papers not selected: %s", len(kept.claims), " ".join(others))
+    write_evidence(
+        headlines, args.out_csv, args.out_md, args.out_sources_csv, timing_csv=args.out_timing, kept=kept
+    )
     disagreeing = sum(h.agreement in DISAGREEMENTS for h in headlines)
     counts = ", ".join(f"{label} {n}" for label, n in headline_counts(headlines).items())
     log.info(
@@ -64,6 +73,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="*",
         default=[],
         help="the selected papers, whose references are judged (default: the papers of --claims)",
+    )
+    p.add_argument(
+        "--keep-other-papers",
+        action="store_true",
+        help="keep the rows of papers not in --papers from the existing --out-csv, --out-sources-csv "
+        "and --out-timing (a run of some papers keeps the others' answers from their last run)",
     )
     add_table_outputs(p)
     p.add_argument(

@@ -59,7 +59,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -77,6 +77,9 @@ from noisyor_bench.reporting.claims import (
     write_claims,
 )
 from noisyor_bench.reporting.tables import markdown_table
+
+if TYPE_CHECKING:
+    from noisyor_bench.reporting.kept_claims import Kept
 
 log = logging.getLogger(__name__)
 
@@ -487,13 +490,19 @@ def _text(value: object) -> str:
     return str(value).strip()
 
 
-def evidence_markdown(headlines: Sequence[Headline]) -> str:
-    """The Markdown section that claims.md ends with: where each headline verdict comes from."""
+def evidence_markdown(frame: pd.DataFrame) -> str:
+    """The Markdown section that claims.md ends with: where each headline verdict comes from
+    (``frame``: the headline ``claims.csv`` rows, :meth:`Headline.row`)."""
     rows = [
-        [h.claim.claim_id, h.chosen.verdict_text(), h.chosen.source.label, h.agreement, h.sources_text()]
-        for h in headlines
+        [
+            _text(r["claim_id"]),
+            verdict_label(r),
+            _text(r["source"]),
+            _text(r["agreement"]),
+            _text(r["sources"]),
+        ]
+        for r in frame.to_dict("records")
     ]
-    frame = pd.DataFrame([h.row() for h in headlines], columns=[*CLAIM_COLUMNS, *EVIDENCE_COLUMNS])
     disagreements = disagreement_lines(frame, indent="- ")
     text = (
         "## Where each verdict comes from\n\n"
@@ -525,20 +534,36 @@ def write_evidence(
     sources_csv: str | Path,
     title: str = "Claims of the papers and verdicts",
     timing_csv: str | Path | None = None,
+    kept: Kept | None = None,
 ) -> None:
     """The headline ``claims.csv`` without the claims' ``timing`` (+ its Markdown view,
     :func:`write_claims`'s with the timing after the numbers, then the sources section),
-    ``claims_sources.csv`` and ``claims_timing.csv`` (``timing_csv``, default :func:`timing_path`)."""
-    claims = [h.claim for h in headlines]
+    ``claims_sources.csv`` and ``claims_timing.csv`` (``timing_csv``, default :func:`timing_path`).
+    ``kept``: earlier headline rows of papers this run did not judge, written beside the new ones
+    (papers in registry order; :mod:`noisyor_bench.reporting.kept_claims`)."""
+    from noisyor_bench.reporting.kept_claims import in_registry_order
+
+    claims = [h.claim for h in headlines] + list(kept.claims if kept else ())
+    paper_of_claim = {c.claim_id: c.paper for c in claims}
+    columns = [*HEADLINE_CLAIM_COLUMNS, *EVIDENCE_COLUMNS]
+    frame = pd.DataFrame([h.row() for h in headlines], columns=columns)
+    sources = source_rows(headlines)
+    timing = timing_rows(headlines)
+    if kept is not None:  # the papers in registry order, each paper's rows in their own
+        frame = pd.concat([frame, kept.rows.reindex(columns=columns, fill_value="")])
+        sources = pd.concat([sources, kept.sources.reindex(columns=list(SOURCE_COLUMNS), fill_value="")])
+        timing = pd.concat([timing, kept.timing.reindex(columns=list(TIMING_COLUMNS), fill_value="")])
+        frame, sources, timing = (in_registry_order(f, paper_of_claim) for f in (frame, sources, timing))
+        order = {i: k for k, i in enumerate(frame["claim_id"])}
+        claims.sort(key=lambda c: order[c.claim_id])
     write_claims(claims, csv_path, md_path, title=title)
-    frame = pd.DataFrame([h.row() for h in headlines], columns=[*HEADLINE_CLAIM_COLUMNS, *EVIDENCE_COLUMNS])
     write_text_atomic(csv_path, frame.to_csv(index=False, lineterminator="\n"))
     if md_path is not None:
         text = Path(md_path).read_text(encoding="utf-8").rstrip("\n")
-        write_text_atomic(md_path, text + "\n\n" + evidence_markdown(headlines))
-    write_text_atomic(sources_csv, source_rows(headlines).to_csv(index=False, lineterminator="\n"))
-    timing = timing_path(csv_path) if timing_csv is None else Path(timing_csv)
-    write_text_atomic(timing, timing_rows(headlines).to_csv(index=False, lineterminator="\n"))
+        write_text_atomic(md_path, text + "\n\n" + evidence_markdown(frame))
+    write_text_atomic(sources_csv, sources.to_csv(index=False, lineterminator="\n"))
+    path = timing_path(csv_path) if timing_csv is None else Path(timing_csv)
+    write_text_atomic(path, timing.to_csv(index=False, lineterminator="\n"))
 
 
 def headline_counts(headlines: Sequence[Headline]) -> Mapping[str, int]:
