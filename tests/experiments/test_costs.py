@@ -4,6 +4,7 @@ searches, limits with a safety factor and retries, list scheduling."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 
 import pytest
@@ -27,8 +28,58 @@ def paper_cfg():
 def test_every_paper_with_rules_gets_estimates_for_the_paper_grid(paper_cfg):
     est = costs.estimate_jobs(paper_cfg, REFERENCES, papers.ids())
     assert {e.paper for e in est} == {"acp", "ape", "ape_noisyor", "avipam"}
-    assert all(e.cpu_seconds > 0 and e.basis in ("measured", "extrapolated") for e in est)
-    assert not [e for e in est if e.basis == "unmeasured"]
+    assert all(e.cpu_seconds > 0 for e in est)
+    assert {e.basis for e in est} <= {"measured", "extrapolated", costs.SLICED, costs.UNMEASURED}
+
+
+def _measured_families(cfg, pid):
+    """(measured rule, family) of every job some reference table measured, as the model sees them."""
+    import functools
+
+    refs = costs.measured_candidates(
+        cfg, REFERENCES, functools.partial(costs.paper_jobs, paper_id=pid, reference=True)
+    )
+    return {(ref.measured_rule or ref.rule, ref.method_family) for ref, _, _ in refs}
+
+
+def test_a_job_is_not_measured_exactly_when_no_job_of_its_family_was(paper_cfg):
+    """A job is priced only from its own method family: without a measured job of its family it is
+    'not measured' (batch LDA was priced from a Gibbs chain, an APE naive encoder from the Standard
+    one); with one, it is priced from that family and none other."""
+    est = costs.estimate_jobs(paper_cfg, REFERENCES, papers.ids())
+    for pid in papers.ids():
+        families = _measured_families(paper_cfg, pid)
+        for job, e in zip(costs.paper_jobs(paper_cfg, pid), [e for e in est if e.paper == pid], strict=True):
+            measured = (job.measured_rule or job.rule, job.method_family) in families
+            assert e.measured == measured, (e.rule, e.job, e.family, e.reference)
+            assert e.family == job.method_family
+
+
+def test_another_family_never_prices_a_job():
+    gibbs = costs.Job("avipam_run", "a", 100.0, key=("lda-gibbs", "20news"), family="lda-gibbs")
+    batch = costs.Job("avipam_run", "b", 100.0, key=("lda-batch", "20news"), family="lda-batch")
+    candidates = [(gibbs, costs.Measurement(50.0), "quick")]
+    e = costs.estimate_job("avipam", batch, candidates, [])
+    assert not e.measured and e.basis == costs.UNMEASURED
+    assert e.reference == "no measured avipam_run job of family lda-batch"
+    same = costs.estimate_job("avipam", dataclasses.replace(gibbs, job="c", work=300.0), candidates, [])
+    assert same.measured and same.cpu_seconds == pytest.approx(150.0) and same.basis == "extrapolated"
+
+
+def test_unmeasured_jobs_are_counted_apart_not_summed():
+    """The summary leaves a job without a measurement of its family out of the core-hours, the
+    longest job and the wall time, and counts it with its family."""
+
+    def est(job: str, seconds: float, basis: str, family: str) -> costs.Estimate:
+        return costs.Estimate("acp", "train_cell", job, seconds, basis, "", False, 2000, True, family=family)
+
+    rows = costs.summary_rows(
+        [est("a", 7200, "extrapolated", "svi"), est("b", 3600, costs.UNMEASURED, "ub-cdi")], slots=4
+    )
+    total = rows[-1]
+    assert total["core_hours"] == pytest.approx(2.0) and total["longest"].job == "a"
+    assert total["wall_seconds"] == pytest.approx(7200) and total["jobs"] == 2
+    assert total["unmeasured"] == 1 and costs.not_measured_text(total) == "1 (train_cell ub-cdi)"
 
 
 def test_quick_grid_reproduces_its_own_measurements(paper_cfg):
@@ -62,8 +113,9 @@ def test_search_chunks_split_the_cost_of_a_search(paper_cfg):
     assert len(chunks) > len(whole)
     assert sum(e.cpu_seconds for e in chunks) == pytest.approx(sum(e.cpu_seconds for e in whole))
     cell = next(c for c in grid.cells(cfg) if grid.n_draws(cfg, c) == 100)
-    assert max(e.cpu_seconds for e in chunks) == pytest.approx(max(e.cpu_seconds for e in whole) / 10)
-    assert f"{cell.path}/9" in {e.job for e in chunks}
+    (one,) = [e.cpu_seconds for e in whole if e.job == f"{cell.path}/0"]
+    ten = [e.cpu_seconds for e in chunks if e.job.startswith(f"{cell.path}/")]
+    assert len(ten) == 10 and ten == pytest.approx([one / 10] * 10)
 
 
 def test_cuda_flags_follow_the_methods(paper_cfg):

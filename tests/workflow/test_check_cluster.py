@@ -24,21 +24,44 @@ def slurm_check():
     return check_cluster(REPO / "profiles" / "slurm")
 
 
-def test_slurm_profile_passes_on_the_paper_grid(slurm_check):
-    assert slurm_check.returncode == 0, slurm_check.stdout[-3000:] + slurm_check.stderr[-2000:]
+def _unmeasured_jobs() -> set[str]:
+    """The paper grid's jobs without a measured job of their family (computed from the model)."""
+    from noisyor_bench.experiments import costs, papers
+    from noisyor_bench.experiments.config import load_config
+
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "paper"})
+    ids = [p.id for p in papers.selected(cfg["papers"])]
+    estimates = costs.estimate_jobs(cfg, costs.load_references(REPO, cfg.get("job_seconds")), ids)
+    return {f"{e.rule} {e.job}" for e in estimates if not e.measured}
+
+
+def _only_unmeasured_refused(proc: subprocess.CompletedProcess) -> None:
+    """check-cluster refuses the paper grid for its jobs without a measurement of their family,
+    each named, and for nothing else (the limits, GPUs and submissions hold)."""
+    out = proc.stdout
+    expected = _unmeasured_jobs()
+    if not expected:
+        assert proc.returncode == 0 and "check-cluster: OK" in out, out[-3000:] + proc.stderr[-2000:]
+        return
+    assert proc.returncode == 1, out[-3000:] + proc.stderr[-2000:]
+    problems = int(re.search(r"check-cluster: FAILED, (\d+) problem", out).group(1))
+    named = set(re.findall(r"^  (\S+ \S+): not measured \(no measured \S+ job of family \S+\)", out, re.M))
+    assert named == expected and problems == len(expected), out[-3000:]
+
+
+def test_slurm_profile_refuses_only_the_unmeasured_jobs_on_the_paper_grid(slurm_check):
+    _only_unmeasured_refused(slurm_check)
     out = slurm_check.stdout
-    assert "check-cluster: OK" in out and "five longest jobs" in out
+    assert "five longest jobs" in out
     submitted, bound = map(int, re.search(r"(\d+) cluster submissions \(bound (\d+)\)", out).groups())
     assert 0 < submitted <= bound
     assert not re.search(r"^note: .*search_chunk", out, re.M)  # searches sized by search.max_job_hours
 
 
-def test_gpu_profile_passes_on_the_paper_grid():
+def test_gpu_profile_refuses_only_the_unmeasured_jobs_on_the_paper_grid():
     """profiles/gpu counts GPUs (`resources: gpu`): every CUDA-capable job of the three papers must
     request one, and the limits hold as under SLURM."""
-    proc = check_cluster(REPO / "profiles" / "gpu")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "check-cluster: OK" in proc.stdout
+    _only_unmeasured_refused(check_cluster(REPO / "profiles" / "gpu"))
 
 
 def test_broken_profile_fails(tmp_path):
@@ -93,6 +116,25 @@ def test_check_reports_each_kind_of_problem():
     assert len(problems) == 3
     problems, _ = check(jobs[1:2], estimates, {"train_cell"}, gpus=False)  # the default profile
     assert problems == []
+
+
+def test_a_job_without_a_measurement_of_its_family_is_refused():
+    """Its limit would be a guess: check-cluster names it and how to measure it, and checks nothing
+    else of it (no limit or short-rule problem from its placeholder seconds)."""
+    from noisyor_bench.commands.cluster import DryJob, check
+    from noisyor_bench.experiments.costs import UNMEASURED, Estimate
+
+    est = Estimate(
+        "avipam", "avipam_run", "b", 3600.0, UNMEASURED, "no measured avipam_run job of family lda-batch",
+        False, 2000, True, family="lda-batch",
+    )  # fmt: skip
+    jobs = [DryJob("avipam_run", ("avipam_run", "b"), {"runtime": "1", "gpu": "0"})]
+    problems, submitted = check(jobs, {("avipam_run", "b"): est}, {"avipam_run"}, gpus=False)
+    assert problems == [
+        "avipam_run b: not measured (no measured avipam_run job of family lda-batch); measure it first: "
+        "noisyor-bench calibrate-costs"
+    ]
+    assert len(submitted) == 1
 
 
 def test_a_runtime_floor_lowered_for_tests_fails_the_check():

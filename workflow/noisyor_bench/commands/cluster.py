@@ -135,6 +135,12 @@ def check(
             problems.append(f"{job.rule} {job.bench[1]}: no cost estimate (not a job of the cost model)")
             continue
         submitted.append((job, est))
+        if not est.measured:  # its limit would be a guess: never submitted on another family's time
+            problems.append(
+                f"{job.rule} {job.bench[1]}: not measured ({est.reference}); measure it first: "
+                "noisyor-bench calibrate-costs"
+            )
+            continue
         limit = float(job.resources.get("runtime", "0") or 0)
         if limit * 60 < MIN_LIMIT_FACTOR * est.cpu_seconds:
             problems.append(
@@ -148,7 +154,7 @@ def check(
     from noisyor_bench.experiments.costs import SHORT_SECONDS
 
     longest: dict[str, float] = {}
-    for _job, est in submitted:
+    for _job, est in (item for item in submitted if item[1].measured):
         longest[est.rule] = max(
             longest.get(est.rule, 0.0), est.cpu_seconds, (full_scale or {}).get(est.rule, 0.0)
         )
@@ -233,6 +239,8 @@ def _longest_per_rule(
         return {}
     longest: dict[str, float] = {}
     for est in costs.estimate_jobs(costs.grid_config(cfg, FULL_SCALE_GRID), references, selected):
+        if not est.measured:
+            continue
         longest[est.rule] = max(longest.get(est.rule, 0.0), est.cpu_seconds)
     return longest
 
@@ -317,7 +325,7 @@ def cmd_check_cluster(args: argparse.Namespace) -> int:
     )
     for note in notes:
         print(f"note: {note}")
-    short = Counter(est.rule for _, est in submitted if est.cpu_seconds < SHORT_SECONDS)
+    short = Counter(est.rule for _, est in submitted if est.measured and est.cpu_seconds < SHORT_SECONDS)
     if short:  # a warning: chunk sizes are the grid's choice (search.max_job_hours, draws_per_job)
         hint = (
             "; search.max_job_hours instead of search.draws_per_job sizes each search by its cost"
@@ -329,7 +337,7 @@ def cmd_check_cluster(args: argparse.Namespace) -> int:
             f"({', '.join(f'{r} {n}' for r, n in short.most_common())}){hint}"
         )
     print("five longest jobs (estimate on one CPU core -> runtime limit):")
-    for job, est in sorted(submitted, key=lambda x: -x[1].cpu_seconds)[:5]:
+    for job, est in sorted((x for x in submitted if x[1].measured), key=lambda x: -x[1].cpu_seconds)[:5]:
         print(
             f"  {job.rule} {job.bench[1] if job.bench else ''}: {est.cpu_seconds / 3600:.1f} h -> "
             f"{float(job.resources.get('runtime', 0)) / 60:.1f} h, gpu={job.resources.get('gpu', '0')}, "

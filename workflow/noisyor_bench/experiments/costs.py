@@ -56,6 +56,10 @@ RUNTIME_FLOOR_ENV = "NOISYOR_TEST_RUNTIME_FLOOR_MIN"
 BASE_MEM_MB = 2000
 #: A submitted job whose estimate is below this many seconds should not be its own cluster job.
 SHORT_SECONDS = 60.0
+#: Basis of a job without a measurement of its own family: no estimate, ``check-cluster`` refuses it.
+UNMEASURED = "unmeasured"
+#: Placeholder seconds of an unmeasured job, only for the limits of a local run (never summed).
+UNMEASURED_SECONDS = 3600.0
 
 
 @dataclass(frozen=True)
@@ -87,10 +91,17 @@ class Job:
     """Jobs of one chain run stage after stage (a cell's search chunks, then its training);
     the wall time is at least the longest chain ('' : a chain of its own)."""
     stage: int = 0
+    family: str = ""
+    """The method family whose measurements may price it ('': its measured rule): a job is never
+    priced from another family's time (a batch LDA from a Gibbs chain), only "not measured"."""
 
     @property
     def per_fit(self) -> float:
         return self.unit or self.work
+
+    @property
+    def method_family(self) -> str:
+        return self.family or self.measured_rule or self.rule
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,13 @@ class Estimate:
     stage: int = 0
     gpu_seconds: float | None = None
     """None: not measured (no GPU timing exists yet)."""
+    family: str = ""
+    """The method family of its job (:attr:`Job.method_family`)."""
+
+    @property
+    def measured(self) -> bool:
+        """It has a measurement of its own family (``measured`` or ``extrapolated``)."""
+        return self.basis != UNMEASURED
 
 
 def _cost_module(paper_id: str) -> Any | None:
@@ -158,6 +176,9 @@ class Measurement:
     work: float | None = None
     """Its size in the cost model's unit at the config that ran (None: not recorded)."""
     cpu: str = ""
+    slice: bool = False
+    """A calibration slice (:mod:`~noisyor_bench.experiments.cost_slices`): a few units of a
+    grid's job at its own size; it prices the jobs of its key at that size before any other."""
 
 
 @dataclass(frozen=True)
@@ -172,10 +193,17 @@ class Reference:
 #: The measured runs the model scales from (grid, table relative to the repository): the quick
 #: grid's job seconds (config key ``job_seconds``) and the paper-protocol SYN-PATTERN run, which
 #: measured 100-draw searches and 5-seed cells at the paper's budgets (with peak memory).
+#: The paper grid's calibration slices (:mod:`~noisyor_bench.experiments.cost_slices` writes it).
+SLICE_TABLE = "benchmarks/results/cost_slices.csv"
+#: Columns of :data:`SLICE_TABLE` the model reads (its other columns are the slices' provenance).
+SLICE_COLUMNS = ("rule", "job", "seconds", "work", "cpu", "peak_mb", "rate")
 REFERENCE_TABLES: tuple[tuple[str, str], ...] = (
     (REFERENCE_GRID, "config/job_seconds.csv"),
     ("paper-synpattern", "reference/paper-synpattern/tables/runtime_jobs.csv"),
+    ("paper", SLICE_TABLE),
 )
+#: Basis of an estimate scaled from a calibration slice of a job of the same key and size.
+SLICED = "sliced"
 
 
 def load_reference(grid: str, path: str | Path) -> Reference:
@@ -188,6 +216,8 @@ def load_reference(grid: str, path: str | Path) -> Reference:
 
     with open(path, newline="") as fh:
         header = next(csv.reader(fh), [])
+    if set(SLICE_COLUMNS) <= set(header):
+        return Reference(grid, _slice_measurements(path), str(path))
     if tuple(header) in (job_seconds.COLUMNS, job_seconds.SECONDS_ONLY):
         rows = job_seconds.load_rows(path)
         jobs = {k: Measurement(r.seconds, work=r.work, cpu=r.cpu) for k, r in rows.items()}
@@ -203,6 +233,27 @@ def load_reference(grid: str, path: str | Path) -> Reference:
             except ValueError:
                 raise DataError(f"{path}: job {row['rule']} {row['job']}: not a number") from None
     return Reference(grid, jobs, str(path))
+
+
+def _slice_measurements(path: str | Path) -> dict[tuple[str, str], Measurement]:
+    """The rows of a calibration-slice table as measurements (``slice``: at the job's own size)."""
+    import csv
+
+    from noisyor_bench.infra.errors import DataError
+
+    out: dict[tuple[str, str], Measurement] = {}
+    with open(path, newline="") as fh:
+        for line, row in enumerate(csv.DictReader(fh), start=2):
+            try:
+                seconds, work, peak = float(row["seconds"]), float(row["work"]), float(row["peak_mb"])
+            except ValueError:
+                raise DataError(f"{path}, line {line}: seconds, work and peak_mb must be numbers") from None
+            if not (math.isfinite(seconds) and seconds >= 0 and math.isfinite(work) and work > 0):
+                raise DataError(
+                    f"{path}, line {line}: seconds must be >= 0 and work > 0; got {seconds}, {work}"
+                )
+            out[(row["rule"], row["job"])] = Measurement(seconds, peak, work, row["cpu"], slice=True)
+    return out
 
 
 def load_references(
@@ -266,7 +317,7 @@ def _match(job: Job, candidates: Sequence[_Candidate]) -> _Candidate | None:
     """The reference job of the longest common key prefix, then the nearest size, then the
     nearest work per fit (a run at the same budgets beats one scaled from another budget)."""
 
-    def score(item: _Candidate) -> tuple[int, float, float]:
+    def score(item: _Candidate) -> tuple[int, int, float, float]:
         ref = item[0]
         prefix = 0
         for a, b in zip(job.key, ref.key, strict=False):
@@ -274,7 +325,8 @@ def _match(job: Job, candidates: Sequence[_Candidate]) -> _Candidate | None:
                 break
             prefix += 1
         size = abs(math.log(max(job.size, 1e-9)) - math.log(max(ref.size, 1e-9)))
-        return (-prefix, size, abs(math.log(max(job.per_fit, 1e-9) / max(ref.per_fit, 1e-9))))
+        own = 0 if item[1].slice and math.isclose(job.size, ref.size) else 1  # a slice at its size
+        return (-prefix, own, size, abs(math.log(max(job.per_fit, 1e-9) / max(ref.per_fit, 1e-9))))
 
     return min(candidates, key=score) if candidates else None
 
@@ -309,42 +361,28 @@ def estimate_job(
 def _estimate(
     pid: str, job: Job, candidates: Sequence[_Candidate], references: Sequence[Reference]
 ) -> Estimate:
-    best = _match(job, candidates)
-    if best is None:  # no measured job of its rule in a grid that has it: the rule's slowest anywhere
+    family = job.method_family
+    best = _match(job, [c for c in candidates if c[0].method_family == family])
+    if best is None:  # no measured job of its own family: not measured, never another family's time
         rule = job.measured_rule or job.rule
-        slowest = max(
-            (m.seconds for r in references for (ru, _), m in r.jobs.items() if ru == rule), default=None
-        )
-        if slowest is None:
-            return Estimate(
-                pid,
-                job.rule,
-                job.job,
-                3600.0,
-                "unmeasured",
-                "",
-                job.cuda,
-                job.mem_mb,
-                job.cell,
-                job.chain,
-                job.stage,
-            )
         return Estimate(
             pid,
             job.rule,
             job.job,
-            slowest,
-            "extrapolated",
-            f"{rule} (slowest measured)",
+            UNMEASURED_SECONDS,
+            UNMEASURED,
+            f"no measured {rule} job of family {family}",
             job.cuda,
             job.mem_mb,
             job.cell,
             job.chain,
             job.stage,
+            family=family,
         )
     ref, m, grid = best
     seconds = m.seconds * job.work / ref.work
     same = (ref.rule, ref.job) == (job.rule, job.job) and math.isclose(ref.work, job.work)
+    sliced = m.slice and ref.key == job.key and math.isclose(ref.size, job.size)
     mem = job.mem_mb
     if m.rss_mb is not None:  # measured peak memory, scaled by the data size
         mem = max(mem, int(math.ceil(m.rss_mb * max(1.0, job.size / max(ref.size, 1e-9)))))
@@ -353,13 +391,14 @@ def _estimate(
         job.rule,
         job.job,
         float(seconds),
-        "measured" if same else "extrapolated",
-        f"{grid}: {ref.rule}/{ref.job}",
+        SLICED if sliced else "measured" if same and not m.slice else "extrapolated",
+        f"{grid}{' slice' if m.slice else ''}: {ref.rule}/{ref.job}",
         job.cuda,
         mem,
         job.cell,
         job.chain,
         job.stage,
+        family=family,
     )
 
 
@@ -447,30 +486,41 @@ def wall_seconds(estimates: Sequence[Estimate], slots: int) -> float:
 
 
 def summary_rows(estimates: Sequence[Estimate], slots: int) -> list[dict[str, Any]]:
-    """Per paper and in total: jobs, core-hours, GPU-hours, extrapolated share, longest job, wall."""
+    """Per paper and in total: jobs, core-hours, GPU-hours, extrapolated share, longest job, wall,
+    over the measured families; the jobs not measured (no time of their family) counted apart."""
     from noisyor_bench.experiments import papers
 
     rows = []
     groups = [(p, [e for e in estimates if e.paper == p]) for p in dict.fromkeys(e.paper for e in estimates)]
     groups.append(("total", list(estimates)))
-    for pid, ests in groups:
-        if not ests:
+    for pid, every in groups:
+        if not every:
             continue
-        longest = max(ests, key=lambda e: e.cpu_seconds)
-        extrapolated = sum(e.cpu_seconds for e in ests if e.basis != "measured")
+        ests = [e for e in every if e.measured]
+        missing = [e for e in every if not e.measured]
+        extrapolated = sum(e.cpu_seconds for e in ests if e.basis not in ("measured", SLICED))
         total = sum(e.cpu_seconds for e in ests)
         rows.append(
             dict(
                 paper=pid if pid == "total" else papers.get(pid).name,
-                jobs=len(ests),
+                jobs=len(every),
                 core_hours=total / 3600,
-                gpu_jobs=sum(e.cuda for e in ests),
+                gpu_jobs=sum(e.cuda for e in every),
                 extrapolated=extrapolated / total if total else 0.0,
-                longest=longest,
+                longest=max(ests, key=lambda e: e.cpu_seconds) if ests else None,
                 wall_seconds=wall_seconds(ests, slots),
+                unmeasured=len(missing),
+                unmeasured_families=sorted({f"{e.rule} {e.family}" for e in missing}),
             )
         )
     return rows
+
+
+def not_measured_text(row: Mapping[str, Any]) -> str:
+    """A summary row's jobs without a measurement of their family ('-' : none)."""
+    if not row["unmeasured"]:
+        return "-"
+    return f"{row['unmeasured']} ({', '.join(row['unmeasured_families'])})"
 
 
 def _share(fraction: float) -> str:
@@ -502,22 +552,27 @@ def format_table(
         f"Cost model ({grid} grid, {slots} {plural}, one CPU core per job; "
         f"scaled from the measured runs {', '.join(f'{g} ({p})' for g, p in REFERENCE_TABLES)}):",
         "",
-        "| paper | jobs | core-hours | GPU-hours | extrapolated | longest job (1 core) | wall time |",
-        "|---|---|---|---|---|---|---|",
+        "| paper | jobs | core-hours | GPU-hours | extrapolated | longest job (1 core) | wall time | not measured |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in summary_rows(estimates, slots):
         gpu_h = f"not measured ({r['gpu_jobs']} CUDA jobs)" if r["gpu_jobs"] else "-"
         lo = r["longest"]
+        longest = f"{_hours(lo.cpu_seconds)}: {lo.rule} {lo.job}" if lo else "-"
         lines.append(
             f"| {r['paper']} | {r['jobs']} | {r['core_hours']:,.1f} | {gpu_h} | {_share(r['extrapolated'])} "
-            f"| {_hours(lo.cpu_seconds)}: {lo.rule} {lo.job} | {_hours(r['wall_seconds'])} |"
+            f"| {longest} | {_hours(r['wall_seconds'])} | {not_measured_text(r)} |"
         )
     lines.append("")
     lines.append(
         "Wall time: list scheduling (longest first) of the jobs' estimates on the slots, at least the "
         "longest chain of dependent jobs (a cell's search chunks, then its training), without the local "
         "short rules. 'extrapolated': share of the core-hours scaled from a different job or size "
-        "(rows x epochs x draws x seeds, sweeps x topics, ...), not measured as such."
+        "(rows x epochs x draws x seeds, sweeps x topics, ...), not measured as such; a job priced from a "
+        "calibration slice at its own size (its key and size) is not. 'not measured': "
+        "jobs without a measured job of their own method family, left out of the core-hours and wall "
+        "time (never priced from another family's time); `noisyor-bench calibrate-costs` measures them "
+        "and `check-cluster` refuses them until then."
     )
     if gpu:
         lines.append(
@@ -535,6 +590,11 @@ __all__ = [
     "Reference",
     "REFERENCE_GRID",
     "SAFETY",
+    "SLICE_COLUMNS",
+    "SLICE_TABLE",
+    "SLICED",
+    "UNMEASURED",
+    "UNMEASURED_SECONDS",
     "by_job",
     "checkout_references",
     "checkout_root",
@@ -549,6 +609,7 @@ __all__ = [
     "load_references",
     "measured_candidates",
     "mem_mb",
+    "not_measured_text",
     "on_this_machine",
     "paper_jobs",
     "runtime_floor",

@@ -68,6 +68,7 @@ def _common(cfg: Mapping[str, Any], cell: grid.Cell) -> dict[str, Any]:
         mem_mb=_mem(cell.n_train),
         unit=fit,
         chain=cell.path,
+        family=cell.method,
     )
 
 
@@ -121,6 +122,7 @@ def _search_reference_jobs(cfg: Mapping[str, Any]) -> list[Job]:
                     key=key,
                     size=float(max(cell.n_train, 1)),
                     unit=fit,
+                    family=cell.method,
                 )
             )
     return jobs
@@ -199,6 +201,7 @@ def _corpus_jobs(cfg: Mapping[str, Any]) -> list[Job]:
             size=float(max(c.n_train, 1)),
             cuda=is_cuda_method(c.method),
             mem_mb=_mem(c.n_train),
+            family=c.method,
         )
         for c in corpus_grid.cells(cfg)
     ]
@@ -227,8 +230,14 @@ def jobs(cfg: Mapping[str, Any]) -> list[Job]:
 
 
 def reference_jobs(cfg: Mapping[str, Any]) -> list[Job]:
-    """As :func:`jobs`, plus whole searches as rule ``search`` (how config/job_seconds.csv measured them)."""
-    return jobs(cfg) + (_search_reference_jobs(cfg) if grid.experiments(cfg) else [])
+    """As :func:`jobs`, plus whole searches as rule ``search`` (how config/job_seconds.csv measured
+    them) and the whole training of the cells trained one job per seed (how a calibration slice
+    records them, whatever the split)."""
+    if not grid.experiments(cfg):
+        return jobs(cfg)
+    split = {c.path for c in per_seed_cells(cfg)}
+    wholes = [j for j in _whole_train_jobs(cfg) if j.job in split]
+    return jobs(cfg) + _search_reference_jobs(cfg) + wholes
 
 
 # ---------------------------------------------------------------- how a cell is split into jobs

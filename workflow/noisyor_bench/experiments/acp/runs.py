@@ -424,6 +424,16 @@ def execute_run(spec: RunSpec) -> Path:
     return _finish(run, records, resumed, time.perf_counter() - t0)
 
 
+def fit_only(spec: RunSpec) -> list[EpochRecord]:
+    """The fit of ``spec`` alone (no selection, test evaluation or run directory; its partial
+    directory is left for the caller): what a calibration slice times, epoch by epoch."""
+    run = _prepare(spec)
+    records, _ = _fit(
+        run.method, run.x_train, run.x_val, spec.budget, lambda _r: None, run.work / CHECKPOINT_FILE
+    )
+    return records
+
+
 def _finish(
     run: _PreparedRun,
     records: list[EpochRecord],
@@ -689,5 +699,6 @@ __all__ = [
     "RECOMPUTED_METRICS",
     "RunSpec",
     "execute_run",
+    "fit_only",
     "headline",
 ]

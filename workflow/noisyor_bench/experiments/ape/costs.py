@@ -93,10 +93,12 @@ def jobs(cfg: Mapping[str, Any]) -> list[Job]:
                         f"{name}_{method}_n{n}_seed{seed}",
                         float(train_steps(name, ds, method)),
                         key=(name, method),
+                        size=float(n),
                         cuda=True,
                         mem_mb=BASE_MEM_MB + pool // 20,
                         chain=chain,
                         stage=1,
+                        family=method,
                     )
                 )
             out.append(Job("ape_vi", chain, vi_draws(ds, eval_pairs(ds)), key=(name,), chain=chain))

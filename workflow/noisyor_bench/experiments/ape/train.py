@@ -5,7 +5,9 @@ the pool size, 1 for the Standard encoder) with ``metrics.json`` (identity, budg
 convergence verdict of :mod:`noisyor_bench.inference.convergence`, provenance), ``curve.csv``
 (one row per validation evaluation) and ``encoder.pt`` (the weights with the best validation
 NELBO).  The directory is written as ``<dir>.partial`` and published when complete
-(:func:`noisyor_bench.experiments.rundir.publish_run_dir`).
+(:func:`noisyor_bench.experiments.rundir.publish_run_dir`).  While the training runs, its
+checkpoint (every :data:`~noisyor_bench.inference.topics.ape_training.CHECKPOINT_SECONDS`) lives
+there too: a run killed at its wall-time limit continues from it on the retry.
 """
 
 from __future__ import annotations
@@ -23,12 +25,19 @@ import torch
 from noisyor_bench.data.synthetic.theta_pool import ThetaPool
 from noisyor_bench.experiments.ape import pairs
 from noisyor_bench.experiments.ape.steps import training_section
-from noisyor_bench.experiments.rundir import RunKey, fresh_partial_dir, publish_run_dir, write_metrics
+from noisyor_bench.experiments.rundir import (
+    CHECKPOINT_FILE,
+    RunKey,
+    claim_partial_dir,
+    publish_run_dir,
+    write_metrics,
+)
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.inference.training import write_checkpoint
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.device import resolve_device
 from noisyor_bench.infra.errors import ConfigError
+from noisyor_bench.infra.hashing import sha256_file
 from noisyor_bench.infra.io import load_npz, write_text_atomic
 
 log = logging.getLogger(__name__)
@@ -125,6 +134,8 @@ def train_run(
             row["elapsed_seconds"],
         )
 
+    out = Path(out_dir)
+    work = claim_partial_dir(out)  # kept: a killed attempt's checkpoint is resumed
     result = train_encoder(
         encoder,
         torch.from_numpy(documents),
@@ -137,9 +148,10 @@ def train_run(
         n_models=m,
         device=dev,
         progress=progress,
+        checkpoint_path=work / CHECKPOINT_FILE,
+        fingerprint={"dataset_sha256": sha256_file(dataset_path), "method": method},
     )
-    out = Path(out_dir)
-    work = fresh_partial_dir(out)
+    (work / CHECKPOINT_FILE).unlink(missing_ok=True)  # trained: not an output of the run
     write_checkpoint(
         work / ENCODER_FILE, {k: v.cpu() for k, v in encoder.state_dict().items()}
     )  # atomic torch.save

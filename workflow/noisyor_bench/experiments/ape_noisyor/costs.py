@@ -26,11 +26,11 @@ def jobs(cfg: Mapping[str, Any]) -> list[Job]:
     out = []
     for family in sec.get("families") or {}:
         out += [
-            Job("ape_noisyor_train", f"{family}-{e}", train, key=(family, e), cuda=True)
+            Job("ape_noisyor_train", f"{family}-{e}", train, key=(family, e), cuda=True, family=e)
             for e in sec["encoders"]
         ]
         out += [
-            Job("ape_noisyor_baseline", f"{family}-{b}", test, key=(family, b))
+            Job("ape_noisyor_baseline", f"{family}-{b}", test, key=(family, b), family=b)
             for b in sec.get("baselines") or []
         ]
     return out

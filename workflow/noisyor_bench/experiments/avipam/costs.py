@@ -99,6 +99,7 @@ def jobs(cfg: Mapping[str, Any]) -> list[Job]:
             size=float(c.n_train or ALL_DOCUMENTS),
             cuda=is_cuda_method(c.method),
             mem_mb=BASE_MEM_MB + 2000,
+            family=_family(c),
         )
         for c in avipam_cells.all_cells(sec)
     ]

@@ -19,6 +19,12 @@ evaluations without a new best.
 Seeds: the pair draws use stream ``"ape-pairs"``, the ELBO noise ``"ape-elbo-samples"``, the
 validation noise ``"ape-validation"`` (:func:`noisyor_bench.inference.seeding.stream_seed`);
 the encoder's initialisation is the caller's (``build_encoder(..., seed=...)``).
+
+Checkpoints: with ``checkpoint_path`` the whole loop state (weights, Adam, both generators, the
+curve, the best state, the step) is saved every ``checkpoint_seconds`` of wall time, so a run of
+the paper grid's pool (days of steps) killed at its wall-time limit continues on its retry instead
+of starting again; the resumed run ends bit-identical to an uninterrupted one (only the timings
+differ).  A checkpoint of another configuration is stale: it is removed and the run starts afresh.
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -35,11 +43,19 @@ from noisyor_bench.inference.convergence import Convergence, assess
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.seeding import stream_generator, stream_seed
 from noisyor_bench.inference.topics.ape_encoders import ApeEncoder, model_aware_statistic
-from noisyor_bench.inference.training import NonFiniteLossError
+from noisyor_bench.inference.training import (
+    CHECKPOINT_VERSION,
+    NonFiniteLossError,
+    read_checkpoint,
+    write_checkpoint,
+)
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.topics.logistic_normal import GaussianPrior, elbo, support_columns
 
 LOGGER = logging.getLogger(__name__)
+
+#: Wall seconds between two checkpoints of a training with ``checkpoint_path``.
+CHECKPOINT_SECONDS = 600.0
 
 ThetaSource = torch.Tensor | Callable[[torch.Tensor], torch.Tensor]
 """Training models: a (M, K, V) tensor, or a function from model indices (B,) (int64, CPU) to
@@ -208,6 +224,10 @@ def train_encoder(
     device: torch.device | str | None = None,
     progress: Callable[[dict[str, float]], None] | None = None,
     compact: bool = True,
+    checkpoint_path: str | Path | None = None,
+    checkpoint_seconds: float = CHECKPOINT_SECONDS,
+    checkpoint_every: int | None = None,
+    fingerprint: Mapping[str, Any] | None = None,
 ) -> ApeTrainingResult:
     """Train ``encoder`` in place (moved to ``device``, default CUDA if present) on random pairs
     of ``documents`` (N, V) and training ``thetas``; monitor the NELBO of the fixed validation
@@ -255,6 +275,61 @@ def train_encoder(
     if compact and encoder.kind != "naive" and isinstance(thetas, torch.Tensor):
         if 4 * int((docs > 0).sum(-1).max()) < docs.shape[-1]:
             batch_pairs = _compact_batch(encoder, docs, thetas.to(device=dev, dtype=dtype))
+    generators = {"pairs": pair_gen, "noise": noise_gen}
+    checkpoint = Path(checkpoint_path) if checkpoint_path is not None else None
+    print_ = {
+        **dict(fingerprint or {}),
+        "encoder": encoder.kind,
+        "config": asdict(config),
+        "seed": int(seed),
+        "models": int(m),
+        "documents": list(docs.shape),
+        "device_type": dev.type,
+        "dtype": str(dtype),
+    }
+    saved_at = time.perf_counter()
+    if checkpoint is not None and checkpoint.exists():
+        try:
+            payload = read_checkpoint(checkpoint, print_)
+        except ConfigError as err:  # another configuration's: stale, never resumed
+            LOGGER.warning("%s; removing it, the run starts afresh", err)
+            checkpoint.unlink()
+        else:
+            encoder.load_state_dict(payload["module"])
+            optimizer.load_state_dict(payload["optimizer"])
+            for name, g in generators.items():
+                g.set_state(payload["generators"][name])
+            best_state = payload["best_state"]
+            loop = payload["loop"]
+            step, bad, best_eval = int(loop["step"]), int(loop["bad"]), loop["best_eval"]
+            best_value, best_step = float(loop["best_value"]), int(loop["best_step"])
+            train_sum, train_count = float(loop["train_sum"]), int(loop["train_count"])
+            records = [EpochRecord(**r) for r in payload["records"]]
+            history = list(payload["history"])
+            now = time.perf_counter()
+            start, chunk_start = now - float(loop["elapsed"]), now - float(loop["chunk_elapsed"])
+            LOGGER.info("resuming APE training at step %d of %d from %s", step, n_steps, checkpoint)
+
+    def save() -> None:
+        now = time.perf_counter()
+        loop = dict(step=step, bad=bad, best_eval=best_eval, best_value=best_value, best_step=best_step,
+                    train_sum=train_sum, train_count=train_count, elapsed=now - start,
+                    chunk_elapsed=now - chunk_start)  # fmt: skip
+        write_checkpoint(
+            checkpoint,  # type: ignore[arg-type]
+            {
+                "version": CHECKPOINT_VERSION,
+                "fingerprint": print_,
+                "module": encoder.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "generators": {name: g.get_state() for name, g in generators.items()},
+                "best_state": best_state,
+                "loop": loop,
+                "records": [asdict(r) for r in records],
+                "history": history,
+            },
+        )
+
     from noisyor_bench.infra.progress import Progress
 
     ticker = Progress(f"APE training ({encoder.kind})", n_steps)  # a log line every 20 s
@@ -312,6 +387,11 @@ def train_encoder(
                 if config.patience is not None and bad >= config.patience:
                     stop_reason = "patience"
                     break
+        if checkpoint is not None and step < n_steps:
+            due = step % checkpoint_every == 0 if checkpoint_every else False
+            if due or (not checkpoint_every and time.perf_counter() - saved_at >= checkpoint_seconds):
+                save()
+                saved_at = time.perf_counter()
     seconds = time.perf_counter() - start
     if config.restore_best:
         encoder.load_state_dict(best_state)
@@ -323,6 +403,7 @@ def train_encoder(
 
 
 __all__ = [
+    "CHECKPOINT_SECONDS",
     "ApeTrainingConfig",
     "ApeTrainingResult",
     "ThetaSource",

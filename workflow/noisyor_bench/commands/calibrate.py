@@ -1,0 +1,104 @@
+"""CLI: ``calibrate-costs``, short slices of a grid's jobs at their own sizes for the cost model.
+
+Why: ``check-cluster`` sets every job's limit from the cost model, and a job priced from a run a
+hundred times smaller (or not at all) is killed at its limit or refused.  This command runs one
+slice per paper, rule and method family (its longest job; ``--job`` adds others), prints the
+job's estimate from the slice beside the former one, and writes the slices where the cost model
+reads them (:data:`noisyor_bench.experiments.cost_slices.TABLE`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+
+def _hours(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "not measured"
+    return f"{seconds / 3600:,.2f} h" if seconds >= 360 else f"{seconds / 60:,.1f} min"
+
+
+def cmd_calibrate_costs(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments import cost_slices, costs, papers
+    from noisyor_bench.experiments.config import load_config
+    from noisyor_bench.infra.errors import ConfigError
+    from noisyor_bench.infra.provenance import code_version_label, cpu_model
+
+    root = Path(args.snakefile).resolve().parent
+    cfg = load_config(root / "config" / "config.yaml", {"grid": args.grid})
+    wanted = [p for chunk in (args.papers or []) for p in chunk.split(",") if p]
+    unknown = [p for p in wanted if p not in papers.ids()]
+    if unknown:
+        raise ConfigError(f"--papers: unknown paper(s) {unknown}; allowed values: {list(papers.ids())}")
+    ids = wanted or [p for p in papers.ids() if cost_slices.slicer(p) is not None]
+    table = root / cost_slices.TABLE
+    # the estimates the slices correct: without any slice table
+    references = [r for r in costs.load_references(root, cfg.get("job_seconds")) if r.source != str(table)]
+    estimates = costs.estimate_jobs(cfg, references, ids)
+    jobs = {pid: costs.paper_jobs(cfg, pid) for pid in ids}
+    planned = cost_slices.plan(cfg, estimates, jobs, args.job or ())
+    if args.only:
+        planned = [p for p in planned if f"{p.job.rule}/{p.job.job}" in (args.job or ())]
+    if args.max_slices is not None:
+        planned = planned[: args.max_slices]
+    print(f"calibrate-costs: {len(planned)} slices of the {args.grid} grid ({', '.join(ids)})")
+    if args.dry_run:
+        for p in planned:
+            ref = f"{p.reference[1].rule} {p.reference[1].job}" if p.reference else "no reference"
+            print(
+                f"  {p.bench[0]} {p.bench[1]} (for {p.job.rule} {p.job.job}, now "
+                f"{_hours(p.estimate.cpu_seconds)}; beside {ref})"
+            )
+        return 0
+    print("| rule | job | slice | peak MB | measured (sliced) | estimated (former) | measured / estimated |")
+    print("|---|---|---|---|---|---|---|")
+
+    def report(s: cost_slices.Slice) -> None:
+        print(
+            f"| {s.rule} | {s.job} | {s.what} | {s.peak_mb:,.0f} "
+            f"| {_hours(s.seconds)} | {_hours(s.estimate_seconds)} | {s.ratio:.2f} |",
+            flush=True,
+        )
+
+    out = Path(args.out) if args.out else table
+    cpu, commit = cpu_model(), code_version_label()
+    done, failed = 0, []
+    for p in planned:  # each slice written as it ends: a failed or killed one loses only itself
+        try:
+            rows = cost_slices.measure([p], cfg, args.raw_data_dir, cpu, commit, report=report)
+        except Exception as err:  # noqa: BLE001 - one slice's failure is reported, the others run
+            failed.append(f"{p.bench[0]} {p.bench[1]}: {' '.join(str(err).split())[:300]}")
+            print(f"| {p.bench[0]} | {p.bench[1]} | failed: {failed[-1]} | | | | |", flush=True)
+            continue
+        cost_slices.write(cost_slices.merge(cost_slices.load(out), rows), out)
+        done += 1
+    print(f"calibrate-costs: {done} slices -> {out}")
+    if failed:
+        print(f"calibrate-costs: {len(failed)} slice(s) failed:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "calibrate-costs",
+        help="run short slices of a grid's jobs at their own sizes (steps, epochs) and record them for "
+        "the cost model: one per paper, rule and method family",
+    )
+    p.add_argument("--grid", default="paper", help="the grid whose jobs are sliced (default: paper)")
+    p.add_argument("--papers", nargs="*", help="only these papers (default: every paper with slices)")
+    p.add_argument("--job", action="append", help="also slice this job (RULE/JOB as estimate-time names it)")
+    p.add_argument("--only", action="store_true", help="slice only the --job jobs")
+    p.add_argument("--max-slices", type=int, default=None, help="run at most this many slices")
+    p.add_argument("--raw-data-dir", default=None, help="raw-data mirror (default: $NOISYOR_RAW_DATA)")
+    p.add_argument(
+        "--out", default=None, help="the table to update (default: benchmarks/results/cost_slices.csv)"
+    )
+    p.add_argument(
+        "--snakefile", default="Snakefile", help="the workflow's Snakefile (its folder is the root)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="list the slices without running them")
+    p.set_defaults(func=cmd_calibrate_costs)

@@ -1,0 +1,328 @@
+"""Calibration slices: short runs of a grid's jobs at their own sizes, the cost model's rows there.
+
+Why: the cost model scales measured jobs by work, and a paper-grid job far from every measured
+size (a 50,000-model pool, N_train = 40,000 at D = 500) is priced by a guess about how its cost
+grows.  A slice runs a few units (steps, epochs) of the job at its real size, and the same slice
+of the measured job the model priced it from at that job's size: the ratio of the two rates
+(seconds per unit of work, same machine, same method) corrects the size scaling, and the
+measured job keeps what a slice cannot see (how early its fits stop, its evaluation).  The row
+is the job's estimate from them: the former estimate x the ratio.  A job the model could not
+price (no measured job of its family) takes its slice's rate x its work, every fit run to its cap
+(an upper bound where fits stop early).  Each paper that can slice its jobs has a ``slices``
+module beside its cost module (``bench_name(cfg, job)``: the row a slice of ``job`` is recorded
+under, or None; ``run(cfg, job, raw_data_dir)``: seconds, work, what ran).  A slice runs in a
+fresh process, so its peak memory is its own.
+
+The table (:data:`TABLE`, columns :data:`COLUMNS`) records with every row both rates, the
+reference job, the CPU model, the peak memory, the commit and the date, and the estimate the
+model gave the job without slices (``estimate_seconds``).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import io
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from noisyor_bench.experiments.costs import SLICE_TABLE, Estimate, Job
+from noisyor_bench.infra.errors import DataError
+from noisyor_bench.infra.io import write_text_atomic
+
+#: The measured slices of the paper grid, relative to the repository.
+TABLE = SLICE_TABLE
+#: Columns of :data:`TABLE`.
+COLUMNS = (
+    "rule",
+    "job",
+    "seconds",
+    "work",
+    "cpu",
+    "peak_mb",
+    "what",
+    "rate",
+    "reference",
+    "reference_rate",
+    "estimate_seconds",
+    "commit",
+    "date",
+)
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One measured slice: the row of :data:`TABLE`."""
+
+    rule: str
+    job: str
+    seconds: float
+    """The job's estimate from the slice (one CPU core, the job's whole work)."""
+    work: float
+    """The job's work in the cost model's unit (the estimate scales its siblings by theirs)."""
+    cpu: str
+    peak_mb: float
+    what: str
+    rate: float
+    """Seconds per unit of work of the slice at the job's size."""
+    reference: str
+    """The measured job the model priced it from (``grid: rule/job``; '' : none)."""
+    reference_rate: float
+    """Seconds per unit of work of the same slice of the reference job (NaN: none)."""
+    estimate_seconds: float
+    """The job's estimate without slices (NaN: not measured then)."""
+    commit: str
+    date: str
+
+    @property
+    def ratio(self) -> float:
+        """Sliced / former estimate (NaN when the job had none)."""
+        return self.seconds / self.estimate_seconds if self.estimate_seconds > 0 else math.nan
+
+
+def _float(path: Path, line: int, column: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise DataError(f"{path}, line {line}: {column} must be a number; got {text!r}") from None
+    if column not in ("estimate_seconds", "reference_rate") and (not math.isfinite(value) or value < 0):
+        raise DataError(f"{path}, line {line}: {column} must be finite and >= 0; got {value}")
+    return value
+
+
+def load(path: str | Path) -> list[Slice]:
+    """The slices of the table at ``path`` ([] when it does not exist)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        if tuple(reader.fieldnames or ()) != COLUMNS:
+            raise DataError(f"{path}: expected the header {','.join(COLUMNS)}; got {reader.fieldnames}")
+        out = []
+        for line, row in enumerate(reader, start=2):
+            numbers = {
+                c: _float(path, line, c, row[c])
+                for c in ("seconds", "work", "peak_mb", "rate", "reference_rate", "estimate_seconds")
+            }
+            if numbers["work"] <= 0:
+                raise DataError(f"{path}, line {line}: work must be > 0; got {numbers['work']}")
+            out.append(
+                Slice(
+                    row["rule"],
+                    row["job"],
+                    cpu=row["cpu"],
+                    what=row["what"],
+                    commit=row["commit"],
+                    date=row["date"],
+                    reference=row["reference"],
+                    **numbers,
+                )  # fmt: skip
+            )
+    keys = [(s.rule, s.job) for s in out]
+    if len(set(keys)) != len(keys):
+        raise DataError(f"{path}: a job is listed twice")
+    return out
+
+
+def write(slices: Iterable[Slice], path: str | Path) -> None:
+    """The table, the longest sliced estimate first (atomically)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for s in sorted(slices, key=lambda s: (-s.seconds, s.rule, s.job)):
+        writer.writerow(
+            [
+                s.rule,
+                s.job,
+                f"{s.seconds:.1f}",
+                repr(float(s.work)),
+                s.cpu,
+                f"{s.peak_mb:.0f}",
+                s.what,
+                f"{s.rate:.4g}",
+                s.reference,
+                f"{s.reference_rate:.4g}",
+                f"{s.estimate_seconds:.1f}",
+                s.commit,
+                s.date,
+            ]  # fmt: skip
+        )
+    write_text_atomic(Path(path), out.getvalue())
+
+
+def slicer(paper_id: str) -> Any | None:
+    """The paper's slices module (``experiments/<paper>/slices.py``), or None."""
+    try:
+        return importlib.import_module(f"noisyor_bench.experiments.{paper_id}.slices")
+    except ModuleNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A slice to run: the job it stands for, where it is recorded, the estimate without slices
+    and the measured job (its grid's config) that estimate scaled from, sliced too (None: none)."""
+
+    paper: str
+    job: Job
+    bench: tuple[str, str]
+    estimate: Estimate
+    reference: tuple[dict[str, Any], Job] | None = None
+
+
+def _reference(cfg: Mapping[str, Any], pid: str, estimate: Estimate) -> tuple[dict[str, Any], Job] | None:
+    """(config of its grid, job) of the measured job ``estimate`` scaled from, where a slice can
+    run it (None: not measured, or no slice of it)."""
+    from noisyor_bench.experiments import costs
+
+    if not estimate.measured or ": " not in estimate.reference:
+        return None
+    grid, _, name = estimate.reference.partition(": ")
+    rule, _, job = name.partition("/")
+    ref_cfg = costs.grid_config(cfg, grid)
+    if grid not in (cfg.get("grids") or {}):
+        return None
+    found = next(
+        (j for j in costs.paper_jobs(ref_cfg, pid, reference=True) if (j.rule, j.job) == (rule, job)), None
+    )
+    if found is None or slicer(pid).bench_name(ref_cfg, found) is None:
+        return None
+    return ref_cfg, found
+
+
+def plan(
+    cfg: Mapping[str, Any],
+    estimates: Sequence[Estimate],
+    jobs: Mapping[str, Sequence[Job]],
+    wanted: Sequence[str] = (),
+) -> list[Planned]:
+    """The slices of a grid: per paper, measured rule and method family, its longest job (the
+    estimates' order), plus every job named in ``wanted`` (``RULE/JOB``), each recorded once."""
+    by_job = {(e.rule, e.job): e for e in estimates}
+    out: dict[tuple[str, str], Planned] = {}
+    seen: set[tuple[str, str, str]] = set()
+    for pid, paper_jobs in jobs.items():
+        module = slicer(pid)
+        if module is None:
+            continue
+        ranked = sorted(paper_jobs, key=lambda j: -by_job[(j.rule, j.job)].cpu_seconds)
+        for job in ranked:
+            bench = module.bench_name(cfg, job)
+            if bench is None or bench in out:
+                continue
+            group = (pid, job.measured_rule or job.rule, job.method_family)
+            named = f"{job.rule}/{job.job}" in wanted
+            if group in seen and not named:
+                continue
+            seen.add(group)
+            estimate = by_job[(job.rule, job.job)]
+            out[bench] = Planned(pid, job, bench, estimate, _reference(cfg, pid, estimate))
+    missing = sorted(set(wanted) - {f"{p.job.rule}/{p.job.job}" for p in out.values()})
+    if missing:
+        from noisyor_bench.infra.errors import ConfigError
+
+        raise ConfigError(
+            f"--job: no slice for {', '.join(missing)} (a compute job of the grid with a slice)"
+        )
+    return list(out.values())
+
+
+def _child(paper: str, cfg: Mapping[str, Any], job: Job, raw: str | None) -> tuple[float, float, str, float]:
+    """Runs in the slice's own process: (seconds, work, what, peak MB of this process)."""
+    import resource
+
+    from noisyor_bench.infra.device import set_threads
+
+    set_threads(1)
+    seconds, work, what = slicer(paper).run(cfg, job, raw)
+    return seconds, work, what, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_slice(
+    paper: str, cfg: Mapping[str, Any], job: Job, raw_data_dir: str | None
+) -> tuple[float, float, str, float]:
+    """(seconds, work, what, peak MB) of one slice of ``job`` at ``cfg``, run in a fresh process."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return pool.submit(_child, paper, dict(cfg), job, raw_data_dir).result()
+
+
+Runner = Callable[[str, Mapping[str, Any], Job, str | None], tuple[float, float, str, float]]
+
+
+def _rate(seconds: float, work: float, what: str) -> float:
+    if not (work > 0 and seconds > 0):
+        raise DataError(f"slice of {what}: no time or work measured ({seconds} s, {work})")
+    return seconds / work
+
+
+def measure(
+    planned: Sequence[Planned],
+    cfg: Mapping[str, Any],
+    raw_data_dir: str | None,
+    cpu: str,
+    commit: str,
+    runner: Runner = run_slice,
+    report: Callable[[Slice], None] | None = None,
+) -> list[Slice]:
+    """Run every planned slice and that of its reference job (``runner``: injectable); their rows."""
+    out = []
+    for p in planned:
+        seconds, work, what, peak = runner(p.paper, cfg, p.job, raw_data_dir)
+        rate = _rate(seconds, work, f"{p.bench[0]} {p.bench[1]}")
+        if p.reference is not None:
+            ref_cfg, ref = p.reference
+            ref_seconds, ref_work, _, _ = runner(p.paper, ref_cfg, ref, raw_data_dir)
+            ref_rate = _rate(ref_seconds, ref_work, f"{ref.rule} {ref.job}")
+            job_seconds = p.estimate.cpu_seconds * rate / ref_rate
+            what = f"{what}; x{rate / ref_rate:.3g} the same slice of the reference"
+        else:
+            ref_rate, job_seconds = math.nan, rate * p.job.work
+            what = f"{what}; no reference: every fit to its cap"
+        row = Slice(
+            p.bench[0],
+            p.bench[1],
+            job_seconds,
+            p.job.work,
+            cpu,
+            peak,
+            what,
+            rate,
+            p.estimate.reference if p.reference is not None else "",
+            ref_rate,
+            p.estimate.cpu_seconds if p.estimate.measured else math.nan,
+            commit,
+            time.strftime("%Y-%m-%d", time.gmtime()),
+        )
+        out.append(row)
+        if report is not None:
+            report(row)
+    return out
+
+
+def merge(old: Iterable[Slice], new: Iterable[Slice]) -> list[Slice]:
+    """``old`` with the rows of ``new`` replacing those of the same job."""
+    rows = {(s.rule, s.job): s for s in old}
+    rows.update({(s.rule, s.job): s for s in new})
+    return list(rows.values())
+
+
+__all__ = [
+    "COLUMNS",
+    "TABLE",
+    "Planned",
+    "Slice",
+    "load",
+    "measure",
+    "merge",
+    "plan",
+    "write",
+]
