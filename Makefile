@@ -98,8 +98,12 @@ report: setup
 		echo "report: docutils error(s)/warning(s) above, in captions (docs/captions/*.rst); full output: $(REPORT_LOG)" >&2; exit 1; fi
 	@echo "report: $(REPORT) (unzip it and open report/report.html; Snakemake's output: $(REPORT_LOG))"
 
+# Three workers on two cores: the real-SLURM module and the GPU-lock tests mostly wait (for the
+# scheduler, for a lock), and a third worker keeps the CPUs busy meanwhile; whole modules go to a
+# worker (loadfile: module fixtures such as the smoke DAG are built once), longest first
+# (tests/conftest.py).
 test: setup lint dryrun
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile
 
 # Style (CI enforces it through make test): ruff lint + format for Python, snakefmt for the
 # Snakefile and rules, Snakemake's own linter. `make format` applies the formatters and redraws

@@ -97,3 +97,27 @@ def smoke_dry_run(results_dir: Path, *config: str, print_shell: bool = False) ->
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
+
+
+LONGEST_MODULES = ("workflow/test_workflow_smoke.py", "cluster/test_slurm_smoke.py")
+"""The modules that take longest (the smoke DAG of every paper; a real SLURM cluster), run first.
+Why: `make test` distributes whole modules (``--dist loadfile``) in collection order, so a long
+module collected last runs alone at the end while the other workers sit idle."""
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    """Longest modules first, then the modules with end-to-end (``slow``) tests, then the rest;
+    each module's tests stay together and in their order."""
+
+    def module(item) -> str:
+        return Path(str(item.fspath)).resolve().relative_to(REPO / "tests").as_posix()
+
+    slow = {module(item) for item in items if item.get_closest_marker("slow")}
+
+    def rank(item) -> int:
+        path = module(item)
+        if path in LONGEST_MODULES:
+            return LONGEST_MODULES.index(path)
+        return len(LONGEST_MODULES) + (0 if path in slow else 1)
+
+    items[:] = sorted(items, key=rank)  # stable: collection order within a rank

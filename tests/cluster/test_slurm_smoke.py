@@ -393,8 +393,8 @@ def test_check_cluster_against_the_live_partitions(slurm, timed_out, tmp_path):
     """check-cluster asking this cluster's sinfo, with the profile's partition filled in as day
     (MaxTime 24 h, no GPUs): the smoke and quick grids pass in CPU-only mode; the paper grid with
     gpus_per_job 0 fails, naming exactly the jobs whose limit exceeds 24 h and, in its note, those
-    whose retry would (expected sets computed here from the cost model), and the jobs above the
-    node's memory. Run in this checkout, as the other check-cluster tests: the copy of the
+    whose retry would (expected sets computed here from the cost model), the jobs above the
+    node's memory and those no measurement of their method family prices. Run in this checkout, as the other check-cluster tests: the copy of the
     ``runs`` fixture lacks reference/, whose measured runs size the paper grid's search chunks.
     ``timed_out`` only starts the time-out test's job, whose limit runs down meanwhile."""
     from conftest import MIRROR, REPO
@@ -439,7 +439,8 @@ def test_check_cluster_against_the_live_partitions(slurm, timed_out, tmp_path):
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "paper"})
     selected = [p.id for p in papers.selected(cfg["papers"])]
     estimates = costs.estimate_jobs(cfg, costs.load_references(REPO, cfg.get("job_seconds")), selected)
-    limit = {f"{e.rule} {e.job}": costs.runtime_minutes(e.cpu_seconds) for e in estimates}
+    unmeasured = {f"{e.rule} {e.job}" for e in estimates if not e.measured}  # refused: no limit to trust
+    limit = {f"{e.rule} {e.job}": costs.runtime_minutes(e.cpu_seconds) for e in estimates if e.measured}
     memory = {f"{e.rule} {e.job}": costs.mem_mb(e.mem_mb) for e in estimates}
     over = {name for name, m in limit.items() if m > 24 * 60}
     retry_over = {name for name, m in limit.items() if m <= 24 * 60 < 2 * m}
@@ -457,8 +458,10 @@ def test_check_cluster_against_the_live_partitions(slurm, timed_out, tmp_path):
     )
     named_mem = set(re.findall(r"^  (\S+ \S+): mem_mb \d+ > the largest node of partition day", out, re.M))
     assert named_mem == too_big, f"named {sorted(named_mem)}, expected {sorted(too_big)}"
+    named_unmeasured = set(re.findall(r"^  (\S+ \S+): not measured \(", out, re.M))
+    assert named_unmeasured == unmeasured, f"named {sorted(named_unmeasured)}, expected {sorted(unmeasured)}"
     problems = int(re.search(r"check-cluster: FAILED, (\d+) problem", out).group(1))
-    assert problems == len(over) + len(too_big), out[-3000:]
+    assert problems == len(over) + len(too_big) + len(unmeasured), out[-3000:]
     assert "has no GPU" not in out and "requests a GPU" not in out
 
 
