@@ -3,6 +3,7 @@ and its reference's become the job's estimate, the table, and the cost model pri
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 
@@ -120,3 +121,133 @@ def test_the_cost_model_prices_the_job_and_its_same_size_siblings_from_the_slice
         assert e.reference == f"paper slice: {BIG[0]}/{BIG[1]}"
     other = ("ape_train", "toybars_ape-model-aware_n50000_seed0")
     assert after[other] == before[other]
+
+
+@pytest.fixture(scope="module")
+def planned_topics(paper_cfg):
+    ids = ("avipam", "ape_noisyor")
+    estimates = costs.estimate_jobs(paper_cfg, REFERENCES, ids)
+    jobs = {p: costs.paper_jobs(paper_cfg, p) for p in ids}
+    return estimates, cost_slices.plan(paper_cfg, estimates, jobs)
+
+
+def test_every_family_no_run_measured_is_sliced_without_a_reference(planned_topics):
+    """Batch LDA, NVLDA and ACP model-aware have no measured run: each gets a slice priced alone;
+    the large 4-PAM chain is sliced beside the same slice of the quick chain it is scaled from."""
+    estimates, plan = planned_topics
+    unmeasured = {(e.paper, e.family) for e in estimates if not e.measured}
+    sliced = {(p.paper, p.job.method_family): p for p in plan}
+    assert {("avipam", "lda-batch"), ("avipam", "nvlda"), ("ape_noisyor", "acp-model-aware")} <= unmeasured
+    assert unmeasured <= set(sliced) and all(sliced[k].reference is None for k in unmeasured)
+    pam = sliced[("avipam", "pam4-gibbs")]
+    assert pam.job.job == "large-20news-pam4-gibbs-n0-seed0"
+    assert pam.reference[0]["grid"] == "quick"
+    assert pam.reference[1].job.startswith("small-20news-pam4-gibbs-n0-seed")
+    assert ("avipam", "avitm-published") not in sliced  # published topics: nothing to time
+    assert not any(p.job.rule == "ape_noisyor_baseline" for p in plan)
+
+
+def test_a_gibbs_chain_is_charged_its_sweeps_whatever_its_hyperparameter_burn_in(paper_cfg):
+    """tomotopy's burn_in delays the hyperparameter re-estimation within the iterations."""
+    from noisyor_bench.experiments.avipam import cells as avipam_cells
+    from noisyor_bench.experiments.avipam import costs as avipam_costs
+
+    sec = copy.deepcopy(avipam_cells.section(paper_cfg))
+    cell = next(c for c in avipam_cells.table_cells(sec, "large") if c.method == "pam4-gibbs")
+    gibbs = sec["tables"]["large"]["gibbs"]
+    steps, per_sweep = avipam_costs.run_steps(sec, cell)
+    assert gibbs["burn_in"] > 0 and steps == gibbs["iterations"]
+    gibbs["burn_in"] = 0
+    assert avipam_costs.run_steps(sec, cell) == (steps, per_sweep)
+    assert avipam_costs._work(sec, cell) == pytest.approx(steps * per_sweep)
+
+
+def test_an_avipam_slice_runs_the_runs_own_settings_cut_to_a_few_steps(paper_cfg):
+    from noisyor_bench.experiments.avipam import cells as avipam_cells
+    from noisyor_bench.experiments.avipam import methods
+    from noisyor_bench.experiments.avipam import slices as avipam_slices
+
+    sec = avipam_cells.section(paper_cfg)
+    cells = {(c.experiment, c.corpus, c.method): c for c in avipam_cells.all_cells(sec) if c.seed == 0}
+    run = avipam_cells.cell_settings(sec, cells[("large", "20news", "pam4-gibbs")])
+    cut, kind = avipam_slices.slice_settings(run)
+    assert kind == "sweeps" and cut["sizes"] == run["sizes"]
+    assert cut["gibbs"] == {**run["gibbs"], "iterations": avipam_slices.GIBBS_SWEEPS, "trace_every": 1,
+                            "stop_on_rule": False}  # fmt: skip
+    cut, kind = avipam_slices.slice_settings(
+        avipam_cells.cell_settings(sec, cells[("small", "20news", "lda-batch")])
+    )
+    every = sec["mean_field"]["evaluate_every"]
+    assert kind == "passes" and cut["mean_field"]["max_iter"] == max(
+        2, every
+    )  # one perplexity check at least
+    cut, kind = avipam_slices.slice_settings(
+        avipam_cells.cell_settings(sec, cells[("small", "20news", "nvlda")])
+    )
+    assert kind == "epochs" and cut["prodlda"]["epochs"] == avipam_slices.EPOCHS
+    nips = avipam_cells.cell_settings(sec, cells[("small", "nips", "avipam-pam4")])
+    cut, kind = avipam_slices.slice_settings(nips)
+    assert methods.avipam_config(nips).max_epochs != avipam_slices.EPOCHS  # the corpus's own epochs ...
+    assert methods.avipam_config(cut).max_epochs == avipam_slices.EPOCHS  # ... cut too
+
+
+def _tiny_corpus(*_args):
+    import numpy as np
+    import scipy.sparse as sp
+
+    from noisyor_bench.data.corpora.bow import Corpus
+
+    rng = np.random.default_rng(0)
+    train, test = (sp.csr_matrix(rng.poisson(0.5, (n, 40)).astype(np.int32)) for n in (60, 20))
+    return Corpus(train, test, [f"w{i}" for i in range(40)])
+
+
+def test_an_avipam_slice_times_its_later_steps_in_the_cost_models_unit(monkeypatch):
+    """Each kind of fit on a tiny corpus: the timed steps' work is their count x a step's work."""
+    from noisyor_bench.experiments.avipam import cells as avipam_cells
+    from noisyor_bench.experiments.avipam import costs as avipam_costs
+    from noisyor_bench.experiments.avipam import slices as avipam_slices
+
+    cfg = copy.deepcopy(load_config(REPO / "config" / "config.yaml", {"grid": "smoke"}))
+    small = cfg["grids"]["smoke"]["avipam"]["tables"]["small"]
+    small["corpora"], small["methods"] = (
+        ["20news"],
+        {"20news": ["pam4-gibbs", "lda-batch", "nvlda", "avipam-pam4"]},
+    )
+    monkeypatch.setattr(avipam_slices, "_corpus", _tiny_corpus)
+    sec = avipam_cells.section(cfg)
+    timed = {"pam4-gibbs": 2, "lda-batch": 2, "nvlda": 2, "avipam-pam4": 2}
+    for job in costs.paper_jobs(cfg, "avipam"):
+        cell = next(c for c in avipam_cells.all_cells(sec) if avipam_costs.job_name(c) == job.job)
+        if cell.experiment != "small":
+            continue
+        assert avipam_slices.bench_name(cfg, job) == (job.rule, job.job)
+        seconds, work, what = avipam_slices.run(cfg, job, None)
+        assert seconds > 0 and work == pytest.approx(
+            timed[cell.method] * avipam_costs.run_steps(sec, cell)[1]
+        )
+        assert "60 documents x 40 words" in what, what
+
+
+def test_an_ape_noisyor_slice_trains_the_jobs_encoder_for_two_epochs():
+    from noisyor_bench.experiments.ape_noisyor import slices as noisyor_slices
+
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
+    job = next(j for j in costs.paper_jobs(cfg, "ape_noisyor") if j.job == "syn-random-avi-model-aware")
+    assert noisyor_slices.bench_name(cfg, job) == (job.rule, job.job)
+    seconds, work, what = noisyor_slices.run(cfg, job, None)
+    sec = cfg["grids"]["smoke"]["ape_noisyor"]
+    assert seconds > 0 and work == sec["problems"]["train"] * sec["rows"]["train"]
+    assert what.startswith(f"epoch {noisyor_slices.SLICE_EPOCHS} of syn-random avi-model-aware seed 0")
+
+
+@pytest.mark.parametrize("grid", ["quick", "extended"])
+def test_the_paper_grids_slices_leave_the_jobs_of_other_grids_as_they_were(paper_cfg, grid):
+    """A slice prices paper-grid jobs at its size: a job measured as itself keeps its run, and a job
+    of another size keeps the estimate of its own grid's runs (aviPAM's and APE-on-noisy-OR's jobs
+    have the same keys in every grid)."""
+    with_slices = costs.load_references(REPO)
+    assert any(r.source.endswith(cost_slices.TABLE) for r in with_slices)
+    cfg = costs.grid_config(paper_cfg, grid)
+    ids = ["acp", "ape", "ape_noisyor", "avipam"]
+    assert costs.estimate_jobs(cfg, with_slices, ids) == costs.estimate_jobs(cfg, REFERENCES, ids)

@@ -18,122 +18,17 @@ from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.io import write_json_atomic
 
 log = logging.getLogger(__name__)
-DEFAULT_CACHE = "results/raw"
-
-
-def _raw(args: argparse.Namespace, key: str) -> Path:
-    from noisyor_bench.data.rawdata import fetch, resolve_raw_data_dir
-
-    return fetch(key, resolve_raw_data_dir(args.raw_data_dir), args.cache_dir)
-
-
-def _input(key: str, path: Path) -> dict[str, str]:
-    from noisyor_bench.infra.hashing import sha256_file_memo
-
-    return {"key": key, "path": str(path), "sha256": sha256_file_memo(path)}
-
-
-def _build_20news(args: argparse.Namespace) -> tuple[Any, dict[str, Any], list[dict[str, str]]]:
-    from noisyor_bench.data.corpora import newsgroups
-    from noisyor_bench.data.corpora.bow import Corpus
-
-    keys = ("20news-train-feat", "20news-test-feat", "20news-vocab")
-    paths = [_raw(args, k) for k in keys]
-    train, test, vocab = newsgroups.read_newsgroups(*paths)
-    corpus = Corpus(
-        train.counts, test.counts, vocab, {"labels_train": train.labels, "labels_test": test.labels}
-    )
-    summary = {
-        "label": "20 Newsgroups (NVDM/AVITM bag of words)",
-        "expected": newsgroups.EXPECTED,
-        "eos_column": "column 0 (_eos_) kept, never occurs",
-    }
-    return corpus, summary, [_input(k, p) for k, p in zip(keys, paths, strict=True)]
-
-
-def _build_nips(args: argparse.Namespace) -> tuple[Any, dict[str, Any], list[dict[str, str]]]:
-    from noisyor_bench.data.corpora import nips_abstracts
-    from noisyor_bench.data.corpora.bow import Corpus
-    from noisyor_bench.data.corpora.preprocess import (
-        NLTK_KEYS,
-        PreprocessOptions,
-        Preprocessor,
-        load_resources,
-        nltk_data_dir,
-    )
-    from noisyor_bench.data.rawdata import resolve_raw_data_dir
-
-    csv_path = _raw(args, "neurips-papers-csv")
-    mirror = resolve_raw_data_dir(args.raw_data_dir)
-    nltk_dir = nltk_data_dir(mirror, args.cache_dir)
-    options = PreprocessOptions()
-    pre = Preprocessor.from_resources(load_resources(nltk_dir), options)
-    abstracts = nips_abstracts.read_abstracts(csv_path)
-    built = nips_abstracts.build(
-        abstracts,
-        pre.tokens,
-        seed=args.seed,
-        n_train=args.n_train,
-        n_test=args.n_test,
-        min_count=args.min_count,
-    )
-    extra = {
-        k: built[k]
-        for k in ("ids_train", "ids_test", "tokens_train", "lengths_train", "tokens_test", "lengths_test")
-    }
-    corpus = Corpus(built["train"], built["test"], built["vocab"], extra)
-    summary = {
-        "label": nips_abstracts.LABEL,
-        "paper": nips_abstracts.PAPER,
-        "abstracts_available": len(abstracts.texts),
-        "seed": args.seed,
-        "min_count": args.min_count,
-        "preprocessing": options.to_dict(),
-    }
-    inputs = [_input("neurips-papers-csv", csv_path)]
-    inputs += [
-        _input(k, nltk_dir / "corpora" / f"{name}.zip")
-        for k, name in NLTK_KEYS.items()
-        if k != "nltk-reuters"
-    ]
-    return corpus, summary, inputs
-
-
-def _build_mnist(args: argparse.Namespace) -> tuple[Any, dict[str, Any], list[dict[str, str]]]:
-    from noisyor_bench.data.corpora import mnist_pixels
-    from noisyor_bench.data.corpora.bow import Corpus
-    from noisyor_bench.data.synthetic.mnist import load_idx
-
-    images_path, labels_path = _raw(args, "mnist-test-images"), _raw(args, "mnist-test-labels")
-    images, labels = load_idx(images_path), load_idx(labels_path)
-    train_idx, test_idx = mnist_pixels.split(len(images), args.n_train, args.n_test, args.seed)
-    counts = mnist_pixels.pixel_counts(images, levels=args.levels)
-    corpus = Corpus(
-        counts[train_idx],
-        counts[test_idx],
-        mnist_pixels.pixel_vocabulary(),
-        {
-            "labels_train": labels[train_idx].astype("int64"),
-            "labels_test": labels[test_idx].astype("int64"),
-            "image_shape": __import__("numpy").asarray(mnist_pixels.IMAGE_SHAPE),
-        },
-    )
-    summary = {"label": mnist_pixels.LABEL, "levels": args.levels, "seed": args.seed}
-    return (
-        corpus,
-        summary,
-        [_input("mnist-test-images", images_path), _input("mnist-test-labels", labels_path)],
-    )
-
-
-BUILDERS = {"20news": _build_20news, "nips": _build_nips, "mnist": _build_mnist}
 
 
 def cmd_data(args: argparse.Namespace) -> int:
+    from noisyor_bench.data.corpora.avipam_corpora import CorpusOptions, build
     from noisyor_bench.data.corpora.bow import save_corpus
     from noisyor_bench.infra import provenance
 
-    corpus, summary, inputs = BUILDERS[args.corpus](args)
+    options = CorpusOptions(
+        args.raw_data_dir, args.cache_dir, args.seed, args.n_train, args.n_test, args.min_count, args.levels
+    )
+    corpus, summary, inputs = build(args.corpus, options)
     save_corpus(args.out, corpus)
     out = Path(args.out)
     summary.update(
@@ -340,6 +235,8 @@ def cmd_claims(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from noisyor_bench.data.corpora.avipam_corpora import BUILDERS, DEFAULT_CACHE
+
     p = sub.add_parser("avipam-data", help="aviPAM corpora: 20news, NIPS substitute, MNIST pixel documents")
     p.add_argument("--corpus", choices=sorted(BUILDERS), required=True, help="which corpus to build")
     p.add_argument("--raw-data-dir", help="raw-data mirror (default: $NOISYOR_RAW_DATA, else download)")

@@ -34,6 +34,8 @@ from noisyor_bench.experiments.costs import SLICE_TABLE, Estimate, Job
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
 
+#: What a row priced from its slice alone says (no measured job of its family to scale).
+NO_REFERENCE = "no reference: priced from this slice alone (its rate x the job's work, every fit to its cap)"
 #: The measured slices of the paper grid, relative to the repository.
 TABLE = SLICE_TABLE
 #: Columns of :data:`TABLE`.
@@ -286,7 +288,7 @@ def measure(
             what = f"{what}; x{rate / ref_rate:.3g} the same slice of the reference"
         else:
             ref_rate, job_seconds = math.nan, rate * p.job.work
-            what = f"{what}; no reference: every fit to its cap"
+            what = f"{what}; {NO_REFERENCE}"
         row = Slice(
             p.bench[0],
             p.bench[1],
@@ -317,6 +319,7 @@ def merge(old: Iterable[Slice], new: Iterable[Slice]) -> list[Slice]:
 
 __all__ = [
     "COLUMNS",
+    "NO_REFERENCE",
     "TABLE",
     "Planned",
     "Slice",

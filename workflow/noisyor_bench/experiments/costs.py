@@ -13,10 +13,11 @@ entry's ``costs``, :attr:`~noisyor_bench.experiments.papers.Paper.costs`): ``job
 gives every compute job of the active grid of ``cfg`` with its benchmark name (``rule``, ``job``),
 the measured rule it scales from, a matching ``key`` and its ``work`` (a size in the paper's own
 unit: rows x epochs x fits, optimiser steps, Gibbs sweeps x topics x documents, ...);
-``COMPUTE_RULES`` names its compute rules.  A job takes the measured seconds of the reference
-job of its measured rule whose key matches best (then the nearest size, then the nearest work
-per fit: a run at the same budgets wins) and scales them by ``work / reference work``; its
-memory is the larger of the paper's estimate and the reference's measured peak, scaled by the
+``COMPUTE_RULES`` names its compute rules.  A job measured as itself at its work keeps that run
+(a slice of another grid's job of the same key never replaces it); any other takes the measured
+seconds of the reference job of its measured rule whose key matches best (then the nearest size,
+then the nearest work per fit: a run at the same budgets wins) and scales them by
+``work / reference work``; its memory is the larger of the paper's estimate and the reference's measured peak, scaled by the
 data size.  The reference work is the one its table recorded with the measurement (the work of
 the config that ran; a table without it: the work at today's config of the measured grid).  A
 job is *measured* when it is that very job at the same work, *extrapolated* otherwise: raising a
@@ -314,11 +315,14 @@ def measured_candidates(
 
 
 def _match(job: Job, candidates: Sequence[_Candidate]) -> _Candidate | None:
-    """The reference job of the longest common key prefix, then the nearest size, then the
-    nearest work per fit (a run at the same budgets beats one scaled from another budget)."""
+    """The job itself measured at its work, else the reference job of the longest common key
+    prefix, then the nearest size, then the nearest work per fit (a run at the same budgets beats
+    one scaled from another budget)."""
 
-    def score(item: _Candidate) -> tuple[int, int, float, float]:
+    def score(item: _Candidate) -> tuple[int, int, int, float, float]:
         ref = item[0]
+        itself = (ref.rule, ref.job) == (job.rule, job.job) and math.isclose(ref.work, job.work)
+        whole = 0 if itself and not item[1].slice else 1  # a whole measured run beats any slice
         prefix = 0
         for a, b in zip(job.key, ref.key, strict=False):
             if a != b:
@@ -326,7 +330,7 @@ def _match(job: Job, candidates: Sequence[_Candidate]) -> _Candidate | None:
             prefix += 1
         size = abs(math.log(max(job.size, 1e-9)) - math.log(max(ref.size, 1e-9)))
         own = 0 if item[1].slice and math.isclose(job.size, ref.size) else 1  # a slice at its size
-        return (-prefix, own, size, abs(math.log(max(job.per_fit, 1e-9) / max(ref.per_fit, 1e-9))))
+        return (whole, -prefix, own, size, abs(math.log(max(job.per_fit, 1e-9) / max(ref.per_fit, 1e-9))))
 
     return min(candidates, key=score) if candidates else None
 

@@ -23,10 +23,11 @@ def jobs(cfg: Mapping[str, Any]) -> list[Job]:
     epochs = float((sec.get("budget") or {}).get("max_epochs", 1))
     train = len(sec.get("seeds") or [0]) * int(problems["train"]) * int(rows["train"]) * epochs
     test = float(int(problems["test"]) * int(rows["test"]))
+    data = float(int(problems["train"]) * int(rows["train"]))  # a slice prices the jobs of its size
     out = []
     for family in sec.get("families") or {}:
         out += [
-            Job("ape_noisyor_train", f"{family}-{e}", train, key=(family, e), cuda=True, family=e)
+            Job("ape_noisyor_train", f"{family}-{e}", train, key=(family, e), size=data, cuda=True, family=e)
             for e in sec["encoders"]
         ]
         out += [

@@ -35,8 +35,9 @@ def is_cuda_method(method: str) -> bool:
 
 
 #: Cost of a 4-PAM Gibbs sweep at the large sizes (50 x 100) over the small ones (2 x 50): ~14 s
-#: against ~1.8 s an iteration on 20 Newsgroups (docs/papers.md, "Compute estimate of the paper
-#: grid"); the sum of topics (x3) would understate it.
+#: against ~1.8 s an iteration on 20 Newsgroups (the paper's Mallet timings); the sum of topics (x3)
+#: would understate it.  tomotopy's ratio is larger: the calibration slice of the large chain
+#: (:mod:`.slices`) measures it beside the small one, and its row prices the paper grid's chains.
 PAM_LARGE_SWEEP_RATIO = 14 / 1.8
 
 
@@ -51,7 +52,10 @@ def _gibbs_sweep_cost(method: str, sizes: Mapping[str, Any]) -> float:
     return float(_topics(sizes))
 
 
-def _work(sec: Mapping[str, Any], cell: avipam_cells.RunCell) -> float:
+def run_steps(sec: Mapping[str, Any], cell: avipam_cells.RunCell) -> tuple[int, float]:
+    """(sweeps, passes or epochs a run is charged, the work of one of them): a calibration slice
+    times a few of these steps, so its work is in the same unit.  A Gibbs chain's ``burn_in`` is
+    tomotopy's hyperparameter burn-in, sweeps within ``iterations``, not extra ones."""
     settings = avipam_cells.cell_settings(sec, cell)
     docs = cell.n_train or ALL_DOCUMENTS
     topics = _topics(settings["sizes"])
@@ -59,20 +63,22 @@ def _work(sec: Mapping[str, Any], cell: avipam_cells.RunCell) -> float:
     if method.endswith("-gibbs"):
         g = settings["gibbs"]
         sweeps = _length(int(g.get("iterations", 1)), bool(g.get("stop_on_rule")), method)
-        return float(sweeps + int(g.get("burn_in", 0))) * _gibbs_sweep_cost(method, settings["sizes"]) * docs
+        return sweeps, _gibbs_sweep_cost(method, settings["sizes"]) * docs
     if method.startswith("lda-"):
         mf = settings["mean_field"]
-        return (
-            float(_length(int(mf.get("max_iter", 1)), bool(mf.get("stop_on_rule")), method)) * topics * docs
-        )
+        return _length(int(mf.get("max_iter", 1)), bool(mf.get("stop_on_rule")), method), float(topics * docs)
     if method == "avitm-published":  # calibration row: published topics, no training
-        return 1.0
+        return 1, 1.0
     if method in AVITM_EPOCHS:  # calibration rows: AVITM's fixed epochs
-        epochs = int((settings.get("prodlda") or {}).get("epochs", AVITM_EPOCHS[method]))
-        return float(epochs) * topics * docs
+        return int((settings.get("prodlda") or {}).get("epochs", AVITM_EPOCHS[method])), float(topics * docs)
     avi = {**settings["avi"], **settings["corpus"]}  # a corpus's settings override `avi`, as in a run
     epochs = _length(int(avi.get("max_epochs", 1)), bool(avi.get("stop_on_plateau")), "amortized")
-    return float(epochs) * topics * docs
+    return epochs, float(topics * docs)
+
+
+def _work(sec: Mapping[str, Any], cell: avipam_cells.RunCell) -> float:
+    steps, per_step = run_steps(sec, cell)
+    return float(steps) * per_step
 
 
 def _length(cap: int, stops_early: bool, family: str) -> int:
@@ -85,6 +91,11 @@ def _family(cell: avipam_cells.RunCell) -> str:
     return avipam_cells.COLLAPSE_METHOD if cell.experiment == "collapse" else cell.method
 
 
+def job_name(cell: avipam_cells.RunCell) -> str:
+    """The benchmark stem of a run's job."""
+    return f"{cell.experiment}-{cell.corpus}-{cell.method}-n{cell.n_train}-seed{cell.seed}"
+
+
 def jobs(cfg: Mapping[str, Any]) -> list[Job]:
     """aviPAM's compute jobs in the active grid of ``cfg``."""
     sec = avipam_cells.section(cfg)
@@ -93,7 +104,7 @@ def jobs(cfg: Mapping[str, Any]) -> list[Job]:
     return [
         Job(
             "avipam_run",
-            f"{c.experiment}-{c.corpus}-{c.method}-n{c.n_train}-seed{c.seed}",
+            job_name(c),
             _work(sec, c),
             key=(_family(c), c.corpus, c.experiment),
             size=float(c.n_train or ALL_DOCUMENTS),
