@@ -163,7 +163,7 @@ bench-throughput: setup
 	$(BIN)/python benchmarks/bench.py
 
 # Start-up CPU of every command the rules call (a fresh process: parser and the command's own
-# imports), per command family; rewrites the generated block of docs/performance.md (~1 min).
+# imports), per command family; rewrites the generated block of docs/performance.md (~3 min).
 bench-startup: setup
 	$(BIN)/python benchmarks/startup.py --write-doc docs/performance.md
 
