@@ -36,7 +36,7 @@ comma := ,
 PAPERS_CONFIG := $(if $(strip $(PAPERS)),'papers=[$(subst $(eval) ,$(comma),$(strip $(subst $(comma), ,$(PAPERS))))]')
 SNAKEMAKE := $(BIN)/snakemake --workflow-profile profiles/$(SMK_PROFILE) $(if $(CORES),--cores $(CORES))
 
-.PHONY: setup reproduce test lint format dryrun report bench bench-throughput bench-batched lock clean readme-results architecture
+.PHONY: setup reproduce test lint format dryrun report bench bench-throughput bench-batched bench-startup lock clean readme-results architecture
 
 # pip's own output (notices about the machine's pip configuration, e.g. an extra index without a
 # package) goes to $(VENV)/install.log, not the console; a failing install prints
@@ -161,6 +161,11 @@ bench: setup
 # memory, the sparse kernels' FLOP rates); see benchmarks/README.md.
 bench-throughput: setup
 	$(BIN)/python benchmarks/bench.py
+
+# Start-up CPU of every command the rules call (a fresh process: parser and the command's own
+# imports), per command family; rewrites the generated block of docs/performance.md (~3 min).
+bench-startup: setup
+	$(BIN)/python benchmarks/startup.py --write-doc docs/performance.md
 
 # Runs per hour: one run per process against R runs batched in one; datasets are built
 # into results/data/ if missing. See benchmarks/README.md.

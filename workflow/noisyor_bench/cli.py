@@ -86,8 +86,8 @@ def _command_word(argv: Sequence[str]) -> str | None:
 
 
 def build_parser(command: str | None = None) -> _Parser:
-    """The parser with every command, or (``command``) with the modules that command needs:
-    a step of one paper never imports another paper's command code."""
+    """The parser with every command, or (``command``) with the module that registers it only:
+    a job never imports another step's command code (start-up is part of every job's cost)."""
     parser = _Parser(
         prog="noisyor-bench",
         description="Reproduce the tables, figures and claims of "

@@ -3,8 +3,8 @@
 A module in ``commands/<paper>/`` or ``commands/<paper>.py`` (a registered paper id) holds that
 paper's workflow steps, each named with the paper's prefix (:func:`paper_prefix`); any other
 module holds shared commands, named without one.  So a command's name says where it lives and
-the CLI imports only the modules a command needs (:func:`modules_for`): a shared step never
-loads a paper's command code.
+the CLI imports only the module that registers a command (:func:`modules_for`): a shared step
+never loads a paper's command code, a table step never loads a training step's.
 """
 
 from __future__ import annotations
@@ -56,12 +56,26 @@ def stage_modules() -> list[str]:
 
 
 def modules_for(name: str | None) -> list[str]:
-    """The modules to import for a command name: its paper's (or the shared ones); every
-    module when the name is None."""
+    """The modules to import for a command name: those of its group (its paper's, or the shared
+    ones) whose source names it in double quotes, else the whole group; every module when the
+    name is None.  A job then imports its own command module only: another command's
+    ``register`` (and what it imports for its defaults) costs it nothing."""
     if name is None:
         return stage_modules()
     paper = paper_of_command(name)
-    return [m for m in stage_modules() if paper_of_module(m) == paper]
+    group = [m for m in stage_modules() if paper_of_module(m) == paper]
+    return [m for m in group if f'"{name}"' in _source(m)] or group
+
+
+def _source(module: str) -> str:
+    """The text of a command module, read from disk without importing it."""
+    parts = module.split(".")[2:]  # below noisyor_bench.commands
+    for folder in commands.__path__:
+        path = os.path.join(folder, *parts[:-1], parts[-1] + ".py")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                return handle.read()
+    return ""
 
 
 @dataclass(frozen=True)

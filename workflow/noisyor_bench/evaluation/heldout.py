@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
 
+from noisyor_bench.evaluation.latent_matching import match_latents, weight_similarity
 from noisyor_bench.models.noisyor.elbo import negative_term
 from noisyor_bench.models.noisyor.exact import MAX_EXACT_K, exact_elbo, exact_posterior
 from noisyor_bench.models.noisyor.model import NoisyOR, bernoulli_kl
@@ -260,42 +260,6 @@ def sampled_accuracy(
         f1_sum += float(_f1_from_counts(tp, fp, fn).mean(-1).sum())
         em_sum += float((p == t).all(-1).double().mean(-1).sum())
     return 100.0 * f1_sum / n_samples, 100.0 * em_sum / n_samples
-
-
-# ---------------------------------------------------------------------------------- matching
-def weight_similarity(theta_a: np.ndarray, theta_b: np.ndarray) -> np.ndarray:
-    """Cosine similarity (K_a, K_b) of the columns' activation probabilities ``1 - exp(-theta)``.
-
-    Probabilities rather than rates: they live in [0, 1] like the patterns of Fig. 2, so a
-    single huge rate cannot dominate.  An all-zero column has similarity 0 to everything.
-    """
-    pa = -np.expm1(-np.asarray(theta_a, dtype=np.float64))
-    pb = -np.expm1(-np.asarray(theta_b, dtype=np.float64))
-    na = np.linalg.norm(pa, axis=0)
-    nb = np.linalg.norm(pb, axis=0)
-    na = np.where(na > 0, na, 1.0)
-    nb = np.where(nb > 0, nb, 1.0)
-    return (pa / na).T @ (pb / nb)
-
-
-def match_latents(theta_learned: np.ndarray, theta_true: np.ndarray) -> np.ndarray:
-    """Permutation ``perm`` with learned column ``perm[j]`` matched to true column ``j``.
-
-    Hungarian matching (``scipy.optimize.linear_sum_assignment``) maximising the summed
-    :func:`weight_similarity`.  Apply as ``q[:, perm]`` to put ``q`` in the true order.
-    Ties are broken by scipy's deterministic algorithm.
-    """
-    theta_learned = np.asarray(theta_learned)
-    theta_true = np.asarray(theta_true)
-    if theta_learned.shape != theta_true.shape:
-        raise ValueError(
-            f"cannot match latents: learned theta {theta_learned.shape} vs true theta {theta_true.shape}"
-        )
-    sim = weight_similarity(theta_learned, theta_true)  # (K_learned, K_true)
-    rows, cols = linear_sum_assignment(sim, maximize=True)
-    perm = np.empty(theta_true.shape[1], dtype=np.int64)
-    perm[cols] = rows
-    return perm
 
 
 # ---------------------------------------------------------------------------------- all metrics

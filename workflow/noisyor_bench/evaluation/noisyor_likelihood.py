@@ -42,13 +42,14 @@ the same numbers bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
+from noisyor_bench.evaluation.nll_labels import doubling_check_text, upper_bound_label
 from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.models.noisyor.exact import exact_posterior
 from noisyor_bench.models.noisyor.model import NoisyOR, log1mexp
@@ -521,37 +522,6 @@ def _ais_check(
         "check_delta_se": d_se if math.isfinite(d_se) else None,
         "converged": bool(abs(mean) <= schedule.check_tol and (m == 1 or d_se <= schedule.check_tol)),
     }
-
-
-def doubling_check_text(record: Mapping[str, Any]) -> str:
-    """The doubled-schedule check of an ``nll_*`` record (:meth:`LikelihoodResult.summary` with
-    ``nll_ais_*`` keys) in words -- "AIS 400 temperatures x 16 chains; doubling moved -log p(x)
-    by -0.052 ± 0.031 nats/row on 16 rows" -- so a table says how far its AIS schedule is from
-    convergence; "" when no row used AIS."""
-    if not record.get("nll_ais_rows"):
-        return ""
-    head = f"AIS {record.get('nll_ais_steps')} temperatures x {record.get('nll_ais_chains')} chains"
-    delta, se = record.get("nll_ais_check_delta"), record.get("nll_ais_check_delta_se")
-    if delta is None:
-        return f"{head}; doubling not checked"
-    spread = "" if se is None else f" ± {float(se):.3f}"
-    rows = record.get("nll_ais_check_rows")
-    on = "" if rows is None else f" on {int(rows)} rows"
-    return f"{head}; doubling moved -log p(x) by {-float(delta):+.3f}{spread} nats/row{on}"
-
-
-def upper_bound_label(record: Mapping[str, Any]) -> str:
-    """ "upper bound (doubling moved 0.44 ± 0.08 nats/row)" for an AIS estimate whose doubled-schedule
-    check failed (``nll_ais_converged`` false: the change or its SE above ``check_tol``) or was
-    not run; "" for exact rows and a converged schedule.  An unconverged AIS ``-log p(x)`` reads
-    high (``E[log Z_hat] <= log Z``), so it is a bound, not an estimate."""
-    if not record.get("nll_ais_rows") or record.get("nll_ais_converged") is True:
-        return ""
-    delta, se = record.get("nll_ais_check_delta"), record.get("nll_ais_check_delta_se")
-    if delta is None:
-        return "upper bound (doubling not checked)"
-    spread = "" if se is None else f" ± {float(se):.2f}"
-    return f"upper bound (doubling moved {abs(float(delta)):.2f}{spread} nats/row)"
 
 
 def score(

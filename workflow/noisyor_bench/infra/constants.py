@@ -15,6 +15,7 @@ BASELINE_IW_SAMPLES = 1000
 BASELINE_MAX_ROWS = 500  # test rows scored by the true-model baseline (a fixed random subset)
 BASELINE_MAX_ROUNDS = 200  # LB-CDI E-step rounds of the true-model baseline's proposal
 MAX_EXACT_K = 20  # largest K for which 2^K enumeration is allowed
+CALIBRATION_MAX_ROWS = 1000  # calibration panel rows of an enumerable dataset (a fixed seeded subset beyond)
 
 # Names that become path components under results_dir (datasets, experiments, corpora): the
 # one pattern behind the Snakefile's wildcard constraints, the config validation and the CLI's

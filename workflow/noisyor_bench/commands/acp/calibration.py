@@ -93,8 +93,7 @@ def cmd_calibration(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from noisyor_bench.experiments.acp.calibration import DEFAULT_MAX_ROWS
-    from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
+    from noisyor_bench.infra.constants import CALIBRATION_MAX_ROWS, DEFAULT_N_SAMPLES
 
     p = sub.add_parser(
         "acp-calibration",
@@ -113,7 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--max-rows",
         type=int,
-        default=DEFAULT_MAX_ROWS,
+        default=CALIBRATION_MAX_ROWS,
         help="test rows of an enumerable dataset (a fixed seeded subset beyond; stated in the table)",
     )
     p.add_argument("--samples", type=int, default=DEFAULT_N_SAMPLES, help="posterior draws per row for F1")

@@ -32,14 +32,13 @@ import numpy as np
 import torch
 
 from noisyor_bench.evaluation.noisyor_likelihood import doubling_check_text, upper_bound_label
-from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES, MAX_EXACT_K
+from noisyor_bench.infra.constants import CALIBRATION_MAX_ROWS, DEFAULT_N_SAMPLES, MAX_EXACT_K
 from noisyor_bench.infra.errors import ConfigError, DataError
 
 MEANFIELD_STARTS = ("prior", "exact marginals", "posterior mode", "random x 3")
 """Starts of the coordinate ascent (:func:`meanfield_starts`); the best optimum per row is kept."""
 RANDOM_STARTS = 3
 START_CONFIDENCE = 0.99  # the posterior-mode start: q_k = 0.99 where the mode has z_k = 1, else 0.01
-DEFAULT_MAX_ROWS = 1000  # panel rows of an enumerable dataset (a fixed seeded subset beyond)
 
 
 def indep_entropy(data: Mapping[str, np.ndarray]) -> float:
@@ -148,7 +147,7 @@ def panel(
     baselines: Mapping[str, Any] | None = None,
     *,
     exact_max_k: int = 12,
-    max_rows: int | None = DEFAULT_MAX_ROWS,
+    max_rows: int | None = CALIBRATION_MAX_ROWS,
     samples: int = DEFAULT_N_SAMPLES,
     seed: int = 0,
 ) -> dict[str, Any]:

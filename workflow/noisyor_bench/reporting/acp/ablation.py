@@ -11,7 +11,7 @@ ACP, ACP-SG (and AVI), this module pairs the runs by seed and reports
   (:func:`noisyor_bench.reporting.claims.difference_ci`; lower NELBO is better, so a negative
   ``ACP − ACP-SG`` means the path helps);
 * how far apart the learned models are: after matching ACP-SG's latents to ACP's
-  (:func:`noisyor_bench.evaluation.heldout.match_latents`, Hungarian on the cosine of ``1 − exp(−theta)``),
+  (:func:`noisyor_bench.evaluation.latent_matching.match_latents`, Hungarian on the cosine of ``1 − exp(−theta)``),
   the mean absolute difference of ``theta`` (also relative to ACP's mean ``theta``) and the mean
   matched cosine; the same numbers for ACP against AVI as a yardstick (two methods whose
   encoders differ entirely);
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.evaluation.heldout import match_latents, weight_similarity
+from noisyor_bench.evaluation.latent_matching import match_latents, weight_similarity
 from noisyor_bench.evaluation.recovery import DEFAULT_THRESHOLD, match_patterns
 from noisyor_bench.experiments.rundir import load_posterior
 from noisyor_bench.infra.errors import DataError

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from noisyor_bench.evaluation.noisyor_likelihood import doubling_check_text, upper_bound_label
+from noisyor_bench.evaluation.nll_labels import doubling_check_text, upper_bound_label
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.reporting.collect import read_json_record
 from noisyor_bench.reporting.methods import method_label
