@@ -126,3 +126,22 @@ def test_table_and_claims_steps_run_without_torch(tmp_path, step):
         argv = ["claims-merge", "--claims", *map(str, claims)]
     loaded = _run([*argv, "--out-csv", str(out / "t.csv"), "--out-md", str(out / "t.md")], tmp_path)
     assert (out / "t.csv").is_file() and loaded == []
+
+
+def test_the_html_table_step_runs_without_scipy_stats(tmp_path):
+    """``table-html`` (dozens of jobs a run) reads a CSV and writes HTML: no interval to compute,
+    so ``scipy.stats`` (about 1 CPU-s to import) stays unloaded."""
+    table = tmp_path / "t.csv"
+    table.write_text("method,nelbo_mean,nelbo_ci95\navi,10.5,0.2\n", encoding="utf-8")
+    code = (
+        "import json, sys\n"
+        "from noisyor_bench.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(json.dumps({'code': code, 'stats': 'scipy.stats' in sys.modules}))\n"
+    )
+    argv = ["table-html", "--tables", str(table), "--out-html", str(tmp_path / "t.html")]
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result == {"code": 0, "stats": False}, proc.stderr[-2000:]
+    assert (tmp_path / "t.html").is_file()

@@ -4,7 +4,9 @@ and seeds (:func:`row_seed_mean`).
 
 The CI of a mean is ``t_{0.975, n-1} * s / sqrt(n)`` with the sample standard deviation ``s``
 (ddof=1); a single seed has no CI.  Differences between methods (paired or Welch) are in
-:mod:`noisyor_bench.reporting.claims`.
+:mod:`noisyor_bench.reporting.claims`. ``scipy.stats`` is imported by the functions that use it:
+the table and HTML steps that compute no interval (most jobs of a run) skip its import, about
+1 CPU-s a process.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 CI_LEVEL = 0.95
 
 
 def t_halfwidth(std: float, n: int, level: float = CI_LEVEL) -> float:
     """Half-width of the Student-t CI of a mean: ``t_{(1+level)/2, n-1} * std / sqrt(n)``; NaN if n < 2."""
+    from scipy import stats
+
     if n < 2 or not np.isfinite(std):
         return float("nan")
     return float(stats.t.ppf(0.5 + level / 2.0, n - 1) * std / math.sqrt(n))
@@ -45,6 +48,8 @@ def wilson_interval(successes: int, n: int, level: float = CI_LEVEL) -> tuple[fl
     to a point at 0 or n successes, so 10/10 seeds gives (0.72, 1), not (1, 1).  ``(nan, nan)``
     for ``n = 0``.
     """
+    from scipy import stats
+
     if isinstance(successes, bool) or isinstance(n, bool) or int(successes) != successes or int(n) != n:
         raise ValueError(f"successes and n must be integers; got {successes!r}, {n!r}")
     k, n = int(successes), int(n)
@@ -75,6 +80,8 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     for ``X ~ Bin(a_only + b_only, 1/2)`` (the distribution is symmetric, so this equals the
     two-sided binomial test); 1 when there is no discordant pair (nothing to tell A and B apart).
     """
+    from scipy import stats
+
     for name, value in (("a_only", a_only), ("b_only", b_only)):
         if isinstance(value, bool) or int(value) != value or value < 0:
             raise ValueError(
@@ -100,6 +107,8 @@ class RowSeedMean:
 
     def interval(self, level: float = CI_LEVEL) -> tuple[float, float]:
         """``mean -+ t_{(1+level)/2, df} * se``; ``(mean, mean)`` without a standard error."""
+        from scipy import stats
+
         if not (math.isfinite(self.se) and math.isfinite(self.df) and self.df > 0):
             return self.mean, self.mean
         half = float(stats.t.ppf(0.5 + level / 2.0, self.df)) * self.se
