@@ -159,9 +159,12 @@ def write(slices: Iterable[Slice], path: str | Path) -> None:
 
 def slicer(paper_id: str) -> Any | None:
     """The paper's slices module (``experiments/<paper>/slices.py``), or None."""
+    name = f"noisyor_bench.experiments.{paper_id}.slices"
     try:
-        return importlib.import_module(f"noisyor_bench.experiments.{paper_id}.slices")
-    except ModuleNotFoundError:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if not (err.name and name.startswith(err.name)):  # a slices module lacking a dependency
+            raise
         return None
 
 
