@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from noisyor_bench.data.synthetic.sparsity import expected_sparsity
+from noisyor_bench.data.synthetic.sparsity import expected_sparsity, independent_entropy
 from noisyor_bench.data.synthetic.synrandom import params_rng, random_parameters
 from noisyor_bench.infra.errors import ConfigError
 
@@ -74,6 +74,9 @@ class SeedChoice:
     within_tolerance: int  # candidates within TOLERANCE of the paper
     range_mean: float  # expected sparsity over the range: mean and sd, percent
     range_sd: float
+    entropy: float  # the chosen draw's independent-Bernoulli entropy, nats per data point
+    nats_per_point: float  # least-squares slope of that entropy against sparsity over the range
+    scale_corr: float  # their correlation over the range
 
     @property
     def deviation(self) -> float:
@@ -84,15 +87,16 @@ class SeedChoice:
         return abs(self.deviation) <= TOLERANCE
 
 
-def range_sparsities(spec: Mapping[str, Any], base: int, *, name: str) -> np.ndarray:
-    """Expected sparsity (percent) of every candidate of the range, in order of j."""
-    return np.array(
-        [
-            100.0
-            * expected_sparsity(*random_parameters(spec, params_rng(candidate_seed(base, j)), name=name))
-            for j in range(SEED_RANGE)
-        ]
-    )
+def range_statistics(spec: Mapping[str, Any], base: int, *, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Expected sparsity (percent) and independent-Bernoulli entropy (nats per data point) of
+    every candidate of the range, in order of j."""
+    sparsity = np.empty(SEED_RANGE)
+    entropy = np.empty(SEED_RANGE)
+    for j in range(SEED_RANGE):
+        params = random_parameters(spec, params_rng(candidate_seed(base, j)), name=name)
+        sparsity[j] = 100.0 * expected_sparsity(*params)
+        entropy[j] = independent_entropy(*params)
+    return sparsity, entropy
 
 
 def scan_seeds(
@@ -107,7 +111,11 @@ def scan_seeds(
         if "seed" not in spec:
             raise ConfigError(f"datasets.{name}.seed: missing (the scan needs the row's base seed)")
         base = split_seed(int(spec["seed"]))[0]
-    values = range_sparsities(spec, base, name=name)
+    values, entropy = range_statistics(spec, base, name=name)
+    slope = float(np.polyfit(values, entropy, 1)[0]) if values.std() > 0 else float("nan")
+    corr = (
+        float(np.corrcoef(values, entropy)[0, 1]) if values.std() > 0 and entropy.std() > 0 else float("nan")
+    )
     distance = np.abs(values - float(paper_sparsity))
     j = int(np.argmin(distance))
     return SeedChoice(
@@ -120,4 +128,7 @@ def scan_seeds(
         within_tolerance=int((distance <= TOLERANCE).sum()),
         range_mean=float(values.mean()),
         range_sd=float(values.std()),
+        entropy=float(entropy[j]),
+        nats_per_point=slope,
+        scale_corr=corr,
     )

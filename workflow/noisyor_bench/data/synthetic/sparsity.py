@@ -32,3 +32,13 @@ def pixel_off_probabilities(theta: np.ndarray, theta0: np.ndarray, mu: np.ndarra
         )
     log_p0 = -theta0 + np.log1p(mu * np.expm1(-theta)).sum(axis=1)
     return np.exp(log_p0)
+
+
+def independent_entropy(theta: np.ndarray, theta0: np.ndarray, mu: np.ndarray) -> float:
+    """``sum_i H(p(x_i))`` in nats: the expected ``-log p(x)`` of the best independent-Bernoulli
+    model of the data (what learning nothing costs), from the exact pixel marginals.  It sets
+    the scale every NELBO of a dataset sits on, and moves with its sparsity."""
+    from scipy.special import entr
+
+    p0 = np.clip(pixel_off_probabilities(theta, theta0, mu), 0.0, 1.0)
+    return float((entr(p0) + entr(1.0 - p0)).sum())

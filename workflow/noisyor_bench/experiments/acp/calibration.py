@@ -43,12 +43,9 @@ START_CONFIDENCE = 0.99  # the posterior-mode start: q_k = 0.99 where the mode h
 
 def indep_entropy(data: Mapping[str, np.ndarray]) -> float:
     """Entropy (nats) of the independent Bernoulli with the generator's exact pixel marginals."""
-    from scipy.special import entr
+    from noisyor_bench.data.synthetic.sparsity import independent_entropy
 
-    from noisyor_bench.data.synthetic.sparsity import pixel_off_probabilities
-
-    p0 = np.clip(pixel_off_probabilities(data["theta"], data["theta0"], data["mu"]), 0.0, 1.0)
-    return float((entr(p0) + entr(1.0 - p0)).sum())
+    return independent_entropy(data["theta"], data["theta0"], data["mu"])
 
 
 def meanfield_starts(
