@@ -74,6 +74,10 @@ rule calibration:
         md=R("tables/acp_calibration.md"),
         rows=R("tables/acp_calibration_rows.csv"),
         curve=R("tables/acp_calibration_curve.csv"),
+    params:
+        truth=lambda w: (
+            f" --truth-nll {json_param(truth)}" if (truth := grid.calibration_truth_nll(config)) else ""
+        ),
     log:
         log_path("calibration", "all"),
     benchmark:
@@ -84,7 +88,7 @@ rule calibration:
     shell:
         "noisyor-bench acp-calibration --datasets {input.datasets:q} --baselines {input.baselines:q} --threads {threads}"
         " --out-csv {output.csv:q} --out-md {output.md:q} --out-rows-csv {output.rows:q}"
-        " --out-curve-csv {output.curve:q} > {log:q} 2>&1"
+        " --out-curve-csv {output.curve:q}{params.truth} > {log:q} 2>&1"
 
 
 rule figure_fig3a_sensitivity:

@@ -88,6 +88,37 @@ def test_panel_above_the_enumeration_limit_reads_the_truth_and_says_not_computed
     assert bare["truth_nll"] is None and "not computed" in bare["truth_estimator"]
 
 
+def test_panel_estimates_the_truth_itself_where_the_grid_asks_for_more_rows():
+    """Above the enumeration limit, ``truth_nll`` makes the panel estimate the truth on its own rows
+    (AIS here: enumerate_k 0 and no exact path) instead of reading the baselines' record; the
+    estimate agrees with brute-force enumeration within its Monte Carlo error."""
+    data = small_dataset(14, n=40, k=6, d=9)
+    settings = {
+        "enumerate_k": 0,
+        "exact_elements": 1,
+        "row_budget": 1.0,
+        "max_rows": 25,
+        "ais": {"steps": 400, "chains": 16, "check_rows": 0},
+    }
+    rec = panel(
+        data,
+        "tiny",
+        {"dataset": "tiny", "true_model": {"nll": {"nll_test": 99.0}}},
+        exact_max_k=3,
+        truth_nll=settings,
+    )
+    assert rec["truth_rows"] == 25 and "ais" in rec["truth_estimator"]
+    assert "fixed seeded subset of 25 of 40" in rec["truth_estimator"]
+    from noisyor_bench.evaluation.noisyor_likelihood import LikelihoodConfig, scored_rows
+
+    rows, _ = scored_rows(data["x_test"], 6, LikelihoodConfig.from_mapping(settings))
+    _, lj = brute_log_joint(data["theta"], data["theta0"], data["mu"], data["x_test"][rows])
+    exact = -logsumexp(lj, axis=1)
+    assert rec["truth_nll"] == pytest.approx(exact.mean(), abs=0.05)
+    assert rec["truth_nll"] != 99.0  # the baselines' record is not read
+    assert rec["truth_se"] == pytest.approx(exact.std(ddof=1) / np.sqrt(exact.size), rel=0.05)
+
+
 def test_panel_refuses_data_without_truth():
     with pytest.raises(DataError, match="synthetic dataset"):
         panel({"x_test": np.zeros((3, 4))}, "real")

@@ -7,7 +7,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from noisyor_bench.commands.arguments import add_table_outputs
+from noisyor_bench.commands.arguments import add_table_outputs, json_argument
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,9 @@ def cmd_calibration(args: argparse.Namespace) -> int:
     if args.samples < 1:
         raise ConfigError(f"--samples must be >= 1, got {args.samples}")
     set_threads(args.threads)
+    truth_nll = json_argument(args.truth_nll, "--truth-nll") if args.truth_nll else None
+    if truth_nll is not None and not isinstance(truth_nll, dict):
+        raise ConfigError(f"--truth-nll: expected a JSON object of likelihood settings, got {truth_nll!r}")
     baselines = read_baselines(args.baselines)
     rows = paper_rows(paper_numbers())
     curve_datasets = {r["dataset"] for r in rows if r.get("paper_f1") is not None}
@@ -48,6 +51,7 @@ def cmd_calibration(args: argparse.Namespace) -> int:
             max_rows=args.max_rows,
             samples=args.samples,
             seed=args.seed,
+            truth_nll=truth_nll,
         )
         panels.append(record)
         log.info(
@@ -118,6 +122,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=DEFAULT_N_SAMPLES, help="posterior draws per row for F1")
     p.add_argument("--steps", type=int, nargs="+", default=None, help="step budgets of the degradation curve")
     p.add_argument("--seed", type=int, default=0, help="seed of the draws and random starts")
+    p.add_argument(
+        "--truth-nll",
+        default=None,
+        help="likelihood settings (JSON, evaluation.nll's keys) of the panel's own AIS estimate of the "
+        "truth where K is beyond enumeration; default: the baselines' estimate",
+    )
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     add_table_outputs(p)
     p.add_argument("--out-rows-csv", required=True, help="output: the paper's rows with flags (CSV)")

@@ -232,6 +232,13 @@ def baseline_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def calibration_truth_nll(cfg: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The calibration panel's own likelihood settings for the truth (grid ``calibration.truth_nll``);
+    ``None``: the panel reads the baselines' estimate."""
+    settings = (active_grid(cfg).get("calibration") or {}).get("truth_nll")
+    return dict(settings) if settings else None
+
+
 def baseline_n_train(cfg: Mapping[str, Any], dataset: str) -> list[int]:
     """Every N_train > 0 of the active grid's cells on ``dataset``: the baselines it needs."""
     return sorted({c.n_train for c in cells(cfg) if c.dataset == dataset and c.n_train > 0})
