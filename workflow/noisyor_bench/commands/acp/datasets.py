@@ -138,6 +138,7 @@ TABLE_COLUMNS = [
     "expected_sparsity",
     "paper_sparsity",
     "difference",
+    "seed",  # the parameter and sample seed: which draw of the generator the dataset is
 ]
 
 
@@ -177,6 +178,7 @@ def dataset_rows(paths: list[str]) -> list[dict[str, Any]]:
                 "expected_sparsity": round(meta["expected_sparsity_percent"], 2),
                 "paper_sparsity": paper,
                 "difference": None if paper is None else round(measured - paper, 2),
+                "seed": meta.get("seed", cfg.get("seed")),
             }
         )
     return rows
