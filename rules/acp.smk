@@ -126,9 +126,8 @@ def baseline_files(experiment):
 
 
 def calibration_datasets():
-    """Synthetic datasets of the grid's experiments (those with NELBO tables): the calibration panel's."""
-    names = {ds for exp in grid.experiments(config).values() for ds in exp.get("datasets", [])}
-    return sorted(ds for ds in names if ds in config["datasets"])
+    """The calibration panel's synthetic datasets: the grid's experiments', then its generator variants."""
+    return grid.calibration_datasets(config)
 
 
 def baseline_n_train(dataset):

@@ -63,6 +63,26 @@ def test_syn_patterns_design() -> None:
     assert b.reshape(8, 8, 8)[2, :, 0].all() and b.reshape(8, 8, 8)[:, 4, 1].all()
 
 
+def _pair_overlaps(b: np.ndarray) -> int:
+    overlap = b.T.astype(int) @ b.astype(int)
+    return int((overlap.sum() - np.trace(overlap)) // 2)
+
+
+def test_overlap_variant_has_syn_patterns_pixels_but_more_overlap(tmp_path: Path) -> None:
+    """The generator variant keeps the shapes' pixel count (and so Table 2's sparsity, within
+    half a point) while more than doubling the overlaps between shapes."""
+    b, v = syn_patterns(), syn_patterns("syn-pattern-overlap")
+    assert v.shape == (64, 8) and len({col.tobytes() for col in v.T}) == 8
+    assert v.sum() == b.sum() == 65
+    assert (_pair_overlaps(b), int((b.sum(axis=1) >= 3).sum())) == (15, 0)
+    assert (_pair_overlaps(v), int((v.sum(axis=1) >= 3).sum())) == (36, 8)
+    theta, theta0, mu, info = pattern_parameters(
+        {**SYN_SPEC, "patterns": "syn-pattern-overlap"}, None, tmp_path
+    )
+    exact = 100 * brute_force_sparsity(theta, theta0, mu)
+    assert abs(exact - 89.0) <= 1.0 and info["pattern_names"][4] == "centre block"
+
+
 def test_parse_ascii_rejects_bad_pictures() -> None:
     assert parse_ascii("#.\n.#", (2, 2)).tolist() == [[1, 0], [0, 1]]
     with pytest.raises(ValueError):

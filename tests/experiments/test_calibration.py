@@ -153,6 +153,45 @@ def test_feasibility_flags_on_hand_made_rows(nelbo, em, nelbo_ok, em_ok):
         assert out["nelbo_above_truth"] == pytest.approx(nelbo - 10.0)
 
 
+def test_a_paper_row_is_flagged_on_its_dataset_and_on_every_generator_variant_of_it():
+    """A variant panel (variant_of = the row's dataset) gets the row too, against its own truth,
+    MAP EM and curve; a panel of another dataset does not."""
+    variant = {
+        "dataset": "d-noisy",
+        "variant_of": "d",
+        "truth_nll": 12.0,
+        "truth_se": 0.5,
+        "map_em": 85.0,
+        "map_em_se": 1.0,
+    }
+    other = {"dataset": "e", "truth_nll": 1.0, "truth_se": 0.1, "map_em": 99.0, "map_em_se": 0.1}
+    curves = pd.DataFrame(
+        {
+            "dataset": ["d", "d", "d-noisy", "d-noisy"],
+            "step": [0, 10, 0, 10],
+            "nelbo": [30.0, 10.0, 40.0, 14.0],
+            "f1": [50.0, 99.0, 40.0, 95.0],
+        }
+    )
+    row = {
+        "paper_artifact": "x",
+        "dataset": "d",
+        "n_train": 0,
+        "method": "m",
+        "paper_nelbo": 13.0,
+        "paper_f1": 90.0,
+        "paper_em": 88.0,
+    }
+    out = flag_rows([row], [HAND_PANEL, variant, other], curves).set_index("dataset")
+    assert list(out.index) == ["d", "d-noisy"]
+    assert out.loc["d-noisy", "variant_of"] == "d" and pd.isna(out.loc["d", "variant_of"])
+    assert out.loc["d", "em_feasible"] and not out.loc["d-noisy", "em_feasible"]  # 88 > 85 + 2 x 1
+    assert out.loc["d-noisy", "nelbo_above_truth"] == pytest.approx(1.0)
+    # on each generator's own curve: d at F1 90 is 30 - 20 x 40/49, d-noisy 40 - 26 x 50/55
+    assert out.loc["d", "curve_nelbo"] == pytest.approx(30.0 - 20.0 * 40.0 / 49.0)
+    assert out.loc["d-noisy", "curve_nelbo"] == pytest.approx(40.0 - 26.0 * 50.0 / 55.0)
+
+
 def test_rows_of_a_dataset_without_a_panel_are_left_out_and_table4_rows_have_no_em():
     rows = [
         r

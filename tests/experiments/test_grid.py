@@ -173,3 +173,27 @@ def test_deterministic_cells_run_the_first_seed_once(repo):
     assert [(g.suffix, g.experiments, g.seeds, g.methods) for g in once] == [
         ("_once", ("inf",), (3,), ("svi", "ub-cdi"))
     ]
+
+
+def test_calibration_panel_adds_only_generator_variants(cfg):
+    """The panel covers the grid's experiment datasets, then the variants of ``calibration.datasets``;
+    a name that is not a dataset, or a dataset that is no variant, is refused by name."""
+    assert grid.calibration_datasets(cfg) == ["syn-pattern", "syn-random-1"]
+    with_variants = copy.deepcopy(cfg)
+    with_variants["grids"]["t"]["acp"]["calibration"] = {
+        "datasets": ["syn-pattern-leak2", "syn-pattern-overlap"]
+    }
+    assert grid.calibration_datasets(with_variants) == [
+        "syn-pattern",
+        "syn-random-1",
+        "syn-pattern-leak2",
+        "syn-pattern-overlap",
+    ]
+    for name, match in (
+        ("nope", "'nope' is not a key of datasets"),
+        ("syn-random-2", "'syn-random-2' has no variant_of"),
+    ):
+        bad = copy.deepcopy(cfg)
+        bad["grids"]["t"]["acp"]["calibration"] = {"datasets": [name]}
+        with pytest.raises(ConfigError, match=rf"grids\.t\.acp\.calibration\.datasets: {match}"):
+            grid.calibration_datasets(bad)

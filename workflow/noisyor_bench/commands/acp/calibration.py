@@ -12,6 +12,16 @@ from noisyor_bench.commands.arguments import add_table_outputs, json_argument
 log = logging.getLogger(__name__)
 
 
+def variant_of(path: str) -> str | None:
+    """The paper dataset a generator variant stands in for (its sidecar's ``config.variant_of``)."""
+    from noisyor_bench.commands.acp.datasets import sidecar_path
+    from noisyor_bench.infra.io import read_json
+
+    sidecar = sidecar_path(path)
+    meta = read_json(sidecar) if sidecar.exists() else {}
+    return ((meta or {}).get("config") or {}).get("variant_of") or None
+
+
 def cmd_calibration(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
@@ -53,6 +63,7 @@ def cmd_calibration(args: argparse.Namespace) -> int:
             seed=args.seed,
             truth_nll=truth_nll,
         )
+        record["variant_of"] = variant_of(path)
         panels.append(record)
         log.info(
             "%s: truth %s (%s), mean-field %s, near-exact F1/EM %s/%s, MAP EM %s, indep. entropy %.3f",
@@ -65,7 +76,7 @@ def cmd_calibration(args: argparse.Namespace) -> int:
             record["map_em"],
             record["indep_entropy"],
         )
-        if name in curve_datasets and record["K"] <= args.exact_max_k:
+        if {name, record["variant_of"]} & curve_datasets and record["K"] <= args.exact_max_k:
             curve_rows = scored_rows(int(np.asarray(data["x_test"]).shape[0]), args.max_rows)
             curve = degradation_curve(data, name, curve_rows, args.steps, args.samples, args.seed)
             curves.append(curve)

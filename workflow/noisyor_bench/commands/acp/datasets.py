@@ -80,13 +80,21 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
     write_json_atomic(sidecar_path(args.out), sidecar)
     s = sidecar["sparsity_percent"]["all"]
     paper = paper_sparsity(args.name)
+    variant = spec.get("variant_of") if isinstance(spec, dict) else None
+    against = (
+        f"paper {paper}%"
+        if paper is not None
+        else f"a generator variant of {variant}"
+        if variant
+        else "not in the paper"
+    )
     log.info(
-        "%s: D=%d K=%d sparsity %.1f%% (paper %s%%) -> %s",
+        "%s: D=%d K=%d sparsity %.1f%% (%s) -> %s",
         args.name,
         sidecar["D"],
         sidecar["K"],
         s,
-        paper,
+        against,
         args.out,
     )
     return 0

@@ -25,7 +25,11 @@ from noisyor_bench.infra.errors import ConfigError
 from noisyor_bench.infra.version import __version__
 
 SPLITS = ("train", "val", "test")
-IMAGE_SHAPES: dict[str, tuple[int, int]] = {"syn-pattern": (8, 8), "mnist": (28, 28)}
+IMAGE_SHAPES: dict[str, tuple[int, int]] = {
+    "syn-pattern": (8, 8),
+    "syn-pattern-overlap": (8, 8),
+    "mnist": (28, 28),
+}
 _CHUNK_ROWS = 4096
 
 

@@ -79,7 +79,7 @@ LIKELIHOOD_DEFAULTS: dict[str, Any] = {
 AIS_DEFAULTS: dict[str, Any] = {"steps": 100, "chains": 8, "check_rows": 8}
 #: Observations and latents of the pattern datasets: SYN-PATTERN's eight 8 x 8 shapes, one
 #: 28 x 28 MNIST exemplar per digit (noisyor_bench.data.synthetic.patterns / .mnist).
-PATTERN_SHAPES = {"syn-pattern": (64, 8), "mnist": (784, 10)}
+PATTERN_SHAPES = {"syn-pattern": (64, 8), "syn-pattern-overlap": (64, 8), "mnist": (784, 10)}
 #: Share of ones in a pattern dataset's rows for :func:`expected_positives` (11% SYN-PATTERN,
 #: 20% MULTI-MNIST, Table 2); both have K <= 16, so only the enumeration runs there.
 PATTERN_DENSITY = 0.2

@@ -32,6 +32,7 @@ ROWS_ARTIFACT = "acp_calibration_rows"
 PANEL_COLUMNS = (
     "artifact",
     "dataset",
+    "variant_of",  # the paper's dataset a generator variant stands in for; empty for the paper's own
     "K",
     "D",
     "n_test",
@@ -57,7 +58,8 @@ PANEL_COLUMNS = (
 ROW_COLUMNS = (
     "artifact",
     "paper_artifact",
-    "dataset",
+    "dataset",  # the panel's dataset: the paper's own or a generator variant of it (variant_of)
+    "variant_of",
     "n_train",
     "method",
     "paper_nelbo",
@@ -161,39 +163,46 @@ def place_on_curve(nelbo: Any, f1: Any, curve: pd.DataFrame) -> tuple[float | No
 def flag_rows(
     rows: Sequence[Mapping[str, Any]], panels: Sequence[Mapping[str, Any]], curves: pd.DataFrame | None = None
 ) -> pd.DataFrame:
-    """The paper rows with their flags, distances and curve residuals (see the module docstring).
-    Rows of a dataset without a panel are left out: the grid did not build that dataset."""
-    by_name = {p["dataset"]: p for p in panels}
+    """The paper rows with their flags, distances and curve residuals (see the module docstring),
+    once on the paper's dataset and once on each generator variant of it (a panel whose
+    ``variant_of`` names the row's dataset).  Rows of a dataset without a panel are left out: the
+    grid did not build that dataset."""
     out = []
     for r in rows:
-        p = by_name.get(r["dataset"])
-        if p is None:
-            continue
-        curve = (
-            curves[curves["dataset"] == r["dataset"]]
-            if curves is not None and not curves.empty
-            else pd.DataFrame(columns=["dataset", "step", "nelbo", "f1"])
-        )
-        curve_nelbo, step = place_on_curve(r.get("paper_nelbo"), r.get("paper_f1"), curve)
-        out.append(
-            {
-                "artifact": ROWS_ARTIFACT,
-                **{k: r.get(k) for k in ("paper_artifact", "dataset", "n_train", "method")},
-                "paper_nelbo": r.get("paper_nelbo"),
-                "paper_f1": r.get("paper_f1"),
-                "paper_em": r.get("paper_em"),
-                "nelbo_feasible": nelbo_feasible(r.get("paper_nelbo"), p.get("truth_nll"), p.get("truth_se")),
-                "em_feasible": em_feasible(r.get("paper_em"), p.get("map_em"), p.get("map_em_se")),
-                "nelbo_above_truth": _minus(r.get("paper_nelbo"), p.get("truth_nll")),
-                "nelbo_above_meanfield": _minus(r.get("paper_nelbo"), p.get("meanfield_nelbo")),
-                "f1_below_near_exact": _minus(p.get("near_exact_f1"), r.get("paper_f1")),
-                "em_below_near_exact": _minus(p.get("near_exact_em"), r.get("paper_em")),
-                "curve_nelbo": curve_nelbo,
-                "curve_nearest_step": step,
-                "residual": _minus(r.get("paper_nelbo"), curve_nelbo),
-            }
-        )
+        for p in panels:
+            if r["dataset"] not in (p["dataset"], p.get("variant_of")):
+                continue
+            curve = (
+                curves[curves["dataset"] == p["dataset"]]
+                if curves is not None and not curves.empty
+                else pd.DataFrame(columns=["dataset", "step", "nelbo", "f1"])
+            )
+            out.append(_flagged(r, p, curve))
     return pd.DataFrame(out, columns=list(ROW_COLUMNS))
+
+
+def _flagged(r: Mapping[str, Any], p: Mapping[str, Any], curve: pd.DataFrame) -> dict[str, Any]:
+    """One paper row against one panel (and its curve)."""
+    curve_nelbo, step = place_on_curve(r.get("paper_nelbo"), r.get("paper_f1"), curve)
+    return {
+        "artifact": ROWS_ARTIFACT,
+        "paper_artifact": r.get("paper_artifact"),
+        "dataset": p["dataset"],
+        "variant_of": p.get("variant_of"),
+        **{k: r.get(k) for k in ("n_train", "method")},
+        "paper_nelbo": r.get("paper_nelbo"),
+        "paper_f1": r.get("paper_f1"),
+        "paper_em": r.get("paper_em"),
+        "nelbo_feasible": nelbo_feasible(r.get("paper_nelbo"), p.get("truth_nll"), p.get("truth_se")),
+        "em_feasible": em_feasible(r.get("paper_em"), p.get("map_em"), p.get("map_em_se")),
+        "nelbo_above_truth": _minus(r.get("paper_nelbo"), p.get("truth_nll")),
+        "nelbo_above_meanfield": _minus(r.get("paper_nelbo"), p.get("meanfield_nelbo")),
+        "f1_below_near_exact": _minus(p.get("near_exact_f1"), r.get("paper_f1")),
+        "em_below_near_exact": _minus(p.get("near_exact_em"), r.get("paper_em")),
+        "curve_nelbo": curve_nelbo,
+        "curve_nearest_step": step,
+        "residual": _minus(r.get("paper_nelbo"), curve_nelbo),
+    }
 
 
 def mean_residual(flagged: pd.DataFrame) -> tuple[float | None, int]:

@@ -232,6 +232,26 @@ def baseline_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def calibration_datasets(cfg: Mapping[str, Any]) -> list[str]:
+    """Synthetic datasets of the calibration panel: those of the grid's experiments, then the
+    generator variants the grid adds (``calibration.datasets``), each named in ``datasets``."""
+    names = {ds for exp in experiments(cfg).values() for ds in exp.get("datasets", [])}
+    panel = sorted(ds for ds in names if ds in cfg["datasets"])
+    for ds in (active_grid(cfg).get("calibration") or {}).get("datasets") or []:
+        if ds not in cfg["datasets"]:
+            raise ConfigError(
+                f"grids.{cfg['grid']}.acp.calibration.datasets: {ds!r} is not a key of datasets"
+            )
+        if not cfg["datasets"][ds].get("variant_of"):
+            raise ConfigError(
+                f"grids.{cfg['grid']}.acp.calibration.datasets: {ds!r} has no variant_of (only generator "
+                "variants are added; a paper dataset enters through an experiment)"
+            )
+        if ds not in panel:
+            panel.append(ds)
+    return panel
+
+
 def calibration_truth_nll(cfg: Mapping[str, Any]) -> dict[str, Any] | None:
     """The calibration panel's own likelihood settings for the truth (grid ``calibration.truth_nll``);
     ``None``: the panel reads the baselines' estimate."""
