@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import importlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -103,6 +103,9 @@ class Paper:
     """``module:function`` building the paper's claims from a folder of table CSVs (a reference's
     or a run's ``tables/``) with today's claim code, as its claims steps do in a run (:func:`judge`);
     ``None``: the paper has no claims."""
+    doc_blocks: Mapping[str, str] = field(default_factory=dict)
+    """Generators of the docs' generated blocks that know this paper (``noisyor-bench docs-numbers``):
+    block name -> ``module:function``, ``function(repository root, *arguments) -> str``."""
 
     def method_label(self, method: str, experiment: str) -> str | None:
         """The paper's display name of a method id, or None (its labeller does not name it)."""
@@ -185,6 +188,16 @@ def is_calibration_claim(claim_id: str) -> bool:
 def paper_of_experiment(experiment: str) -> Paper | None:
     """The paper whose run kinds name an experiment folder of ``runs/`` (longest prefix), or None."""
     return _longest_prefix(experiment, "run_kinds")
+
+
+def doc_block_generators() -> dict[str, Callable[..., str]]:
+    """Every paper's docs-block generators by block name (:attr:`Paper.doc_blocks`)."""
+    out: dict[str, Callable[..., str]] = {}
+    for entry in papers():
+        for name, target in entry.doc_blocks.items():
+            module, _, function = target.partition(":")
+            out[name] = getattr(importlib.import_module(module), function)
+    return out
 
 
 def judge(paper: Paper | str, tables_dir: str | Path) -> list[Any]:

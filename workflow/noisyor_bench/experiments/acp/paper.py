@@ -31,6 +31,7 @@ PAPER = register(
             "reference/extended-fig5",
         ),
         judge="noisyor_bench.reporting.acp.judge:judge",
+        doc_blocks={"synrandom-seeds": "noisyor_bench.reporting.acp.seed_table:synrandom_seeds"},
         labeller=None,  # the noisy-OR method registry's labels
         smoke_artifacts=(
             "tables/datasets.csv",
