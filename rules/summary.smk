@@ -51,8 +51,10 @@ rule claims_evidence:
         # runs that were never published, so the tables are inputs (a new reference reruns this)
         # but not arguments
         reference=lambda w: " ".join(shlex.quote(str(d)) for d in REFERENCE_DIRS),
+        # today's datasets: a reference made on another draw of one answers nothing for it
+        datasets=lambda w: json_param(config.get("datasets") or {}),
     shell:
-        "noisyor-bench claims-evidence --claims {input.run:q} --reference {params.reference}"
+        "noisyor-bench claims-evidence --claims {input.run:q} --reference {params.reference} --datasets {params.datasets}"
         " --grid {params.grid:q} --papers {params.papers} --keep-other-papers --out-csv {output.csv:q} --out-md {output.md:q}"
         " --out-sources-csv {output.sources:q} --out-timing {output.timing:q} > {log:q} 2>&1"
 

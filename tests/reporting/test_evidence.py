@@ -471,3 +471,77 @@ def test_the_smoke_dag_plans_the_evidence_step(tmp_path: Path) -> None:
     assert f"--out-timing {tmp_path}/tables/claims_timing.csv" in plan  # the times beside claims.csv
     # the reference folders as arguments (their tables are the step's inputs)
     assert "--reference reference/paper-synpattern" in plan
+
+
+def _dataset_judge(paper: str, tables_dir: str | Path) -> list[Claim]:
+    """A judge that decides one claim per dataset row of the folder's fig5.csv (not tested where
+    the dataset has no row): what a claim sees of a reference's tables."""
+    if paper != "acp":
+        return []
+    present = set(pd.read_csv(Path(tables_dir) / "fig5.csv")["dataset"])
+    return [
+        claim("reproduced" if ds in present else "not tested", claim_id=f"fig5-acp-better-small-n-{ds}")
+        for ds in ("syn-random-1", "syn-random-2")
+    ]
+
+
+def test_a_reference_made_on_another_draw_answers_nothing_for_that_dataset(tmp_path, caplog) -> None:
+    """Today's config draws syn-random-1 with another seed than the reference recorded: the
+    reference is judged without its syn-random-1 rows (a warning names them); its claim on
+    syn-random-2, drawn the same way, stands."""
+    datasets = {
+        "syn-random-1": {"family": "random", "seed": 20200111036},
+        "syn-random-2": {"family": "random", "seed": 20200112171},
+    }
+    tables = tmp_path / "reference" / "extended-fig5" / "tables"
+    tables.mkdir(parents=True)
+    pd.DataFrame(
+        {
+            "dataset": ["syn-random-1", "syn-random-2"],
+            "expected_sparsity": [93.75, 71.79],
+            "seed": [2020011100, 20200112171],
+        }
+    ).to_csv(tables / "datasets.csv", index=False)
+    pd.DataFrame({"dataset": ["syn-random-1", "syn-random-2"], "nelbo": [11.0, 30.0]}).to_csv(
+        tables / "fig5.csv", index=False
+    )
+    with caplog.at_level("WARNING"):
+        judged = {
+            c.claim_id: c.verdict for c in E.judge_reference(tables.parent, ["acp"], _dataset_judge, datasets)
+        }
+    assert judged == {
+        "fig5-acp-better-small-n-syn-random-1": "not tested",
+        "fig5-acp-better-small-n-syn-random-2": "reproduced",
+    }
+    assert "drawn with seed 2020011100, today's config draws seed 20200111036" in caplog.text
+    assert len(pd.read_csv(tables / "fig5.csv")) == 2  # the published folder itself is untouched
+    # without today's datasets (a hand-run judge) the folder is judged as it is
+    plain = {c.claim_id: c.verdict for c in E.judge_reference(tables.parent, ["acp"], _dataset_judge)}
+    assert set(plain.values()) == {"reproduced"}
+
+
+def test_a_reference_without_seeds_is_compared_on_its_expected_sparsity(tmp_path) -> None:
+    """Tables written before the seed column: the printed expected sparsity against today's draw."""
+    from noisyor_bench.reporting.reference_data import expected_sparsity_today, stale_datasets
+
+    spec = {
+        "family": "random",
+        "D": 20,
+        "K": 30,
+        "alpha_theta": 1,
+        "beta_theta": 5,
+        "alpha_mu": 1,
+        "beta_mu": 10,
+        "s": 0.9,
+        "seed": 7,
+    }
+    today = expected_sparsity_today("r", spec)
+    pd.DataFrame({"dataset": ["r"], "expected_sparsity": [round(today, 2)]}).to_csv(
+        tmp_path / "datasets.csv", index=False
+    )
+    assert stale_datasets(tmp_path, {"r": spec}) == {}
+    pd.DataFrame({"dataset": ["r"], "expected_sparsity": [round(today + 0.02, 2)]}).to_csv(
+        tmp_path / "datasets.csv", index=False
+    )
+    assert "today's config builds" in stale_datasets(tmp_path, {"r": spec})["r"]
+    assert stale_datasets(tmp_path / "none", {"r": spec}) == {}

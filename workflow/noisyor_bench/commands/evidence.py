@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from noisyor_bench.commands.arguments import add_table_outputs
+from noisyor_bench.commands.arguments import add_table_outputs, json_argument
+from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,12 @@ def cmd_claims_evidence(args: argparse.Namespace) -> int:
     run_claims = read_claims(args.claims)
     paper_ids = args.papers or list(dict.fromkeys(c.paper for c in run_claims))
     references = list(dict.fromkeys(map(Path, args.reference or ())))
-    headlines = evidence_ladder(run_claims, args.grid, references, paper_ids)
+    datasets = json_argument(args.datasets, "--datasets") if args.datasets else None
+    if datasets is not None and not isinstance(datasets, dict):
+        raise ConfigError(
+            f"--datasets: expected the config's datasets section (a JSON object), got {datasets!r}"
+        )
+    headlines = evidence_ladder(run_claims, args.grid, references, paper_ids, datasets=datasets)
     # set before writing, so the timing table's provenance is recorded like the others' (out_*)
     args.out_timing = args.out_timing or str(timing_path(args.out_csv))
     kept = None
@@ -67,6 +73,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="*",
         default=[],
         help="published reference folders (each with tables/), re-judged by today's claim code",
+    )
+    p.add_argument(
+        "--datasets",
+        default=None,
+        help="today's config datasets section (JSON or @file): a reference made on another draw of one "
+        "of them is judged without its rows of that dataset",
     )
     p.add_argument(
         "--papers",

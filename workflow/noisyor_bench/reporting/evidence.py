@@ -398,18 +398,43 @@ def _registers(paper_id: str, folder: Path) -> bool:
     return any(Path(r).name == folder.name for r in papers.get(paper_id).references)
 
 
-def judge_reference(folder: str | Path, paper_ids: Sequence[str], judge: Judge | None = None) -> list[Claim]:
+def judge_reference(
+    folder: str | Path,
+    paper_ids: Sequence[str],
+    judge: Judge | None = None,
+    datasets: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Claim]:
     """A reference's claims, re-judged by today's claim code from its tables (never its stored
     verdicts): every claim of the selected papers that register a reference of its name; a
     folder none of them registers (given by hand) is judged for every selected paper, keeping
-    only the claims it tested."""
+    only the claims it tested.
+
+    ``datasets`` (today's config ``datasets``): a reference made on another draw of one of them
+    is judged without its rows of that dataset (:mod:`noisyor_bench.reporting.reference_data`):
+    it answers nothing for data the workflow no longer builds; a warning names the datasets."""
+    import tempfile
+
+    from noisyor_bench.reporting.reference_data import stale_datasets, without_datasets
+
     folder = Path(folder)
     judge = judge or _registered_judge
     own = [p for p in paper_ids if _registers(p, folder)]
-    claims: list[Claim] = []
-    for paper_id in own or paper_ids:
-        judged = list(judge(paper_id, folder / "tables"))
-        claims += [c for c in judged if own or c.verdict != NOT_TESTED]
+    stale = stale_datasets(folder / "tables", datasets) if datasets else {}
+    with tempfile.TemporaryDirectory(prefix="reference-tables-") as scratch:
+        tables = folder / "tables"
+        if stale:
+            log.warning(
+                "reference/%s was made on other data than today's config builds (%s): its rows of "
+                "%s are left out of its claims; re-run it (its README names the command)",
+                folder.name,
+                "; ".join(f"{name}: {why}" for name, why in stale.items()),
+                ", ".join(stale),
+            )
+            tables = without_datasets(tables, stale, Path(scratch) / "tables")
+        claims: list[Claim] = []
+        for paper_id in own or paper_ids:
+            judged = list(judge(paper_id, tables))
+            claims += [c for c in judged if own or c.verdict != NOT_TESTED]
     return claims
 
 
@@ -419,12 +444,14 @@ def evidence_ladder(
     references: Sequence[str | Path],
     paper_ids: Sequence[str],
     judge: Judge | None = None,
+    datasets: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Headline]:
     """Every claim's headline from this run's claims (of grid ``grid``) and each reference
-    folder re-judged for the selected papers ``paper_ids``."""
+    folder re-judged for the selected papers ``paper_ids`` (on today's ``datasets``: see
+    :func:`judge_reference`)."""
     sources: list[tuple[Source, Sequence[Claim]]] = [(run_source(grid), run_claims)]
     for folder in references:
-        claims = judge_reference(folder, paper_ids, judge)
+        claims = judge_reference(folder, paper_ids, judge, datasets)
         sources.append((reference_source(folder), [c for c in claims if c.paper in paper_ids]))
     return ladder(sources)
 
