@@ -251,3 +251,17 @@ def test_the_paper_grids_slices_leave_the_jobs_of_other_grids_as_they_were(paper
     cfg = costs.grid_config(paper_cfg, grid)
     ids = ["acp", "ape", "ape_noisyor", "avipam"]
     assert costs.estimate_jobs(cfg, with_slices, ids) == costs.estimate_jobs(cfg, REFERENCES, ids)
+
+
+def test_each_paper_names_its_slices_module_in_its_registry_entry(monkeypatch) -> None:
+    """The slicer is the registry's (Paper.cost_slices), not a module found by its name; an entry
+    without one has no slices."""
+
+    from noisyor_bench.experiments import papers
+
+    for entry in papers.papers():
+        module = cost_slices.slicer(entry.id)
+        assert module is not None and module.__name__ == entry.cost_slices
+    bare = dataclasses.replace(papers.get("acp"), cost_slices=None)
+    monkeypatch.setattr(papers, "get", lambda paper_id: bare)
+    assert cost_slices.slicer("acp") is None

@@ -158,14 +158,11 @@ def write(slices: Iterable[Slice], path: str | Path) -> None:
 
 
 def slicer(paper_id: str) -> Any | None:
-    """The paper's slices module (``experiments/<paper>/slices.py``), or None."""
-    name = f"noisyor_bench.experiments.{paper_id}.slices"
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as err:
-        if not (err.name and name.startswith(err.name)):  # a slices module lacking a dependency
-            raise
-        return None
+    """The paper's slices module (its registry entry's ``cost_slices``), or None where it names none."""
+    from noisyor_bench.experiments import papers
+
+    name = papers.get(paper_id).cost_slices
+    return None if name is None else importlib.import_module(name)
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,9 @@ class Paper:
     costs: str | None = None
     """Its cost module (``jobs(cfg)``, ``COMPUTE_RULES``, optionally ``reference_jobs(cfg)``:
     :mod:`noisyor_bench.experiments.costs`); ``None``: no compute jobs to size."""
+    cost_slices: str | None = None
+    """Its calibration-slices module (``noisyor-bench calibrate-costs``:
+    :mod:`noisyor_bench.experiments.cost_slices`); ``None``: no job of it is sliced."""
     run_verifier: str | None = None
     """A module with ``recompute(check) -> Recomputed``: what ``noisyor-bench verify`` recomputes
     from a run folder of this paper (``None``: its runs' files are checked, nothing recomputed)."""

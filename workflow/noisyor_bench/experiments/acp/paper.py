@@ -23,6 +23,7 @@ PAPER = register(
         paper_numbers="reporting/acp/paper_numbers.yaml",
         run_kinds=("fig", "suppfig", "table", "classification-", "tsne-"),
         costs="noisyor_bench.experiments.acp.costs",
+        cost_slices="noisyor_bench.experiments.acp.slices",
         docs="docs/bounds.md",
         references=(
             "reference/paper-synpattern",

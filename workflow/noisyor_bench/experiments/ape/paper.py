@@ -18,6 +18,7 @@ PAPER = register(
         config_checks="noisyor_bench.experiments.ape.configcheck",
         run_kinds=("ape-",),
         costs="noisyor_bench.experiments.ape.costs",
+        cost_slices="noisyor_bench.experiments.ape.slices",
         docs="docs/ape.md",
         references=("reference/paper-ape-toybars",),
         judge="noisyor_bench.reporting.ape.judge:judge",

@@ -20,6 +20,7 @@ PAPER = register(
         config_checks="noisyor_bench.experiments.ape_noisyor.configcheck",
         run_kinds=("ape-noisyor",),
         costs="noisyor_bench.experiments.ape_noisyor.costs",
+        cost_slices="noisyor_bench.experiments.ape_noisyor.slices",
         docs="docs/ape_noisyor.md",
         judge="noisyor_bench.reporting.ape_noisyor.judge:judge",
         labeller="noisyor_bench.reporting.ape_noisyor.labels:ape_noisyor_method_label",

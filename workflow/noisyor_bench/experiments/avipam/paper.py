@@ -19,6 +19,7 @@ PAPER = register(
         config_checks="noisyor_bench.experiments.avipam.configcheck",
         run_kinds=("avipam-",),
         costs="noisyor_bench.experiments.avipam.costs",
+        cost_slices="noisyor_bench.experiments.avipam.slices",
         docs="docs/avipam.md",
         references=(
             "reference/paper-avipam-table1",
