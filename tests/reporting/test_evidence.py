@@ -505,9 +505,26 @@ def test_a_reference_made_on_another_draw_answers_nothing_for_that_dataset(tmp_p
     pd.DataFrame({"dataset": ["syn-random-1", "syn-random-2"], "nelbo": [11.0, 30.0]}).to_csv(
         tables / "fig5.csv", index=False
     )
+    # a provenance record beside the table, as published: the judged copy must not carry it over
+    # to the filtered table (whose sha256 it no longer matches)
+    import hashlib
+    import json
+
+    digest = hashlib.sha256((tables / "fig5.csv").read_bytes()).hexdigest()
+    (tables / "fig5.csv.prov.json").write_text(
+        json.dumps({"outputs": [{"relpath": "fig5.csv", "sha256": digest}]})
+    )
+
+    def verifying_judge(paper: str, tables_dir: str | Path) -> list[Claim]:
+        from noisyor_bench.infra.integrity import verify_recorded_file
+
+        verify_recorded_file(Path(tables_dir) / "fig5.csv")  # as every consumer of a table does
+        return _dataset_judge(paper, tables_dir)
+
     with caplog.at_level("WARNING"):
         judged = {
-            c.claim_id: c.verdict for c in E.judge_reference(tables.parent, ["acp"], _dataset_judge, datasets)
+            c.claim_id: c.verdict
+            for c in E.judge_reference(tables.parent, ["acp"], verifying_judge, datasets)
         }
     assert judged == {
         "fig5-acp-better-small-n-syn-random-1": "not tested",

@@ -74,16 +74,22 @@ def stale_datasets(tables_dir: str | Path, datasets: Mapping[str, Mapping[str, A
 
 def without_datasets(tables_dir: str | Path, stale: Mapping[str, str], into: str | Path) -> Path:
     """A copy of a tables folder whose CSVs lack the rows of the ``stale`` datasets (a CSV
-    without a ``dataset`` column is copied as it is); returns the copy's folder."""
+    without a ``dataset`` column is copied as it is, with its provenance record); returns the copy's
+    folder.  A filtered CSV goes without its record: the record's sha256 is the published file's,
+    checked here before the rows are dropped."""
+    from noisyor_bench.infra.integrity import verify_recorded_file
+
     source, target = Path(tables_dir), Path(into)
     target.mkdir(parents=True, exist_ok=True)
+    filtered: set[str] = set()
+    for path in sorted(source.glob("*.csv")):
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        if "dataset" in frame:
+            verify_recorded_file(path)
+            frame[~frame["dataset"].isin(list(stale))].to_csv(target / path.name, index=False)
+            filtered.add(path.name)
     for path in sorted(source.iterdir()):
-        if not path.is_file():
-            continue
-        if path.suffix == ".csv":
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-            if "dataset" in frame:
-                frame[~frame["dataset"].isin(list(stale))].to_csv(target / path.name, index=False)
-                continue
-        shutil.copy2(path, target / path.name)
+        record_of = path.name.removesuffix(".prov.json")
+        if path.is_file() and path.name not in filtered and record_of not in filtered:
+            shutil.copy2(path, target / path.name)
     return target
