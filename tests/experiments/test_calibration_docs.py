@@ -91,3 +91,41 @@ def test_every_documented_number_is_the_tools(computed):
     assert set(documented) == set(computed)
     drifted = {k: (documented[k], computed[k]) for k in computed if documented[k] != computed[k]}
     assert not drifted, f"{DOC}: numbers differ from the tool (documented, computed): {drifted}"
+
+
+REFERENCE = REPO / "reference" / "paper-fig5-table4" / "tables"
+
+
+def test_the_syn_random_7_numbers_are_the_references():
+    """The SYN-RANDOM-7 block of the calibration section quotes reference/paper-fig5-table4."""
+    text = DOC.read_text(encoding="utf-8")
+    block = text.split("<!-- reference: paper-fig5-table4 -->", 1)[1].split("<!-- end reference -->", 1)[0]
+    documented = {
+        row[0].strip(): row[1].strip()
+        for row in (
+            line.strip().strip("|").split("|") for line in block.splitlines() if line.startswith("| ")
+        )
+    }
+    panel = pd.read_csv(REFERENCE / "acp_calibration.csv").set_index("dataset").loc["syn-random-7"]
+    rows = pd.read_csv(REFERENCE / "acp_calibration_rows.csv")
+    best = rows[(rows["paper_artifact"] == "table4") & (rows["dataset"] == "syn-random-7")]
+    best = best.loc[best["paper_nelbo"].idxmin()]
+    table4 = pd.read_csv(REFERENCE / "table4.csv").set_index(["n_train", "method"])["nelbo_mean"]
+    expected = {
+        "truth −log p(x), AIS (1,600 × 8, 200 test rows)": f"{panel['truth_nll']:.2f} ± {panel['truth_se']:.2f}",
+        "independent-Bernoulli entropy": f"{panel['indep_entropy']:.2f}",
+        f"paper's best NELBO ({best['method'].upper()}, N_train = {int(best['n_train']):,}) − truth": (
+            f"{best['nelbo_above_truth']:.2f}"
+        ),
+        "AVI / ACP NELBO at N_train = 5,000 (5 seeds; paper 157.6 / 151.2)": (
+            f"{table4[(5000, 'avi')]:.2f} / {table4[(5000, 'acp')]:.2f}"
+        ),
+        "AVI / ACP NELBO at N_train = 1,000 (5 seeds; paper 159.2 / 157.2)": (
+            f"{table4[(1000, 'avi')]:.2f} / {table4[(1000, 'acp')]:.2f}"
+        ),
+    }
+    assert documented == {"quantity": "SYN-RANDOM-7", **expected}
+    paper = pd.read_csv(REFERENCE / "table4.csv").set_index(["n_train", "method"])["paper_nelbo"]
+    for n, avi, acp in ((5000, 157.6, 151.2), (1000, 159.2, 157.2)):  # the labels' paper values
+        assert (paper[(n, "avi")], paper[(n, "acp")]) == (avi, acp)
+    assert "AIS" in panel["truth_estimator"] or "ais" in panel["truth_estimator"]

@@ -121,11 +121,12 @@ def enumerated_panel(
     }
 
 
-def baselines_truth(baselines: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The truth's ``-log p(x)`` from a baselines record (``true_model.nll``), estimator named."""
-    nll = ((baselines or {}).get("true_model") or {}).get("nll")
+def truth_record(nll: Mapping[str, Any] | None, missing: str) -> dict[str, Any]:
+    """The panel's truth columns from an ``nll_*`` record (a baselines' ``true_model.nll`` or the
+    panel's own :func:`ais_truth`), its estimator named with its rows and AIS checks; ``missing``:
+    the estimator text where the record holds no estimate."""
     if not nll or nll.get("nll_test") is None:
-        return {"truth_nll": None, "truth_se": None, "truth_estimator": "not computed (no baselines record)"}
+        return {"truth_nll": None, "truth_se": None, "truth_estimator": f"not computed ({missing})"}
     estimator = f"{nll['nll_estimator']}, {nll.get('nll_rows_label', '')}".rstrip(", ")
     if upper_bound_label(nll):
         estimator += f", {upper_bound_label(nll)}"
@@ -137,6 +138,11 @@ def baselines_truth(baselines: Mapping[str, Any] | None) -> dict[str, Any]:
         "truth_estimator": estimator,
         "truth_rows": nll.get("nll_rows"),
     }
+
+
+def baselines_truth(baselines: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The truth's ``-log p(x)`` from a baselines record (``true_model.nll``), estimator named."""
+    return truth_record(((baselines or {}).get("true_model") or {}).get("nll"), "no baselines record")
 
 
 def ais_truth(data: Mapping[str, np.ndarray], nll: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
@@ -151,22 +157,8 @@ def ais_truth(data: Mapping[str, np.ndarray], nll: Mapping[str, Any], seed: int 
     _, record = score(
         ground_truth(data), np.asarray(data["x_test"]), LikelihoodConfig.from_mapping(dict(nll)), seed
     )
-    if record.get("nll_test") is None:
-        return {
-            "truth_nll": None,
-            "truth_se": None,
-            "truth_estimator": f"not computed ({record['nll_rows_label']})",
-        }
-    estimator = f"{record['nll_estimator']}, {record['nll_rows_label']}"
-    if upper_bound_label(record):
-        estimator += f", {upper_bound_label(record)}"
-    if doubling_check_text(record):
-        estimator += f"; {doubling_check_text(record)}"
     return {
-        "truth_nll": float(record["nll_test"]),
-        "truth_se": record.get("nll_test_se"),
-        "truth_estimator": estimator,
-        "truth_rows": record.get("nll_rows"),
+        **truth_record(record, str(record.get("nll_rows_label"))),
         "truth_seconds": time.perf_counter() - t0,
     }
 
