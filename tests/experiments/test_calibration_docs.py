@@ -24,7 +24,7 @@ GENERATORS = ("syn-pattern", "syn-pattern-leak2", "syn-pattern-overlap")
 def documented_table() -> dict[str, list[str]]:
     text = DOC.read_text(encoding="utf-8")
     assert SECTION in text, f"{DOC}: the section {SECTION!r} is missing"
-    section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    section = text.split(SECTION, 1)[1].split("\n## ", 1)[0].split("<!-- reference:", 1)[0]
     rows = [line.strip().strip("|").split("|") for line in section.splitlines() if line.startswith("| ")]
     assert [c.strip() for c in rows[0][1:]] == list(GENERATORS), f"{DOC}: the table's columns are {rows[0]}"
     return {row[0].strip(): [v.strip() for v in row[1:]] for row in rows[1:]}  # rows[0]: the header
