@@ -71,17 +71,15 @@ rule calibration:
         # the truth's estimate where K is beyond enumeration; generator variants (variant_of) have
         # no cells, so no baselines job: they are enumerable
         baselines=[
-            R(f"baselines/{ds}.json") for ds in calibration_datasets() if not config["datasets"][ds].get("variant_of")
+            R(f"baselines/{ds}.json")
+            for ds in calibration_datasets()
+            if not config["datasets"][ds].get("variant_of")
         ],
     output:
         csv=R("tables/acp_calibration.csv"),
         md=R("tables/acp_calibration.md"),
         rows=R("tables/acp_calibration_rows.csv"),
         curve=R("tables/acp_calibration_curve.csv"),
-    params:
-        truth=lambda w: (
-            f" --truth-nll {json_param(truth)}" if (truth := grid.calibration_truth_nll(config)) else ""
-        ),
     log:
         log_path("calibration", "all"),
     benchmark:
@@ -89,6 +87,10 @@ rule calibration:
     conda:
         CONDA_ENV
     threads: 1
+    params:
+        truth=lambda w: (
+            f" --truth-nll {json_param(truth)}" if (truth := grid.calibration_truth_nll(config)) else ""
+        ),
     shell:
         "noisyor-bench acp-calibration --datasets {input.datasets:q} --baselines {input.baselines:q} --threads {threads}"
         " --out-csv {output.csv:q} --out-md {output.md:q} --out-rows-csv {output.rows:q}"
