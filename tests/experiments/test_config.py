@@ -38,7 +38,7 @@ def test_shipped_config_is_valid(cfg):
         (lambda c: c["datasets"]["syn-random-1"].pop("s"), "'s' is a required property"),
         (
             lambda c: c["datasets"]["syn-pattern"].update(patterns="letters"),
-            "allowed values: ['syn-pattern', 'mnist']",
+            "allowed values: ['syn-pattern', 'syn-pattern-overlap', 'mnist']",
         ),
         (lambda c: c["datasets"]["syn-pattern"].update(colour="red"), "'colour' was unexpected"),
         (lambda c: c["grids"]["quick"]["acp"].update(datasets=["nope"]), "unknown dataset 'nope'"),
