@@ -14,7 +14,6 @@ config without building anything.
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -78,6 +77,7 @@ def without_datasets(tables_dir: str | Path, stale: Mapping[str, str], into: str
     folder.  A filtered CSV goes without its record: the record's sha256 is the published file's,
     checked here before the rows are dropped."""
     from noisyor_bench.infra.integrity import verify_recorded_file
+    from noisyor_bench.infra.io import copy_file_atomic, write_text_atomic
 
     source, target = Path(tables_dir), Path(into)
     target.mkdir(parents=True, exist_ok=True)
@@ -86,10 +86,12 @@ def without_datasets(tables_dir: str | Path, stale: Mapping[str, str], into: str
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
         if "dataset" in frame:
             verify_recorded_file(path)
-            frame[~frame["dataset"].isin(list(stale))].to_csv(target / path.name, index=False)
+            write_text_atomic(
+                target / path.name, frame[~frame["dataset"].isin(list(stale))].to_csv(index=False)
+            )
             filtered.add(path.name)
     for path in sorted(source.iterdir()):
         record_of = path.name.removesuffix(".prov.json")
         if path.is_file() and path.name not in filtered and record_of not in filtered:
-            shutil.copy2(path, target / path.name)
+            copy_file_atomic(path, target / path.name)
     return target
