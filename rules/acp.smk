@@ -144,10 +144,11 @@ def missing_reasons(experiment):
     return [default] + [f"{m}={why}" for m, why in sorted((exp.get("not_run") or {}).items())]
 
 
-def recovery_dataset(experiment):
-    """The one dataset whose true patterns a recovery figure compares against."""
-    (dataset,) = grid.experiments(config)[experiment]["datasets"]
-    return dataset
+def recovery_datasets(experiment):
+    """The datasets whose true patterns a recovery table compares against: the paper's (the
+    figure's) first, then its generator variants (``variant_of``) the experiment also runs."""
+    names = grid.experiments(config)[experiment]["datasets"]
+    return sorted(names, key=lambda ds: bool(config["datasets"].get(ds, {}).get("variant_of")))
 
 
 def sensitivity_runs():

@@ -152,7 +152,7 @@ rule figure_patterns:
             for e in grid.recovery_experiments(config, w.experiment)
             for f in experiment_files(e, ("metrics.json", "posterior_test.npz"))
         ],
-        dataset=lambda w: R(f"data/{recovery_dataset(w.experiment)}.npz"),
+        dataset=lambda w: [R(f"data/{ds}.npz") for ds in recovery_datasets(w.experiment)],
         baselines=lambda w: baseline_files(w.experiment),
     output:
         png=paper_report(

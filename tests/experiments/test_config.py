@@ -128,6 +128,14 @@ def test_cli_reports_user_errors_without_traceback(capsys, tmp_path, repo):
             lambda c: c["grids"]["quick"]["acp"]["text"]["topics"].update(best_topics=99),
             "grids.quick.acp.text.topics.best_topics = 99 exceeds",
         ),
+        # a generator variant is judged beside the dataset it varies, never alone
+        (
+            lambda c: c["grids"]["quick"]["acp"]["experiments"]["fig3a"].update(
+                datasets=["syn-pattern-leak2"]
+            ),
+            "grids.quick.acp.experiments.fig3a.datasets: 'syn-pattern-leak2' is a generator variant of "
+            "'syn-pattern' (datasets.syn-pattern-leak2.variant_of) and is judged beside it",
+        ),
     ],
 )
 def test_invalid_grid_fails_before_any_job(cfg, mutate, message):

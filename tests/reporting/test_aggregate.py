@@ -157,14 +157,27 @@ def test_fig3a_table_order_paper_columns_and_missing(tmp_path):
     )
     with pytest.raises(DataError, match="inference"):
         fig3a_table(inference_and_learning)
-    two = collect_runs(
-        [
-            make_run(tmp_path / "y", "e", "a", "acp", 20, 0, nelbo=1.0),
-            make_run(tmp_path / "y", "e", "b", "acp", 20, 0, nelbo=1.0),
-        ]
+
+
+def test_fig3a_table_puts_each_generator_variant_beside_the_paper_rows(tmp_path):
+    """Runs on SYN-PATTERN and on a generator variant: one block of rows per dataset, the
+    paper's dataset first, every block beside the paper's numbers; the Markdown has a section
+    per variant; a cell's statistics come from its own dataset's runs only."""
+    runs = collect_runs(
+        [make_run(tmp_path / "v", "fig3a", "syn-pattern-leak2", "acp", 20, s, nelbo=30.0 + s) for s in (0, 1)]
+        + [make_run(tmp_path / "p", "fig3a", "syn-pattern", "acp", 20, s, nelbo=20.0 + s) for s in (0, 1)]
     )
-    with pytest.raises(DataError, match="one dataset"):
-        fig3a_table(two)
+    table = fig3a_table(runs)
+    assert list(dict.fromkeys(table["dataset"])) == ["syn-pattern", "syn-pattern-leak2"]
+    cell = table.set_index(["dataset", "n_train", "method"])
+    assert cell.loc[("syn-pattern", 20, "acp"), "nelbo_mean"] == pytest.approx(20.5)
+    assert cell.loc[("syn-pattern-leak2", 20, "acp"), "nelbo_mean"] == pytest.approx(30.5)
+    assert cell.loc[("syn-pattern-leak2", 20, "acp"), "paper_nelbo"] == 22.2  # the paper's row beside it
+    assert cell.loc[("syn-pattern-leak2", 1000, "avi"), "status"] == "not run"
+    md = fig3a_markdown(table)
+    assert md.startswith("# Fig. 3a: inference on syn-pattern")
+    assert md.count("## Generator variant syn-pattern-leak2") == 1
+    assert md.index("20.50") < md.index("## Generator variant") < md.index("30.50")
 
 
 def test_table4_missing_reasons(tmp_path):
@@ -484,3 +497,58 @@ def test_cli_default_threshold_is_recovery_default():
         ["acp-figure-patterns", "--runs", "r", "--dataset", "d", "--out-png", "p", "--out-csv", "c"]
     )
     assert args.threshold == DEFAULT_THRESHOLD
+
+
+def test_recovery_table_scores_each_generator_variant_against_its_own_truth(tmp_path, capsys):
+    """acp-figure-patterns with SYN-PATTERN and a generator variant (other true patterns): each
+    run is matched against its own dataset's truth, the variant's rows stand beside the paper's
+    counts, and runs of a dataset not given are refused by name."""
+    data, theta = _syn_pattern(tmp_path)
+    variant_theta = theta[::-1].copy()  # the bars moved: a run learning SYN-PATTERN's bars misses them
+    variant = tmp_path / "data" / "syn-pattern-overlap.npz"
+    write_npz_atomic(variant, theta=variant_theta, theta0=np.full(64, 0.01), mu=np.full(4, 0.125))
+    write_json_atomic(
+        variant.with_suffix(".json"), {"name": "syn-pattern-overlap", "image_shape": [8, 8], "D": 64, "K": 4}
+    )
+    post = {"q": np.zeros((3, 4)), "theta0": np.full(64, 0.02), "mu": np.full(4, 0.1)}
+    runs = [
+        make_run(
+            tmp_path,
+            "fig4",
+            ds,
+            "acp",
+            200,
+            0,
+            mode="learning",
+            nelbo=20.0,
+            val_nelbo=21.0,
+            posterior={**post, "theta": truth.copy()},
+        )
+        for ds, truth in (("syn-pattern", theta), ("syn-pattern-overlap", variant_theta))
+    ]
+    out = tmp_path / "out"
+    args = [
+        "acp-figure-patterns",
+        "--runs",
+        *map(str, runs),
+        "--dataset",
+        str(data),
+        str(variant),
+        "--out-png",
+        str(out / "fig4.png"),
+        "--out-csv",
+        str(out / "rec.csv"),
+        "--out-md",
+        str(out / "rec.md"),
+    ]
+    assert main(args) == 0
+    rec = pd.read_csv(out / "rec.csv").set_index("dataset")
+    assert rec["recovered"].to_dict() == {"syn-pattern": 4, "syn-pattern-overlap": 4}
+    assert rec.loc["syn-pattern-overlap", "paper_recovered"] == 8  # the paper's ACP at 200, beside it
+    md = (out / "rec.md").read_text()
+    assert "and its generator variants syn-pattern-overlap" in md and "| syn-pattern-overlap | ACP |" in md
+    only_paper = [a for a in args if a != str(variant)]
+    assert main(only_paper) == 2
+    assert (
+        "--runs are from dataset(s) ['syn-pattern-overlap'] not given by --dataset" in capsys.readouterr().err
+    )

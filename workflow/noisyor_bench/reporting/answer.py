@@ -38,7 +38,14 @@ VERDICT_ORDER = ("reproduced", "not reproduced", "inconclusive", "not tested")
 """Verdicts always shown, in this order (the vocabulary of one verdict per claim, docs/history.md); any other verdict found in an
 older ``claims.csv`` (e.g. "budget-limited") follows, so no claim goes uncounted."""
 
-QUALIFIER_COLUMNS = ("protocol_deviation", "unconverged", "weak_learning", "bound_gap", "low_power")
+QUALIFIER_COLUMNS = (
+    "protocol_deviation",
+    "unconverged",
+    "weak_learning",
+    "bound_gap",
+    "low_power",
+    "generator_sensitive",
+)
 """``claims.csv`` qualifier columns (strings, empty = none): shown as tags, never counted as verdicts."""
 
 RUN_RECORD = Path("logs") / "last_run.json"

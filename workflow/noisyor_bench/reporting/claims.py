@@ -85,7 +85,14 @@ DECISIVE = (REPRODUCED, NOT_REPRODUCED)
 """Verdicts that decide the claim: each records its :attr:`Claim.margin`."""
 NO_DATA = NOT_TESTED
 """Prefix of the numbers of a claim the grid lacks the condition of (``"not tested: <what>"``)."""
-QUALIFIERS = ("protocol_deviation", "unconverged", "weak_learning", "bound_gap", "low_power")
+QUALIFIERS = (
+    "protocol_deviation",
+    "unconverged",
+    "weak_learning",
+    "bound_gap",
+    "low_power",
+    "generator_sensitive",
+)
 """Named qualifiers of a :class:`Claim`, beside the verdict and never changing it."""
 LEGACY_VERDICTS = {"budget-limited"}
 """Verdicts of claims CSVs written before qualifiers were named: read back as their ``statistical_verdict``."""
@@ -133,6 +140,9 @@ class Claim:
     budget: str = ""  # why a verdict the statistics would decide reads "inconclusive (budget)": the
     # deciding runs stopped before the compared quantity's plateau (the curve still moving by more
     # than the effect), with the reduced-budget statistic
+    generators: str = ""  # the same claim judged on each generator of the paper's synthetic data the
+    # grid ran ("syn-pattern: reproduced (margin 0.20 nats); syn-pattern-leak2: not reproduced ...")
+    generator_sensitive: str = ""  # a qualifier: the verdict differs on a generator variant
     timing: str = ""  # wall-clock measurements behind a speed claim (machine- and load-dependent,
     # differ between runs of one commit): kept out of ``numbers`` so that numbers are deterministic
 
@@ -279,7 +289,9 @@ def write_claims(
         "[protocol deviation] how the grid differs from the paper's protocol, [unconverged] runs that "
         "had not converged, [weak learning] learned models not better than the independent-Bernoulli "
         "baseline, [bound gap] NELBO - NLL larger than the claim's effect, [low power] the n that "
-        "would resolve the claim's margin.\n\n" + "\n\n".join(sections)
+        "would resolve the claim's margin, [generator sensitive] the verdict differs on a generator "
+        "variant of the paper's synthetic data (each generator's verdict: 'per generator' in the "
+        "numbers).\n\n" + "\n\n".join(sections)
     )
     write_text_atomic(md_path, text)
 
@@ -288,11 +300,13 @@ def numbers_cell(claim: Claim | Mapping[str, Any]) -> str:
     """A claim's numbers for people, its ``timing`` (if any) after them: ``"<numbers>; timing: <timing>"``
     (a claims CSV row also works; Markdown and HTML views only, never a CSV)."""
     if isinstance(claim, Claim):
-        numbers, timing = claim.numbers, claim.timing
+        numbers, timing, generators = claim.numbers, claim.timing, claim.generators
     else:
-        numbers, timing = claim.get("numbers"), claim.get("timing")
+        numbers, timing, generators = claim.get("numbers"), claim.get("timing"), claim.get("generators")
     numbers = "" if not isinstance(numbers, str) else numbers
     timing = timing.strip() if isinstance(timing, str) else ""
+    generators = generators.strip() if isinstance(generators, str) else ""
+    numbers += f"; per generator: {generators}" if generators else ""
     return f"{numbers}; timing: {timing}" if timing else numbers
 
 

@@ -88,17 +88,22 @@ def cmd_figure_fig5(args: argparse.Namespace) -> int:
 
 def cmd_figure_fig3b(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.acp.figures import plot_fig3b
+    from noisyor_bench.reporting.acp.paper import paper_numbers
     from noisyor_bench.reporting.acp.synthetic_tables import collect_curves, fig3b_markdown
     from noisyor_bench.reporting.tables import write_table
 
     curves = collect_curves(args.runs)
     write_table(curves, args.out_csv, fig3b_markdown(curves), args.out_md)
-    plot_fig3b(curves, args.out_png, args.out_pdf)
+    # the figure is the paper's: its dataset's curves (a generator variant's are in the table)
+    shown = curves[curves["dataset"] == paper_numbers()["fig3a"]["dataset"]]
+    plot_fig3b(shown if not shown.empty else curves, args.out_png, args.out_pdf)
     log.info("fig3b: %d seeds -> %s", curves["seed"].nunique(), args.out_png)
     return 0
 
 
 def cmd_figure_patterns(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from noisyor_bench.evaluation.recovery import match_patterns
     from noisyor_bench.experiments.rundir import load_posterior
     from noisyor_bench.infra.provenance import note_input
@@ -115,20 +120,41 @@ def cmd_figure_patterns(args: argparse.Namespace) -> int:
 
     if not 0.0 < args.threshold <= 1.0:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold}")
-    theta, theta0, shape, name = load_dataset_truth(args.dataset)
-    if Path(args.dataset).with_suffix(".json").is_file():  # read for the image shape
-        note_input(Path(args.dataset).with_suffix(".json"), "dataset sidecar")
+    truths = {}  # name -> (theta, theta0, shape): the figure's dataset first, then its generator variants
+    for path in args.dataset:
+        theta, theta0, shape, name = load_dataset_truth(path)
+        if Path(path).with_suffix(".json").is_file():  # read for the image shape
+            note_input(Path(path).with_suffix(".json"), "dataset sidecar")
+        truths[name] = (theta, theta0, shape)
+    name = next(iter(truths))
+    theta, theta0, shape = truths[name]
     if shape is None:
         raise ConfigError(
-            f"--dataset {args.dataset}: no image_shape in its sidecar; pattern grids need image data"
+            f"--dataset {args.dataset[0]}: no image_shape in its sidecar; pattern grids need image data"
         )
     runs = collect_runs(args.runs)
-    if set(runs["dataset"]) != {name}:
-        raise ConfigError(f"--runs are from dataset(s) {sorted(set(runs['dataset']))}, --dataset is {name!r}")
-    table = recovery_table(runs, theta, args.threshold, baselines=read_baselines(args.baselines))
+    unknown = sorted(set(runs["dataset"]) - set(truths))
+    if unknown:
+        raise ConfigError(f"--runs are from dataset(s) {unknown} not given by --dataset ({sorted(truths)})")
+    baselines = read_baselines(args.baselines)
+    table = pd.concat(
+        [
+            recovery_table(
+                runs[runs["dataset"] == ds],
+                truths[ds][0],
+                args.threshold,
+                baselines=baselines,
+                paper_dataset=name,
+            )
+            for ds in truths
+            if (runs["dataset"] == ds).any()
+        ],
+        ignore_index=True,
+    )
     write_table(table, args.out_csv, recovery_markdown(table), args.out_md)
+    table_shown = table[table["dataset"] == name]
     # the figure shows the runs that learn K_true columns (K = 2 x K_true rows: the table only)
-    primary = table[table["n_learned"] == table["n_true"]]
+    primary = table_shown[table_shown["n_learned"] == table_shown["n_true"]]
     rows = []
     for pick in representative_runs(primary).to_dict("records"):
         post = load_posterior(pick["run_dir"])
@@ -243,7 +269,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runs", nargs="+", required=True, help=runs_help + " (with posterior_test.npz)")
     p.add_argument("--baselines", nargs="*", default=[], help=baselines_help)
     p.add_argument(
-        "--dataset", required=True, help="the dataset .npz (true theta; sidecar gives image_shape)"
+        "--dataset",
+        nargs="+",
+        required=True,
+        help="the dataset .npz (true theta; sidecar gives image_shape) whose patterns the figure shows, "
+        "then any generator variants of it whose runs the table adds beside the same paper counts",
     )
     p.add_argument(
         "--threshold", type=float, default=0.8, help="matched cosine similarity counted as recovered"

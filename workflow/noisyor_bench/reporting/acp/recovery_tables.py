@@ -51,10 +51,13 @@ def recovery_table(
     threshold: float,
     paper: Mapping[str, Any] | None = None,
     baselines: Mapping[str, Mapping[str, Any]] | None = None,
+    paper_dataset: str | None = None,
 ) -> pd.DataFrame:
     """One row per run: patterns recovered (Hungarian match, :mod:`.recovery`) beside the paper's statement,
     the run's ``val_nelbo`` and ``all_recovered``, and its cell's success rate over seeds (Wilson
-    interval) and selected run (:func:`with_recovery_summary`).
+    interval) and selected run (:func:`with_recovery_summary`). The runs share one dataset;
+    ``paper_dataset``: the paper's dataset whose statements stand beside them (a generator
+    variant's runs against the paper's SYN-PATTERN; default: the runs' own).
 
     With ``baselines``: the run's held-out ``nelbo``, the cell's ``baseline_nelbo`` and
     ``below_baseline`` (the cell's mean NELBO over seeds is worse than the baseline).
@@ -62,7 +65,7 @@ def recovery_table(
     from noisyor_bench.evaluation.recovery import match_patterns
 
     dataset = single_value(runs, "dataset", "recovery")
-    ref = paper_recovery_rows(dataset, paper)
+    ref = paper_recovery_rows(paper_dataset or dataset, paper)
     rows = []
     for r in runs.to_dict("records"):
         post = load_posterior(r["run_dir"])
@@ -273,13 +276,17 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
     table = _with_learned(table)
     has_base = "baseline_nelbo" in table.columns
     keyed = []
-    summary = recovery_summary(table).set_index(["method", "n_train", "n_learned"])
-    for (method, n_train, n_learned), g in table.groupby(["method", "n_train", "n_learned"], sort=False):
+    datasets = list(dict.fromkeys(table["dataset"]))  # the figure's dataset first, then its variants
+    several = len(datasets) > 1
+    summary = recovery_summary(table).set_index(["dataset", "method", "n_train", "n_learned"])
+    for (dataset, method, n_train, n_learned), g in table.groupby(
+        ["dataset", "method", "n_train", "n_learned"], sort=False
+    ):
         g = g.sort_values("seed")
         mean, _, n, ci = mean_ci(g["recovered"].to_numpy(float))
         sim_mean, _, sn, sim_ci = mean_ci(g["mean_similarity"].to_numpy(float))
         p = g.iloc[0]
-        s = summary.loc[(method, n_train, n_learned)]
+        s = summary.loc[(dataset, method, n_train, n_learned)]
         s = s.iloc[0] if isinstance(s, pd.DataFrame) else s
         paper_count = (
             "" if pd.isna(p["paper_recovered"]) else f"{int(p['paper_recovered'])}/{int(p['n_true'])}"
@@ -293,8 +300,9 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
         over = int(n_learned) != int(p["n_true"])
         keyed.append(
             (
-                (int(over), method_rank(method), -int(n_train)),
+                (datasets.index(dataset), int(over), method_rank(method), -int(n_train)),
                 [
+                    *([dataset] if several else []),
                     method_label(method) + (f" (K = {int(n_learned)})" if over else ""),
                     int(n_train),
                     ", ".join(str(int(v)) for v in g["recovered"]) + f" (of {int(p['n_true'])})",
@@ -316,6 +324,7 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
         )
     rows = [row for _, row in sorted(keyed, key=lambda kr: kr[0])]
     header = [
+        *(["Dataset"] if several else []),
         "Method",
         "N_train",
         "recovered per seed",
@@ -329,9 +338,13 @@ def recovery_markdown(table: pd.DataFrame, digits: int = 3) -> str:
         "paper statement",
     ]
     threshold = float(table["threshold"].iloc[0]) if len(table) else float("nan")
-    dataset = table["dataset"].iloc[0] if len(table) else ""
+    title = datasets[0] if datasets else ""
+    if several:
+        title += (
+            f" and its generator variants {', '.join(datasets[1:])} (beside the paper's {datasets[0]} counts)"
+        )
     return (
-        f"# Pattern recovery on {dataset} (paper Fig. 4; supplement Figs. 1-2)\n\n"
+        f"# Pattern recovery on {title} (paper Fig. 4; supplement Figs. 1-2)\n\n"
         "Learned columns are matched one-to-one to the true patterns (Hungarian algorithm) on the cosine "
         "similarity of p_ik = 1 − exp(−θ_ik); a true pattern counts as recovered when its matched similarity "
         f"is ≥ {threshold:g}. Paper counts are read from the text. *Seeds recovering all*: the share of "

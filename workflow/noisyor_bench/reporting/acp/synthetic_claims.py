@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,7 @@ from noisyor_bench.reporting.claims import (
     INCONCLUSIVE,
     INFERENCE_MODE,
     NOT_REPRODUCED,
+    NOT_TESTED,
     QUALIFIER_RULE,
     REPRODUCED,
     RULE_LESS,
@@ -109,6 +111,57 @@ def _loc(block: str, extra: str = "") -> str:
     )
 
 
+FIG3A_DATASET: str = str(paper_numbers()["fig3a"]["dataset"])
+"""The dataset of Fig. 3a's statements (SYN-PATTERN): its verdict is the claim's; the grid's
+generator variants of it are judged beside it (:func:`with_generators`)."""
+
+FIG4_DATASET: str = str(paper_numbers()["fig4"]["dataset"])
+"""The dataset of Fig. 4's and supplement Fig. 1's recovery statements (SYN-PATTERN)."""
+
+
+def generator_variants(tables: Mapping[str, pd.DataFrame], experiment: str, paper_dataset: str) -> list[str]:
+    """The generator variants of ``paper_dataset`` an experiment's table has measured rows of:
+    every other dataset of its rows, by name (Fig. 3a and Fig. 4 run on SYN-PATTERN and, in the
+    extended grid, on its ``variant_of`` datasets, which the grid admits only beside their parent:
+    :func:`noisyor_bench.experiments.acp.grid.validate_grid`)."""
+    if experiment == "fig3a":
+        t = tables.get("fig3a")
+    else:
+        t = tables.get("recovery")
+        if t is not None and "experiment" in t.columns:
+            t = t[t["experiment"].astype(str) == experiment]
+    if t is None or t.empty or "dataset" not in t.columns:
+        return []
+    if "status" in t.columns:
+        t = t[t["status"].fillna("measured") == "measured"]
+    return sorted({str(d) for d in t["dataset"].dropna()} - {paper_dataset})
+
+
+def generator_verdict_text(dataset: str, claim: Claim) -> str:
+    """``"syn-pattern-leak2: reproduced (margin 0.20 nats)"``: one generator's verdict."""
+    return f"{dataset}: {claim.verdict}" + (f" (margin {claim.margin})" if claim.margin else "")
+
+
+def with_generators(claim: Claim, paper_dataset: str, variants: Mapping[str, Claim]) -> Claim:
+    """``claim`` (judged on the paper's dataset) with the same claim's verdict on each generator
+    variant beside it (``generators``) and the ``generator_sensitive`` qualifier where a variant
+    that could be judged reads otherwise. The verdict stays the paper dataset's: the paper's
+    statement is about its data; a generator variant says how much the verdict rests on details
+    of that data the paper does not pin down (docs/patterns.md, "Generator variants")."""
+    judged = {ds: c for ds, c in variants.items() if c.verdict != NOT_TESTED}
+    if not judged:
+        return claim
+    parts = [generator_verdict_text(paper_dataset, claim)]
+    parts += [generator_verdict_text(ds, c) for ds, c in sorted(judged.items())]
+    differ = [ds for ds, c in sorted(judged.items()) if c.verdict != claim.verdict]
+    sensitive = (
+        f"{paper_dataset} {claim.verdict}, " + ", ".join(f"{ds} {judged[ds].verdict}" for ds in differ)
+        if differ and claim.verdict != NOT_TESTED
+        else ""
+    )
+    return replace(claim, generators="; ".join(parts), generator_sensitive=sensitive)
+
+
 def _nelbo_protocol(args: Sequence[Any], kwargs: Mapping[str, Any], evidence: Evidence) -> str:
     """``protocol_deviation`` of a NELBO claim from the cells it read
     (:func:`~noisyor_bench.reporting.acp.protocol.protocol_deviation`: seeds, the search of the
@@ -157,7 +210,9 @@ def _paper_fig3a(n_train: int, method: str) -> float | None:
 
 
 @acp_qualified
-def claim_acp_beats_avi(tables: Mapping[str, pd.DataFrame], n_train: int) -> Claim:
+def claim_acp_beats_avi(
+    tables: Mapping[str, pd.DataFrame], n_train: int, dataset: str = FIG3A_DATASET
+) -> Claim:
     """(1) ACP's held-out NELBO is lower than AVI's at small N_train (Fig. 3a)."""
     cid = f"fig3a-acp-beats-avi-n{n_train}"
     statement = (
@@ -168,8 +223,8 @@ def claim_acp_beats_avi(tables: Mapping[str, pd.DataFrame], n_train: int) -> Cla
     rule = "ACP NELBO − AVI NELBO < 0; " + RULE_LESS
     t = _inference_table(tables, "fig3a")
     acp, avi = (
-        table_values(t, "nelbo", n_train=n_train, method="acp"),
-        table_values(t, "nelbo", n_train=n_train, method="avi"),
+        table_values(t, "nelbo", dataset=dataset, n_train=n_train, method="acp"),
+        table_values(t, "nelbo", dataset=dataset, n_train=n_train, method="avi"),
     )
     if not acp or not avi:
         return no_data_claim(cid, statement, loc, rule, f"fig3a rows ACP/AVI at N_train={n_train}")
@@ -183,7 +238,7 @@ def claim_acp_beats_avi(tables: Mapping[str, pd.DataFrame], n_train: int) -> Cla
 
 @acp_qualified
 def claim_avi_as_good_at_1000(
-    tables: Mapping[str, pd.DataFrame], margin: float = AT_LEAST_AS_GOOD_MARGIN
+    tables: Mapping[str, pd.DataFrame], margin: float = AT_LEAST_AS_GOOD_MARGIN, dataset: str = FIG3A_DATASET
 ) -> Claim:
     """(2) With N_train=1000 AVI is at least as good as ACP (the paper: 'slightly better')."""
     cid = "fig3a-avi-as-good-as-acp-n1000"
@@ -199,8 +254,8 @@ def claim_avi_as_good_at_1000(
     )
     t = _inference_table(tables, "fig3a")
     acp, avi = (
-        table_values(t, "nelbo", n_train=1000, method="acp"),
-        table_values(t, "nelbo", n_train=1000, method="avi"),
+        table_values(t, "nelbo", dataset=dataset, n_train=1000, method="acp"),
+        table_values(t, "nelbo", dataset=dataset, n_train=1000, method="avi"),
     )
     if not acp or not avi:
         return no_data_claim(cid, statement, loc, rule, "fig3a rows ACP/AVI at N_train=1000")
@@ -213,7 +268,9 @@ def claim_avi_as_good_at_1000(
 
 
 @acp_qualified
-def claim_nonamortized_worse(tables: Mapping[str, pd.DataFrame], method: str, n_train: int = 1000) -> Claim:
+def claim_nonamortized_worse(
+    tables: Mapping[str, pd.DataFrame], method: str, n_train: int = 1000, dataset: str = FIG3A_DATASET
+) -> Claim:
     """(4) LB-CDI (resp. SVI) has a higher NELBO than both amortized methods at N_train=1000."""
     cid = f"fig3a-{method}-worse-than-amortized-n{n_train}"
     statement = (
@@ -228,10 +285,10 @@ def claim_nonamortized_worse(tables: Mapping[str, pd.DataFrame], method: str, n_
         "both are" + QUALIFIER_RULE
     )
     t = _inference_table(tables, "fig3a")
-    other = table_side(t, "nelbo", n_train=0, method=method)
+    other = table_side(t, "nelbo", dataset=dataset, n_train=0, method=method)
     parts, verdicts = [], []
     for amortized in ("avi", "acp"):
-        ref = table_side(t, "nelbo", n_train=n_train, method=amortized)
+        ref = table_side(t, "nelbo", dataset=dataset, n_train=n_train, method=amortized)
         if not other or not ref:
             return no_data_claim(
                 cid,
@@ -251,7 +308,7 @@ def claim_nonamortized_worse(tables: Mapping[str, pd.DataFrame], method: str, n_
 
 
 @qualified
-def claim_ubcdi_curve(tables: Mapping[str, pd.DataFrame]) -> Claim:
+def claim_ubcdi_curve(tables: Mapping[str, pd.DataFrame], dataset: str = FIG3A_DATASET) -> Claim:
     """(3) UB-CDI: the LL-UB tightens (decreases) over the rounds while the final ELBO is below the initial one."""
     cid = "fig3b-ubcdi-tighter-bound-worse-elbo"
     statement = (
@@ -269,7 +326,12 @@ def claim_ubcdi_curve(tables: Mapping[str, pd.DataFrame]) -> Claim:
     t = _inference_table(tables, "fig3b")
     if t is None or t.empty or not (t["method"] == "ub-cdi").any():
         return no_data_claim(cid, statement, loc, rule, "fig3b curve table (UB-CDI)")
-    t = t[t["method"] == "ub-cdi"].sort_values(["seed", "round"])
+    t = t[t["method"] == "ub-cdi"]
+    if "dataset" in t.columns:  # curve tables from before generator variants hold one dataset
+        t = t[t["dataset"] == dataset]
+    if t.empty:
+        return no_data_claim(cid, statement, loc, rule, f"fig3b curve table (UB-CDI) on {dataset}")
+    t = t.sort_values(["seed", "round"])
     fixed = (
         bool(t["deterministic"].map(cell_flag).all())
         if "deterministic" in t.columns
@@ -454,7 +516,7 @@ def _recovery_claim(
 
 
 @qualified
-def claim_recovery_n200(tables: Mapping[str, pd.DataFrame]) -> Claim:
+def claim_recovery_n200(tables: Mapping[str, pd.DataFrame], dataset: str = FIG4_DATASET) -> Claim:
     """(5) SYN-PATTERN, N_train=200: ACP recovers all 8 patterns, AVI misses some."""
     return _recovery_claim(
         tables,
@@ -462,7 +524,7 @@ def claim_recovery_n200(tables: Mapping[str, pd.DataFrame]) -> Claim:
         "with 200 training points ACP still reconstructs all the patterns while AVI does not recover two of the "
         "eight (Fig. 4c, 4d)",
         _loc("fig4"),
-        "syn-pattern",
+        dataset,
         200,
         {"acp": True, "avi": False},
         {"acp": "recovers all patterns", "avi": "misses at least one pattern"},
@@ -470,14 +532,14 @@ def claim_recovery_n200(tables: Mapping[str, pd.DataFrame]) -> Claim:
 
 
 @qualified
-def claim_recovery_n1000(tables: Mapping[str, pd.DataFrame]) -> Claim:
+def claim_recovery_n1000(tables: Mapping[str, pd.DataFrame], dataset: str = FIG4_DATASET) -> Claim:
     """(5b) SYN-PATTERN, N_train=1000: both AVI and ACP recover all patterns."""
     return _recovery_claim(
         tables,
         "fig4-both-recover-all-n1000",
         "with 1000 training points both AVI and ACP recover all the patterns (Fig. 4a, 4b)",
         _loc("fig4"),
-        "syn-pattern",
+        dataset,
         1000,
         {"avi": True, "acp": True},
         {"avi": "recovers all patterns", "acp": "recovers all patterns"},
@@ -485,7 +547,7 @@ def claim_recovery_n1000(tables: Mapping[str, pd.DataFrame]) -> Claim:
 
 
 @qualified
-def claim_recovery_nonamortized(tables: Mapping[str, pd.DataFrame]) -> Claim:
+def claim_recovery_nonamortized(tables: Mapping[str, pd.DataFrame], dataset: str = FIG4_DATASET) -> Claim:
     """(5c) Supplement Fig. 1: LB-CDI and SVI (N_train=1000) do not recover the patterns (merged)."""
     return _recovery_claim(
         tables,
@@ -493,7 +555,7 @@ def claim_recovery_nonamortized(tables: Mapping[str, pd.DataFrame]) -> Claim:
         "even with N_train=1000, LB-CDI and SVI achieve bad estimation results: all the patterns are merged "
         "together (supplement Fig. 1)",
         _loc("supp_fig1"),
-        "syn-pattern",
+        dataset,
         1000,
         {"lb-cdi": False, "svi": False},
         {"lb-cdi": "misses at least one pattern", "svi": "misses at least one pattern"},
@@ -836,20 +898,41 @@ def synthetic_claims(
             out += of_panel
         return out
 
+    def per_generator(
+        experiment: str, paper_dataset: str, builds: Sequence[Callable[[str], Claim]]
+    ) -> list[Claim]:
+        """Each claim on the paper's dataset, with its verdict on every generator variant the
+        experiment ran beside it (:func:`with_generators`)."""
+        variants = generator_variants(tables, experiment, paper_dataset)
+        return [
+            with_generators(build(paper_dataset), paper_dataset, {ds: build(ds) for ds in variants})
+            for build in builds
+        ]
+
     builders: dict[str, Callable[[], list[Claim]]] = {  # the claims of each experiment, in table order
-        "fig3a": lambda: [
-            claim_acp_beats_avi(tables, 20),
-            claim_acp_beats_avi(tables, 100),
-            claim_avi_as_good_at_1000(tables),
-            claim_ubcdi_curve(tables),
-            claim_nonamortized_worse(tables, "lb-cdi"),
-            claim_nonamortized_worse(tables, "svi"),
-        ],
-        "fig4": lambda: [
-            claim_recovery_n200(tables),
-            claim_recovery_n1000(tables),
-            claim_recovery_nonamortized(tables),
-        ],
+        "fig3a": lambda: per_generator(
+            "fig3a",
+            FIG3A_DATASET,
+            [
+                lambda ds: claim_acp_beats_avi(tables, 20, dataset=ds),
+                lambda ds: claim_acp_beats_avi(tables, 100, dataset=ds),
+                lambda ds: claim_avi_as_good_at_1000(tables, dataset=ds),
+                lambda ds: claim_ubcdi_curve(tables, dataset=ds),
+                lambda ds: claim_nonamortized_worse(tables, "lb-cdi", dataset=ds),
+                lambda ds: claim_nonamortized_worse(tables, "svi", dataset=ds),
+            ],
+        ),
+        "fig4": lambda: (
+            per_generator(
+                "fig4",
+                FIG4_DATASET,
+                [
+                    lambda ds: claim_recovery_n200(tables, dataset=ds),
+                    lambda ds: claim_recovery_n1000(tables, dataset=ds),
+                ],
+            )
+            + [claim_recovery_nonamortized(tables)]
+        ),
         "suppfig2": lambda: [claim_recovery_mnist(tables)],
         "table4": lambda: [claim_acp_lowest_table4(tables)],
         "fig5": fig5_claims,

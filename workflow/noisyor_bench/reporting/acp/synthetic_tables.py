@@ -53,47 +53,58 @@ def _fig3a_order(n_train: int, method: str) -> tuple[int, int, int]:
     return (1 if int(n_train) == 0 else 0, -int(n_train), method_rank(method))
 
 
+def generators_first(datasets: Sequence[str], paper_dataset: str) -> list[str]:
+    """The datasets of a table in report order: the paper's own first, then its generator
+    variants (the other datasets an experiment runs, ``variant_of`` in the config) by name."""
+    names = sorted({str(d) for d in datasets})
+    return sorted(names, key=lambda d: (d != paper_dataset, d))
+
+
 def fig3a_table(
     runs: pd.DataFrame,
     paper: Mapping[str, Any] | None = None,
     baselines: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> pd.DataFrame:
-    """Fig. 3a (inference on SYN-PATTERN): one row per (N_train, method), paper rows first-class.
+    """Fig. 3a (inference on SYN-PATTERN): one row per (dataset, N_train, method), paper rows first-class.
 
     Rows the paper reports but the runs lack keep the paper's numbers with ``status = not run``.
+    Runs on SYN-PATTERN's generator variants (the grid's ``variant_of`` datasets) get rows of
+    their own, beside the same paper numbers: the paper's rows placed on each generator.
     ``baselines`` (:func:`read_baselines`) adds reference rows (``status = baseline``): the
     independent Bernoulli at each amortized N_train and the true model's exact −log p(x).
     """
     paper = paper_numbers() if paper is None else paper
-    dataset = single_value(runs, "dataset", "fig3a")
+    if runs.empty or "dataset" not in runs.columns:
+        raise DataError("fig3a: no runs (or runs without a dataset)")
     if "mode" in runs and set(runs["mode"].dropna()) - {"inference"}:
         raise DataError(
             f"fig3a: expected inference-mode runs, found modes {sorted(set(runs['mode'].dropna()))}"
         )
     runs = with_nll(runs)
-    summary = summarise(runs, ["n_train", "method"], (*FIG3A_METRICS, "nll"))
-    summary = add_nll_columns(summary, runs, ["n_train", "method"])
-    measured = {(int(r["n_train"]), r["method"]): r for r in summary.to_dict("records")}
+    summary = summarise(runs, ["dataset", "n_train", "method"], (*FIG3A_METRICS, "nll"))
+    summary = add_nll_columns(summary, runs, ["dataset", "n_train", "method"])
+    measured = {(str(r["dataset"]), int(r["n_train"]), r["method"]): r for r in summary.to_dict("records")}
     ref = {(int(r["n_train"]), r["method"]): r for r in paper["fig3a"]["rows"]}
-    keys = sorted(set(measured) | set(ref), key=lambda k: _fig3a_order(*k))
     rows = []
-    for n_train, method in keys:
-        p = ref.get((n_train, method), {})
-        m = measured.get((n_train, method))
-        row: dict[str, Any] = {
-            "artifact": "fig3a",
-            "dataset": dataset,
-            "n_train": n_train,
-            "method": method,
-            "method_label": method_label(method),
-            "paper_nelbo": p.get("nelbo"),
-            "paper_f1": p.get("f1"),
-            "paper_em": p.get("em"),
-            "status": "measured" if m is not None else "not run",
-        }
-        if m is not None:
-            row.update({k: v for k, v in m.items() if k not in ("n_train", "method")})
-        rows.append(row)
+    for dataset in generators_first(runs["dataset"].dropna(), paper["fig3a"].get("dataset", "")):
+        here = {(n, m) for d, n, m in measured if d == dataset}
+        for n_train, method in sorted(here | set(ref), key=lambda k: _fig3a_order(*k)):
+            p = ref.get((n_train, method), {})
+            m = measured.get((dataset, n_train, method))
+            row: dict[str, Any] = {
+                "artifact": "fig3a",
+                "dataset": dataset,
+                "n_train": n_train,
+                "method": method,
+                "method_label": method_label(method),
+                "paper_nelbo": p.get("nelbo"),
+                "paper_f1": p.get("f1"),
+                "paper_em": p.get("em"),
+                "status": "measured" if m is not None else "not run",
+            }
+            if m is not None:
+                row.update({k: v for k, v in m.items() if k not in ("dataset", "n_train", "method")})
+            rows.append(row)
     table = _with_stat_columns(pd.DataFrame(rows), (*FIG3A_METRICS, "nll"))
     return with_baselines(table, baselines or {}, "fig3a", learning=False)
 
@@ -260,6 +271,34 @@ def paired_cell(r: Mapping[str, Any], digits: int = 3) -> str:
 
 
 def fig3a_markdown(table: pd.DataFrame, digits: int = 2) -> str:
+    """Fig. 3a for people: one table per dataset, the paper's SYN-PATTERN first, then each
+    generator variant the grid ran, every one beside the paper's numbers."""
+    paper_dataset = paper_numbers()["fig3a"].get("dataset", "")
+    datasets = generators_first(table["dataset"].dropna(), paper_dataset) if len(table) else []
+    src = paper_numbers()["fig3a"]["source"]
+    first = datasets[0] if datasets else ""
+    text = (
+        f"# Fig. 3a: inference on {first} (paper {src['item']}, Section {src['section']})\n\n"
+        "NELBO: held-out negative ELBO, nats per data point (lower is better); F1 (macro) and EM in percent "
+        "(higher is better). exact −log p(x): exact held-out negative log-likelihood under the true model; "
+        "exact gap = exact NELBO − exact −log p(x) = mean KL(q ‖ p(z|x)) ≥ 0. "
+        "N_train '-': optimised directly on the held-out set (SVI, LB-CDI, UB-CDI). Reference rows: "
+        "independent Bernoulli fitted on N_train training rows; true model (exact): −log p(x) of the fixed "
+        "generative model (every row's model here).\n"
+        + CI_NOTE
+        + "\n"
+        + _fig3a_markdown_one(table[table["dataset"] == first] if first else table, digits)
+    )
+    for dataset in datasets[1:]:
+        text += (
+            f"\n\n## Generator variant {dataset}\n\nThe same inference on {dataset}, a generator variant "
+            f'of {paper_dataset} (docs/patterns.md, "Generator variants"), beside the paper\'s '
+            f"{paper_dataset} numbers.\n\n" + _fig3a_markdown_one(table[table["dataset"] == dataset], digits)
+        )
+    return text
+
+
+def _fig3a_markdown_one(table: pd.DataFrame, digits: int) -> str:
     header = [
         "N_train",
         "Method",
@@ -324,17 +363,7 @@ def fig3a_markdown(table: pd.DataFrame, digits: int = 2) -> str:
                 r["seeds"],
             ]
         )
-    src = paper_numbers()["fig3a"]["source"]
-    dataset = table["dataset"].iloc[0] if len(table) else ""
-    return (
-        f"# Fig. 3a: inference on {dataset} (paper {src['item']}, Section {src['section']})\n\n"
-        "NELBO: held-out negative ELBO, nats per data point (lower is better); F1 (macro) and EM in percent "
-        "(higher is better). exact −log p(x): exact held-out negative log-likelihood under the true model; "
-        "exact gap = exact NELBO − exact −log p(x) = mean KL(q ‖ p(z|x)) ≥ 0. "
-        "N_train '-': optimised directly on the held-out set (SVI, LB-CDI, UB-CDI). Reference rows: "
-        "independent Bernoulli fitted on N_train training rows; true model (exact): −log p(x) of the fixed "
-        "generative model (every row's model here).\n" + CI_NOTE + "\n" + markdown_table(header, rows)
-    )
+    return markdown_table(header, rows)
 
 
 def parse_missing_reasons(items: Sequence[str] | None) -> dict[str, str]:
@@ -524,11 +553,15 @@ def collect_curves(
 
 def fig3b_markdown(curves: pd.DataFrame, digits: int = 3) -> str:
     rows = []
-    for (method, seed), g in curves.groupby(["method", "seed"], sort=True):
+    order = generators_first(curves["dataset"].dropna(), paper_numbers()["fig3a"].get("dataset", ""))
+    for (_, dataset, method, seed), g in curves.assign(_o=curves["dataset"].map(order.index)).groupby(
+        ["_o", "dataset", "method", "seed"], sort=True
+    ):
         g = g.sort_values("round")
         first, last = g.iloc[0], g.iloc[-1]
         rows.append(
             [
+                dataset,
                 method_label(method),
                 int(seed),
                 int(last["round"]),
@@ -540,6 +573,7 @@ def fig3b_markdown(curves: pd.DataFrame, digits: int = 3) -> str:
             ]
         )
     header = [
+        "dataset",
         "method",
         "seed",
         "last round",

@@ -351,6 +351,13 @@ def validate_grid(cfg: Mapping[str, Any], known_methods: tuple[str, ...], pools:
                     raise ConfigError(
                         f"{where}.datasets: unknown dataset {ds!r}; allowed values: {sorted(pools)}"
                     )
+            for ds in exp["datasets"]:
+                parent = (cfg["datasets"].get(ds) or {}).get("variant_of")
+                if parent and parent not in exp["datasets"]:
+                    raise ConfigError(
+                        f"{where}.datasets: {ds!r} is a generator variant of {parent!r} (datasets.{ds}.variant_of) "
+                        f"and is judged beside it: add {parent!r} to the experiment's datasets"
+                    )
             for key in ("dataset_runs", "dataset_seeds"):
                 for ds in exp.get(key) or {}:
                     if ds not in exp["datasets"]:
