@@ -128,6 +128,24 @@ def test_table_and_claims_steps_run_without_torch(tmp_path, step):
     assert (out / "t.csv").is_file() and loaded == []
 
 
+def test_the_search_selection_step_runs_without_torch(tmp_path):
+    """``acp-search-select`` (one job per searched cell) reads the chunk tables and writes
+    search.csv and best.json: no model to train, so no torch (about 1 CPU-s to import)."""
+    chunks = []
+    for i, rows in enumerate([[(0, 9.0, ""), (1, 8.5, "")], [(2, "inf", "diverged: nan loss")]]):
+        chunks.append(tmp_path / "chunks" / f"{i}.csv")
+        chunks[-1].parent.mkdir(exist_ok=True)
+        chunks[-1].write_text(
+            "draw,val_nelbo,epochs,train_seconds,hparams,reason,n_draws\n"
+            + "".join(f'{d},{v},{"" if r else 3},0.5,"{{""lr"": {d / 10}}}",{r},3\n' for d, v, r in rows),
+            encoding="utf-8",
+        )
+    out = tmp_path / "search"
+    loaded = _run(["acp-search-select", "--chunks", *map(str, chunks), "--out-dir", str(out)], tmp_path)
+    assert loaded == []
+    assert json.loads((out / "best.json").read_text(encoding="utf-8"))["draw"] == 1
+
+
 def test_the_html_table_step_runs_without_scipy_stats(tmp_path):
     """``table-html`` (dozens of jobs a run) reads a CSV and writes HTML: no interval to compute,
     so ``scipy.stats`` (about 1 CPU-s to import) stays unloaded."""

@@ -61,7 +61,7 @@ from torch import nn
 
 from noisyor_bench.inference.convergence import Convergence, assess, monitored_values, plateau_reached
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
-from noisyor_bench.infra.errors import ConfigError, DataError, UserError
+from noisyor_bench.infra.errors import ConfigError, DataError, NonFiniteLossError
 from noisyor_bench.infra.io import save_torch_atomic
 
 CHECKPOINT_VERSION = 1
@@ -70,10 +70,6 @@ LossFn = Callable[[torch.Tensor, int], torch.Tensor]
 ValFn = Callable[[], float]
 ExtraFn = Callable[[int], Mapping[str, float]]
 ProgressFn = Callable[[EpochRecord], None]
-
-
-class NonFiniteLossError(UserError):
-    """Training diverged (NaN/inf loss or parameters); usually a too-large learning rate."""
 
 
 def validate_budget(budget: FitBudget) -> None:

@@ -25,6 +25,13 @@ class DataError(UserError):
     """A raw or derived data file is missing, corrupt or inconsistent."""
 
 
+class NonFiniteLossError(UserError):
+    """Training diverged (NaN/inf loss or parameters); usually a too-large learning rate.
+
+    Defined here, not in :mod:`noisyor_bench.inference.training` (which re-exports it), so that
+    steps that only read results (``acp-search-select``) can name it without importing torch."""
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C / SIGINT during work that can be resumed; the message says how (CLI exit 130)."""
 

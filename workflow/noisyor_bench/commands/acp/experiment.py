@@ -236,11 +236,12 @@ def _draw_settings(args: argparse.Namespace, specs: dict[Any, Any]) -> dict[Any,
 
 def _write_selection(rows: list[dict[str, Any]], hparams: list[Any], out: Path, record: Any) -> int:
     """search.csv and best.json of a whole search (``rows`` of every draw, in draw order);
-    fails naming every draw if all diverged.  ``record()`` is best.json's provenance."""
+    fails naming every draw if all diverged.  ``record()`` is best.json's provenance.
+    Imports no torch (``acp-search-select`` runs it; the error comes from ``infra.errors``)."""
     import pandas as pd
 
     from noisyor_bench.experiments.acp.search import best_draw
-    from noisyor_bench.inference.training import NonFiniteLossError
+    from noisyor_bench.infra.errors import NonFiniteLossError
     from noisyor_bench.infra.io import write_json_atomic, write_text_atomic
 
     table = pd.DataFrame(rows)
