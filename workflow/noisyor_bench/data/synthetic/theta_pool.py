@@ -56,12 +56,19 @@ class ThetaPool:
             theta *= (1.0 / np.cumsum(theta, axis=1)[:, -1])[:, None]
         np.divide(theta, theta.sum(axis=1, keepdims=True), out=out, casting="unsafe")
 
-    def draw(self, indices: Sequence[int] | np.ndarray, dtype: np.dtype = np.float32) -> np.ndarray:
+    def draw(
+        self, indices: Sequence[int] | np.ndarray, dtype: np.dtype = np.float32, out: np.ndarray | None = None
+    ) -> np.ndarray:
         """Models ``indices``: (len, n_topics, vocab_size), each written in place into one array
         (no per-model copies; ``benchmarks/ape_theta_draws.py`` times it against the former
-        per-model ``dirichlet`` + stack + cast)."""
+        per-model ``dirichlet`` + stack + cast).  ``out``: that array given by the caller (a
+        block of a preallocated pool; ``dtype`` is then ``out``'s), returned filled."""
         flat = np.asarray(indices).ravel()
-        out = np.empty((flat.size, self.n_topics, self.vocab_size), dtype=dtype)
+        shape = (flat.size, self.n_topics, self.vocab_size)
+        if out is None:
+            out = np.empty(shape, dtype=dtype)
+        elif out.shape != shape:
+            raise ConfigError(f"theta pool draw into an array of shape {out.shape}; needs {shape}")
         for i, index in enumerate(flat):
             self._model_into(int(index), out[i])
         return out

@@ -1,8 +1,12 @@
 """Calibration slices of APE's encoder training: a few optimiser steps at the job's own pool.
 
-Why: a step with the paper grid's 50,000-model pool (too large to hold, so each step draws its
-models) costs many times a step with the quick grid's 300 held models; the cost model priced it
-from the latter.  A slice trains the job's encoder on the dataset's real documents (the corpus
+Why: a step with the paper grid's 50,000-model pool (18 GB: each step draws its models unless
+the device holds the pool, :func:`noisyor_bench.experiments.ape.pairs.hold_pool`) costs many times
+a step with the quick grid's 300 held models; the cost model priced it from the latter.  A slice
+takes the path the machine that runs it allows (it trains on the CPU: the pool is held when half
+the available RAM takes it), so a slice measured where the pool was drawn per step prices a job
+whose device holds it too high: that job runs at the held step time, which a slice on a machine
+with that memory measures (docs/ape.md, "The pool held or drawn").  A slice trains the job's encoder on the dataset's real documents (the corpus
 without its Gibbs test models, or the toy bars) and the job's real pool for :data:`SLICE_STEPS`
 steps of the job's schedule and times the second half (the first half pays the warm-up).  Its
 work is those steps, the cost model's unit for ``ape_train``.  The validation of the real run
@@ -85,7 +89,7 @@ def run(cfg: Mapping[str, Any], job: Job, raw_data_dir: str | None) -> tuple[flo
     p = ds["theta_pool"]
     pool = ThetaPool(int(p["seed"]), int(p["size"]), n_topics, vocab, float(p.get("alpha", 0.1)))
     standard = method == "standard"
-    thetas, m = (torch.from_numpy(pool.draw([0])), 1) if standard else pairs.training_models(pool)
+    thetas, m = (torch.from_numpy(pool.draw([0])), 1) if standard else pairs.training_models(pool, "cpu")
     config, _, _ = training_config(training_section(ds, method), n_docs, m)
     half = SLICE_STEPS // 2
     config = dataclasses.replace(config, max_steps=SLICE_STEPS, eval_every=half, patience=None)
@@ -105,7 +109,7 @@ def run(cfg: Mapping[str, Any], job: Job, raw_data_dir: str | None) -> tuple[flo
         device="cpu",
     )
     seconds = float(result.records[-1].seconds)
-    where = "held in memory" if isinstance(thetas, torch.Tensor) else "drawn per step"
+    where = "held in memory" if isinstance(thetas, (torch.Tensor, pairs.HeldPool)) else "drawn per step"
     return seconds, float(half), f"steps {half + 1}-{SLICE_STEPS} ({name} {method}, pool {m} {where})"
 
 

@@ -102,14 +102,15 @@ def train_run(
     budget = training_section(section, method)
     models = n_models(method, pool.size)
     config, epoch_steps, steps = training_config(budget, n_docs, models)
-    thetas, m = (torch.from_numpy(pool.draw([0])), 1) if standard else pairs.training_models(pool)
+    dev = resolve_device(device)
+    # the pool held on the training device when it fits there (pairs.hold_pool), else drawn per batch
+    thetas, m = (torch.from_numpy(pool.draw([0])), 1) if standard else pairs.training_models(pool, dev)
     valid_x, valid_theta = pairs.validation_pairs(
         documents, pool, int(budget.get("validation_pairs", 500)), standard
     )
     encoder = build_encoder(
         ENCODER_KINDS[method], vocab, n_topics, seed=stream_seed(seed, f"ape-encoder-init-{method}")
     )
-    dev = resolve_device(device)
     log.info(
         "%s %s seed %d: %d parameters, %d documents x %d models, %d steps (epochs' steps %d), device %s",
         dataset,

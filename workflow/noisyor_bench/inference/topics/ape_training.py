@@ -59,7 +59,9 @@ CHECKPOINT_SECONDS = 600.0
 
 ThetaSource = torch.Tensor | Callable[[torch.Tensor], torch.Tensor]
 """Training models: a (M, K, V) tensor, or a function from model indices (B,) (int64, CPU) to
-their thetas (B, K, V) -- for pools too large to hold (the paper's M = 50,000 on V = 3000)."""
+their thetas (B, K, V) -- for pools too large to pass as a tensor (the paper's M = 50,000 on
+V = 3000): drawn per batch, or gathered from a pool held on the training device
+(:func:`noisyor_bench.experiments.ape.pairs.training_models`)."""
 
 
 @dataclass(frozen=True)
