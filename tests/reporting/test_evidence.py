@@ -562,3 +562,25 @@ def test_a_reference_without_seeds_is_compared_on_its_expected_sparsity(tmp_path
     )
     assert "today's config builds" in stale_datasets(tmp_path, {"r": spec})["r"]
     assert stale_datasets(tmp_path / "none", {"r": spec}) == {}
+
+
+def test_the_headline_carries_the_generator_verdicts_of_the_source_that_ran_the_variants() -> None:
+    """The paper-protocol reference decides the verdict but ran SYN-PATTERN only; the extended
+    run judged the claim on the generator variants too: the headline keeps the reference's
+    verdict and numbers and shows the variants' verdicts and sensitivity, named by source."""
+    ext = E.reference_source("reference/extended-acp")
+    per = "syn-pattern: reproduced (margin 0.20 nats); syn-pattern-leak2: inconclusive"
+    varied = claim(
+        "reproduced",
+        5,
+        generators=per,
+        generator_sensitive="syn-pattern reproduced, syn-pattern-leak2 inconclusive",
+    )
+    (head,) = E.ladder([(ext, [varied]), (REF, [claim("reproduced", 10)])])
+    assert head.chosen.source == REF and head.claim.numbers == claim("reproduced", 10).numbers
+    assert head.claim.generators == f"(reference/extended-acp) {per}"
+    assert head.claim.generator_sensitive.startswith("(reference/extended-acp) syn-pattern reproduced")
+    assert head.row()["generators"] == head.claim.generators
+    # without a source that ran the variants the columns stay empty
+    (plain,) = E.ladder([(QUICK, [claim("reproduced", 2)]), (REF, [claim("reproduced", 10)])])
+    assert plain.claim.generators == "" and plain.claim.generator_sensitive == ""

@@ -57,7 +57,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -245,7 +245,23 @@ class Headline:
 
     @property
     def claim(self) -> Claim:
-        return self.chosen.claim
+        """The chosen source's claim; where it did not run the generator variants of the paper's
+        synthetic data, with the per-generator verdicts of the strongest source that did, named
+        in front ("(reference/extended-acp) syn-pattern: reproduced; ..."), so that a verdict
+        resting on details of the data the paper does not give is never silent in the headline."""
+        own = self.chosen.claim
+        if own.generators:
+            return own
+        donor = next((j for j in self.judged if j.claim.generators), None)
+        if donor is None:
+            return own
+        label = f"({donor.source.label}) "
+        sensitive = donor.claim.generator_sensitive
+        return replace(
+            own,
+            generators=label + donor.claim.generators,
+            generator_sensitive=label + sensitive if sensitive else "",
+        )
 
     def sources_text(self) -> str:
         """Every source's verdict, strongest first; those that did not test it named last, together:

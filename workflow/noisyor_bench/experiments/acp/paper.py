@@ -32,7 +32,10 @@ PAPER = register(
             "reference/extended-fig5",
         ),
         judge="noisyor_bench.reporting.acp.judge:judge",
-        doc_blocks={"synrandom-seeds": "noisyor_bench.reporting.acp.seed_table:synrandom_seeds"},
+        doc_blocks={
+            "synrandom-seeds": "noisyor_bench.reporting.acp.seed_table:synrandom_seeds",
+            "generator-verdicts": "noisyor_bench.reporting.acp.generator_table:generator_verdicts",
+        },
         labeller=None,  # the noisy-OR method registry's labels
         smoke_artifacts=(
             "tables/datasets.csv",
