@@ -32,7 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 DEFAULT_THRESHOLD = 0.8
 
@@ -105,6 +104,10 @@ def match_patterns(
         raise ValueError("theta_true and theta_learned must be finite")
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    # imported here: scipy.optimize costs ~0.4 s of start-up to the figure steps that import this
+    # module for activation_probabilities only
+    from scipy.optimize import linear_sum_assignment
+
     sim = cosine_similarity_matrix(activation_probabilities(t), activation_probabilities(lrn))
     rows, cols = linear_sum_assignment(sim, maximize=True)
     assignment = np.full(t.shape[1], -1, dtype=int)

@@ -15,13 +15,13 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.integrity import verify_recorded_file
-from noisyor_bench.reporting.tables import format_ci
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STAT_SUFFIXES = ("mean", "std", "n", "ci95", "values")
 """Columns ``<metric>_<suffix>`` that :func:`noisyor_bench.reporting.tables.summarise` writes per metric."""
@@ -123,6 +123,12 @@ def display_frame(frame: pd.DataFrame, digits: int = 2) -> tuple[list[str], list
     paper's ``paper_m`` when the table has it; the statistics columns behind it and the
     per-seed ``*_values`` are left to the CSV, as are columns empty in every row.
     """
+    # imported here, not at the top: pandas (through reporting.tables too) costs ~0.2 s of start-up
+    # to software-html, which imports this module for a page without a table
+    import pandas as pd
+
+    from noisyor_bench.reporting.tables import format_ci
+
     stems = metric_stems(frame.columns)
     stat_cols = {f"{m}_{s}" for m in stems for s in STAT_SUFFIXES}
     partner = paper_partners(stems, frame.columns)
@@ -455,6 +461,8 @@ def csv_title(path: str | Path) -> str:
 
 def csv_to_html(csv_path: str | Path, html_path: str | Path, title: str | None = None) -> Path:
     """Write the HTML view of the table ``csv_path`` to ``html_path`` (atomically)."""
+    import pandas as pd
+
     from noisyor_bench.infra.io import write_text_atomic
 
     csv_path = Path(csv_path)
