@@ -603,17 +603,22 @@ def _fig3a_claim(claims: list[C.Claim], cid: str = "fig3a-acp-beats-avi-n20") ->
     return next(c for c in claims if c.claim_id == cid)
 
 
+LOWER, HIGHER = seeds(20.0, 20.1, 20.2), seeds(25.0, 25.1, 25.2)
+
+
+def _beside_syn_pattern(
+    variant: str, acp: dict[int, float], avi: dict[int, float]
+) -> dict[str, pd.DataFrame]:
+    """Fig. 3a at N_train = 20: ACP lower than AVI on SYN-PATTERN, ``acp``/``avi`` on ``variant``."""
+    frames = [_fig3a_on("syn-pattern", LOWER, HIGHER), _fig3a_on(variant, acp, avi)]
+    return {"fig3a": pd.concat(frames, ignore_index=True)}
+
+
 def test_a_claim_on_a_generator_variant_stands_beside_the_papers_verdict_and_never_replaces_it():
     """Fig. 3a at N_train = 20 on SYN-PATTERN (ACP lower: reproduced) and on a variant where ACP
     is higher (not reproduced): the verdict stays SYN-PATTERN's, each generator's verdict is in
     ``generators``, and ``generator_sensitive`` names the generators that differ."""
-    lower, higher = seeds(20.0, 20.1, 20.2), seeds(25.0, 25.1, 25.2)
-    tables = {
-        "fig3a": pd.concat(
-            [_fig3a_on("syn-pattern", lower, higher), _fig3a_on("syn-pattern-overlap", higher, lower)],
-            ignore_index=True,
-        )
-    }
+    tables = _beside_syn_pattern("syn-pattern-overlap", HIGHER, LOWER)
     claim = _fig3a_claim(SC.synthetic_claims(tables, experiments=["fig3a"]))
     assert claim.verdict == REPRODUCED
     assert claim.generators.startswith("syn-pattern: reproduced (margin ")
@@ -624,20 +629,14 @@ def test_a_claim_on_a_generator_variant_stands_beside_the_papers_verdict_and_nev
 
 
 def test_generators_that_agree_are_listed_without_the_qualifier_and_none_without_variant_rows():
-    lower, higher = seeds(20.0, 20.1, 20.2), seeds(25.0, 25.1, 25.2)
-    both = {
-        "fig3a": pd.concat(
-            [_fig3a_on("syn-pattern", lower, higher), _fig3a_on("syn-pattern-leak2", lower, higher)],
-            ignore_index=True,
-        )
-    }
+    both = _beside_syn_pattern("syn-pattern-leak2", LOWER, HIGHER)
     claim = _fig3a_claim(SC.synthetic_claims(both, experiments=["fig3a"]))
     assert claim.verdict == REPRODUCED and claim.generator_sensitive == ""
     assert claim.generators.count("reproduced") == 2 and "syn-pattern-leak2: reproduced" in claim.generators
     # a variant without the claim's cells (N_train = 100 here) is not listed: nothing was judged there
     at_100 = _fig3a_claim(SC.synthetic_claims(both, experiments=["fig3a"]), "fig3a-acp-beats-avi-n100")
     assert at_100.generators == "" and at_100.generator_sensitive == ""
-    alone = _fig3a_claim(SC.synthetic_claims({"fig3a": _fig3a_on("syn-pattern", lower, higher)}, ["fig3a"]))
+    alone = _fig3a_claim(SC.synthetic_claims({"fig3a": _fig3a_on("syn-pattern", LOWER, HIGHER)}, ["fig3a"]))
     assert alone.generators == "" and alone.generator_sensitive == ""
 
 

@@ -380,14 +380,8 @@ def test_no_bound_gap_from_an_all_row_nelbo_and_a_subset_nll() -> None:
 def test_every_qualifier_is_a_string_column() -> None:
     from noisyor_bench.reporting.answer import QUALIFIER_COLUMNS
 
-    assert QUALIFIERS == (
-        "protocol_deviation",
-        "unconverged",
-        "weak_learning",
-        "bound_gap",
-        "low_power",
-        "generator_sensitive",
-    )
+    named = "protocol_deviation unconverged weak_learning bound_gap low_power generator_sensitive"
+    assert QUALIFIERS == tuple(named.split())
     assert QUALIFIER_COLUMNS == QUALIFIERS  # the answer's reader shows every qualifier the claims write
 
 

@@ -33,19 +33,13 @@ from typing import Any
 import pandas as pd
 
 from noisyor_bench.infra.errors import DataError
+from noisyor_bench.reporting.qualifier_names import QUALIFIERS
 
 VERDICT_ORDER = ("reproduced", "not reproduced", "inconclusive", "not tested")
 """Verdicts always shown, in this order (the vocabulary of one verdict per claim, docs/history.md); any other verdict found in an
 older ``claims.csv`` (e.g. "budget-limited") follows, so no claim goes uncounted."""
 
-QUALIFIER_COLUMNS = (
-    "protocol_deviation",
-    "unconverged",
-    "weak_learning",
-    "bound_gap",
-    "low_power",
-    "generator_sensitive",
-)
+QUALIFIER_COLUMNS = QUALIFIERS
 """``claims.csv`` qualifier columns (strings, empty = none): shown as tags, never counted as verdicts."""
 
 RUN_RECORD = Path("logs") / "last_run.json"

@@ -71,6 +71,7 @@ from noisyor_bench.experiments import papers
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.integrity import verify_recorded_file
 from noisyor_bench.infra.io import write_text_atomic
+from noisyor_bench.reporting.qualifier_names import QUALIFIERS
 from noisyor_bench.reporting.statistics import CI_LEVEL
 from noisyor_bench.reporting.tables import cell_flag, is_missing, markdown_table, parse_values
 
@@ -85,15 +86,6 @@ DECISIVE = (REPRODUCED, NOT_REPRODUCED)
 """Verdicts that decide the claim: each records its :attr:`Claim.margin`."""
 NO_DATA = NOT_TESTED
 """Prefix of the numbers of a claim the grid lacks the condition of (``"not tested: <what>"``)."""
-QUALIFIERS = (
-    "protocol_deviation",
-    "unconverged",
-    "weak_learning",
-    "bound_gap",
-    "low_power",
-    "generator_sensitive",
-)
-"""Named qualifiers of a :class:`Claim`, beside the verdict and never changing it."""
 LEGACY_VERDICTS = {"budget-limited"}
 """Verdicts of claims CSVs written before qualifiers were named: read back as their ``statistical_verdict``."""
 QUALIFIER_RULE = (
