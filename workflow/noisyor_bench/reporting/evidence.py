@@ -245,23 +245,7 @@ class Headline:
 
     @property
     def claim(self) -> Claim:
-        """The chosen source's claim; where it did not run the generator variants of the paper's
-        synthetic data, with the per-generator verdicts of the strongest source that did, named
-        in front ("(reference/extended-acp) syn-pattern: reproduced; ..."), so that a verdict
-        resting on details of the data the paper does not give is never silent in the headline."""
-        own = self.chosen.claim
-        if own.generators:
-            return own
-        donor = next((j for j in self.judged if j.claim.generators), None)
-        if donor is None:
-            return own
-        label = f"({donor.source.label}) "
-        sensitive = donor.claim.generator_sensitive
-        return replace(
-            own,
-            generators=label + donor.claim.generators,
-            generator_sensitive=label + sensitive if sensitive else "",
-        )
+        return self.chosen.claim
 
     def sources_text(self) -> str:
         """Every source's verdict, strongest first; those that did not test it named last, together:
@@ -353,6 +337,26 @@ def overruling(head: Judged, tested: Sequence[Judged]) -> tuple[Judged, str] | N
     return None
 
 
+def with_generator_evidence(head: Judged, ranked: Sequence[Judged]) -> Judged:
+    """The chosen source; where it did not run the generator variants of the paper's synthetic
+    data, its claim with the per-generator verdicts of the strongest source that did, named in
+    front ("(reference/extended-acp) syn-pattern: reproduced; ..."), so that a verdict resting on
+    details of the data the paper does not give is never silent in the headline."""
+    if head.claim.generators:
+        return head
+    donor = next((j for j in ranked if j.claim.generators), None)
+    if donor is None:
+        return head
+    label = f"({donor.source.label}) "
+    sensitive = donor.claim.generator_sensitive
+    claim = replace(
+        head.claim,
+        generators=label + donor.claim.generators,
+        generator_sensitive=label + sensitive if sensitive else "",
+    )
+    return Judged(head.source, claim)
+
+
 def headline(judged: Iterable[Judged]) -> Headline:
     """The headline of one claim from its sources' claims (module docstring)."""
     ranked = tuple(sorted(judged, key=Judged.strength))
@@ -380,7 +384,7 @@ def headline(judged: Iterable[Judged]) -> Headline:
             if other is not head and other.verdict != head.verdict:
                 why = _why(head, other)
                 reasons.append(f"vs {other.source.label}: " + (", ".join(why) if why else "reason unknown"))
-    return Headline(head, ranked, agreement, "; ".join(reasons))
+    return Headline(with_generator_evidence(head, ranked), ranked, agreement, "; ".join(reasons))
 
 
 def ladder(sources: Sequence[tuple[Source, Sequence[Claim]]]) -> list[Headline]:

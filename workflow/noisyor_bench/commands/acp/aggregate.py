@@ -89,14 +89,14 @@ def cmd_figure_fig5(args: argparse.Namespace) -> int:
 def cmd_figure_fig3b(args: argparse.Namespace) -> int:
     from noisyor_bench.reporting.acp.figures import plot_fig3b
     from noisyor_bench.reporting.acp.paper import paper_numbers
-    from noisyor_bench.reporting.acp.synthetic_tables import collect_curves, fig3b_markdown
+    from noisyor_bench.reporting.acp.synthetic_tables import collect_curves, fig3b_markdown, generators_first
     from noisyor_bench.reporting.tables import write_table
 
     curves = collect_curves(args.runs)
     write_table(curves, args.out_csv, fig3b_markdown(curves), args.out_md)
     # the figure is the paper's: its dataset's curves (a generator variant's are in the table)
-    shown = curves[curves["dataset"] == paper_numbers()["fig3a"]["dataset"]]
-    plot_fig3b(shown if not shown.empty else curves, args.out_png, args.out_pdf)
+    (shown, *_) = generators_first(curves["dataset"].dropna(), paper_numbers()["fig3a"]["dataset"])
+    plot_fig3b(curves[curves["dataset"] == shown], args.out_png, args.out_pdf)
     log.info("fig3b: %d seeds -> %s", curves["seed"].nunique(), args.out_png)
     return 0
 

@@ -547,7 +547,7 @@ def claim_recovery_n1000(tables: Mapping[str, pd.DataFrame], dataset: str = FIG4
 
 
 @qualified
-def claim_recovery_nonamortized(tables: Mapping[str, pd.DataFrame], dataset: str = FIG4_DATASET) -> Claim:
+def claim_recovery_nonamortized(tables: Mapping[str, pd.DataFrame]) -> Claim:
     """(5c) Supplement Fig. 1: LB-CDI and SVI (N_train=1000) do not recover the patterns (merged)."""
     return _recovery_claim(
         tables,
@@ -555,7 +555,7 @@ def claim_recovery_nonamortized(tables: Mapping[str, pd.DataFrame], dataset: str
         "even with N_train=1000, LB-CDI and SVI achieve bad estimation results: all the patterns are merged "
         "together (supplement Fig. 1)",
         _loc("supp_fig1"),
-        dataset,
+        FIG4_DATASET,
         1000,
         {"lb-cdi": False, "svi": False},
         {"lb-cdi": "misses at least one pattern", "svi": "misses at least one pattern"},

@@ -56,8 +56,7 @@ def _fig3a_order(n_train: int, method: str) -> tuple[int, int, int]:
 def generators_first(datasets: Sequence[str], paper_dataset: str) -> list[str]:
     """The datasets of a table in report order: the paper's own first, then its generator
     variants (the other datasets an experiment runs, ``variant_of`` in the config) by name."""
-    names = sorted({str(d) for d in datasets})
-    return sorted(names, key=lambda d: (d != paper_dataset, d))
+    return sorted({str(d) for d in datasets}, key=lambda d: (d != paper_dataset, d))
 
 
 def fig3a_table(
