@@ -41,6 +41,42 @@ def ape_encoder_dirs(ds, seed):
     }
 
 
+def ape_train_segments(ds, method, seed):
+    """Jobs an encoder's training runs as (noisyor_bench.experiments.ape.segments): one, or as
+    many as keep each under ape.max_job_hours on one core by the cost model."""
+    if APE.get("max_job_hours") is None:
+        return 1
+    from noisyor_bench.experiments.ape.costs import segment_count
+
+    return segment_count(config, ds, method, seed)
+
+
+def ape_segment_file(ds, method, n, seed, k):
+    """The loop state at the end of segment k, written by ape_train_segment (temporary, read by
+    the next segment only)."""
+    return R(f"segments/ape-train/{ds}/{method}/n{n}/seed{seed}/segment{k}.pt")
+
+
+def ape_previous_segment(wildcards):
+    """Segment k's input: segment k - 1's state (none for the first)."""
+    k = int(wildcards.k)
+    w = wildcards
+    return [ape_segment_file(w.ds, w.method, w.n, w.seed, k - 1)] if k > 0 else []
+
+
+def ape_last_segment(wildcards):
+    """The training job's input where it runs as segments: the state of the one before it."""
+    w = wildcards
+    n = ape_train_segments(w.ds, w.method, w.seed)
+    return [ape_segment_file(w.ds, w.method, w.n, w.seed, n - 2)] if n > 1 else []
+
+
+def previous_option(files):
+    """``--previous <the last segment's state>`` of a training job, or nothing (its first segment,
+    or a training in one job)."""
+    return f"--previous {shlex.quote(str(files[0]))}" if files else ""
+
+
 def ape_nuts_files(ds, seed):
     """The seed's NUTS run (metrics.json), or nothing when the grid runs no NUTS on ``ds``."""
     nuts = APE["datasets"][ds].get("nuts") or {}

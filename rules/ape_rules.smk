@@ -34,9 +34,45 @@ rule ape_data:
         " --cache-dir {params.cache:q} --out {output.npz:q} > {log:q} 2>&1"
 
 
+# A training over ape.max_job_hours (the paper grid's reviews encoders) runs as segments, each
+# its own cluster job resuming the previous one's state (ape_train_segments); the last segment
+# is ape_train itself. Bit-identical to one job (docs/ape.md, "Trainings longer than a job").
+rule ape_train_segment:
+    input:
+        data=R("data/ape-{ds}.npz"),
+        previous=ape_previous_segment,
+    output:
+        temp(ape_segment_file("{ds}", "{method}", "{n}", "{seed}", "{k}")),
+    log:
+        log_path("ape_train", "{ds}_{method}_n{n}_seed{seed}_segment{k}"),
+    benchmark:
+        benchmark_path("ape_train", "{ds}_{method}_n{n}_seed{seed}_segment{k}")
+    wildcard_constraints:
+        ds="toybars|mdreviews",
+        method="standard|ape-naive|ape-model-aware",
+        seed="[0-9]+",
+        k="[0-9]+",
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        **compute_resources("ape_train", "{ds}_{method}_n{n}_seed{seed}_segment{k}"),
+    params:
+        settings=lambda w: json_param(ape_step_settings(w.ds, "ape-train", w.method)),
+        device=APE.get("device", "cpu"),
+        segments=lambda w: ape_train_segments(w.ds, w.method, w.seed),
+        previous=lambda w, input: previous_option(input.previous),
+    shell:
+        "noisyor-bench ape-train-segment --dataset {wildcards.ds} --dataset-file {input.data:q}"
+        " --method {wildcards.method} --seed {wildcards.seed} --settings {params.settings}"
+        " --device {params.device} --threads {threads} --segment {wildcards.k} --segments {params.segments}"
+        " {params.previous} --out {output:q} > {log:q} 2>&1"
+
+
 rule ape_train:
     input:
-        R("data/ape-{ds}.npz"),
+        data=R("data/ape-{ds}.npz"),
+        previous=ape_last_segment,
     output:
         metrics=RUN("ape-train", "{ds}", "{method}", "{n}", seed="{seed}", file="metrics.json"),
         curve=RUN("ape-train", "{ds}", "{method}", "{n}", seed="{seed}", file="curve.csv"),
@@ -58,10 +94,11 @@ rule ape_train:
         settings=lambda w: json_param(ape_step_settings(w.ds, "ape-train", w.method)),
         device=APE.get("device", "cpu"),
         out=lambda w, output: str(Path(output.metrics).parent),
+        previous=lambda w, input: previous_option(input.previous),
     shell:
-        "noisyor-bench ape-train --dataset {wildcards.ds} --dataset-file {input:q} --method {wildcards.method}"
+        "noisyor-bench ape-train --dataset {wildcards.ds} --dataset-file {input.data:q} --method {wildcards.method}"
         " --seed {wildcards.seed} --settings {params.settings} --device {params.device} --threads {threads}"
-        " --out-dir {params.out:q} > {log:q} 2>&1"
+        " {params.previous} --out-dir {params.out:q} > {log:q} 2>&1"
 
 
 rule ape_vi:

@@ -28,6 +28,20 @@ def test_a_pool_is_held_when_it_takes_at_most_half_the_free_memory():
     assert not pairs.hold_pool(pairs.MATERIALISE_BYTES + 1, "cpu", available=0)[0]
 
 
+def test_under_a_jobs_own_memory_limit_the_pool_may_take_all_but_the_reserve(monkeypatch):
+    # 20 GiB of room under a cgroup limit: half would refuse the 16.8 GiB pool, the job's own
+    # limit (no other process shares it) holds it beside the reserve
+    monkeypatch.setattr(pairs, "available_memory", lambda device: (20 * GIB, pairs.CGROUP_SOURCE))
+    held, why = pairs.hold_pool(PAPER_POOL, "cpu")
+    assert held and "cgroup" in why and "- 2 GiB" in why
+    monkeypatch.setattr(pairs, "available_memory", lambda device: (18 * GIB, pairs.CGROUP_SOURCE))
+    assert not pairs.hold_pool(PAPER_POOL, "cpu")[0]  # 16.8 > 18 - 2
+    # the node's MemAvailable is shared: half of it, as before
+    monkeypatch.setattr(pairs, "available_memory", lambda device: (20 * GIB, "available RAM"))
+    assert not pairs.hold_pool(PAPER_POOL, "cpu")[0]
+    assert pairs.hold_pool(PAPER_POOL, "cpu", available=20 * GIB, own_limit=True)[0]
+
+
 def test_unknown_memory_draws_a_large_pool_per_batch(monkeypatch):
     monkeypatch.setattr(pairs, "available_memory", lambda device: (None, "RAM (unknown)"))
     held, why = pairs.hold_pool(PAPER_POOL, "cpu")

@@ -25,8 +25,9 @@ def paper_cfg():
 
 @pytest.fixture(scope="module")
 def planned(paper_cfg):
-    estimates = costs.estimate_jobs(paper_cfg, REFERENCES, ["acp", "ape"])
-    jobs = {p: costs.paper_jobs(paper_cfg, p) for p in ("acp", "ape")}
+    # as calibrate-costs plans them: whole trainings and searches, as slices record them
+    estimates = costs.estimate_jobs(paper_cfg, REFERENCES, ["acp", "ape"], whole=True)
+    jobs = {p: costs.paper_jobs(paper_cfg, p, reference=True) for p in ("acp", "ape")}
     return (
         estimates,
         jobs,
@@ -49,8 +50,12 @@ def test_one_slice_per_rule_and_family_at_its_longest_job_plus_the_named_ones(pl
     named = [p for p in plan if p.job.job == "table4/syn-random-7/lb-cdi/n40000"]
     assert len(named) == 1 and len(groups[("acp", "train_cell", "lb-cdi")]) == 2
     big = next(p for p in plan if p.bench == BIG)
-    assert big.reference is not None and big.reference[1].job == "mdreviews_ape-model-aware_n300_seed0"
-    assert big.reference[0]["grid"] == "quick"
+    assert big.reference is None  # APE's slices price their job alone (ape.slices.PRICED_ALONE)
+    scaled = [p for p in plan if p.reference is not None]
+    assert scaled and all(p.paper != "ape" for p in scaled)
+    svi = next(p for p in plan if p.bench == ("train_cell", "fig5/syn-random-1/svi/n10000"))
+    assert svi.reference is not None and svi.reference[1].job == "fig5/syn-random-1/svi/n30"
+    assert svi.reference[0]["grid"] == "quick"
 
 
 def test_an_unknown_job_is_refused(paper_cfg, planned):
@@ -63,11 +68,11 @@ def test_a_slice_scales_the_former_estimate_by_the_ratio_of_the_rates(planned, p
     """Slice at the job's size 6 s for 2 units (3 s a unit), the reference 1 s for 4 (0.25 s):
     12 x the former estimate; without a reference, 3 s a unit x the job's work."""
     _, _, plan = planned
-    big = next(p for p in plan if p.bench == BIG)
+    big = next(p for p in plan if p.bench == ("train_cell", "fig5/syn-random-1/svi/n10000"))
     times = {big.job.job: (6.0, 2.0), big.reference[1].job: (1.0, 4.0)}
 
     def runner(paper, cfg, job, raw):
-        assert paper == "ape" and raw is None
+        assert paper == "acp" and raw is None
         return (*times[job.job], "two steps", 100.0)
 
     (row,) = cost_slices.measure([big], paper_cfg, None, "cpu x", "abc", runner=runner)

@@ -100,7 +100,43 @@ def cmd_ape_train(args: argparse.Namespace) -> int:
 
     section = _check_inputs(args, "ape-train")
     set_threads(args.threads)
-    train_run(args.dataset_file, args.dataset, args.method, args.seed, section, args.out_dir, args.device)
+    previous = _previous(args)
+    train_run(
+        args.dataset_file, args.dataset, args.method, args.seed, section, args.out_dir, args.device, previous
+    )
+    return 0
+
+
+def _previous(args: argparse.Namespace) -> str | None:
+    """``--previous``: the last segment's output (an empty value: none); a named file must exist."""
+    if not args.previous:
+        return None
+    if not Path(args.previous).is_file():
+        raise ConfigError(
+            f"--previous {args.previous}: no such segment checkpoint (run the training's earlier "
+            "segments, rule ape_train_segment, first)"
+        )
+    return str(args.previous)
+
+
+def cmd_ape_train_segment(args: argparse.Namespace) -> int:
+    from noisyor_bench.experiments.ape.train import train_segment
+    from noisyor_bench.infra.device import set_threads
+
+    section = _check_inputs(args, "ape-train")
+    set_threads(args.threads)
+    train_segment(
+        args.dataset_file,
+        args.dataset,
+        args.method,
+        args.seed,
+        section,
+        args.segment,
+        args.segments,
+        args.out,
+        _previous(args),
+        args.device,
+    )
     return 0
 
 
@@ -210,6 +246,27 @@ def cmd_ape_claims(args: argparse.Namespace) -> int:
     return 0
 
 
+def _training_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments ``ape-train`` and ``ape-train-segment`` share."""
+    p.add_argument("--dataset", choices=DATASETS, required=True, help="APE dataset: toybars or mdreviews")
+    p.add_argument("--dataset-file", required=True, help="results/data/ape-<dataset>.npz")
+    p.add_argument(
+        "--method",
+        choices=("standard", "ape-naive", "ape-model-aware"),
+        required=True,
+        help="encoder to train",
+    )
+    p.add_argument("--seed", type=int, required=True, help="run seed (initialisation, sampling, evaluation)")
+    p.add_argument("--settings", required=True, help="JSON (or @file): grids.<grid>.ape.datasets.<dataset>")
+    p.add_argument("--device", default="cpu", help="auto (CUDA when present), cpu or cuda[:N]")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
+    p.add_argument(
+        "--previous",
+        default="",
+        help="the previous segment's output (rule ape_train_segment) to continue from; empty: none",
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "ape-data", help="APE: build results/data/ape-<dataset>.npz (toy bars, reviews)"
@@ -224,20 +281,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_ape_data)
 
     p = subparsers.add_parser("ape-train", help="APE: train one encoder for one seed (a run directory)")
-    p.add_argument("--dataset", choices=DATASETS, required=True, help="APE dataset: toybars or mdreviews")
-    p.add_argument("--dataset-file", required=True, help="results/data/ape-<dataset>.npz")
-    p.add_argument(
-        "--method",
-        choices=("standard", "ape-naive", "ape-model-aware"),
-        required=True,
-        help="encoder to train",
-    )
-    p.add_argument("--seed", type=int, required=True, help="run seed (initialisation, sampling, evaluation)")
-    p.add_argument("--settings", required=True, help="JSON (or @file): grids.<grid>.ape.datasets.<dataset>")
-    p.add_argument("--device", default="cpu", help="auto (CUDA when present), cpu or cuda[:N]")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (= the job's Snakemake threads)")
+    _training_arguments(p)
     p.add_argument("--out-dir", required=True, help="the run directory")
     p.set_defaults(func=cmd_ape_train)
+
+    p = subparsers.add_parser(
+        "ape-train-segment",
+        help="APE: one segment of an encoder training that runs as several jobs (ape.max_job_hours): "
+        "its steps, from the previous segment's state to its own",
+    )
+    _training_arguments(p)
+    p.add_argument("--segment", type=int, required=True, help="this segment, 0-based (before the last)")
+    p.add_argument(
+        "--segments", type=int, required=True, help="segments of the training (the last: ape-train)"
+    )
+    p.add_argument("--out", required=True, help="the loop state at the segment's last step (.pt)")
+    p.set_defaults(func=cmd_ape_train_segment)
 
     for name, func, what in (
         ("ape-vi", cmd_ape_vi, "VI from random initialisation on the test combinations (a run directory)"),

@@ -37,11 +37,15 @@ def cmd_calibrate_costs(args: argparse.Namespace) -> int:
     table = root / cost_slices.TABLE
     # the estimates the slices correct: without any slice table
     references = [r for r in costs.load_references(root, cfg.get("job_seconds")) if r.source != str(table)]
-    estimates = costs.estimate_jobs(cfg, references, ids)
-    jobs = {pid: costs.paper_jobs(cfg, pid) for pid in ids}
-    planned = cost_slices.plan(cfg, estimates, jobs, args.job or ())
-    if args.only:
-        planned = [p for p in planned if f"{p.job.rule}/{p.job.job}" in (args.job or ())]
+    # whole trainings and searches, as slices record them (a split job's slice prices its parts)
+    estimates = costs.estimate_jobs(cfg, references, ids, whole=True)
+    jobs = {pid: costs.paper_jobs(cfg, pid, reference=True) for pid in ids}
+    wanted = list(args.job or ())
+    if args.missing:  # every job the slices and measured runs do not price at its own size yet
+        wanted += _extrapolated(cfg, root, ids, jobs)
+    planned = cost_slices.plan(cfg, estimates, jobs, wanted)
+    if args.only or args.missing:
+        planned = [p for p in planned if f"{p.job.rule}/{p.job.job}" in wanted]
     if args.max_slices is not None:
         planned = planned[: args.max_slices]
     print(f"calibrate-costs: {len(planned)} slices of the {args.grid} grid ({', '.join(ids)})")
@@ -82,6 +86,26 @@ def cmd_calibrate_costs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _extrapolated(cfg, root: Path, ids, jobs) -> list[str]:
+    """``RULE/JOB`` of every sliceable job whose estimate, with every table (slices included), is
+    still scaled from another job or size, longest first, one per cell (key and size: a slice
+    prices the jobs of its cell, its seeds and chunks, at their own size)."""
+    from noisyor_bench.experiments import cost_slices, costs
+
+    current = costs.estimate_jobs(cfg, costs.load_references(root, cfg.get("job_seconds")), ids, whole=True)
+    out, seen = [], set()
+    for e in sorted(current, key=lambda e: -e.cpu_seconds):
+        if e.basis != "extrapolated":
+            continue
+        job = next(j for j in jobs[e.paper] if (j.rule, j.job) == (e.rule, e.job))
+        bench = cost_slices.slicer(e.paper).bench_name(cfg, job) if cost_slices.slicer(e.paper) else None
+        cell = (e.paper, job.measured_rule or job.rule, job.method_family, job.key, job.size)
+        if bench is not None and cell not in seen:
+            seen.add(cell)
+            out.append(f"{e.rule}/{e.job}")
+    return out
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "calibrate-costs",
@@ -92,6 +116,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--papers", nargs="*", help="only these papers (default: every paper with slices)")
     p.add_argument("--job", action="append", help="also slice this job (RULE/JOB as estimate-time names it)")
     p.add_argument("--only", action="store_true", help="slice only the --job jobs")
+    p.add_argument(
+        "--missing",
+        action="store_true",
+        help="slice every job still priced from another job or size (one slice per cell or run, "
+        "longest first; rerun to continue where an interrupted one stopped)",
+    )
     p.add_argument("--max-slices", type=int, default=None, help="run at most this many slices")
     p.add_argument("--raw-data-dir", default=None, help="raw-data mirror (default: $NOISYOR_RAW_DATA)")
     p.add_argument(

@@ -223,7 +223,9 @@ def plan(
                 continue
             seen.add(group)
             estimate = by_job[(job.rule, job.job)]
-            out[bench] = Planned(pid, job, bench, estimate, _reference(cfg, pid, estimate))
+            # a slice that measures every cost of a unit of the job's work prices it alone
+            alone = getattr(module, "PRICED_ALONE", False)
+            out[bench] = Planned(pid, job, bench, estimate, None if alone else _reference(cfg, pid, estimate))
     missing = sorted(set(wanted) - {f"{p.job.rule}/{p.job.job}" for p in out.values()})
     if missing:
         from noisyor_bench.infra.errors import ConfigError

@@ -336,9 +336,11 @@ def _match(job: Job, candidates: Sequence[_Candidate]) -> _Candidate | None:
 
 
 def estimate_jobs(
-    cfg: Mapping[str, Any], references: Sequence[Reference], paper_ids: Iterable[str]
+    cfg: Mapping[str, Any], references: Sequence[Reference], paper_ids: Iterable[str], whole: bool = False
 ) -> list[Estimate]:
-    """Estimates of every compute job of the selected papers in the active grid of ``cfg``."""
+    """Estimates of every compute job of the selected papers in the active grid of ``cfg``
+    (``whole``: of the jobs as measured runs and slices record them, each training or search
+    one job: :func:`paper_jobs` with ``reference``)."""
     out: list[Estimate] = []
     for pid in paper_ids:
         if _cost_module(pid) is None:
@@ -348,7 +350,7 @@ def estimate_jobs(
             cfg, references, functools.partial(paper_jobs, paper_id=pid, reference=True)
         ):
             candidates.setdefault(ref.measured_rule or ref.rule, []).append((ref, m, grid))
-        for job in paper_jobs(cfg, pid):
+        for job in paper_jobs(cfg, pid, reference=whole):
             rule = job.measured_rule or job.rule
             out.append(_estimate(pid, job, candidates.get(rule, []), references))
     return out

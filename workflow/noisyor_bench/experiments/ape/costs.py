@@ -22,10 +22,14 @@ again.  :func:`evaluate_draws` counts them.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
+from noisyor_bench.experiments.ape import segments
 from noisyor_bench.experiments.ape.steps import training_section
 from noisyor_bench.experiments.costs import BASE_MEM_MB, Job
 
@@ -74,33 +78,129 @@ def train_steps(name: str, ds: Mapping[str, Any], method: str) -> int:
     return min(steps, int(section["max_steps"])) if section.get("max_steps") else steps
 
 
+def model_shape(ds: Mapping[str, Any]) -> tuple[int, int]:
+    """(topics K, vocabulary V) of a dataset's models: its ``data`` (the reviews), else toy bars'
+    fixed 2 x SIDE bars over SIDE^2 pixels."""
+    data = ds.get("data") or {}
+    if "topics" in data and "vocabulary" in data:
+        return int(data["topics"]), int(data["vocabulary"])
+    from noisyor_bench.data.synthetic.toybars import SIDE
+
+    return 2 * SIDE, SIDE * SIDE
+
+
+def train_mem_mb(ds: Mapping[str, Any], method: str) -> int:
+    """Memory an encoder's training job asks for: its base plus the pool in float32, which
+    it then holds instead of drawing each step's models (a tenth of the step time on the
+    reviews' pool: :func:`noisyor_bench.experiments.ape.pairs.hold_pool`, which lets a pool take
+    all but a reserve of a job's own memory limit)."""
+    if method == "standard":
+        return BASE_MEM_MB
+    k, v = model_shape(ds)
+    return BASE_MEM_MB + math.ceil(int(ds["theta_pool"]["size"]) * k * v * 4 / 2**20)
+
+
+def _train_job(name: str, ds: Mapping[str, Any], method: str, seed: Any, chain: str) -> Job:
+    """One encoder's whole training (one job, whatever the segments)."""
+    n = 1 if method == "standard" else int(ds["theta_pool"]["size"])
+    return Job(
+        "ape_train",
+        f"{name}_{method}_n{n}_seed{seed}",
+        float(train_steps(name, ds, method)),
+        key=(name, method),
+        size=float(n),
+        cuda=True,
+        mem_mb=train_mem_mb(ds, method),
+        chain=chain,
+        stage=1,
+        family=method,
+    )
+
+
+def max_job_hours(cfg: Mapping[str, Any]) -> float | None:
+    """``ape.max_job_hours`` of the active grid (None: every training is one job)."""
+    value = _section(cfg).get("max_job_hours")
+    return None if value is None else float(value)
+
+
+@functools.lru_cache(maxsize=16)
+def _whole_training_seconds(cfg_json: str) -> dict[str, float]:
+    """One-core seconds of each whole training job (stem -> seconds), from the checkout's
+    measured runs and slices, once per config."""
+    from noisyor_bench.experiments import costs
+
+    cfg = json.loads(cfg_json)
+    references = costs.checkout_references(cfg.get("job_seconds"))
+    candidates = costs.measured_candidates(cfg, references, reference_jobs)
+    trains = [j for j in reference_jobs(cfg) if j.rule == "ape_train"]
+    return {
+        j.job: costs.estimate_job(
+            "ape", j, [c for c in candidates if c[0].rule == j.rule], references
+        ).cpu_seconds
+        for j in trains
+    }
+
+
+def training_segments(cfg: Mapping[str, Any], job: Job) -> int:
+    """Segments of a whole training job (:mod:`~noisyor_bench.experiments.ape.segments`): one
+    without ``ape.max_job_hours``, else enough that each stays under it on one core by the cost
+    model (the estimate of the whole job), at most one per step."""
+    hours = max_job_hours(cfg)
+    if hours is None:
+        return 1
+    seconds = _whole_training_seconds(json.dumps(cfg, sort_keys=True, default=str)).get(job.job, 0.0)
+    return min(segments.count(seconds, hours), max(1, int(job.work)))
+
+
+def segment_count(cfg: Mapping[str, Any], dataset: str, method: str, seed: Any) -> int:
+    """Segments of one encoder's training (the rules' input functions ask)."""
+    ds = dict(_section(cfg)["datasets"][dataset])
+    return training_segments(cfg, _train_job(dataset, ds, method, seed, ""))
+
+
+def _segment_jobs(cfg: Mapping[str, Any], whole: Job) -> list[Job]:
+    """The whole training as its segments' jobs, stage after stage in its chain."""
+    n = training_segments(cfg, whole)
+    if n == 1:
+        return [whole]
+    stops = segments.segment_stops(int(whole.work), n)
+    return [
+        dataclasses.replace(
+            whole,
+            job=segments.segment_stem(whole.job, k, n),
+            work=float(stop - (stops[k - 1] if k else 0)),
+            stage=1 + k,
+        )
+        for k, stop in enumerate(stops)
+    ]
+
+
 def jobs(cfg: Mapping[str, Any]) -> list[Job]:
-    """APE's compute jobs in the active grid of ``cfg``."""
+    """APE's compute jobs in the active grid of ``cfg`` (a training over ``ape.max_job_hours``
+    as its segments)."""
+    return _jobs(cfg, split=True)
+
+
+def reference_jobs(cfg: Mapping[str, Any]) -> list[Job]:
+    """As :func:`jobs`, every training one job (how slices and measured runs record them)."""
+    return _jobs(cfg, split=False)
+
+
+def _jobs(cfg: Mapping[str, Any], split: bool) -> list[Job]:
     ape = _section(cfg)
     out = []
     for name, ds in (ape.get("datasets") or {}).items():
-        pool = int(ds["theta_pool"]["size"])
         nuts = ds.get("nuts") or {}
         for seed in ape.get("seeds") or []:
             # one chain per seed: VI, then NUTS (from VI's draw) beside the encoders, then the
             # evaluation of both (the encoders do not wait for VI: an upper bound by VI's minutes)
             chain = f"{name}_seed{seed}"
+            trains: list[Job] = []
             for method in ds["encoders"]:
-                n = 1 if method == "standard" else pool
-                out.append(
-                    Job(
-                        "ape_train",
-                        f"{name}_{method}_n{n}_seed{seed}",
-                        float(train_steps(name, ds, method)),
-                        key=(name, method),
-                        size=float(n),
-                        cuda=True,
-                        mem_mb=BASE_MEM_MB + pool // 20,
-                        chain=chain,
-                        stage=1,
-                        family=method,
-                    )
-                )
+                whole = _train_job(name, ds, method, seed, chain)
+                trains += _segment_jobs(cfg, whole) if split else [whole]
+            out += trains
+            last = max(j.stage for j in trains) if trains else 1
             out.append(Job("ape_vi", chain, vi_draws(ds, eval_pairs(ds)), key=(name,), chain=chain))
             # nuts.documents (one combination per document) and nuts.seeds (a subset)
             sampled = nuts_pairs(ds)
@@ -112,7 +212,7 @@ def jobs(cfg: Mapping[str, Any]) -> list[Job]:
                 work = sampled * iterations * 2 ** int(nuts.get("max_tree_depth", 10))
                 out.append(Job("ape_nuts", chain, float(work), key=(name,), chain=chain, stage=1))
             work = evaluate_draws(name, ds, sampled if sampled_here else 0)
-            out.append(Job("ape_evaluate", chain, work, key=(name,), cell=False, chain=chain, stage=2))
+            out.append(Job("ape_evaluate", chain, work, key=(name,), cell=False, chain=chain, stage=last + 1))
     return out
 
 

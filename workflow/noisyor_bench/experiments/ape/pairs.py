@@ -6,7 +6,8 @@
   train on every document): what is unseen is the model.
 * **Training models**: the pool (:class:`~noisyor_bench.data.synthetic.theta_pool.ThetaPool`),
   drawn once and held on the training device when it fits there (:func:`hold_pool`: half the
-  device's free memory), else drawn batch by batch; the same numbers either way.
+  device's free memory, or all but a reserve of a job's own memory limit), else drawn batch by
+  batch; the same numbers either way.
   The Standard encoder's one model is the pool's model 0.
 * **Validation pairs**: random documents with models of a separate validation pool (seed
   ``pool seed + 1``), the same for every training seed; the Standard encoder's validation
@@ -36,6 +37,11 @@ MATERIALISE_BYTES = 1 << 30
 #: Share of the training device's free memory a held pool may take (the rest: the documents,
 #: the encoder, the batch's activations, other processes).
 HOLD_FRACTION = 0.5
+#: Memory a job under its own (cgroup) limit keeps beside a held pool: the documents, the
+#: encoder, torch, the batch's activations (peak 0.75-0.9 GB in the reviews' slices).
+HOLD_RESERVE_BYTES = 2 << 30
+#: ``available_memory``'s source when the figure is the job's own memory limit.
+CGROUP_SOURCE = "room under the cgroup memory limit"
 #: Models drawn per block while a pool is materialised (peak extra memory: one block).
 HOLD_BLOCK_MODELS = 256
 VALIDATION_MODELS = 50
@@ -123,7 +129,7 @@ def available_memory(device: torch.device | str) -> tuple[int | None, str]:
             return None, "RAM (unknown)"
     cgroup = _cgroup_room()
     if cgroup is not None and cgroup < room:
-        return cgroup, "room under the cgroup memory limit"
+        return cgroup, CGROUP_SOURCE
     return room, source
 
 
@@ -132,6 +138,7 @@ def hold_pool(
     device: torch.device | str = "cpu",
     available: int | None = None,
     fraction: float = HOLD_FRACTION,
+    own_limit: bool | None = None,
 ) -> tuple[bool, str]:
     """Whether to draw a pool of ``pool_bytes`` once and hold it on ``device``; (decision, why).
 
@@ -141,7 +148,11 @@ def hold_pool(
     pool per step even where the device holds it several times over (an H200's ~139 GiB, a
     node's 128 GB).  The pool is held when it takes at most ``fraction`` of the memory free
     on the training device (``available``: that memory, default :func:`available_memory`), so
-    the documents, the encoder and other processes keep the rest; pools up to
+    the documents, the encoder and other processes keep the rest; where that figure is the
+    job's own memory limit (a cgroup: ``own_limit``, default when :func:`available_memory` read
+    it there), no other process shares it, and the pool may take all but
+    :data:`HOLD_RESERVE_BYTES` (so a cluster job requests the pool plus its base memory,
+    :func:`noisyor_bench.experiments.ape.costs.train_mem_mb`, not twice the pool); pools up to
     :data:`MATERIALISE_BYTES` always are (the former rule).  Either choice gives the same
     numbers: a held model is the drawn one, bit for bit, and the steps draw the same indices."""
     dev = torch.device(device)
@@ -151,12 +162,19 @@ def hold_pool(
     source = f"free on {dev}" if dev.type == "cuda" else "available RAM"
     if available is None:
         available, source = available_memory(dev)
+        own_limit = source == CGROUP_SOURCE if own_limit is None else own_limit
     if available is None:
         return False, f"pool {size} > {_gib(MATERIALISE_BYTES)} and the {source}: drawn per batch"
-    budget = fraction * available
+    if own_limit and dev.type == "cpu":
+        share, budget = (
+            f"{_gib(available)} {source} - {_gib(HOLD_RESERVE_BYTES)}",
+            available - HOLD_RESERVE_BYTES,
+        )
+    else:
+        share, budget = f"{fraction:g} x {_gib(available)} {source}", fraction * available
     if pool_bytes <= budget:
-        return True, f"pool {size} <= {fraction:g} x {_gib(available)} {source}: held on {dev}"
-    return False, f"pool {size} > {fraction:g} x {_gib(available)} {source}: drawn per batch"
+        return True, f"pool {size} <= {share}: held on {dev}"
+    return False, f"pool {size} > {share}: drawn per batch"
 
 
 def materialise_pool(

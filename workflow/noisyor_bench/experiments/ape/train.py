@@ -7,7 +7,10 @@ convergence verdict of :mod:`noisyor_bench.inference.convergence`, provenance), 
 NELBO).  The directory is written as ``<dir>.partial`` and published when complete
 (:func:`noisyor_bench.experiments.rundir.publish_run_dir`).  While the training runs, its
 checkpoint (every :data:`~noisyor_bench.inference.topics.ape_training.CHECKPOINT_SECONDS`) lives
-there too: a run killed at its wall-time limit continues from it on the retry.
+there too: a run killed at its wall-time limit continues from it on the retry.  A training the
+cost model puts over ``ape.max_job_hours`` runs as segments (:mod:`~noisyor_bench.experiments.ape.segments`):
+:func:`train_segment` writes the loop state at its last step, and the run directory's job
+starts from the last segment's (``previous``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ import torch
 
 from noisyor_bench.data.synthetic.theta_pool import ThetaPool
 from noisyor_bench.experiments.ape import pairs
+from noisyor_bench.experiments.ape import segments as segments_of
 from noisyor_bench.experiments.ape.steps import training_section
 from noisyor_bench.experiments.rundir import (
     CHECKPOINT_FILE,
@@ -77,6 +82,142 @@ def training_config(section: Mapping[str, Any], n_documents: int, models: int) -
     return config, epoch_steps, steps
 
 
+@dataclass
+class _Setup:
+    """One training's inputs, as every segment of it builds them."""
+
+    encoder: Any
+    documents: np.ndarray
+    thetas: Any
+    models: int  # models the steps draw from (the pool's size, 1 for the Standard encoder)
+    valid: tuple[torch.Tensor, torch.Tensor]
+    budget: Mapping[str, Any]
+    config: Any
+    epoch_steps: int
+    steps: int
+    device: torch.device
+    n_topics: int
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.documents.shape[0])
+
+    @property
+    def vocab(self) -> int:
+        return int(self.documents.shape[1])
+
+
+def _prepare(
+    dataset_path: str | Path, dataset: str, method: str, seed: int, section: Mapping[str, Any], device: str
+) -> _Setup:
+    from noisyor_bench.inference.topics.ape_encoders import build_encoder, count_parameters
+
+    if method not in ENCODER_KINDS:
+        raise ConfigError(f"unknown APE encoder {method!r}; choose one of {', '.join(ENCODER_KINDS)}")
+    arrays = load_npz(dataset_path)
+    documents = np.asarray(arrays["documents"], dtype=np.float32)
+    pool = ThetaPool.from_arrays(arrays)
+    n_docs, vocab = documents.shape
+    standard = method == "standard"
+    budget = training_section(section, method)
+    config, epoch_steps, steps = training_config(budget, n_docs, n_models(method, pool.size))
+    dev = resolve_device(device)
+    # the pool held on the training device when it fits there (pairs.hold_pool), else drawn per batch
+    thetas, m = (torch.from_numpy(pool.draw([0])), 1) if standard else pairs.training_models(pool, dev)
+    valid = pairs.validation_pairs(documents, pool, int(budget.get("validation_pairs", 500)), standard)
+    encoder = build_encoder(
+        ENCODER_KINDS[method], vocab, pool.n_topics, seed=stream_seed(seed, f"ape-encoder-init-{method}")
+    )
+    log.info(
+        "%s %s seed %d: %d parameters, %d documents x %d models, %d steps (epochs' steps %d), device %s",
+        dataset, method, seed, count_parameters(encoder), n_docs, m, steps, epoch_steps, dev,
+    )  # fmt: skip
+    return _Setup(
+        encoder, documents, thetas, m, valid, budget, config, epoch_steps, steps, dev, pool.n_topics
+    )
+
+
+def _fit(
+    setup: _Setup,
+    dataset_path: str | Path,
+    method: str,
+    seed: int,
+    checkpoint: Path,
+    previous: str | Path | None,
+    stop_at: int | None,
+) -> Any:
+    """``train_encoder`` on the setup: checkpoints to ``checkpoint``, from ``previous``, to ``stop_at``."""
+    from noisyor_bench.inference.topics.ape_training import train_encoder
+    from noisyor_bench.models.topics.logistic_normal import ape_prior
+
+    def progress(row: Mapping[str, float]) -> None:
+        log.info(
+            "step %d/%d: train NELBO %.3f, validation NELBO %.3f, lr %.2e, %.1f s",
+            row["step"], row["total_steps"], row["train_nelbo"], row["val_nelbo"], row["lr"],
+            row["elapsed_seconds"],
+        )  # fmt: skip
+
+    return train_encoder(
+        setup.encoder,
+        torch.from_numpy(setup.documents),
+        setup.thetas,
+        ape_prior(setup.n_topics, dtype=torch.float32),
+        setup.config,
+        seed=stream_seed(seed, f"ape-train-{method}"),
+        valid_x=setup.valid[0],
+        valid_theta=setup.valid[1],
+        n_models=setup.models,
+        device=setup.device,
+        progress=progress,
+        checkpoint_path=checkpoint,
+        fingerprint={"dataset_sha256": sha256_file(dataset_path), "method": method},
+        resume_from=previous,
+        stop_at=stop_at,
+    )
+
+
+def train_segment(
+    dataset_path: str | Path,
+    dataset: str,
+    method: str,
+    seed: int,
+    section: Mapping[str, Any],
+    segment: int,
+    segments: int,
+    out: str | Path,
+    previous: str | Path | None = None,
+    device: str = "cpu",
+) -> int:
+    """Segment ``segment`` (0-based, before the last of ``segments``) of the training: from
+    ``previous`` (segment ``segment - 1``'s output; None for the first) to its last step
+    (:func:`~noisyor_bench.experiments.ape.segments.segment_stops`), the loop state written to
+    ``out`` (published atomically; a killed attempt's checkpoint beside it is resumed); the step reached."""
+    if not 0 <= int(segment) < int(segments) - 1:
+        raise ConfigError(
+            f"APE training segment {segment} of {segments}: a segment job runs 0..{int(segments) - 2}; "
+            "the last segment is the training job (ape-train --previous)"
+        )
+    if (previous is None) != (int(segment) == 0):
+        raise ConfigError(
+            f"APE training segment {segment}: "
+            + (
+                "--previous (segment k-1's output) is needed"
+                if previous is None
+                else "the first segment has no --previous"
+            )
+        )
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = out.with_name(out.name + ".partial")  # kept: a killed attempt resumes from it
+    setup = _prepare(dataset_path, dataset, method, seed, section, device)
+    stop = segments_of.segment_stops(setup.steps, segments)[segment]
+    result = _fit(setup, dataset_path, method, seed, work, previous, stop)
+    work.replace(out)
+    log.info("%s %s seed %d: segment %d of %d done at step %d -> %s", dataset, method, seed, segment + 1,
+             segments, result.steps, out)  # fmt: skip
+    return int(result.steps)
+
+
 def train_run(
     dataset_path: str | Path,
     dataset: str,
@@ -85,73 +226,19 @@ def train_run(
     section: Mapping[str, Any],
     out_dir: str | Path,
     device: str = "cpu",
+    previous: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Train ``method``'s encoder on ``dataset`` with ``seed``; write the run directory; its metrics."""
-    from noisyor_bench.inference.topics.ape_encoders import build_encoder, count_parameters
-    from noisyor_bench.inference.topics.ape_training import train_encoder
-    from noisyor_bench.models.topics.logistic_normal import ape_prior
-
-    if method not in ENCODER_KINDS:
-        raise ConfigError(f"unknown APE encoder {method!r}; choose one of {', '.join(ENCODER_KINDS)}")
-    arrays = load_npz(dataset_path)
-    documents = np.asarray(arrays["documents"], dtype=np.float32)
-    pool = ThetaPool.from_arrays(arrays)
-    n_docs, vocab = documents.shape
-    n_topics = pool.n_topics
-    standard = method == "standard"
-    budget = training_section(section, method)
-    models = n_models(method, pool.size)
-    config, epoch_steps, steps = training_config(budget, n_docs, models)
-    dev = resolve_device(device)
-    # the pool held on the training device when it fits there (pairs.hold_pool), else drawn per batch
-    thetas, m = (torch.from_numpy(pool.draw([0])), 1) if standard else pairs.training_models(pool, dev)
-    valid_x, valid_theta = pairs.validation_pairs(
-        documents, pool, int(budget.get("validation_pairs", 500)), standard
-    )
-    encoder = build_encoder(
-        ENCODER_KINDS[method], vocab, n_topics, seed=stream_seed(seed, f"ape-encoder-init-{method}")
-    )
-    log.info(
-        "%s %s seed %d: %d parameters, %d documents x %d models, %d steps (epochs' steps %d), device %s",
-        dataset,
-        method,
-        seed,
-        count_parameters(encoder),
-        n_docs,
-        m,
-        steps,
-        epoch_steps,
-        dev,
-    )
-
-    def progress(row: Mapping[str, float]) -> None:
-        log.info(
-            "step %d/%d: train NELBO %.3f, validation NELBO %.3f, lr %.2e, %.1f s",
-            row["step"],
-            row["total_steps"],
-            row["train_nelbo"],
-            row["val_nelbo"],
-            row["lr"],
-            row["elapsed_seconds"],
-        )
+    """Train ``method``'s encoder on ``dataset`` with ``seed`` (from ``previous``, the last
+    segment's output, when the training runs as segments); write the run directory; its metrics."""
+    from noisyor_bench.inference.topics.ape_encoders import count_parameters
 
     out = Path(out_dir)
+    setup = _prepare(dataset_path, dataset, method, seed, section, device)
     work = claim_partial_dir(out)  # kept: a killed attempt's checkpoint is resumed
-    result = train_encoder(
-        encoder,
-        torch.from_numpy(documents),
-        thetas,
-        ape_prior(n_topics, dtype=torch.float32),
-        config,
-        seed=stream_seed(seed, f"ape-train-{method}"),
-        valid_x=valid_x,
-        valid_theta=valid_theta,
-        n_models=m,
-        device=dev,
-        progress=progress,
-        checkpoint_path=work / CHECKPOINT_FILE,
-        fingerprint={"dataset_sha256": sha256_file(dataset_path), "method": method},
-    )
+    result = _fit(setup, dataset_path, method, seed, work / CHECKPOINT_FILE, previous, None)
+    encoder, budget, dev = setup.encoder, setup.budget, setup.device
+    vocab, n_topics, n_docs, m = setup.vocab, setup.n_topics, setup.n_docs, setup.models
+    epoch_steps, steps = setup.epoch_steps, setup.steps
     (work / CHECKPOINT_FILE).unlink(missing_ok=True)  # trained: not an output of the run
     write_checkpoint(
         work / ENCODER_FILE, {k: v.cpu() for k, v in encoder.state_dict().items()}
@@ -164,7 +251,7 @@ def train_run(
         "experiment": EXPERIMENT,
         "dataset": dataset,
         "method": method,
-        "n_train": models,
+        "n_train": m,
         "seed": int(seed),
         "mode": "training",
         "encoder_kind": ENCODER_KINDS[method],
@@ -187,6 +274,7 @@ def train_run(
         "convergence": result.convergence.as_dict(),
         "budget": dict(budget),
         "device": str(dev),
+        "segmented": previous is not None,  # resumed from its last segment job's state
     }
     metrics["provenance"] = provenance.artifact_record(
         "run",

@@ -25,6 +25,13 @@ curve, the best state, the step) is saved every ``checkpoint_seconds`` of wall t
 the paper grid's pool (days of steps) killed at its wall-time limit continues on its retry instead
 of starting again; the resumed run ends bit-identical to an uninterrupted one (only the timings
 differ).  A checkpoint of another configuration is stale: it is removed and the run starts afresh.
+
+Segments: a training longer than one cluster job may run (the paper grid's naive encoder on the
+reviews: days of one core) runs as consecutive jobs.  ``stop_at`` ends a job's share at that
+step, with the loop state saved to ``checkpoint_path`` (result ``stop_reason == "paused"``);
+``resume_from`` starts the next job from the previous one's checkpoint (one of another
+configuration is an error there, never a fresh start).  The segments together are the
+uninterrupted run, bit for bit.
 """
 
 from __future__ import annotations
@@ -123,7 +130,7 @@ class ApeTrainingResult:
     steps: int
     seconds: float
     best_step: int
-    stop_reason: str  # "max_epochs" (the step budget) or "patience"
+    stop_reason: str  # "max_epochs" (the step budget), "patience", or "paused" (at ``stop_at``)
     history: list[dict[str, float]] = field(default_factory=list)  # per evaluation: step, lr, train/val NELBO
 
     @property
@@ -230,6 +237,8 @@ def train_encoder(
     checkpoint_seconds: float = CHECKPOINT_SECONDS,
     checkpoint_every: int | None = None,
     fingerprint: Mapping[str, Any] | None = None,
+    resume_from: str | Path | None = None,
+    stop_at: int | None = None,
 ) -> ApeTrainingResult:
     """Train ``encoder`` in place (moved to ``device``, default CUDA if present) on random pairs
     of ``documents`` (N, V) and training ``thetas``; monitor the NELBO of the fixed validation
@@ -239,7 +248,10 @@ def train_encoder(
     ``compact`` (default): for the standard and model-aware encoders with a tensor pool and
     sparse documents, each step gathers only the batch documents' words from the models (the
     ELBO and the model-aware statistic need no other column), instead of copying (B, K, V)
-    thetas; the same objective, ~V/U times less memory traffic.  ``False``: the dense path."""
+    thetas; the same objective, ~V/U times less memory traffic.  ``False``: the dense path.
+
+    ``checkpoint_path`` / ``resume_from`` / ``stop_at``: the module docstring's checkpoints and
+    segments (a paused run's encoder is left at its current weights, not the best ones)."""
     dev = torch.device(device) if device is not None else default_device()
     dtype = next(encoder.parameters()).dtype
     encoder.to(dev)
@@ -268,7 +280,7 @@ def train_encoder(
     history: list[dict[str, float]] = []
     best_value, best_step, best_eval, bad = math.inf, 0, None, 0
     best_state = {k: v.detach().clone() for k, v in encoder.state_dict().items()}
-    stop_reason = "max_epochs"
+    stop_reason, stopped = "max_epochs", False
     start = time.perf_counter()
     chunk_start, train_sum, train_count = start, 0.0, 0
     encoder.train()
@@ -289,7 +301,12 @@ def train_encoder(
         "device_type": dev.type,
         "dtype": str(dtype),
     }
+    if stop_at is not None and not 0 < int(stop_at) <= n_steps:
+        raise ConfigError(f"APE training stop_at must be a step in 1..{n_steps}; got {stop_at!r}")
+    if checkpoint is None and (stop_at is not None and stop_at < n_steps):
+        raise ConfigError("APE training stop_at before the last step needs a checkpoint_path to pause to")
     saved_at = time.perf_counter()
+    payload = None
     if checkpoint is not None and checkpoint.exists():
         try:
             payload = read_checkpoint(checkpoint, print_)
@@ -297,26 +314,34 @@ def train_encoder(
             LOGGER.warning("%s; removing it, the run starts afresh", err)
             checkpoint.unlink()
         else:
-            encoder.load_state_dict(payload["module"])
-            optimizer.load_state_dict(payload["optimizer"])
-            for name, g in generators.items():
-                g.set_state(payload["generators"][name])
-            best_state = payload["best_state"]
-            loop = payload["loop"]
-            step, bad, best_eval = int(loop["step"]), int(loop["bad"]), loop["best_eval"]
-            best_value, best_step = float(loop["best_value"]), int(loop["best_step"])
-            train_sum, train_count = float(loop["train_sum"]), int(loop["train_count"])
-            records = [EpochRecord(**r) for r in payload["records"]]
-            history = list(payload["history"])
-            now = time.perf_counter()
-            start, chunk_start = now - float(loop["elapsed"]), now - float(loop["chunk_elapsed"])
-            LOGGER.info("resuming APE training at step %d of %d from %s", step, n_steps, checkpoint)
+            source = checkpoint
+    if payload is None and resume_from is not None:
+        # the previous segment's: another configuration's is an error, a fresh start would be wrong
+        payload, source = read_checkpoint(resume_from, print_), Path(resume_from)
+    if payload is not None:
+        encoder.load_state_dict(payload["module"])
+        optimizer.load_state_dict(payload["optimizer"])
+        for name, g in generators.items():
+            g.set_state(payload["generators"][name])
+        best_state = payload["best_state"]
+        loop = payload["loop"]
+        step, bad, best_eval = int(loop["step"]), int(loop["bad"]), loop["best_eval"]
+        stop_reason = str(loop.get("stop_reason") or stop_reason)
+        best_value, best_step = float(loop["best_value"]), int(loop["best_step"])
+        train_sum, train_count = float(loop["train_sum"]), int(loop["train_count"])
+        records = [EpochRecord(**r) for r in payload["records"]]
+        history = list(payload["history"])
+        now = time.perf_counter()
+        start, chunk_start = now - float(loop["elapsed"]), now - float(loop["chunk_elapsed"])
+        stopped = bool(loop.get("stopped", False))  # early-stopped in an earlier segment
+        LOGGER.info("resuming APE training at step %d of %d from %s", step, n_steps, source)
 
     def save() -> None:
         now = time.perf_counter()
         loop = dict(step=step, bad=bad, best_eval=best_eval, best_value=best_value, best_step=best_step,
                     train_sum=train_sum, train_count=train_count, elapsed=now - start,
-                    chunk_elapsed=now - chunk_start)  # fmt: skip
+                    chunk_elapsed=now - chunk_start, stop_reason=stop_reason,
+                    stopped=stopped)  # fmt: skip
         write_checkpoint(
             checkpoint,  # type: ignore[arg-type]
             {
@@ -335,7 +360,8 @@ def train_encoder(
     from noisyor_bench.infra.progress import Progress
 
     ticker = Progress(f"APE training ({encoder.kind})", n_steps)  # a log line every 20 s
-    while step < n_steps:
+    end = n_steps if stop_at is None else int(stop_at)
+    while step < end and not stopped:
         ticker.update(step)
         lr = learning_rate_at(step, config)
         for group in optimizer.param_groups:
@@ -387,14 +413,19 @@ def train_encoder(
             else:
                 bad += 1
                 if config.patience is not None and bad >= config.patience:
-                    stop_reason = "patience"
+                    stop_reason, stopped = "patience", True
                     break
-        if checkpoint is not None and step < n_steps:
+        if checkpoint is not None and step < end:
             due = step % checkpoint_every == 0 if checkpoint_every else False
             if due or (not checkpoint_every and time.perf_counter() - saved_at >= checkpoint_seconds):
                 save()
                 saved_at = time.perf_counter()
     seconds = time.perf_counter() - start
+    if end < n_steps:  # a segment's share done: the whole loop state for the next one
+        save()
+        LOGGER.info("APE training paused at step %d of %d: %s", step, n_steps, checkpoint)
+        convergence = assess(records, "paused", best_eval, budget, applicable=False)
+        return ApeTrainingResult(records, convergence, step, seconds, best_step, "paused", history)
     if config.restore_best:
         encoder.load_state_dict(best_state)
     else:
