@@ -70,9 +70,20 @@ def cmd_calibrate_costs(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else table
     cpu, commit = cpu_model(), code_version_label()
     done, failed = 0, []
+    reference_rates: dict = {}  # a reference slice shared by several cells runs once
+    slices_run: dict = {}  # and a slice two rows share (an ACP cell's search and training)
     for p in planned:  # each slice written as it ends: a failed or killed one loses only itself
         try:
-            rows = cost_slices.measure([p], cfg, args.raw_data_dir, cpu, commit, report=report)
+            rows = cost_slices.measure(
+                [p],
+                cfg,
+                args.raw_data_dir,
+                cpu,
+                commit,
+                report=report,
+                reference_rates=reference_rates,
+                slices_run=slices_run,
+            )
         except Exception as err:  # noqa: BLE001 - one slice's failure is reported, the others run
             failed.append(f"{p.bench[0]} {p.bench[1]}: {' '.join(str(err).split())[:300]}")
             print(f"| {p.bench[0]} | {p.bench[1]} | failed: {failed[-1]} | | | | |", flush=True)

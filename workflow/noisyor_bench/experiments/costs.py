@@ -319,7 +319,7 @@ def _match(job: Job, candidates: Sequence[_Candidate]) -> _Candidate | None:
     prefix, then the nearest size, then the nearest work per fit (a run at the same budgets beats
     one scaled from another budget)."""
 
-    def score(item: _Candidate) -> tuple[int, int, int, float, float]:
+    def score(item: _Candidate) -> tuple[int, int, int, int, float, float]:
         ref = item[0]
         itself = (ref.rule, ref.job) == (job.rule, job.job) and math.isclose(ref.work, job.work)
         whole = 0 if itself and not item[1].slice else 1  # a whole measured run beats any slice
@@ -329,10 +329,26 @@ def _match(job: Job, candidates: Sequence[_Candidate]) -> _Candidate | None:
                 break
             prefix += 1
         size = abs(math.log(max(job.size, 1e-9)) - math.log(max(ref.size, 1e-9)))
-        own = 0 if item[1].slice and math.isclose(job.size, ref.size) else 1  # a slice at its size
-        return (whole, -prefix, own, size, abs(math.log(max(job.per_fit, 1e-9) / max(ref.per_fit, 1e-9))))
+        # a slice at its size and budget first, a measured run next, a slice of another budget last
+        # (another grid running the same cell keeps its own runs)
+        own = 0 if _slice_of(job, ref, item[1]) else 2 if item[1].slice else 1
+        foreign = int(own == 2)
+        return (
+            whole,
+            foreign,
+            -prefix,
+            own,
+            size,
+            abs(math.log(max(job.per_fit, 1e-9) / max(ref.per_fit, 1e-9))),
+        )
 
     return min(candidates, key=score) if candidates else None
+
+
+def _slice_of(job: Job, ref: Job, m: Measurement) -> bool:
+    """``m`` is a calibration slice of ``job``'s own cell: its size and its work per fit (a grid
+    that runs the same cell at another budget keeps its own measured runs)."""
+    return m.slice and math.isclose(job.size, ref.size) and math.isclose(job.per_fit, ref.per_fit)
 
 
 def estimate_jobs(
@@ -388,7 +404,7 @@ def _estimate(
     ref, m, grid = best
     seconds = m.seconds * job.work / ref.work
     same = (ref.rule, ref.job) == (job.rule, job.job) and math.isclose(ref.work, job.work)
-    sliced = m.slice and ref.key == job.key and math.isclose(ref.size, job.size)
+    sliced = _slice_of(job, ref, m) and ref.key == job.key
     mem = job.mem_mb
     if m.rss_mb is not None:  # measured peak memory, scaled by the data size
         mem = max(mem, int(math.ceil(m.rss_mb * max(1.0, job.size / max(ref.size, 1e-9)))))
@@ -513,6 +529,7 @@ def summary_rows(estimates: Sequence[Estimate], slots: int) -> list[dict[str, An
                 core_hours=total / 3600,
                 gpu_jobs=sum(e.cuda for e in every),
                 extrapolated=extrapolated / total if total else 0.0,
+                own_size=sum(e.basis in ("measured", SLICED) for e in every) / len(every),
                 longest=max(ests, key=lambda e: e.cpu_seconds) if ests else None,
                 wall_seconds=wall_seconds(ests, slots),
                 unmeasured=len(missing),
@@ -529,7 +546,7 @@ def not_measured_text(row: Mapping[str, Any]) -> str:
     return f"{row['unmeasured']} ({', '.join(row['unmeasured_families'])})"
 
 
-def _share(fraction: float) -> str:
+def share_text(fraction: float) -> str:
     """A percentage that never rounds a remainder away (99.96% is not 100%)."""
     pct = 100 * fraction
     return (
@@ -558,22 +575,26 @@ def format_table(
         f"Cost model ({grid} grid, {slots} {plural}, one CPU core per job; "
         f"scaled from the measured runs {', '.join(f'{g} ({p})' for g, p in REFERENCE_TABLES)}):",
         "",
-        "| paper | jobs | core-hours | GPU-hours | extrapolated | longest job (1 core) | wall time | not measured |",
-        "|---|---|---|---|---|---|---|---|",
+        "| paper | jobs | at own size | core-hours | GPU-hours | extrapolated | longest job (1 core) | wall time "
+        "| not measured |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in summary_rows(estimates, slots):
         gpu_h = f"not measured ({r['gpu_jobs']} CUDA jobs)" if r["gpu_jobs"] else "-"
         lo = r["longest"]
         longest = f"{_hours(lo.cpu_seconds)}: {lo.rule} {lo.job}" if lo else "-"
         lines.append(
-            f"| {r['paper']} | {r['jobs']} | {r['core_hours']:,.1f} | {gpu_h} | {_share(r['extrapolated'])} "
+            f"| {r['paper']} | {r['jobs']} | {share_text(r['own_size'])} | {r['core_hours']:,.1f} | {gpu_h} "
+            f"| {share_text(r['extrapolated'])} "
             f"| {longest} | {_hours(r['wall_seconds'])} | {not_measured_text(r)} |"
         )
     lines.append("")
     lines.append(
         "Wall time: list scheduling (longest first) of the jobs' estimates on the slots, at least the "
         "longest chain of dependent jobs (a cell's search chunks, then its training), without the local "
-        "short rules. 'extrapolated': share of the core-hours scaled from a different job or size "
+        "short rules. 'at own size': share of the jobs priced from a measurement of themselves or a "
+        "calibration slice at their own size. 'extrapolated': share of the core-hours scaled from a "
+        "different job or size "
         "(rows x epochs x draws x seeds, sweeps x topics, ...), not measured as such; a job priced from a "
         "calibration slice at its own size (its key and size) is not. 'not measured': "
         "jobs without a measured job of their own method family, left out of the core-hours and wall "

@@ -40,6 +40,13 @@ def bench_name(cfg: Mapping[str, Any], job: Job) -> tuple[str, str] | None:
     return None if cell is None else (RULES[job.rule], cell.path)
 
 
+def slice_key(cfg: Mapping[str, Any], job: Job) -> str | None:
+    """What a slice of ``job`` runs: its cell (a search's slice and its training's fit the same
+    draw at the same budget, so one run prices both)."""
+    cell = _cell(cfg, job) if job.rule in RULES else None
+    return None if cell is None else cell.path
+
+
 def run(cfg: Mapping[str, Any], job: Job, raw_data_dir: str | None) -> tuple[float, float, str]:
     """(seconds of one epoch, its work, what was run) of the cell of ``job``."""
     from noisyor_bench.data.rawdata import resolve_raw_data_dir
@@ -86,4 +93,4 @@ def run(cfg: Mapping[str, Any], job: Job, raw_data_dir: str | None) -> tuple[flo
     return seconds, work, f"last of {len(records)} epoch records ({cell.path}, draw 0)"
 
 
-__all__ = ["RULES", "SLICE_EPOCHS", "bench_name", "run"]
+__all__ = ["RULES", "SLICE_EPOCHS", "bench_name", "run", "slice_key"]

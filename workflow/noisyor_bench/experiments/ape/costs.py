@@ -169,6 +169,7 @@ def _segment_jobs(cfg: Mapping[str, Any], whole: Job) -> list[Job]:
             whole,
             job=segments.segment_stem(whole.job, k, n),
             work=float(stop - (stops[k - 1] if k else 0)),
+            unit=whole.work,  # one fit: the whole training
             stage=1 + k,
         )
         for k, stop in enumerate(stops)
