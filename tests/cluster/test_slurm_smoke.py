@@ -460,7 +460,10 @@ def test_check_cluster_against_the_live_partitions(slurm, timed_out, tmp_path):
     assert named_retry == {name.split(" ", 1)[1] for name in retry_over}, note.group(0)
     assert int(note.group(1)) == len(retry_over), note.group(0)
     named_mem = set(re.findall(r"^  (\S+ \S+): mem_mb \d+ > the largest node of partition day", out, re.M))
-    assert named_mem == too_big, f"named {sorted(named_mem)}, expected {sorted(too_big)}"
+    # by job: the DAG's rule (ape_train_segment, train_cell_seed) is not the cost model's benchmark rule
+    assert {n.split(" ", 1)[1] for n in named_mem} == {n.split(" ", 1)[1] for n in too_big}, (
+        f"named {sorted(named_mem)}, expected {sorted(too_big)}"
+    )
     named_unmeasured = set(re.findall(r"^  (\S+ \S+): not measured \(", out, re.M))
     assert named_unmeasured == unmeasured, f"named {sorted(named_unmeasured)}, expected {sorted(unmeasured)}"
     failed = re.search(r"check-cluster: FAILED, (\d+) problem", out)
