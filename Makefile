@@ -101,9 +101,10 @@ report: setup
 # Three workers on two cores: the real-SLURM module and the GPU-lock tests mostly wait (for the
 # scheduler, for a lock), and a third worker keeps the CPUs busy meanwhile; whole modules go to a
 # worker (loadfile: module fixtures such as the smoke DAG are built once), longest first
-# (tests/conftest.py).
+# (tests/conftest.py). The 15 slowest tests are listed at the end, so a slow CI machine shows
+# where its time went; a test hung for 20 minutes fails with its stacks (pyproject's timeout).
 test: setup lint dryrun
-	$(BIN)/python -m pytest -q -n 3 --dist loadfile
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --durations=15
 
 # Style (CI enforces it through make test): ruff lint + format for Python, snakefmt for the
 # Snakefile and rules, Snakemake's own linter. `make format` applies the formatters and redraws
