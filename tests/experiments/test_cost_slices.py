@@ -249,6 +249,27 @@ def test_an_ape_noisyor_slice_trains_the_jobs_encoder_for_two_epochs():
     assert what.startswith(f"epoch {noisyor_slices.SLICE_EPOCHS} of syn-random avi-model-aware seed 0")
 
 
+@pytest.mark.parametrize("held", [True, False])
+def test_an_ape_slice_trains_the_jobs_encoder_on_the_held_path_and_adds_its_validation(
+    monkeypatch, mirror, held
+):
+    """Steps 11-20 of the job's own training are timed (the first ten warm up), on the job's
+    pool where this machine holds it, else on a held stand-in of the pool's shape; one
+    validation of the job's pairs per eval_every steps is added to their seconds."""
+    from noisyor_bench.experiments.ape import pairs
+    from noisyor_bench.experiments.ape import slices as ape_slices
+
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
+    job = next(j for j in costs.paper_jobs(cfg, "ape") if j.job == "toybars_ape-model-aware_n20_seed0")
+    assert ape_slices.bench_name(cfg, job) == (job.rule, job.job)
+    monkeypatch.setattr(pairs, "hold_pool", lambda *a, **k: (held, "test"))
+    seconds, work, what = ape_slices.run(cfg, job, str(mirror))
+    assert seconds > 0 and work == ape_slices.SLICE_STEPS // 2
+    assert what.startswith(f"steps {int(work) + 1}-{ape_slices.SLICE_STEPS} (toybars ape-model-aware, pool 20 ")
+    assert ("held in memory" if held else "held: a stand-in of 20 of its 20 models") in what
+    assert "+ one validation (" in what and " per " in what
+
+
 @pytest.mark.parametrize("grid", ["quick", "extended"])
 def test_the_paper_grids_slices_leave_the_jobs_of_other_grids_as_they_were(paper_cfg, grid):
     """A slice prices paper-grid jobs at its size: a job measured as itself keeps its run, and a job

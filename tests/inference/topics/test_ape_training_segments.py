@@ -5,16 +5,11 @@ a segment is killed and retried, and when early stopping ends the training insid
 import dataclasses
 
 import pytest
-import torch
+from apetiny import CFG, assert_same_training, train_tiny
 
 from noisyor_bench.experiments.ape.segments import count, segment_stem, segment_stops
-from noisyor_bench.inference.topics.ape_encoders import build_encoder
-from noisyor_bench.inference.topics.ape_training import ApeTrainingConfig, train_encoder
 from noisyor_bench.inference.training import load_checkpoint
 from noisyor_bench.infra.errors import ConfigError
-
-D = torch.float64
-CFG = ApeTrainingConfig(max_steps=30, batch_size=8, eval_every=6, learning_rate=0.05)
 
 
 class Killed(Exception):
@@ -22,42 +17,17 @@ class Killed(Exception):
 
 
 def _run(kind, cfg=CFG, checkpoint=None, resume_from=None, stop_at=None, kill_at=None, fingerprint=None):
-    torch.manual_seed(5)
-    thetas = torch.distributions.Dirichlet(torch.full((12,), 0.3, dtype=D)).sample((10, 3))
-    docs = torch.randint(0, 4, (24, 12)).to(D)
-    draws = []
-
-    def source(idx):  # the large-pool path (a callable source): each step's models counted
-        draws.append(idx.clone())
-        return thetas[idx]
+    """train_tiny's encoder and result, and the steps it trained (its draws / the batch size)."""
 
     def progress(row):
         if kill_at is not None and row["step"] == kill_at:
             raise Killed
 
-    from noisyor_bench.models.topics.logistic_normal import ape_prior
-
-    enc = build_encoder(kind, 12, 3, hidden_units=8, seed=2, dtype=D)
-    result = train_encoder(
-        enc, docs, source, ape_prior(3, alpha=0.3), cfg, 7, docs[:6], thetas[0], n_models=10,
-        device="cpu", progress=progress, checkpoint_path=checkpoint, checkpoint_every=4,
-        fingerprint=fingerprint, resume_from=resume_from, stop_at=stop_at,
+    enc, result, draws = train_tiny(
+        kind, cfg, progress, checkpoint_path=checkpoint, checkpoint_every=4, fingerprint=fingerprint,
+        resume_from=resume_from, stop_at=stop_at,
     )  # fmt: skip
     return enc, result, sum(len(d) for d in draws) // cfg.batch_size
-
-
-def _same(a, b):
-    (enc_a, res_a, _), (enc_b, res_b, _) = a, b
-    for (name, x), y in zip(enc_a.state_dict().items(), enc_b.state_dict().values(), strict=True):
-        assert torch.equal(x, y), name
-    strip = [{k: v for k, v in r.items() if k != "elapsed_seconds"} for r in res_a.history]
-    assert strip == [{k: v for k, v in r.items() if k != "elapsed_seconds"} for r in res_b.history]
-    assert (res_a.steps, res_a.best_step, res_a.stop_reason) == (
-        res_b.steps,
-        res_b.best_step,
-        res_b.stop_reason,
-    )
-    assert res_a.convergence.as_dict() == res_b.convergence.as_dict()
 
 
 def _segments(kind, tmp_path, n, cfg=CFG, kill=None):
@@ -84,7 +54,7 @@ def _segments(kind, tmp_path, n, cfg=CFG, kill=None):
 def test_three_segments_end_bit_identical_to_one_run(tmp_path, kind):
     whole = _run(kind)
     segmented, steps = _segments(kind, tmp_path, 3)
-    _same(whole, segmented)
+    assert_same_training(whole, segmented)
     assert steps == [10, 10, 10]  # each job trained its own share only
 
 
@@ -92,7 +62,7 @@ def test_a_killed_segment_resumes_its_own_checkpoint_not_the_previous_segments(t
     whole = _run("model_aware")
     # segment 1 of 3 (steps 11-20) killed at step 18, its last checkpoint at step 16
     segmented, steps = _segments("model_aware", tmp_path, 3, kill=(1, 18))
-    _same(whole, segmented)
+    assert_same_training(whole, segmented)
     assert steps == [10, 4, 10]  # the retry trained steps 17-20
 
 
@@ -101,7 +71,7 @@ def test_early_stopping_inside_a_segment_carries_through_the_later_ones(tmp_path
     whole = _run("model_aware", cfg)
     assert whole[1].stop_reason == "patience" and whole[1].steps < 40
     segmented, steps = _segments("model_aware", tmp_path, 3, cfg)
-    _same(whole, segmented)
+    assert_same_training(whole, segmented)
     assert steps[1:] == [0, 0]
     assert load_checkpoint(tmp_path / "segment1.pt")["loop"]["stopped"] is True
 

@@ -359,17 +359,25 @@ def estimate_jobs(
     one job: :func:`paper_jobs` with ``reference``)."""
     out: list[Estimate] = []
     for pid in paper_ids:
-        if _cost_module(pid) is None:
-            continue
-        candidates: dict[str, list[_Candidate]] = {}
-        for ref, m, grid in measured_candidates(
-            cfg, references, functools.partial(paper_jobs, paper_id=pid, reference=True)
-        ):
-            candidates.setdefault(ref.measured_rule or ref.rule, []).append((ref, m, grid))
-        for job in paper_jobs(cfg, pid, reference=whole):
-            rule = job.measured_rule or job.rule
-            out.append(_estimate(pid, job, candidates.get(rule, []), references))
+        if _cost_module(pid) is not None:
+            measured = functools.partial(paper_jobs, paper_id=pid, reference=True)
+            out += _estimates(pid, cfg, references, measured, paper_jobs(cfg, pid, reference=whole))
     return out
+
+
+def job_seconds(
+    pid: str,
+    cfg: Mapping[str, Any],
+    references: Sequence[Reference],
+    reference_jobs: Callable[[Mapping[str, Any]], Iterable[Job]],
+    rule: str | None = None,
+) -> dict[str, float]:
+    """One-core seconds of each job of ``reference_jobs(cfg)`` (of ``rule``, when given), priced
+    from the measured jobs of ``reference_jobs`` in each reference grid: how a paper sizes the
+    jobs it splits (search chunks, per-seed trainings, training segments) from its whole jobs,
+    before the split jobs exist (no recursion through :func:`paper_jobs`)."""
+    jobs = [j for j in reference_jobs(cfg) if rule is None or j.rule == rule]
+    return {e.job: e.cpu_seconds for e in _estimates(pid, cfg, references, reference_jobs, jobs)}
 
 
 def estimate_job(
@@ -378,6 +386,22 @@ def estimate_job(
     """The estimate of one job of paper ``pid`` from ``candidates`` (reference job, measurement,
     grid) of its measured rule: what :func:`estimate_jobs` does per job."""
     return _estimate(pid, job, candidates, references)
+
+
+def _estimates(
+    pid: str,
+    cfg: Mapping[str, Any],
+    references: Sequence[Reference],
+    reference_jobs: Callable[[Mapping[str, Any]], Iterable[Job]],
+    jobs: Iterable[Job],
+) -> list[Estimate]:
+    """The estimates of ``jobs``, each from the measured jobs of its measured rule."""
+    candidates: dict[str, list[_Candidate]] = {}
+    for ref, m, grid in measured_candidates(cfg, references, reference_jobs):
+        candidates.setdefault(ref.measured_rule or ref.rule, []).append((ref, m, grid))
+    return [
+        _estimate(pid, job, candidates.get(job.measured_rule or job.rule, []), references) for job in jobs
+    ]
 
 
 def _estimate(
@@ -629,6 +653,7 @@ __all__ = [
     "critical_path",
     "estimate_job",
     "estimate_jobs",
+    "job_seconds",
     "format_table",
     "grid_config",
     "list_schedule",

@@ -27,8 +27,7 @@ from noisyor_bench.experiments.costs import (
     Job,
     Reference,
     checkout_references,
-    estimate_job,
-    measured_candidates,
+    job_seconds,
 )
 from noisyor_bench.inference.noisyor.registry import AMORTIZED
 from noisyor_bench.infra.errors import ConfigError
@@ -137,21 +136,13 @@ def search_seconds(cfg: Mapping[str, Any], references: Sequence[Reference]) -> d
     seconds), scaled from the measured whole searches (rule ``search``) as :func:`jobs`' chunks
     are, so a chunk's estimate is its share of this.  Only whole searches: the split of a
     reference grid does not enter its own plan (no recursion through :func:`jobs`)."""
-    candidates = measured_candidates(cfg, references, _search_reference_jobs)
-    return {
-        job.job: estimate_job("acp", job, candidates, references).cpu_seconds
-        for job in _search_reference_jobs(cfg)
-    }
+    return job_seconds("acp", cfg, references, _search_reference_jobs)
 
 
 def train_seconds(cfg: Mapping[str, Any], references: Sequence[Reference]) -> dict[str, float]:
     """One-core seconds of each cell's training over all its seeds in one job (cell path ->
     seconds), from the measured whole cells, as :func:`search_seconds` for searches."""
-    candidates = measured_candidates(cfg, references, _whole_train_jobs)
-    return {
-        job.job: estimate_job("acp", job, candidates, references).cpu_seconds
-        for job in _whole_train_jobs(cfg)
-    }
+    return job_seconds("acp", cfg, references, _whole_train_jobs)
 
 
 @functools.lru_cache(maxsize=16)

@@ -131,14 +131,7 @@ def _whole_training_seconds(cfg_json: str) -> dict[str, float]:
 
     cfg = json.loads(cfg_json)
     references = costs.checkout_references(cfg.get("job_seconds"))
-    candidates = costs.measured_candidates(cfg, references, reference_jobs)
-    trains = [j for j in reference_jobs(cfg) if j.rule == "ape_train"]
-    return {
-        j.job: costs.estimate_job(
-            "ape", j, [c for c in candidates if c[0].rule == j.rule], references
-        ).cpu_seconds
-        for j in trains
-    }
+    return costs.job_seconds("ape", cfg, references, reference_jobs, rule="ape_train")
 
 
 def training_segments(cfg: Mapping[str, Any], job: Job) -> int:

@@ -118,9 +118,10 @@ def run(cfg: Mapping[str, Any], job: Job, raw_data_dir: str | None) -> tuple[flo
         stand_in = ThetaPool(pool.seed, min(STAND_IN_MODELS, pool.size), n_topics, vocab, pool.alpha)
         (thetas, n_held), m = pairs.training_models(stand_in, "cpu", hold=True, tensor_bytes=-1), pool.size
         where = f"held: a stand-in of {stand_in.size} of its {pool.size} models"
-    config, _, _ = training_config(training_section(ds, method), n_docs, m)
+    budget = training_section(ds, method)
+    job_config = training_config(budget, n_docs, m)[0]
     half = SLICE_STEPS // 2
-    config = dataclasses.replace(config, max_steps=SLICE_STEPS, eval_every=half, patience=None)
+    config = dataclasses.replace(job_config, max_steps=SLICE_STEPS, eval_every=half, patience=None)
     valid_x = torch.from_numpy(documents[:2])
     valid_theta = torch.from_numpy(pool.draw([0, min(1, pool.size - 1)]))
     encoder = build_encoder(ENCODER_KINDS[method], vocab, n_topics, seed=seed)
@@ -137,8 +138,6 @@ def run(cfg: Mapping[str, Any], job: Job, raw_data_dir: str | None) -> tuple[flo
         device="cpu",
     )
     seconds = float(result.records[-1].seconds)
-    budget = training_section(ds, method)
-    job_config = training_config(budget, n_docs, m)[0]
     vx, vt = pairs.validation_pairs(documents, pool, int(budget.get("validation_pairs", 500)), standard)
     start = time.perf_counter()
     validation_nelbo(
