@@ -65,14 +65,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from noisyor_bench.experiments import papers
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.integrity import verify_recorded_file
 from noisyor_bench.infra.io import write_text_atomic
 from noisyor_bench.reporting.qualifier_names import QUALIFIERS
-from noisyor_bench.reporting.statistics import CI_LEVEL
+from noisyor_bench.reporting.statistics import CI_LEVEL, normal_quantile, t_quantile
 from noisyor_bench.reporting.tables import cell_flag, is_missing, markdown_table, parse_values
 
 REPRODUCED = "reproduced"
@@ -387,7 +386,7 @@ def _welch(
     if se2 == 0.0:  # no spread on any side: the smallest df Welch-Satterthwaite can give
         return est, est, est, 0.0, float(min(g.size for _, g in groups) - 1)
     df = se2**2 / sum(t * t / (g.size - 1) for t, (_, g) in zip(terms, groups))
-    h = float(stats.t.ppf(0.5 + level / 2.0, df) * math.sqrt(se2))
+    h = float(t_quantile(0.5 + level / 2.0, df) * math.sqrt(se2))
     return est, est - h, est + h, math.sqrt(se2), float(df)
 
 
@@ -426,7 +425,7 @@ def difference_ci(
     if d.size < 2:
         return Interval(est, float("nan"), float("nan"), "n=1", "1")
     se = float(d.std(ddof=1) / math.sqrt(d.size))
-    h = float(stats.t.ppf(0.5 + level / 2.0, d.size - 1) * se)
+    h = float(t_quantile(0.5 + level / 2.0, d.size - 1) * se)
     return Interval(est, est - h, est + h, "paired", str(d.size), se, float(d.size - 1))
 
 
@@ -678,7 +677,7 @@ def _upper_over_seeds(values: Any, mean: float) -> float:
     seeds = np.asarray(list(parse_values(values).values()), dtype=np.float64)
     if seeds.size < 2:
         return mean
-    half = stats.t.ppf(0.5 + CI_LEVEL / 2.0, seeds.size - 1) * seeds.std(ddof=1) / math.sqrt(seeds.size)
+    half = t_quantile(0.5 + CI_LEVEL / 2.0, seeds.size - 1) * seeds.std(ddof=1) / math.sqrt(seeds.size)
     return float(seeds.mean() + half)
 
 
@@ -1171,7 +1170,7 @@ def _against_constant(values: Mapping[int, float], constant: float, level: float
     if d.size < 2:
         return Interval(est, float("nan"), float("nan"), "n=1", "1 vs constant")
     se = float(d.std(ddof=1) / math.sqrt(d.size))
-    h = float(stats.t.ppf(0.5 + level / 2.0, d.size - 1) * se)
+    h = float(t_quantile(0.5 + level / 2.0, d.size - 1) * se)
     return Interval(est, est - h, est + h, "vs constant", f"{d.size} vs 1", se, float(d.size - 1))
 
 
@@ -1318,13 +1317,13 @@ def _straddle_power(
         return head + "; no n resolves it" if effect == 0.0 else head
     seeds = f" {_SEEDS_NEEDED[iv.kind]}" if iv.kind == "vs constant" else ""
     sd_like = iv.se * math.sqrt(n_now)  # the SE at one seed per side
-    z = stats.norm.ppf(0.5 + level / 2.0)
+    z = normal_quantile(0.5 + level / 2.0)
     # normal approximation first, then t; never the n of today's CI, which does not resolve it (with
     # unequal Welch sides, e.g. 3 vs 2 seeds, the equal-n projection can undercut today's smaller side)
     n = max(2, n_now + 1, math.ceil((z * sd_like / effect) ** 2))
     while n <= n_max:
         df = 2 * n - 2 if iv.kind == "welch" else n - 1
-        if stats.t.ppf(0.5 + level / 2.0, df) * sd_like / math.sqrt(n) < effect:
+        if t_quantile(0.5 + level / 2.0, df) * sd_like / math.sqrt(n) < effect:
             return f"{head}; n>={n}{seeds} would resolve it"
         n += 1
     return f"{head}; n>{n_max}{seeds} would be needed"

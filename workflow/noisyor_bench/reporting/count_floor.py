@@ -20,10 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from scipy import stats
-
 from noisyor_bench.reporting.claims import Interval
-from noisyor_bench.reporting.statistics import CI_LEVEL
+from noisyor_bench.reporting.statistics import CI_LEVEL, t_quantile
 
 FLOOR_RULE = (
     "agreement counts are discrete: the sd behind their CI is at least the rounding sd of their "
@@ -66,7 +64,7 @@ def floored(iv: Interval, step: float | None, level: float = CI_LEVEL) -> tuple[
     floor = floor_se(iv, step)
     if math.isnan(floor) or iv.se >= floor:
         return iv, ""
-    half = float(stats.t.ppf(0.5 + level / 2.0, iv.df) * floor)
+    half = float(t_quantile(0.5 + level / 2.0, iv.df) * floor)
     widened = replace(iv, low=iv.estimate - half, high=iv.estimate + half, se=floor)
     return widened, f"CI widened to the counts' resolution (lattice step {step:.3g})"
 
