@@ -102,7 +102,7 @@ report: setup
 # scheduler, for a lock), and a third worker keeps the CPUs busy meanwhile; whole modules go to a
 # worker (loadfile: module fixtures such as the smoke DAG are built once), longest first
 # (tests/conftest.py). The 15 slowest tests are listed at the end, so a slow CI machine shows
-# where its time went; a test hung for 20 minutes fails with its stacks (pyproject's timeout).
+# where its time went; a test hung for 30 minutes fails with its stacks (pyproject's timeout).
 test: setup lint dryrun
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile --durations=15
 
