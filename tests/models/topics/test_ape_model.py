@@ -17,6 +17,7 @@ from noisyor_bench.models.topics.logistic_normal import (
     log_likelihood,
     log_marginal_is,
     multinomial_log_coefficient,
+    pair_coefficient,
     paper_log_predictive_density,
     paper_per_word_predictive,
     paper_prior,
@@ -217,6 +218,33 @@ def test_sparse_documents_give_the_same_likelihood_and_gradient():
     dense = torch.xlogy(x, torch.einsum("sbk,bkv->sbv", torch.softmax(h2, -1), theta)).sum()
     (grad_ref,) = torch.autograd.grad(dense, h2)
     torch.testing.assert_close(grad, grad_ref)
+
+
+@pytest.mark.parametrize("words", [3, 150])  # the compact path (few of 200 words) and the dense one
+def test_a_precomputed_coefficient_gives_the_same_likelihood_bit_for_bit(words):
+    """VI computes each pair's coefficient once (pair_coefficient) and passes it at every step:
+    the likelihood and ELBO must be the very doubles computed without it, and the coefficient
+    the closed form log T! - sum log x_v! of the full counts."""
+    b, k, v = 6, 4, 200
+    torch.manual_seed(1)
+    theta = torch.distributions.Dirichlet(torch.full((v,), 0.5, dtype=D)).sample((b, k))
+    gen = torch.Generator().manual_seed(3)
+    x = torch.zeros(b, v, dtype=D)
+    for row in range(b):
+        x[row, torch.randperm(v, generator=gen)[:words]] = torch.randint(1, 5, (words,), generator=gen).to(D)
+    coefficient = pair_coefficient(x, theta)
+    by_hand = torch.tensor(
+        [math.lgamma(r.sum() + 1) - sum(math.lgamma(c + 1) for c in r.tolist()) for r in x], dtype=D
+    )
+    torch.testing.assert_close(coefficient, by_hand, rtol=1e-12, atol=1e-9)
+    h = torch.randn(5, b, k, dtype=D)
+    assert torch.equal(log_likelihood(x, h, theta, coefficient=coefficient), log_likelihood(x, h, theta))
+    mu, log_sigma = torch.randn(b, k, dtype=D), torch.full((b, k), -0.5, dtype=D)
+    draws = [torch.Generator().manual_seed(9) for _ in range(2)]
+    assert torch.equal(
+        elbo(x, theta, mu, log_sigma, ape_prior(k), 4, draws[0], coefficient=coefficient),
+        elbo(x, theta, mu, log_sigma, ape_prior(k), 4, draws[1]),
+    )
 
 
 def test_the_halving_check_reuses_the_estimates_draws_and_its_first_half():

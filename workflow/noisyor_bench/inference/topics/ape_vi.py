@@ -50,6 +50,7 @@ from noisyor_bench.models.topics.logistic_normal import (
     elbo,
     gaussian_kl,
     log_likelihood,
+    pair_coefficient,
 )
 
 VI_INITS = ("random", "zeros")
@@ -187,6 +188,7 @@ def fit_vi(
     shape = (x.shape[0], prior.n_topics)
     prior = prior.to(dev, dtype)
     x, theta = compacted(x, theta)  # once: the pairs are fixed for the whole run
+    coefficient = pair_coefficient(x, theta)  # so is each pair's multinomial coefficient
     if init is None:
         mu0, ls0 = _initial_parameters(shape, config, seed, dev, dtype)
     else:
@@ -212,7 +214,9 @@ def fit_vi(
     def evaluate() -> float:
         gen = torch.Generator(device=dev).manual_seed(eval_seed)
         with torch.no_grad():
-            return float(elbo(x, theta, mu, log_sigma, prior, config.eval_samples, gen).mean())
+            return float(
+                elbo(x, theta, mu, log_sigma, prior, config.eval_samples, gen, coefficient=coefficient).mean()
+            )
 
     if config.eval_every:
         curve.append(
@@ -226,7 +230,9 @@ def fit_vi(
         tick, cpu_tick = time.perf_counter(), time.process_time()
         for group in optimizer.param_groups:
             group["lr"] = config.learning_rate * config.decay_rate ** ((step - 1) // config.decay_steps)
-        loss = -elbo(x, theta, mu, log_sigma, prior, config.n_mc_samples, noise).sum()
+        loss = -elbo(
+            x, theta, mu, log_sigma, prior, config.n_mc_samples, noise, coefficient=coefficient
+        ).sum()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -234,7 +240,9 @@ def fit_vi(
         if not math.isfinite(value):
             raise NonFiniteLossError(f"VI diverged at step {step} (NELBO {value}); lower the learning rate")
         monitored = (
-            value if monitor_eps is None else _fixed_noise_nelbo(x, theta, mu, log_sigma, prior, monitor_eps)
+            value
+            if monitor_eps is None
+            else _fixed_noise_nelbo(x, theta, mu, log_sigma, prior, monitor_eps, coefficient)
         )
         elapsed += time.perf_counter() - tick
         cpu_elapsed += time.process_time() - cpu_tick
@@ -281,12 +289,13 @@ def _fixed_noise_nelbo(
     log_sigma: torch.Tensor,
     prior: GaussianPrior,
     eps: torch.Tensor,
+    coefficient: torch.Tensor | None = None,
 ) -> float:
     """The summed NELBO with the same standard-normal draws ``eps`` (S, B, K) at every step:
     a deterministic function of (mu, log_sigma), so its changes are progress, not noise."""
     with torch.no_grad():
         h = mu + torch.exp(log_sigma) * eps
-        expected = log_likelihood(x, h, theta).mean(0)
+        expected = log_likelihood(x, h, theta, coefficient=coefficient).mean(0)
         return float(-(expected - gaussian_kl(mu, log_sigma, prior)).sum())
 
 

@@ -129,13 +129,19 @@ def compacted(x: torch.Tensor, theta: torch.Tensor) -> tuple[torch.Tensor, torch
 
 
 def log_likelihood(
-    x: torch.Tensor, h: torch.Tensor, theta: torch.Tensor, include_coefficient: bool = True
+    x: torch.Tensor,
+    h: torch.Tensor,
+    theta: torch.Tensor,
+    include_coefficient: bool = True,
+    coefficient: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """log Mult(x | T, softmax(h) theta): x (B, V), h (..., B, K) -> (..., B).
 
     ``include_coefficient=False`` drops log(T! / prod x_v!), giving the log-probability of
     the token sequence (the per-word convention).  Sparse documents are evaluated on their
-    words only (:func:`compact_support`)."""
+    words only (:func:`compact_support`).  ``coefficient``: :func:`pair_coefficient` of these
+    pairs, computed once by a loop over a fixed set of pairs (VI) instead of at every call (its
+    lgamma over every count was a tenth of a VI step); the same value, bit for bit."""
     _check_inputs(x, theta)
     if h.shape[-2:] != (x.shape[0], theta.shape[-2]):
         raise DataError(f"h must be (..., {x.shape[0]}, {theta.shape[-2]}); got {tuple(h.shape)}")
@@ -146,8 +152,14 @@ def log_likelihood(
     parts = [torch.xlogy(counts, word_probabilities(c, topics)).sum(-1) for c in torch.split(flat, per_chunk)]
     out = torch.cat(parts).reshape(*lead, x.shape[0])
     if include_coefficient:
-        out = out + multinomial_log_coefficient(counts)
+        out = out + (multinomial_log_coefficient(counts) if coefficient is None else coefficient)
     return out
+
+
+def pair_coefficient(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """log(T! / prod x_v!) of each pair (B,), as :func:`log_likelihood` computes it: from the
+    counts :func:`compacted` gives."""
+    return multinomial_log_coefficient(compacted(x, theta)[0])
 
 
 def log_prior(h: torch.Tensor, prior: GaussianPrior) -> torch.Tensor:
@@ -187,11 +199,13 @@ def elbo(
     n_samples: int = 1,
     generator: torch.Generator | None = None,
     include_coefficient: bool = True,
+    coefficient: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The ELBO per pair, (B,): a reparameterised ``n_samples`` Monte Carlo average of
-    log p(x | h, theta) under q minus the closed-form KL(q || prior).  Differentiable."""
+    log p(x | h, theta) under q minus the closed-form KL(q || prior).  Differentiable.
+    ``coefficient``: as in :func:`log_likelihood`."""
     h = sample_q(mu, log_sigma, n_samples, generator)
-    expected_ll = log_likelihood(x, h, theta, include_coefficient).mean(0)
+    expected_ll = log_likelihood(x, h, theta, include_coefficient, coefficient).mean(0)
     return expected_ll - gaussian_kl(mu, log_sigma, prior)
 
 
@@ -339,6 +353,7 @@ __all__ = [
     "log_q",
     "moment_matched_q",
     "multinomial_log_coefficient",
+    "pair_coefficient",
     "paper_log_predictive_density",
     "paper_per_word_predictive",
     "paper_prior",
