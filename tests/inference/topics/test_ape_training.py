@@ -96,6 +96,37 @@ def test_callable_theta_source_and_early_stopping():
     assert math.isfinite(result.records[-1].val_nelbo)
 
 
+@pytest.mark.parametrize("n_models", [1, 7])
+def test_a_compact_batch_gathers_each_pairs_model_at_its_documents_words(n_models):
+    """The batch's topics are pool[model, k, word] at each document's words in order (padded
+    with column 0), the same tensor, contiguous, as indexing the pool with all three indices;
+    one model (the standard encoder) takes its own path."""
+    from noisyor_bench.inference.topics.ape_training import _compact_batch
+    from noisyor_bench.models.topics.logistic_normal import support_columns
+
+    torch.manual_seed(4)
+    v, k = 50, 3
+    pool = torch.rand(n_models, k, v, dtype=D)
+    docs = torch.zeros(12, v, dtype=D)
+    for row in range(12):
+        docs[row, torch.randperm(v)[: 1 + row % 6]] = torch.randint(1, 4, (1 + row % 6,)).to(D)
+    enc = build_encoder("standard", v, k, hidden_units=4, seed=0, dtype=D)
+    batch = _compact_batch(enc, docs, pool)
+    doc_idx = torch.tensor([3, 0, 11, 3, 7])
+    model_idx = torch.randint(0, n_models, (5,))
+    features, counts, topics = batch(doc_idx, model_idx)
+    columns, expected_counts = support_columns(docs)
+    cols = columns[doc_idx]
+    assert topics.is_contiguous() and topics.shape == (5, k, cols.shape[1])
+    assert torch.equal(
+        topics, pool[model_idx[:, None, None], torch.arange(k)[None, :, None], cols[:, None, :]]
+    )
+    for b, (d, m) in enumerate(zip(doc_idx.tolist(), model_idx.tolist())):
+        words = torch.nonzero(docs[d]).flatten()
+        assert torch.equal(topics[b, :, : len(words)], pool[m][:, words])
+    assert torch.equal(counts, expected_counts[doc_idx]) and torch.equal(features, docs[doc_idx])
+
+
 @pytest.mark.parametrize("kind", ["model_aware", "standard"])
 def test_compact_steps_equal_the_dense_path(kind):
     """Sparse documents over a larger vocabulary: gathering only the documents' words gives
