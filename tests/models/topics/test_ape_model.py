@@ -12,6 +12,7 @@ from noisyor_bench.infra.errors import DataError
 from noisyor_bench.models.topics.logistic_normal import (
     GaussianPrior,
     ape_prior,
+    compacted,
     elbo,
     gaussian_kl,
     log_likelihood,
@@ -222,9 +223,9 @@ def test_sparse_documents_give_the_same_likelihood_and_gradient():
 
 @pytest.mark.parametrize("words", [3, 150])  # the compact path (few of 200 words) and the dense one
 def test_a_precomputed_coefficient_gives_the_same_likelihood_bit_for_bit(words):
-    """VI computes each pair's coefficient once (pair_coefficient) and passes it at every step:
-    the likelihood and ELBO must be the very doubles computed without it, and the coefficient
-    the closed form log T! - sum log x_v! of the full counts."""
+    """VI compacts its pairs and computes their coefficients once (pair_coefficient), passing
+    both at every step: the likelihood and ELBO must be the very doubles computed from the raw
+    pairs, and the coefficient the closed form log T! - sum log x_v! of the full counts."""
     b, k, v = 6, 4, 200
     torch.manual_seed(1)
     theta = torch.distributions.Dirichlet(torch.full((v,), 0.5, dtype=D)).sample((b, k))
@@ -237,12 +238,14 @@ def test_a_precomputed_coefficient_gives_the_same_likelihood_bit_for_bit(words):
         [math.lgamma(r.sum() + 1) - sum(math.lgamma(c + 1) for c in r.tolist()) for r in x], dtype=D
     )
     torch.testing.assert_close(coefficient, by_hand, rtol=1e-12, atol=1e-9)
+    cx, ct = compacted(x, theta)
+    assert (cx.shape[1] < v) == (words == 3)
     h = torch.randn(5, b, k, dtype=D)
-    assert torch.equal(log_likelihood(x, h, theta, coefficient=coefficient), log_likelihood(x, h, theta))
+    assert torch.equal(log_likelihood(cx, h, ct, coefficient=coefficient), log_likelihood(x, h, theta))
     mu, log_sigma = torch.randn(b, k, dtype=D), torch.full((b, k), -0.5, dtype=D)
     draws = [torch.Generator().manual_seed(9) for _ in range(2)]
     assert torch.equal(
-        elbo(x, theta, mu, log_sigma, ape_prior(k), 4, draws[0], coefficient=coefficient),
+        elbo(cx, ct, mu, log_sigma, ape_prior(k), 4, draws[0], coefficient=coefficient),
         elbo(x, theta, mu, log_sigma, ape_prior(k), 4, draws[1]),
     )
 
