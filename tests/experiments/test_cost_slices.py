@@ -265,7 +265,9 @@ def test_an_ape_slice_trains_the_jobs_encoder_on_the_held_path_and_adds_its_vali
     monkeypatch.setattr(pairs, "hold_pool", lambda *a, **k: (held, "test"))
     seconds, work, what = ape_slices.run(cfg, job, str(mirror))
     assert seconds > 0 and work == ape_slices.SLICE_STEPS // 2
-    assert what.startswith(f"steps {int(work) + 1}-{ape_slices.SLICE_STEPS} (toybars ape-model-aware, pool 20 ")
+    assert what.startswith(
+        f"steps {int(work) + 1}-{ape_slices.SLICE_STEPS} (toybars ape-model-aware, pool 20 "
+    )
     assert ("held in memory" if held else "held: a stand-in of 20 of its 20 models") in what
     assert "+ one validation (" in what and " per " in what
 
@@ -354,3 +356,49 @@ def test_an_acp_cells_search_and_training_share_one_slice(planned, paper_cfg):
     for p in (dataclasses.replace(search, reference=None), train):
         cost_slices.measure([p], paper_cfg, None, "c", "x", runner=runner, slices_run=shared)
     assert len(ran) == 1 and list(shared) == [("acp", cell)]
+
+
+def _killed_child(paper, cfg, job, raw):
+    """A slice's process killed as the out-of-memory killer kills it."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_killed_slice_is_named_as_such(paper_cfg):
+    job = next(j for j in costs.paper_jobs(paper_cfg, "acp", reference=True) if j.rule == "train_cell")
+    with pytest.raises(DataError, match=r"its process was killed while running.*out-of-memory killer.*MB\)"):
+        cost_slices.run_slice("acp", paper_cfg, job, None, child=_killed_child)
+
+
+def test_a_failed_slice_leaves_its_job_and_its_parts_not_measured_until_one_succeeds(tmp_path, paper_cfg):
+    """The failures table beside the slices: the job, its seeds and its segments are "not
+    measured" on the slice's grid (check-cluster refuses them), other grids keep their estimates,
+    and a successful slice of the job clears the failure."""
+    table = tmp_path / "cost_slices.csv"
+    cost_slices.write([], table)
+    failures = tmp_path / "cost_slices_failed.csv"
+    cell = "fig5/syn-random-6/lb-cdi/n10000"
+    cost_slices.record_failure(failures, "train_cell", cell, "cpu x", "abc", "killed\n (12 MB)", "2026-01-01")
+    sliced = costs.load_reference("paper", table)
+    assert sliced.failed == {("train_cell", cell): "killed (12 MB) (cpu x, 2026-01-01)"}
+    references = [*REFERENCES, sliced]
+    after = costs.estimate_jobs(paper_cfg, references, ["acp"])
+    failed = [e for e in after if e.job == cell or e.job.startswith(f"{cell}/")]
+    assert failed and all(not e.measured for e in failed)
+    assert all(
+        e.reference == "its calibration slice failed: killed (12 MB) (cpu x, 2026-01-01)" for e in failed
+    )
+    before = {(e.rule, e.job): e for e in costs.estimate_jobs(paper_cfg, REFERENCES, ["acp"])}
+    assert all(before[(e.rule, e.job)] == e for e in after if e not in failed)
+    quick = costs.grid_config(paper_cfg, "quick")
+    assert costs.estimate_jobs(quick, references, ["acp"]) == costs.estimate_jobs(quick, REFERENCES, ["acp"])
+    segment = costs.Job("ape_train", "mdreviews_x_segment0", 1.0)
+    whole = {("ape_train", "mdreviews_x"): "killed"}
+    assert costs._failed_slice(segment, whole) == "killed"
+    assert costs._failed_slice(dataclasses.replace(segment, job="mdreviews_xy"), whole) is None
+    cost_slices.clear_failures(failures, [("train_cell", "other")])
+    assert failures.is_file()
+    cost_slices.clear_failures(failures, [("train_cell", cell)])
+    assert not failures.exists() and costs.load_slice_failures(failures) == {}

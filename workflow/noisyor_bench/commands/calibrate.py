@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from pathlib import Path
 
 
@@ -68,6 +69,7 @@ def cmd_calibrate_costs(args: argparse.Namespace) -> int:
         )
 
     out = Path(args.out) if args.out else table
+    failures = out.with_name(Path(cost_slices.FAILURES).name)
     cpu, commit = cpu_model(), code_version_label()
     done, failed = 0, []
     reference_rates: dict = {}  # a reference slice shared by several cells runs once
@@ -85,10 +87,14 @@ def cmd_calibrate_costs(args: argparse.Namespace) -> int:
                 slices_run=slices_run,
             )
         except Exception as err:  # noqa: BLE001 - one slice's failure is reported, the others run
-            failed.append(f"{p.bench[0]} {p.bench[1]}: {' '.join(str(err).split())[:300]}")
+            reason = " ".join(str(err).split())[:300]
+            failed.append(f"{p.bench[0]} {p.bench[1]}: {reason}")
             print(f"| {p.bench[0]} | {p.bench[1]} | failed: {failed[-1]} | | | | |", flush=True)
+            # its job stays "not measured" until a slice of it succeeds
+            cost_slices.record_failure(failures, *p.bench, cpu, commit, reason, time.strftime("%Y-%m-%d"))
             continue
         cost_slices.write(cost_slices.merge(cost_slices.load(out), rows), out)
+        cost_slices.clear_failures(failures, [(r.rule, r.job) for r in rows])
         done += 1
     print(f"calibrate-costs: {done} slices -> {out}")
     if failed:

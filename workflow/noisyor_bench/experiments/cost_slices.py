@@ -15,7 +15,9 @@ fresh process, so its peak memory is its own.
 
 The table (:data:`TABLE`, columns :data:`COLUMNS`) records with every row both rates, the
 reference job, the CPU model, the peak memory, the commit and the date, and the estimate the
-model gave the job without slices (``estimate_seconds``).
+model gave the job without slices (``estimate_seconds``).  A slice that fails (killed for memory,
+say) is recorded beside it (:data:`FAILURES`, :func:`record_failure`) until one succeeds, and the
+cost model calls its job "not measured".
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from noisyor_bench.experiments.costs import SLICE_TABLE, Estimate, Job
+from noisyor_bench.experiments.costs import (
+    FAILURE_COLUMNS,
+    SLICE_FAILURES,
+    SLICE_TABLE,
+    Estimate,
+    Job,
+    load_slice_failures,
+)
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
 
@@ -157,6 +166,45 @@ def write(slices: Iterable[Slice], path: str | Path) -> None:
     write_text_atomic(Path(path), out.getvalue())
 
 
+FAILURES = SLICE_FAILURES
+
+
+def record_failure(
+    path: str | Path, rule: str, job: str, cpu: str, commit: str, reason: str, date: str
+) -> None:
+    """Add (or replace) the failed slice of ``(rule, job)`` in the failures table (atomically)."""
+    rows = _failure_rows(path)
+    rows[(rule, job)] = {"date": date, "cpu": cpu, "commit": commit, "reason": " ".join(reason.split())}
+    _write_failures(path, rows)
+
+
+def clear_failures(path: str | Path, keys: Iterable[tuple[str, str]]) -> None:
+    """Drop the failures of jobs whose slice has now succeeded (the table goes when it empties)."""
+    rows = _failure_rows(path)
+    if any(rows.pop(k, None) is not None for k in list(keys)):
+        if rows:
+            _write_failures(path, rows)
+        else:
+            Path(path).unlink()
+
+
+def _failure_rows(path: str | Path) -> dict[tuple[str, str], dict[str, str]]:
+    load_slice_failures(path)  # checks the header
+    if not Path(path).is_file():
+        return {}
+    with open(path, newline="") as fh:
+        return {(r["rule"], r["job"]): r for r in csv.DictReader(fh)}
+
+
+def _write_failures(path: str | Path, rows: Mapping[tuple[str, str], Mapping[str, str]]) -> None:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(FAILURE_COLUMNS)
+    for (rule, job), r in sorted(rows.items()):
+        writer.writerow([rule, job, r["date"], r["cpu"], r["commit"], r["reason"]])
+    write_text_atomic(Path(path), out.getvalue())
+
+
 def slicer(paper_id: str) -> Any | None:
     """The paper's slices module (its registry entry's ``cost_slices``), or None where it names none."""
     from noisyor_bench.experiments import papers
@@ -264,14 +312,23 @@ def run_slice(
     run again once when the first run was starved (:data:`MIN_CPU_SHARE`), and marked when the
     second was too."""
     import multiprocessing
+    import os
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     ctx = multiprocessing.get_context("spawn")
     for attempt in (1, 2):
         with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-            seconds, work, what, peak, share = pool.submit(
-                child, paper, dict(cfg), job, raw_data_dir
-            ).result()
+            try:
+                seconds, work, what, peak, share = pool.submit(
+                    child, paper, dict(cfg), job, raw_data_dir
+                ).result()
+            except BrokenProcessPool:
+                memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
+                raise DataError(
+                    f"slice of {job.rule} {job.job}: its process was killed while running, as the "
+                    f"kernel's out-of-memory killer does (this machine: {memory:,.0f} MB)"
+                ) from None
         if share >= MIN_CPU_SHARE:
             break
         print(
@@ -362,13 +419,16 @@ def merge(old: Iterable[Slice], new: Iterable[Slice]) -> list[Slice]:
 
 __all__ = [
     "COLUMNS",
+    "FAILURES",
     "NO_REFERENCE",
     "TABLE",
     "Planned",
     "Slice",
+    "clear_failures",
     "load",
     "measure",
     "merge",
     "plan",
+    "record_failure",
     "write",
 ]

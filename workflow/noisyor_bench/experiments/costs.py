@@ -189,6 +189,8 @@ class Reference:
     grid: str
     jobs: Mapping[tuple[str, str], Measurement]
     source: str = ""
+    #: jobs of ``grid`` whose calibration slice failed, with why (:data:`SLICE_FAILURES`)
+    failed: Mapping[tuple[str, str], str] = dataclasses.field(default_factory=dict)
 
 
 #: The measured runs the model scales from (grid, table relative to the repository): the quick
@@ -198,6 +200,11 @@ class Reference:
 SLICE_TABLE = "benchmarks/results/cost_slices.csv"
 #: Columns of :data:`SLICE_TABLE` the model reads (its other columns are the slices' provenance).
 SLICE_COLUMNS = ("rule", "job", "seconds", "work", "cpu", "peak_mb", "rate")
+#: The paper-grid jobs whose calibration slice failed (killed for memory, say), beside
+#: :data:`SLICE_TABLE`: such a job is "not measured" until a slice of it succeeds, so that
+#: ``check-cluster`` refuses it rather than trust an estimate from another size or dataset.
+SLICE_FAILURES = "benchmarks/results/cost_slices_failed.csv"
+FAILURE_COLUMNS = ("rule", "job", "date", "cpu", "commit", "reason")
 REFERENCE_TABLES: tuple[tuple[str, str], ...] = (
     (REFERENCE_GRID, "config/job_seconds.csv"),
     ("paper-synpattern", "reference/paper-synpattern/tables/runtime_jobs.csv"),
@@ -218,7 +225,8 @@ def load_reference(grid: str, path: str | Path) -> Reference:
     with open(path, newline="") as fh:
         header = next(csv.reader(fh), [])
     if set(SLICE_COLUMNS) <= set(header):
-        return Reference(grid, _slice_measurements(path), str(path))
+        failures = Path(path).with_name(Path(SLICE_FAILURES).name)
+        return Reference(grid, _slice_measurements(path), str(path), load_slice_failures(failures))
     if tuple(header) in (job_seconds.COLUMNS, job_seconds.SECONDS_ONLY):
         rows = job_seconds.load_rows(path)
         jobs = {k: Measurement(r.seconds, work=r.work, cpu=r.cpu) for k, r in rows.items()}
@@ -255,6 +263,24 @@ def _slice_measurements(path: str | Path) -> dict[tuple[str, str], Measurement]:
                 )
             out[(row["rule"], row["job"])] = Measurement(seconds, peak, work, row["cpu"], slice=True)
     return out
+
+
+def load_slice_failures(path: str | Path) -> dict[tuple[str, str], str]:
+    """``{(rule, job): reason}`` of a failed-slice table ({} when it does not exist)."""
+    import csv
+
+    from noisyor_bench.infra.errors import DataError
+
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        if tuple(reader.fieldnames or ()) != FAILURE_COLUMNS:
+            raise DataError(
+                f"{path}: expected the header {','.join(FAILURE_COLUMNS)}; got {reader.fieldnames}"
+            )
+        return {(r["rule"], r["job"]): f"{r['reason']} ({r['cpu']}, {r['date']})" for r in reader}
 
 
 def load_references(
@@ -399,9 +425,32 @@ def _estimates(
     candidates: dict[str, list[_Candidate]] = {}
     for ref, m, grid in measured_candidates(cfg, references, reference_jobs):
         candidates.setdefault(ref.measured_rule or ref.rule, []).append((ref, m, grid))
-    return [
-        _estimate(pid, job, candidates.get(job.measured_rule or job.rule, []), references) for job in jobs
-    ]
+    failed = {k: why for r in references if r.grid == cfg.get("grid") for k, why in r.failed.items()}
+    out = []
+    for job in jobs:
+        estimate = _estimate(pid, job, candidates.get(job.measured_rule or job.rule, []), references)
+        why = _failed_slice(job, failed)
+        if why is not None and estimate.basis not in (SLICED, "measured"):
+            estimate = dataclasses.replace(
+                estimate,
+                cpu_seconds=UNMEASURED_SECONDS,
+                basis=UNMEASURED,
+                reference=f"its calibration slice failed: {why}",
+            )
+        out.append(estimate)
+    return out
+
+
+def _failed_slice(job: Job, failed: Mapping[tuple[str, str], str]) -> str | None:
+    """Why the slice of ``job``, or of the whole job it is a part of (a seed ``<job>/seed<s>``,
+    a segment ``<job>_segment<k>``), failed; None when none did."""
+    rule = job.measured_rule or job.rule
+    for (failed_rule, name), why in failed.items():
+        if failed_rule == rule and (
+            job.job == name or job.job.startswith(f"{name}/") or job.job.startswith(f"{name}_segment")
+        ):
+            return why
+    return None
 
 
 def _estimate(
@@ -642,6 +691,7 @@ __all__ = [
     "REFERENCE_GRID",
     "SAFETY",
     "SLICE_COLUMNS",
+    "SLICE_FAILURES",
     "SLICE_TABLE",
     "SLICED",
     "UNMEASURED",
@@ -659,6 +709,7 @@ __all__ = [
     "list_schedule",
     "load_reference",
     "load_references",
+    "load_slice_failures",
     "measured_candidates",
     "mem_mb",
     "not_measured_text",
