@@ -198,16 +198,23 @@ def test_reconstruction_averages_decoded_draws():
     torch.testing.assert_close(rec.sum(-1), torch.ones(4, dtype=D))
 
 
+def _sparse_pairs(b, k, v, words, max_count, seeds):
+    """(theta (b, k, v) from a Dirichlet(0.5), x (b, v) with ``words(row)`` random words of counts
+    1 to ``max_count``), from the global and a fresh generator seeded ``seeds``."""
+    torch.manual_seed(seeds[0])
+    theta = torch.distributions.Dirichlet(torch.full((v,), 0.5, dtype=D)).sample((b, k))
+    gen = torch.Generator().manual_seed(seeds[1])
+    x = torch.zeros(b, v, dtype=D)
+    for row in range(b):
+        chosen = torch.randperm(v, generator=gen)[: words(row)]
+        x[row, chosen] = torch.randint(1, max_count + 1, (len(chosen),), generator=gen).to(D)
+    return theta, x
+
+
 def test_sparse_documents_give_the_same_likelihood_and_gradient():
     """Documents using few of many words take the compact path; check it against the reference."""
     b, k, v = 5, 4, 200
-    torch.manual_seed(0)
-    theta = torch.distributions.Dirichlet(torch.full((v,), 0.5, dtype=D)).sample((b, k))
-    gen = torch.Generator().manual_seed(2)
-    x = torch.zeros(b, v, dtype=D)
-    for row in range(b):
-        words = torch.randperm(v, generator=gen)[: 3 + 4 * row]
-        x[row, words] = torch.randint(1, 4, (len(words),), generator=gen).to(D)
+    theta, x = _sparse_pairs(b, k, v, lambda row: 3 + 4 * row, 3, seeds=(0, 2))
     h = torch.randn(3, b, k, dtype=D, requires_grad=True)
     ours = log_likelihood(x, h, theta)
     torch.testing.assert_close(ours, _ll_reference(x, h.detach(), theta))
@@ -227,12 +234,7 @@ def test_a_precomputed_coefficient_gives_the_same_likelihood_bit_for_bit(words):
     both at every step: the likelihood and ELBO must be the very doubles computed from the raw
     pairs, and the coefficient the closed form log T! - sum log x_v! of the full counts."""
     b, k, v = 6, 4, 200
-    torch.manual_seed(1)
-    theta = torch.distributions.Dirichlet(torch.full((v,), 0.5, dtype=D)).sample((b, k))
-    gen = torch.Generator().manual_seed(3)
-    x = torch.zeros(b, v, dtype=D)
-    for row in range(b):
-        x[row, torch.randperm(v, generator=gen)[:words]] = torch.randint(1, 5, (words,), generator=gen).to(D)
+    theta, x = _sparse_pairs(b, k, v, lambda row: words, 4, seeds=(1, 3))
     coefficient = pair_coefficient(x, theta)
     by_hand = torch.tensor(
         [math.lgamma(r.sum() + 1) - sum(math.lgamma(c + 1) for c in r.tolist()) for r in x], dtype=D
