@@ -38,7 +38,7 @@ from noisyor_bench.experiments.costs import (
     SLICE_TABLE,
     Estimate,
     Job,
-    load_slice_failures,
+    slice_failure_rows,
 )
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.infra.io import write_text_atomic
@@ -173,27 +173,19 @@ def record_failure(
     path: str | Path, rule: str, job: str, cpu: str, commit: str, reason: str, date: str
 ) -> None:
     """Add (or replace) the failed slice of ``(rule, job)`` in the failures table (atomically)."""
-    rows = _failure_rows(path)
+    rows = slice_failure_rows(path)
     rows[(rule, job)] = {"date": date, "cpu": cpu, "commit": commit, "reason": " ".join(reason.split())}
     _write_failures(path, rows)
 
 
 def clear_failures(path: str | Path, keys: Iterable[tuple[str, str]]) -> None:
     """Drop the failures of jobs whose slice has now succeeded (the table goes when it empties)."""
-    rows = _failure_rows(path)
+    rows = slice_failure_rows(path)
     if any(rows.pop(k, None) is not None for k in list(keys)):
         if rows:
             _write_failures(path, rows)
         else:
             Path(path).unlink()
-
-
-def _failure_rows(path: str | Path) -> dict[tuple[str, str], dict[str, str]]:
-    load_slice_failures(path)  # checks the header
-    if not Path(path).is_file():
-        return {}
-    with open(path, newline="") as fh:
-        return {(r["rule"], r["job"]): r for r in csv.DictReader(fh)}
 
 
 def _write_failures(path: str | Path, rows: Mapping[tuple[str, str], Mapping[str, str]]) -> None:

@@ -265,8 +265,8 @@ def _slice_measurements(path: str | Path) -> dict[tuple[str, str], Measurement]:
     return out
 
 
-def load_slice_failures(path: str | Path) -> dict[tuple[str, str], str]:
-    """``{(rule, job): reason}`` of a failed-slice table ({} when it does not exist)."""
+def slice_failure_rows(path: str | Path) -> dict[tuple[str, str], dict[str, str]]:
+    """The rows of a failed-slice table by ``(rule, job)`` ({} when it does not exist)."""
     import csv
 
     from noisyor_bench.infra.errors import DataError
@@ -280,7 +280,12 @@ def load_slice_failures(path: str | Path) -> dict[tuple[str, str], str]:
             raise DataError(
                 f"{path}: expected the header {','.join(FAILURE_COLUMNS)}; got {reader.fieldnames}"
             )
-        return {(r["rule"], r["job"]): f"{r['reason']} ({r['cpu']}, {r['date']})" for r in reader}
+        return {(r["rule"], r["job"]): r for r in reader}
+
+
+def load_slice_failures(path: str | Path) -> dict[tuple[str, str], str]:
+    """``{(rule, job): why, with the CPU and date}`` of a failed-slice table."""
+    return {k: f"{r['reason']} ({r['cpu']}, {r['date']})" for k, r in slice_failure_rows(path).items()}
 
 
 def load_references(
@@ -710,6 +715,7 @@ __all__ = [
     "load_reference",
     "load_references",
     "load_slice_failures",
+    "slice_failure_rows",
     "measured_candidates",
     "mem_mb",
     "not_measured_text",

@@ -214,8 +214,8 @@ def _compact_batch(encoder: ApeEncoder, docs: torch.Tensor, pool: torch.Tensor) 
     def gather(model_idx: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         """pool[model_idx[b], k, cols[b, u]] as (B, K, U): one model's topic rows each gathered
         at once (the standard encoder's single model), else one flat gather (torch.take); the
-        same values as three-index advanced indexing, at 1/8 and 1/2 of its time a step on the
-        quick reviews (B = 100, K = 30, U = 361)."""
+        same values as three-index advanced indexing, in a fraction of its time (its measured
+        effect on the quick trainings is in docs/history.md)."""
         cols = cols.to(pool.device)
         if n_models == 1:
             b, u = cols.shape
