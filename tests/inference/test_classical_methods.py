@@ -455,3 +455,36 @@ def test_invalid_values_and_modes_are_user_errors(task):
         SVI(task["model"], "inference", {"dtype": "float16"}, seed=0)
     with pytest.raises(DataError, match=r"shape \(N, 12\)"):
         LBCDI(task["model"], "inference", {}, seed=0).posterior(torch.zeros(3, 5))
+
+
+@pytest.mark.parametrize("name", ["lb-cdi", "svi"])
+def test_the_held_carry_of_large_data_gives_the_same_fit_bit_for_bit(task, monkeypatch, name):
+    """On data too large to carry every block's model rows and r-update pieces (the paper grid's
+    D = K = 500 cells), the blocks keep the held form: learning curves, learned parameters and
+    posteriors equal those of the full carry."""
+    from noisyor_bench.inference.noisyor import jj_lower_solver, lbcdi, svi
+    from noisyor_bench.models.noisyor.jj_lower import row_chunks
+
+    def small_chunks(x, width, max_numbers=2**18):  # many blocks, as on large data
+        return row_chunks(x, width, max_numbers=40)
+
+    monkeypatch.setattr(lbcdi, "row_chunks", small_chunks)
+    monkeypatch.setattr(svi, "row_chunks", small_chunks)
+    x_train = task["model"].sample(80, torch.Generator().manual_seed(2))[1]
+    hparams = {"posterior_steps": 30} if name == "svi" else {"max_rounds": 30}
+    outputs = []
+    for limit in (jj_lower_solver.CARRY_FULL_BYTES, 0):
+        monkeypatch.setattr(jj_lower_solver, "CARRY_FULL_BYTES", limit)
+        method = get_method(name)(task["model"], "learning", hparams, seed=4)
+        records = method.fit(x_train, task["x_val"], FitBudget(max_epochs=3, batch_size=40, eval_every=1))
+        outputs.append(
+            (
+                [(r.train_nelbo, r.val_nelbo) for r in records],
+                method.generative,
+                method.posterior(task["x_test"]),
+            )
+        )
+    (curve_full, gen_full, q_full), (curve_held, gen_held, q_held) = outputs
+    assert curve_full == curve_held
+    assert torch.equal(gen_full.theta, gen_held.theta) and torch.equal(gen_full.theta0, gen_held.theta0)
+    assert torch.equal(q_full, q_held)

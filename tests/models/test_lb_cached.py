@@ -3,9 +3,14 @@ numbers of the plain functions they replace inside a fixed-model loop."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 import torch
 
+from noisyor_bench.inference.noisyor import jj_lower_solver as solver
 from noisyor_bench.inference.noisyor.jj_lower_solver import (
+    HeldAtR,
     lb_elbo_fixed,
     lb_init_r,
     lb_round,
@@ -75,6 +80,40 @@ def test_warm_rounds_equal_plain_rounds_bit_for_bit() -> None:
     q1, ll1 = lb_q_step(model, x, pos, r)
     q2, ll2 = lb_q_step(model, x, pos, r, fixed=fixed)
     assert torch.equal(q1, q2) and torch.equal(ll1, ll2)
+
+
+def test_held_pieces_give_the_warm_rounds_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keeping only m and excess between rounds (u and gain rebuilt from r) changes no number,
+    also where the line search rejected the full step for some entries."""
+    rejected = []
+    plain_backtrack = solver.backtrack
+
+    def counting_backtrack(*args: Any, **kwargs: Any) -> Any:
+        out = plain_backtrack(*args, **kwargs)
+        rejected.append(bool(out[2]))
+        return out
+
+    monkeypatch.setattr(solver, "backtrack", counting_backtrack, raising=True)
+    for seed in range(6):
+        model, x = _problem(seed=seed, k=8)
+        model = NoisyOR(model.theta * 4.0, model.theta0, model.mu)  # steep: line searches reject
+        pos = PositiveEntries.of(x)
+        q, r, ll = lb_start(model, x, pos)
+        qh, rh, llh, at_r, held = q, r, ll, None, None
+        for _ in range(8):
+            q, r, ll, at_r = lb_round_warm(model, x, pos, q, r, 2, 1e-6, at_r)
+            fixed = LBFixed.of(model, x, pos, 1e-6)
+            qh, rh, llh, at_h = lb_round_warm(
+                model, x, pos, qh, rh, 2, 1e-6, None if held is None else held.at(fixed.theta_rows, rh), fixed
+            )
+            assert at_h is not None
+            held = HeldAtR(at_h.m, at_h.excess)
+            assert torch.equal(q, qh) and torch.equal(r, rh) and torch.equal(ll, llh)
+            rebuilt = None if held is None else held.at(fixed.theta_rows, rh)
+            assert at_r is not None and rebuilt is not None
+            for name in ("u", "m", "excess", "gain"):
+                assert torch.equal(getattr(at_r, name), getattr(rebuilt, name)), name
+    assert any(rejected)  # the patched entries of a rejected full step are covered
 
 
 def test_fixed_model_elbo_equals_lb_elbo_in_value_and_logit_gradient() -> None:

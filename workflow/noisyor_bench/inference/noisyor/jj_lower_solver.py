@@ -54,6 +54,70 @@ class FusedAtR:
         return (self.excess - self.u * ((1.0 - self.m) / self.m)).clamp_min(0.0)
 
 
+@dataclass
+class HeldAtR:
+    """A :class:`FusedAtR` in the form a block keeps while many blocks wait their turn: only its
+    two transcendental pieces.
+
+    ``u`` and ``gain`` are one division and one product of ``r`` away, and IEEE division and
+    multiplication round the same way in every kernel, so :meth:`at` gives the numbers the
+    update computed, bit for bit; ``expm1`` and ``log`` might not, so ``m`` and ``excess`` stay.
+    """
+
+    m: torch.Tensor
+    excess: torch.Tensor
+
+    def at(self, theta_rows: torch.Tensor, r: torch.Tensor) -> FusedAtR:
+        """The full pieces at ``r`` (the ``r`` they were computed at) for these model rows."""
+        return FusedAtR(theta_rows / r.clamp_min(R_TINY), self.m, self.excess, r * self.excess)
+
+
+#: Above this many bytes of carried pieces (the model rows and the four (P, K) pieces of every
+#: block), :class:`BlockCarry` keeps the held form and gathers model rows at each visit: about
+#: 5% more time a round for 3 instead of 6 numbers an entry held with ``r`` (the paper grid's
+#: largest LB-CDI cell, N_train = 10,000 at D = K = 500, was killed at 24 GB keeping them all).
+CARRY_FULL_BYTES = 1 << 30
+
+
+class BlockCarry:
+    """What each block of a fixed-model loop over many blocks carries from one visit to the
+    next (an E-step's rounds, a per-datapoint fit's steps): the model's rows
+    (:class:`LBFixed`) and the pieces of the ``r`` update at the block's ``r``
+    (:class:`FusedAtR`) -- the same numbers as evaluating them again, one pass fewer.
+
+    Where carrying them whole would take more than :data:`CARRY_FULL_BYTES`, the model rows
+    are gathered again at each visit and the pieces are carried as :class:`HeldAtR`; both
+    forms give the same numbers bit for bit.
+    """
+
+    def __init__(self, blocks: int, entries: int, width: int, itemsize: int = 8) -> None:
+        """``entries``: positive entries of all blocks; ``width``: K."""
+        self.held = 5 * entries * width * itemsize > CARRY_FULL_BYTES
+        self._fixed: list[LBFixed | None] = [None] * blocks
+        self._at: list[FusedAtR | HeldAtR | None] = [None] * blocks
+
+    def fixed(self, j: int, build: Callable[[], LBFixed]) -> LBFixed:
+        """Block ``j``'s model rows: built once, or at each visit in the held form."""
+        kept = self._fixed[j]
+        if kept is not None:
+            return kept
+        fixed = build()
+        if not self.held:
+            self._fixed[j] = fixed
+        return fixed
+
+    def at_r(self, j: int, fixed: LBFixed, r: torch.Tensor | None) -> FusedAtR | None:
+        """The pieces at block ``j``'s ``r`` (the ``r`` its last update returned), or ``None``."""
+        at = self._at[j]
+        if at is None or r is None:
+            return None
+        return at.at(fixed.theta_rows, r) if isinstance(at, HeldAtR) else at
+
+    def keep(self, j: int, at: FusedAtR | None) -> None:
+        """Carry the pieces block ``j``'s update returned to its next visit."""
+        self._at[j] = HeldAtR(at.m, at.excess) if self.held and at is not None else at
+
+
 def _fused_at(theta_rows: torch.Tensor, c: torch.Tensor, f_c: torch.Tensor, r: torch.Tensor) -> FusedAtR:
     """:class:`FusedAtR` at ``r`` (``c``, ``f_c``: leak and ``f(leak)`` as (P, 1))."""
     u = theta_rows / r.clamp_min(R_TINY)

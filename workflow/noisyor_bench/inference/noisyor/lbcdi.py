@@ -44,6 +44,7 @@ import copy
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -54,7 +55,7 @@ from noisyor_bench.inference.noisyor.base import Mode, PosteriorProgress
 from noisyor_bench.inference.noisyor.classical import ClassicalMethod, lap
 from noisyor_bench.inference.noisyor.fitloop import FitLoop, clone_tensors
 from noisyor_bench.inference.noisyor.hparams import require
-from noisyor_bench.inference.noisyor.jj_lower_solver import FusedAtR, lb_round_warm, lb_start
+from noisyor_bench.inference.noisyor.jj_lower_solver import BlockCarry, lb_round_warm, lb_start
 from noisyor_bench.inference.training import lower_lr_hint
 from noisyor_bench.infra.constants import DEFAULT_N_SAMPLES
 from noisyor_bench.infra.errors import DataError
@@ -350,24 +351,26 @@ class LBCDI(ClassicalMethod):
             on_round(0, False)
         first = (start or 0) + 1
         t = first - 1
-        # The model is fixed during the rounds: gather its rows once per chunk, and carry the
-        # pieces of the r update at each chunk's r from one r-step to the next (same numbers).
-        fixed = [LBFixed.of(model, c.x, c.pos, self.hparams["leak_floor"]) for c in chunks]
-        at_r: list[FusedAtR | None] = [None] * len(chunks)
+        # The model is fixed during the rounds: each chunk carries its model rows and the pieces
+        # of the r update at its r from one round to the next (same numbers, one pass fewer).
+        leak_floor = self.hparams["leak_floor"]
+        carry = BlockCarry(len(chunks), sum(c.pos.count for c in chunks), model.K)
         for t in range(first, max_rounds + 1):
             gain = -float("inf")
             for j, c in enumerate(chunks):
-                q, r, ll, at_r[j] = lb_round_warm(
+                fixed = carry.fixed(j, partial(LBFixed.of, model, c.x, c.pos, leak_floor))
+                q, r, ll, at_r = lb_round_warm(
                     model,
                     c.x,
                     c.pos,
                     c.q,
                     c.r,
                     self.hparams["r_iters"],
-                    self.hparams["leak_floor"],
-                    at_r[j],
-                    fixed[j],
+                    leak_floor,
+                    carry.at_r(j, fixed, c.r),
+                    fixed,
                 )
+                carry.keep(j, at_r)
                 if ll.numel():
                     gain = max(gain, float((ll - c.ll).max()))
                 c.q, c.r, c.ll = q, r, ll

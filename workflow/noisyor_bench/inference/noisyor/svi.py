@@ -39,6 +39,7 @@ import copy
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -50,6 +51,7 @@ from noisyor_bench.inference.noisyor.classical import ClassicalMethod, lap
 from noisyor_bench.inference.noisyor.fitloop import FitLoop, clone_tensors
 from noisyor_bench.inference.noisyor.hparams import require
 from noisyor_bench.inference.noisyor.jj_lower_solver import (
+    BlockCarry,
     FusedAtR,
     lb_elbo_fixed,
     lb_init_r,
@@ -353,10 +355,14 @@ class SVI(ClassicalMethod):
         h = self.hparams
         chunks = [(s, x[s]) for s in row_chunks(x, model.K)]
         pos = [PositiveEntries.of(xc) for _, xc in chunks]
-        # The model is fixed during the fit: gather its rows once per chunk, and carry the
-        # pieces of the r update at each chunk's r from one step to the next.
-        fixed = [LBFixed.of(model, xc, p, h["leak_floor"]) for (_, xc), p in zip(chunks, pos)]
-        at_r: list[FusedAtR | None] = [None] * len(chunks)
+        # The model is fixed during the fit: each chunk carries its model rows and the pieces of
+        # the r update at its r from one visit to the next.
+        carry = BlockCarry(len(chunks), sum(p.count for p in pos), model.K)
+
+        def carried(j: int) -> tuple[LBFixed, FusedAtR | None]:
+            fixed = carry.fixed(j, partial(LBFixed.of, model, chunks[j][1], pos[j], h["leak_floor"]))
+            return fixed, carry.at_r(j, fixed, r[j])
+
         r = state.r
         if not r:
             r.extend([None] * len(chunks))
@@ -369,9 +375,9 @@ class SVI(ClassicalMethod):
             with torch.no_grad():
                 total = 0.0
                 for j, (rows, xc) in enumerate(chunks):
-                    obj, r[j], at_r[j] = self._objective_warm(
-                        model, xc, pos[j], logits[rows], r[j], fixed[j], at_r[j]
-                    )
+                    fixed, at_r = carried(j)
+                    obj, r[j], at_r = self._objective_warm(model, xc, pos[j], logits[rows], r[j], fixed, at_r)
+                    carry.keep(j, at_r)
                     total += float(obj.sum())
             return total / max(1, x.shape[0])
 
@@ -382,9 +388,11 @@ class SVI(ClassicalMethod):
         while state.done < max_steps and not state.converged:
             steps = min(h["steps_per_epoch"], max_steps - state.done)
             for j, (rows, xc) in enumerate(chunks):
-                r[j], _, at_r[j] = self._local_steps(
-                    model, xc, pos[j], logits, rows, adam, steps, r[j], fixed[j], at_r[j]
+                fixed, at_r = carried(j)
+                r[j], _, at_r = self._local_steps(
+                    model, xc, pos[j], logits, rows, adam, steps, r[j], fixed, at_r
                 )
+                carry.keep(j, at_r)
             state.done += steps
             state.epoch += 1
             cur = mean_objective()

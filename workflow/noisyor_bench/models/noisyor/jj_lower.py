@@ -205,17 +205,20 @@ def lb_elbo(
 @dataclass
 class MStepConstants:
     """What :func:`lb_elbo_mstep` needs from a block's fixed ``q`` and ``r`` (gathered once per
-    M-step): ``q`` of each positive entry, ``r`` guarded against 0, where ``r > 0``, zeros."""
+    M-step): ``q`` of each positive entry, where ``r > 0``, and a zero.
+
+    Every block's constants are held at once, so they cost one (P, K) tensor and a mask: the
+    guarded ``r`` is recomputed at each step (one exact ``clamp``), and the zero broadcasts.
+    """
 
     q_rows: torch.Tensor
-    safe_r: torch.Tensor
     r_positive: torch.Tensor
-    zeros: torch.Tensor
+    zero: torch.Tensor
 
     @classmethod
     @torch.no_grad()
     def of(cls, pos: PositiveEntries, q: torch.Tensor, r: torch.Tensor) -> MStepConstants:
-        return cls(q[pos.rows], r.clamp_min(R_TINY), r > 0, torch.zeros_like(r))
+        return cls(q[pos.rows], r > 0, torch.zeros((), dtype=r.dtype, device=r.device))
 
 
 def lb_elbo_mstep(
@@ -237,9 +240,9 @@ def lb_elbo_mstep(
     theta_rows = model.theta[pos.cols]
     f_leak = f_pos(leak)
     c = leak.unsqueeze(-1)
-    u = theta_rows / const.safe_r
+    u = theta_rows / r.clamp_min(R_TINY)
     gain = r * (f_pos(c + u) - f_pos(c))
-    gains = torch.where(const.r_positive, gain, const.zeros)
+    gains = torch.where(const.r_positive, gain, const.zero)
     per_entry = f_leak + (const.q_rows * gains).sum(-1)
     pos_term = scatter_rows(per_entry, pos.rows, q.shape[0])
     return pos_term + lb_negative_term(model, pos, q)
