@@ -402,3 +402,65 @@ def test_a_failed_slice_leaves_its_job_and_its_parts_not_measured_until_one_succ
     assert failures.is_file()
     cost_slices.clear_failures(failures, [("train_cell", cell)])
     assert not failures.exists() and costs.load_slice_failures(failures) == {}
+
+
+class _Timings:
+    """A paper's slices module whose runs time the given seconds, one after another."""
+
+    def __init__(self, seconds):
+        self.seconds = list(seconds)
+        self.calls = 0
+
+    def run(self, cfg, job, raw):
+        self.calls += 1
+        return self.seconds.pop(0), 2.0, "two epochs"
+
+
+def test_a_short_slice_runs_again_in_its_process_and_keeps_its_fastest_run(paper_cfg, monkeypatch):
+    """A reference cell's epoch of 0.1-0.2 s is timed by the fastest of SHORT_SLICE_RUNS runs; a
+    slice timing at least SHORT_SLICE_SECONDS runs once."""
+    job = costs.Job("train_cell", "x", 1.0)
+    short = _Timings([0.17, 0.11, 0.12, 0.13, 0.10, 0.01])
+    monkeypatch.setattr(cost_slices, "slicer", lambda paper: short)
+    seconds, work, what, _, _ = cost_slices._child("acp", paper_cfg, job, None)
+    assert short.calls == cost_slices.SHORT_SLICE_RUNS == 5
+    assert (seconds, work) == (0.10, 2.0) and what == "two epochs; fastest of 5 runs (0.1-0.17 s)"
+    long = _Timings([3.0, 0.5])
+    monkeypatch.setattr(cost_slices, "slicer", lambda paper: long)
+    assert cost_slices._child("acp", paper_cfg, job, None)[:3] == (3.0, 2.0, "two epochs")
+    assert long.calls == 1
+
+
+def test_retimed_references_rescale_every_row_that_scales_from_them(planned, paper_cfg):
+    """A row's estimate is the former one x (rate / reference rate): re-timing the reference at
+    twice its rows' rate halves them, once per reference, and says so in each row once."""
+    _, _, plan = planned
+    scaled = [p for p in plan if p.reference is not None][:2]
+    ref_jobs = {p.reference[1].job for p in scaled}
+
+    def slicing(ref_seconds):
+        def runner(paper, cfg, job, raw):
+            return (ref_seconds if job.job in ref_jobs else 6.0), 2.0, "w", 1.0
+
+        return runner
+
+    rows = [cost_slices.measure([p], paper_cfg, None, "c", "x", runner=slicing(1.0))[0] for p in scaled]
+    ran = []
+
+    def faster(paper, cfg, job, raw):
+        ran.append(job.job)
+        return 0.5, 2.0, "w", 1.0
+
+    new = {
+        (r.rule, r.job): r for r in cost_slices.retime_references(rows, paper_cfg, None, "abc", runner=faster)
+    }
+    assert sorted(ran) == sorted(ref_jobs)
+    for old in rows:
+        row = new[(old.rule, old.job)]
+        assert row.reference_rate == 0.25 and row.seconds == pytest.approx(2 * old.seconds)
+        assert "x12 the same slice of the reference" in row.what and row.what.count("re-timed") == 1
+    again = cost_slices.retime_references(list(new.values()), paper_cfg, None, "abc", runner=faster)
+    assert all(r.what.count("re-timed") == 1 for r in again)
+    unknown = dataclasses.replace(rows[0], reference="quick: train_cell/nope")
+    with pytest.raises(DataError, match="is no job a slice can run"):
+        cost_slices.retime_references([unknown], paper_cfg, None, "abc", runner=faster)

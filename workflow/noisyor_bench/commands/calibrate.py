@@ -44,6 +44,8 @@ def cmd_calibrate_costs(args: argparse.Namespace) -> int:
     wanted = list(args.job or ())
     if args.missing:  # every job the slices and measured runs do not price at its own size yet
         wanted += _extrapolated(cfg, root, ids, jobs)
+    if args.retime_references:
+        return _retime_references(args, cfg, table)
     planned = cost_slices.plan(cfg, estimates, jobs, wanted)
     if args.only or args.missing:
         planned = [p for p in planned if f"{p.job.rule}/{p.job.job}" in wanted]
@@ -103,6 +105,35 @@ def cmd_calibrate_costs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _retime_references(args: argparse.Namespace, cfg, table: Path) -> int:
+    """``--retime-references``: every reference slice of the table timed again, its rows rescaled."""
+    from noisyor_bench.experiments import cost_slices
+    from noisyor_bench.infra.provenance import code_version_label
+
+    out = Path(args.out) if args.out else table
+    rows = cost_slices.load(out)
+    references = sorted({r.reference for r in rows if r.reference and math.isfinite(r.reference_rate)})
+    print(f"calibrate-costs: {len(references)} reference slices of {out}")
+    if args.dry_run:
+        for name in references:
+            print(f"  {name} ({sum(r.reference == name for r in rows)} rows)")
+        return 0
+    print("| reference | rows | former rates (s per unit) | new rate | rows' estimates x |")
+    print("|---|---|---|---|---|")
+
+    def report(name: str, former: list[float], rate: float) -> None:
+        low, high = min(former), max(former)
+        print(
+            f"| {name} | {len(former)} | {low:.4g}-{high:.4g} | {rate:.4g} | {low / rate:.2f}-{high / rate:.2f} |",
+            flush=True,
+        )
+
+    new = cost_slices.retime_references(rows, cfg, args.raw_data_dir, code_version_label(), report=report)
+    cost_slices.write(new, out)
+    print(f"calibrate-costs: {len(references)} references re-timed -> {out}")
+    return 0
+
+
 def _extrapolated(cfg, root: Path, ids, jobs) -> list[str]:
     """``RULE/JOB`` of every sliceable job whose estimate, with every table (slices included), is
     still scaled from another job or size, longest first, one per cell (key and size: a slice
@@ -133,6 +164,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--papers", nargs="*", help="only these papers (default: every paper with slices)")
     p.add_argument("--job", action="append", help="also slice this job (RULE/JOB as estimate-time names it)")
     p.add_argument("--only", action="store_true", help="slice only the --job jobs")
+    p.add_argument(
+        "--retime-references",
+        action="store_true",
+        help="time every reference slice of the table again (a short one: the fastest of several runs) "
+        "and rescale the rows that scale from it, instead of slicing jobs",
+    )
     p.add_argument(
         "--missing",
         action="store_true",
