@@ -24,4 +24,3 @@ def test_the_lbcdi_peaks_in_the_docs_are_the_slices():
     cluster = " ".join((REPO / "docs" / "cluster.md").read_text().split())
     quoted = re.search(r"could not hold, peaks at ([\d.]+) GB", cluster)
     assert quoted and float(quoted.group(1)) == n10000
-

@@ -135,7 +135,8 @@ def test_estimate_time_on_another_cpu_says_so(monkeypatch, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert f"differs from the measuring CPU ({recorded.cpu})" in out and here.cpu in out
-    assert "about 32 min" in out  # APE's 965 s, x 2
+    ape = summary.paper_rows(yaml.safe_load(TABLE.read_text())["grids"]["quick"], "quick")["ape"]
+    assert f"about {summary._human(2 * summary._row_wall(ape, 2))}" in out  # APE's time on 2 cores, x 2
     assert main(["estimate-time", "--grid", "paper", "--cores", "2", "--table", str(TABLE)]) == 0
     assert here.cpu in capsys.readouterr().out
 
