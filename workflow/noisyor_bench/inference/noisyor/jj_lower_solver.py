@@ -73,9 +73,9 @@ class HeldAtR:
 
 
 #: Above this many bytes of carried pieces (the model rows and the four (P, K) pieces of every
-#: block), :class:`BlockCarry` keeps the held form and gathers model rows at each visit: about
-#: 5% more time a round for 3 instead of 6 numbers an entry held with ``r`` (the paper grid's
-#: largest LB-CDI cell, N_train = 10,000 at D = K = 500, was killed at 24 GB keeping them all).
+#: block), :class:`BlockCarry` keeps the held form and gathers model rows at each visit: a few
+#: percent more time a round for 3 instead of 6 numbers an entry held with ``r`` (the D = K = 500
+#: panels' validation and test sets and large training sets; docs/performance.md).
 CARRY_FULL_BYTES = 1 << 30
 
 
@@ -90,8 +90,8 @@ class BlockCarry:
     forms give the same numbers bit for bit.
     """
 
-    def __init__(self, blocks: int, entries: int, width: int, itemsize: int = 8) -> None:
-        """``entries``: positive entries of all blocks; ``width``: K."""
+    def __init__(self, blocks: int, entries: int, width: int, itemsize: int) -> None:
+        """``entries``: positive entries of all blocks; ``width``: K; ``itemsize``: bytes a number."""
         self.held = 5 * entries * width * itemsize > CARRY_FULL_BYTES
         self._fixed: list[LBFixed | None] = [None] * blocks
         self._at: list[FusedAtR | HeldAtR | None] = [None] * blocks

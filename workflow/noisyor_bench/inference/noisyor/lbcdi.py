@@ -354,7 +354,7 @@ class LBCDI(ClassicalMethod):
         # The model is fixed during the rounds: each chunk carries its model rows and the pieces
         # of the r update at its r from one round to the next (same numbers, one pass fewer).
         leak_floor = self.hparams["leak_floor"]
-        carry = BlockCarry(len(chunks), sum(c.pos.count for c in chunks), model.K)
+        carry = BlockCarry(len(chunks), sum(c.pos.count for c in chunks), model.K, self.dtype.itemsize)
         for t in range(first, max_rounds + 1):
             gain = -float("inf")
             for j, c in enumerate(chunks):

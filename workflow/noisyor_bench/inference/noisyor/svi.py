@@ -357,7 +357,7 @@ class SVI(ClassicalMethod):
         pos = [PositiveEntries.of(xc) for _, xc in chunks]
         # The model is fixed during the fit: each chunk carries its model rows and the pieces of
         # the r update at its r from one visit to the next.
-        carry = BlockCarry(len(chunks), sum(p.count for p in pos), model.K)
+        carry = BlockCarry(len(chunks), sum(p.count for p in pos), model.K, self.dtype.itemsize)
 
         def carried(j: int) -> tuple[LBFixed, FusedAtR | None]:
             fixed = carry.fixed(j, partial(LBFixed.of, model, chunks[j][1], pos[j], h["leak_floor"]))
