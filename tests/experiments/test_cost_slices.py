@@ -464,3 +464,21 @@ def test_retimed_references_rescale_every_row_that_scales_from_them(planned, pap
     unknown = dataclasses.replace(rows[0], reference="quick: train_cell/nope")
     with pytest.raises(DataError, match="is no job a slice can run"):
         cost_slices.retime_references([unknown], paper_cfg, None, "abc", runner=faster)
+
+
+def test_calibrate_costs_lists_the_tables_references_to_retime(capsys):
+    """``calibrate-costs --retime-references --dry-run``: each reference of the table once, with
+    the number of rows that scale from it."""
+    from noisyor_bench.cli import main
+
+    rows = cost_slices.load(REPO / cost_slices.TABLE)
+    counts: dict = {}
+    for r in rows:
+        if r.reference and math.isfinite(r.reference_rate):
+            counts[r.reference] = counts.get(r.reference, 0) + 1
+    snakefile = str(REPO / "Snakefile")
+    assert main(["calibrate-costs", "--retime-references", "--dry-run", "--snakefile", snakefile]) == 0
+    out = capsys.readouterr().out
+    assert f"calibrate-costs: {len(counts)} reference slices of" in out
+    for name, n in counts.items():
+        assert f"  {name} ({n} rows)" in out

@@ -36,6 +36,8 @@ def cmd_calibrate_costs(args: argparse.Namespace) -> int:
         raise ConfigError(f"--papers: unknown paper(s) {unknown}; allowed values: {list(papers.ids())}")
     ids = wanted or [p for p in papers.ids() if cost_slices.slicer(p) is not None]
     table = root / cost_slices.TABLE
+    if args.retime_references:
+        return _retime_references(args, cfg, table)
     # the estimates the slices correct: without any slice table
     references = [r for r in costs.load_references(root, cfg.get("job_seconds")) if r.source != str(table)]
     # whole trainings and searches, as slices record them (a split job's slice prices its parts)
@@ -44,8 +46,6 @@ def cmd_calibrate_costs(args: argparse.Namespace) -> int:
     wanted = list(args.job or ())
     if args.missing:  # every job the slices and measured runs do not price at its own size yet
         wanted += _extrapolated(cfg, root, ids, jobs)
-    if args.retime_references:
-        return _retime_references(args, cfg, table)
     planned = cost_slices.plan(cfg, estimates, jobs, wanted)
     if args.only or args.missing:
         planned = [p for p in planned if f"{p.job.rule}/{p.job.job}" in wanted]
