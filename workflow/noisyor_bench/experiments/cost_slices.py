@@ -460,7 +460,7 @@ def retime_references(
         )
         if found is None:
             raise DataError(
-                f"{TABLE}: the reference {reference!r} of {len(group)} row(s) is no job a slice can run"
+                f"the reference {reference!r} of {len(group)} slice row(s) is no job a slice can run"
             )
         pid, (ref_cfg, ref) = found
         seconds, work, _, _ = runner(pid, ref_cfg, ref, raw_data_dir)
