@@ -61,6 +61,30 @@ def per_seed_cell(wildcards):
     return PER_SEED_CELLS[wildcards.cell]
 
 
+def train_segments(wildcards):
+    """Jobs a per-seed training runs as (noisyor_bench.experiments.segments): one, or segments
+    (rule train_cell_segment) before the training job itself (acp_costs.train_segments)."""
+    return acp_costs.train_segments(config, per_seed_cell(wildcards))
+
+
+def train_segment_file(cell, seed, k):
+    """The fit's state at the end of segment k, written by train_cell_segment (temporary, read
+    by the next segment or the training job only)."""
+    return R(f"segments/train-cell/{cell}/seed{seed}/segment{k}.pt")
+
+
+def previous_train_segment(wildcards):
+    """Segment k's input: segment k - 1's state (none for the first)."""
+    k = int(wildcards.k)
+    return [train_segment_file(wildcards.cell, wildcards.seed, k - 1)] if k > 0 else []
+
+
+def last_train_segment(wildcards):
+    """A per-seed training job's input where it runs as segments: the state of the one before it."""
+    n = train_segments(wildcards)
+    return [train_segment_file(wildcards.cell, wildcards.seed, n - 2)] if n > 1 else []
+
+
 def per_seed_search_result(wildcards):
     """search_result of a per-seed training job's cell."""
     cell = per_seed_cell(wildcards)

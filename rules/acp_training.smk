@@ -185,6 +185,7 @@ rule train_cell_seed:
     input:
         dataset=lambda w: R(f"data/{per_seed_cell(w).dataset}.npz"),
         best=per_seed_search_result,
+        previous=last_train_segment,
         stale=stale_check(
             lambda w: [RUN(w.cell, seed=w.seed, file="metrics.json")],
             lambda w: R(f"data/{per_seed_cell(w).dataset}.npz"),
@@ -218,13 +219,64 @@ rule train_cell_seed:
         device=DEVICE,
         out=lambda w, output: run_folders(output),
         factor=lambda w: grid.latents_factor(config, per_seed_cell(w).experiment),
+        previous=lambda w, input: previous_option(input.previous),
     shell:
         "noisyor-bench acp-train-cell --dataset {input.dataset:q} --dataset-name {params.dataset}"
         " --experiment {params.experiment} --method {params.method} --mode {params.mode}"
         " --n-train {params.n} --seeds {wildcards.seed} {params.best} --budget {params.budget}"
         " --latents-factor {params.factor}"
         " --evaluation {params.evaluation} --device {params.device:q} --threads {threads}"
-        " --out-dir {params.out} > {log:q} 2>&1"
+        " {params.previous} --out-dir {params.out} > {log:q} 2>&1"
+
+
+# A per-seed training the cost model puts over search.max_job_hours (the paper grid's Fig. 5
+# LB-CDI and SVI at N_train = 10,000) runs as segments, each its own cluster job fitting for its
+# share of time from the previous one's exact state (acp_costs.train_segments); the last segment
+# is train_cell_seed itself. Bit-identical to one job (docs/cluster.md, "Trainings longer than a job").
+rule train_cell_segment:
+    input:
+        dataset=lambda w: R(f"data/{per_seed_cell(w).dataset}.npz"),
+        best=per_seed_search_result,
+        previous=previous_train_segment,
+    output:
+        temp(train_segment_file("{cell}", "{seed}", "{k}")),
+    log:
+        log_path("train_cell", "{cell}/seed{seed}_segment{k}"),
+    benchmark:
+        benchmark_path("train_cell", "{cell}/seed{seed}_segment{k}")
+    wildcard_constraints:
+        cell="|".join(re.escape(p) for p in PER_SEED_CELLS) or "(?!)",
+        seed="[0-9]+",
+        k="[0-9]+",
+    priority: measured_priority("train_cell", "{cell}/seed{seed}_segment{k}")
+    conda:
+        CONDA_ENV
+    threads: THREADS
+    resources:
+        **compute_resources("train_cell", "{cell}/seed{seed}_segment{k}"),
+    params:
+        experiment=lambda w: per_seed_cell(w).experiment,
+        dataset=lambda w: per_seed_cell(w).dataset,
+        method=lambda w: per_seed_cell(w).method,
+        n=lambda w: per_seed_cell(w).n_train,
+        mode=lambda w: per_seed_cell(w).mode,
+        best=lambda w, input: f"--best {shlex.quote(str(input.best))}" if input.best else "",
+        budget=lambda w: json_param(grid.budget(config, per_seed_cell(w))),
+        evaluation=json_param(grid.evaluation(config)),
+        device=DEVICE,
+        out=lambda w: RUN(w.cell, seed=w.seed),
+        factor=lambda w: grid.latents_factor(config, per_seed_cell(w).experiment),
+        segments=train_segments,
+        seconds=lambda w: round(acp_costs.segment_seconds(config, per_seed_cell(w))),
+        previous=lambda w, input: previous_option(input.previous),
+    shell:
+        "noisyor-bench acp-train-segment --dataset {input.dataset:q} --dataset-name {params.dataset}"
+        " --experiment {params.experiment} --method {params.method} --mode {params.mode}"
+        " --n-train {params.n} --seed {wildcards.seed} {params.best} --budget {params.budget}"
+        " --latents-factor {params.factor}"
+        " --evaluation {params.evaluation} --device {params.device:q} --threads {threads}"
+        " --segment {wildcards.k} --segments {params.segments} --seconds {params.seconds}"
+        " {params.previous} --out-dir {params.out:q} --out {output:q} > {log:q} 2>&1"
 
 
 for _group in grid.seed_groups(config):

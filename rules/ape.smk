@@ -71,12 +71,6 @@ def ape_last_segment(wildcards):
     return [ape_segment_file(w.ds, w.method, w.n, w.seed, n - 2)] if n > 1 else []
 
 
-def previous_option(files):
-    """``--previous <the last segment's state>`` of a training job, or nothing (its first segment,
-    or a training in one job)."""
-    return f"--previous {shlex.quote(str(files[0]))}" if files else ""
-
-
 def ape_nuts_files(ds, seed):
     """The seed's NUTS run (metrics.json), or nothing when the grid runs no NUTS on ``ds``."""
     nuts = APE["datasets"][ds].get("nuts") or {}

@@ -138,6 +138,12 @@ def json_param(obj):
     return shellargs.json_argument(obj, R("params"), write=_EXECUTES["jobs"])
 
 
+def previous_option(files):
+    """``--previous <the last segment's state>`` of a training job that runs as segments
+    (noisyor_bench.experiments.segments), or nothing (its first segment, or a training in one job)."""
+    return f"--previous {shlex.quote(str(files[0]))}" if files else ""
+
+
 def list_param(paths):
     """A file list for a list option, long ones as ``@<results>/params/<sha>.txt``."""
     return shellargs.list_argument(paths, R("params"), write=_EXECUTES["jobs"])

@@ -1,6 +1,7 @@
 """Training cells the cost model puts over ``search.max_job_hours`` run one job per seed (rule
-train_cell_seed): the DAG has one job per seed of those cells and none of train_cell
-for them, and a seed trained alone writes the metrics the cell's one job writes."""
+train_cell_seed), and a seed over it as segment jobs before that one (rule train_cell_segment):
+the DAG has those jobs and none of train_cell for those cells, and a seed trained alone, in
+segments, writes the metrics the cell's one job writes."""
 
 from __future__ import annotations
 
@@ -18,7 +19,15 @@ from conftest import MIRROR, REPO
 OVERLAY = "grids:\n  smoke:\n    acp:\n      seeds: [0, 1]\n      search:\n        max_job_hours: 0.00001\n"
 TWO_SEEDS = "grids:\n  smoke:\n    acp:\n      seeds: [0, 1]\n"
 CELL = "fig5/syn-random-1/svi/n10"
-TIMING = {"train_seconds", "val_seconds", "posterior_seconds", "eval_seconds", "nll_seconds", "provenance"}
+TIMING = {
+    "train_seconds",
+    "val_seconds",
+    "posterior_seconds",
+    "eval_seconds",
+    "nll_seconds",
+    "provenance",
+    "resumed",
+}
 
 
 def snakemake(tmp_path: Path, overlay: str, results: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -52,15 +61,22 @@ def test_cells_over_the_bound_train_one_job_per_seed(tmp_path):
     split = acp_costs.per_seed_cells(cfg)
     assert split and any(c.path == CELL for c in split)
     assert per_seed == sorted(f"cell={c.path}, seed={s}" for c in split for s in (0, 1))
-    whole = [dict(kv.split("=", 1) for kv in w.split(", ")) for r, w in jobs if r != "train_cell_seed"]
+    # the bound is below every seed: each runs as segments, at most one per epoch (smoke: 2)
+    segments = sorted(w for r, w in jobs if r == "train_cell_segment")
+    counts = {c.path: acp_costs.train_segments(cfg, c) for c in split}
+    assert counts[CELL] == 2 and max(counts.values()) == 2
+    expected = [f"cell={c}, seed={s}, k={k}" for c, n in counts.items() for s in (0, 1) for k in range(n - 1)]
+    assert segments == sorted(expected)
+    whole = [dict(kv.split("=", 1) for kv in w.split(", ")) for r, w in jobs if r == "train_cell"]
     paths = {f"{w['experiment']}/{w['dataset']}/{w['method']}/n{w['n']}" for w in whole}
     assert paths and not paths & {c.path for c in split}  # no cell trains both ways
 
 
 @pytest.mark.slow
 def test_a_seed_trained_alone_writes_the_cells_metrics(tmp_path):
-    """fig5 SVI at N_train = 10, seeds 0 and 1: per-seed jobs and one train_cell job agree on every
-    metric but the timings and the provenance (the command line differs)."""
+    """fig5 SVI at N_train = 10, seeds 0 and 1: per-seed jobs (each after a segment job of one
+    epoch) and one train_cell job agree on every metric but the timings, the provenance (the
+    command line differs) and whether the fit resumed (the segmented one did)."""
     if MIRROR is None:
         pytest.skip("raw-data mirror not found")
     metrics = {}
@@ -73,6 +89,10 @@ def test_a_seed_trained_alone_writes_the_cells_metrics(tmp_path):
             rf"^{rule}\s+{2 if rule == 'train_cell_seed' else 1}$", proc.stdout + proc.stderr, re.M
         )
         metrics[name] = [json.loads(Path(t).read_text()) for t in targets]
+        if name == "split":
+            assert re.search(r"^train_cell_segment\s+2$", proc.stdout + proc.stderr, re.M)
+            assert all(m["resumed"] for m in metrics[name])  # from the segment's state
+            assert not list((results / "segments").rglob("*.pt*"))  # temporary: removed once read
     for split, whole in zip(metrics["split"], metrics["whole"], strict=True):
         assert {k: v for k, v in split.items() if k not in TIMING} == {
             k: v for k, v in whole.items() if k not in TIMING

@@ -59,6 +59,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from noisyor_bench.inference import deadline
 from noisyor_bench.inference.convergence import Convergence, assess, monitored_values, plateau_reached
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget, fit_budget_fields
 from noisyor_bench.infra.errors import ConfigError, DataError, NonFiniteLossError
@@ -197,7 +198,11 @@ class Trainer:
         return passes_per_epoch(self.n_train, self.budget)
 
     def run(self, progress: ProgressFn | None = None) -> list[EpochRecord]:
-        """Train (or resume), restore the best state into ``module`` and return the curve."""
+        """Train (or resume), restore the best state into ``module`` and return the curve.
+
+        Inside :func:`~noisyor_bench.inference.deadline.pause_after`, raises
+        :class:`~noisyor_bench.inference.deadline.Paused` at the first epoch end past the deadline
+        (checkpoint written, best state not restored)."""
         if self.checkpoint_path is not None and self.checkpoint_path.exists():
             self._load_checkpoint(self.checkpoint_path)
         while not self.state.finished:
@@ -207,6 +212,8 @@ class Trainer:
             self._save_checkpoint()
             if progress is not None:
                 progress(record)
+            if self.checkpoint_path is not None and not self.state.finished and deadline.due():
+                raise deadline.Paused(record.epoch)  # the checkpoint above is this epoch's
         self.module.load_state_dict(self.best_state)
         return list(self.history)
 
@@ -333,6 +340,20 @@ def write_checkpoint(path: str | Path, payload: Mapping[str, Any]) -> None:
     save_torch_atomic(path, dict(payload))
 
 
+def checkpoint_epoch(path: str | Path) -> int:
+    """The last epoch a checkpoint holds (a :class:`Trainer`'s or a classical fit's), read
+    without loading its tensors (memory-mapped).  DataError for an unreadable file."""
+    path = Path(path)
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        return int((payload.get("progress") or payload["loop"])["epoch"])
+    except Exception as exc:  # corrupt / foreign file
+        raise DataError(
+            f"cannot read the epoch of training checkpoint {path} ({type(exc).__name__}): it is corrupt, "
+            "truncated or not a noisyor-bench checkpoint"
+        ) from exc
+
+
 def read_checkpoint(path: str | Path, fingerprint: Mapping[str, Any]) -> dict[str, Any]:
     """Load a checkpoint written by :func:`write_checkpoint` for the run ``fingerprint``.
 
@@ -377,6 +398,7 @@ __all__ = [
     "NonFiniteLossError",
     "RunProgress",
     "Trainer",
+    "checkpoint_epoch",
     "diverged",
     "evaluates_at",
     "load_checkpoint",

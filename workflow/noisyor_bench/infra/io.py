@@ -122,6 +122,19 @@ def copy_file_atomic(src: str | os.PathLike[str], dest: str | os.PathLike[str]) 
         shutil.copy2(src, tmp)
 
 
+def link_or_copy_atomic(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
+    """``dest`` as a hard link to ``src`` where the filesystem allows, else a copy, through a
+    temporary name.  Why: a training's checkpoint (gigabytes for LB-CDI) is handed from one job
+    to the next at no cost; it is safe because a checkpoint is only ever replaced
+    (:func:`save_torch_atomic`), never rewritten in place."""
+    with atomic_path(dest) as tmp:
+        tmp.unlink()
+        try:
+            os.link(src, tmp)
+        except OSError:
+            shutil.copy2(src, tmp)
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 

@@ -462,6 +462,13 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
         _spec(args, hparams, seed, out, evaluate_test=True)
         for seed, out in zip(args.seeds, out_dirs, strict=True)
     ]
+    previous = Path(args.previous) if args.previous else None
+    if previous is not None:
+        if len(args.seeds) != 1 or args.batch_seeds:
+            raise ConfigError(
+                "--previous (a training segment's state) continues one seed: give one --seeds value"
+            )
+        provenance.note_input(previous, "--previous (the last training segment's state)")
     if args.batch_seeds and batchable(specs):
         # All seeds as one computation: same numbers as one by one to float rounding.
         for seed, spec, outcome in zip(args.seeds, specs, execute_runs_batched(specs), strict=True):
@@ -473,7 +480,7 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
     else:
         for seed, spec in zip(args.seeds, specs, strict=True):
             try:
-                execute_run(spec)
+                execute_run(spec, previous)
             except NonFiniteLossError as err:
                 log.error("%s", err)
                 diverged.append(f"seed {seed}: {err}")
@@ -485,6 +492,30 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
             f"{len(diverged)} of {len(args.seeds)} seeds diverged ({kept} finished and kept):\n  "
             + "\n  ".join(diverged)
         )
+    return 0
+
+
+def cmd_train_segment(args: argparse.Namespace) -> int:
+    """One segment of a seed's training that runs as several jobs (rule train_cell_segment)."""
+    from noisyor_bench.experiments import segments
+    from noisyor_bench.experiments.acp.runs import execute_segment
+    from noisyor_bench.infra import provenance
+
+    _check_cell(args, [args.seed], "--seed")
+    segments.check_segment(args.segment, args.segments, bool(args.previous), "acp-train-cell --previous")
+    if not args.seconds >= 0:
+        raise ConfigError(f"--seconds (the segment's fitting time) must be >= 0, got {args.seconds}")
+    (out_dir,) = _train_cell_dirs(argparse.Namespace(**{**vars(args), "seeds": [args.seed]}))
+    hparams: dict[str, Any] = {}
+    if args.best:
+        provenance.note_input(args.best, "--best (hyperparameters)")
+        hparams = _best_hparams(Path(args.best))
+    previous = Path(args.previous) if args.previous else None
+    if previous is not None:
+        provenance.note_input(previous, "--previous (the last training segment's state)")
+    spec = _spec(args, hparams, args.seed, out_dir, evaluate_test=True)
+    epoch = execute_segment(spec, args.seconds, Path(args.out), previous)
+    print(f"segment {args.segment + 1} of {args.segments}: epoch {epoch} -> {args.out}")
     return 0
 
 
@@ -513,6 +544,14 @@ def _best_hparams(path: Path) -> dict[str, Any]:
             f"--best {path}: expected a search's best.json, a JSON object with an 'hparams' object"
         )
     return dict(best["hparams"])
+
+
+def _previous_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--previous",
+        default="",
+        help="the previous segment's output (rule train_cell_segment) to continue from; empty: none",
+    )
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -638,4 +677,35 @@ def register(sub: argparse._SubParsersAction) -> None:
         "<results>/runs/<experiment>/<dataset>/<method>/n<N>/seed<s> "
         "(default: results/runs/... of each seed)",
     )
+    _previous_argument(p)
     p.set_defaults(func=cmd_train_cell)
+
+    p = sub.add_parser(
+        "acp-train-segment",
+        help="one segment of a seed's training that runs as several jobs (search.max_job_hours): "
+        "fit from the previous segment's state for --seconds, then hand the exact state on",
+    )
+    _common(p)
+    p.add_argument("--seed", type=int, required=True, help="training seed")
+    p.add_argument("--best", help="best.json of the cell's search (as acp-train-cell)")
+    p.add_argument("--latents", type=int, default=None, help="K to learn (as acp-train-cell)")
+    p.add_argument(
+        "--out-dir",
+        nargs=1,
+        default=None,
+        metavar="RUN_DIR",
+        help="the seed's run folder (its .partial working folder holds the fit; default: results/runs/...)",
+    )
+    p.add_argument("--segment", type=int, required=True, help="this segment, 0-based (before the last)")
+    p.add_argument(
+        "--segments", type=int, required=True, help="segments of the training (the last: acp-train-cell)"
+    )
+    p.add_argument(
+        "--seconds",
+        type=float,
+        required=True,
+        help="fitting time of this segment: it pauses at the first epoch end after it (0: after one epoch)",
+    )
+    _previous_argument(p)
+    p.add_argument("--out", required=True, help="the fit's state at the segment's end (.pt)")
+    p.set_defaults(func=cmd_train_segment)

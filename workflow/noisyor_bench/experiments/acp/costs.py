@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from noisyor_bench.experiments import segments
 from noisyor_bench.experiments.acp import grid
 from noisyor_bench.experiments.acp.baseline_costs import baselines_ns
 from noisyor_bench.experiments.acp.grid import corpora as corpus_grid
@@ -97,7 +98,18 @@ def _synthetic_jobs(cfg: Mapping[str, Any]) -> list[Job]:
                 )
         if train_per_seed(cfg, cell):  # rule train_cell_seed: benchmark train_cell/<cell>/seed<s>
             seeds = grid.seeds(cfg, cell.experiment, cell.dataset, cell.method)
-            jobs += [Job("train_cell", f"{cell.path}/seed{s}", fit, stage=1, **common) for s in seeds]
+            n = train_segments(cfg, cell)  # each seed's rule train_cell_segment jobs, then train_cell_seed
+            jobs += [
+                Job(
+                    "train_cell",
+                    segments.segment_stem(f"{cell.path}/seed{s}", k, n),
+                    fit / n,
+                    stage=1 + k,
+                    **common,
+                )
+                for s in seeds
+                for k in range(n)
+            ]
         else:
             jobs.append(_whole_train_job(cfg, cell))
     return jobs
@@ -253,6 +265,25 @@ def train_per_seed(cfg: Mapping[str, Any], cell: grid.Cell) -> bool:
     if hours is None or len(grid.seeds(cfg, cell.experiment, cell.dataset, cell.method)) < 2:
         return False
     return train_hours(cfg, cell) > float(hours)
+
+
+def train_segments(cfg: Mapping[str, Any], cell: grid.Cell) -> int:
+    """Jobs each seed's training runs as (:mod:`noisyor_bench.experiments.segments`): one, or,
+    for a cell trained one job per seed whose seed the cost model puts over
+    ``search.max_job_hours``, enough segments to keep each under it; at most one per epoch
+    (a segment fits at least one)."""
+    if not train_per_seed(cfg, cell):
+        return 1
+    seeds = len(grid.seeds(cfg, cell.experiment, cell.dataset, cell.method))
+    n = segments.count(train_hours(cfg, cell) * 3600 / seeds, grid.chunking(cfg, cell)["max_job_hours"])
+    return min(n, max(1, int(grid.budget(cfg, cell).get("max_epochs", 1))))
+
+
+def segment_seconds(cfg: Mapping[str, Any], cell: grid.Cell) -> float:
+    """Fitting time of each of a seed's segment jobs: :data:`~noisyor_bench.experiments.segments.FILL`
+    x its share of the seed's estimated training (a segment pauses at the first epoch end after it)."""
+    seeds = len(grid.seeds(cfg, cell.experiment, cell.dataset, cell.method))
+    return segments.FILL * train_hours(cfg, cell) * 3600 / seeds / train_segments(cfg, cell)
 
 
 def per_seed_cells(cfg: Mapping[str, Any]) -> list[grid.Cell]:

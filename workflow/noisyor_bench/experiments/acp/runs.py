@@ -32,6 +32,7 @@ import inspect
 import json
 import logging
 import math
+import os
 import platform
 import re
 import shutil
@@ -67,6 +68,7 @@ from noisyor_bench.experiments.rundir import (
     publish_run_dir,
     write_metrics,
 )
+from noisyor_bench.inference import deadline
 from noisyor_bench.inference.convergence import Convergence, assess, rejudge_absolute
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, check_budget
 from noisyor_bench.inference.noisyor import registry as methods_pkg
@@ -74,12 +76,19 @@ from noisyor_bench.inference.noisyor.base import InferenceMethod
 from noisyor_bench.inference.noisyor.registry import NON_AMORTIZED
 from noisyor_bench.inference.progress import EpochProgress
 from noisyor_bench.inference.seeding import derive_init_seed, stream_seed
-from noisyor_bench.inference.training import NonFiniteLossError
+from noisyor_bench.inference.training import NonFiniteLossError, checkpoint_epoch
 from noisyor_bench.infra import provenance
 from noisyor_bench.infra.device import describe, resolve_device, set_threads
-from noisyor_bench.infra.errors import ConfigError, Interrupted
+from noisyor_bench.infra.errors import ConfigError, DataError, Interrupted
 from noisyor_bench.infra.hashing import sha256_file
-from noisyor_bench.infra.io import read_json, write_json_atomic, write_npz_atomic, write_text_atomic
+from noisyor_bench.infra.io import (
+    link_or_copy_atomic,
+    read_json,
+    release_run_partial,
+    write_json_atomic,
+    write_npz_atomic,
+    write_text_atomic,
+)
 from noisyor_bench.infra.version import __version__
 from noisyor_bench.models.noisyor.exact import MAX_EXACT_K
 from noisyor_bench.models.noisyor.model import NoisyOR
@@ -404,9 +413,13 @@ def _prepare(spec: RunSpec) -> _PreparedRun:
     return _PreparedRun(spec, data, x_train, x_val, method, device, threads, sha, work, clock)
 
 
-def execute_run(spec: RunSpec) -> Path:
-    """Train, select on validation, evaluate on test once, write the run directory; return it."""
+def execute_run(spec: RunSpec, previous: Path | None = None) -> Path:
+    """Train, select on validation, evaluate on test once, write the run directory; return it.
+
+    ``previous``: the fit's state at the end of the training's last segment job
+    (:func:`execute_segment`), to continue from."""
     run = _prepare(spec)
+    _adopt(previous, run.work / CHECKPOINT_FILE)
     progress = EpochProgress(
         spec.budget.max_epochs, f"{spec.method} n{spec.n_train} s{spec.seed}", logger=log
     )
@@ -422,6 +435,61 @@ def execute_run(spec: RunSpec) -> Path:
     finally:
         progress.close()
     return _finish(run, records, resumed, time.perf_counter() - t0)
+
+
+def execute_segment(spec: RunSpec, seconds: float, out: Path, previous: Path | None = None) -> int:
+    """One segment of a training that runs as several jobs (:mod:`noisyor_bench.experiments.segments`):
+    fit from ``previous`` (the last segment's output; None: from the start) until the first
+    epoch end ``seconds`` later or the fit's end, then hand its exact checkpoint to ``out``.
+    Returns the epoch reached.  The run's test split is not touched: the last segment is the
+    training job itself (:func:`execute_run` with ``previous``)."""
+    run = _prepare(spec)
+    checkpoint = run.work / CHECKPOINT_FILE
+    _adopt(previous, checkpoint)
+    progress = EpochProgress(
+        spec.budget.max_epochs, f"{spec.method} n{spec.n_train} s{spec.seed}", logger=log
+    )
+    try:
+        with deadline.pause_after(seconds):
+            records, _ = _fit(run.method, run.x_train, run.x_val, spec.budget, progress, checkpoint)
+        epoch, how = (records[-1].epoch if records else 0), "the fit finished"
+    except deadline.Paused as paused:
+        epoch, how = paused.epoch, f"paused after {seconds:.0f} s"
+    except NonFiniteLossError as err:
+        raise _diverged_run(spec, run.work, err) from err
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; the same command resumes from {run.work}") from None
+    finally:
+        progress.close()
+    if not checkpoint.exists():
+        raise ConfigError(
+            f"method {spec.method!r} wrote no checkpoint, so its training cannot run as segments; "
+            "train it as one job (no max_job_hours)"
+        )
+    link_or_copy_atomic(checkpoint, out)
+    release_run_partial(run.work)
+    log.info("segment at epoch %d (%s) -> %s", epoch, how, out)
+    return epoch
+
+
+def _adopt(previous: Path | None, checkpoint: Path) -> None:
+    """Start the fit from ``previous`` unless the working directory's own checkpoint is at least
+    as far along (this job's retry after a kill).  Either is exact: every checkpoint of one run
+    lies on the same trajectory, so the further one loses nothing.  A ``previous`` of another
+    run configuration is refused when the fit reads it (its fingerprint)."""
+    if previous is None:
+        return
+    previous = Path(previous)
+    if not previous.is_file():
+        raise DataError(f"--previous {previous}: no such file (the training's last segment writes it)")
+    if checkpoint.exists():
+        if os.path.samefile(previous, checkpoint) or checkpoint_epoch(checkpoint) >= checkpoint_epoch(
+            previous
+        ):
+            log.info("continuing from %s (at least as far along as %s)", checkpoint, previous)
+            return
+    link_or_copy_atomic(previous, checkpoint)
+    log.info("continuing from the previous segment's state %s", previous)
 
 
 def fit_only(spec: RunSpec) -> list[EpochRecord]:
@@ -699,6 +767,7 @@ __all__ = [
     "RECOMPUTED_METRICS",
     "RunSpec",
     "execute_run",
+    "execute_segment",
     "fit_only",
     "headline",
 ]

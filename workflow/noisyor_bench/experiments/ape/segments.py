@@ -7,6 +7,7 @@ training splits it into ``n`` segments of nearly equal steps (:func:`segment_sto
 ``k < n - 1`` is rule ``ape_train_segment`` (its output: the loop state at its last step), the
 last is rule ``ape_train`` started from segment ``n - 2``'s state.  The segments end bit-identical
 to one uninterrupted run (:func:`noisyor_bench.inference.topics.ape_training.train_encoder`).
+What every paper's segments share: :mod:`noisyor_bench.experiments.segments`.
 Light (no torch): the cost model and the rules read it at DAG time.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from noisyor_bench.experiments.segments import count, segment_stem
 from noisyor_bench.infra.errors import ConfigError
 
 
@@ -26,22 +28,6 @@ def segment_stops(steps: int, segments: int) -> list[int]:
     if segments > steps:
         raise ConfigError(f"{segments} segments of a {steps}-step training: at most one per step")
     return [math.ceil(steps * (k + 1) / segments) for k in range(segments)]
-
-
-def segment_stem(stem: str, segment: int, segments: int) -> str:
-    """The benchmark stem of segment ``segment``: ``<stem>_segment<k>``; the last one is the
-    training job itself (``stem``)."""
-    return stem if segment == segments - 1 else f"{stem}_segment{segment}"
-
-
-def count(estimate_seconds: float, max_job_hours: float | None) -> int:
-    """Segments of a training estimated at ``estimate_seconds`` on one core: enough that each
-    stays under ``max_job_hours`` (None: one, the whole training in one job)."""
-    if max_job_hours is None:
-        return 1
-    if not max_job_hours > 0:
-        raise ConfigError(f"ape.max_job_hours must be > 0, got {max_job_hours}")
-    return max(1, math.ceil(estimate_seconds / 3600 / float(max_job_hours)))
 
 
 __all__ = ["count", "segment_stem", "segment_stops"]

@@ -37,6 +37,7 @@ from noisyor_bench.experiments.rundir import (
     publish_run_dir,
     write_metrics,
 )
+from noisyor_bench.experiments.segments import check_segment
 from noisyor_bench.inference.seeding import stream_seed
 from noisyor_bench.inference.training import write_checkpoint
 from noisyor_bench.infra import provenance
@@ -192,20 +193,7 @@ def train_segment(
     ``previous`` (segment ``segment - 1``'s output; None for the first) to its last step
     (:func:`~noisyor_bench.experiments.ape.segments.segment_stops`), the loop state written to
     ``out`` (published atomically; a killed attempt's checkpoint beside it is resumed); the step reached."""
-    if not 0 <= int(segment) < int(segments) - 1:
-        raise ConfigError(
-            f"APE training segment {segment} of {segments}: a segment job runs 0..{int(segments) - 2}; "
-            "the last segment is the training job (ape-train --previous)"
-        )
-    if (previous is None) != (int(segment) == 0):
-        raise ConfigError(
-            f"APE training segment {segment}: "
-            + (
-                "--previous (segment k-1's output) is needed"
-                if previous is None
-                else "the first segment has no --previous"
-            )
-        )
+    check_segment(segment, segments, previous is not None, "ape-train --previous")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = out.with_name(out.name + ".partial")  # kept: a killed attempt resumes from it

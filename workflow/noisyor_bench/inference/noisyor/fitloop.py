@@ -22,7 +22,8 @@ The state can be large (LB-CDI's ``r`` holds K numbers per positive observation:
 for 40,000 points of SYN-RANDOM-7).  So when a write takes longer than
 :data:`FREE_WRITE_SECONDS`, an epoch's checkpoint is skipped if writing it would make
 checkpointing cost more than :data:`MAX_OVERHEAD` of the time since the last write (judged
-by the previous write); the first and the last epoch are always written.  Which epochs are
+by the previous write); the first and the last epoch are always written, and so is the epoch a
+fit pauses at (:mod:`noisyor_bench.inference.deadline`).  Which epochs are
 written never changes the numbers, only how much a killed run has to redo.
 """
 
@@ -37,6 +38,7 @@ from typing import Any
 
 import torch
 
+from noisyor_bench.inference import deadline
 from noisyor_bench.inference.convergence import Convergence, assess
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget, fit_budget_fields
 from noisyor_bench.inference.training import CHECKPOINT_VERSION, diverged, read_checkpoint, write_checkpoint
@@ -167,7 +169,9 @@ class FitLoop:
         With ``best_fn``, the record's ``val_nelbo`` is monitored: a new minimum stores
         ``best_fn()`` (the parameters to restore), ``patience`` evaluations without one stop
         the fit.  ``stop`` ends the fit with that reason (e.g. ``"converged"``); reaching
-        ``max_epochs`` ends it with ``"max_epochs"``.
+        ``max_epochs`` ends it with ``"max_epochs"``.  Inside
+        :func:`~noisyor_bench.inference.deadline.pause_after`, an unfinished fit past the deadline
+        writes this epoch's checkpoint and raises :class:`~noisyor_bench.inference.deadline.Paused`.
         """
         self._check(record, params)
         s = self.state
@@ -188,7 +192,10 @@ class FitLoop:
             s.stop_reason = "patience"
         elif max_epochs is not None and record.epoch >= max_epochs:
             s.stop_reason = "max_epochs"
-        self._save(state_fn)
+        pause = self.checkpoint_path is not None and not self.finished and deadline.due()
+        self._save(state_fn, force=pause)
+        if pause:
+            raise deadline.Paused(record.epoch)
 
     def _check(self, record: EpochRecord, params: Iterable[tuple[str, torch.Tensor]]) -> None:
         """NaN anywhere, a non-finite objective or non-finite parameters: the fit diverged.
@@ -211,12 +218,13 @@ class FitLoop:
                 f"{what} at epoch {record.epoch}", self.state.last_train, self.state.last_val, self.hint
             )
 
-    def _save(self, state_fn: StateFn) -> None:
+    def _save(self, state_fn: StateFn, force: bool = False) -> None:
         if self.checkpoint_path is None:
             return
         now = self.clock()
         due = (
-            self._written_at is None
+            force
+            or self._written_at is None
             or self._write_seconds <= FREE_WRITE_SECONDS
             or now - self._written_at >= self._write_seconds / MAX_OVERHEAD
         )
