@@ -466,6 +466,54 @@ def test_retimed_references_rescale_every_row_that_scales_from_them(planned, pap
         cost_slices.retime_references([unknown], paper_cfg, None, "abc", runner=faster)
 
 
+def test_a_remeasured_reference_moves_its_rows_to_the_estimate_the_new_table_gives(tmp_path, paper_cfg):
+    """``job-seconds --rebase-slices``: when the quick table is re-measured, a row that scales from
+    one of its jobs takes the estimate the cost model gives from the new table (computed here by
+    the cost model itself, from a copy of the table with that job twice as slow per unit of work)
+    x its unchanged slice ratio; the rows of other references stay as they are."""
+    from noisyor_bench.experiments import job_seconds
+
+    rows = cost_slices.load(REPO / cost_slices.TABLE)
+    old = job_seconds.load_rows(REPO / "config" / "job_seconds.csv")
+    unsliced = {(e.rule, e.job): e for e in costs.estimate_jobs(paper_cfg, REFERENCES, ["acp"], whole=True)}
+
+    def agrees(row):  # rows priced from today's table (their stored estimate is the model's)
+        e = unsliced.get((row.rule, row.job))
+        return (
+            e is not None
+            and e.reference == row.reference
+            and math.isclose(e.cpu_seconds, row.estimate_seconds, rel_tol=2e-3)
+        )
+
+    reference = max(
+        {r.reference for r in rows if r.reference.startswith("quick: ") and agrees(r)},
+        key=lambda ref: sum(r.reference == ref for r in rows),
+    )
+    rule, _, job = reference.removeprefix("quick: ").partition("/")
+    before = old[(rule, job)]
+    new = dict(old)
+    new[(rule, job)] = job_seconds.Row(before.seconds * 3, before.work * 1.5, before.cpu)  # 2x per unit
+    table = tmp_path / "job_seconds.csv"
+    job_seconds.write([(r, j, row) for (r, j), row in new.items()], table)
+    refs = [r for r in costs.load_references(REPO, str(table)) if not r.source.endswith(cost_slices.TABLE)]
+    remodelled = {(e.rule, e.job): e for e in costs.estimate_jobs(paper_cfg, refs, ["acp"], whole=True)}
+
+    rebased, moved = cost_slices.rebase_references(rows, "quick", old, new, "2026-11-30 (test)")
+    assert moved == {reference: (pytest.approx(2.0), sum(r.reference == reference for r in rows))}
+    for was, now in zip(rows, rebased, strict=True):
+        if was.reference != reference:
+            assert now == was
+            continue
+        assert now.seconds == pytest.approx(2 * was.seconds) and now.rate == was.rate
+        if agrees(was):
+            assert now.estimate_seconds == pytest.approx(
+                remodelled[(was.rule, was.job)].cpu_seconds, rel=2e-3
+            )
+        assert now.what.endswith("; reference re-measured 2026-11-30 (test)")
+    again, _ = cost_slices.rebase_references(rebased, "quick", old, new, "2026-11-30 (test)")
+    assert all(r.what.count("re-measured") <= 1 for r in again)
+
+
 def test_calibrate_costs_lists_the_tables_references_to_retime(capsys):
     """``calibrate-costs --retime-references --dry-run``: each reference of the table once, with
     the number of rows that scale from it."""

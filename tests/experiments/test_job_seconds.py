@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,37 @@ def test_cli_writes_the_table_with_each_jobs_work_and_cpu(tmp_path: Path) -> Non
         [*cmd[:5], str(tmp_path / "nope.csv"), "--out", str(out)], cwd=REPO, capture_output=True, text=True
     )
     assert bad.returncode != 0 and "no such runtime table" in bad.stderr
+
+
+def test_cli_rebases_the_slice_rows_priced_from_the_table_it_rewrites(tmp_path: Path) -> None:
+    """``--rebase-slices``: a slice row scaling from a job of the table ``--out`` replaces moves by
+    that job's new seconds per unit of work / its old ones; a row of another reference stays."""
+    from noisyor_bench.experiments import cost_slices, costs
+    from noisyor_bench.experiments.config import load_config
+
+    cfg = load_config(REPO / "config" / "config.yaml", {"grid": "quick"})
+    job = costs.paper_jobs(cfg, "ape_noisyor")[0]
+    out = tmp_path / "job_seconds.csv"
+    job_seconds.write([(job.rule, job.job, job_seconds.Row(10.0, job.work, "Test CPU"))], out)
+    runtime = _write(
+        tmp_path / "runtime_jobs.csv",
+        f"rule,job,s,cpu_time_s,max_rss_mb,repeats\n{job.rule},{job.job},12.5,10,100,1\n",
+    )
+    row = cost_slices.Slice(
+        "ape_noisyor_train", "big", 1000.0, 5.0, "Test CPU", 100.0, "w; x3 the same slice of the reference",
+        0.3, f"quick: {job.rule}/{job.job}", 0.1, 333.3, "abc", "2026-11-30",
+    )  # fmt: skip
+    other = dataclasses.replace(row, job="other", reference="paper-synpattern: train_cell/a")
+    slices = tmp_path / "cost_slices.csv"
+    cost_slices.write([row, other], slices)
+    cmd = [sys.executable, "-m", "noisyor_bench", "job-seconds", "--runtime-jobs", str(runtime),
+           "--out", str(out), "--cpu", "Test CPU", "--rebase-slices", str(slices)]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert f"quick: {job.rule}/{job.job}: x1.250 (1 slice row(s))" in proc.stdout
+    new = {s.job: s for s in cost_slices.load(slices)}
+    assert new["big"].seconds == pytest.approx(1250.0) and new["big"].estimate_seconds == pytest.approx(
+        416.6, abs=0.1
+    )
+    assert "reference re-measured" in new["big"].what and new["other"] == other
+    assert job_seconds.load_rows(out)[(job.rule, job.job)].seconds == 12.5

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ def cmd_job_seconds(args: argparse.Namespace) -> int:
             raise DataError(f"{args.keep}: no such job-seconds table (--keep)")
         kept = job_seconds.load_rows(args.keep)
     rows = job_seconds.merge(runs, kept, _measured_work(args.config, args.grid))
+    if args.rebase_slices:
+        _rebase_slices(args, {(rule, job): row for rule, job, row in rows})
     job_seconds.write(rows, args.out)
     measured = {(r["rule"], r["job"]) for rs in runs for r in rs}
     log.info(
@@ -101,6 +104,27 @@ def cmd_job_seconds(args: argparse.Namespace) -> int:
         args.out,
     )
     return 0
+
+
+def _rebase_slices(args: argparse.Namespace, new: dict[tuple[str, str], Any]) -> None:
+    """Move the calibration-slice rows that scale from a job of ``--out`` (the table they were
+    priced from) to its new measurement (:func:`~noisyor_bench.experiments.cost_slices.rebase_references`)."""
+    import time
+
+    from noisyor_bench.experiments import cost_slices, job_seconds
+    from noisyor_bench.experiments.costs import REFERENCE_GRID
+
+    rows = cost_slices.load(args.rebase_slices)
+    old = job_seconds.load_rows(args.out)
+    note = f"{time.strftime('%Y-%m-%d', time.gmtime())} ({', '.join(args.runtime_jobs)})"
+    rebased, moved = cost_slices.rebase_references(rows, args.grid or REFERENCE_GRID, old, new, note)
+    for reference, (factor, n) in sorted(moved.items()):
+        print(f"  {reference}: x{factor:.3f} ({n} slice row(s))")
+    cost_slices.write(rebased, args.rebase_slices)
+    print(
+        f"job-seconds: {sum(n for _, n in moved.values())} of {len(rows)} slice rows in {args.rebase_slices} "
+        f"moved to the new measurements of {len(moved)} reference job(s)"
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -148,5 +172,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--keep",
         help="an earlier table (e.g. config/job_seconds.csv itself) whose jobs no runtime table measured "
         "are kept: cells of grids not re-run keep their order",
+    )
+    p.add_argument(
+        "--rebase-slices",
+        nargs="?",
+        const="benchmarks/results/cost_slices.csv",
+        default=None,
+        metavar="SLICE_TABLE",
+        help="also move the calibration-slice rows that scale from a job of --out (the table they "
+        "were priced from) to the job's new seconds per unit of work (default table: "
+        "benchmarks/results/cost_slices.csv)",
     )
     p.set_defaults(func=cmd_job_seconds)

@@ -476,6 +476,58 @@ def retime_references(
     return list(out.values())
 
 
+_REMEASURED_TEXT = re.compile(r"; reference re-measured [^;]*")
+
+
+def rebase_references(
+    rows: Sequence[Slice],
+    grid: str,
+    old: Mapping[tuple[str, str], Any],
+    new: Mapping[tuple[str, str], Any],
+    note: str,
+) -> tuple[list[Slice], dict[str, tuple[float, int]]]:
+    """``rows`` with every row that scales from a job of ``grid``'s measured table moved from that
+    job's ``old`` measurement to its ``new`` one (tables of
+    :func:`noisyor_bench.experiments.job_seconds.load_rows`); also, per reference moved, (factor, rows).
+
+    Why: a row's estimate is its reference's measured seconds x (its rate / the reference's rate)
+    (:func:`measure`).  When the reference grid's table is re-measured (``config/job_seconds.csv``
+    after a new ``make reproduce``), rows left on the former seconds would price the paper grid
+    from one measurement of a job and the quick grid from another.  A row moves by the reference's
+    new seconds per unit of work / its old ones, exactly the estimate it would have had from the
+    new table; a reference the new table lacks, measures without a work or measures the same
+    keeps its rows.
+    ``note`` (the date and what was re-measured) goes into the rows' ``what``.
+    """
+    prefix = f"{grid}: "
+    out, moved = [], {}
+    for row in rows:
+        if not row.reference.startswith(prefix):
+            out.append(row)
+            continue
+        rule, _, job = row.reference[len(prefix) :].partition("/")
+        before, after = old.get((rule, job)), new.get((rule, job))
+        if before is None or after is None or not (before.work and after.work and before.seconds > 0):
+            out.append(row)
+            continue
+        factor = (after.seconds / after.work) / (before.seconds / before.work)
+        if factor == 1.0:  # measured the same: the row stands as it is
+            out.append(row)
+            continue
+        what = _REMEASURED_TEXT.sub("", row.what) + f"; reference re-measured {note}"
+        out.append(
+            dataclasses.replace(
+                row,
+                seconds=row.seconds * factor,
+                estimate_seconds=row.estimate_seconds * factor,
+                what=what,
+            )
+        )
+        n = moved.get(row.reference, (factor, 0))[1]
+        moved[row.reference] = (factor, n + 1)
+    return out, moved
+
+
 def merge(old: Iterable[Slice], new: Iterable[Slice]) -> list[Slice]:
     """``old`` with the rows of ``new`` replacing those of the same job."""
     rows = {(s.rule, s.job): s for s in old}

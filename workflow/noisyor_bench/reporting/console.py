@@ -11,7 +11,8 @@ another 4 min): :class:`WorkPlan` gives every planned job its estimated seconds,
 finish is elapsed + (remaining estimated work x the ratio of measured to estimated seconds of the
 jobs finished so far) / cores, at least the longest remaining job.  The ratio weighs recent jobs
 most (half-life :data:`HALF_LIFE_SECONDS`: other work on the machine comes and goes), counts a
-running job already past its estimate, and starts at 1 (:data:`PRIOR_SECONDS`); the estimates are
+running job already past its estimate, and starts at 1 (:data:`PRIOR_SECONDS`, a guess made at the
+start that ages with the same half-life, so a model off by a constant factor is learnt); the estimates are
 on this machine (``--speed-factor``, by default the calibration of ``estimate-time``).  Snakemake's plan ("Job stats")
 names only each rule's job count, not the jobs' wildcards, so a job not yet started counts as the
 mean estimate of its rule's cost-model jobs not yet started; a started job, whose benchmark path
@@ -46,7 +47,7 @@ _JOBID = re.compile(r"^\s+jobid: (\d+)$")
 _WILDCARDS = re.compile(r"^\s+wildcards: (.*)$")
 _LOG = re.compile(r"^\s+log: (.*)$")
 _FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)")
-_STEPS = re.compile(r"^(\d+) of (\d+) steps \((\d+)%\) done")
+_STEPS = re.compile(r"^(\d+) of (\d+) steps \(([\d.]+)%\) done")  # Snakemake writes 0.3%, 99.7% near the ends
 _STATS_ROW = re.compile(r"^(\w+)\s+(\d+)$")
 _CORES = re.compile(r"^Provided cores: (\d+)")
 _BENCHMARK = re.compile(r"^\s+benchmark: (?:.*/)?benchmarks/([^/]+)/(.+)\.tsv$")
@@ -112,11 +113,15 @@ def paper_of_rule(rule: str, owners: Mapping[str, str]) -> str:
 
 
 #: Weight, in estimated seconds, of the prior ratio (1: the cost model is right) in the ratio of
-#: measured to estimated seconds: the first short jobs do not swing the ETA.
+#: measured to estimated seconds at the start: the first short jobs do not swing the ETA.  It
+#: halves every HALF_LIFE_SECONDS, as a finished job's weight does: a prior that kept its weight
+#: would outweigh the jobs of the last half-lives for ever (a model 2x off read 1.33 at best).
 PRIOR_SECONDS = 300.0
 #: Half-life, in seconds of wall time, of a finished job's weight in that ratio: the machine's
-#: load changes during a run (other work starts and ends), so recent jobs count most.
-HALF_LIFE_SECONDS = 100.0
+#: load changes during a run (other work starts and ends), so recent jobs count most; 5 minutes
+#: learns a model 2x off by a quarter of the default run and follows a changing load
+#: (tests/workflow/test_console_eta.py replays both).
+HALF_LIFE_SECONDS = 300.0
 #: A heartbeat line at least this often while jobs run and nothing else was printed.
 HEARTBEAT_SECONDS = 60.0
 
@@ -323,7 +328,10 @@ class Console:
                 age, estimate = now - float(job["started"]), self._estimate(job)
                 if age > estimate:
                     measured, estimated = measured + age, estimated + estimate
-        return (measured + PRIOR_SECONDS) / (estimated + PRIOR_SECONDS)
+        prior = PRIOR_SECONDS * 0.5 ** (
+            max((self.clock() if now is None else now) - self.start, 0.0) / self.half_life_seconds
+        )
+        return (measured + prior) / (estimated + prior)
 
     def eta(self, now: float) -> float:
         """Seconds to the predicted finish: the remaining estimated work (jobs not started at

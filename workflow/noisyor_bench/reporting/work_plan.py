@@ -83,8 +83,11 @@ def load_work_plan(grid: str, root: str | Path = ".", factor: float = 1.0) -> Wo
         )
     except Exception:  # noqa: BLE001 -- the console falls back to job counts, the run goes on
         return None
-    seconds = {key: value * factor for key, value in measured.items()}
+    # The measured table also keeps jobs of other grids (config/job_seconds.csv: extended's cells):
+    # a rule the cost model prices takes only this grid's jobs, so that its mean is this run's.
+    modelled = {e.rule for e in estimates}
+    seconds = {key: value * factor for key, value in measured.items() if key[0] not in modelled}
     seconds.update({(e.rule, e.job): e.cpu_seconds * factor for e in estimates})
-    local = sorted(v for (rule, _), v in seconds.items() if not any(e.rule == rule for e in estimates))
+    local = sorted(v for (rule, _), v in seconds.items() if rule not in modelled)
     default = local[len(local) // 2] if local else DEFAULT_JOB_SECONDS * factor
     return WorkPlan(seconds, default_seconds=max(default, 1.0))

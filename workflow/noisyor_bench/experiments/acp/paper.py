@@ -35,6 +35,7 @@ PAPER = register(
         doc_blocks={
             "synrandom-seeds": "noisyor_bench.reporting.acp.seed_table:synrandom_seeds",
             "generator-verdicts": "noisyor_bench.reporting.acp.generator_table:generator_verdicts",
+            "stop-epochs": "noisyor_bench.reporting.acp.stop_epochs:stop_epochs",
         },
         labeller=None,  # the noisy-OR method registry's labels
         smoke_artifacts=(
