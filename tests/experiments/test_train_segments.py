@@ -138,28 +138,15 @@ def test_a_pause_writes_the_epoch_a_costly_checkpoint_would_skip(tmp_path):
     assert loop.finished and checkpoint_epoch(path) == 4
 
 
+def _cell(dataset: Path) -> list[Any]:
+    """The cell options acp-train-segment and acp-train-cell share (LB-CDI on the toy data)."""
+    return ["--dataset", dataset, "--dataset-name", "toy", "--experiment", "default", "--method", "lb-cdi",
+            "--mode", "learning", "--n-train", "60"]  # fmt: skip
+
+
 def test_the_segment_command_checks_its_place_and_time(dataset, tmp_path, capsys):
-    base = [
-        "acp-train-segment",
-        "--dataset",
-        dataset,
-        "--dataset-name",
-        "toy",
-        "--experiment",
-        "default",
-        "--method",
-        "lb-cdi",
-        "--mode",
-        "learning",
-        "--n-train",
-        "60",
-        "--seed",
-        "0",
-        "--out-dir",
-        tmp_path / "runs" / "default" / "toy" / "lb-cdi" / "n60" / "seed0",
-        "--out",
-        tmp_path / "s.pt",
-    ]
+    run = tmp_path / "runs" / "default" / "toy" / "lb-cdi" / "n60" / "seed0"
+    base = ["acp-train-segment", *_cell(dataset), "--seed", "0", "--out-dir", run, "--out", tmp_path / "s.pt"]
     cases = [
         (["--segment", "0", "--segments", "3", "--seconds", "10", "--previous", tmp_path / "x.pt"], "first"),
         (["--segment", "1", "--segments", "3", "--seconds", "10"], "--previous"),
@@ -175,25 +162,6 @@ def test_the_segment_command_checks_its_place_and_time(dataset, tmp_path, capsys
 
 
 def test_train_cell_continues_one_seed_only(dataset, tmp_path, capsys):
-    argv = [
-        "acp-train-cell",
-        "--dataset",
-        dataset,
-        "--dataset-name",
-        "toy",
-        "--experiment",
-        "default",
-        "--method",
-        "lb-cdi",
-        "--mode",
-        "learning",
-        "--n-train",
-        "60",
-        "--seeds",
-        "0",
-        "1",
-        "--previous",
-        tmp_path / "s.pt",
-    ]
+    argv = ["acp-train-cell", *_cell(dataset), "--seeds", "0", "1", "--previous", tmp_path / "s.pt"]
     code, _, err = cli(argv, capsys)
     assert code != 0 and "one --seeds value" in err

@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from noisyor_bench.commands.arguments import add_table_outputs, json_argument
+from noisyor_bench.commands.arguments import add_segment_arguments, add_table_outputs, json_argument
 from noisyor_bench.infra.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -291,11 +291,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "its steps, from the previous segment's state to its own",
     )
     _training_arguments(p)
-    p.add_argument("--segment", type=int, required=True, help="this segment, 0-based (before the last)")
-    p.add_argument(
-        "--segments", type=int, required=True, help="segments of the training (the last: ape-train)"
-    )
-    p.add_argument("--out", required=True, help="the loop state at the segment's last step (.pt)")
+    add_segment_arguments(p, "ape-train", "the loop state at the segment's last step (.pt)")
     p.set_defaults(func=cmd_ape_train_segment)
 
     for name, func, what in (

@@ -42,3 +42,14 @@ def add_table_outputs(parser: argparse.ArgumentParser, markdown_required: bool =
     """``--out-csv`` and ``--out-md``: where a command writes its table (CSV, and Markdown)."""
     parser.add_argument("--out-csv", required=True, help="output file: the table as CSV")
     parser.add_argument("--out-md", required=markdown_required, help="output file: the table as Markdown")
+
+
+def add_segment_arguments(parser: argparse.ArgumentParser, last_job: str, state: str) -> None:
+    """``--segment``, ``--segments`` and ``--out`` of a command that runs one segment of a
+    training split into jobs (:mod:`noisyor_bench.experiments.segments`); ``last_job``: the
+    command that runs the last one, ``state``: what ``--out`` holds."""
+    parser.add_argument("--segment", type=int, required=True, help="this segment, 0-based (before the last)")
+    parser.add_argument(
+        "--segments", type=int, required=True, help=f"segments of the training (the last: {last_job})"
+    )
+    parser.add_argument("--out", required=True, help=state)

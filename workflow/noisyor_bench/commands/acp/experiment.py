@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from noisyor_bench.commands.acp.train import add_config_argument
-from noisyor_bench.commands.arguments import add_table_outputs, json_argument
+from noisyor_bench.commands.arguments import add_segment_arguments, add_table_outputs, json_argument
 from noisyor_bench.infra.constants import DEFAULT_IW_SAMPLES, DEFAULT_N_SAMPLES, MAX_EXACT_K
 from noisyor_bench.infra.errors import ConfigError
 
@@ -696,10 +696,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="RUN_DIR",
         help="the seed's run folder (its .partial working folder holds the fit; default: results/runs/...)",
     )
-    p.add_argument("--segment", type=int, required=True, help="this segment, 0-based (before the last)")
-    p.add_argument(
-        "--segments", type=int, required=True, help="segments of the training (the last: acp-train-cell)"
-    )
+    add_segment_arguments(p, "acp-train-cell", "the fit's state at the segment's end (.pt)")
     p.add_argument(
         "--seconds",
         type=float,
@@ -707,5 +704,4 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="fitting time of this segment: it pauses at the first epoch end after it (0: after one epoch)",
     )
     _previous_argument(p)
-    p.add_argument("--out", required=True, help="the fit's state at the segment's end (.pt)")
     p.set_defaults(func=cmd_train_segment)
