@@ -63,12 +63,12 @@ def per_seed_cell(wildcards):
 
 def train_segments(wildcards):
     """Jobs a per-seed training runs as (noisyor_bench.experiments.segments): one, or segments
-    (rule train_cell_segment) before the training job itself (acp_costs.train_segments)."""
+    (rule train_segment) before the training job itself (acp_costs.train_segments)."""
     return acp_costs.train_segments(config, per_seed_cell(wildcards))
 
 
 def train_segment_file(cell, seed, k):
-    """The fit's state at the end of segment k, written by train_cell_segment (temporary, read
+    """The fit's state at the end of segment k, written by train_segment (temporary, read
     by the next segment or the training job only)."""
     return R(f"segments/train-cell/{cell}/seed{seed}/segment{k}.pt")
 

@@ -233,7 +233,7 @@ rule train_cell_seed:
 # LB-CDI and SVI at N_train = 10,000) runs as segments, each its own cluster job fitting for its
 # share of time from the previous one's exact state (acp_costs.train_segments); the last segment
 # is train_cell_seed itself. Bit-identical to one job (docs/cluster.md, "Trainings longer than a job").
-rule train_cell_segment:
+rule train_segment:
     input:
         dataset=lambda w: R(f"data/{per_seed_cell(w).dataset}.npz"),
         best=per_seed_search_result,

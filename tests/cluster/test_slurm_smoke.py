@@ -666,7 +666,7 @@ SEGMENT_CELL = "fig5/syn-random-1/svi/n10"
 
 
 def test_a_seed_trained_as_segment_jobs_on_slurm_equals_one_local_job(runs, slurm, tmp_path):
-    """Each seed's training as two SLURM jobs (train_cell_segment, then train_cell_seed from its
+    """Each seed's training as two SLURM jobs (train_segment, then train_cell_seed from its
     state, handed over on the shared file system and removed once read) writes the metrics the
     cell's one local job writes, timings, provenance and the resume flag apart."""
     targets = [f"runs/{SEGMENT_CELL}/seed{s}/metrics.json" for s in (0, 1)]
@@ -688,7 +688,7 @@ def test_a_seed_trained_as_segment_jobs_on_slurm_equals_one_local_job(runs, slur
                     r"Job \d+ has been submitted with SLURM jobid \d+ \(log: [^)]*/rule_(\w+?)/", output
                 )
             )
-            assert submitted == Counter({"train_cell_segment": 2, "train_cell_seed": 2}), output[-3000:]
+            assert submitted == Counter({"train_segment": 2, "train_cell_seed": 2}), output[-3000:]
             run_id = run_id_in_output(output)
             states = [job.state for job in squeue_jobs(slurm.env, run_id)]
             assert states == ["COMPLETED"] * 4, states

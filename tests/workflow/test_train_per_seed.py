@@ -1,5 +1,5 @@
 """Training cells the cost model puts over ``search.max_job_hours`` run one job per seed (rule
-train_cell_seed), and a seed over it as segment jobs before that one (rule train_cell_segment):
+train_cell_seed), and a seed over it as segment jobs before that one (rule train_segment):
 the DAG has those jobs and none of train_cell for those cells, and a seed trained alone, in
 segments, writes the metrics the cell's one job writes."""
 
@@ -53,7 +53,7 @@ def test_cells_over_the_bound_train_one_job_per_seed(tmp_path):
 
     proc = snakemake(tmp_path, OVERLAY, tmp_path / "results", "-n")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    jobs = re.findall(r"rule (train_cell\w*):\n(?:    .*\n)*?    wildcards: (.*)", proc.stdout)
+    jobs = re.findall(r"rule (train_cell\w*|train_segment):\n(?:    .*\n)*?    wildcards: (.*)", proc.stdout)
     per_seed = sorted(w for r, w in jobs if r == "train_cell_seed")
     cfg = load_config(REPO / "config" / "config.yaml", {"grid": "smoke"})
     cfg["grids"]["smoke"]["acp"]["seeds"] = [0, 1]
@@ -62,7 +62,7 @@ def test_cells_over_the_bound_train_one_job_per_seed(tmp_path):
     assert split and any(c.path == CELL for c in split)
     assert per_seed == sorted(f"cell={c.path}, seed={s}" for c in split for s in (0, 1))
     # the bound is below every seed: each runs as segments, at most one per epoch (smoke: 2)
-    segments = sorted(w for r, w in jobs if r == "train_cell_segment")
+    segments = sorted(w for r, w in jobs if r == "train_segment")
     counts = {c.path: acp_costs.train_segments(cfg, c) for c in split}
     assert counts[CELL] == 2 and max(counts.values()) == 2
     expected = [f"cell={c}, seed={s}, k={k}" for c, n in counts.items() for s in (0, 1) for k in range(n - 1)]
@@ -90,7 +90,7 @@ def test_a_seed_trained_alone_writes_the_cells_metrics(tmp_path):
         )
         metrics[name] = [json.loads(Path(t).read_text()) for t in targets]
         if name == "split":
-            assert re.search(r"^train_cell_segment\s+2$", proc.stdout + proc.stderr, re.M)
+            assert re.search(r"^train_segment\s+2$", proc.stdout + proc.stderr, re.M)
             assert all(m["resumed"] for m in metrics[name])  # from the segment's state
             assert not list((results / "segments").rglob("*.pt*"))  # temporary: removed once read
     for split, whole in zip(metrics["split"], metrics["whole"], strict=True):

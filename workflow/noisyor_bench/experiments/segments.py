@@ -3,7 +3,7 @@
 Why: a partition's time limit bounds a job, not a training.  A paper-grid training the cost
 model puts over its paper's ``max_job_hours`` (APE's naive encoder on the reviews, ACP's Fig. 5
 LB-CDI seeds at N_train = 10,000) runs as ``n`` jobs: segments ``0 .. n - 2`` each hand their
-exact loop state to the next (rules ``ape_train_segment``, ``train_cell_segment``), and the
+exact loop state to the next (rules ``ape_train_segment``, ``train_segment``), and the
 last segment is the training job itself, which also evaluates.  Resume is exact, so the
 segments end bit-identical to one uninterrupted job.  How a paper cuts a training (by steps
 for APE, by fitting time for ACP, whose fits stop early) is the paper's; what is shared lives

@@ -496,7 +496,7 @@ def cmd_train_cell(args: argparse.Namespace) -> int:
 
 
 def cmd_train_segment(args: argparse.Namespace) -> int:
-    """One segment of a seed's training that runs as several jobs (rule train_cell_segment)."""
+    """One segment of a seed's training that runs as several jobs (rule train_segment)."""
     from noisyor_bench.experiments import segments
     from noisyor_bench.experiments.acp.runs import execute_segment
     from noisyor_bench.infra import provenance
@@ -550,7 +550,7 @@ def _previous_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--previous",
         default="",
-        help="the previous segment's output (rule train_cell_segment) to continue from; empty: none",
+        help="the previous segment's output (rule train_segment) to continue from; empty: none",
     )
 
 

@@ -98,7 +98,7 @@ def _synthetic_jobs(cfg: Mapping[str, Any]) -> list[Job]:
                 )
         if train_per_seed(cfg, cell):  # rule train_cell_seed: benchmark train_cell/<cell>/seed<s>
             seeds = grid.seeds(cfg, cell.experiment, cell.dataset, cell.method)
-            n = train_segments(cfg, cell)  # each seed's rule train_cell_segment jobs, then train_cell_seed
+            n = train_segments(cfg, cell)  # each seed's rule train_segment jobs, then train_cell_seed
             jobs += [
                 Job(
                     "train_cell",
