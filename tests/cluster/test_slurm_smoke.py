@@ -658,18 +658,14 @@ def test_a_killed_driver_is_resumed_without_running_a_job_twice(runs, slurm, tmp
     assert result["same"] > 0 and not (result["diffs"] or result["only_a"] or result["only_b"]), result
 
 
-# The smoke grid with two seeds and a bound no job meets: a cell trains one job per seed, each seed
-# as a segment job of one epoch and then its training job (tests/workflow/test_train_per_seed.py).
-SEGMENTED = "grids:\n  smoke:\n    acp:\n      seeds: [0, 1]\n      search:\n        max_job_hours: 0.00001\n"
-ONE_JOB = "grids:\n  smoke:\n    acp:\n      seeds: [0, 1]\n"
-SEGMENT_CELL = "fig5/syn-random-1/svi/n10"
-
-
 def test_a_seed_trained_as_segment_jobs_on_slurm_equals_one_local_job(runs, slurm, tmp_path):
-    """Each seed's training as two SLURM jobs (train_segment, then train_cell_seed from its
-    state, handed over on the shared file system and removed once read) writes the metrics the
-    cell's one local job writes, timings, provenance and the resume flag apart."""
-    targets = [f"runs/{SEGMENT_CELL}/seed{s}/metrics.json" for s in (0, 1)]
+    """The cell of ``segmented_grid``: each seed's training as two SLURM jobs (train_segment, then
+    train_cell_seed from its state, handed over on the shared file system and removed once read)
+    writes the metrics the cell's one local job writes, timings, provenance and the resume flag
+    apart."""
+    from segmented_grid import CELL, NOT_COMPARED, ONE_JOB, SEGMENTED
+
+    targets = [f"runs/{CELL}/seed{s}/metrics.json" for s in (0, 1)]
     metrics = {}
     for name, overlay, options in (("slurm", SEGMENTED, SLURM_OPTIONS), ("local", ONE_JOB, ("--cores", "2"))):
         extra = tmp_path / f"{name}.yaml"
@@ -693,19 +689,10 @@ def test_a_seed_trained_as_segment_jobs_on_slurm_equals_one_local_job(runs, slur
             states = [job.state for job in squeue_jobs(slurm.env, run_id)]
             assert states == ["COMPLETED"] * 4, states
             assert not list((results / "segments").rglob("*.pt*"))  # temporary: removed once read
-    skip = {
-        "train_seconds",
-        "val_seconds",
-        "posterior_seconds",
-        "eval_seconds",
-        "nll_seconds",
-        "provenance",
-        "resumed",
-    }
     for split, whole in zip(metrics["slurm"], metrics["local"], strict=True):
         assert split["resumed"] and not whole["resumed"]
-        assert {k: v for k, v in split.items() if k not in skip} == {
-            k: v for k, v in whole.items() if k not in skip
+        assert {k: v for k, v in split.items() if k not in NOT_COMPARED} == {
+            k: v for k, v in whole.items() if k not in NOT_COMPARED
         }
 
 

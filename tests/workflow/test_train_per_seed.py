@@ -14,20 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MIRROR, REPO
-
-# The smoke grid with two seeds and a bound no job meets: every cell with two seeds splits.
-OVERLAY = "grids:\n  smoke:\n    acp:\n      seeds: [0, 1]\n      search:\n        max_job_hours: 0.00001\n"
-TWO_SEEDS = "grids:\n  smoke:\n    acp:\n      seeds: [0, 1]\n"
-CELL = "fig5/syn-random-1/svi/n10"
-TIMING = {
-    "train_seconds",
-    "val_seconds",
-    "posterior_seconds",
-    "eval_seconds",
-    "nll_seconds",
-    "provenance",
-    "resumed",
-}
+from segmented_grid import CELL, NOT_COMPARED, ONE_JOB, SEGMENTED
 
 
 def snakemake(tmp_path: Path, overlay: str, results: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -51,7 +38,7 @@ def test_cells_over_the_bound_train_one_job_per_seed(tmp_path):
     from noisyor_bench.experiments.acp import costs as acp_costs
     from noisyor_bench.experiments.config import load_config
 
-    proc = snakemake(tmp_path, OVERLAY, tmp_path / "results", "-n")
+    proc = snakemake(tmp_path, SEGMENTED, tmp_path / "results", "-n")
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = re.findall(r"rule (train_cell\w*|train_segment):\n(?:    .*\n)*?    wildcards: (.*)", proc.stdout)
     per_seed = sorted(w for r, w in jobs if r == "train_cell_seed")
@@ -80,7 +67,7 @@ def test_a_seed_trained_alone_writes_the_cells_metrics(tmp_path):
     if MIRROR is None:
         pytest.skip("raw-data mirror not found")
     metrics = {}
-    for name, overlay, rule in (("split", OVERLAY, "train_cell_seed"), ("whole", TWO_SEEDS, "train_cell")):
+    for name, overlay, rule in (("split", SEGMENTED, "train_cell_seed"), ("whole", ONE_JOB, "train_cell")):
         results = tmp_path / name
         targets = [str(results / f"runs/{CELL}/seed{s}/metrics.json") for s in (0, 1)]
         proc = snakemake(tmp_path, overlay, results, "--", *targets)
@@ -94,6 +81,6 @@ def test_a_seed_trained_alone_writes_the_cells_metrics(tmp_path):
             assert all(m["resumed"] for m in metrics[name])  # from the segment's state
             assert not list((results / "segments").rglob("*.pt*"))  # temporary: removed once read
     for split, whole in zip(metrics["split"], metrics["whole"], strict=True):
-        assert {k: v for k, v in split.items() if k not in TIMING} == {
-            k: v for k, v in whole.items() if k not in TIMING
+        assert {k: v for k, v in split.items() if k not in NOT_COMPARED} == {
+            k: v for k, v in whole.items() if k not in NOT_COMPARED
         }
