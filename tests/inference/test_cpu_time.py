@@ -83,7 +83,9 @@ def test_ape_vi_records_its_cpu_time_per_step_and_in_total() -> None:
     from noisyor_bench.models.topics.logistic_normal import ape_prior
 
     gen = torch.Generator().manual_seed(0)
-    theta = torch.distributions.Dirichlet(torch.full((8,), 0.5)).sample((3, 2))
+    theta = torch.as_tensor(
+        np.random.default_rng(0).dirichlet(np.full(8, 0.5), size=(3, 2)), dtype=torch.float32
+    )
     x = torch.randint(0, 4, (3, 8), generator=gen).float()
     result = fit_vi(
         x, theta, ape_prior(2, dtype=torch.float32), ViConfig(max_steps=30, stop_rule=False), seed=0
