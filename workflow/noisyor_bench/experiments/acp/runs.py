@@ -420,21 +420,26 @@ def execute_run(spec: RunSpec, previous: Path | None = None) -> Path:
     (:func:`execute_segment`), to continue from."""
     run = _prepare(spec)
     _adopt(previous, run.work / CHECKPOINT_FILE)
+    t0 = time.perf_counter()
+    records, resumed = _guarded_fit(run)
+    return _finish(run, records, resumed, time.perf_counter() - t0)
+
+
+def _guarded_fit(run: _PreparedRun) -> tuple[list[EpochRecord], bool]:
+    """:func:`_fit` of a prepared run with its epoch progress; a divergence or Ctrl-C says what
+    was kept and how to go on (the checkpoint in the working directory is exact)."""
+    spec = run.spec
     progress = EpochProgress(
         spec.budget.max_epochs, f"{spec.method} n{spec.n_train} s{spec.seed}", logger=log
     )
-    t0 = time.perf_counter()
     try:
-        records, resumed = _fit(
-            run.method, run.x_train, run.x_val, spec.budget, progress, run.work / CHECKPOINT_FILE
-        )
+        return _fit(run.method, run.x_train, run.x_val, spec.budget, progress, run.work / CHECKPOINT_FILE)
     except NonFiniteLossError as err:
         raise _diverged_run(spec, run.work, err) from err
     except KeyboardInterrupt:  # Ctrl-C / SIGINT: the checkpoint in work is exact
         raise Interrupted(f"interrupted; the same command resumes from {run.work}") from None
     finally:
         progress.close()
-    return _finish(run, records, resumed, time.perf_counter() - t0)
 
 
 def execute_segment(spec: RunSpec, seconds: float, out: Path, previous: Path | None = None) -> int:
@@ -446,21 +451,12 @@ def execute_segment(spec: RunSpec, seconds: float, out: Path, previous: Path | N
     run = _prepare(spec)
     checkpoint = run.work / CHECKPOINT_FILE
     _adopt(previous, checkpoint)
-    progress = EpochProgress(
-        spec.budget.max_epochs, f"{spec.method} n{spec.n_train} s{spec.seed}", logger=log
-    )
     try:
         with deadline.pause_after(seconds):
-            records, _ = _fit(run.method, run.x_train, run.x_val, spec.budget, progress, checkpoint)
+            records, _ = _guarded_fit(run)
         epoch, how = (records[-1].epoch if records else 0), "the fit finished"
     except deadline.Paused as paused:
         epoch, how = paused.epoch, f"paused after {seconds:.0f} s"
-    except NonFiniteLossError as err:
-        raise _diverged_run(spec, run.work, err) from err
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; the same command resumes from {run.work}") from None
-    finally:
-        progress.close()
     if not checkpoint.exists():
         raise ConfigError(
             f"method {spec.method!r} wrote no checkpoint, so its training cannot run as segments; "
