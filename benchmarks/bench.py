@@ -164,7 +164,8 @@ def kernel_worker(args: argparse.Namespace) -> None:
     """
     import torch
 
-    from noisyor_bench.models.noisyor.sparse import ActiveSet, _sddmm_raw, _spmm_raw
+    from noisyor_bench.models.noisyor.sparse import ActiveSet
+    from noisyor_bench.models.sparse import sddmm_values, spmm_values
 
     torch.set_num_threads(args.threads)
     x, _, k = _load(args.dataset, BATCH)
@@ -188,9 +189,9 @@ def kernel_worker(args: argparse.Namespace) -> None:
     out = {
         "density": pattern.nnz / (N_SAMPLES * BATCH * d),
         "gemm": rate(lambda: z @ theta.t(), dense_flops),
-        "sddmm": rate(lambda: _sddmm_raw(pattern, z, theta), sparse_flops),
-        "spmm": rate(lambda: _spmm_raw(pattern, values, theta), sparse_flops),
-        "spmm_t": rate(lambda: _spmm_raw(pattern, values, z, transpose=True), sparse_flops),
+        "sddmm": rate(lambda: sddmm_values(pattern, z, theta), sparse_flops),
+        "spmm": rate(lambda: spmm_values(pattern, values, theta), sparse_flops),
+        "spmm_t": rate(lambda: spmm_values(pattern, values, z, transpose=True), sparse_flops),
     }
     sparse_seconds = sum(sparse_flops / out[kname] for kname in ("sddmm", "spmm", "spmm_t"))
     out["bound"] = 3 * dense_flops / out["gemm"] / sparse_seconds

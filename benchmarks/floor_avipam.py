@@ -171,7 +171,8 @@ def check(data_dir: Path) -> list[dict]:
     q = dict(net.named_parameters())
     p = {"topic_w": q["topic_logits"], "topic_shift": q["topic_norm.shift"]}
     for i in range(len(LEVELS)):
-        p |= {f"w1_{i}": q[f"trunks.{i}.layers.0.weight"], f"b1_{i}": q[f"trunks.{i}.layers.0.bias"]}
+        # the product stores its input layer's weight (V, H), the transpose of F.linear's
+        p |= {f"w1_{i}": q[f"trunks.{i}.layers.0.weight"].t(), f"b1_{i}": q[f"trunks.{i}.layers.0.bias"]}
         p |= {f"w2_{i}": q[f"trunks.{i}.layers.1.weight"], f"b2_{i}": q[f"trunks.{i}.layers.1.bias"]}
         for head in ("mean", "logvar"):
             p[f"{head}_w_{i}"] = q[f"heads.{i}.{head}.weight"]

@@ -162,7 +162,7 @@ def test_active_linear_layers_match_dense_linear():
 
 
 def test_primitives_pass_gradcheck():
-    from noisyor_bench.models.noisyor.sparse import sddmm, spmm
+    from noisyor_bench.models.sparse import sddmm, spmm
 
     x, _, g = _data(n=5, d=6, k=3, density=0.5)
     p = ActiveSet.of(x).pattern

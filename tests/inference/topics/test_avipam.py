@@ -12,7 +12,6 @@ from noisyor_bench.inference.convergence import RULES
 from noisyor_bench.inference.topics.avipam import (
     AviPamConfig,
     AviPamNet,
-    as_count_tensor,
     collapsed_dimensions,
     config_from_mapping,
     evaluate,
@@ -219,8 +218,7 @@ def test_training_on_a_known_4pam_improves_held_out_bound_and_recovers_topics():
     untrained = fit_avipam(
         train.numpy(), val.numpy(), structure, with_overrides(config, max_epochs=1), seed=0
     )
-    x_test = as_count_tensor(test, torch.float32, "cpu")
-    after, before = evaluate(fit.net, x_test, seed=1), evaluate(untrained.net, x_test, seed=1)
+    after, before = evaluate(fit.net, test, seed=1), evaluate(untrained.net, test, seed=1)
     assert after.nelbo_per_word < before.nelbo_per_word - 0.3
     # every true bar is matched by a learned topic (cosine similarity of the word distributions)
     learned = fit.topic_word()

@@ -135,3 +135,28 @@ def test_cost_model_epochs_are_avitms() -> None:
     from noisyor_bench.experiments.avipam.costs import AVITM_EPOCHS
 
     assert AVITM_EPOCHS == {name: config.epochs for name, config in prodlda.AVITM.items()}
+
+
+@pytest.mark.parametrize("decoder", prodlda.DECODERS)
+def test_the_loss_on_the_non_zero_counts_equals_the_dense_loss_with_its_gradients(decoder) -> None:
+    """A CSR minibatch (the fit's path on the text corpora) against the dense formula, float64:
+    the same dropout and draws from one seed, the same loss, KL and gradient of every weight."""
+    from noisyor_bench.models.topics.counts import CountRows
+
+    counts = two_topic_corpus(12)
+    counts[3] = 0.0  # an empty document
+    config = prodlda.config_from_mapping({"decoder": decoder, "topics": 3, "hidden": [5, 4]})
+    net = prodlda.ProdLdaNet(counts.shape[1], config, torch.Generator().manual_seed(0)).double()
+    rows = torch.tensor([5, 3, 0, 11, 7])
+    results = []
+    for density in (1.0, 0.0):
+        batch = CountRows.of(counts, torch.float64, "cpu", max_density=density).take(rows)
+        net.zero_grad()
+        loss, kl = net.loss(batch, torch.Generator().manual_seed(4))
+        loss.backward()
+        results.append((loss.detach(), kl.detach(), {n: p.grad.clone() for n, p in net.named_parameters()}))
+    (loss_s, kl_s, grads_s), (loss_d, kl_d, grads_d) = results
+    torch.testing.assert_close(loss_s, loss_d, rtol=1e-12, atol=0)
+    torch.testing.assert_close(kl_s, kl_d, rtol=1e-12, atol=0)
+    for name, grad in grads_d.items():
+        torch.testing.assert_close(grads_s[name], grad, rtol=1e-10, atol=1e-12, msg=name)

@@ -10,15 +10,16 @@ from torch.distributions import Multinomial, Normal
 
 from noisyor_bench.infra.errors import DataError
 from noisyor_bench.models.topics.logistic_normal import (
+    BLOCK_GROWTH,
+    BLOCK_MIN_PAIRS,
     GaussianPrior,
+    SupportBlocks,
     ape_prior,
-    compacted,
     elbo,
     gaussian_kl,
     log_likelihood,
     log_marginal_is,
     multinomial_log_coefficient,
-    pair_coefficient,
     paper_log_predictive_density,
     paper_per_word_predictive,
     paper_prior,
@@ -228,27 +229,51 @@ def test_sparse_documents_give_the_same_likelihood_and_gradient():
     torch.testing.assert_close(grad, grad_ref)
 
 
-@pytest.mark.parametrize("words", [3, 150])  # the compact path (few of 200 words) and the dense one
-def test_a_precomputed_coefficient_gives_the_same_likelihood_bit_for_bit(words):
-    """VI compacts its pairs and computes their coefficients once (pair_coefficient), passing
-    both at every step: the likelihood and ELBO must be the very doubles computed from the raw
-    pairs, and the coefficient the closed form log T! - sum log x_v! of the full counts."""
-    b, k, v = 6, 4, 200
-    theta, x = _sparse_pairs(b, k, v, lambda row: words, 4, seeds=(1, 3))
-    coefficient = pair_coefficient(x, theta)
+@pytest.mark.parametrize("shared", [False, True], ids=["per-pair-models", "shared-model"])
+def test_pairs_cut_into_blocks_of_similar_support_give_each_pairs_likelihood_and_gradient(shared):
+    """VI's fixed set of pairs (SupportBlocks): supports of 1 to 160 of 200 words in shuffled
+    order, so the pairs fall into several blocks; every pair's log Mult against
+    torch.distributions, the coefficient against lgamma by hand, the gradient in h against
+    the dense formula over all 200 words, in the pairs' own order."""
+    b, k, v = 3 * BLOCK_MIN_PAIRS, 4, 200
+    words = torch.randperm(b, generator=torch.Generator().manual_seed(4)) * 160 // b + 1
+    theta, x = _sparse_pairs(b, k, v, lambda row: int(words[row]), 3, seeds=(1, 3))
+    theta = theta[0] if shared else theta
+    pairs = SupportBlocks.of(x, theta)
+    assert len(pairs.rows) > 1 and sorted(torch.cat(pairs.rows).tolist()) == list(range(b))
+    for rows, counts in zip(pairs.rows, pairs.counts, strict=True):
+        support = (x[rows] > 0).sum(-1)
+        assert counts.shape[1] == int(support.max())  # padded to the block's own longest
+        assert rows.numel() >= BLOCK_MIN_PAIRS or int(support.max()) <= BLOCK_GROWTH * int(support.min())
     by_hand = torch.tensor(
         [math.lgamma(r.sum() + 1) - sum(math.lgamma(c + 1) for c in r.tolist()) for r in x], dtype=D
     )
-    torch.testing.assert_close(coefficient, by_hand, rtol=1e-12, atol=1e-9)
-    cx, ct = compacted(x, theta)
-    assert (cx.shape[1] < v) == (words == 3)
-    h = torch.randn(5, b, k, dtype=D)
-    assert torch.equal(log_likelihood(cx, h, ct, coefficient=coefficient), log_likelihood(x, h, theta))
+    torch.testing.assert_close(pairs.coefficient, by_hand, rtol=1e-12, atol=1e-9)
+    h = torch.randn(2, b, k, dtype=D, generator=torch.Generator().manual_seed(5), requires_grad=True)
+    ours = pairs.log_likelihood(h)
+    full = theta.expand(b, k, v) if shared else theta
+    torch.testing.assert_close(ours, _ll_reference(x, h.detach(), full), rtol=1e-12, atol=1e-9)
+    torch.testing.assert_close(pairs.log_likelihood(h, include_coefficient=False), ours - by_hand)
+    assert torch.equal(log_likelihood(pairs, h, None), ours)
+    (grad,) = torch.autograd.grad(ours.sum(), h)
+    h2 = h.detach().clone().requires_grad_(True)
+    dense = torch.xlogy(x, torch.einsum("sbk,bkv->sbv", torch.softmax(h2, -1), full)).sum()
+    (grad_ref,) = torch.autograd.grad(dense, h2)
+    torch.testing.assert_close(grad, grad_ref, rtol=1e-12, atol=1e-12)
+    with pytest.raises(DataError, match="h must be"):
+        pairs.log_likelihood(h[:, :5])
+
+
+def test_the_elbo_of_blocked_pairs_is_the_elbo_of_the_raw_pairs():
+    b, k, v = 2 * BLOCK_MIN_PAIRS, 4, 200
+    theta, x = _sparse_pairs(b, k, v, lambda row: 2 + row % 90, 4, seeds=(1, 3))
     mu, log_sigma = torch.randn(b, k, dtype=D), torch.full((b, k), -0.5, dtype=D)
     draws = [torch.Generator().manual_seed(9) for _ in range(2)]
-    assert torch.equal(
-        elbo(cx, ct, mu, log_sigma, ape_prior(k), 4, draws[0], coefficient=coefficient),
+    torch.testing.assert_close(
+        elbo(SupportBlocks.of(x, theta), None, mu, log_sigma, ape_prior(k), 4, draws[0]),
         elbo(x, theta, mu, log_sigma, ape_prior(k), 4, draws[1]),
+        rtol=1e-13,
+        atol=1e-10,
     )
 
 

@@ -35,7 +35,7 @@ Sketch of use (see ``inference/noisyor/amortized.py``; streams from :mod:`noisyo
     trainer = Trainer(
         module=net,                                   # all trained parameters (+ buffers)
         loss_fn=lambda idx, step: per_point_loss(x_train[idx], step, noise),
-        optimizer=torch.optim.Adam(net.parameters(), lr=lr),
+        optimizer=Adam(net.parameters(), lr=lr),         # noisyor_bench.inference.adam
         n_train=len(x_train),
         budget=budget,
         shuffle_generator=stream_generator(seed, "shuffle"),

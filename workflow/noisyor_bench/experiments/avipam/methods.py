@@ -389,15 +389,6 @@ def avipam_config(settings: Mapping[str, Any]) -> Any:
     return config_from_mapping(values, where="grids.*.avipam.avi")
 
 
-def _warm_torch_optim() -> None:
-    """Import torch's optimiser machinery before the clock starts: the first ``torch.optim.Adam``
-    of a process imports ``torch._dynamo`` (seconds), a one-time library import that no other
-    method's training time contains (tomotopy and scikit-learn are imported before timing too)."""
-    import torch
-
-    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
-
-
 def avipam_device(settings: Mapping[str, Any], **fake_gpus: Any) -> Any:
     """The run's torch device: ``settings['device']`` (default cpu) through the project's one
     device picker, so concurrent aviPAM jobs on a multi-GPU node claim different GPUs;
@@ -436,7 +427,6 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
             ranking = avipam.topic_ranking(net, AVIPAM_TOP_WORD_RULE)
             trace.record(record.epoch, dict(zip(names, np.split(ranking, blocks, axis=0), strict=True)))
 
-    _warm_torch_optim()
     start = time.perf_counter()
     try:
         result = avipam.fit_avipam(
@@ -460,13 +450,12 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
         "avi_config": dataclasses.asdict(config),
         "top_word_rule": AVIPAM_TOP_WORD_RULE,
         "time_limited": bool(result.time_limited),
-        **collapse_record(result, counts, device, seed),
+        **collapse_record(result, counts, seed),
         **coherence_budget(settings, len(result.history)),
     }
     arrays: dict[str, np.ndarray] = trace.arrays(before=result.history[-1].epoch if result.history else None)
     if method == "avipam-lda":  # the collapse study: KL per latent dimension on the training documents
-        x = avipam.as_count_tensor(counts, avipam.DTYPES[config.dtype], device)
-        kl = avipam.kl_per_dimension(result.net, x, seed=seed)[-1]
+        kl = avipam.kl_per_dimension(result.net, counts, seed=seed)[-1]
         threshold = float(settings.get("collapse_threshold") or avipam.COLLAPSE_THRESHOLD)
         arrays["kl_per_dim"] = kl
         extra.update(
@@ -490,13 +479,12 @@ def fit_avipam_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: in
     )
 
 
-def collapse_record(result: Any, counts: sp.csr_matrix, device: Any, seed: int) -> dict[str, Any]:
+def collapse_record(result: Any, counts: sp.csr_matrix, seed: int) -> dict[str, Any]:
     """The fitted model's KL term on the training documents (nats per document, evaluation mode)
     and whether it is below :data:`~noisyor_bench.inference.topics.avipam.KL_COLLAPSE_NATS`."""
     from noisyor_bench.inference.topics import avipam
 
-    x = avipam.as_count_tensor(counts, avipam.DTYPES[result.config.dtype], device)
-    kl = avipam.evaluate(result.net, x, seed).kl_per_doc
+    kl = avipam.evaluate(result.net, counts, seed).kl_per_doc
     return {
         "kl_per_doc": float(kl),
         "kl_collapse_nats": avipam.KL_COLLAPSE_NATS,
@@ -549,7 +537,6 @@ def fit_prodlda_cell(counts: sp.csr_matrix, settings: Mapping[str, Any], seed: i
     values.update(dict(settings.get("prodlda") or {}))
     config = prodlda.config_from_mapping(values, where="grids.*.avipam.prodlda")
     device = avipam_device(settings)
-    _warm_torch_optim()
     result, seconds = _timed(lambda: prodlda.fit_prodlda(counts, config, seed=seed, device=device))
     history = result.history
     return TopicFit(

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from noisyor_bench.inference.adam import Adam
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.noisyor.base import InferenceMethod, Mode
@@ -421,7 +422,7 @@ class AmortizedMethod(InferenceMethod):
         return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
 
     # ------------------------------------------------------------------ fit
-    def make_optimizer(self) -> torch.optim.Adam:
+    def make_optimizer(self) -> Adam:
         """Adam with ``betas=(beta1, 0.999)``; generative parameters at ``gen_lr`` (``None``: ``lr``).
 
         ``fused=True``: PyTorch picks its multi-tensor kernels only on CUDA by default; on the
@@ -431,7 +432,7 @@ class AmortizedMethod(InferenceMethod):
         gen_params = list(self.generative_module.parameters())
         if gen_params:
             groups.append({"params": gen_params, "lr": self.hp.generative_lr})
-        return torch.optim.Adam(groups, lr=self.hp.lr, betas=(self.hp.beta1, 0.999), fused=True)
+        return Adam(groups, lr=self.hp.lr, betas=(self.hp.beta1, 0.999), fused=True)
 
     def fit(
         self,

@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from noisyor_bench.inference.adam import Adam
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.noisyor.base import Mode, PosteriorProgress
 from noisyor_bench.inference.noisyor.classical import ClassicalMethod, lap
@@ -313,7 +314,7 @@ class LBCDI(ClassicalMethod):
         return -self._mean_elbo(model, xv, q, generator)
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam([self.module.raw_theta, self.module.raw_theta0], lr=self.hparams["lr"])
+        return Adam([self.module.raw_theta, self.module.raw_theta0], lr=self.hparams["lr"])
 
     # ------------------------------------------------------------------ E-step machinery
     def _make_chunks(self, model: NoisyOR, x: torch.Tensor) -> list[_Chunk]:

@@ -45,6 +45,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from noisyor_bench.inference.adam import Adam
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.noisyor.base import Mode, PosteriorProgress
 from noisyor_bench.inference.noisyor.classical import ClassicalMethod, lap
@@ -240,7 +241,7 @@ class SVI(ClassicalMethod):
         self.epoch = int(state["epoch"])
         self._optimizer = None
         if state.get("optimizer") is not None and self.module.learnable:
-            self._optimizer = torch.optim.Adam(self.module.parameters(), lr=self.hparams["lr_global"])
+            self._optimizer = Adam(self.module.parameters(), lr=self.hparams["lr_global"])
             self._optimizer.load_state_dict(state["optimizer"])
         self.local_logits, self._local_adam = self._restore_logits(
             state.get("local_logits"), state.get("local_adam")
@@ -461,7 +462,7 @@ class SVI(ClassicalMethod):
         if self._local_adam is None:
             self._local_adam = RowAdam((n, k), h["lr_local"], self.dtype, self.device)
         if self._optimizer is None:
-            self._optimizer = torch.optim.Adam(self.module.parameters(), lr=h["lr_global"])
+            self._optimizer = Adam(self.module.parameters(), lr=h["lr_global"])
 
         def train_epoch() -> float:
             order = torch.randperm(n, generator=shuffle).to(self.device)

@@ -46,6 +46,7 @@ from typing import Any
 
 import torch
 
+from noisyor_bench.inference.adam import Adam
 from noisyor_bench.inference.convergence import Convergence, assess
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.seeding import stream_generator, stream_seed
@@ -278,7 +279,7 @@ def train_encoder(
     pair_gen = stream_generator(seed, "ape-pairs")
     noise_gen = stream_generator(seed, "ape-elbo-samples", dev)
     val_seed = stream_seed(seed, "ape-validation")
-    optimizer = torch.optim.Adam(
+    optimizer = Adam(
         encoder.parameters(), lr=config.learning_rate, betas=(config.adam_beta1, config.adam_beta2)
     )
     planned_evals = math.ceil(n_steps / config.eval_every)

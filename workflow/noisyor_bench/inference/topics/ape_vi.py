@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from noisyor_bench.inference.adam import Adam
 from noisyor_bench.inference.convergence import Convergence, assess
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.seeding import stream_generator, stream_seed
@@ -46,11 +47,9 @@ from noisyor_bench.inference.training import NonFiniteLossError
 from noisyor_bench.infra.errors import ConfigError, DataError
 from noisyor_bench.models.topics.logistic_normal import (
     GaussianPrior,
-    compacted,
+    SupportBlocks,
     elbo,
     gaussian_kl,
-    log_likelihood,
-    pair_coefficient,
 )
 
 VI_INITS = ("random", "zeros")
@@ -187,8 +186,9 @@ def fit_vi(
         raise DataError(f"x must be (B, V); got shape {tuple(x.shape)}")
     shape = (x.shape[0], prior.n_topics)
     prior = prior.to(dev, dtype)
-    x, theta = compacted(x, theta)  # once: the pairs are fixed for the whole run
-    coefficient = pair_coefficient(x, theta)  # so is each pair's multinomial coefficient
+    # once: the pairs are fixed for the whole run (compacted, cut into blocks of similar
+    # support, each pair's multinomial coefficient computed)
+    pairs = SupportBlocks.of(x, theta)
     if init is None:
         mu0, ls0 = _initial_parameters(shape, config, seed, dev, dtype)
     else:
@@ -199,7 +199,7 @@ def fit_vi(
             )
     mu = mu0.requires_grad_(True)
     log_sigma = ls0.requires_grad_(True)
-    optimizer = torch.optim.Adam([mu, log_sigma], lr=config.learning_rate)
+    optimizer = Adam([mu, log_sigma], lr=config.learning_rate)
     noise = stream_generator(seed, "ape-vi-elbo-samples", dev)
     eval_seed = stream_seed(seed, "ape-vi-evaluation")
     losses: list[float] = []
@@ -214,9 +214,7 @@ def fit_vi(
     def evaluate() -> float:
         gen = torch.Generator(device=dev).manual_seed(eval_seed)
         with torch.no_grad():
-            return float(
-                elbo(x, theta, mu, log_sigma, prior, config.eval_samples, gen, coefficient=coefficient).mean()
-            )
+            return float(elbo(pairs, None, mu, log_sigma, prior, config.eval_samples, gen).mean())
 
     if config.eval_every:
         curve.append(
@@ -230,9 +228,7 @@ def fit_vi(
         tick, cpu_tick = time.perf_counter(), time.process_time()
         for group in optimizer.param_groups:
             group["lr"] = config.learning_rate * config.decay_rate ** ((step - 1) // config.decay_steps)
-        loss = -elbo(
-            x, theta, mu, log_sigma, prior, config.n_mc_samples, noise, coefficient=coefficient
-        ).sum()
+        loss = -elbo(pairs, None, mu, log_sigma, prior, config.n_mc_samples, noise).sum()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -240,9 +236,7 @@ def fit_vi(
         if not math.isfinite(value):
             raise NonFiniteLossError(f"VI diverged at step {step} (NELBO {value}); lower the learning rate")
         monitored = (
-            value
-            if monitor_eps is None
-            else _fixed_noise_nelbo(x, theta, mu, log_sigma, prior, monitor_eps, coefficient)
+            value if monitor_eps is None else _fixed_noise_nelbo(pairs, mu, log_sigma, prior, monitor_eps)
         )
         elapsed += time.perf_counter() - tick
         cpu_elapsed += time.process_time() - cpu_tick
@@ -283,19 +277,17 @@ def fit_vi(
 
 
 def _fixed_noise_nelbo(
-    x: torch.Tensor,
-    theta: torch.Tensor,
+    pairs: SupportBlocks,
     mu: torch.Tensor,
     log_sigma: torch.Tensor,
     prior: GaussianPrior,
     eps: torch.Tensor,
-    coefficient: torch.Tensor | None = None,
 ) -> float:
     """The summed NELBO with the same standard-normal draws ``eps`` (S, B, K) at every step:
     a deterministic function of (mu, log_sigma), so its changes are progress, not noise."""
     with torch.no_grad():
         h = mu + torch.exp(log_sigma) * eps
-        expected = log_likelihood(x, h, theta, coefficient=coefficient).mean(0)
+        expected = pairs.log_likelihood(h).mean(0)
         return float(-(expected - gaussian_kl(mu, log_sigma, prior)).sum())
 
 

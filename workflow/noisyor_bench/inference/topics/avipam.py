@@ -33,6 +33,7 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from noisyor_bench.inference.adam import Adam
 from noisyor_bench.inference.convergence import Convergence
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.progress import EpochProgress
@@ -40,6 +41,7 @@ from noisyor_bench.inference.seeding import stream_generator
 from noisyor_bench.inference.topics.avipam_norm import OUTPUT_NORMS, TopicBatchNorm, output_norm
 from noisyor_bench.inference.training import Trainer
 from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.models.topics.counts import Batch, CountRows, CountsLinear, SparseCounts
 from noisyor_bench.models.topics.ctm import CtmPrior
 from noisyor_bench.models.topics.gaussian import kl_diag_per_dim
 from noisyor_bench.models.topics.pam import (
@@ -47,6 +49,7 @@ from noisyor_bench.models.topics.pam import (
     laplace_prior,
     level_proportions,
     log_likelihood_from_word_probs,
+    sparse_log_likelihood,
     subtopic_proportions,
 )
 
@@ -186,10 +189,13 @@ class _Mlp(nn.Module):
 
     def __init__(self, n_in: int, hidden: Sequence[int]) -> None:
         super().__init__()
-        widths = [n_in, *hidden]
-        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:], strict=True))
+        widths = list(hidden)
+        self.layers = nn.ModuleList(
+            [CountsLinear(n_in, widths[0])]
+            + [nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:], strict=True)]
+        )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: Batch) -> torch.Tensor:
         for layer in self.layers:
             x = nn.functional.softplus(layer(x))
         return x
@@ -254,11 +260,16 @@ class AviPamNet(nn.Module):
         self.to(DTYPES[config.dtype])
 
     def _initialise(self, generator: torch.Generator) -> None:
-        """Glorot-uniform weights and zero biases (TensorFlow's defaults, AVITM's encoder and W)."""
+        """Glorot-uniform weights and zero biases (TensorFlow's defaults, AVITM's encoder and W).
+
+        The input layer's ``(V, H)`` weight is drawn in the order ``nn.Linear``'s was: the same
+        initial network as a dense first layer."""
         for module in self.modules():
             if isinstance(module, nn.Linear):
                 nn.init.xavier_uniform_(module.weight, generator=generator)
                 nn.init.zeros_(module.bias)
+            elif isinstance(module, CountsLinear):
+                module.initialise(generator)
         nn.init.xavier_uniform_(self.topic_logits, generator=generator)
 
     # ------------------------------------------------------------------ pieces
@@ -282,7 +293,7 @@ class AviPamNet(nn.Module):
         )
 
     def encode(
-        self, counts: torch.Tensor, generator: torch.Generator | None = None
+        self, counts: Batch, generator: torch.Generator | None = None
     ) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per level ``(mean, logvar)``, each ``(B, latent_dim_l)``; ``generator`` drives dropout."""
         hidden = [
@@ -304,10 +315,9 @@ class AviPamNet(nn.Module):
         """Per level ``(..., n_parents, n_children)`` proportions from softmax-basis latents."""
         return [level_proportions(h, lv) for h, lv in zip(latents, self.structure.levels, strict=True)]
 
-    def elbo_terms(
-        self, counts: torch.Tensor, n_samples: int, generator: torch.Generator | None
-    ) -> ElboTerms:
-        """The ELBO of every document of the batch (``n_samples`` reparameterised draws)."""
+    def elbo_terms(self, counts: Batch, n_samples: int, generator: torch.Generator | None) -> ElboTerms:
+        """The ELBO of every document of the batch (``n_samples`` reparameterised draws); a
+        sparse batch scores the word probabilities at its non-zero counts only (the same sum)."""
         posterior = self.encode(counts, generator)
         beta = self.topic_word()
         batch = counts.shape[0]
@@ -318,35 +328,18 @@ class AviPamNet(nn.Module):
             latents.append((mean + torch.exp(0.5 * logvar) * eps).reshape(n_samples * batch, -1))
         sub = subtopic_proportions(self.proportions(latents))
         sub = _dropout(sub, self.config.theta_dropout, self.training, generator)
-        probs = (sub @ beta).reshape(n_samples, batch, -1)
-        loglik = log_likelihood_from_word_probs(counts, probs).mean(0)
+        if isinstance(counts, SparseCounts):
+            loglik = sparse_log_likelihood(counts, sub, beta).mean(0)
+        else:
+            probs = (sub @ beta).reshape(n_samples, batch, -1)
+            loglik = log_likelihood_from_word_probs(counts, probs).mean(0)
         kls = [self.level_kl(i, m, lv) for i, (m, lv) in enumerate(posterior)]
         kl = torch.stack([k for k, _ in kls]).sum(0)
         return ElboTerms(loglik, kl, [d for _, d in kls], posterior)
 
-    def forward(self, counts: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    def forward(self, counts: Batch, generator: torch.Generator | None = None) -> torch.Tensor:
         """``(B,)`` negative ELBO with the training number of draws."""
         return self.elbo_terms(counts, self.config.train_samples, generator).nelbo
-
-
-# ---------------------------------------------------------------------- data
-
-
-def as_count_tensor(
-    counts: np.ndarray | sp.spmatrix | torch.Tensor, dtype: torch.dtype, device: torch.device | str
-) -> torch.Tensor:
-    """A dense ``(D, V)`` tensor of non-negative counts; DataError for anything else."""
-    if sp.issparse(counts):
-        counts = counts.toarray()
-    tensor = torch.as_tensor(np.asarray(counts) if not isinstance(counts, torch.Tensor) else counts)
-    if tensor.ndim != 2:
-        raise DataError(
-            f"aviPAM counts must be a (documents x vocabulary) matrix; got shape {tuple(tensor.shape)}"
-        )
-    tensor = tensor.to(device=device, dtype=dtype)
-    if not bool(torch.isfinite(tensor).all()) or bool((tensor < 0).any()):
-        raise DataError("aviPAM counts must be finite and non-negative")
-    return tensor
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -362,24 +355,35 @@ class HeldOut:
     kl_per_doc: float  # mean over documents of the summed KL
 
 
-def evaluate(net: AviPamNet, counts: torch.Tensor, seed: int, n_samples: int | None = None) -> HeldOut:
+Counts = CountRows | torch.Tensor | np.ndarray | sp.spmatrix
+
+
+def count_rows(net: AviPamNet, counts: Counts) -> CountRows:
+    """``counts`` on ``net``'s device and in its dtype (:meth:`CountRows.of`)."""
+    weight = net.topic_logits
+    return CountRows.of(counts, weight.dtype, weight.device)
+
+
+def evaluate(net: AviPamNet, counts: Counts, seed: int, n_samples: int | None = None) -> HeldOut:
     """The held-out bound of ``counts`` with fixed noise (stream ``"avipam-eval"`` of ``seed``)."""
-    terms = _eval_terms(net, counts, seed, n_samples)
+    rows = count_rows(net, counts)
+    terms = _eval_terms(net, rows, seed, n_samples)
     nelbo, kl = terms["nelbo"], terms["kl"]
-    tokens = float(counts.sum())
+    tokens = rows.total()
     per_word = float(nelbo.sum()) / max(tokens, 1.0)
     return HeldOut(float(nelbo.mean()), per_word, math.exp(min(per_word, 700.0)), float(kl.mean()))
 
 
-def kl_per_dimension(net: AviPamNet, counts: torch.Tensor, seed: int = 0) -> list[np.ndarray]:
+def kl_per_dimension(net: AviPamNet, counts: Counts, seed: int = 0) -> list[np.ndarray]:
     """Per level, the ``(latent_dim,)`` KL per latent dimension averaged over the documents
     (evaluation mode).  CTM's is against the prior's marginals (a diagnostic)."""
     return [
-        d.mean(0).cpu().numpy().astype(np.float64) for d in _eval_terms(net, counts, seed, 1)["kl_per_dim"]
+        d.mean(0).cpu().numpy().astype(np.float64)
+        for d in _eval_terms(net, count_rows(net, counts), seed, 1)["kl_per_dim"]
     ]
 
 
-def posterior_proportions(net: AviPamNet, counts: torch.Tensor) -> dict[str, Any]:
+def posterior_proportions(net: AviPamNet, counts: Counts) -> dict[str, Any]:
     """Proportions at the posterior means (softmax of each level's mean; evaluation mode):
     ``{"levels": [(D, n_parents, n_children) per level], "subtopics": (D, K)}`` as float64 numpy."""
     was_training = net.training
@@ -387,7 +391,7 @@ def posterior_proportions(net: AviPamNet, counts: torch.Tensor) -> dict[str, Any
     levels: list[list[torch.Tensor]] = []
     try:
         with torch.no_grad():
-            for rows in torch.split(counts, EVAL_CHUNK):
+            for rows in count_rows(net, counts).chunks(EVAL_CHUNK):
                 levels.append(net.proportions([mean for mean, _ in net.encode(rows)]))
     finally:
         net.train(was_training)
@@ -403,7 +407,7 @@ def collapsed_dimensions(kl_per_dim: np.ndarray, threshold: float = COLLAPSE_THR
     return int((np.asarray(kl_per_dim) < threshold).sum())
 
 
-def _eval_terms(net: AviPamNet, counts: torch.Tensor, seed: int, n_samples: int | None) -> dict[str, Any]:
+def _eval_terms(net: AviPamNet, counts: CountRows, seed: int, n_samples: int | None) -> dict[str, Any]:
     was_training = net.training
     net.eval()
     draws = n_samples or net.config.eval_samples
@@ -411,7 +415,7 @@ def _eval_terms(net: AviPamNet, counts: torch.Tensor, seed: int, n_samples: int 
     nelbo, kl, per_dim = [], [], []
     try:
         with torch.no_grad():
-            for rows in torch.split(counts, EVAL_CHUNK):
+            for rows in counts.chunks(EVAL_CHUNK):
                 terms = net.elbo_terms(rows, draws, generator)
                 nelbo.append(terms.nelbo)
                 kl.append(terms.kl)
@@ -537,8 +541,8 @@ def fit_avipam(
     check_config(config)
     device = torch.device(device)
     dtype = DTYPES[config.dtype]
-    x_train = as_count_tensor(train_counts, dtype, device)
-    x_val = None if val_counts is None else as_count_tensor(val_counts, dtype, device)
+    x_train = CountRows.of(train_counts, dtype, device)
+    x_val = None if val_counts is None else CountRows.of(val_counts, dtype, device)
     if x_val is not None and x_val.shape[0] == 0:
         raise DataError(
             "aviPAM: the validation set is empty (pass val_counts=None to monitor the training NELBO)"
@@ -549,14 +553,14 @@ def fit_avipam(
     noise = stream_generator(seed, "avipam-noise", device)
     # fused Adam (one kernel for all parameters; same update rule) where torch has it: ~15% faster here
     fused = device.type in ("cpu", "cuda")
-    optimizer = torch.optim.Adam(
+    optimizer = Adam(
         net.parameters(), lr=config.lr, betas=(config.adam_beta1, config.adam_beta2), fused=fused
     )
 
     epoch_terms = _EpochTerms()
 
     def loss_fn(batch_idx: torch.Tensor, step: int) -> torch.Tensor:
-        terms = net.elbo_terms(x_train[batch_idx.to(device)], config.train_samples, noise)
+        terms = net.elbo_terms(x_train.take(batch_idx.to(device)), config.train_samples, noise)
         epoch_terms.add_train(terms)
         return terms.nelbo
 
@@ -660,7 +664,6 @@ __all__ = [
     "AviPamNet",
     "ElboTerms",
     "HeldOut",
-    "as_count_tensor",
     "check_config",
     "coherence_plateau",
     "collapsed_dimensions",

@@ -40,10 +40,12 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from noisyor_bench.inference.adam import Adam
 from noisyor_bench.inference.fitting import EpochRecord
 from noisyor_bench.inference.progress import EpochProgress
 from noisyor_bench.inference.seeding import stream_generator, stream_seed
 from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.models.topics.counts import Batch, CountRows, CountsLinear, SparseCounts
 
 log = logging.getLogger(__name__)
 
@@ -142,12 +144,13 @@ class ProdLdaNet(nn.Module):
         h1, h2 = config.hidden
         k = config.topics
         self.config = config
-        self.fc1, self.fc2 = nn.Linear(vocab, h1), nn.Linear(h1, h2)
+        self.fc1, self.fc2 = CountsLinear(vocab, h1), nn.Linear(h1, h2)
         self.mean, self.logvar = nn.Linear(h2, k), nn.Linear(h2, k)
         self.bn_mean, self.bn_logvar = CenteredBatchNorm(k), CenteredBatchNorm(k)
         self.weights = nn.Parameter(torch.empty(k, vocab))  # W: topics x words
         self.bn_decoder = CenteredBatchNorm(vocab)  # ProdLDA: over the batch; NVLDA: over the K rows of W
-        for lin in (self.fc1, self.fc2, self.mean, self.logvar):
+        self.fc1.initialise(generator)  # drawn first, as AVITM's layers are
+        for lin in (self.fc2, self.mean, self.logvar):
             nn.init.xavier_uniform_(lin.weight, generator=generator)
             nn.init.zeros_(lin.bias)
         nn.init.xavier_uniform_(self.weights, generator=generator)
@@ -162,19 +165,25 @@ class ProdLdaNet(nn.Module):
         mask = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype) < keep
         return x * mask / keep
 
-    def loss(self, x: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mean -ELBO, mean KL) of a minibatch, with dropout and one reparameterised sample."""
+    def loss(self, x: Batch, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean -ELBO, mean KL) of a minibatch, with dropout and one reparameterised sample; a
+        sparse batch takes the log of the word probabilities at its non-zero counts only."""
         h = nn.functional.softplus(self.fc2(nn.functional.softplus(self.fc1(x))))
         h = self._dropout(h, generator)
         mu, logvar = self.bn_mean(self.mean(h)), self.bn_logvar(self.logvar(h))
-        eps = torch.randn(mu.shape, generator=generator, device=x.device, dtype=x.dtype)
+        eps = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
         z = mu + torch.exp(0.5 * logvar) * eps
         theta = self._dropout(torch.softmax(z, dim=1), generator)
         if self.config.decoder == "prodlda":
             probs = torch.softmax(self.bn_decoder(theta @ self.weights), dim=1)
         else:
             probs = theta @ torch.softmax(self.bn_decoder(self.weights), dim=1)
-        recon = -(x * torch.log(probs + LOG_EPS)).sum(1)
+        if isinstance(x, SparseCounts):
+            rows, cols = x.pattern.row, x.pattern.col
+            terms = x.values * torch.log(probs[rows, cols] + LOG_EPS)
+            recon = -terms.new_zeros(probs.shape[0]).index_add(0, rows, terms)
+        else:
+            recon = -(x * torch.log(probs + LOG_EPS)).sum(1)
         kl = kl_to_prior(mu, logvar, self.prior_mean, self.prior_var)
         return (recon + kl).mean(), kl.mean()
 
@@ -197,13 +206,14 @@ class ProdLdaFit:
         return e / e.sum(axis=1, keepdims=True)
 
 
-def _dense(counts: Any, device: torch.device | str) -> torch.Tensor:
-    x = counts.toarray() if sp.issparse(counts) else np.asarray(counts)
-    if x.ndim != 2 or x.shape[0] == 0:
-        raise DataError(f"ProdLDA counts must be a non-empty (documents x vocabulary) matrix; got {x.shape}")
-    if not np.isfinite(x).all() or (x < 0).any():
-        raise DataError("ProdLDA counts must be finite and non-negative")
-    return torch.as_tensor(x, dtype=torch.float32, device=device)
+def _count_rows(counts: Any, device: torch.device | str) -> CountRows:
+    shape = counts.shape if sp.issparse(counts) else np.shape(counts)
+    if len(shape) != 2 or shape[0] == 0:
+        raise DataError(f"ProdLDA counts must be a non-empty (documents x vocabulary) matrix; got {shape}")
+    try:
+        return CountRows.of(counts, torch.float32, device)
+    except DataError as err:
+        raise DataError(f"ProdLDA {err}") from None
 
 
 def fit_prodlda(
@@ -211,13 +221,14 @@ def fit_prodlda(
 ) -> ProdLdaFit:
     """Train AVITM's model for ``config.epochs`` epochs of ``floor(D / batch)`` minibatches
     drawn with replacement (AVITM's ``create_minibatch``); NaN loss is a DataError (AVITM exits)."""
-    x = _dense(counts, device)
+    x = _count_rows(counts, device)
     init = stream_generator(seed, "prodlda-init")
     net = ProdLdaNet(x.shape[1], config, init).to(device)
     noise = stream_generator(seed, "prodlda-noise", device)
     batches = np.random.default_rng(stream_seed(seed, "prodlda-batches"))
-    optimiser = torch.optim.Adam(net.parameters(), lr=config.lr, betas=(config.beta1, 0.999), eps=1e-8)
-    n_docs = x.shape[0]
+    fused = torch.device(device).type in ("cpu", "cuda")  # one kernel for all parameters, the same update
+    optimiser = Adam(net.parameters(), lr=config.lr, betas=(config.beta1, 0.999), eps=1e-8, fused=fused)
+    n_docs = x.n_docs
     per_epoch = max(1, n_docs // config.batch_size)
     progress = EpochProgress(config.epochs, f"{config.decoder} seed {seed}", logger=log)
     history: list[EpochRecord] = []
@@ -228,7 +239,7 @@ def fit_prodlda(
             total = kl_total = 0.0
             for _ in range(per_epoch):
                 idx = torch.as_tensor(batches.integers(0, n_docs, size=config.batch_size), device=device)
-                loss, kl = net.loss(x[idx], noise)
+                loss, kl = net.loss(x.take(idx), noise)
                 value = float(loss.detach())
                 if not math.isfinite(value):
                     raise DataError(

@@ -128,40 +128,103 @@ def compacted(x: torch.Tensor, theta: torch.Tensor) -> tuple[torch.Tensor, torch
     return x, theta
 
 
+#: :class:`SupportBlocks` starts a new block where the support has grown by this factor ...
+BLOCK_GROWTH = 2.0
+#: ... once the block holds this many pairs (a block costs a few kernel launches a step).
+BLOCK_MIN_PAIRS = 64
+
+
+@dataclass(frozen=True)
+class SupportBlocks:
+    """A fixed set of pairs compacted once and cut into blocks of similar support length.
+
+    :func:`compact_support` pads every document to the longest support of the set: on the
+    reviews (supports of 5-361 words, median 41) a set of 1,200 pairs then carries ~6x more
+    (pair, topic, word) entries than it has.  Sorted by support and cut where a block's longest
+    support exceeds :data:`BLOCK_GROWTH` x its shortest (blocks of >= :data:`BLOCK_MIN_PAIRS`),
+    each block is padded to its own longest: the same per-pair sums (padding adds exact zeros)
+    from a fifth of the work (measured: 12.4 -> 2.3 ms for the likelihood and its gradient of
+    1,200 reviews pairs, one core).  Built once by a loop over a fixed set (VI)."""
+
+    n_pairs: int
+    rows: tuple[torch.Tensor, ...]  # per block, the pairs it holds
+    counts: tuple[torch.Tensor, ...]  # per block (b, U_b)
+    topics: tuple[torch.Tensor, ...]  # per block (b, K, U_b)
+    position: torch.Tensor  # (B,): where each pair sits in the blocks' concatenation
+    coefficient: torch.Tensor  # (B,): log(T! / prod x_v!) of each pair
+
+    @classmethod
+    def of(cls, x: torch.Tensor, theta: torch.Tensor) -> SupportBlocks:
+        """From counts ``x`` (B, V) and models ``theta`` (B, K, V) or (K, V)."""
+        _check_inputs(x, theta)
+        counts, topics = compact_support(x, theta)
+        support = (counts > 0).sum(-1)
+        order = torch.argsort(support, stable=True)
+        ordered = support[order].tolist()
+        cuts, start = [], 0
+        for i in range(1, len(ordered) + 1):
+            grown = i < len(ordered) and ordered[i] > BLOCK_GROWTH * max(1, ordered[start])
+            if i == len(ordered) or (grown and i - start >= BLOCK_MIN_PAIRS):
+                cuts.append((start, i))
+                start = i
+        rows = tuple(order[a:b] for a, b in cuts)
+        widths = [max(1, ordered[b - 1]) for _, b in cuts]
+        position = torch.empty_like(order)
+        position[order] = torch.arange(order.numel(), device=order.device)
+        return cls(
+            n_pairs=int(x.shape[0]),
+            rows=rows,
+            counts=tuple(counts[r, :w].contiguous() for r, w in zip(rows, widths, strict=True)),
+            topics=tuple(topics[r, :, :w].contiguous() for r, w in zip(rows, widths, strict=True)),
+            position=position,
+            coefficient=multinomial_log_coefficient(counts),
+        )
+
+    def log_likelihood(self, h: torch.Tensor, include_coefficient: bool = True) -> torch.Tensor:
+        """:func:`log_likelihood` of every pair: h (..., B, K) -> (..., B)."""
+        if h.shape[-2] != self.n_pairs:
+            raise DataError(f"h must be (..., {self.n_pairs}, K); got {tuple(h.shape)}")
+        parts = []
+        for rows, counts, topics in zip(self.rows, self.counts, self.topics, strict=True):
+            block = h.index_select(-2, rows)
+            flat = block.reshape(-1, *block.shape[-2:])
+            per_chunk = max(1, _CHUNK_ELEMENTS // max(1, topics.numel()))
+            chunks = [
+                torch.xlogy(counts, word_probabilities(c, topics)).sum(-1)
+                for c in torch.split(flat, per_chunk)
+            ]
+            parts.append(torch.cat(chunks).reshape(*block.shape[:-1]))
+        out = torch.cat(parts, -1).index_select(-1, self.position)
+        return out + self.coefficient if include_coefficient else out
+
+
 def log_likelihood(
-    x: torch.Tensor,
+    x: torch.Tensor | SupportBlocks,
     h: torch.Tensor,
-    theta: torch.Tensor,
+    theta: torch.Tensor | None,
     include_coefficient: bool = True,
-    coefficient: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """log Mult(x | T, softmax(h) theta): x (B, V), h (..., B, K) -> (..., B).
 
     ``include_coefficient=False`` drops log(T! / prod x_v!), giving the log-probability of
     the token sequence (the per-word convention).  Sparse documents are evaluated on their
-    words only (:func:`compact_support`).  ``coefficient``: :func:`pair_coefficient` of pairs
-    that a loop over a fixed set (VI) has already passed through :func:`compacted`, so neither
-    is done again at every call (the lgamma over every count was a tenth of a VI step, the
-    support check another 4%); the same values, bit for bit."""
+    words only (:func:`compact_support`).  ``x`` may be a :class:`SupportBlocks`, a fixed set
+    compacted once (``theta`` then unused)."""
+    if isinstance(x, SupportBlocks):
+        return x.log_likelihood(h, include_coefficient)
+    assert theta is not None
     _check_inputs(x, theta)
     if h.shape[-2:] != (x.shape[0], theta.shape[-2]):
         raise DataError(f"h must be (..., {x.shape[0]}, {theta.shape[-2]}); got {tuple(h.shape)}")
-    # the coefficient below only needs the counts; pairs given with theirs are compacted already
-    counts, topics = compacted(x, theta) if coefficient is None else (x, theta)
+    counts, topics = compacted(x, theta)
     lead = h.shape[:-2]
     flat = h.reshape(-1, *h.shape[-2:])
     per_chunk = max(1, _CHUNK_ELEMENTS // max(1, counts.numel()))
     parts = [torch.xlogy(counts, word_probabilities(c, topics)).sum(-1) for c in torch.split(flat, per_chunk)]
     out = torch.cat(parts).reshape(*lead, x.shape[0])
     if include_coefficient:
-        out = out + (multinomial_log_coefficient(counts) if coefficient is None else coefficient)
+        out = out + multinomial_log_coefficient(counts)
     return out
-
-
-def pair_coefficient(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """log(T! / prod x_v!) of each pair (B,), as :func:`log_likelihood` computes it: from the
-    counts :func:`compacted` gives."""
-    return multinomial_log_coefficient(compacted(x, theta)[0])
 
 
 def log_prior(h: torch.Tensor, prior: GaussianPrior) -> torch.Tensor:
@@ -193,21 +256,20 @@ def sample_q(
 
 # ----------------------------------------------------------------------------- bounds and estimates
 def elbo(
-    x: torch.Tensor,
-    theta: torch.Tensor,
+    x: torch.Tensor | SupportBlocks,
+    theta: torch.Tensor | None,
     mu: torch.Tensor,
     log_sigma: torch.Tensor,
     prior: GaussianPrior,
     n_samples: int = 1,
     generator: torch.Generator | None = None,
     include_coefficient: bool = True,
-    coefficient: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The ELBO per pair, (B,): a reparameterised ``n_samples`` Monte Carlo average of
     log p(x | h, theta) under q minus the closed-form KL(q || prior).  Differentiable.
-    ``coefficient``: as in :func:`log_likelihood`."""
+    ``x`` may be a :class:`SupportBlocks` (``theta`` then unused)."""
     h = sample_q(mu, log_sigma, n_samples, generator)
-    expected_ll = log_likelihood(x, h, theta, include_coefficient, coefficient).mean(0)
+    expected_ll = log_likelihood(x, h, theta, include_coefficient).mean(0)
     return expected_ll - gaussian_kl(mu, log_sigma, prior)
 
 
@@ -341,7 +403,10 @@ def moment_matched_q(h_samples: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
 
 __all__ = [
     "APE_ALPHA",
+    "BLOCK_GROWTH",
+    "BLOCK_MIN_PAIRS",
     "GaussianPrior",
+    "SupportBlocks",
     "ape_prior",
     "compact_support",
     "compacted",
@@ -355,7 +420,6 @@ __all__ = [
     "log_q",
     "moment_matched_q",
     "multinomial_log_coefficient",
-    "pair_coefficient",
     "paper_log_predictive_density",
     "paper_per_word_predictive",
     "paper_prior",

@@ -40,6 +40,8 @@ import numpy as np
 import torch
 
 from noisyor_bench.infra.errors import ConfigError, DataError
+from noisyor_bench.models.sparse import sddmm
+from noisyor_bench.models.topics.counts import SparseCounts
 from noisyor_bench.models.topics.dirichlet_laplace import laplace_dirichlet_prior
 
 #: Added to word probabilities before the log (AVITM adds 1e-10 likewise): a word of zero
@@ -209,6 +211,21 @@ def log_likelihood_from_word_probs(counts: torch.Tensor, word_probs: torch.Tenso
     return (counts * torch.log(word_probs + LOG_FLOOR)).sum(-1)
 
 
+def sparse_log_likelihood(counts: SparseCounts, subtopics: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """``(L, B)``: :func:`log_likelihood_from_word_probs` of ``subtopics @ beta`` at the non-zero
+    counts only, for ``subtopics (L * B, K)`` (draw ``l`` of document ``d`` at row ``l * B + d``).
+
+    A zero count adds nothing to ``sum_v x_v log p_v``, so the word probabilities are needed
+    only where ``x_v > 0``: an SDDMM, O(L * nnz * K) instead of the ``(L * B, V)`` product."""
+    batch = counts.shape[0]
+    copies = subtopics.shape[0] // max(batch, 1)
+    if copies * batch != subtopics.shape[0]:
+        raise ValueError(f"subtopics has {subtopics.shape[0]} rows, not a multiple of the batch's {batch}")
+    pattern, values = counts.replicated(copies)
+    terms = values * torch.log(sddmm(pattern, subtopics, beta.t()) + LOG_FLOOR)
+    return terms.new_zeros(copies * batch).index_add(0, pattern.row, terms).view(copies, batch)
+
+
 # ---------------------------------------------------------------------- priors
 
 
@@ -279,6 +296,7 @@ __all__ = [
     "pam5_structure",
     "pam_chain",
     "sample_documents",
+    "sparse_log_likelihood",
     "subtopic_proportions",
     "word_distribution",
 ]
