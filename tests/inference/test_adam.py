@@ -78,7 +78,7 @@ def test_a_closure_is_evaluated_with_gradients_and_its_loss_returned():
         loss.backward()
         return loss
 
-    assert float(opt.step(closure)) == pytest.approx(5.0)
+    assert float(opt.step(closure).detach()) == pytest.approx(5.0)
     assert p.grad is not None and torch.all(p.detach().abs() < torch.tensor([1.0, 2.0]))
 
 

@@ -143,7 +143,7 @@ def test_the_loss_on_the_non_zero_counts_equals_the_dense_loss_with_its_gradient
     the same dropout and draws from one seed, the same loss, KL and gradient of every weight."""
     from noisyor_bench.models.topics.counts import CountRows
 
-    counts = two_topic_corpus(12)
+    counts = two_topic_corpus(12).toarray()
     counts[3] = 0.0  # an empty document
     config = prodlda.config_from_mapping({"decoder": decoder, "topics": 3, "hidden": [5, 4]})
     net = prodlda.ProdLdaNet(counts.shape[1], config, torch.Generator().manual_seed(0)).double()
