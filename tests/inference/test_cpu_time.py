@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from noisyor_bench.experiments.rundir import curve_csv
+from noisyor_bench.inference.adam import Adam
 from noisyor_bench.inference.fitting import EpochRecord, FitBudget
 from noisyor_bench.inference.topics.pam_gibbs import fit_pam_gibbs
 from noisyor_bench.inference.training import Trainer
@@ -34,7 +35,9 @@ def test_an_epochs_cpu_time_leaves_out_the_time_off_the_cpu() -> None:
     trainer = Trainer(
         module=module,
         loss_fn=loss,
-        optimizer=torch.optim.SGD(module.parameters(), lr=0.1),
+        # the product's optimiser: torch.optim's first step would import torch._dynamo (about 1 CPU-s)
+        # inside the first epoch wherever no earlier test of the process had imported it
+        optimizer=Adam(module.parameters(), lr=0.1),
         n_train=40,
         budget=FitBudget(max_epochs=2, patience=5, batch_size=10),
         shuffle_generator=torch.Generator().manual_seed(0),
