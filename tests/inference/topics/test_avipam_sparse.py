@@ -70,6 +70,12 @@ def test_the_corpus_is_held_sparse_below_the_density_threshold_and_dense_above()
     assert not CountRows.of(counts, torch.float32, "cpu", max_density=density * 0.99).sparse
     from_csr = CountRows.of(sp.csr_matrix(counts), torch.float32, "cpu", max_density=1.0)
     np.testing.assert_array_equal(from_csr.take(torch.arange(10)).to_dense().numpy(), counts)
+    # a stored zero is dropped from the rows, not from the caller's matrix
+    given = sp.csr_matrix(counts)
+    given.data[0] = 0.0
+    stored = given.nnz
+    rows = CountRows.of(given, torch.float32, "cpu", max_density=1.0)
+    assert given.nnz == stored and rows.values is not None and rows.values.numel() == stored - 1
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -1.0])

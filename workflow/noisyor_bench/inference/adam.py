@@ -4,8 +4,8 @@ Every training job of the workflow is a fresh process, and torch 2.13's optimise
 compiler front-end ``torch._dynamo`` the first time they are used: ``Optimizer.step`` to insert a
 graph break for ``torch.compile``, and the methods decorated with ``torch._disable_dynamo``
 (``add_param_group`` in the constructor, ``zero_grad``, ``state_dict``, ``load_state_dict``) to
-build their "not under the compiler" wrapper.  That import alone costs about 1.3 CPU-seconds on
-the 2-core AMD EPYC (sympy, the distributed and FSDP modules), a third of a short job; the
+build their "not under the compiler" wrapper.  That import alone (sympy, the distributed and FSDP
+modules) costs over a second of CPU, a third of a short job; the
 product never compiles, so it buys nothing.
 
 :class:`Adam` is ``torch.optim.Adam`` with the same constructor, update, state and

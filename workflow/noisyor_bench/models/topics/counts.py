@@ -113,7 +113,7 @@ class CountRows:
             return counts
         if isinstance(counts, torch.Tensor):
             counts = counts.detach().cpu().numpy()
-        matrix = sp.csr_matrix(counts) if not sp.issparse(counts) else sp.csr_matrix(counts)
+        matrix = sp.csr_matrix(counts, copy=True)  # cleaned below: never the caller's matrix
         if matrix.ndim != 2:
             raise DataError(f"counts must be a (documents x vocabulary) matrix; got shape {matrix.shape}")
         matrix.sum_duplicates()
